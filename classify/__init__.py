@@ -1,0 +1,14 @@
+from .kernels import (
+    PARALLEL_KIND,
+    REDUCTION_KIND,
+    SLIDING_WINDOW_KIND,
+    Classification,
+    classify,
+    detect_sliding_window,
+    iterator_sets,
+)
+
+__all__ = [
+    "PARALLEL_KIND", "REDUCTION_KIND", "SLIDING_WINDOW_KIND", "Classification", "classify",
+    "detect_sliding_window", "iterator_sets",
+]

@@ -1,0 +1,109 @@
+"""Kernel classification: MING Alg. 1 (sliding-window detection) and Alg. 2 (iterator sets).
+
+A kernel is
+  * `parallel`        when all its iterators are parallel,
+  * `sliding_window`  when an input access is `s * i_p + delta * i_r` (one
+                      parallel and one reduction iterator; stride s, dilation delta),
+  * `reduction`       otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ming_py.ir import PARALLEL, REDUCTION, AffineExpr, Kernel
+
+PARALLEL_KIND = "parallel"
+REDUCTION_KIND = "reduction"
+SLIDING_WINDOW_KIND = "sliding_window"
+
+
+@dataclass(frozen=True)
+class Classification:
+    kernel: str
+    kind: str
+    # Per sliding (or strided) axis of the activation input, in tensor-axis order.
+    stride: tuple[int, ...]
+    dilation: tuple[int, ...]
+    # MING Alg. 2: loop dims for P and R; expressions (as text) for O; dims for W.
+    parallel_dims: tuple[int, ...]
+    reduction_dims: tuple[int, ...]
+    original_exprs: tuple[str, ...]
+    window_dims: tuple[int, ...]
+
+
+def detect_sliding_window(kernel: Kernel) -> tuple[bool, int, int]:
+    """MING Alg. 1: (is_sliding_window, stride, dilation) from the first matching access."""
+    if all(it == PARALLEL for it in kernel.iterators):
+        return False, 0, 0
+    for operand in kernel.inputs:
+        for expr in operand.map.results:
+            pair = _parallel_reduction_pair(expr, kernel.iterators)
+            if pair is not None:
+                return True, pair[0], pair[1]
+    return False, 0, 0
+
+
+def _parallel_reduction_pair(expr: AffineExpr, iterators) -> tuple[int, int] | None:
+    """(stride, dilation) if `expr` is `s * i_p + delta * i_r` (plus a constant)."""
+    dims = expr.used_dims()
+    if len(dims) != 2:
+        return None
+    kinds = [iterators[d] for d in dims]
+    if sorted(kinds) != [PARALLEL, REDUCTION]:
+        return None
+    parallel, reduction = (dims[0], dims[1]) if kinds[0] == PARALLEL else (dims[1], dims[0])
+    return expr.coeffs[parallel], expr.coeffs[reduction]
+
+
+def iterator_sets(kernel: Kernel):
+    """MING Alg. 2: the sets P, R, O, W."""
+    parallel: list[int] = []
+    reduction: list[int] = []
+    original: list[str] = []
+    for operand in kernel.inputs:
+        for expr in operand.map.results:
+            d = expr.single_dim()
+            if d is None:
+                if str(expr) not in original:
+                    original.append(str(expr))
+            elif kernel.iterators[d] == PARALLEL:
+                if d not in parallel:
+                    parallel.append(d)
+            elif d not in reduction:
+                reduction.append(d)
+    window = []
+    for expr in kernel.output.map.results:
+        d = expr.single_dim()
+        if d is not None and kernel.iterators[d] == PARALLEL and d not in parallel and d not in window:
+            window.append(d)
+    return tuple(sorted(parallel)), tuple(sorted(reduction)), tuple(original), tuple(sorted(window))
+
+
+def _strides(kernel: Kernel) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Stride and dilation of each spatial axis of the (first) activation input."""
+    strides, dilations = [], []
+    operand = kernel.inputs[0]
+    for expr in operand.map.results:
+        pair = _parallel_reduction_pair(expr, kernel.iterators)
+        if pair is not None:
+            strides.append(pair[0])
+            dilations.append(pair[1])
+        elif len(expr.used_dims()) == 1 and expr.coeffs[expr.used_dims()[0]] > 1 \
+                and kernel.iterators[expr.used_dims()[0]] == PARALLEL:
+            strides.append(expr.coeffs[expr.used_dims()[0]])
+            dilations.append(1)
+    return tuple(strides), tuple(dilations)
+
+
+def classify(kernel: Kernel) -> Classification:
+    sliding, _, _ = detect_sliding_window(kernel)
+    if all(it == PARALLEL for it in kernel.iterators):
+        kind = PARALLEL_KIND
+    elif sliding:
+        kind = SLIDING_WINDOW_KIND
+    else:
+        kind = REDUCTION_KIND
+    stride, dilation = _strides(kernel)
+    p, r, o, w = iterator_sets(kernel)
+    return Classification(kernel.name, kind, stride, dilation, p, r, o, w)

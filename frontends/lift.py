@@ -1,0 +1,822 @@
+"""Lift IREE's linalg-on-tensors module into ming's integer graph IR.
+
+IREE (global-optimization phase, qdq-to-integer-math) leaves integer
+`linalg.generic` convolutions and matmuls surrounded by float code: dequantize,
+`sitofp`/`mulf`/`addf` requantization chains, float pooling, quantize. The
+lifter interprets that float code symbolically: every float tensor is kept as
+an affine combination of integer tensors,
+
+    value = sum_t prod(factors_t) * (T_t - offset_t) / divisor_t + bias,
+
+and each `quantize_affine` turns such a combination back into an integer node
+with one of the epilogues of `ming_py.ir` (integer legalization). Float code
+after the last quantize of an output (a Softmax) becomes a host tail.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from iree.compiler import ir
+
+from ming_py import numerics, reference
+from ming_py.ir import (
+    PARALLEL,
+    AccessMap,
+    AccRequant,
+    AddRequant,
+    Arg,
+    AverageRequant,
+    Concat,
+    Const,
+    Expr,
+    Graph,
+    GraphInput,
+    GraphOutput,
+    HostOp,
+    Kernel,
+    MingError,
+    Op,
+    Operand,
+    Rescale,
+    Reshape,
+    Slice,
+    TensorInfo,
+)
+
+from .mlir_attrs import (
+    access_map,
+    constant_value,
+    element_type,
+    iterator_kind,
+    location_name,
+    tensor_shape,
+)
+
+# ---- symbolic values --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IntTensor:
+    name: str
+
+
+@dataclass(frozen=True)
+class Padded:
+    """A tensor padded by `tensor.pad`; becomes padding of the consumer's window."""
+
+    base: object  # IntTensor | FloatValue
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+    value: float
+
+
+@dataclass(frozen=True)
+class Fill:
+    value: float
+
+
+@dataclass(frozen=True)
+class Empty:
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FloatInput:
+    name: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Term:
+    tensor: str
+    factors: tuple[np.ndarray, ...] = ()
+    offset: np.ndarray = field(default_factory=lambda: np.int64(0))
+    divisor: float | np.ndarray = 1.0  # an array: per-position counts (average pooling)
+
+
+@dataclass(frozen=True)
+class FloatValue:
+    shape: tuple[int, ...]
+    terms: tuple[Term, ...]
+    bias: np.ndarray = field(default_factory=lambda: np.float32(0))
+    # (low, high) of a Relu/Clip applied to a single dequantized tensor.
+    clamp: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class Compare:
+    """`arith.cmpf` result, consumed by `arith.select` (Relu/Clip)."""
+
+    greater: bool
+    lhs: object
+    rhs: object
+
+
+@dataclass(frozen=True)
+class IntSym:
+    """An integer tensor inside a float generic body, before `sitofp`."""
+
+    tensor: str
+    offset: np.ndarray
+
+
+@dataclass(frozen=True)
+class FloatPieces:
+    """A float tensor assembled by `tensor.insert_slice` (Concat)."""
+
+    shape: tuple[int, ...]
+    pieces: tuple[tuple[tuple[int, ...], tuple[int, ...], FloatValue], ...]
+
+
+@dataclass(frozen=True)
+class HostValue:
+    tensor: str
+    scale: float
+    zero_point: int
+    ops: tuple[HostOp, ...]
+
+
+_FLOAT_BINARY = {"arith.mulf", "arith.addf", "arith.divf", "arith.subf"}
+_INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul",
+               "arith.maxsi": "max", "arith.minsi": "min"}
+_PASS_THROUGH = {"iree_tensor_ext.compute_barrier.start", "iree_tensor_ext.compute_barrier.end",
+                 "hal.tensor.barrier"}
+
+
+def _identifier(text: str) -> str:
+    ident = re.sub(r"[^0-9a-zA-Z_]", "_", text).strip("_") or "node"
+    return ident if not ident[0].isdigit() else f"n_{ident}"
+
+
+class Lifter:
+    def __init__(self, graph_name: str, input_shapes: dict[str, tuple[int, ...]], output_names: list[str],
+                 output_shapes: list[tuple[int, ...]]):
+        self.graph = Graph(_identifier(graph_name))
+        self.input_shapes = input_shapes
+        self.values: dict[ir.Value, object] = {}
+        self.globals: dict[str, np.ndarray] = {}
+        self.output_names = output_names
+        self.output_shapes = output_shapes
+        self.uses: dict[str, int] = {}
+
+    # ---- naming and graph construction ----
+
+    def _fresh(self, base: str) -> str:
+        name = _identifier(base)
+        taken = self.graph.tensors.keys() | self.graph.constants.keys() | {n.name for n in self.graph.nodes}
+        if name not in taken:
+            return name
+        i = 2
+        while f"{name}_{i}" in taken:
+            i += 1
+        return f"{name}_{i}"
+
+    def _new_tensor(self, base: str, shape: tuple[int, ...], dtype: str) -> str:
+        name = self._fresh(base)
+        self.graph.tensors[name] = TensorInfo(name, tuple(shape), dtype)
+        return name
+
+    def _constant(self, base: str, array: np.ndarray) -> str:
+        name = self._fresh(f"{base}_const")
+        self.graph.constants[name] = np.ascontiguousarray(array)
+        return name
+
+    def _producer(self, tensor: str) -> Kernel | None:
+        for node in self.graph.nodes:
+            if isinstance(node, Kernel) and node.output.tensor == tensor:
+                return node
+        return None
+
+    # ---- driver ----
+
+    def run(self, module: ir.Module) -> Graph:
+        func = None
+        for op in module.body.operations:
+            name = op.operation.name
+            if name == "util.global":
+                sym = str(op.attributes["sym_name"]).strip('"')
+                init = op.attributes["initial_value"]
+                self.globals[sym] = constant_value(init, init.type)
+            elif name == "util.func" and str(op.attributes["sym_name"]).strip('"').endswith("$async"):
+                func = op
+        if func is None:
+            raise MingError("IREE output has no entry function; is the model empty?")
+        for op in func.regions[0].blocks[0].operations:
+            self._visit(op.operation)
+        self._drop_unused()
+        return self.graph
+
+    def _visit(self, op: ir.Operation) -> None:
+        name = op.name
+        where = f"node '{location_name(op)}' ({name})"
+        handler = getattr(self, "_op_" + name.replace(".", "_"), None)
+        if name in _PASS_THROUGH:
+            for src, res in zip(op.operands, op.results):
+                self.values[res] = self.values.get(src)
+        elif handler is not None:
+            handler(op, where)
+        elif name in ("tensor.empty",):
+            self.values[op.results[0]] = Empty(tensor_shape(op.results[0]))
+        elif name in ("util.null", "hal.fence.create", "hal.devices.get", "util.return"):
+            return
+        else:
+            raise MingError(f"{where}: operation {name} is not supported by ming yet")
+
+    def _get(self, value: ir.Value, where: str) -> object:
+        if value not in self.values:
+            raise MingError(f"{where}: operand produced by an unsupported operation")
+        return self.values[value]
+
+    # ---- simple ops ----
+
+    def _op_arith_constant(self, op, where):
+        self.values[op.results[0]] = constant_value(op.attributes["value"], op.results[0].type)
+
+    def _op_util_global_load(self, op, where):
+        self.values[op.results[0]] = self.globals[str(op.attributes["global"]).lstrip("@").strip('"')]
+
+    def _op_hal_tensor_import(self, op, where):
+        self.values[op.results[0]] = FloatInput(location_name(op), tensor_shape(op.results[0]))
+
+    def _op_linalg_fill(self, op, where):
+        value = self._get(op.operands[0], where)
+        self.values[op.results[0]] = Fill(float(value))
+
+    def _op_tensor_pad(self, op, where):
+        source = self._get(op.operands[0], where)
+        low = tuple(op.attributes["static_low"])
+        high = tuple(op.attributes["static_high"])
+        if any(v < 0 for v in low + high):
+            raise MingError(f"{where}: dynamic padding is not supported")
+        yield_op = list(op.regions[0].blocks[0].operations)[-1]
+        pad = self._get(yield_op.operands[0], where)
+        self.values[op.results[0]] = Padded(source, low, high, float(pad))
+
+    def _reshape(self, op, where):
+        source = self._get(op.operands[0], where)
+        shape = tensor_shape(op.results[0])
+        if isinstance(source, IntTensor):
+            self.values[op.results[0]] = IntTensor(self._reshape_tensor(source.name, shape, location_name(op)))
+        elif isinstance(source, FloatInput):
+            self.values[op.results[0]] = FloatInput(source.name, shape)
+        elif isinstance(source, Empty):
+            self.values[op.results[0]] = Empty(shape)
+        elif isinstance(source, HostValue):
+            self.values[op.results[0]] = replace(source, ops=source.ops + (HostOp("reshape", shape=shape),))
+        elif isinstance(source, FloatValue) and _all_scalar(source):
+            terms = tuple(replace(t, tensor=self._reshape_tensor(t.tensor, shape, location_name(op)))
+                          for t in source.terms)
+            self.values[op.results[0]] = FloatValue(shape, terms, source.bias)
+        elif isinstance(source, np.ndarray):
+            self.values[op.results[0]] = source.reshape(shape)
+        else:
+            raise MingError(f"{where}: cannot reshape a per-channel float value; unsupported layer pattern")
+
+    _op_tensor_collapse_shape = _reshape
+    _op_tensor_expand_shape = _reshape
+
+    def _reshape_tensor(self, tensor: str, shape: tuple[int, ...], source: str) -> str:
+        info = self.graph.tensors[tensor]
+        if info.shape == tuple(shape):
+            return tensor
+        for node in self.graph.nodes:
+            if isinstance(node, Reshape) and node.output == tensor and self.graph.tensors[node.input].shape == shape:
+                return node.input
+        out = self._new_tensor(f"{tensor}_reshaped", shape, info.dtype)
+        self.graph.nodes.append(Reshape(self._fresh(f"{source}_reshape"), source, tensor, out))
+        return out
+
+    def _op_tensor_extract_slice(self, op, where):
+        source = self._get(op.operands[0], where)
+        if not isinstance(source, IntTensor):
+            raise MingError(f"{where}: slicing a float tensor is not supported")
+        offsets = tuple(op.attributes["static_offsets"])
+        sizes = tuple(op.attributes["static_sizes"])
+        strides = tuple(op.attributes["static_strides"])
+        shape = tensor_shape(op.results[0])
+        info = self.graph.tensors[source.name]
+        out = self._new_tensor(f"{source.name}_slice", shape, info.dtype)
+        self.graph.nodes.append(Slice(self._fresh(f"{location_name(op)}_slice"), location_name(op),
+                                      source.name, out, offsets, sizes, strides))
+        self.values[op.results[0]] = IntTensor(out)
+
+    def _op_tensor_insert_slice(self, op, where):
+        source = self._get(op.operands[0], where)
+        dest = self._get(op.operands[1], where)
+        offsets = tuple(op.attributes["static_offsets"])
+        sizes = tuple(op.attributes["static_sizes"])
+        if not isinstance(source, FloatValue):
+            raise MingError(f"{where}: insert_slice of this value is not supported")
+        pieces = dest.pieces if isinstance(dest, FloatPieces) else ()
+        if not isinstance(dest, (FloatPieces, Empty)):
+            raise MingError(f"{where}: insert_slice into a computed tensor is not supported")
+        self.values[op.results[0]] = FloatPieces(tensor_shape(op.results[0]), pieces + ((offsets, sizes, source),))
+
+    def _op_hal_tensor_export(self, op, where):
+        value = self._get(op.operands[0], where)
+        index = len(self.graph.outputs)
+        name, shape = self.output_names[index], self.output_shapes[index]
+        if isinstance(value, HostValue):
+            out = GraphOutput(name, value.tensor, shape, value.scale, value.zero_point, value.ops)
+        elif isinstance(value, FloatValue) and len(value.terms) == 1 and _is_plain_dequant(value):
+            term = value.terms[0]
+            out = GraphOutput(name, term.tensor, shape, float(term.factors[0]), int(term.offset))
+        else:
+            raise MingError(f"output '{name}': must be the dequantized int8 result of a layer "
+                            "(add a QuantizeLinear/DequantizeLinear pair before it)")
+        self.graph.outputs.append(out)
+
+    # ---- quantization boundaries ----
+
+    def _scale_and_zero_point(self, op, where):
+        ins = list(op.operands)[:-1]  # the last operand is the destination
+        scale = self._get(ins[1], where)
+        zero_point = self._get(ins[2], where) if len(ins) > 2 else np.int64(0)
+        return scale, zero_point
+
+    def _op_iree_linalg_ext_dequantize_affine(self, op, where):
+        source = self._get(op.operands[0], where)
+        scale, zero_point = self._scale_and_zero_point(op, where)
+        if isinstance(source, HostValue):
+            self.values[op.results[0]] = replace(
+                source, ops=source.ops + (HostOp("dequantize", scale=float(scale), zero_point=int(zero_point)),))
+            return
+        if not isinstance(source, IntTensor) or np.ndim(scale) or np.ndim(zero_point):
+            raise MingError(f"{where}: only per-tensor dequantization of activations is supported")
+        self.values[op.results[0]] = FloatValue(
+            self.graph.tensors[source.name].shape,
+            (Term(source.name, (np.float32(scale),), np.int64(zero_point)),))
+
+    def _op_iree_linalg_ext_quantize_affine(self, op, where):
+        source = self._get(op.operands[0], where)
+        scale, zero_point = self._scale_and_zero_point(op, where)
+        scale, zero_point = np.float32(scale), int(zero_point)
+        qmin, qmax = int(op.attributes["quant_min"].value), int(op.attributes["quant_max"].value)
+        if (qmin, qmax) != (-128, 127) or element_type(op.results[0]) != "i8":
+            raise MingError(f"{where}: only signed int8 quantization is supported; "
+                            "quantize with activation_type=QuantType.QInt8")
+        node = location_name(op).removesuffix("_QuantizeLinear")
+        self.values[op.results[0]] = self._quantize(source, scale, zero_point, node, where)
+
+    def _quantize(self, source, scale, zero_point, node, where):
+        if isinstance(source, FloatInput):
+            tensor = self._new_tensor(f"{source.name}_q", source.shape, "i8")
+            onnx_shape = self.input_shapes[source.name]
+            self.graph.inputs.append(GraphInput(source.name, tensor, onnx_shape, float(scale), zero_point))
+            return IntTensor(tensor)
+        if isinstance(source, HostValue):
+            return replace(source, ops=source.ops + (HostOp("quantize", scale=float(scale), zero_point=zero_point),))
+        if isinstance(source, FloatPieces):
+            return self._quantize_pieces(source, scale, zero_point, node, where)
+        if not isinstance(source, FloatValue):
+            raise MingError(f"{where}: cannot quantize this value")
+        if len(source.terms) == 2:
+            return self._add(source, scale, zero_point, node, where)
+        if len(source.terms) != 1:
+            raise MingError(f"{where}: a sum of {len(source.terms)} tensors is not supported")
+        term = source.terms[0]
+        producer = self._producer(term.tensor)
+        if producer is not None and producer.op in ("matmul", "conv") and producer.epilogue is None:
+            return self._requantize_accumulator(producer, source, scale, zero_point, where)
+        if producer is not None and producer.op == "sumpool" and producer.epilogue is None:
+            return self._requantize_average(producer, source, scale, zero_point, where)
+        if source.clamp is not None and _is_plain_dequant(replace(source, clamp=None)):
+            low, high = (numerics.quantize(np.float32(bound), scale, zero_point) for bound in source.clamp)
+            return self._rescale(term, scale, zero_point, node, int(low), int(high))
+        if _is_plain_dequant(source):
+            if np.float32(term.factors[0]) == scale and int(term.offset) == zero_point:
+                return IntTensor(term.tensor)
+            return self._rescale(term, scale, zero_point, node)
+        raise MingError(f"{where}: this requantization pattern is not supported")
+
+    def _requantize_accumulator(self, kernel: Kernel, value: FloatValue, scale, zero_point, where):
+        term = value.terms[0]
+        if len(term.factors) != 2 or term.divisor != 1.0:
+            raise MingError(f"{where}: unexpected requantization chain after {kernel.source}")
+        out_shape = self.graph.tensors[kernel.output.tensor].shape
+        axis = _channel_axis([term.offset, value.bias, *term.factors], out_shape)
+        channels = out_shape[axis] if axis is not None else 1
+        x_scale, w_scale = (np.float32(term.factors[0]), _per_channel(term.factors[1], axis, channels, np.float32))
+        if np.ndim(term.factors[0]) and np.size(term.factors[0]) > 1:
+            x_scale, w_scale = np.float32(term.factors[1]), _per_channel(term.factors[0], axis, channels, np.float32)
+        correction = _per_channel(term.offset, axis, channels, np.int64)
+        bias_float = _per_channel(value.bias, axis, channels, np.float64)
+        acc_scale = np.float64(x_scale) * w_scale.astype(np.float64)
+        bias_int = np.rint(bias_float / acc_scale)
+        if np.any(np.abs(bias_float / acc_scale - bias_int) > 1e-2):
+            raise MingError(f"{where}: bias of {kernel.source} is not an int32 multiple of input*weight scale; "
+                            "quantize the model with onnxruntime's quantize_static")
+        channel_dim = kernel.output.map.results[axis].single_dim() if axis is not None else kernel.parallel_dims[0]
+        kernel.epilogue = AccRequant(
+            bias=(bias_int.astype(np.int64) - correction).astype(np.int32),
+            x_scale=np.float32(x_scale), w_scale=w_scale.astype(np.float32), y_scale=np.float32(scale),
+            zero_point=zero_point, channel_dim=channel_dim)
+        self._retype(kernel.output.tensor, "i8")
+        return IntTensor(kernel.output.tensor)
+
+    def _requantize_average(self, kernel: Kernel, value: FloatValue, scale, zero_point, where):
+        term = value.terms[0]
+        window = int(np.prod([kernel.dims[d] for d in kernel.reduction_dims]))
+        exclude_padding = np.size(term.divisor) > 1
+        if exclude_padding:
+            valid = reference.valid_window_counts(kernel, self.graph.shape_of(kernel.inputs[0].tensor))
+            expected = np.transpose(valid, [kernel.parallel_dims.index(e.single_dim())
+                                            for e in kernel.output.map.results])
+            if not np.array_equal(np.broadcast_to(term.divisor, expected.shape), expected):
+                raise MingError(f"{where}: unsupported average pooling divisor")
+        elif term.divisor != window:
+            raise MingError(f"{where}: average pooling divides by {term.divisor}, not the window size {window}")
+        if len(term.factors) != 1 or np.ndim(term.offset) or value.bias.any():
+            raise MingError(f"{where}: unsupported average pooling form")
+        kernel.epilogue = AverageRequant(
+            count=window, x_scale=np.float32(term.factors[0]), x_zero_point=int(term.offset) // window,
+            y_scale=np.float32(scale), zero_point=zero_point, exclude_padding=exclude_padding)
+        self._retype(kernel.output.tensor, "i8")
+        return IntTensor(kernel.output.tensor)
+
+    def _add(self, value: FloatValue, scale, zero_point, node, where):
+        if not all(_is_plain_dequant(FloatValue(value.shape, (t,))) for t in value.terms) or np.any(value.bias):
+            raise MingError(f"{where}: only the sum of two dequantized int8 tensors is supported")
+        a, b = value.terms
+        shape = value.shape
+        if self.graph.tensors[a.tensor].shape != shape or self.graph.tensors[b.tensor].shape != shape:
+            raise MingError(f"{where}: broadcasting Add is not supported")
+        name = self._fresh(node)
+        out = self._new_tensor(f"{name}_out", shape, "i8")
+        identity = AccessMap.identity(len(shape))
+        self.graph.nodes.append(Kernel(
+            name=name, source=node, dims=shape, iterators=(PARALLEL,) * len(shape),
+            inputs=(Operand(a.tensor, identity), Operand(b.tensor, identity)), output=Operand(out, identity),
+            payload=Op("add", (Arg(0), Arg(1))), init=None, op="add",
+            epilogue=AddRequant(np.float32(a.factors[0]), int(a.offset), np.float32(b.factors[0]), int(b.offset),
+                                np.float32(scale), zero_point)))
+        return IntTensor(out)
+
+    def _rescale(self, term: Term, scale, zero_point, node, qmin=-128, qmax=127) -> IntTensor:
+        shape = self.graph.tensors[term.tensor].shape
+        out = self._new_tensor(f"{node}_rescaled", shape, "i8")
+        identity = AccessMap.identity(len(shape))
+        self.graph.nodes.append(Kernel(
+            name=self._fresh(f"{node}_rescale"), source=node, dims=shape, iterators=(PARALLEL,) * len(shape),
+            inputs=(Operand(term.tensor, identity),), output=Operand(out, identity), payload=Arg(0), init=None,
+            op="rescale",
+            epilogue=Rescale(np.float32(term.factors[0]), int(term.offset), np.float32(scale), zero_point,
+                             qmin, qmax)))
+        return IntTensor(out)
+
+    def _quantize_pieces(self, value: FloatPieces, scale, zero_point, node, where):
+        varying = {i for (offsets, _, _) in value.pieces for i, o in enumerate(offsets) if o}
+        if len(varying) != 1:
+            raise MingError(f"{where}: only concatenation along one axis is supported")
+        axis = varying.pop()
+        lead = len(value.shape) - len(value.pieces[0][2].shape)
+        if lead < 0 or any(d != 1 for d in value.shape[:lead]):
+            raise MingError(f"{where}: unsupported concatenation shape")
+        pieces = sorted(value.pieces, key=lambda p: p[0][axis])
+        inputs = []
+        position = 0
+        for offsets, sizes, piece in pieces:
+            if offsets[axis] != position or any(o for i, o in enumerate(offsets) if i != axis):
+                raise MingError(f"{where}: concatenation pieces do not tile the output")
+            position += sizes[axis]
+            tensor = self._quantize(piece, scale, zero_point, node, where).name
+            inputs.append(self._reshape_tensor(tensor, tuple(sizes[lead:]), node))
+        if position != value.shape[axis]:
+            raise MingError(f"{where}: concatenation pieces do not cover the output")
+        name = self._fresh(node)
+        out = self._new_tensor(f"{name}_out", value.shape[lead:], "i8")
+        self.graph.nodes.append(Concat(name, node, tuple(inputs), out, axis - lead))
+        return IntTensor(self._reshape_tensor(out, value.shape, node))
+
+    def _retype(self, tensor: str, dtype: str) -> None:
+        info = self.graph.tensors[tensor]
+        self.graph.tensors[tensor] = TensorInfo(info.name, info.shape, dtype)
+
+    # ---- softmax: host tail ----
+
+    def _op_linalg_softmax(self, op, where):
+        source = self._get(op.operands[0], where)
+        if not (isinstance(source, FloatValue) and len(source.terms) == 1 and _is_plain_dequant(source)):
+            raise MingError(f"{where}: Softmax must consume a dequantized int8 tensor")
+        term = source.terms[0]
+        axis = int(op.attributes["dimension"].value)
+        self.values[op.results[0]] = HostValue(term.tensor, float(term.factors[0]), int(term.offset),
+                                               (HostOp("softmax", axis=axis),))
+
+    # ---- linalg.generic ----
+
+    def _op_linalg_generic(self, op, where):
+        segments = list(op.attributes["operandSegmentSizes"])
+        n_in = segments[0]
+        ins = [self._get(v, where) for v in op.operands[:n_in]]
+        out_init = self._get(op.operands[n_in], where)
+        maps = [access_map(a, where) for a in op.attributes["indexing_maps"]]
+        iterators = tuple(iterator_kind(a) for a in op.attributes["iterator_types"])
+        dims = _loop_bounds(maps, [v for v in op.operands[:n_in + 1]], len(iterators), where)
+        block = op.regions[0].blocks[0]
+        result = op.results[0]
+        node = location_name(op)
+        if element_type(result) == "f32":
+            self.values[result] = self._float_generic(op, ins, out_init, maps, iterators, dims, block, node, where)
+        else:
+            self.values[result] = self._int_generic(ins, out_init, maps, iterators, dims, block, node, result, where)
+
+    def _int_generic(self, ins, out_init, maps, iterators, dims, block, node, result, where) -> IntTensor:
+        operands = []
+        for value, amap in zip(ins, maps):
+            operands.append(self._operand(value, amap, node, where))
+        init = int(out_init.value) if isinstance(out_init, Fill) else None
+        if not isinstance(out_init, (Fill, Empty)):
+            raise MingError(f"{where}: in-place update of a computed tensor is not supported")
+        payload = _int_payload(block, where)
+        dtype = element_type(result)
+        if dtype not in ("i8", "i32"):
+            raise MingError(f"{where}: element type {dtype} is not supported")
+        name = self._fresh(node)
+        out = self._new_tensor(f"{name}_out", tensor_shape(result), dtype)
+        kind = _mac_kind(payload, maps) if init is not None else "elementwise"
+        self.graph.nodes.append(Kernel(
+            name=name, source=node, dims=dims, iterators=iterators, inputs=tuple(operands),
+            output=Operand(out, maps[-1]), payload=payload, init=init, op=kind))
+        return IntTensor(out)
+
+    def _operand(self, value, amap: AccessMap, node: str, where: str) -> Operand:
+        if isinstance(value, IntTensor):
+            return Operand(value.name, amap)
+        if isinstance(value, Padded) and isinstance(value.base, IntTensor):
+            return Operand(value.base.name, amap, tuple(zip(value.low, value.high)), int(value.value))
+        if isinstance(value, np.ndarray) and value.dtype.kind == "i":
+            return Operand(self._constant(node, value), amap)
+        raise MingError(f"{where}: unsupported operand for an integer kernel")
+
+    def _float_generic(self, op, ins, out_init, maps, iterators, dims, block, node, where):
+        if any(it != PARALLEL for it in iterators):
+            return self._float_reduction(ins, out_init, maps, iterators, dims, block, node, where)
+        if not maps[-1].is_identity():
+            raise MingError(f"{where}: transposing float tensors is not supported")
+        symbols = [_broadcast_input(value, amap, dims, where) for value, amap in zip(ins, maps)]
+        env: dict[ir.Value, object] = dict(zip(list(block.arguments)[:len(ins)], symbols))
+        for body_op in block.operations:
+            name = body_op.operation.name
+            if name == "linalg.yield":
+                value = env[body_op.operands[0]]
+                return _compact(value) if isinstance(value, np.ndarray) else value
+            if name == "linalg.index":
+                env[body_op.results[0]] = _index_array(int(body_op.attributes["dim"].value), dims)
+                continue
+            if name == "arith.constant":
+                env[body_op.results[0]] = constant_value(body_op.attributes["value"], body_op.results[0].type)
+                continue
+            operands = [env[v] if v in env else self._get(v, where) for v in body_op.operands]
+            predicate = int(body_op.attributes["predicate"].value) if name == "arith.cmpf" else None
+            env[body_op.results[0]] = _float_step(name, operands, dims, predicate, where)
+        raise MingError(f"{where}: generic without yield")
+
+    def _float_reduction(self, ins, out_init, maps, iterators, dims, block, node, where):
+        """Float max/sum pooling over a dequantized tensor -> integer pooling kernel."""
+        body = [o.operation.name for o in block.operations]
+        source = ins[0]
+        padding: tuple[tuple[int, int], ...] = ()
+        pad_float = 0.0
+        if isinstance(source, Padded):
+            padding, pad_float, source = tuple(zip(source.low, source.high)), source.value, source.base
+        if not (isinstance(source, FloatValue) and _is_plain_dequant(source) and isinstance(out_init, Fill)):
+            raise MingError(f"{where}: pooling must consume a dequantized int8 tensor")
+        term = source.terms[0]
+        zero_point = int(term.offset)
+        window = int(np.prod([dims[d] for d, it in enumerate(iterators) if it != PARALLEL]))
+        if body == ["arith.maximumf", "linalg.yield"]:
+            if term.factors[0] <= 0 or out_init.value != float("-inf"):
+                raise MingError(f"{where}: unsupported max pooling form")
+            pad_value, init, dtype, kind, payload = -128, -128, "i8", "maxpool", Op("max", (Arg(1), Arg(0)))
+            new_term = replace(term, tensor="")
+        elif body == ["arith.addf", "linalg.yield"]:
+            if out_init.value != 0.0 or (padding and pad_float != 0.0):
+                raise MingError(f"{where}: unsupported average pooling form")
+            pad_value, init, dtype, kind, payload = zero_point, 0, "i32", "sumpool", Op("add", (Arg(1), Arg(0)))
+            new_term = replace(term, tensor="", offset=np.int64(zero_point * window))
+        else:
+            raise MingError(f"{where}: float reduction {body[:-1]} has no integer form in ming")
+        out_shape = tuple(dims[r.single_dim()] for r in maps[-1].results)
+        name = self._fresh(node)
+        out = self._new_tensor(f"{name}_out", out_shape, dtype)
+        self.graph.nodes.append(Kernel(
+            name=name, source=node, dims=dims, iterators=iterators,
+            inputs=(Operand(term.tensor, maps[0], padding, pad_value),),
+            output=Operand(out, maps[-1]), payload=payload, init=init, op=kind))
+        return FloatValue(out_shape, (replace(new_term, tensor=out),))
+
+    def _drop_unused(self) -> None:
+        """Remove nodes whose results nothing reads (e.g. float bias broadcasts folded away)."""
+        live = {o.tensor for o in self.graph.outputs}
+        kept = []
+        for node in reversed(self.graph.nodes):
+            outputs = {node.output.tensor} if isinstance(node, Kernel) else {node.output}
+            if outputs & live:
+                kept.append(node)
+                live |= _node_inputs(node)
+        self.graph.nodes = kept[::-1]
+        used = live | {i.tensor for i in self.graph.inputs}
+        self.graph.tensors = {k: v for k, v in self.graph.tensors.items() if k in used}
+        self.graph.constants = {k: v for k, v in self.graph.constants.items() if k in used}
+
+
+# ---- helpers ---------------------------------------------------------------
+
+
+def _node_inputs(node) -> set[str]:
+    if isinstance(node, Kernel):
+        return {o.tensor for o in node.inputs}
+    if isinstance(node, Concat):
+        return set(node.inputs)
+    return {node.input}
+
+
+def _index_array(dim: int, dims: tuple[int, ...]) -> np.ndarray:
+    shape = [1] * len(dims)
+    shape[dim] = dims[dim]
+    return np.arange(dims[dim], dtype=np.int64).reshape(shape)
+
+
+_NUMERIC = {
+    "arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply, "arith.maxsi": np.maximum,
+    "arith.minsi": np.minimum, "arith.index_cast": lambda x: x.astype(np.int64),
+    "arith.sitofp": lambda x: x.astype(np.float32),
+}
+_GREATER = {2, 3, 9, 10}  # arith.cmpf predicates ogt, oge, ugt, uge
+_LESS = {4, 5, 11, 12}  # olt, ole, ult, ule
+
+
+def _float_step(name, operands, dims, predicate, where):
+    """One op of a float element-wise body, on symbolic or numeric operands."""
+    if name in _NUMERIC and all(isinstance(o, (np.ndarray, np.generic)) for o in operands):
+        return np.asarray(_NUMERIC[name](*operands))
+    if name == "arith.subi" and isinstance(operands[0], IntTensor):
+        return IntSym(operands[0].name, np.asarray(operands[1]).astype(np.int64))
+    if name == "arith.sitofp":
+        source = operands[0]
+        if isinstance(source, IntTensor):
+            source = IntSym(source.name, np.int64(0))
+        if not isinstance(source, IntSym):
+            raise MingError(f"{where}: unsupported int-to-float conversion")
+        return FloatValue(dims, (Term(source.tensor, (), source.offset),))
+    if name in _FLOAT_BINARY:
+        return _float_binary(name, operands[0], operands[1], dims, where)
+    if name == "arith.cmpf" and predicate in _GREATER | _LESS:
+        return Compare(predicate in _GREATER, operands[0], operands[1])
+    if name == "arith.select" and isinstance(operands[0], Compare):
+        return _select(operands[0], operands[1], operands[2], where)
+    if name in ("arith.maximumf", "arith.minimumf"):
+        value, bound = (operands[0], operands[1]) if isinstance(operands[0], FloatValue) else operands[::-1]
+        return _clamp(value, bound, name == "arith.maximumf", where)
+    raise MingError(f"{where}: float operation {name} has no integer form in ming")
+
+
+def _select(compare: Compare, if_true, if_false, where):
+    """`select(a > b, a, b)` is max(a, b); `select(a > b, b, a)` is min(a, b) (and mirrored for <)."""
+    a, b = compare.lhs, compare.rhs
+    if if_true is a and if_false is b:
+        is_max = compare.greater
+    elif if_true is b and if_false is a:
+        is_max = not compare.greater
+    else:
+        raise MingError(f"{where}: unsupported select pattern")
+    value, bound = (a, b) if isinstance(a, FloatValue) else (b, a)
+    return _clamp(value, bound, is_max, where)
+
+
+def _clamp(value, bound, is_max: bool, where) -> FloatValue:
+    if not isinstance(value, FloatValue) or np.size(bound) != 1:
+        raise MingError(f"{where}: only Relu/Clip by constants of a dequantized tensor is supported")
+    base = replace(value, clamp=None)
+    if not _is_plain_dequant(base) or base.terms[0].factors[0] <= 0:
+        raise MingError(f"{where}: Relu/Clip must follow a dequantized int8 tensor")
+    low, high = value.clamp or (float("-inf"), float("inf"))
+    bound = float(bound)
+    return replace(value, clamp=(max(low, bound), high) if is_max else (low, min(high, bound)))
+
+
+def _all_scalar(value: FloatValue) -> bool:
+    arrays = [value.bias] + [a for t in value.terms for a in (*t.factors, t.offset)]
+    return all(np.size(a) == 1 for a in arrays)
+
+
+def _is_plain_dequant(value: FloatValue) -> bool:
+    """A single int8 tensor times one scalar scale minus a scalar zero point."""
+    if len(value.terms) != 1 or np.any(value.bias) or value.clamp is not None:
+        return False
+    term = value.terms[0]
+    return len(term.factors) == 1 and np.size(term.factors[0]) == 1 and np.size(term.offset) == 1 \
+        and np.size(term.divisor) == 1 and term.divisor == 1.0
+
+
+def _loop_bounds(maps, values, num_dims, where) -> tuple[int, ...]:
+    bounds: list[int | None] = [None] * num_dims
+    for amap, value in zip(maps, values):
+        shape = tensor_shape(value) if "tensor<" in str(value.type) else ()
+        for expr, size in zip(amap.results, shape):
+            d = expr.single_dim()
+            if d is not None and bounds[d] is None:
+                bounds[d] = size
+    if any(b is None for b in bounds):
+        raise MingError(f"{where}: cannot infer loop bounds from the access maps")
+    return tuple(bounds)
+
+
+def _broadcast_input(value, amap: AccessMap, dims, where):
+    """Constants become arrays broadcastable to the iteration space; tensors pass through."""
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return value
+        order = [e.single_dim() for e in amap.results]
+        if None in order:
+            raise MingError(f"{where}: unsupported constant access map {amap}")
+        moved = np.moveaxis(value, list(range(value.ndim)), np.argsort(np.argsort(order)).tolist())
+        shape = [1] * len(dims)
+        for d, size in zip(sorted(order), moved.shape):
+            shape[d] = size
+        return _compact(moved.reshape(shape))
+    if isinstance(value, (IntTensor, FloatValue)):
+        if not amap.is_identity():
+            raise MingError(f"{where}: non-identity access in a float generic is not supported")
+        return value
+    raise MingError(f"{where}: unsupported float generic operand")
+
+
+def _compact(array: np.ndarray) -> np.ndarray:
+    """Collapse the axes along which a broadcast constant does not vary."""
+    for axis in range(array.ndim):
+        if array.shape[axis] > 1 and np.all(array == array.take([0], axis=axis)):
+            array = array.take([0], axis=axis)
+    return array
+
+
+def _float_binary(name, lhs, rhs, dims, where):
+    if isinstance(lhs, FloatValue) and lhs.clamp is not None:
+        raise MingError(f"{where}: arithmetic on a clamped value has no integer form in ming")
+    if isinstance(rhs, FloatValue) and not isinstance(lhs, FloatValue) and name in ("arith.mulf", "arith.addf"):
+        lhs, rhs = rhs, lhs
+    if not isinstance(lhs, FloatValue):
+        raise MingError(f"{where}: unsupported float expression")
+    if name == "arith.addf" and isinstance(rhs, FloatValue):
+        return FloatValue(dims, lhs.terms + rhs.terms, lhs.bias + rhs.bias)
+    if isinstance(rhs, FloatValue):
+        raise MingError(f"{where}: product of two activations has no integer form")
+    rhs = np.asarray(rhs)
+    if name == "arith.addf":
+        return FloatValue(dims, lhs.terms, lhs.bias + rhs.astype(np.float32))
+    if name == "arith.subf":
+        return FloatValue(dims, lhs.terms, lhs.bias - rhs.astype(np.float32))
+    if name == "arith.mulf":
+        terms = tuple(replace(t, factors=t.factors + (rhs.astype(np.float32),)) for t in lhs.terms)
+        return FloatValue(dims, terms, lhs.bias * rhs)
+    if name != "arith.divf":
+        raise MingError(f"{where}: unsupported float expression")
+    divisor = float(rhs) if np.size(rhs) == 1 else _compact(rhs.astype(np.float64))
+    terms = tuple(replace(t, divisor=t.divisor * divisor) for t in lhs.terms)
+    return FloatValue(dims, terms, lhs.bias / rhs)
+
+
+def _channel_axis(arrays, shape) -> int | None:
+    axes = {a for arr in arrays for a, size in enumerate(np.shape(arr)) if size > 1}
+    if len(axes) > 1:
+        raise MingError(f"per-channel quantization along more than one axis ({sorted(axes)})")
+    return axes.pop() if axes else None
+
+
+def _per_channel(array, axis, channels, dtype) -> np.ndarray:
+    array = np.asarray(array)
+    if array.ndim == 0 or axis is None:
+        return np.full(channels, array.reshape(-1)[0] if array.size else 0, dtype=dtype)
+    return np.broadcast_to(array.reshape(-1), (channels,)).astype(dtype) if array.size in (1, channels) \
+        else np.moveaxis(array, axis, 0).reshape(channels).astype(dtype)
+
+
+def _int_payload(block, where) -> Expr:
+    args = list(block.arguments)
+    env: dict[ir.Value, Expr] = {a: Arg(i) for i, a in enumerate(args)}
+    for body_op in block.operations:
+        name = body_op.operation.name
+        if name == "linalg.yield":
+            return env[body_op.operands[0]]
+        if name in ("arith.extsi", "arith.trunci"):
+            env[body_op.results[0]] = env[body_op.operands[0]]
+        elif name in _INT_BINARY:
+            env[body_op.results[0]] = Op(_INT_BINARY[name], tuple(env[v] for v in body_op.operands))
+        elif name == "arith.constant":
+            env[body_op.results[0]] = Const(int(body_op.attributes["value"].value))
+        else:
+            raise MingError(f"{where}: operation {name} in a kernel body is not supported")
+    raise MingError(f"{where}: kernel body without yield")
+
+
+def _mac_kind(payload: Expr, maps: list[AccessMap]) -> str:
+    """'conv' or 'matmul' for acc + a * b bodies; 'reduce' otherwise."""
+    if isinstance(payload, Op) and payload.name == "add" and any(
+            isinstance(a, Op) and a.name == "mul" for a in payload.args):
+        windowed = any(len(e.used_dims()) > 1 for m in maps[:-1] for e in m.results)
+        return "conv" if windowed else "matmul"
+    return "reduce"

@@ -1,0 +1,96 @@
+"""The `ming` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .ir import MingError
+
+EXIT_USAGE = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ming", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"ming {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    analyze = commands.add_parser("analyze", help="lift a model and classify every kernel")
+    analyze.add_argument("model", type=Path)
+    analyze.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+
+    reference = commands.add_parser("reference", help="run the golden integer model")
+    reference.add_argument("model", type=Path)
+    reference.add_argument("--input", required=True, type=Path, help="float32 .npy input (as onnxruntime takes it)")
+    reference.add_argument("--output", required=True, type=Path, help="where to write the float32 .npy output")
+    return parser
+
+
+def _analyze(args) -> None:
+    from .pipeline import analyze, lift
+
+    reports = analyze(lift(args.model))
+    if args.json:
+        print(json.dumps([r.as_dict() for r in reports], indent=2))
+        return
+    header = ("kernel", "op", "kind", "stride", "dilation", "P", "R", "O", "W", "in", "out", "MACs")
+    rows = [header]
+    for r in reports:
+        d = r.as_dict()
+        rows.append((d["name"], d["op"], d["kind"], _fmt(d["stride"]), _fmt(d["dilation"]), _fmt(d["P"]),
+                     _fmt(d["R"]), "; ".join(d["O"]) or "-", _fmt(d["W"]), "x".join(map(str, d["in_shape"])),
+                     "x".join(map(str, d["out_shape"])), f"{d['macs']:,}"))
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
+    for row in rows:
+        print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip())
+    print(f"{len(reports)} kernels, {sum(r.macs for r in reports):,} MACs")
+
+
+def _fmt(values) -> str:
+    return ",".join(map(str, values)) if values else "-"
+
+
+def _reference(args) -> None:
+    from . import reference
+    from .pipeline import lift
+
+    graph = lift(args.model)
+    x = _load_input(args.input)
+    outputs = reference.run(graph, x)
+    first = outputs[graph.outputs[0].name]
+    np.save(args.output, first.astype(np.float32))
+
+
+def _load_input(path: Path) -> np.ndarray:
+    if not path.is_file():
+        raise MingError(f"{path}: input file not found")
+    try:
+        return np.load(path).astype(np.float32)
+    except Exception:
+        raise MingError(f"{path}: not a .npy array; save the input with numpy.save") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    handlers = {"analyze": _analyze, "reference": _reference}
+    try:
+        handlers[args.command](args)
+    except MingError as exc:
+        print(f"ming: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as exc:
+        if os.environ.get("MING_DEBUG"):
+            raise
+        print(f"ming: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

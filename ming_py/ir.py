@@ -1,0 +1,302 @@
+"""The graph IR shared by every stage.
+
+The frontend lifts a model into a `Graph`: integer tensors (int8 activations,
+int32 accumulators), constant arrays, and nodes. Compute nodes are `Kernel`s,
+each the integer form of one `linalg.generic`: an iteration domain, operands
+with affine access maps, a payload expression DAG applied at every iteration
+point, and an optional requantization epilogue applied to every finished
+output element. Data-movement nodes (`Reshape`, `Concat`, `Slice`) carry no
+arithmetic. What cannot run in integer arithmetic (a final Softmax) is a
+`HostOp` tail on a graph output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+PARALLEL = "parallel"
+REDUCTION = "reduction"
+
+
+@dataclass(frozen=True)
+class AffineExpr:
+    """`sum(coeffs[d] * d) + constant` over a kernel's loop dims."""
+
+    coeffs: tuple[int, ...]
+    constant: int = 0
+
+    def used_dims(self) -> tuple[int, ...]:
+        return tuple(d for d, c in enumerate(self.coeffs) if c != 0)
+
+    def single_dim(self) -> int | None:
+        """The dim if the expression is exactly `d` (coefficient 1, no constant)."""
+        dims = self.used_dims()
+        if len(dims) == 1 and self.coeffs[dims[0]] == 1 and self.constant == 0:
+            return dims[0]
+        return None
+
+    def __str__(self) -> str:
+        terms = [f"d{d}" if c == 1 else f"d{d} * {c}" for d, c in enumerate(self.coeffs) if c]
+        if self.constant or not terms:
+            terms.append(str(self.constant))
+        return " + ".join(terms)
+
+
+@dataclass(frozen=True)
+class AccessMap:
+    """An affine map from the loop dims to the indices of one operand."""
+
+    num_dims: int
+    results: tuple[AffineExpr, ...]
+
+    @staticmethod
+    def identity(num_dims: int) -> AccessMap:
+        return AccessMap(
+            num_dims,
+            tuple(AffineExpr(tuple(int(i == d) for i in range(num_dims))) for d in range(num_dims)),
+        )
+
+    def is_identity(self) -> bool:
+        return len(self.results) == self.num_dims and all(
+            e.single_dim() == d for d, e in enumerate(self.results)
+        )
+
+    def __str__(self) -> str:
+        dims = ", ".join(f"d{i}" for i in range(self.num_dims))
+        return f"({dims}) -> ({', '.join(str(e) for e in self.results)})"
+
+
+# ---- payload expressions -------------------------------------------------
+
+@dataclass(frozen=True)
+class Arg:
+    """Block argument: inputs 0..n-1, then the accumulator (index n)."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class Const:
+    value: int
+
+
+@dataclass(frozen=True)
+class Op:
+    """Integer operation on int32 values: add, sub, mul, max, min."""
+
+    name: str
+    args: tuple[Expr, ...]
+
+
+Expr = Arg | Const | Op
+PAYLOAD_OPS = ("add", "sub", "mul", "max", "min")
+
+
+# ---- requantization epilogues --------------------------------------------
+# Each holds the model's own quantization parameters; `ming_py.numerics`
+# derives the integer constants and is the one place rounding is defined.
+
+@dataclass(eq=False)
+class AccRequant:
+    """int32 accumulator -> int8, as onnxruntime's QLinearConv/QGemm does.
+
+    `bias` already folds the input zero-point correction; `x_scale * w_scale / y_scale`
+    is the per-channel multiplier. `channel_dim` is the loop dim indexing them.
+    """
+
+    bias: np.ndarray  # int32 [C]
+    x_scale: np.float32
+    w_scale: np.ndarray  # float32 [C] (or [1])
+    y_scale: np.float32
+    zero_point: int
+    channel_dim: int
+    qmin: int = -128
+    qmax: int = 127
+
+
+@dataclass(eq=False)
+class AverageRequant:
+    """Window sum of raw int8 values -> int8 average (AveragePool, GlobalAveragePool).
+
+    Padded window positions hold the input zero point. With `exclude_padding`
+    (ONNX count_include_pad=0) the divisor at each output position is the
+    number of non-padded elements in its window, otherwise `count`.
+    """
+
+    count: int
+    x_scale: np.float32
+    x_zero_point: int
+    y_scale: np.float32
+    zero_point: int
+    exclude_padding: bool = False
+    qmin: int = -128
+    qmax: int = 127
+
+
+@dataclass(eq=False)
+class AddRequant:
+    """Two int8 inputs with their own scales -> int8 sum (Add)."""
+
+    a_scale: np.float32
+    a_zero_point: int
+    b_scale: np.float32
+    b_zero_point: int
+    y_scale: np.float32
+    zero_point: int
+    qmin: int = -128
+    qmax: int = 127
+
+
+@dataclass(eq=False)
+class Rescale:
+    """One int8 input re-expressed in another scale (Concat inputs, requantize)."""
+
+    x_scale: np.float32
+    x_zero_point: int
+    y_scale: np.float32
+    zero_point: int
+    qmin: int = -128
+    qmax: int = 127
+
+
+Epilogue = AccRequant | AverageRequant | AddRequant | Rescale
+
+
+# ---- graph ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str  # "i8" | "i32"
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A kernel input or output: a tensor (or constant) and its access map.
+
+    With `padding`, the map addresses the tensor padded by `(low, high)` per
+    tensor dim with `pad_value`; the padding is never materialised.
+    """
+
+    tensor: str
+    map: AccessMap
+    padding: tuple[tuple[int, int], ...] = ()
+    pad_value: int = 0
+
+
+@dataclass(eq=False)
+class Kernel:
+    name: str
+    source: str  # the ONNX node it comes from
+    dims: tuple[int, ...]
+    iterators: tuple[str, ...]
+    inputs: tuple[Operand, ...]
+    output: Operand
+    payload: Expr
+    init: int | None  # accumulator start value; None for element-wise kernels
+    epilogue: Epilogue | None = None
+    # What the kernel computes, for people: "conv", "matmul", "maxpool",
+    # "sumpool", "add", "rescale".
+    op: str = ""
+
+    @property
+    def parallel_dims(self) -> tuple[int, ...]:
+        return tuple(d for d, it in enumerate(self.iterators) if it == PARALLEL)
+
+    @property
+    def reduction_dims(self) -> tuple[int, ...]:
+        return tuple(d for d, it in enumerate(self.iterators) if it == REDUCTION)
+
+
+@dataclass(eq=False)
+class Reshape:
+    name: str
+    source: str
+    input: str
+    output: str
+
+
+@dataclass(eq=False)
+class Concat:
+    name: str
+    source: str
+    inputs: tuple[str, ...]
+    output: str
+    axis: int
+
+
+@dataclass(eq=False)
+class Slice:
+    name: str
+    source: str
+    input: str
+    output: str
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
+Node = Kernel | Reshape | Concat | Slice
+
+
+@dataclass(frozen=True)
+class HostOp:
+    """A float step run on the host after the accelerator.
+
+    kind: "softmax" (attr: axis), "quantize"/"dequantize" (attrs: scale,
+    zero_point), "reshape" (attr: shape).
+    """
+
+    kind: str
+    axis: int = -1
+    scale: float = 1.0
+    zero_point: int = 0
+    shape: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class GraphInput:
+    """A float model input quantized on entry: q = sat(rne(x / scale) + zero_point)."""
+
+    name: str  # ONNX input name
+    tensor: str  # int8 graph tensor
+    onnx_shape: tuple[int, ...]
+    scale: float
+    zero_point: int
+
+
+@dataclass(frozen=True)
+class GraphOutput:
+    """An int8 tensor leaving the accelerator, dequantized and run through `host_ops`."""
+
+    name: str  # ONNX output name
+    tensor: str
+    onnx_shape: tuple[int, ...]
+    scale: float
+    zero_point: int
+    host_ops: tuple[HostOp, ...] = ()
+
+
+@dataclass(eq=False)
+class Graph:
+    name: str
+    inputs: list[GraphInput] = field(default_factory=list)
+    outputs: list[GraphOutput] = field(default_factory=list)
+    tensors: dict[str, TensorInfo] = field(default_factory=dict)
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+    nodes: list[Node] = field(default_factory=list)
+
+    def kernels(self) -> list[Kernel]:
+        return [n for n in self.nodes if isinstance(n, Kernel)]
+
+    def shape_of(self, name: str) -> tuple[int, ...]:
+        if name in self.constants:
+            return tuple(self.constants[name].shape)
+        return self.tensors[name].shape
+
+
+class MingError(Exception):
+    """A user-facing error: one line naming the model node/op and what to do."""

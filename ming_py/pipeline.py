@@ -1,0 +1,45 @@
+"""The pipeline driver: runs the stages in order, each a function of the previous one's IR."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ming_py.classify import Classification, classify
+from ming_py.frontends.onnx_model import import_onnx
+
+from .ir import Graph, Kernel
+
+
+@dataclass(frozen=True)
+class KernelReport:
+    kernel: Kernel
+    classification: Classification
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    macs: int
+
+    def as_dict(self) -> dict:
+        c = self.classification
+        return {
+            "name": self.kernel.name, "source": self.kernel.source, "op": self.kernel.op, "kind": c.kind,
+            "stride": list(c.stride), "dilation": list(c.dilation),
+            "P": list(c.parallel_dims), "R": list(c.reduction_dims), "O": list(c.original_exprs),
+            "W": list(c.window_dims), "in_shape": list(self.in_shape), "out_shape": list(self.out_shape),
+            "macs": self.macs,
+        }
+
+
+def lift(model: str | Path) -> Graph:
+    return import_onnx(model)
+
+
+def analyze(graph: Graph) -> list[KernelReport]:
+    reports = []
+    for kernel in graph.kernels():
+        macs = int(np.prod(kernel.dims)) if kernel.op in ("conv", "matmul") else 0
+        reports.append(KernelReport(kernel, classify(kernel), graph.shape_of(kernel.inputs[0].tensor),
+                                    graph.shape_of(kernel.output.tensor), macs))
+    return reports

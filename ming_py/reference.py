@@ -1,0 +1,251 @@
+"""The golden model: executes a lifted `Graph` with numpy.
+
+Integer kernels run on int64 arrays (no overflow is possible for int8 x int8
+sums of the sizes a CNN layer has), vectorized over the iteration space:
+multiply-accumulate kernels loop only over the window positions of their
+sliding reductions and contract the remaining reduction dims with `einsum`;
+other reductions loop over reduction points. Rounding and saturation all come
+from `ming_py.numerics`.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from . import numerics
+from .ir import (
+    AccRequant,
+    AddRequant,
+    Arg,
+    AverageRequant,
+    Concat,
+    Const,
+    Expr,
+    Graph,
+    HostOp,
+    Kernel,
+    Op,
+    Operand,
+    Rescale,
+    Reshape,
+    Slice,
+)
+
+_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+def run(graph: Graph, inputs: dict[str, np.ndarray] | np.ndarray) -> dict[str, np.ndarray]:
+    """Float inputs in, float outputs out, as onnxruntime takes and returns them."""
+    if isinstance(inputs, np.ndarray):
+        inputs = {graph.inputs[0].name: inputs}
+    values: dict[str, np.ndarray] = {}
+    for graph_input in graph.inputs:
+        x = np.asarray(inputs[graph_input.name], dtype=np.float32)
+        if x.shape != graph_input.onnx_shape:
+            raise ValueError(f"input '{graph_input.name}' has shape {x.shape}, expected {graph_input.onnx_shape}")
+        q = numerics.quantize(x, graph_input.scale, graph_input.zero_point)
+        values[graph_input.tensor] = q.reshape(graph.shape_of(graph_input.tensor)).astype(np.int64)
+    run_integer(graph, values)
+    return {out.name: _host_tail(values[out.tensor], out).reshape(out.onnx_shape) for out in graph.outputs}
+
+
+def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Execute every node on integer tensors; `values` holds the graph inputs and receives the rest."""
+    for node in graph.nodes:
+        if isinstance(node, Kernel):
+            values[node.output.tensor] = run_kernel(node, graph.constants, values)
+        elif isinstance(node, Reshape):
+            values[node.output] = values[node.input].reshape(graph.shape_of(node.output))
+        elif isinstance(node, Concat):
+            values[node.output] = np.concatenate([values[i] for i in node.inputs], axis=node.axis)
+        elif isinstance(node, Slice):
+            index = tuple(slice(o, o + s * st, st) for o, s, st in zip(node.offsets, node.sizes, node.strides))
+            values[node.output] = values[node.input][index].reshape(graph.shape_of(node.output))
+    return values
+
+
+def _host_tail(q: np.ndarray, out) -> np.ndarray:
+    x = numerics.dequantize(q, out.scale, out.zero_point)
+    for op in out.host_ops:
+        x = _host_op(x, op)
+    return x
+
+
+def _host_op(x: np.ndarray, op: HostOp) -> np.ndarray:
+    if op.kind == "softmax":
+        shifted = np.exp(x - x.max(axis=op.axis, keepdims=True))
+        return (shifted / shifted.sum(axis=op.axis, keepdims=True)).astype(np.float32)
+    if op.kind == "quantize":
+        return numerics.quantize(x, op.scale, op.zero_point).astype(np.int64)
+    if op.kind == "dequantize":
+        return numerics.dequantize(x, op.scale, op.zero_point)
+    if op.kind == "reshape":
+        return x.reshape(op.shape)
+    raise ValueError(f"unknown host op {op.kind}")
+
+
+# ---- kernels -----------------------------------------------------------------
+
+
+def run_kernel(kernel: Kernel, constants: dict[str, np.ndarray], values: dict[str, np.ndarray]) -> np.ndarray:
+    arrays = [_operand_array(o, constants, values) for o in kernel.inputs]
+    parallel = kernel.parallel_dims
+    if kernel.init is None:
+        result = _elementwise(kernel, arrays, parallel)
+    elif _mac_operands(kernel.payload, len(arrays)) is not None:
+        result = _mac(kernel, arrays, parallel) + kernel.init
+    else:
+        result = _reduce(kernel, arrays, parallel)
+    input_shape = _unpadded_shape(kernel.inputs[0], constants, values)
+    result = _apply_epilogue(kernel, result, parallel, input_shape)
+    return _to_output_layout(kernel, result, parallel)
+
+
+def _operand_array(operand: Operand, constants, values) -> np.ndarray:
+    array = constants[operand.tensor] if operand.tensor in constants else values[operand.tensor]
+    array = array.astype(np.int64)
+    if operand.padding:
+        array = np.pad(array, operand.padding, constant_values=operand.pad_value)
+    return array
+
+
+def gather(array: np.ndarray, operand: Operand, free: tuple[int, ...], dims: tuple[int, ...],
+           fixed: dict[int, int]) -> np.ndarray:
+    """The operand's values over the `free` loop dims (one axis each, in order), with `fixed` dims pinned.
+
+    Axes of free dims the operand does not use have size 1 (broadcastable).
+    """
+    ranges = {}
+    for axis, d in enumerate(free):
+        shape = [1] * len(free)
+        shape[axis] = dims[d]
+        ranges[d] = np.arange(dims[d]).reshape(shape)
+    index = []
+    for expr in operand.map.results:
+        value = expr.constant + sum(c * fixed[d] for d, c in enumerate(expr.coeffs) if c and d in fixed)
+        for d, c in enumerate(expr.coeffs):
+            if c and d in ranges:
+                value = value + c * ranges[d]
+        index.append(np.asarray(value))
+    if not index:
+        return array.reshape((1,) * len(free))
+    gathered = array[tuple(index)]
+    return gathered.reshape(gathered.shape + (1,) * (len(free) - gathered.ndim)) if gathered.ndim < len(free) \
+        else gathered
+
+
+def _eval(expr: Expr, args: list) -> np.ndarray:
+    if isinstance(expr, Arg):
+        return args[expr.index]
+    if isinstance(expr, Const):
+        return np.int64(expr.value)
+    return _BINARY[expr.name](*(_eval(a, args) for a in expr.args))
+
+
+def _elementwise(kernel: Kernel, arrays, parallel) -> np.ndarray:
+    gathered = [gather(a, o, parallel, kernel.dims, {}) for a, o in zip(arrays, kernel.inputs)]
+    shape = tuple(kernel.dims[d] for d in parallel)
+    if isinstance(kernel.epilogue, (AddRequant, Rescale)):
+        return [np.broadcast_to(g, shape) for g in gathered]  # the epilogue reads the inputs directly
+    return np.broadcast_to(_eval(kernel.payload, gathered), shape)
+
+
+def _mac_operands(payload: Expr, n_inputs: int) -> tuple[int, int] | None:
+    """(a, b) when the payload is `acc + in_a * in_b`."""
+    if not (isinstance(payload, Op) and payload.name == "add"):
+        return None
+    acc, product = payload.args
+    if isinstance(product, Arg):
+        acc, product = product, acc
+    if not (isinstance(acc, Arg) and acc.index == n_inputs and isinstance(product, Op) and product.name == "mul"):
+        return None
+    a, b = product.args
+    if isinstance(a, Arg) and isinstance(b, Arg) and a.index < n_inputs and b.index < n_inputs:
+        return a.index, b.index
+    return None
+
+
+def _mac(kernel: Kernel, arrays, parallel) -> np.ndarray:
+    """Sum over reduction dims of in_a * in_b: loop over window dims, einsum over the rest."""
+    a, b = _mac_operands(kernel.payload, len(arrays))
+    windowed = sorted({d for o in kernel.inputs for e in o.map.results if len(e.used_dims()) > 1
+                       for d in e.used_dims() if d in kernel.reduction_dims})
+    contracted = tuple(d for d in kernel.reduction_dims if d not in windowed)
+    free = parallel + contracted
+    letters = {d: chr(ord("a") + i) for i, d in enumerate(free)}
+    out_spec = "".join(letters[d] for d in parallel)
+    total = np.zeros(tuple(kernel.dims[d] for d in parallel), dtype=np.int64)
+    for point in itertools.product(*(range(kernel.dims[d]) for d in windowed)):
+        fixed = dict(zip(windowed, point))
+        lhs, lhs_spec = _squeezed(arrays[a], kernel.inputs[a], free, kernel.dims, fixed, letters)
+        rhs, rhs_spec = _squeezed(arrays[b], kernel.inputs[b], free, kernel.dims, fixed, letters)
+        total += np.einsum(f"{lhs_spec},{rhs_spec}->{out_spec}", lhs, rhs)
+    return total
+
+
+def _squeezed(array, operand: Operand, free, dims, fixed, letters) -> tuple[np.ndarray, str]:
+    """The gathered operand without the axes of free dims it does not use, and its einsum subscripts."""
+    used = {d for e in operand.map.results for d in e.used_dims()}
+    gathered = gather(array, operand, free, dims, fixed)
+    unused = tuple(axis for axis, d in enumerate(free) if d not in used)
+    return gathered.squeeze(unused), "".join(letters[d] for d in free if d in used)
+
+
+def _reduce(kernel: Kernel, arrays, parallel) -> np.ndarray:
+    reduction = kernel.reduction_dims
+    acc = np.full(tuple(kernel.dims[d] for d in parallel), kernel.init, dtype=np.int64)
+    for point in itertools.product(*(range(kernel.dims[d]) for d in reduction)):
+        fixed = dict(zip(reduction, point))
+        args = [gather(a, o, parallel, kernel.dims, fixed) for a, o in zip(arrays, kernel.inputs)]
+        acc = np.broadcast_to(_eval(kernel.payload, args + [acc]), acc.shape).copy()
+    return acc
+
+
+def valid_window_counts(kernel: Kernel, input_shape: tuple[int, ...]) -> np.ndarray:
+    """Per output position (parallel dims order): window elements that are not padding."""
+    operand = kernel.inputs[0]
+    ones = np.pad(np.ones(input_shape, dtype=np.int64), operand.padding or ((0, 0),) * len(input_shape))
+    parallel, reduction = kernel.parallel_dims, kernel.reduction_dims
+    counts = np.zeros(tuple(kernel.dims[d] for d in parallel), dtype=np.int64)
+    for point in itertools.product(*(range(kernel.dims[d]) for d in reduction)):
+        counts += gather(ones, operand, parallel, kernel.dims, dict(zip(reduction, point)))
+    return counts
+
+
+def _unpadded_shape(operand: Operand, constants, values) -> tuple[int, ...]:
+    return (constants[operand.tensor] if operand.tensor in constants else values[operand.tensor]).shape
+
+
+def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray:
+    epilogue = kernel.epilogue
+    if epilogue is None:
+        return result
+    if isinstance(epilogue, AccRequant):
+        shape = [1] * len(parallel)
+        shape[parallel.index(epilogue.channel_dim)] = -1
+        bias = epilogue.bias.astype(np.int64).reshape(shape)
+        multiplier = numerics.ort_conv_multiplier(epilogue.x_scale, epilogue.w_scale, epilogue.y_scale).reshape(shape)
+        return numerics.requantize(result + bias, multiplier, epilogue.zero_point, epilogue.qmin, epilogue.qmax)
+    if isinstance(epilogue, AverageRequant):
+        count = epilogue.count
+        if epilogue.exclude_padding:
+            # padded positions hold the zero point: drop them from the sum and the divisor
+            count = valid_window_counts(kernel, input_shape)
+            result = result - (epilogue.count - count) * epilogue.x_zero_point
+        return numerics.avgpool_requant(result, count, epilogue.x_scale, epilogue.x_zero_point,
+                                        epilogue.y_scale, epilogue.zero_point)
+    if isinstance(epilogue, AddRequant):
+        a, b = result
+        return numerics.add_requant(a, epilogue.a_scale, epilogue.a_zero_point, b, epilogue.b_scale,
+                                    epilogue.b_zero_point, epilogue.y_scale, epilogue.zero_point)
+    if isinstance(epilogue, Rescale):
+        return numerics.rescale(result[0], epilogue.x_scale, epilogue.x_zero_point, epilogue.y_scale,
+                                epilogue.zero_point)
+    raise TypeError(f"unknown epilogue {type(epilogue).__name__}")
+
+
+def _to_output_layout(kernel: Kernel, result: np.ndarray, parallel) -> np.ndarray:
+    order = [parallel.index(e.single_dim()) for e in kernel.output.map.results]
+    return np.transpose(np.asarray(result, dtype=np.int64), order)

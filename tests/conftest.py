@@ -1,0 +1,47 @@
+"""Shared fixtures: the model zoo, quantized once per session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import zoo  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def zoo_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("zoo")
+
+
+@pytest.fixture(scope="session")
+def quantized(zoo_dir):
+    """quantized(name, per_channel=False) -> path of the QDQ model, built once."""
+    cache: dict[tuple[str, bool], Path] = {}
+
+    def build(name: str, per_channel: bool = False) -> Path:
+        key = (name, per_channel)
+        if key not in cache:
+            cache[key] = zoo.quantized_model(name, zoo_dir, per_channel=per_channel)
+        return cache[key]
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def lifted(quantized):
+    """lifted(name, per_channel=False) -> the lifted Graph, built once."""
+    from ming_py.pipeline import lift
+
+    cache = {}
+
+    def build(name: str, per_channel: bool = False):
+        key = (name, per_channel)
+        if key not in cache:
+            cache[key] = lift(quantized(name, per_channel))
+        return cache[key]
+
+    return build
