@@ -23,6 +23,7 @@ from iree.compiler import ir
 
 from ming_py import numerics, reference
 from ming_py.ir import (
+    MAC_OPS,
     PARALLEL,
     AccessMap,
     AccRequant,
@@ -104,6 +105,7 @@ class FloatValue:
     bias: np.ndarray = field(default_factory=lambda: np.float32(0))
     # (low, high) of a Relu/Clip applied to a single dequantized tensor.
     clamp: tuple[float, float] | None = None
+    origin: str = ""  # the ONNX node whose float computation this is (Add, Relu, ...)
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,7 @@ class FloatPieces:
 
     shape: tuple[int, ...]
     pieces: tuple[tuple[tuple[int, ...], tuple[int, ...], FloatValue], ...]
+    origin: str = ""
 
 
 @dataclass(frozen=True)
@@ -153,8 +156,9 @@ def _identifier(text: str) -> str:
 
 class Lifter:
     def __init__(self, graph_name: str, input_shapes: dict[str, tuple[int, ...]], output_names: list[str],
-                 output_shapes: list[tuple[int, ...]]):
+                 output_shapes: list[tuple[int, ...]], op_types: dict[str, str]):
         self.graph = Graph(_identifier(graph_name))
+        self.op_types = op_types  # ONNX node name -> op type, to name kernels for people
         self.input_shapes = input_shapes
         self.values: dict[ir.Value, object] = {}
         self.globals: dict[str, np.ndarray] = {}
@@ -313,7 +317,8 @@ class Lifter:
         pieces = dest.pieces if isinstance(dest, FloatPieces) else ()
         if not isinstance(dest, (FloatPieces, Empty)):
             raise MingError(f"{where}: insert_slice into a computed tensor is not supported")
-        self.values[op.results[0]] = FloatPieces(tensor_shape(op.results[0]), pieces + ((offsets, sizes, source),))
+        self.values[op.results[0]] = FloatPieces(tensor_shape(op.results[0]), pieces + ((offsets, sizes, source),),
+                                                 location_name(op))
 
     def _op_hal_tensor_export(self, op, where):
         value = self._get(op.operands[0], where)
@@ -344,11 +349,17 @@ class Lifter:
             self.values[op.results[0]] = replace(
                 source, ops=source.ops + (HostOp("dequantize", scale=float(scale), zero_point=int(zero_point)),))
             return
+        padded = source if isinstance(source, Padded) else None
+        if padded is not None:
+            source = padded.base
         if not isinstance(source, IntTensor) or np.ndim(scale) or np.ndim(zero_point):
             raise MingError(f"{where}: only per-tensor dequantization of activations is supported")
-        self.values[op.results[0]] = FloatValue(
-            self.graph.tensors[source.name].shape,
-            (Term(source.name, (np.float32(scale),), np.int64(zero_point)),))
+        value = FloatValue(self.graph.tensors[source.name].shape,
+                           (Term(source.name, (np.float32(scale),), np.int64(zero_point)),))
+        if padded is not None:
+            pad = float(numerics.ort_dequantize_linear(int(padded.value), scale, int(zero_point)))
+            value = Padded(value, padded.low, padded.high, pad)
+        self.values[op.results[0]] = value
 
     def _op_iree_linalg_ext_quantize_affine(self, op, where):
         source = self._get(op.operands[0], where)
@@ -358,10 +369,11 @@ class Lifter:
         if (qmin, qmax) != (-128, 127) or element_type(op.results[0]) != "i8":
             raise MingError(f"{where}: only signed int8 quantization is supported; "
                             "quantize with activation_type=QuantType.QInt8")
-        node = location_name(op).removesuffix("_QuantizeLinear")
+        node = location_name(op)
         self.values[op.results[0]] = self._quantize(source, scale, zero_point, node, where)
 
     def _quantize(self, source, scale, zero_point, node, where):
+        node = getattr(source, "origin", "") or node
         if isinstance(source, FloatInput):
             tensor = self._new_tensor(f"{source.name}_q", source.shape, "i8")
             onnx_shape = self.input_shapes[source.name]
@@ -379,12 +391,12 @@ class Lifter:
             raise MingError(f"{where}: a sum of {len(source.terms)} tensors is not supported")
         term = source.terms[0]
         producer = self._producer(term.tensor)
-        if producer is not None and producer.op in ("matmul", "conv") and producer.epilogue is None:
+        if producer is not None and producer.op in MAC_OPS and producer.epilogue is None:
             return self._requantize_accumulator(producer, source, scale, zero_point, where)
         if producer is not None and producer.op == "sumpool" and producer.epilogue is None:
             return self._requantize_average(producer, source, scale, zero_point, where)
         if source.clamp is not None and _is_plain_dequant(replace(source, clamp=None)):
-            low, high = (numerics.quantize(np.float32(bound), scale, zero_point) for bound in source.clamp)
+            low, high = (numerics.ort_quantize_linear(np.float32(bound), scale, zero_point) for bound in source.clamp)
             return self._rescale(term, scale, zero_point, node, int(low), int(high))
         if _is_plain_dequant(source):
             if np.float32(term.factors[0]) == scale and int(term.offset) == zero_point:
@@ -431,9 +443,13 @@ class Lifter:
             raise MingError(f"{where}: average pooling divides by {term.divisor}, not the window size {window}")
         if len(term.factors) != 1 or np.ndim(term.offset) or value.bias.any():
             raise MingError(f"{where}: unsupported average pooling form")
+        input_shape = self.graph.shape_of(kernel.inputs[0].tensor)
+        channels = kernel.dims[kernel.parallel_dims[0]]
+        global_pool = not kernel.inputs[0].padding and window * channels == int(np.prod(input_shape))
         kernel.epilogue = AverageRequant(
             count=window, x_scale=np.float32(term.factors[0]), x_zero_point=int(term.offset) // window,
-            y_scale=np.float32(scale), zero_point=zero_point, exclude_padding=exclude_padding)
+            y_scale=np.float32(scale), zero_point=zero_point, exclude_padding=exclude_padding and not global_pool,
+            global_pool=global_pool)
         self._retype(kernel.output.tensor, "i8")
         return IntTensor(kernel.output.tensor)
 
@@ -537,7 +553,7 @@ class Lifter:
             raise MingError(f"{where}: element type {dtype} is not supported")
         name = self._fresh(node)
         out = self._new_tensor(f"{name}_out", tensor_shape(result), dtype)
-        kind = _mac_kind(payload, maps) if init is not None else "elementwise"
+        kind = _kernel_op(payload, self.op_types.get(node, "")) if init is not None else "elementwise"
         self.graph.nodes.append(Kernel(
             name=name, source=node, dims=dims, iterators=iterators, inputs=tuple(operands),
             output=Operand(out, maps[-1]), payload=payload, init=init, op=kind))
@@ -563,6 +579,8 @@ class Lifter:
             name = body_op.operation.name
             if name == "linalg.yield":
                 value = env[body_op.operands[0]]
+                if isinstance(value, FloatValue):
+                    return replace(value, origin=node)
                 return _compact(value) if isinstance(value, np.ndarray) else value
             if name == "linalg.index":
                 env[body_op.results[0]] = _index_array(int(body_op.attributes["dim"].value), dims)
@@ -588,10 +606,15 @@ class Lifter:
         term = source.terms[0]
         zero_point = int(term.offset)
         window = int(np.prod([dims[d] for d, it in enumerate(iterators) if it != PARALLEL]))
+        pad_int = -128  # -inf padding of max pooling: the int8 minimum never wins over real data
+        if padding and pad_float != float("-inf"):
+            pad_int = int(numerics.ort_quantize_linear(np.float32(pad_float), term.factors[0], zero_point))
+            if float(numerics.ort_dequantize_linear(pad_int, term.factors[0], zero_point)) != pad_float:
+                raise MingError(f"{where}: padding value {pad_float} is not representable in int8")
         if body == ["arith.maximumf", "linalg.yield"]:
             if term.factors[0] <= 0 or out_init.value != float("-inf"):
                 raise MingError(f"{where}: unsupported max pooling form")
-            pad_value, init, dtype, kind, payload = -128, -128, "i8", "maxpool", Op("max", (Arg(1), Arg(0)))
+            pad_value, init, dtype, kind, payload = pad_int, -128, "i8", "maxpool", Op("max", (Arg(1), Arg(0)))
             new_term = replace(term, tensor="")
         elif body == ["arith.addf", "linalg.yield"]:
             if out_init.value != 0.0 or (padding and pad_float != 0.0):
@@ -813,10 +836,10 @@ def _int_payload(block, where) -> Expr:
     raise MingError(f"{where}: kernel body without yield")
 
 
-def _mac_kind(payload: Expr, maps: list[AccessMap]) -> str:
-    """'conv' or 'matmul' for acc + a * b bodies; 'reduce' otherwise."""
-    if isinstance(payload, Op) and payload.name == "add" and any(
-            isinstance(a, Op) and a.name == "mul" for a in payload.args):
-        windowed = any(len(e.used_dims()) > 1 for m in maps[:-1] for e in m.results)
-        return "conv" if windowed else "matmul"
-    return "reduce"
+def _kernel_op(payload: Expr, onnx_op: str) -> str:
+    """'conv', 'gemm' or 'matmul' for `acc + a * b` bodies (named after the ONNX op); 'reduce' otherwise."""
+    is_mac = isinstance(payload, Op) and payload.name == "add" and any(
+        isinstance(a, Op) and a.name == "mul" for a in payload.args)
+    if not is_mac:
+        return "reduce"
+    return {"Conv": "conv", "Gemm": "gemm"}.get(onnx_op, "matmul")

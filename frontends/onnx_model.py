@@ -74,7 +74,7 @@ def check_supported(model: onnx.ModelProto) -> None:
     for node in graph.node:
         if node.op_type == "Conv":
             group = next((a.i for a in node.attribute if a.name == "group"), 1)
-            weight = next((i for i in graph.initializer if i.name in node.input), None)
+            weight = _initializer_behind(graph, node.input[1])
             depthwise = weight is not None and weight.dims[1] == 1
             if group > 1 and not depthwise:
                 raise MingError(f"node '{node.name}' (Conv, group={group}) is a grouped convolution; ming supports "
@@ -88,6 +88,14 @@ def check_supported(model: onnx.ModelProto) -> None:
             if zero_point is not None and zero_point.data_type != onnx.TensorProto.INT8:
                 raise MingError(f"node '{node.name}' quantizes to {onnx.TensorProto.DataType.Name(zero_point.data_type)}; "
                                 "ming needs int8 (activation_type=QuantType.QInt8)")
+
+
+def _initializer_behind(graph: onnx.GraphProto, name: str) -> onnx.TensorProto | None:
+    """The initializer feeding `name`, looking through a DequantizeLinear."""
+    producers = {out: node for node in graph.node for out in node.output}
+    if name in producers and producers[name].op_type == "DequantizeLinear":
+        name = producers[name].input[0]
+    return next((i for i in graph.initializer if i.name == name), None)
 
 
 def import_to_linalg(model: onnx.ModelProto) -> str:
@@ -119,4 +127,6 @@ def import_onnx(path: str | Path) -> Graph:
 
         inputs = {i.name: shape(i) for i in model.graph.input}
         outputs = [o.name for o in model.graph.output]
-        return Lifter(model.graph.name or path.stem, inputs, outputs, [shape(o) for o in model.graph.output]).run(module)
+        op_types = {node.name: node.op_type for node in model.graph.node}
+        return Lifter(model.graph.name or path.stem, inputs, outputs, [shape(o) for o in model.graph.output],
+                      op_types).run(module)

@@ -91,6 +91,7 @@ class Op:
 
 
 Expr = Arg | Const | Op
+MAC_OPS = ("conv", "gemm", "matmul")  # kernels whose payload is acc + a * b
 PAYLOAD_OPS = ("add", "sub", "mul", "max", "min")
 
 
@@ -122,7 +123,9 @@ class AverageRequant:
 
     Padded window positions hold the input zero point. With `exclude_padding`
     (ONNX count_include_pad=0) the divisor at each output position is the
-    number of non-padded elements in its window, otherwise `count`.
+    number of non-padded elements in its window, otherwise `count`. A
+    `global_pool` (the window is the whole unpadded image) follows onnxruntime's
+    exact global-average rule.
     """
 
     count: int
@@ -131,6 +134,7 @@ class AverageRequant:
     y_scale: np.float32
     zero_point: int
     exclude_padding: bool = False
+    global_pool: bool = False
     qmin: int = -128
     qmax: int = 127
 
@@ -151,7 +155,11 @@ class AddRequant:
 
 @dataclass(eq=False)
 class Rescale:
-    """One int8 input re-expressed in another scale (Concat inputs, requantize)."""
+    """One int8 input re-expressed in another scale (Concat inputs, requantize, Relu/Clip).
+
+    A 256-entry table of onnxruntime's DequantizeLinear -> QuantizeLinear, then a
+    clamp to [qmin, qmax] (the quantized Relu/Clip bounds).
+    """
 
     x_scale: np.float32
     x_zero_point: int
@@ -198,8 +206,8 @@ class Kernel:
     payload: Expr
     init: int | None  # accumulator start value; None for element-wise kernels
     epilogue: Epilogue | None = None
-    # What the kernel computes, for people: "conv", "matmul", "maxpool",
-    # "sumpool", "add", "rescale".
+    # What the kernel computes, for people: one of MAC_OPS, "maxpool", "sumpool",
+    # "add", "rescale", "elementwise".
     op: str = ""
 
     @property

@@ -10,7 +10,7 @@ import numpy as np
 from ming_py.classify import Classification, classify
 from ming_py.frontends.onnx_model import import_onnx
 
-from .ir import Graph, Kernel
+from .ir import MAC_OPS, Graph, Kernel
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def lift(model: str | Path) -> Graph:
 def analyze(graph: Graph) -> list[KernelReport]:
     reports = []
     for kernel in graph.kernels():
-        macs = int(np.prod(kernel.dims)) if kernel.op in ("conv", "matmul") else 0
+        macs = int(np.prod(kernel.dims)) if kernel.op in MAC_OPS else 0
         reports.append(KernelReport(kernel, classify(kernel), graph.shape_of(kernel.inputs[0].tensor),
                                     graph.shape_of(kernel.output.tensor), macs))
     return reports

@@ -45,7 +45,7 @@ def run(graph: Graph, inputs: dict[str, np.ndarray] | np.ndarray) -> dict[str, n
         x = np.asarray(inputs[graph_input.name], dtype=np.float32)
         if x.shape != graph_input.onnx_shape:
             raise ValueError(f"input '{graph_input.name}' has shape {x.shape}, expected {graph_input.onnx_shape}")
-        q = numerics.quantize(x, graph_input.scale, graph_input.zero_point)
+        q = numerics.ort_quantize_linear(x, graph_input.scale, graph_input.zero_point)
         values[graph_input.tensor] = q.reshape(graph.shape_of(graph_input.tensor)).astype(np.int64)
     run_integer(graph, values)
     return {out.name: _host_tail(values[out.tensor], out).reshape(out.onnx_shape) for out in graph.outputs}
@@ -67,7 +67,7 @@ def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.nda
 
 
 def _host_tail(q: np.ndarray, out) -> np.ndarray:
-    x = numerics.dequantize(q, out.scale, out.zero_point)
+    x = numerics.ort_dequantize_linear(q, out.scale, out.zero_point)
     for op in out.host_ops:
         x = _host_op(x, op)
     return x
@@ -78,9 +78,9 @@ def _host_op(x: np.ndarray, op: HostOp) -> np.ndarray:
         shifted = np.exp(x - x.max(axis=op.axis, keepdims=True))
         return (shifted / shifted.sum(axis=op.axis, keepdims=True)).astype(np.float32)
     if op.kind == "quantize":
-        return numerics.quantize(x, op.scale, op.zero_point).astype(np.int64)
+        return numerics.ort_quantize_linear(x, op.scale, op.zero_point).astype(np.int64)
     if op.kind == "dequantize":
-        return numerics.dequantize(x, op.scale, op.zero_point)
+        return numerics.ort_dequantize_linear(x, op.scale, op.zero_point)
     if op.kind == "reshape":
         return x.reshape(op.shape)
     raise ValueError(f"unknown host op {op.kind}")
@@ -229,20 +229,24 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
         multiplier = numerics.ort_conv_multiplier(epilogue.x_scale, epilogue.w_scale, epilogue.y_scale).reshape(shape)
         return numerics.requantize(result + bias, multiplier, epilogue.zero_point, epilogue.qmin, epilogue.qmax)
     if isinstance(epilogue, AverageRequant):
-        count = epilogue.count
+        if epilogue.global_pool:
+            return numerics.gap_requant(result, epilogue.count, epilogue.x_scale, epilogue.x_zero_point,
+                                        epilogue.y_scale, epilogue.zero_point)
         if epilogue.exclude_padding:
-            # padded positions hold the zero point: drop them from the sum and the divisor
-            count = valid_window_counts(kernel, input_shape)
-            result = result - (epilogue.count - count) * epilogue.x_zero_point
-        return numerics.avgpool_requant(result, count, epilogue.x_scale, epilogue.x_zero_point,
+            # padded positions hold the zero point: drop them from the sum and from the divisor
+            valid = valid_window_counts(kernel, input_shape)
+            return numerics.avgpool_requant(result - (epilogue.count - valid) * epilogue.x_zero_point, valid,
+                                            epilogue.x_scale, epilogue.x_zero_point, epilogue.y_scale,
+                                            epilogue.zero_point)
+        return numerics.avgpool_requant(result, epilogue.count, epilogue.x_scale, epilogue.x_zero_point,
                                         epilogue.y_scale, epilogue.zero_point)
     if isinstance(epilogue, AddRequant):
         a, b = result
         return numerics.add_requant(a, epilogue.a_scale, epilogue.a_zero_point, b, epilogue.b_scale,
                                     epilogue.b_zero_point, epilogue.y_scale, epilogue.zero_point)
     if isinstance(epilogue, Rescale):
-        return numerics.rescale(result[0], epilogue.x_scale, epilogue.x_zero_point, epilogue.y_scale,
-                                epilogue.zero_point)
+        table = numerics.rescale_table(epilogue.x_scale, epilogue.x_zero_point, epilogue.y_scale, epilogue.zero_point)
+        return np.clip(numerics.apply_table(result[0], table), epilogue.qmin, epilogue.qmax)
     raise TypeError(f"unknown epilogue {type(epilogue).__name__}")
 
 

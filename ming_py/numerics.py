@@ -1,0 +1,586 @@
+"""Integer numerics contract of ming: the ONE place where rounding and saturation live.
+
+Every rule below was established empirically against onnxruntime 1.32 (CPU execution
+provider, default ``SessionOptions``, x86-64 with AVX2/FMA/AVX512-VNNI) on QDQ models
+produced by ``onnxruntime.quantization.quantize_static`` (int8 activations and weights)
+and cross-checked with the ORT / MLAS source.  See ``docs/numerics.md`` for the
+evidence and the measured residual table.
+
+Conventions
+-----------
+* Tensors are numpy arrays of any shape; per-channel quantities (multipliers, zero
+  points) must already be broadcast-shaped by the caller (e.g. ``m.reshape(1, C, 1, 1)``).
+* "rne" = round half to even, "sat" = clamp to ``[qmin, qmax]``.
+* Integer rules use int64 arithmetic only, so they translate 1:1 to C++ / HLS
+  (``int64_t`` products, shifts, a count-leading-zeros, compares).
+* Functions whose name starts with ``ort_`` and ends with ``_reference`` are float32
+  emulations of ORT's *float* kernels.  They are bit-exact with ORT and serve as the
+  golden model where the integer rule has a (measured, <= 1 LSB) residual.
+
+Rule summary (details in each docstring)
+----------------------------------------
+* Conv / Gemm / MatMul (QLinearConv, QGemm, QLinearMatMul):
+  ``y = sat(rne(f32(f32(acc) * M)) + zy)`` with ``M = f32(f32(sx * sw[c]) / sy)``;
+  :func:`requantize` reproduces it bit-exactly with integers only.
+* GlobalAveragePool (QLinearGlobalAveragePool, and AveragePool whose kernel covers the
+  whole image without padding): same float requantization with
+  ``M = f32(sx / f32(sy * f32(N)))`` applied to ``sum(x) - N*zx``; exact via
+  :func:`gap_requant`.
+* Add (QLinearAdd), AveragePool (QLinearAveragePool): ORT computes in float32 and adds
+  the output zero point *before* rounding; the integer rules :func:`add_requant`,
+  :func:`avgpool_requant` (31-bit multiplier + rne shift) are within 1 LSB.
+* Concat (QLinearConcat), DQ->Q chains, standalone float Relu/Clip: a 256-entry table
+  built from ``MlasQuantizeLinear(f32(sx*(x-zx)))``; :func:`rescale_table` is exact,
+  :func:`rescale` (fixed point) is within 1 LSB.
+* MaxPool: exact integer max over the valid window (padding never wins).
+
+Caveat: these are the rules of the *fused* QLinear kernels.  With default options on x86,
+ORT's ``QDQS8ToU8Transformer`` converts an int8 Q->DQ pair to uint8 only when the Q has a
+single consumer; a tensor with fan-out (e.g. a residual input) then blocks the fusion of
+its producer/consumers, which ORT runs as float ``DQ -> op -> Q`` instead (within 1 LSB
+of these rules, not bit-exact for Conv).  See docs/numerics.md section 4.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "INT8_MIN", "INT8_MAX",
+    "bit_length", "round_shift_half_even", "round_shift_half_up", "saturate",
+    "float32_parts", "ort_conv_multiplier", "ort_gemm_multiplier", "ort_gap_multiplier",
+    "requantize", "requantize_float_reference",
+    "FixedPoint", "to_fixed_point", "fixed_point_rescale",
+    "add_fixed_points", "add_requant",
+    "avgpool_fixed_point", "avgpool_requant", "gap_requant",
+    "rescale_fixed_point", "rescale", "rescale_table", "apply_table",
+    "fma_float32", "ort_dequantize_linear", "ort_quantize_linear",
+    "ort_qlinear_add_reference", "ort_qlinear_avgpool_reference",
+    "ORT_X86_DOMAIN_OFFSET",
+]
+
+INT8_MIN = -128
+INT8_MAX = 127
+
+#: On x86-64 with default SessionOptions ORT's ``QDQS8ToU8Transformer`` rewrites every
+#: int8 Q->DQ pair whose Q has a single consumer to uint8 (value + 128, zero point + 128)
+#: before fusing, so QLinearAdd / QLinearAveragePool run in the uint8 domain.  This
+#: matters for the float kernels, which add the (shifted) zero point in float.
+ORT_X86_DOMAIN_OFFSET = 128
+
+ArrayLike = npt.ArrayLike
+IntArray = npt.NDArray[np.int64]
+
+_F32 = np.float32
+
+
+# ---------------------------------------------------------------------------
+# Integer primitives
+# ---------------------------------------------------------------------------
+def _i64(x: ArrayLike) -> IntArray:
+    return np.asarray(x, dtype=np.int64)
+
+
+def _f32_scalar(v: ArrayLike) -> np.float32:
+    """A per-tensor scale as a float32 scalar (accepts shape () or (1,) arrays)."""
+    return _F32(np.asarray(v, dtype=_F32).reshape(()))
+
+
+def _out_dtype(qmin: int, qmax: int) -> type:
+    if qmin >= -128 and qmax <= 127:
+        return np.int8
+    if qmin >= 0 and qmax <= 255:
+        return np.uint8
+    return np.int32
+
+
+def bit_length(a: ArrayLike) -> IntArray:
+    """Number of significant bits of non-negative int64 values (0 -> 0).
+
+    Integer-only (binary search with shifts) = ``64 - clz64(a)`` in C++.
+    """
+    x = _i64(a).copy()
+    if np.any(x < 0):
+        raise ValueError("bit_length expects non-negative values")
+    n = np.zeros(x.shape, np.int64)
+    for s in (32, 16, 8, 4, 2, 1):
+        m = (x >> s) != 0
+        n += np.where(m, s, 0)
+        x = np.where(m, x >> s, x)
+    return n + (x != 0)
+
+
+def round_shift_half_even(v: ArrayLike, shift: ArrayLike) -> IntArray:
+    """``rne(v / 2**shift)`` for int64 ``v`` (any sign) and ``shift >= 0``.
+
+    Exact for ``|v| <= 2**62``; shifts >= 63 give 0 (|v|/2**63 <= 0.5 rounds to 0).
+    C++: ``q = v >> s; r = v - (q << s); q += (r > h) || (r == h && (q & 1))`` with
+    ``h = 1 << (s-1)`` (arithmetic shift = floor).
+    """
+    v = _i64(v)
+    s = _i64(shift)
+    if np.any(s < 0):
+        raise ValueError("shift must be >= 0")
+    s_ok = np.clip(s, 1, 62)
+    q = v >> s_ok
+    r = v - (q << s_ok)
+    half = np.left_shift(np.int64(1), s_ok - 1)
+    up = (r > half) | ((r == half) & ((q & 1) == 1))
+    res = q + up.astype(np.int64)
+    res = np.where(s == 0, v, res)
+    return np.where(s >= 63, np.int64(0), res)
+
+
+def round_shift_half_up(v: ArrayLike, shift: ArrayLike) -> IntArray:
+    """``floor(v / 2**shift + 1/2)`` (round half towards +inf), ``1 <= shift <= 62``."""
+    v = _i64(v)
+    s = _i64(shift)
+    return (v + np.left_shift(np.int64(1), s - 1)) >> s
+
+
+def saturate(v: ArrayLike, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """Clamp to ``[qmin, qmax]`` and cast to the narrowest matching integer dtype."""
+    return np.clip(_i64(v), qmin, qmax).astype(_out_dtype(qmin, qmax))
+
+
+# ---------------------------------------------------------------------------
+# float32 multipliers (ORT's exact op order)
+# ---------------------------------------------------------------------------
+def float32_parts(m: ArrayLike) -> Tuple[IntArray, IntArray]:
+    """Split float32 values ``m >= 0`` into ``(mant, exp)`` with ``m == mant * 2**exp``.
+
+    Normal numbers: ``mant`` in ``[2**23, 2**24)``; subnormals: ``mant < 2**23``,
+    ``exp = -149``; zero: ``mant = 0``.  Integer-only (bit fields of the IEEE word).
+    """
+    f = np.asarray(m, dtype=_F32)
+    if np.any(~np.isfinite(f)) or np.any(f < 0) or np.any(np.signbit(f) & (f == 0)):
+        raise ValueError("multiplier must be finite and >= +0")
+    bits = f.view(np.uint32).astype(np.int64)
+    e_field = (bits >> 23) & 0xFF
+    frac = bits & 0x7FFFFF
+    mant = np.where(e_field == 0, frac, frac | 0x800000)
+    exp = np.where(e_field == 0, -149, e_field - 150)
+    return mant.astype(np.int64), exp.astype(np.int64)
+
+
+def ort_conv_multiplier(x_scale: ArrayLike, w_scale: ArrayLike, y_scale: ArrayLike) -> npt.NDArray[np.float32]:
+    """``M[c] = f32(f32(x_scale * w_scale[c]) / y_scale)`` -- float32, this op order.
+
+    ORT ``QLinearConv::ComputeOutputScale``: ``X_scale * W_scale[i] / Y_scale`` in float
+    (left to right).  QLinearMatMul uses the same order.  Empirically the alternatives
+    ``sx*(sw/sy)``, ``(sx/sy)*sw`` and a float64 multiplier each disagree with ORT on
+    some outputs while this one never does (docs/numerics.md).
+    """
+    sx = _f32_scalar(x_scale)
+    sy = _f32_scalar(y_scale)
+    sw = np.asarray(w_scale, dtype=_F32)
+    return ((sx * sw).astype(_F32) / sy).astype(_F32)
+
+
+def ort_gemm_multiplier(a_scale: ArrayLike, b_scale: ArrayLike, y_scale: ArrayLike,
+                        alpha: float = 1.0) -> npt.NDArray[np.float32]:
+    """QGemm (``contrib_ops/cpu/quantization/quant_gemm.cc``): ``f32(f32(f32(alpha*sa)*sb)/sy)``.
+
+    With ``alpha == 1`` (what quantize_static produces) this equals
+    :func:`ort_conv_multiplier`.
+    """
+    sa = _f32_scalar(a_scale)
+    sy = _f32_scalar(y_scale)
+    sb = np.asarray(b_scale, dtype=_F32)
+    return (((_F32(alpha) * sa) * sb).astype(_F32) / sy).astype(_F32)
+
+
+def ort_gap_multiplier(x_scale: ArrayLike, y_scale: ArrayLike, image_size: int) -> np.float32:
+    """MLAS ``CheckQLinearGlobalAveragePoolScaleAndSize``: ``f32(sx / f32(sy * f32(N)))``.
+
+    ORT rejects results outside ``[2**-32, 256)`` and ``N >= 2**24``.
+    """
+    sx = _f32_scalar(x_scale)
+    sy = _f32_scalar(y_scale)
+    m = _F32(sx / _F32(sy * _F32(int(image_size))))
+    if int(image_size) >= 1 << 24 or not (2.0 ** -32 <= float(m) < 256.0):
+        raise ValueError("QLinearGlobalAveragePool parameters out of ORT's range")
+    return m
+
+
+# ---------------------------------------------------------------------------
+# Conv / Gemm / MatMul / GAP requantization (bit-exact, integer only)
+# ---------------------------------------------------------------------------
+def requantize_float_reference(acc: ArrayLike, multiplier: ArrayLike, zero_point: ArrayLike,
+                               qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """The float formula ORT executes (MLAS ``MlasRequantizeOutput`` / ConvSym kernels).
+
+    ``y = sat(rne(f32(f32(acc) * M)) + zp)``: ``cvtdq2ps`` (acc -> float32, rne),
+    ``mulps``, clamp to ``[qmin-zp, qmax-zp]``, ``cvtps2dq`` (rne), integer ``+ zp``.
+    Kept for documentation and tests; use :func:`requantize` in the compiler.
+    """
+    a = _i64(acc).astype(_F32)
+    with np.errstate(over="ignore"):
+        v = (a * np.asarray(multiplier, _F32)).astype(_F32)
+    zp = _i64(zero_point)
+    v = np.clip(v.astype(np.float64), qmin - zp, qmax - zp)             # float clamp, as MLAS
+    return saturate(np.rint(v).astype(np.int64) + zp, qmin, qmax)
+
+
+def requantize(acc: ArrayLike, multiplier: ArrayLike, zero_point: ArrayLike,
+               qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """Bit-exact integer emulation of ORT's float32 requantization.
+
+    Rule (ORT, verified ``==`` on every element): ``y = sat(rne(f32(f32(acc) * M)) + zp)``
+    where ``acc`` is the int32 accumulator ``sum((x - zx) * w) + bias_int32`` and ``M`` the
+    float32 multiplier (:func:`ort_conv_multiplier`).  The zero point is added *after*
+    rounding (``rne(v) + zp``, not ``rne(v + zp)``; they differ at exact ties with odd zp).
+
+    Integer algorithm (int64 only; maps 1:1 to C++):
+
+    1. ``M = m * 2**e`` with 24-bit mantissa ``m`` (:func:`float32_parts`).
+    2. ``a = |acc|``; emulate ``float32(acc)``: if ``bitlen(a) > 24`` round ``a`` to 24
+       significant bits with rne: ``a = rne(a >> d) << d`` with ``d = bitlen(a) - 24``.
+    3. ``P = (a >> d) * m`` (< 2**49), exponent ``E = d + e``; round ``P`` to 24
+       significant bits with rne (the float32 product), ``E += d2``.
+    4. ``|y| = rne(P * 2**E)``: ``P << E`` if ``E >= 0`` (saturating) else
+       ``round_shift_half_even(P, -E)``; rne is odd-symmetric so the sign is re-applied.
+    5. ``y = sat(sign * |y| + zp)``.
+
+    ``multiplier`` must be float32-representable, >= 0; ``|acc| < 2**62`` (ORT's
+    accumulators are int32).  Returns int8 (uint8 if ``qmin >= 0``).
+    """
+    acc = _i64(acc)
+    if np.any(np.abs(acc) >= (1 << 62)):
+        raise ValueError("|acc| must be < 2**62")
+    mant, exp = float32_parts(multiplier)
+    neg = acc < 0
+    a = np.abs(acc)
+    d1 = np.maximum(bit_length(a) - 24, 0)
+    a_m = round_shift_half_even(a, d1)                    # float32(|acc|) = a_m * 2**d1
+    p = a_m * mant                                        # exact, < 2**49
+    d2 = np.maximum(bit_length(p) - 24, 0)
+    p_m = round_shift_half_even(p, d2)                    # float32 product mantissa (<= 2**24)
+    e_tot = d1 + d2 + exp                                 # value = p_m * 2**e_tot
+    big = np.int64(1) << 40                               # anything > |qmin|,|qmax| + |zp|
+    pos = np.where(e_tot > 16, np.where(p_m > 0, big, 0), p_m << np.clip(e_tot, 0, 16))
+    mag = np.where(e_tot >= 0, pos, round_shift_half_even(p_m, np.maximum(-e_tot, 0)))
+    y = np.where(neg, -mag, mag) + _i64(zero_point)
+    return saturate(y, qmin, qmax)
+
+
+def gap_requant(window_sum: ArrayLike, count: int, x_scale: ArrayLike, x_zp: int,
+                y_scale: ArrayLike, y_zp: int, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """GlobalAveragePool, bit-exact: ``requantize(sum(x) - N*zx, f32(sx/f32(sy*N)), zy)``.
+
+    MLAS ``MlasQLinearGlobalAveragePoolNchw/Nhwc`` accumulates the raw int8 values in
+    int32, adds the bias ``-zx*N`` and calls the float requantization of
+    :func:`requantize`.  ORT also routes ``AveragePool`` with ``kernel == spatial shape``
+    and zero pads here (``fallback_to_global`` in ``qlinear_pool.cc``) -- use this rule
+    for that case, not :func:`avgpool_requant`.  ``window_sum`` = sum of raw int8 values.
+    """
+    n = int(count)
+    m = ort_gap_multiplier(x_scale, y_scale, n)
+    return requantize(_i64(window_sum) - n * int(x_zp), m, int(y_zp), qmin, qmax)
+
+
+# ---------------------------------------------------------------------------
+# Fixed point (int32 multiplier + right shift)
+# ---------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class FixedPoint:
+    """``real ~= multiplier * 2**-shift``; ``multiplier`` in ``[2**30, 2**31)`` (int32)."""
+
+    multiplier: int
+    shift: int
+
+    @property
+    def real(self) -> float:
+        return float(self.multiplier) * 2.0 ** (-self.shift)
+
+
+def to_fixed_point(real_multiplier: float, bits: int = 31) -> FixedPoint:
+    """Nearest ``FixedPoint`` with a ``bits``-bit multiplier (default fits int32).
+
+    ``real = f * 2**e`` (frexp, f in [0.5, 1)); ``multiplier = rne(f * 2**bits)``
+    (renormalised if it rounds up to ``2**bits``); ``shift = bits - e``.  Relative error
+    <= 2**-(bits+1).  Requires ``0 < real`` and a resulting shift in ``[1, 62]``.
+    """
+    r = float(real_multiplier)
+    if not (r > 0.0) or not np.isfinite(r):
+        raise ValueError("real multiplier must be positive and finite")
+    f, e = np.frexp(r)
+    m = int(round(float(f) * 2.0 ** bits))
+    if m == 1 << bits:
+        m >>= 1
+        e += 1
+    fp = FixedPoint(m, int(bits - e))
+    if not (1 <= fp.shift <= 62):
+        raise ValueError(f"multiplier {r} out of fixed-point range (shift {fp.shift})")
+    return fp
+
+
+def fixed_point_rescale(x: ArrayLike, fp: FixedPoint, rounding: str = "half_even",
+                        pre_round_offset: ArrayLike = 0) -> IntArray:
+    """``round(x * multiplier / 2**shift + pre_round_offset)`` in int64.
+
+    ``rounding``: ``"half_even"`` (default, what ORT's float ``nearbyint``/``cvtps2dq``
+    do at exact ties) or ``"half_up"``.  ``pre_round_offset`` is an integer added
+    before rounding (as ``offset << shift``): ORT's float kernels for Add and
+    AveragePool add the output zero point before rounding.  Needs ``|x| < 2**31``.
+    """
+    x = _i64(x)
+    if np.any(np.abs(x) >= (1 << 31)):
+        raise ValueError("|x| must be < 2**31")
+    v = x * np.int64(fp.multiplier) + (_i64(pre_round_offset) << np.int64(fp.shift))
+    if rounding == "half_even":
+        return round_shift_half_even(v, fp.shift)
+    if rounding == "half_up":
+        return round_shift_half_up(v, fp.shift)
+    raise ValueError(rounding)
+
+
+# ---------------------------------------------------------------------------
+# Add
+# ---------------------------------------------------------------------------
+def add_fixed_points(a_scale: ArrayLike, b_scale: ArrayLike, y_scale: ArrayLike,
+                     bits: int = 31) -> Tuple[FixedPoint, FixedPoint]:
+    """Multipliers of :func:`add_requant`, sharing one shift.
+
+    Uses ORT's float32 ratios ``rA = f32(sA/sY)``, ``rB = f32(sB/sY)``
+    (``MlasQLinearAddKernel*``: ``ScaleRatio_AC = ScaleA / ScaleC``).  The larger ratio
+    gets a ``bits``-bit multiplier; the other is scaled by the same shift (exact when the
+    two exponents are within ``bits - 24`` of each other).
+    """
+    sy = _f32_scalar(y_scale)
+    ra = float(_F32(_f32_scalar(a_scale) / sy))
+    rb = float(_F32(_f32_scalar(b_scale) / sy))
+    big = to_fixed_point(max(ra, rb), bits)
+    s = big.shift
+    return FixedPoint(int(round(ra * 2.0 ** s)), s), FixedPoint(int(round(rb * 2.0 ** s)), s)
+
+
+def add_requant(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: ArrayLike, b_scale: ArrayLike, b_zp: int,
+                y_scale: ArrayLike, y_zp: int, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """Integer rule for QLinearAdd (same-shape operands):
+
+    ``y = sat(rne((MA*(a - zA) + MB*(b - zB) + (zY << s)) / 2**s))``
+
+    with ``(MA, s), (MB, s) = add_fixed_points(sA, sB, sY)``.  The output zero point
+    is added before the rounding because ORT does (float ``+ FixedPart`` that contains
+    ``zY``, then ``cvtps2dq``); adding it after rounding mismatches at every exact tie
+    with odd ``zY``.  Residual vs ORT: <= 1 LSB on ~3e-6 of the elements (near-ties
+    decided by float32 rounding noise); see :func:`ort_qlinear_add_reference` for the
+    bit-exact float model.  Hardware: two 9x31-bit multiplies, one add, one rne shift.
+    """
+    fa, fb = add_fixed_points(a_scale, b_scale, y_scale)
+    s = fa.shift
+    v = (np.int64(fa.multiplier) * (_i64(a) - int(a_zp)) + np.int64(fb.multiplier) * (_i64(b) - int(b_zp))
+         + (np.int64(int(y_zp)) << np.int64(s)))
+    return saturate(round_shift_half_even(v, s), qmin, qmax)
+
+
+# ---------------------------------------------------------------------------
+# AveragePool
+# ---------------------------------------------------------------------------
+def avgpool_fixed_point(x_scale: ArrayLike, y_scale: ArrayLike, divisor: int, bits: int = 31) -> FixedPoint:
+    """``to_fixed_point(sx / (sy * divisor))`` (float64 of the float32 scales)."""
+    sx = float(_f32_scalar(x_scale))
+    sy = float(_f32_scalar(y_scale))
+    return to_fixed_point(sx / (sy * float(divisor)), bits)
+
+
+def avgpool_requant(window_sum: ArrayLike, count: ArrayLike, x_scale: ArrayLike, x_zp: int,
+                    y_scale: ArrayLike, y_zp: int, divisor: Optional[ArrayLike] = None,
+                    qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """Integer rule for QLinearAveragePool (non-global windows):
+
+    ``S = window_sum - count*zx``;  ``y = sat(rne((S*M_d + (zy << s_d)) / 2**s_d))``
+    with ``(M_d, s_d) = avgpool_fixed_point(sx, sy, d)``.
+
+    ``window_sum``: sum of the raw int8 values inside the window's valid (non-pad)
+    positions; ``count``: number of those positions (scalar or broadcastable array, e.g.
+    per output position); ``divisor``: the averaging divisor -- ``count`` for
+    ``count_include_pad=0`` (default), the kernel size for ``count_include_pad=1`` (ORT
+    sums only valid positions, i.e. pads contribute real 0, and divides by the kernel
+    size).  ORT computes ``nearbyintf(f32(f32(f32(sum_f)/d)/sy) + zy)`` in float32
+    (``qlinear_pool.cc``), so the zero point is folded in before rounding.
+
+    Residual vs ORT <= 1 LSB; it is concentrated on exact ties (``S/d`` = k + 1/2 with
+    equal in/out scales, which quantize_static produces) where ORT's float sum noise
+    picks the side.  For ``kernel == image`` and no pads use :func:`gap_requant` (exact).
+    """
+    s = _i64(window_sum)
+    cnt = np.broadcast_to(_i64(count), s.shape)
+    div = cnt if divisor is None else np.broadcast_to(_i64(divisor), s.shape)
+    acc = s - cnt * int(x_zp)
+    out = np.empty(s.shape, np.int64)
+    for d in np.unique(div):
+        sel = div == d
+        fp = avgpool_fixed_point(x_scale, y_scale, int(d))
+        out[sel] = fixed_point_rescale(acc[sel], fp, "half_even", pre_round_offset=int(y_zp))
+    return saturate(out, qmin, qmax)
+
+
+# ---------------------------------------------------------------------------
+# Rescale (Concat inputs, DQ->Q chains, standalone Relu/Clip)
+# ---------------------------------------------------------------------------
+def rescale_fixed_point(x_scale: ArrayLike, y_scale: ArrayLike, bits: int = 31) -> FixedPoint:
+    """``to_fixed_point(sx / sy)`` (float64 of the float32 scales)."""
+    sx = float(_f32_scalar(x_scale))
+    sy = float(_f32_scalar(y_scale))
+    return to_fixed_point(sx / sy, bits)
+
+
+def rescale(x: ArrayLike, x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int,
+            qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """Integer rule for a pure requantization (QLinearConcat input, DQ->Q):
+
+    ``y = sat(rne((x - zx) * M / 2**s) + zy)`` with ``(M, s) = rescale_fixed_point(sx, sy)``.
+
+    ORT (``QlinearBuildLookupTable`` + ``MlasQuantizeLinear``) computes
+    ``sat(rne(f32(f32(sx*(x-zx)) / sy)) + zy)``: zero point added after rounding.  If
+    ``(sx, zx) == (sy, zy)`` ORT copies (and so does this rule).  Residual <= 1 LSB: at
+    near-ties, and at exact ties when ``sx/sy`` is a power of two (ORT's two float
+    roundings decide the side).  For a bit-exact result use :func:`rescale_table`.
+    """
+    if _f32_scalar(x_scale) == _f32_scalar(y_scale) and int(x_zp) == int(y_zp):
+        return saturate(_i64(x), qmin, qmax)
+    fp = rescale_fixed_point(x_scale, y_scale)
+    return saturate(fixed_point_rescale(_i64(x) - int(x_zp), fp) + int(y_zp), qmin, qmax)
+
+
+def rescale_table(x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int,
+                  lo: Optional[float] = None, hi: Optional[float] = None,
+                  qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """ORT-exact 256-entry table ``T[x + 128]`` for int8 ``x`` (compile-time constant).
+
+    ``T[x] = sat(rne(f32(clip(f32(sx * f32(x - zx)), lo, hi) / sy)) + zy)`` -- exactly
+    ``QlinearBuildLookupTable`` (QLinearConcat) and the unfused ``DQ -> [Relu|Clip] ->
+    QuantizeLinear`` chain (``lo=0`` for Relu, ``lo, hi`` for Clip).  The hardware only
+    indexes a 256x8 ROM, so this is the preferred exact implementation for Concat
+    rescaling and standalone Relu/Clip.  Also equals ``clip(T_noclip[x], Q(lo), Q(hi))``
+    because quantization is monotonic.
+    """
+    x = np.arange(-128, 128, dtype=np.int64)
+    v = ort_dequantize_linear(x, x_scale, x_zp)
+    if lo is not None:
+        v = np.maximum(v, _F32(lo))
+    if hi is not None:
+        v = np.minimum(v, _F32(hi))
+    return ort_quantize_linear(v, y_scale, y_zp, qmin, qmax)
+
+
+def apply_table(x: ArrayLike, table: np.ndarray) -> np.ndarray:
+    """``table[x + 128]`` for int8-valued ``x``."""
+    return table[_i64(x) + 128]
+
+
+# ---------------------------------------------------------------------------
+# Bit-exact float32 references of ORT's float kernels (golden model)
+# ---------------------------------------------------------------------------
+def fma_float32(a: ArrayLike, b: ArrayLike, c: ArrayLike) -> npt.NDArray[np.float32]:
+    """float32 ``fma(a, b, c)`` with a single rounding (rne), vectorised.
+
+    ``a*b`` is exact in float64 (24+24 bits); ``s = a*b + c`` in float64 with TwoSum
+    error ``e``.  ``f32(s)`` is the correctly rounded result unless ``s`` is exactly a
+    float32 midpoint and ``e != 0``, in which case the sign of ``e`` picks the side.
+    """
+    a64 = np.asarray(a, _F32).astype(np.float64)
+    b64 = np.asarray(b, _F32).astype(np.float64)
+    c64 = np.asarray(c, _F32).astype(np.float64)
+    p = a64 * b64
+    s = p + c64
+    bb = s - p
+    e = (p - (s - bb)) + (c64 - bb)
+    r = s.astype(_F32)
+    r64 = r.astype(np.float64)
+    toward = np.where(s > r64, np.inf, -np.inf).astype(_F32)
+    nb = np.nextafter(r, toward)
+    mid = (r64 + nb.astype(np.float64)) * 0.5
+    is_mid = (s != r64) & (s == mid) & (e != 0)
+    go_nb = is_mid & (np.sign(e) == np.sign(nb.astype(np.float64) - r64))
+    go_r = is_mid & ~go_nb
+    out = np.where(go_nb, nb, r)
+    return np.where(go_r, r, out).astype(_F32)
+
+
+def ort_dequantize_linear(x: ArrayLike, scale: ArrayLike, zp: int) -> npt.NDArray[np.float32]:
+    """``f32(scale * f32(x - zp))`` (ORT DequantizeLinear / ``dequantize_value``)."""
+    d = (_i64(x) - int(zp)).astype(_F32)
+    return (_f32_scalar(scale) * d).astype(_F32)
+
+
+def ort_quantize_linear(v: ArrayLike, scale: ArrayLike, zp: int,
+                        qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """MLAS ``MlasQuantizeLinear``: ``sat(rne(f32(v / scale)) + zp)`` (zp added as int)."""
+    q = np.rint((np.asarray(v, _F32) / _f32_scalar(scale)).astype(_F32).astype(np.float64))
+    q = np.clip(q, -2.0 ** 40, 2.0 ** 40).astype(np.int64)
+    return saturate(q + int(zp), qmin, qmax)
+
+
+def ort_qlinear_add_reference(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: ArrayLike, b_scale: ArrayLike,
+                              b_zp: int, y_scale: ArrayLike, y_zp: int,
+                              domain_offset: int = ORT_X86_DOMAIN_OFFSET) -> np.ndarray:
+    """Bit-exact float32 model of ``MlasQLinearAddKernelAvx2Helper`` (same-shape inputs).
+
+    ``rA = f32(sA/sY)``, ``rB = f32(sB/sY)``,
+    ``F = f32(zY' - fma(rA, zA', f32(rB*zB')))`` (GCC contracts ``rA*zA + rB*zB``),
+    ``y' = sat(rne(fma(a', rA, fma(b', rB, F))))`` with ``v' = v + domain_offset``.
+    ``domain_offset=128``: default x86 session (inputs rewritten to uint8 by
+    ``QDQS8ToU8Transformer``); ``0``: ``session.qdqisint8allowed=1`` (int8 kernel).
+    Verified ``==`` on 39M elements for each domain.  (A scalar-broadcast operand takes a
+    mul+add instead of fma path in MLAS and is not modelled here.)
+    """
+    off = int(domain_offset)
+    sy = _f32_scalar(y_scale)
+    ra = _F32(_f32_scalar(a_scale) / sy)
+    rb = _F32(_f32_scalar(b_scale) / sy)
+    zc = _F32(int(y_zp) + off)
+    fixed = _F32(zc - fma_float32(ra, _F32(int(a_zp) + off), _F32(rb * _F32(int(b_zp) + off))))
+    af = (_i64(a) + off).astype(_F32)
+    bf = (_i64(b) + off).astype(_F32)
+    t = fma_float32(af, ra, fma_float32(bf, rb, fixed))
+    y = np.clip(np.rint(t.astype(np.float64)), -32768, 32767).astype(np.int64)  # cvtps2dq, packs
+    y = np.clip(y, INT8_MIN + off, INT8_MAX + off) - off
+    return saturate(y)
+
+
+def ort_qlinear_avgpool_reference(x: ArrayLike, x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int,
+                                  kernel_shape: Sequence[int], strides: Sequence[int] = (1, 1),
+                                  pads: Sequence[int] = (0, 0, 0, 0), count_include_pad: int = 0,
+                                  domain_offset: int = ORT_X86_DOMAIN_OFFSET) -> np.ndarray:
+    """Bit-exact float32 model of ORT QLinearAveragePool, 2-D NCHW (``qlinear_pool.cc``).
+
+    Per output: ``acc = 0.0f; acc = f32(acc + f32(sx * f32(x - zx)))`` over the valid
+    window in row-major order; ``acc = f32(acc / f32(d))``;
+    ``y' = sat(nearbyintf(f32(f32(acc / sy) + f32(zy'))))``, ``zy' = zy + domain_offset``.
+    Kernel == image with zero pads is routed to the GAP rule, like ORT.
+    """
+    x = _i64(x)
+    n, c, h, w = x.shape
+    kh, kw = (int(k) for k in kernel_shape)
+    sh, sw = (int(s) for s in strides)
+    pt, pl, pb, pr = (int(p) for p in pads)
+    if (kh, kw) == (h, w) and not any((pt, pl, pb, pr)):
+        return gap_requant(x.sum(axis=(2, 3), keepdims=True), h * w, x_scale, x_zp, y_scale, y_zp)
+    off = int(domain_offset)
+    xd = ort_dequantize_linear(x, x_scale, x_zp)
+    sy = _f32_scalar(y_scale)
+    oh = (h + pt + pb - kh) // sh + 1
+    ow = (w + pl + pr - kw) // sw + 1
+    y = np.zeros((n, c, oh, ow), np.int64)
+    for i in range(oh):
+        hs = i * sh - pt
+        he, hs = min(hs + kh, h), max(hs, 0)
+        for j in range(ow):
+            ws = j * sw - pl
+            we, ws = min(ws + kw, w), max(ws, 0)
+            acc = np.zeros((n, c), _F32)
+            for hh in range(hs, he):
+                for ww in range(ws, we):
+                    acc = (acc + xd[:, :, hh, ww]).astype(_F32)
+            d = kh * kw if count_include_pad else (he - hs) * (we - ws)
+            acc = (acc / _F32(d)).astype(_F32)
+            v = ((acc / sy).astype(_F32) + _F32(int(y_zp) + off)).astype(_F32)
+            q = np.clip(np.rint(v.astype(np.float64)), INT8_MIN + off, INT8_MAX + off)
+            y[:, :, i, j] = q.astype(np.int64) - off
+    return saturate(y)
