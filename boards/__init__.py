@@ -1,1 +1,185 @@
+"""The board database: one TOML file per target board, next to this module.
 
+Each file gives the board's Vivado part, its programmable-logic resources
+(from the vendor data sheet named in its `source` field), a default kernel
+clock and how the host talks to the accelerator (`interface`):
+
+* ``zynq_axis_dma``: AXI4-Stream in/out through an AXI DMA, driven by PYNQ;
+* ``alveo_xrt``: an XRT kernel with ``m_axi`` ports on an Alveo platform.
+
+`parse_board` validates one file's text; `load_board` / `all_boards` read the
+files shipped with the package through `importlib.resources`, so the database
+works from an installed wheel as well as from a source checkout.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+
+from ming_py.ir import MingError
+
+INTERFACES = ("zynq_axis_dma", "alveo_xrt")
+
+
+@dataclass(frozen=True)
+class Board:
+    """One target board: its device, PL resources and default build settings."""
+
+    name: str
+    part: str
+    family: str
+    dsp: int
+    bram18k: int
+    uram: int
+    lut: int
+    ff: int
+    clock_mhz: float
+    interface: str
+    platform: str | None
+    source: str
+    notes: str = ""
+
+    @property
+    def clock_period_ns(self) -> float:
+        return round(1000.0 / self.clock_mhz, 3)
+
+
+# field -> (accepted python types from tomllib, required?)
+_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "name": ((str,), True),
+    "part": ((str,), True),
+    "family": ((str,), True),
+    "dsp": ((int,), True),
+    "bram18k": ((int,), True),
+    "uram": ((int,), True),
+    "lut": ((int,), True),
+    "ff": ((int,), True),
+    "clock_mhz": ((int, float), True),
+    "interface": ((str,), True),
+    "platform": ((str,), False),
+    "source": ((str,), True),
+    "notes": ((str,), False),
+}
+_POSITIVE = ("dsp", "bram18k", "lut", "ff", "clock_mhz")
+_NONEMPTY = ("name", "part", "family", "source")
+_TYPE_NAMES = {(str,): "a string", (int,): "an integer", (int, float): "a number"}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def parse_board(text: str, source_name: str) -> Board:
+    """Parse and validate one board file's TOML `text`; errors name `source_name` and the field."""
+
+    def fail(msg: str) -> MingError:
+        return MingError(_one_line(f"board file {source_name}: {msg}"))
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise fail(f"invalid TOML: {e}") from None
+
+    unknown = sorted(set(data) - set(_FIELDS))
+    if unknown:
+        raise fail(f"unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(_FIELDS)}")
+    missing = [k for k, (_, required) in _FIELDS.items() if required and k not in data]
+    if missing:
+        raise fail(f"missing required field(s) {', '.join(map(repr, missing))}")
+
+    for key, (types, _) in _FIELDS.items():
+        if key not in data:
+            continue
+        value = data[key]
+        # bool is an int subclass in Python; `dsp = true` is still a type error.
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise fail(f"field '{key}' must be {_TYPE_NAMES[types]}, got {type(value).__name__} {value!r}")
+
+    for key in _NONEMPTY:
+        if not data[key].strip():
+            raise fail(f"field '{key}' must not be empty")
+    for key in _POSITIVE:
+        if not data[key] > 0:
+            raise fail(f"field '{key}' must be positive, got {data[key]!r}")
+    if data["uram"] < 0:
+        raise fail(f"field 'uram' must be >= 0, got {data['uram']!r}")
+    if data["bram18k"] % 2:
+        raise fail(f"field 'bram18k' must be even (2 x BRAM36), got {data['bram18k']!r}")
+    if data["interface"] not in INTERFACES:
+        raise fail(f"field 'interface' must be one of {', '.join(INTERFACES)}, got {data['interface']!r}")
+    platform = data.get("platform")
+    if platform is not None and not platform.strip():
+        raise fail("field 'platform' must not be empty (omit it when the board has no Vitis platform)")
+
+    return Board(
+        name=data["name"],
+        part=data["part"],
+        family=data["family"],
+        dsp=data["dsp"],
+        bram18k=data["bram18k"],
+        uram=data["uram"],
+        lut=data["lut"],
+        ff=data["ff"],
+        clock_mhz=float(data["clock_mhz"]),
+        interface=data["interface"],
+        platform=platform,
+        source=data["source"],
+        notes=data.get("notes", ""),
+    )
+
+
+@functools.cache
+def _load_all() -> tuple[Board, ...]:
+    boards = []
+    for entry in resources.files(__name__).iterdir():
+        if not entry.is_file() or not entry.name.endswith(".toml"):
+            continue
+        stem = entry.name[: -len(".toml")]
+        board = parse_board(entry.read_text(encoding="utf-8"), entry.name)
+        if board.name != stem:
+            raise MingError(f"board file {entry.name}: field 'name' is {board.name!r} but must equal the "
+                            f"file name {stem!r}")
+        boards.append(board)
+    return tuple(sorted(boards, key=lambda b: b.name))
+
+
+def board_names() -> list[str]:
+    """The known board names, sorted."""
+    return [b.name for b in _load_all()]
+
+
+def all_boards() -> list[Board]:
+    """Every known board, sorted by name."""
+    return list(_load_all())
+
+
+def load_board(name: str) -> Board:
+    """The board called `name` (case-insensitive)."""
+    key = str(name).strip().lower()
+    for board in _load_all():
+        if board.name.lower() == key:
+            return board
+    raise MingError(f"unknown board {name!r}; known boards: {', '.join(board_names())}")
+
+
+def boards_table() -> str:
+    """An aligned text table of every board's part, resources, clock and interface."""
+    header = ("name", "part", "DSP", "BRAM18K", "URAM", "LUT", "FF", "clock MHz", "interface")
+    numeric = (False, False, True, True, True, True, True, True, False)
+    rows = [header] + [
+        (b.name, b.part, str(b.dsp), str(b.bram18k), str(b.uram), str(b.lut), str(b.ff),
+         f"{b.clock_mhz:g}", b.interface)
+        for b in _load_all()
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+
+    def fmt(row: tuple[str, ...]) -> str:
+        cells = [c.rjust(w) if num else c.ljust(w) for c, w, num in zip(row, widths, numeric)]
+        return "  ".join(cells).rstrip()
+
+    lines = [fmt(header), "  ".join("-" * w for w in widths)]
+    lines += [fmt(r) for r in rows[1:]]
+    return "\n".join(lines)

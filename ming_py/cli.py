@@ -29,7 +29,42 @@ def _parser() -> argparse.ArgumentParser:
     reference.add_argument("model", type=Path)
     reference.add_argument("--input", required=True, type=Path, help="float32 .npy input (as onnxruntime takes it)")
     reference.add_argument("--output", required=True, type=Path, help="where to write the float32 .npy output")
+
+    build = commands.add_parser("build", help="compile a model into a Vitis HLS project")
+    build.add_argument("model", type=Path)
+    build.add_argument("--board", default="kv260", help="target board (see `ming boards`)")
+    build.add_argument("-o", "--output", required=True, type=Path, help="output directory (replaced on success)")
+    build.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+    csim = commands.add_parser("csim", help="C-simulate a build with g++ on a float input")
+    csim.add_argument("build_dir", type=Path)
+    csim.add_argument("--input", required=True, type=Path, help="float32 .npy input (as onnxruntime takes it)")
+    csim.add_argument("--output", required=True, type=Path, help="where to write the float32 .npy output")
+    csim.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+    commands.add_parser("boards", help="list the supported boards")
     return parser
+
+
+def _build(args) -> None:
+    from .build import build
+    from .progress import Progress
+
+    build(args.model, args.board, args.output, progress=Progress(args.quiet))
+
+
+def _csim(args) -> None:
+    from .csim import run_csim
+    from .progress import Progress
+
+    y = run_csim(args.build_dir, _load_input(args.input), Progress(args.quiet))
+    np.save(args.output, y.astype(np.float32))
+
+
+def _boards(args) -> None:
+    from ming_py.boards import boards_table
+
+    print(boards_table())
 
 
 def _analyze(args) -> None:
@@ -78,7 +113,7 @@ def _load_input(path: Path) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handlers = {"analyze": _analyze, "reference": _reference}
+    handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "csim": _csim, "boards": _boards}
     try:
         handlers[args.command](args)
     except MingError as exc:

@@ -48,7 +48,8 @@ def run(graph: Graph, inputs: dict[str, np.ndarray] | np.ndarray) -> dict[str, n
         q = numerics.ort_quantize_linear(x, graph_input.scale, graph_input.zero_point)
         values[graph_input.tensor] = q.reshape(graph.shape_of(graph_input.tensor)).astype(np.int64)
     run_integer(graph, values)
-    return {out.name: _host_tail(values[out.tensor], out).reshape(out.onnx_shape) for out in graph.outputs}
+    return {out.name: host_tail(values[out.tensor], out.scale, out.zero_point, out.host_ops).reshape(out.onnx_shape)
+            for out in graph.outputs}
 
 
 def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -66,9 +67,10 @@ def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.nda
     return values
 
 
-def _host_tail(q: np.ndarray, out) -> np.ndarray:
-    x = numerics.ort_dequantize_linear(q, out.scale, out.zero_point)
-    for op in out.host_ops:
+def host_tail(q: np.ndarray, scale: float, zero_point: int, host_ops: tuple[HostOp, ...]) -> np.ndarray:
+    """Dequantize an accelerator output and run the float steps that follow it on the host."""
+    x = numerics.ort_dequantize_linear(q, scale, zero_point)
+    for op in host_ops:
         x = _host_op(x, op)
     return x
 

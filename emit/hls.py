@@ -1,0 +1,261 @@
+"""HLS C++ emission: StreamGraph + Schedule -> a Vitis HLS project (jinja2 templates).
+
+Every process becomes one C++ function (templates in `templates/process/`), the
+channels become `hls::stream`s of the scheduled lane width and FIFO depth, and
+the constants (weights in each process's loop order, the integer requantization
+constants of `ming_py.numerics`) go to `<model>_weights.h`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+import numpy as np
+
+from ming_py import __version__, numerics
+from ming_py.boards import Board
+from ming_py.dataflow import Process, Schedule, StreamGraph
+from ming_py.ir import AccRequant, AddRequant, AverageRequant, Rescale
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+STATIC_HEADERS = ("ming_stream.h", "ming_numerics.h", "hls_stream.h")
+
+
+@dataclass
+class CConstant:
+    name: str
+    ctype: str
+    array: np.ndarray
+    comment: str
+
+    @property
+    def dims(self) -> str:
+        return "".join(f"[{n}]" for n in self.array.shape)
+
+    @property
+    def values(self) -> str:
+        return _c_initializer(self.array)
+
+
+@dataclass
+class ProcessView:
+    """What a process template needs, with every number already decided."""
+
+    name: str
+    kind: str
+    template: str
+    comment: str
+    inputs: list[str]
+    outputs: list[str]
+    in_lanes: list[int]
+    out_lanes: list[int]
+    unroll: list[tuple[str, int]]
+    window: object = None
+    in_channels: list[int] = field(default_factory=list)
+    in_offsets: list[int] = field(default_factory=list)
+    in_values: int = 0
+    out_channels: int = 0
+    out_pixels: int = 0
+    in_pixels: int = 0
+    acc_init: str = "0"
+    epilogue: str = ""
+    count_valid: bool = False
+    line_buffer_impl: str = "bram"
+    slice_offsets: tuple[int, int] = (0, 0)
+    extra: dict = field(default_factory=dict)
+
+    def factor(self, loop: str) -> int:
+        return dict(self.unroll).get(loop, 1)
+
+    @property
+    def partition_channels(self) -> int:
+        """Cyclic partition of an input-channel axis: enough ports for the unrolled reads and the lanes."""
+        reads = self.factor("ic") if self.kind in ("conv", "pointwise") else self.factor("c")
+        if self.kind == "dense":
+            reads = self.factor("k")
+        return max(reads, self.in_lanes[0])
+
+    @property
+    def partition_out(self) -> int:
+        unrolled = {"conv": "oc", "pointwise": "oc", "dense": "n"}.get(self.kind, "c")
+        return max(self.factor(unrolled), self.out_lanes[0])
+
+    def __getattr__(self, name):  # epilogue constants (zero_point, mantissa, ...)
+        extra = self.__dict__.get("extra", {})
+        if name in extra:
+            return extra[name]
+        raise AttributeError(name)
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, trim_blocks=False, lstrip_blocks=False)
+
+
+def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, str]:
+    """The files of OUT/hls/, as {relative path: text}."""
+    env = _environment()
+    views, constants = [], []
+    for process in graph.processes:
+        view, consts = _process_view(graph, schedule, process)
+        views.append(view)
+        constants += consts
+    model = _model_view(graph, schedule)
+    internal = [c for c in graph.channels.values() if c.producer != "input" and c.consumer != "output"]
+    channels = [{"name": c.name, "lanes": schedule.lanes_of(c.name), "depth": schedule.depth_of(c.name)}
+                for c in internal]
+    context = {"model": model, "processes": views, "channels": channels, "constants": constants,
+               "version": __version__, "board": board}
+    name = graph.name
+    files = {
+        f"{name}.cpp": _tidy(env.get_template("model.cpp.j2").render(context)),
+        f"{name}.h": env.get_template("model.h.j2").render(context),
+        f"{name}_weights.h": env.get_template("weights.h.j2").render(context),
+        f"{name}_tb.cpp": env.get_template("testbench.cpp.j2").render(context),
+        "run_hls.tcl": env.get_template("run_hls.tcl.j2").render(context),
+    }
+    for header in STATIC_HEADERS:
+        files[header] = (TEMPLATES / header).read_text()
+    return files
+
+
+def _tidy(text: str) -> str:
+    """Collapse the blank lines template control flow leaves behind."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    out: list[str] = []
+    for line in lines:
+        if line or (out and out[-1]):
+            out.append(line)
+    return "\n".join(out).strip() + "\n"
+
+
+def _model_view(graph: StreamGraph, schedule: Schedule) -> dict:
+    inp, out = graph.channels[graph.input.channel], graph.channels[graph.output.channel]
+    return {
+        "name": graph.name,
+        "summary": f"{len(graph.processes)} processes, {len(graph.channels)} channels; "
+                   f"{_shape_text(inp)} int8 in, {_shape_text(out)} int8 out.",
+        "input_channel": inp.name, "output_channel": out.name,
+        "in_lanes": schedule.lanes_of(inp.name), "out_lanes": schedule.lanes_of(out.name),
+        "in_depth": schedule.depth_of(inp.name), "out_depth": schedule.depth_of(out.name),
+        "in_values": inp.values, "out_values": out.values,
+        "in_shape_text": _shape_text(inp), "out_shape_text": _shape_text(out),
+        "in_scale": f"{graph.input.scale:.9g}", "in_zero_point": graph.input.zero_point,
+        "out_scale": f"{graph.output.scale:.9g}", "out_zero_point": graph.output.zero_point,
+    }
+
+
+def _shape_text(channel) -> str:
+    return f"{channel.channels}x{channel.height}x{channel.width}"
+
+
+def _process_view(graph: StreamGraph, schedule: Schedule, p: Process) -> tuple[ProcessView, list[CConstant]]:
+    ins = [graph.channels[c] for c in p.inputs]
+    outs = [graph.channels[c] for c in p.outputs]
+    view = ProcessView(
+        name=p.name, kind=p.kind, template=_TEMPLATE.get(p.kind, p.kind), comment=_comment(p, ins, outs),
+        inputs=list(p.inputs), outputs=list(p.outputs),
+        in_lanes=[schedule.lanes_of(c) for c in p.inputs], out_lanes=[schedule.lanes_of(c) for c in p.outputs],
+        unroll=[(loop, schedule.of(p.name).factor(loop)) for loop in p.unrollable], window=p.window,
+        in_channels=[c.channels for c in ins], in_offsets=list(np.cumsum([0] + [c.channels for c in ins])[:-1]),
+        in_values=ins[0].values, out_channels=outs[0].channels, out_pixels=outs[0].pixels,
+        in_pixels=ins[0].pixels, slice_offsets=p.slice_offsets)
+    constants: list[CConstant] = []
+    if p.weights is not None:
+        constants.append(CConstant(f"{p.name}_weights", "int8_t", p.weights.astype(np.int8),
+                                   f"{p.name}: weights {_shape_doc(p)}"))
+    _epilogue(view, p, constants)
+    return view, constants
+
+
+_TEMPLATE = {"conv": "window", "depthwise": "window", "maxpool": "window", "avgpool": "window"}
+
+
+def _shape_doc(p: Process) -> str:
+    return {"conv": "[out channel][in channel][window position]", "depthwise": "[channel][window position]",
+            "pointwise": "[out channel][in channel]",
+            "dense": "[output][input, in stream order (row, column, channel)]"}[p.kind]
+
+
+def _comment(p: Process, ins, outs) -> str:
+    shapes = f"{' + '.join(_shape_text(c) for c in ins)} -> {_shape_text(outs[0])}"
+    w = p.window
+    if p.kind in ("conv", "depthwise", "maxpool", "avgpool"):
+        geometry = (f"{w.kernel[0]}x{w.kernel[1]}, stride {w.stride[0]}x{w.stride[1]}, "
+                    f"dilation {w.dilation[0]}x{w.dilation[1]}, pads {'/'.join(map(str, w.pads))} (t/l/b/r)")
+        return f"{p.name} ({p.source}): {p.kind} {geometry}: {shapes}"
+    if p.kind == "pointwise":
+        return f"{p.name} ({p.source}): 1x1 conv, stride {w.stride[0]}x{w.stride[1]}: {shapes}"
+    return f"{p.name} ({p.source}): {p.kind}: {shapes}"
+
+
+def _epilogue(view: ProcessView, p: Process, constants: list[CConstant]) -> None:
+    e = p.epilogue
+    if isinstance(e, AccRequant):
+        multiplier = numerics.ort_conv_multiplier(e.x_scale, e.w_scale, e.y_scale)
+        mantissa, exponent = numerics.float32_parts(multiplier)
+        view.acc_init = f"{p.name}_bias[oc]"
+        view.epilogue = "requantize"
+        view.extra["zero_point"] = e.zero_point
+        constants += [
+            CConstant(f"{p.name}_bias", "int32_t", e.bias.astype(np.int32),
+                      f"{p.name}: int32 bias with the input zero-point correction folded in"),
+            CConstant(f"{p.name}_mantissa", "int32_t", np.broadcast_to(mantissa, e.bias.shape).astype(np.int32),
+                      f"{p.name}: requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^exponent"),
+            CConstant(f"{p.name}_exponent", "int32_t", np.broadcast_to(exponent, e.bias.shape).astype(np.int32),
+                      f"{p.name}: requantization exponent"),
+        ]
+    elif isinstance(e, AverageRequant):
+        view.extra.update(zero_point=e.zero_point, x_zero_point=e.x_zero_point, count=e.count)
+        if e.global_pool:
+            mantissa, exponent = numerics.float32_parts(numerics.ort_gap_multiplier(e.x_scale, e.y_scale, e.count))
+            view.epilogue = "requantize_global"
+            view.extra.update(mantissa=int(mantissa), exponent=int(exponent))
+        elif e.exclude_padding:
+            view.epilogue = "average_valid"
+            view.count_valid = True
+            points = [numerics.avgpool_fixed_point(e.x_scale, e.y_scale, max(d, 1)) for d in range(e.count + 1)]
+            constants += [
+                CConstant(f"{p.name}_divisor_multiplier", "int64_t", np.array([f.multiplier for f in points]),
+                          f"{p.name}: fixed-point x_scale / (y_scale * valid) by number of valid window positions"),
+                CConstant(f"{p.name}_divisor_shift", "int32_t", np.array([f.shift for f in points], dtype=np.int32),
+                          f"{p.name}: matching right shifts"),
+            ]
+        else:
+            point = numerics.avgpool_fixed_point(e.x_scale, e.y_scale, e.count)
+            view.epilogue = "average"
+            view.extra.update(multiplier=point.multiplier, shift=point.shift)
+    elif isinstance(e, AddRequant):
+        a, b = numerics.add_fixed_points(e.a_scale, e.b_scale, e.y_scale)
+        view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, a_multiplier=a.multiplier,
+                          b_multiplier=b.multiplier, shift=a.shift, zero_point=e.zero_point)
+    elif isinstance(e, Rescale):
+        table = numerics.rescale_table(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point)
+        constants.append(CConstant(f"{p.name}_table", "int8_t", np.clip(table, e.qmin, e.qmax).astype(np.int8),
+                                   f"{p.name}: onnxruntime's DequantizeLinear -> QuantizeLinear for every int8 "
+                                   f"value (index + 128), clamped to [{e.qmin}, {e.qmax}]"))
+    elif p.kind == "maxpool":
+        view.acc_init = "-128"
+
+
+def _c_initializer(array: np.ndarray, width: int = 110) -> str:
+    """A nested C initializer, wrapped to `width` columns."""
+    if array.ndim == 1:
+        items = [str(int(v)) + ("LL" if array.dtype == np.int64 else "") for v in array]
+        lines, line = [], ""
+        for item in items:
+            piece = item + ", "
+            if len(line) + len(piece) > width:
+                lines.append(line.rstrip())
+                line = ""
+            line += piece
+        lines.append(line.rstrip().rstrip(","))
+        if len(lines) == 1:
+            return "{" + lines[0] + "}"
+        return "{\n    " + "\n    ".join(lines) + "}"
+    inner = [_c_initializer(sub, width) for sub in array]
+    if all("\n" not in i for i in inner) and sum(len(i) + 2 for i in inner) < width:
+        return "{" + ", ".join(inner) + "}"
+    return "{\n    " + ",\n    ".join(i.replace("\n", "\n    ") for i in inner) + "}"

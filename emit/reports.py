@@ -1,0 +1,96 @@
+"""Reports, the topology as MLIR, and the host-side metadata of a build."""
+
+from __future__ import annotations
+
+import json
+
+from ming_py import __version__
+from ming_py.boards import Board
+from ming_py.dataflow import Schedule, StreamGraph
+
+from .hls import _environment
+
+CONSTANT_ROLES = ("weights", "constants", "table")
+
+
+def report(graph: StreamGraph, schedule: Schedule, board: Board) -> dict:
+    nodes = []
+    for p in graph.processes:
+        sched = schedule.of(p.name)
+        unroll = {loop: sched.factor(loop) for loop in p.unrollable}
+        nodes.append({
+            "name": p.name, "source": p.source, "kind": p.kind,
+            "loop_bounds": graph.trip_counts(p) | _pixel_loops(graph, p),
+            "schedule": {"unroll": unroll, "lanes_in": [schedule.lanes_of(c) for c in p.inputs],
+                         "lanes_out": [schedule.lanes_of(c) for c in p.outputs]},
+            "buffers_bits": {b.name: b.total_bits for b in p.buffers},
+            "buffers": [{"name": b.name, "role": b.role, "shape": list(b.shape), "element_bits": b.bits}
+                        for b in p.buffers],
+        })
+    channels = [{"name": c.name, "producer": c.producer, "consumer": c.consumer,
+                 "shape": [c.channels, c.height, c.width], "lanes": schedule.lanes_of(c.name),
+                 "depth": schedule.depth_of(c.name)} for c in graph.channels.values()]
+    buffers = [b for p in graph.processes for b in p.buffers]
+    totals = {
+        "processes": len(graph.processes), "channels": len(graph.channels),
+        "buffers_bits": sum(b.total_bits for b in buffers),
+        "weights_bits": sum(b.total_bits for b in buffers if b.role in CONSTANT_ROLES),
+    }
+    return {"ming_version": __version__, "model": graph.name, "board": board.name, "part": board.part,
+            "clock_mhz": board.clock_mhz, "nodes": nodes, "channels": channels, "totals": totals}
+
+
+def _pixel_loops(graph: StreamGraph, p) -> dict[str, int]:
+    first = graph.channels[p.inputs[0]]
+    if p.window is not None and p.kind != "subsample":
+        return {"rows": p.window.padded_height, "cols": p.window.padded_width}
+    return {"pixels": first.pixels}
+
+
+def report_json(data: dict) -> str:
+    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+
+
+def report_markdown(data: dict) -> str:
+    rows = []
+    for n in data["nodes"]:
+        rows.append(n | {
+            "loop_bounds_text": ", ".join(f"{k}={v}" for k, v in n["loop_bounds"].items()),
+            "unroll_text": ", ".join(f"{k}={v}" for k, v in n["schedule"]["unroll"].items()) or "-",
+            "lanes_text": f"{','.join(map(str, n['schedule']['lanes_in']))} / "
+                          f"{','.join(map(str, n['schedule']['lanes_out']))}",
+            "buffers_text": ", ".join(f"{k} {v:,}" for k, v in n["buffers_bits"].items()),
+        })
+    return _environment().get_template("report.md.j2").render(report=data | {"nodes": rows})
+
+
+def dataflow_mlir(graph: StreamGraph, schedule: Schedule) -> str:
+    internal = [c for c in graph.channels.values()]
+    channels = [{"name": c.name, "channels": c.channels, "height": c.height, "width": c.width,
+                 "lanes": schedule.lanes_of(c.name), "depth": schedule.depth_of(c.name)} for c in internal]
+    processes = []
+    for p in graph.processes:
+        operands = [f"%{c}" for c in p.inputs + p.outputs]
+        processes.append({"name": p.name, "kind": p.kind, "source": p.source, "operands": operands,
+                          "types": ["!dfg.stream<i8>"] * len(operands), "num_inputs": len(p.inputs),
+                          "unroll": [(loop, schedule.of(p.name).factor(loop)) for loop in p.unrollable]})
+    model = {"name": graph.name, "input": graph.input.channel, "output": graph.output.channel}
+    return _environment().get_template("dataflow.mlir.j2").render(
+        model=model, channels=channels, processes=processes, version=__version__)
+
+
+def host_metadata(graph: StreamGraph, board: Board) -> str:
+    """What the host needs around the accelerator: quantization, layouts, the float tail."""
+    def port(p, channel):
+        c = graph.channels[channel]
+        return {"onnx_name": p.onnx_name, "onnx_shape": list(p.onnx_shape), "array_shape": list(p.array_shape),
+                "stream_shape": [c.channels, c.height, c.width], "scale": p.scale, "zero_point": p.zero_point}
+
+    data = {
+        "model": graph.name, "board": board.name, "interface": board.interface,
+        "input": port(graph.input, graph.input.channel),
+        "output": port(graph.output, graph.output.channel) | {
+            "host_ops": [{"kind": op.kind, "axis": op.axis, "scale": op.scale, "zero_point": op.zero_point,
+                          "shape": list(op.shape)} for op in graph.output.host_ops]},
+    }
+    return json.dumps(data, indent=2) + "\n"

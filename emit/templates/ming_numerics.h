@@ -1,0 +1,200 @@
+// ming_numerics.h -- integer numeric contract of ming, C++ / Vitis HLS port.
+//
+// Every function is a 1:1 port of the numpy function of the same name in
+// ming_py/numerics.py (the contract; see docs/numerics.md for the evidence against
+// onnxruntime).  tests/test_cpp_numerics.py asserts bit equality with the Python
+// functions on >= 200k random and edge-case inputs per function.
+//
+// Constraints (both g++ and Vitis HLS):
+//   * only <cstdint>; integer-only; no floats, no dynamic memory, no recursion, no
+//     compiler builtins, no loops (count-leading-zeros is a 6-step binary search);
+//   * warning-free under -std=c++14/17/20 -Wall -Wextra -Wconversion -Wsign-conversion;
+//   * no undefined behaviour for ANY argument values: left shifts and additions that
+//     can wrap are done in uint64_t (numpy's int64 arrays wrap modulo 2^64 too, so
+//     wrap-around results still equal numpy's), right shifts of negative values use
+//     an explicit floor shift (>> of a negative int64 is only implementation-defined
+//     in C++17, but we do not rely on it), shift amounts are clamped to [0, 63].
+//   Outside the documented domains the results are well defined but not meaningful.
+//
+// Not here on purpose: gap_requant (numerics.gap_requant) is
+//   requantize(window_sum - N * x_zp, mant, exp, y_zp)
+// with (mant, exp) = numerics.float32_parts(numerics.ort_gap_multiplier(sx, sy, N))
+// precomputed by the compiler; rescale (numerics.rescale) is
+//   saturate(fixed_point_rescale(x - x_zp, M, s) + y_zp, qmin, qmax)
+// and rescale_table is a 256-entry ROM built by the compiler.
+#ifndef MING_NUMERICS_H
+#define MING_NUMERICS_H
+
+#include <cstdint>
+
+namespace ming {
+
+namespace detail {
+
+// Two's complement reinterpretation uint64 -> int64 without relying on the
+// implementation-defined out-of-range conversion of C++17.
+inline int64_t u2s(uint64_t u) {
+    if (u <= UINT64_C(0x7FFFFFFFFFFFFFFF)) return static_cast<int64_t>(u);
+    return -static_cast<int64_t>(~u) - 1;  // ~u <= 2^63 - 1
+}
+
+inline uint64_t s2u(int64_t v) { return static_cast<uint64_t>(v); }  // well defined (mod 2^64)
+
+// floor(v / 2^s) for 0 <= s <= 63 (arithmetic shift right, written portably).
+inline int64_t floor_shift(int64_t v, int s) {
+    if (v >= 0) return v >> s;
+    return ~((~v) >> s);  // ~v = -1 - v >= 0
+}
+
+// (v << s) modulo 2^64, 0 <= s <= 63 (numpy int64 semantics; no UB for negative v).
+inline int64_t wrap_shl(int64_t v, int s) { return u2s(s2u(v) << s); }
+
+inline int64_t wrap_add(int64_t a, int64_t b) { return u2s(s2u(a) + s2u(b)); }
+inline int64_t wrap_mul(int64_t a, int64_t b) { return u2s(s2u(a) * s2u(b)); }
+
+}  // namespace detail
+
+// numerics.saturate: clamp to [qmin, qmax] (the caller narrows the type).
+inline int64_t saturate(int64_t v, int64_t qmin, int64_t qmax) {
+    return v < qmin ? qmin : (v > qmax ? qmax : v);
+}
+
+// numerics.bit_length: number of significant bits (0 -> 0) = 64 - clz64(a).
+// Same 6-step binary search as the numpy version; valid for the full uint64 range.
+inline int bit_length(uint64_t a) {
+    int n = 0;
+    if (a >> 32) { n += 32; a >>= 32; }
+    if (a >> 16) { n += 16; a >>= 16; }
+    if (a >> 8) { n += 8; a >>= 8; }
+    if (a >> 4) { n += 4; a >>= 4; }
+    if (a >> 2) { n += 2; a >>= 2; }
+    if (a >> 1) { n += 1; a >>= 1; }
+    return n + (a != 0 ? 1 : 0);
+}
+
+// numerics.round_shift_half_even: rne(v / 2^shift).
+//   shift == 0 -> v;  shift >= 63 -> 0 (as numpy);  1..62: exact for |v| <= 2^62 and
+//   equal to numpy's (wrapping) int64 result for every other v.
+//   shift < 0 is outside the contract (numpy raises); here it returns v.
+inline int64_t round_shift_half_even(int64_t v, int shift) {
+    if (shift <= 0) return v;
+    if (shift >= 63) return 0;
+    const int64_t q = detail::floor_shift(v, shift);
+    const uint64_t mask = (UINT64_C(1) << shift) - 1u;
+    const uint64_t r = detail::s2u(v) & mask;  // = v - (q << shift), in [0, 2^shift)
+    const uint64_t half = UINT64_C(1) << (shift - 1);
+    const bool up = (r > half) || (r == half && (q & 1) != 0);
+    return q + (up ? 1 : 0);
+}
+
+// numerics.round_shift_half_up: floor(v / 2^shift + 1/2), contract 1 <= shift <= 62.
+//   Computed as floor + (remainder >= half), which equals numpy's (v + 2^(shift-1)) >> shift
+//   whenever that addition does not overflow and is exact for every int64 v.
+//   shift <= 0 -> v;  shift >= 63 -> the exact value (0, or -1 for v < -2^62 at 63).
+inline int64_t round_shift_half_up(int64_t v, int shift) {
+    if (shift <= 0) return v;
+    if (shift >= 64) return 0;
+    const int64_t q = detail::floor_shift(v, shift);
+    const uint64_t mask = (UINT64_C(1) << shift) - 1u;
+    const uint64_t r = detail::s2u(v) & mask;
+    const uint64_t half = UINT64_C(1) << (shift - 1);
+    return q + (r >= half ? 1 : 0);
+}
+
+// Wide-range form of requantize (numerics.requantize with any qmin/qmax that fits int32,
+// e.g. uint8 [0, 255] or int32 outputs).  See requantize below.
+inline int32_t requantize_i32(int64_t acc, int64_t mantissa, int32_t exponent, int32_t zero_point,
+                              int32_t qmin, int32_t qmax) {
+    // 1. M = mantissa * 2^exponent (numerics.float32_parts, done by the compiler).
+    // 2. a = |acc| rounded to 24 significant bits (= float32(acc)): a_m * 2^d1.
+    const bool neg = acc < 0;
+    const uint64_t a = neg ? (UINT64_C(0) - detail::s2u(acc)) : detail::s2u(acc);
+    int d1 = bit_length(a) - 24;
+    if (d1 < 0) d1 = 0;
+    const int64_t a_m = round_shift_half_even(detail::u2s(a), d1);  // <= 2^24
+    // 3. exact product (< 2^48), rounded to 24 significant bits (= the float32 product).
+    const int64_t p = detail::wrap_mul(a_m, mantissa);  // exact in contract
+    int d2 = bit_length(detail::s2u(p)) - 24;
+    if (d2 < 0) d2 = 0;
+    const int64_t p_m = round_shift_half_even(p, d2);  // <= 2^24
+    const int64_t e_tot = static_cast<int64_t>(d1 + d2) + exponent;  // value = p_m * 2^e_tot
+    // 4. |y| = rne(p_m * 2^e_tot); a left shift > 16 saturates to 2^40 (> any |q| + |zp|).
+    int64_t mag;
+    if (e_tot > 16) {
+        mag = p_m > 0 ? (INT64_C(1) << 40) : 0;
+    } else if (e_tot >= 0) {
+        mag = detail::wrap_shl(p_m, static_cast<int>(e_tot));
+    } else {
+        mag = round_shift_half_even(p_m, e_tot < -63 ? 63 : static_cast<int>(-e_tot));
+    }
+    // 5. rne is odd-symmetric: re-apply the sign, add the zero point after rounding.
+    const int64_t y = (neg ? -mag : mag) + zero_point;
+    return static_cast<int32_t>(saturate(y, qmin, qmax));
+}
+
+// numerics.requantize (bit-exact emulation of ORT's y = sat(rne(f32(f32(acc) * M)) + zp)
+// for Conv / Gemm / MatMul; also GlobalAveragePool = numerics.gap_requant, see top).
+//   (mantissa, exponent) = numerics.float32_parts(M): mantissa in [0, 2^24),
+//   exponent in [-149, 104];  |acc| < 2^62;  -128 <= qmin <= qmax <= 127.
+inline int8_t requantize(int64_t acc, int64_t mantissa, int32_t exponent, int32_t zero_point,
+                         int32_t qmin = -128, int32_t qmax = 127) {
+    return static_cast<int8_t>(requantize_i32(acc, mantissa, exponent, zero_point, qmin, qmax));
+}
+
+// numerics.fixed_point_rescale(x, FixedPoint(multiplier, shift), "half_even", pre_round_offset)
+//   = rne((x * multiplier + (pre_round_offset << shift)) / 2^shift).
+//   Contract: |x| < 2^31, 0 <= multiplier < 2^31, 1 <= shift <= 62 (to_fixed_point's range),
+//   no int64 overflow of the sum; otherwise numpy's wrapping int64 result is reproduced
+//   (shift is clamped to [0, 63] first).
+inline int64_t fixed_point_rescale(int64_t x, int64_t multiplier, int shift,
+                                   int64_t pre_round_offset = 0) {
+    const int s = shift < 0 ? 0 : (shift > 63 ? 63 : shift);
+    const int64_t v = detail::wrap_add(detail::wrap_mul(x, multiplier),
+                                       detail::wrap_shl(pre_round_offset, s));
+    return round_shift_half_even(v, s);
+}
+
+// Wide-range form of add_requant (any int32 output range).
+inline int32_t add_requant_i32(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, int64_t ma,
+                               int64_t mb, int shift, int32_t y_zp, int32_t qmin, int32_t qmax) {
+    const int s = shift < 0 ? 0 : (shift > 63 ? 63 : shift);
+    const int64_t ta = detail::wrap_mul(ma, static_cast<int64_t>(a) - a_zp);
+    const int64_t tb = detail::wrap_mul(mb, static_cast<int64_t>(b) - b_zp);
+    const int64_t v = detail::wrap_add(detail::wrap_add(ta, tb), detail::wrap_shl(y_zp, s));
+    return static_cast<int32_t>(saturate(round_shift_half_even(v, s), qmin, qmax));
+}
+
+// numerics.add_requant (QLinearAdd, <= 1 LSB vs ORT):
+//   y = sat(rne((ma*(a - a_zp) + mb*(b - b_zp) + (y_zp << shift)) / 2^shift))
+//   with (FixedPoint(ma, shift), FixedPoint(mb, shift)) = numerics.add_fixed_points(sa, sb, sy)
+//   precomputed by the compiler.  y_zp is added BEFORE rounding (as ORT).
+//   Contract: ma, mb in [0, 2^31), 1 <= shift <= 62 with y_zp << shift in int64,
+//   -128 <= qmin <= qmax <= 127.
+inline int8_t add_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, int64_t ma, int64_t mb,
+                          int shift, int32_t y_zp, int32_t qmin = -128, int32_t qmax = 127) {
+    return static_cast<int8_t>(add_requant_i32(a, a_zp, b, b_zp, ma, mb, shift, y_zp, qmin, qmax));
+}
+
+// Wide-range form of avgpool_requant (any int32 output range).
+inline int32_t avgpool_requant_i32(int64_t window_sum, int32_t count, int32_t x_zp, int64_t multiplier,
+                                   int shift, int32_t y_zp, int32_t qmin, int32_t qmax) {
+    const int64_t acc = detail::wrap_add(window_sum, -static_cast<int64_t>(count) * x_zp);
+    return static_cast<int32_t>(saturate(fixed_point_rescale(acc, multiplier, shift, y_zp), qmin, qmax));
+}
+
+// numerics.avgpool_requant for ONE output position (QLinearAveragePool, <= 1 LSB vs ORT):
+//   S = window_sum - count * x_zp;  y = sat(rne((S * multiplier + (y_zp << shift)) / 2^shift))
+//   window_sum: raw int8 sum over the `count` valid (non-pad) window positions;
+//   (multiplier, shift) = numerics.avgpool_fixed_point(sx, sy, divisor), divisor = count
+//   (count_include_pad=0) or the kernel size (count_include_pad=1), precomputed per divisor.
+//   Contract: |S| < 2^31, as fixed_point_rescale; -128 <= qmin <= qmax <= 127.
+//   (kernel == image without pads is GlobalAveragePool: use requantize, see top.)
+inline int8_t avgpool_requant(int64_t window_sum, int32_t count, int32_t x_zp, int64_t multiplier, int shift,
+                              int32_t y_zp, int32_t qmin = -128, int32_t qmax = 127) {
+    return static_cast<int8_t>(
+        avgpool_requant_i32(window_sum, count, x_zp, multiplier, shift, y_zp, qmin, qmax));
+}
+
+}  // namespace ming
+
+#endif  // MING_NUMERICS_H

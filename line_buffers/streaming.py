@@ -1,0 +1,328 @@
+"""Streaming architecture (MING §IV-B): one process per kernel, streams in between.
+
+Every intermediate tensor becomes a channel carrying its (C, H, W) map in raster
+order. Sliding-window processes keep a line buffer of (K_h - 1) * dilation
+previous rows plus the current one and a K_h x K_w x C window; padding is
+generated at the borders. Regular reductions keep a row buffer (dense layers)
+or per-channel accumulators (global pooling); element-wise processes work one
+pixel at a time. A tensor read by several processes goes through a `split`
+process (one stream per consumer, CODO's fan-out rule). A Flatten feeding a
+dense layer costs nothing: the dense weights are permuted at compile time to
+the stream's (row, column, channel) order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ming_py.dataflow import Buffer, Channel, Port, Process, StreamGraph, Window
+from ming_py.ir import (
+    MAC_OPS,
+    PARALLEL,
+    AccRequant,
+    AddRequant,
+    AverageRequant,
+    Concat,
+    Graph,
+    Kernel,
+    MingError,
+    Operand,
+    Rescale,
+    Reshape,
+    Slice,
+)
+
+INPUT, OUTPUT = "input", "output"
+
+
+@dataclass(frozen=True)
+class _View:
+    """How a graph tensor is carried: by the stream of `source` with map shape `shape` (C, H, W)."""
+
+    source: str  # producing process name, or INPUT
+    shape: tuple[int, int, int]
+    logical: tuple[int, ...]  # the tensor's own shape
+
+
+def stream_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """(C, H, W) of a tensor: leading unit dims dropped, vectors are 1 x 1 maps."""
+    dims = list(shape)
+    while len(dims) > 3 and dims[0] == 1:
+        dims.pop(0)
+    while len(dims) > 1 and dims[0] == 1 and len(dims) != 3:
+        dims.pop(0)
+    if len(dims) == 1:
+        return (dims[0], 1, 1)
+    if len(dims) == 2:  # a single-channel map whose channel dim IREE folded away
+        return (1, dims[0], dims[1])
+    if len(dims) == 3:
+        return tuple(dims)
+    raise MingError(f"tensor of shape {shape} cannot be streamed (expected C x H x W or a vector)")
+
+
+def build_stream_graph(graph: Graph) -> StreamGraph:
+    if len(graph.inputs) != 1 or len(graph.outputs) != 1:
+        raise MingError(f"ming build supports one input and one output (model has {len(graph.inputs)} "
+                        f"and {len(graph.outputs)})")
+    builder = _Builder(graph)
+    return builder.run()
+
+
+class _Builder:
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.views: dict[str, _View] = {}
+        self.processes: list[Process] = []
+        # per stream source: (consumer process, input slot), in graph order
+        self.consumers: dict[str, list[tuple[str, int]]] = {}
+
+    def run(self) -> StreamGraph:
+        graph = self.graph
+        graph_input = graph.inputs[0]
+        shape = graph.shape_of(graph_input.tensor)
+        self.views[graph_input.tensor] = _View(INPUT, stream_shape(shape), shape)
+        for node in graph.nodes:
+            if isinstance(node, Reshape):
+                view = self.views[node.input]
+                self.views[node.output] = replace(view, logical=graph.shape_of(node.output))
+                continue
+            process, input_tensors, output_tensor = self._process(node)
+            self.processes.append(process)
+            for slot, tensor in enumerate(input_tensors):
+                self.consumers.setdefault(self.views[tensor].source, []).append((process.name, slot))
+            out_shape = graph.shape_of(output_tensor)
+            self.views[output_tensor] = _View(process.name, stream_shape(out_shape), out_shape)
+        graph_output = graph.outputs[0]
+        out_view = self.views[graph_output.tensor]
+        self.consumers.setdefault(out_view.source, []).append((OUTPUT, 0))
+        channels = self._connect()
+        input_channel = next(c.name for c in channels.values() if c.producer == INPUT)
+        output_channel = next(c.name for c in channels.values() if c.consumer == OUTPUT)
+        ports = (
+            Port(input_channel, shape, graph_input.name, graph_input.onnx_shape, graph_input.scale,
+                 graph_input.zero_point),
+            Port(output_channel, out_view.logical, graph_output.name, graph_output.onnx_shape, graph_output.scale,
+                 graph_output.zero_point, graph_output.host_ops),
+        )
+        processes = [replace_buffers(p, channels) for p in self.processes]
+        return StreamGraph(graph.name, processes, channels, *ports)
+
+    # ---- channels and fan-out ----
+
+    def _connect(self) -> dict[str, Channel]:
+        channels: dict[str, Channel] = {}
+        inputs: dict[str, dict[int, str]] = {p.name: {} for p in self.processes}  # process -> slot -> channel
+        outputs: dict[str, list[str]] = {p.name: [] for p in self.processes}
+        shapes = {v.source: v.shape for v in self.views.values()}
+
+        def add(producer: str, consumer: str, slot: int, shape) -> None:
+            name = f"{producer}_to_{consumer}"
+            if name in channels:  # the same tensor feeds two operands of one process
+                name = f"{name}_{slot}"
+            channels[name] = Channel(name, producer, consumer, *shape)
+            outputs.setdefault(producer, []).append(name)
+            inputs.setdefault(consumer, {})[slot] = name
+
+        splits = []
+        for source in [INPUT] + [p.name for p in self.processes]:
+            consumers = self.consumers.get(source, [])
+            if not consumers:
+                raise MingError(f"layer {source}: its result is never used")
+            shape = shapes[source]
+            if len(consumers) == 1:
+                add(source, *consumers[0], shape)
+                continue
+            split = Process(f"{source}_split", "split", source, (), ())
+            add(source, split.name, 0, shape)
+            for consumer, slot in consumers:
+                add(split.name, consumer, slot, shape)
+            splits.append(split)
+        self.processes = _topological([
+            replace(p, inputs=tuple(inputs[p.name][slot] for slot in sorted(inputs[p.name])),
+                    outputs=tuple(outputs[p.name]))
+            for p in self.processes + splits])
+        return {name: channels[name] for name in sorted(channels)}
+
+    # ---- one process per node ----
+
+    def _process(self, node) -> tuple[Process, list[str], str]:
+        if isinstance(node, Concat):
+            shapes = [self._map_input(t, node.name) for t in node.inputs]
+            if node.axis != 0 or any(s[1:] != shapes[0][1:] for s in shapes):
+                raise MingError(f"layer {node.source}: only channel concatenation of equal-size maps streams")
+            return Process(node.name, "concat", node.source, (), ()), list(node.inputs), node.output
+        if isinstance(node, Slice):
+            return self._subsample(node), [node.input], node.output
+        kernel: Kernel = node
+        activations = [o for o in kernel.inputs if o.tensor not in self.graph.constants]
+        out_shape = self.graph.shape_of(kernel.output.tensor)
+        if kernel.op in MAC_OPS and len(out_shape) == 1:
+            return self._dense(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
+        if kernel.op in MAC_OPS or kernel.op in ("maxpool", "sumpool"):
+            if kernel.op == "sumpool" and len(out_shape) == 1:
+                self._map_input(activations[0].tensor, kernel.name)
+                return (Process(kernel.name, "global_avgpool", kernel.source, (), (), epilogue=kernel.epilogue),
+                        [activations[0].tensor], kernel.output.tensor)
+            return self._window(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
+        if kernel.op == "add" and isinstance(kernel.epilogue, AddRequant):
+            for operand in kernel.inputs:
+                self._map_input(operand.tensor, kernel.name)
+            return (Process(kernel.name, "add", kernel.source, (), (), epilogue=kernel.epilogue),
+                    [o.tensor for o in kernel.inputs], kernel.output.tensor)
+        if isinstance(kernel.epilogue, Rescale):
+            self._map_input(kernel.inputs[0].tensor, kernel.name)
+            return (Process(kernel.name, "rescale", kernel.source, (), (), epilogue=kernel.epilogue),
+                    [kernel.inputs[0].tensor], kernel.output.tensor)
+        raise MingError(f"layer {kernel.source}: {kernel.op} kernels cannot be streamed yet")
+
+    def _map_input(self, tensor: str, layer: str) -> tuple[int, int, int]:
+        """The (C, H, W) of an input that must arrive as the map it logically is."""
+        view = self.views[tensor]
+        if stream_shape(view.logical) != view.shape:
+            raise MingError(f"layer {layer}: consumes a reshaped map ({view.shape} viewed as {view.logical}); "
+                            "only Flatten into Gemm/MatMul is streamed")
+        return view.shape
+
+    def _window(self, kernel: Kernel, activation: Operand) -> Process:
+        c, h, w = self._map_input(activation.tensor, kernel.name)
+        out = kernel.output.map.results
+        if len(out) != 3 or any(e.single_dim() is None for e in out):
+            raise MingError(f"layer {kernel.source}: unexpected output access {kernel.output.map}")
+        oc_dim, oh_dim, ow_dim = (e.single_dim() for e in out)
+        if len(activation.map.results) == 2:  # single input channel, folded away by IREE
+            channel_expr, (row_expr, col_expr) = None, activation.map.results
+        else:
+            channel_expr, row_expr, col_expr = activation.map.results
+        channelwise = channel_expr is not None and channel_expr.single_dim() == oc_dim
+        kh_dim, stride_h, dilation_h = _spatial(row_expr, oh_dim, kernel, "row")
+        kw_dim, stride_w, dilation_w = _spatial(col_expr, ow_dim, kernel, "column")
+        padding = activation.padding or ((0, 0),) * len(activation.map.results)
+        if len(padding) == 2:
+            padding = ((0, 0), *padding)
+        if padding[0] != (0, 0):
+            raise MingError(f"layer {kernel.source}: padding along channels is not supported")
+        window = Window(
+            in_channels=c, in_height=h, in_width=w, out_channels=kernel.dims[oc_dim],
+            out_height=kernel.dims[oh_dim], out_width=kernel.dims[ow_dim],
+            kernel=(kernel.dims[kh_dim] if kh_dim is not None else 1, kernel.dims[kw_dim] if kw_dim is not None else 1),
+            stride=(stride_h, stride_w), dilation=(dilation_h, dilation_w),
+            pads=(padding[1][0], padding[2][0], padding[1][1], padding[2][1]), pad_value=activation.pad_value)
+        if kernel.op in ("maxpool", "sumpool"):
+            kind = "maxpool" if kernel.op == "maxpool" else "avgpool"
+            return Process(kernel.name, kind, kernel.source, (), (), window=window, epilogue=kernel.epilogue)
+        weight = next(o for o in kernel.inputs if o.tensor in self.graph.constants)
+        array = self.graph.constants[weight.tensor]
+        if channelwise:
+            weights = _gather(array, weight, kernel.dims, [oc_dim, kh_dim, kw_dim])
+            return Process(kernel.name, "depthwise", kernel.source, (), (), window=window,
+                           weights=weights.reshape(window.out_channels, -1), epilogue=kernel.epilogue)
+        ic_dim = channel_expr.single_dim() if channel_expr is not None else None
+        weights = _gather(array, weight, kernel.dims, [oc_dim, ic_dim, kh_dim, kw_dim])
+        if window.kernel == (1, 1) and window.pads == (0, 0, 0, 0):
+            return Process(kernel.name, "pointwise", kernel.source, (), (), window=window,
+                           weights=weights.reshape(window.out_channels, window.in_channels),
+                           epilogue=kernel.epilogue)
+        return Process(kernel.name, "conv", kernel.source, (), (), window=window,
+                       weights=weights.reshape(window.out_channels, window.in_channels, -1), epilogue=kernel.epilogue)
+
+    def _dense(self, kernel: Kernel, activation: Operand) -> Process:
+        view = self.views[activation.tensor]
+        if len(view.logical) != 1 and stream_shape(view.logical) != (int(np.prod(view.logical)), 1, 1):
+            raise MingError(f"layer {kernel.source}: dense layer over a {view.logical} tensor is not supported")
+        n_dim = kernel.output.map.results[0].single_dim()
+        k_dim = activation.map.results[-1].single_dim()
+        weight = next(o for o in kernel.inputs if o.tensor in self.graph.constants)
+        weights = _gather(self.graph.constants[weight.tensor], weight, kernel.dims, [n_dim, k_dim])
+        c, h, w = view.shape
+        # stream position j = (row * W + col) * C + channel holds flat index channel * H * W + row * W + col
+        stream_to_flat = np.arange(c * h * w).reshape(c, h, w).transpose(1, 2, 0).reshape(-1)
+        return Process(kernel.name, "dense", kernel.source, (), (), weights=weights[:, stream_to_flat],
+                       epilogue=kernel.epilogue)
+
+    def _subsample(self, node: Slice) -> Process:
+        c, h, w = self._map_input(node.input, node.name)
+        offsets, sizes, strides = node.offsets[-3:], node.sizes[-3:], node.strides[-3:]
+        if offsets[0] != 0 or sizes[0] != c or strides[0] != 1:
+            raise MingError(f"layer {node.source}: only spatial slicing streams")
+        window = Window(c, h, w, c, sizes[1], sizes[2], stride=(strides[1], strides[2]))
+        return Process(node.name, "subsample", node.source, (), (), window=window,
+                       slice_offsets=(offsets[1], offsets[2]))
+
+
+def _spatial(expr, out_dim: int, kernel: Kernel, what: str) -> tuple[int | None, int, int]:
+    """(window dim, stride, dilation) of a `stride * o + dilation * k` access."""
+    if expr.constant:
+        raise MingError(f"layer {kernel.source}: {what} access `{expr}` has an offset")
+    others = [d for d in expr.used_dims() if d != out_dim]
+    if expr.coeffs[out_dim] <= 0 or len(others) > 1 or (others and kernel.iterators[others[0]] == PARALLEL):
+        raise MingError(f"layer {kernel.source}: {what} access `{expr}` is not a sliding window")
+    if not others:
+        return None, expr.coeffs[out_dim], 1
+    return others[0], expr.coeffs[out_dim], expr.coeffs[others[0]]
+
+
+def _gather(array: np.ndarray, operand: Operand, dims: tuple[int, ...], order: list[int | None]) -> np.ndarray:
+    """The constant indexed by the loop dims in `order` (None: a unit axis)."""
+    grids = np.meshgrid(*[np.arange(dims[d]) if d is not None else np.arange(1) for d in order], indexing="ij")
+    position = {d: g for d, g in zip(order, grids) if d is not None}
+    index = []
+    for expr in operand.map.results:
+        value = np.full(grids[0].shape, expr.constant)
+        for d, c in enumerate(expr.coeffs):
+            if c:
+                if d not in position:
+                    raise MingError(f"weight access {operand.map} uses an unexpected loop")
+                value = value + c * position[d]
+        index.append(value)
+    return array[tuple(index)]
+
+
+def _topological(processes: list[Process]) -> list[Process]:
+    producer_of = {c: p.name for p in processes for c in p.outputs}
+    done: set[str] = set()
+    ordered: list[Process] = []
+    pending = list(processes)
+    while pending:
+        for p in pending:
+            if all(producer_of.get(c, INPUT) in done | {INPUT} for c in p.inputs):
+                ordered.append(p)
+                done.add(p.name)
+                pending.remove(p)
+                break
+        else:
+            raise MingError("the dataflow graph has a cycle")
+    return ordered
+
+
+def replace_buffers(process: Process, channels: dict[str, Channel]) -> Process:
+    return replace(process, buffers=tuple(_buffers(process, channels)))
+
+
+def _buffers(process: Process, channels: dict[str, Channel]) -> list[Buffer]:
+    """The arrays the emitted process declares (element widths in bits)."""
+    w = process.window
+    ins = [channels[c] for c in process.inputs]
+    outs = [channels[c] for c in process.outputs]
+    kind = process.kind
+    buffers = []
+    if kind in ("conv", "depthwise", "maxpool", "avgpool"):
+        buffers += [Buffer("line_buffer", "line_buffer", (w.line_buffer_rows, w.in_width, w.in_channels), 8),
+                    Buffer("window", "window", (w.kernel[0], w.kernel[1], w.in_channels), 8)]
+    if kind in ("pointwise", "add", "rescale", "concat", "split", "subsample", "global_avgpool"):
+        buffers += [Buffer(f"pixel{i}" if len(ins) > 1 else "pixel", "pixel", (c.channels,), 8)
+                    for i, c in enumerate(ins)]
+    if kind == "dense":
+        buffers.append(Buffer("row_buffer", "row_buffer", (ins[0].values,), 8))
+    if kind in ("conv", "depthwise", "pointwise", "maxpool", "avgpool", "global_avgpool"):
+        buffers.append(Buffer("acc", "accumulator", (outs[0].channels,), 32))
+    if process.weights is not None:
+        buffers.append(Buffer("weights", "weights", tuple(process.weights.shape), 8))
+    if isinstance(process.epilogue, AccRequant):
+        buffers.append(Buffer("bias", "constants", (outs[0].channels,), 32))
+    if isinstance(process.epilogue, Rescale):
+        buffers.append(Buffer("table", "table", (256,), 8))
+    if isinstance(process.epilogue, AverageRequant) and process.epilogue.exclude_padding:
+        buffers.append(Buffer("divisors", "constants", (w.window_size + 1,), 32))
+    return buffers

@@ -1,0 +1,93 @@
+"""`ming csim`: compile the generated C++ with g++ (cached by content) and run it on a float input.
+
+The host side does exactly what the deployed system does: quantize the float
+input, reorder it to the stream's raster order (row, column, channel), run the
+accelerator, reorder the output back and run the host tail (e.g. Softmax).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from . import numerics, reference
+from .ir import HostOp, MingError
+from .progress import Progress
+
+CXX_FLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra")
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("MING_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"),
+                                                           "ming")
+    return Path(root) / "csim"
+
+
+def compile_csim(hls_dir: Path, model: str, progress: Progress) -> Path:
+    """The testbench binary for `hls_dir`, compiled once per distinct source tree."""
+    sources = sorted(p for p in hls_dir.iterdir() if p.suffix in (".cpp", ".h"))
+    digest = hashlib.sha256(" ".join(CXX_FLAGS).encode())
+    for path in sources:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    binary = cache_dir() / digest.hexdigest()[:24] / f"{model}_csim"
+    if binary.exists():
+        progress.note(f"using the cached C-simulation binary {binary}")
+        return binary
+    compiler = shutil.which(os.environ.get("CXX", "g++"))
+    if compiler is None:
+        raise MingError("no C++ compiler found; install g++ (or set CXX)")
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    staging = binary.with_suffix(f".tmp{os.getpid()}")
+    with progress.step(f"compiling the C-simulation with {Path(compiler).name}"):
+        result = subprocess.run([compiler, *CXX_FLAGS, "-I", str(hls_dir), str(hls_dir / f"{model}.cpp"),
+                                 str(hls_dir / f"{model}_tb.cpp"), "-o", str(staging)],
+                                capture_output=True, text=True)
+    if result.returncode != 0:
+        first = next((line for line in result.stderr.splitlines() if "error" in line), result.stderr[:200])
+        raise MingError(f"the generated C++ did not compile: {first.strip()}")
+    staging.rename(binary)
+    return binary
+
+
+def to_stream_order(array: np.ndarray, stream_shape: list[int]) -> np.ndarray:
+    """(C, H, W) array -> values in raster order (row, column, channel)."""
+    return array.reshape(stream_shape).transpose(1, 2, 0).reshape(-1)
+
+
+def from_stream_order(values: np.ndarray, stream_shape: list[int]) -> np.ndarray:
+    c, h, w = stream_shape
+    return values.reshape(h, w, c).transpose(2, 0, 1)
+
+
+def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = None) -> np.ndarray:
+    progress = progress or Progress(quiet=True)
+    out_dir = Path(out_dir)
+    host_file = out_dir / "host.json"
+    if not host_file.is_file():
+        raise MingError(f"{out_dir}: not a ming build directory (no host.json); run `ming build` first")
+    host = json.loads(host_file.read_text())
+    inp, out = host["input"], host["output"]
+    x = np.asarray(x, dtype=np.float32)
+    if list(x.shape) != inp["onnx_shape"]:
+        raise MingError(f"input has shape {tuple(x.shape)}, the model takes {tuple(inp['onnx_shape'])}")
+    binary = compile_csim(out_dir / "hls", host["model"], progress)
+    q = numerics.ort_quantize_linear(x, inp["scale"], inp["zero_point"]).astype(np.int8)
+    with tempfile.TemporaryDirectory() as tmp:
+        in_file, out_file = Path(tmp) / "input.bin", Path(tmp) / "output.bin"
+        to_stream_order(q, inp["stream_shape"]).astype(np.int8).tofile(in_file)
+        with progress.step("running the C-simulation"):
+            result = subprocess.run([str(binary), str(in_file), str(out_file)], capture_output=True, text=True)
+        if result.returncode != 0:
+            raise MingError(f"C-simulation failed: {(result.stderr.strip().splitlines() or ['(no message)'])[-1]}")
+        values = np.fromfile(out_file, dtype=np.int8).astype(np.int64)
+    y = from_stream_order(values, out["stream_shape"]).reshape(out["array_shape"])
+    ops = tuple(HostOp(op["kind"], op["axis"], op["scale"], op["zero_point"], tuple(op["shape"]))
+                for op in out["host_ops"])
+    return reference.host_tail(y, out["scale"], out["zero_point"], ops).reshape(out["onnx_shape"])

@@ -1,0 +1,219 @@
+"""The streaming dataflow IR: processes connected by FIFO channels, and the schedule.
+
+`line_buffers` builds a `StreamGraph` from a `Graph`; `ilp` chooses a `Schedule`
+for it; `emit` turns both into HLS C++. Every channel carries the pixels of a
+(channels, height, width) map in raster order, the channels of a pixel split
+into tokens of `lanes` int8 values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .ir import Epilogue, HostOp
+
+# Process kinds and the loops each may unroll (name -> what it counts).
+UNROLLABLE = {
+    "conv": ("oc", "ic", "k"),  # output channels, input channels, window positions
+    "depthwise": ("c", "k"),
+    "pointwise": ("oc", "ic"),
+    "dense": ("n", "k"),  # outputs, inputs
+    "maxpool": ("c", "k"),
+    "avgpool": ("c", "k"),
+    "global_avgpool": ("c",),
+    "add": (),
+    "rescale": (),
+    "concat": (),
+    "split": (),
+    "subsample": (),
+}
+WINDOW_KINDS = ("conv", "depthwise", "maxpool", "avgpool")
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A FIFO between two processes; `producer`/`consumer` are process names, or
+    "input"/"output" for the accelerator's own ports."""
+
+    name: str
+    producer: str
+    consumer: str
+    channels: int
+    height: int
+    width: int
+
+    @property
+    def pixels(self) -> int:
+        return self.height * self.width
+
+    @property
+    def values(self) -> int:
+        return self.channels * self.height * self.width
+
+
+@dataclass(frozen=True)
+class Window:
+    """Geometry of a sliding-window (or 1x1 strided) process, in input coordinates."""
+
+    in_channels: int
+    in_height: int
+    in_width: int
+    out_channels: int
+    out_height: int
+    out_width: int
+    kernel: tuple[int, int] = (1, 1)
+    stride: tuple[int, int] = (1, 1)
+    dilation: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)  # top, left, bottom, right
+    pad_value: int = 0
+
+    @property
+    def window_size(self) -> int:
+        return self.kernel[0] * self.kernel[1]
+
+    @property
+    def line_buffer_rows(self) -> int:
+        """Rows kept: the (K_h - 1) * dilation previous rows and the current one."""
+        return (self.kernel[0] - 1) * self.dilation[0] + 1
+
+    @property
+    def padded_height(self) -> int:
+        return self.in_height + self.pads[0] + self.pads[2]
+
+    @property
+    def padded_width(self) -> int:
+        return self.in_width + self.pads[1] + self.pads[3]
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """An on-chip array of a process (for the report and the resource model)."""
+
+    name: str
+    role: str  # "line_buffer", "window", "row_buffer", "pixel", "accumulator", "weights", "table"
+    shape: tuple[int, ...]
+    bits: int  # element width
+
+    @property
+    def total_bits(self) -> int:
+        return int(np.prod(self.shape)) * self.bits
+
+
+@dataclass(eq=False)
+class Process:
+    name: str
+    kind: str
+    source: str  # the ONNX node
+    inputs: tuple[str, ...]  # channel names
+    outputs: tuple[str, ...]
+    window: Window | None = None
+    # Weights in the process's own order: conv (C_out, C_in, K), depthwise (C, K),
+    # pointwise (C_out, C_in), dense (N, K) with K in stream order.
+    weights: np.ndarray | None = None
+    epilogue: Epilogue | None = None
+    slice_offsets: tuple[int, int] = (0, 0)  # subsample: first row/column kept
+    buffers: tuple[Buffer, ...] = ()
+
+    @property
+    def unrollable(self) -> tuple[str, ...]:
+        return UNROLLABLE[self.kind]
+
+
+@dataclass(frozen=True)
+class Port:
+    """The accelerator's input or output: an int8 (C, H, W) map in raster order.
+
+    `array_shape` is the lifted tensor's own shape; the host reorders between it
+    and the stream, and does the float quantization and the host tail.
+    """
+
+    channel: str
+    array_shape: tuple[int, ...]
+    onnx_name: str
+    onnx_shape: tuple[int, ...]
+    scale: float
+    zero_point: int
+    host_ops: tuple[HostOp, ...] = ()
+
+
+@dataclass(eq=False)
+class StreamGraph:
+    name: str
+    processes: list[Process]
+    channels: dict[str, Channel]
+    input: Port
+    output: Port
+
+    def process(self, name: str) -> Process:
+        return next(p for p in self.processes if p.name == name)
+
+    def trip_counts(self, process: Process) -> dict[str, int]:
+        """Trip count of each unrollable loop of a process."""
+        w = process.window
+        ins = [self.channels[c] for c in process.inputs]
+        outs = [self.channels[c] for c in process.outputs]
+        table = {
+            "conv": lambda: {"oc": w.out_channels, "ic": w.in_channels, "k": w.window_size},
+            "depthwise": lambda: {"c": w.out_channels, "k": w.window_size},
+            "pointwise": lambda: {"oc": w.out_channels, "ic": w.in_channels},
+            "dense": lambda: {"n": outs[0].channels, "k": ins[0].values},
+            "maxpool": lambda: {"c": w.out_channels, "k": w.window_size},
+            "avgpool": lambda: {"c": w.out_channels, "k": w.window_size},
+            "global_avgpool": lambda: {"c": ins[0].channels},
+        }
+        return table[process.kind]() if process.kind in table else {}
+
+
+# ---- schedule -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProcessSchedule:
+    unroll: tuple[tuple[str, int], ...] = ()  # (loop, factor); missing loops are not unrolled
+
+    def factor(self, loop: str) -> int:
+        return dict(self.unroll).get(loop, 1)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Parallelism of a design: per-process unroll factors, per-channel lanes and FIFO depths."""
+
+    processes: dict[str, ProcessSchedule] = field(default_factory=dict)
+    lanes: dict[str, int] = field(default_factory=dict)
+    depths: dict[str, int] = field(default_factory=dict)
+
+    def of(self, process: str) -> ProcessSchedule:
+        return self.processes.get(process, ProcessSchedule())
+
+    def lanes_of(self, channel: str) -> int:
+        return self.lanes.get(channel, 1)
+
+    def depth_of(self, channel: str) -> int:
+        return self.depths.get(channel, 2)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def validate_schedule(graph: StreamGraph, schedule: Schedule) -> list[str]:
+    """Problems that make a schedule invalid for `graph` (empty when valid)."""
+    problems = []
+    for process in graph.processes:
+        trips = graph.trip_counts(process)
+        for loop, factor in schedule.of(process.name).unroll:
+            if loop not in trips:
+                problems.append(f"{process.name}: loop '{loop}' cannot be unrolled (choose from {sorted(trips)})")
+            elif factor < 1 or trips[loop] % factor:
+                problems.append(f"{process.name}: unroll {loop}={factor} does not divide its trip count "
+                                f"{trips[loop]}")
+    for name, channel in graph.channels.items():
+        lanes = schedule.lanes_of(name)
+        if lanes < 1 or channel.channels % lanes:
+            problems.append(f"channel {name}: {lanes} lanes do not divide its {channel.channels} channels")
+        if schedule.depth_of(name) < 1:
+            problems.append(f"channel {name}: FIFO depth must be at least 1")
+    return problems
