@@ -24,6 +24,7 @@ from iree.compiler import ir
 from ming_py import numerics, reference
 from ming_py.ir import (
     MAC_OPS,
+    AffineExpr,
     PARALLEL,
     AccessMap,
     AccRequant,
@@ -72,6 +73,15 @@ class Padded:
     low: tuple[int, ...]
     high: tuple[int, ...]
     value: float
+
+
+@dataclass(frozen=True)
+class Sliced:
+    """A `tensor.extract_slice` read by kernels: folded into their access maps."""
+
+    base: object  # IntTensor | Padded
+    offsets: tuple[int, ...]
+    strides: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -295,12 +305,19 @@ class Lifter:
 
     def _op_tensor_extract_slice(self, op, where):
         source = self._get(op.operands[0], where)
-        if not isinstance(source, IntTensor):
-            raise MingError(f"{where}: slicing a float tensor is not supported")
         offsets = tuple(op.attributes["static_offsets"])
         sizes = tuple(op.attributes["static_sizes"])
         strides = tuple(op.attributes["static_strides"])
         shape = tensor_shape(op.results[0])
+        base = source.base if isinstance(source, Padded) else source
+        if not isinstance(base, IntTensor) or len(sizes) != len(shape):
+            raise MingError(f"{where}: this slice is not supported")
+        if all(use.owner.name == "linalg.generic" for use in op.results[0].uses):
+            # a strided window into the tensor: folded into the consumers' access maps
+            self.values[op.results[0]] = Sliced(source, offsets, strides)
+            return
+        if isinstance(source, Padded):
+            raise MingError(f"{where}: slicing a padded tensor is only supported inside a kernel's window")
         info = self.graph.tensors[source.name]
         out = self._new_tensor(f"{source.name}_slice", shape, info.dtype)
         self.graph.nodes.append(Slice(self._fresh(f"{location_name(op)}_slice"), location_name(op),
@@ -432,15 +449,12 @@ class Lifter:
     def _requantize_average(self, kernel: Kernel, value: FloatValue, scale, zero_point, where):
         term = value.terms[0]
         window = int(np.prod([kernel.dims[d] for d in kernel.reduction_dims]))
-        exclude_padding = np.size(term.divisor) > 1
-        if exclude_padding:
-            valid = reference.valid_window_counts(kernel, self.graph.shape_of(kernel.inputs[0].tensor))
-            expected = np.transpose(valid, [kernel.parallel_dims.index(e.single_dim())
-                                            for e in kernel.output.map.results])
-            if not np.array_equal(np.broadcast_to(term.divisor, expected.shape), expected):
-                raise MingError(f"{where}: unsupported average pooling divisor")
-        elif term.divisor != window:
-            raise MingError(f"{where}: average pooling divides by {term.divisor}, not the window size {window}")
+        valid = reference.valid_window_counts(kernel, self.graph.shape_of(kernel.inputs[0].tensor))
+        valid = np.transpose(valid, [kernel.parallel_dims.index(e.single_dim()) for e in kernel.output.map.results])
+        divisor = np.broadcast_to(term.divisor, valid.shape)
+        exclude_padding = not np.all(divisor == window)  # ONNX count_include_pad=0 with effective padding
+        if exclude_padding and not np.array_equal(divisor, valid):
+            raise MingError(f"{where}: average pooling divisor is neither the window size nor the valid count")
         if len(term.factors) != 1 or np.ndim(term.offset) or value.bias.any():
             raise MingError(f"{where}: unsupported average pooling form")
         input_shape = self.graph.shape_of(kernel.inputs[0].tensor)
@@ -560,6 +574,10 @@ class Lifter:
         return IntTensor(out)
 
     def _operand(self, value, amap: AccessMap, node: str, where: str) -> Operand:
+        if isinstance(value, Sliced):  # index j of the slice is offset + stride * j of its source
+            results = tuple(AffineExpr(tuple(c * stride for c in e.coeffs), e.constant * stride + offset)
+                            for e, offset, stride in zip(amap.results, value.offsets, value.strides))
+            value, amap = value.base, AccessMap(amap.num_dims, results)
         if isinstance(value, IntTensor):
             return Operand(value.name, amap)
         if isinstance(value, Padded) and isinstance(value.base, IntTensor):
@@ -606,8 +624,9 @@ class Lifter:
         term = source.terms[0]
         zero_point = int(term.offset)
         window = int(np.prod([dims[d] for d, it in enumerate(iterators) if it != PARALLEL]))
-        pad_int = -128  # -inf padding of max pooling: the int8 minimum never wins over real data
-        if padding and pad_float != float("-inf"):
+        pad_int = -128  # -inf (or lowest float) padding of max pooling: the int8 minimum never wins either
+        lowest = float(numerics.ort_dequantize_linear(-128, term.factors[0], zero_point))
+        if padding and pad_float >= lowest:
             pad_int = int(numerics.ort_quantize_linear(np.float32(pad_float), term.factors[0], zero_point))
             if float(numerics.ort_dequantize_linear(pad_int, term.factors[0], zero_point)) != pad_float:
                 raise MingError(f"{where}: padding value {pad_float} is not representable in int8")

@@ -55,11 +55,10 @@ def stream_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
         dims.pop(0)
     if len(dims) == 1:
         return (dims[0], 1, 1)
-    if len(dims) == 2:  # a single-channel map whose channel dim IREE folded away
-        return (1, dims[0], dims[1])
     if len(dims) == 3:
         return tuple(dims)
-    raise MingError(f"tensor of shape {shape} cannot be streamed (expected C x H x W or a vector)")
+    raise MingError(f"tensor of shape {shape} cannot be streamed (expected C x H x W or a vector); maps of "
+                    "height or width 1 inside the network are not supported yet")
 
 
 def build_stream_graph(graph: Graph) -> StreamGraph:
@@ -81,8 +80,8 @@ class _Builder:
     def run(self) -> StreamGraph:
         graph = self.graph
         graph_input = graph.inputs[0]
-        shape = graph.shape_of(graph_input.tensor)
-        self.views[graph_input.tensor] = _View(INPUT, stream_shape(shape), shape)
+        shape = graph.shape_of(graph_input.tensor)  # IREE drops unit dims: take the map from the ONNX shape
+        self.views[graph_input.tensor] = _View(INPUT, stream_shape(graph_input.onnx_shape), shape)
         for node in graph.nodes:
             if isinstance(node, Reshape):
                 view = self.views[node.input]
@@ -180,7 +179,7 @@ class _Builder:
     def _map_input(self, tensor: str, layer: str) -> tuple[int, int, int]:
         """The (C, H, W) of an input that must arrive as the map it logically is."""
         view = self.views[tensor]
-        if stream_shape(view.logical) != view.shape:
+        if _squeezed(view.logical) != _squeezed(view.shape):
             raise MingError(f"layer {layer}: consumes a reshaped map ({view.shape} viewed as {view.logical}); "
                             "only Flatten into Gemm/MatMul is streamed")
         return view.shape
@@ -192,6 +191,8 @@ class _Builder:
             raise MingError(f"layer {kernel.source}: unexpected output access {kernel.output.map}")
         oc_dim, oh_dim, ow_dim = (e.single_dim() for e in out)
         if len(activation.map.results) == 2:  # single input channel, folded away by IREE
+            if c != 1:
+                raise MingError(f"layer {kernel.source}: maps of height or width 1 are not supported yet")
             channel_expr, (row_expr, col_expr) = None, activation.map.results
         else:
             channel_expr, row_expr, col_expr = activation.map.results
@@ -249,6 +250,10 @@ class _Builder:
         window = Window(c, h, w, c, sizes[1], sizes[2], stride=(strides[1], strides[2]))
         return Process(node.name, "subsample", node.source, (), (), window=window,
                        slice_offsets=(offsets[1], offsets[2]))
+
+
+def _squeezed(shape) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)
 
 
 def _spatial(expr, out_dim: int, kernel: Kernel, what: str) -> tuple[int | None, int, int]:

@@ -12,6 +12,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import zoo  # noqa: E402
 
 
+@pytest.fixture(scope="session", autouse=True)
+def csim_cache(tmp_path_factory):
+    """Compiled C-simulations go to a per-session cache, not the user's."""
+    import os
+
+    os.environ["MING_CACHE_DIR"] = str(tmp_path_factory.mktemp("csim_cache"))
+
+
 @pytest.fixture(scope="session")
 def zoo_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("zoo")

@@ -502,12 +502,14 @@ def calibration_data(model: ZooModel | str) -> list[dict[str, np.ndarray]]:
             for _ in range(CALIB_SAMPLES)]
 
 
-def quantized_model(name: str, directory: pathlib.Path, per_channel: bool = False) -> pathlib.Path:
-    """Quantize float model ``name`` to ``<directory>/<name>[_pc].onnx`` and return the path."""
+def quantize_float_model(model: onnx.ModelProto, out: pathlib.Path, input_shape: Sequence[int],
+                         per_channel: bool = False, seed: int = CALIB_SEED) -> pathlib.Path:
+    """Quantize a float model (input "x") to int8 QDQ at ``out``, calibrated on seeded random data."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
-    zm = MODELS[name]
-    data = calibration_data(zm)
+    rng = np.random.default_rng(seed)
+    data = [{"x": (rng.standard_normal(tuple(input_shape)) * INPUT_SCALE).astype(np.float32)}
+            for _ in range(CALIB_SAMPLES)]
 
     class _Reader(CalibrationDataReader):
         def __init__(self):
@@ -516,16 +518,19 @@ def quantized_model(name: str, directory: pathlib.Path, per_channel: bool = Fals
         def get_next(self):
             return next(self._it, None)
 
-    directory = pathlib.Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    out = directory / f"{name}{'_pc' if per_channel else ''}.onnx"
+    out = pathlib.Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        float_path = pathlib.Path(tmp) / f"{name}_float.onnx"
-        onnx.save(zm.build(), str(float_path))
+        float_path = pathlib.Path(tmp) / "float.onnx"
+        onnx.save(model, str(float_path))
         quantize_static(str(float_path), str(out), _Reader(), quant_format=QuantFormat.QDQ,
                         activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
                         per_channel=per_channel)
     return out
 
 
-__all__ = ["ZooModel", "MODELS", "quantized_model", "random_input", "calibration_data", "output_shape"]
+def quantized_model(name: str, directory: pathlib.Path, per_channel: bool = False) -> pathlib.Path:
+    """Quantize float model ``name`` to ``<directory>/<name>[_pc].onnx`` and return the path."""
+    zm = MODELS[name]
+    out = pathlib.Path(directory) / f"{name}{'_pc' if per_channel else ''}.onnx"
+    return quantize_float_model(zm.build(), out, zm.input_shape, per_channel)
