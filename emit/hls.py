@@ -63,7 +63,6 @@ class ProcessView:
     epilogue: str = ""
     count_valid: bool = False
     line_buffer_impl: str = "bram"
-    slice_offsets: tuple[int, int] = (0, 0)
     extra: dict = field(default_factory=dict)
 
     def factor(self, loop: str) -> int:
@@ -161,7 +160,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process) -> tuple[P
         unroll=[(loop, schedule.of(p.name).factor(loop)) for loop in p.unrollable], window=p.window,
         in_channels=[c.channels for c in ins], in_offsets=list(np.cumsum([0] + [c.channels for c in ins])[:-1]),
         in_values=ins[0].values, out_channels=outs[0].channels, out_pixels=outs[0].pixels,
-        in_pixels=ins[0].pixels, slice_offsets=p.slice_offsets)
+        in_pixels=ins[0].pixels)
     constants: list[CConstant] = []
     if p.weights is not None:
         constants.append(CConstant(f"{p.name}_weights", "int8_t", p.weights.astype(np.int8),

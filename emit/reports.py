@@ -42,7 +42,7 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board) -> dict:
 
 def _pixel_loops(graph: StreamGraph, p) -> dict[str, int]:
     first = graph.channels[p.inputs[0]]
-    if p.window is not None and p.kind != "subsample":
+    if p.window is not None:
         return {"rows": p.window.padded_height, "cols": p.window.padded_width}
     return {"pixels": first.pixels}
 

@@ -44,7 +44,6 @@ from ming_py.ir import (
     Operand,
     Rescale,
     Reshape,
-    Slice,
     TensorInfo,
 )
 
@@ -306,23 +305,13 @@ class Lifter:
     def _op_tensor_extract_slice(self, op, where):
         source = self._get(op.operands[0], where)
         offsets = tuple(op.attributes["static_offsets"])
-        sizes = tuple(op.attributes["static_sizes"])
         strides = tuple(op.attributes["static_strides"])
-        shape = tensor_shape(op.results[0])
         base = source.base if isinstance(source, Padded) else source
-        if not isinstance(base, IntTensor) or len(sizes) != len(shape):
+        if not isinstance(base, IntTensor) or len(offsets) != len(tensor_shape(op.results[0])):
             raise MingError(f"{where}: this slice is not supported")
-        if all(use.owner.name == "linalg.generic" for use in op.results[0].uses):
-            # a strided window into the tensor: folded into the consumers' access maps
-            self.values[op.results[0]] = Sliced(source, offsets, strides)
-            return
-        if isinstance(source, Padded):
-            raise MingError(f"{where}: slicing a padded tensor is only supported inside a kernel's window")
-        info = self.graph.tensors[source.name]
-        out = self._new_tensor(f"{source.name}_slice", shape, info.dtype)
-        self.graph.nodes.append(Slice(self._fresh(f"{location_name(op)}_slice"), location_name(op),
-                                      source.name, out, offsets, sizes, strides))
-        self.values[op.results[0]] = IntTensor(out)
+        if not all(use.owner.name == "linalg.generic" for use in op.results[0].uses):
+            raise MingError(f"{where}: a slice must feed kernels directly (its strides fold into their windows)")
+        self.values[op.results[0]] = Sliced(source, offsets, strides)
 
     def _op_tensor_insert_slice(self, op, where):
         source = self._get(op.operands[0], where)

@@ -31,7 +31,6 @@ from ming_py.ir import (
     Operand,
     Rescale,
     Reshape,
-    Slice,
 )
 
 INPUT, OUTPUT = "input", "output"
@@ -152,8 +151,6 @@ class _Builder:
             if node.axis != 0 or any(s[1:] != shapes[0][1:] for s in shapes):
                 raise MingError(f"layer {node.source}: only channel concatenation of equal-size maps streams")
             return Process(node.name, "concat", node.source, (), ()), list(node.inputs), node.output
-        if isinstance(node, Slice):
-            return self._subsample(node), [node.input], node.output
         kernel: Kernel = node
         activations = [o for o in kernel.inputs if o.tensor not in self.graph.constants]
         out_shape = self.graph.shape_of(kernel.output.tensor)
@@ -188,7 +185,8 @@ class _Builder:
         c, h, w = self._map_input(activation.tensor, kernel.name)
         out = kernel.output.map.results
         if len(out) != 3 or any(e.single_dim() is None for e in out):
-            raise MingError(f"layer {kernel.source}: unexpected output access {kernel.output.map}")
+            raise MingError(f"layer {kernel.source}: output access {kernel.output.map} is not a C x H x W map "
+                            "(maps of height or width 1 are not supported yet)")
         oc_dim, oh_dim, ow_dim = (e.single_dim() for e in out)
         if len(activation.map.results) == 2:  # single input channel, folded away by IREE
             if c != 1:
@@ -241,15 +239,6 @@ class _Builder:
         stream_to_flat = np.arange(c * h * w).reshape(c, h, w).transpose(1, 2, 0).reshape(-1)
         return Process(kernel.name, "dense", kernel.source, (), (), weights=weights[:, stream_to_flat],
                        epilogue=kernel.epilogue)
-
-    def _subsample(self, node: Slice) -> Process:
-        c, h, w = self._map_input(node.input, node.name)
-        offsets, sizes, strides = node.offsets[-3:], node.sizes[-3:], node.strides[-3:]
-        if offsets[0] != 0 or sizes[0] != c or strides[0] != 1:
-            raise MingError(f"layer {node.source}: only spatial slicing streams")
-        window = Window(c, h, w, c, sizes[1], sizes[2], stride=(strides[1], strides[2]))
-        return Process(node.name, "subsample", node.source, (), (), window=window,
-                       slice_offsets=(offsets[1], offsets[2]))
 
 
 def _squeezed(shape) -> tuple[int, ...]:
@@ -315,7 +304,7 @@ def _buffers(process: Process, channels: dict[str, Channel]) -> list[Buffer]:
     if kind in ("conv", "depthwise", "maxpool", "avgpool"):
         buffers += [Buffer("line_buffer", "line_buffer", (w.line_buffer_rows, w.in_width, w.in_channels), 8),
                     Buffer("window", "window", (w.kernel[0], w.kernel[1], w.in_channels), 8)]
-    if kind in ("pointwise", "add", "rescale", "concat", "split", "subsample", "global_avgpool"):
+    if kind in ("pointwise", "add", "rescale", "concat", "split", "global_avgpool"):
         buffers += [Buffer(f"pixel{i}" if len(ins) > 1 else "pixel", "pixel", (c.channels,), 8)
                     for i, c in enumerate(ins)]
     if kind == "dense":

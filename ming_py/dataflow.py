@@ -27,7 +27,6 @@ UNROLLABLE = {
     "rescale": (),
     "concat": (),
     "split": (),
-    "subsample": (),
 }
 WINDOW_KINDS = ("conv", "depthwise", "maxpool", "avgpool")
 
@@ -113,7 +112,6 @@ class Process:
     # pointwise (C_out, C_in), dense (N, K) with K in stream order.
     weights: np.ndarray | None = None
     epilogue: Epilogue | None = None
-    slice_offsets: tuple[int, int] = (0, 0)  # subsample: first row/column kept
     buffers: tuple[Buffer, ...] = ()
 
     @property

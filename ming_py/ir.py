@@ -5,7 +5,7 @@ int32 accumulators), constant arrays, and nodes. Compute nodes are `Kernel`s,
 each the integer form of one `linalg.generic`: an iteration domain, operands
 with affine access maps, a payload expression DAG applied at every iteration
 point, and an optional requantization epilogue applied to every finished
-output element. Data-movement nodes (`Reshape`, `Concat`, `Slice`) carry no
+output element. Data-movement nodes (`Reshape`, `Concat`) carry no
 arithmetic. What cannot run in integer arithmetic (a final Softmax) is a
 `HostOp` tail on a graph output.
 """
@@ -236,18 +236,7 @@ class Concat:
     axis: int
 
 
-@dataclass(eq=False)
-class Slice:
-    name: str
-    source: str
-    input: str
-    output: str
-    offsets: tuple[int, ...]
-    sizes: tuple[int, ...]
-    strides: tuple[int, ...]
-
-
-Node = Kernel | Reshape | Concat | Slice
+Node = Kernel | Reshape | Concat
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ from .ir import (
     Operand,
     Rescale,
     Reshape,
-    Slice,
 )
 
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -61,9 +60,6 @@ def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.nda
             values[node.output] = values[node.input].reshape(graph.shape_of(node.output))
         elif isinstance(node, Concat):
             values[node.output] = np.concatenate([values[i] for i in node.inputs], axis=node.axis)
-        elif isinstance(node, Slice):
-            index = tuple(slice(o, o + s * st, st) for o, s, st in zip(node.offsets, node.sizes, node.strides))
-            values[node.output] = values[node.input][index].reshape(graph.shape_of(node.output))
     return values
 
 

@@ -175,3 +175,19 @@ def test_unknown_board(quantized, tmp_path):
     result = ming("build", quantized("conv1x1"), "--board", "nope", "-o", tmp_path / "out")
     assert result.returncode == 2 and "known boards" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_maps_of_height_one_are_a_clear_error(tmp_path):
+    """IREE folds unit dims away; ming refuses such maps with one line instead of miscompiling."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, 2, 1, 3), np.float32) * 0.2, "w")
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], name="row_conv", pads=[0, 1, 0, 1])],
+                              "rows", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 1, 8])], [w])
+    path = zoo.quantize_float_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+                                    tmp_path / "rows.onnx", (1, 2, 1, 8))
+    result = ming("build", path, "-o", tmp_path / "out")
+    assert result.returncode == 2, result.stderr
+    assert "height or width 1" in result.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "out").exists()
