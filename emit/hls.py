@@ -63,6 +63,7 @@ class ProcessView:
     epilogue: str = ""
     count_valid: bool = False
     line_buffer_impl: str = "bram"
+    weights_impl: str = "bram"
     extra: dict = field(default_factory=dict)
 
     def factor(self, loop: str) -> int:
@@ -160,7 +161,8 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process) -> tuple[P
         unroll=[(loop, schedule.of(p.name).factor(loop)) for loop in p.unrollable], window=p.window,
         in_channels=[c.channels for c in ins], in_offsets=list(np.cumsum([0] + [c.channels for c in ins])[:-1]),
         in_values=ins[0].values, out_channels=outs[0].channels, out_pixels=outs[0].pixels,
-        in_pixels=ins[0].pixels)
+        in_pixels=ins[0].pixels, line_buffer_impl=schedule.of(p.name).storage_of("line_buffer"),
+        weights_impl=schedule.of(p.name).storage_of("weights"))
     constants: list[CConstant] = []
     if p.weights is not None:
         constants.append(CConstant(f"{p.name}_weights", "int8_t", p.weights.astype(np.int8),

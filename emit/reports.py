@@ -13,7 +13,8 @@ from .hls import _environment
 CONSTANT_ROLES = ("weights", "constants", "table")
 
 
-def report(graph: StreamGraph, schedule: Schedule, board: Board) -> dict:
+def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) -> dict:
+    """Per-process kind, loop bounds, schedule and buffers; with an ILP solution also its estimates."""
     nodes = []
     for p in graph.processes:
         sched = schedule.of(p.name)
@@ -27,6 +28,11 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board) -> dict:
             "buffers": [{"name": b.name, "role": b.role, "shape": list(b.shape), "element_bits": b.bits}
                         for b in p.buffers],
         })
+        if solution is not None:
+            cost = solution.costs[p.name]
+            nodes[-1] |= {"cycles": cost.cycles, "fill_cycles": cost.fill, "dsp": cost.dsp, "bram18k": cost.bram18k,
+                          "uram": cost.uram, "lut": cost.lut, "ff": cost.ff}
+            nodes[-1]["schedule"]["storage"] = dict(sched.storage)
     channels = [{"name": c.name, "producer": c.producer, "consumer": c.consumer,
                  "shape": [c.channels, c.height, c.width], "lanes": schedule.lanes_of(c.name),
                  "depth": schedule.depth_of(c.name)} for c in graph.channels.values()]
@@ -36,6 +42,8 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board) -> dict:
         "buffers_bits": sum(b.total_bits for b in buffers),
         "weights_bits": sum(b.total_bits for b in buffers if b.role in CONSTANT_ROLES),
     }
+    if solution is not None:
+        totals |= solution.totals
     return {"ming_version": __version__, "model": graph.name, "board": board.name, "part": board.part,
             "clock_mhz": board.clock_mhz, "nodes": nodes, "channels": channels, "totals": totals}
 

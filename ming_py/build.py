@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ming_py.boards import Board, load_board
 from ming_py.classify import classify
 from ming_py.emit.hls import emit_hls
 from ming_py.emit.reports import dataflow_mlir, host_metadata, report, report_json, report_markdown
+from ming_py.ilp import Budget, Solution, solve
+from ming_py.ilp.pins import resolve
 from ming_py.line_buffers import build_stream_graph
 
 from .dataflow import Schedule, StreamGraph, validate_schedule
@@ -27,16 +29,17 @@ class Design:
     schedule: Schedule
     board: Board
     files: dict[str, str]
+    solution: Solution | None = None
 
 
-def design(graph: Graph, board: Board, schedule: Schedule | None = None) -> Design:
+def design(graph: Graph, board: Board, schedule: Schedule | None = None, solution: Solution | None = None) -> Design:
     """Every output file of a build, in memory."""
     stream_graph = build_stream_graph(graph)
-    schedule = schedule or Schedule()
+    schedule = schedule or (solution.schedule if solution else Schedule())
     problems = validate_schedule(stream_graph, schedule)
     if problems:
         raise MingError(f"invalid schedule: {problems[0]}")
-    data = report(stream_graph, schedule, board)
+    data = report(stream_graph, schedule, board, solution)
     kinds = {k.name: classify(k).kind for k in graph.kernels()}
     for node in data["nodes"]:
         node["class"] = kinds.get(node["name"], "data_movement")
@@ -47,7 +50,7 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None) -> Desi
         "dataflow.mlir": dataflow_mlir(stream_graph, schedule),
         "host.json": host_metadata(stream_graph, board),
     }
-    return Design(graph, stream_graph, schedule, board, files)
+    return Design(graph, stream_graph, schedule, board, files, solution)
 
 
 def write_tree(files: dict[str, str], out: Path) -> None:
@@ -68,16 +71,48 @@ def write_tree(files: dict[str, str], out: Path) -> None:
         raise
 
 
-def build(model: str | Path, board_name: str, out: str | Path, schedule: Schedule | None = None,
+@dataclass(frozen=True)
+class BuildOptions:
+    """What a user chooses for a build besides the model."""
+
+    board: str = "kv260"
+    limits: dict[str, str | None] = field(default_factory=dict)  # resource -> "N" | "P%"
+    objective: str = "latency"
+    settings: dict[str, int] = field(default_factory=dict)  # PROCESS.unroll.LOOP / CHANNEL.depth pins
+    clock_mhz: float | None = None
+
+
+def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
+    """The ILP-chosen schedule of `graph` under the options' budget and pins."""
+    board = load_board(options.board)
+    if options.clock_mhz is not None:
+        if options.clock_mhz <= 0:
+            raise MingError(f"--clock {options.clock_mhz}: must be positive")
+        board = replace(board, clock_mhz=float(options.clock_mhz))
+    stream_graph = build_stream_graph(graph)
+    pins = resolve(options.settings, stream_graph)
+    solution = solve(stream_graph, board, Budget.of(board, options.limits), options.objective, pins.unroll)
+    if pins.depths:
+        schedule = solution.schedule
+        solution.schedule = replace(schedule, depths=schedule.depths | pins.depths)
+    return board, solution
+
+
+def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
           progress: Progress | None = None) -> Design:
     progress = progress or Progress(quiet=True)
-    board = load_board(board_name)
+    load_board(options.board)  # an unknown board fails before the slow import
     with progress.step(f"importing {Path(model).name} through IREE"):
         graph = lift(model)
-    with progress.step(f"building the streaming design for {board.name}"):
-        result = design(graph, board, schedule)
+    with progress.step(f"choosing parallelism for {options.board} (ILP)"):
+        board, solution = explore(graph, options)
+    with progress.step("emitting HLS C++ and reports"):
+        result = design(graph, board, solution=solution)
     with progress.step(f"writing {out}"):
         write_tree(result.files, Path(out))
+    totals = solution.totals
+    progress.note(f"estimated {totals['cycles']:,} cycles ({totals['latency_us']:.1f} us at {board.clock_mhz:g} MHz), "
+                  f"{totals['dsp']} DSP, {totals['bram18k']} BRAM18K, {totals['uram']} URAM, {totals['lut']:,} LUT")
     progress.note(f"wrote {len(result.files)} files to {out} ({len(result.stream_graph.processes)} processes, "
                   f"{len(result.stream_graph.channels)} channels) in {progress.elapsed():.1f} s")
     return result

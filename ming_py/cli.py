@@ -32,9 +32,15 @@ def _parser() -> argparse.ArgumentParser:
 
     build = commands.add_parser("build", help="compile a model into a Vitis HLS project")
     build.add_argument("model", type=Path)
-    build.add_argument("--board", default="kv260", help="target board (see `ming boards`)")
+    _design_options(build)
     build.add_argument("-o", "--output", required=True, type=Path, help="output directory (replaced on success)")
     build.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+    sweep = commands.add_parser("sweep", help="explore latency against resource budgets (no C++)")
+    sweep.add_argument("model", type=Path)
+    _design_options(sweep, lists=True)
+    sweep.add_argument("-o", "--output", type=Path, default=Path("."), help="where sweep.csv/json/png go")
+    sweep.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
     csim = commands.add_parser("csim", help="C-simulate a build with g++ on a float input")
     csim.add_argument("build_dir", type=Path)
@@ -46,11 +52,41 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _design_options(parser, lists: bool = False) -> None:
+    share = "comma-separated budgets, e.g. 5%,20%,100%" if lists else "N units or P%% of the board"
+    parser.add_argument("--board", default="kv260", help="target board (see `ming boards`)")
+    for resource in ("dsp", "bram", "uram", "lut"):
+        parser.add_argument(f"--{resource}", help=f"{resource.upper()} budget: {share}")
+    parser.add_argument("--clock", type=float, help="clock in MHz (default: the board's)")
+    parser.add_argument("--objective", choices=("latency", "sum"), default="latency",
+                        help="latency: slowest process + fills (default); sum: MING's sum of process cycles")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="pin PROCESS.unroll.LOOP=N or CHANNEL.depth=N (repeatable)")
+    parser.add_argument("--settings", action="append", default=[], type=Path, metavar="FILE",
+                        help="JSON/YAML file of the same KEY: VALUE pins")
+
+
+def _options(args, **limits):
+    from .build import BuildOptions
+    from ming_py.ilp.pins import parse_assignments
+
+    limits = limits or {"dsp": args.dsp, "bram18k": args.bram, "uram": args.uram, "lut": args.lut}
+    return BuildOptions(args.board, limits, args.objective, parse_assignments(args.set, args.settings), args.clock)
+
+
 def _build(args) -> None:
     from .build import build
     from .progress import Progress
 
-    build(args.model, args.board, args.output, progress=Progress(args.quiet))
+    build(args.model, args.output, _options(args), progress=Progress(args.quiet))
+
+
+def _sweep(args) -> None:
+    from ming_py.ilp.sweep import run_sweep
+    from .progress import Progress
+
+    run_sweep(args.model, _options(args), {"dsp": args.dsp, "bram18k": args.bram, "uram": args.uram,
+                                          "lut": args.lut}, args.output, Progress(args.quiet))
 
 
 def _csim(args) -> None:
@@ -113,7 +149,8 @@ def _load_input(path: Path) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "csim": _csim, "boards": _boards}
+    handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "sweep": _sweep, "csim": _csim,
+                "boards": _boards}
     try:
         handlers[args.command](args)
     except MingError as exc:

@@ -22,6 +22,22 @@ from .ir import HostOp, MingError
 from .progress import Progress
 
 CXX_FLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra")
+# Concurrent C-simulation: one thread per dataflow process, FIFOs bounded by their depth
+# (see hls_stream.h); the binary exits with DEADLOCK_EXIT_CODE and a report on a deadlock.
+CONCURRENT_FLAGS = ("-DMING_CSIM_CONCURRENT", "-pthread")
+DEADLOCK_EXIT_CODE = 3
+
+
+class CsimDeadlock(MingError):
+    """The concurrent C-simulation deadlocked: every process waits on a FIFO.
+
+    `report` holds one line per blocked process, e.g.
+    "  split waits to write to split_to_add (full, 1/1)".
+    """
+
+    def __init__(self, message: str, report: list[str]):
+        super().__init__(message)
+        self.report = report
 
 
 def cache_dir() -> Path:
@@ -30,10 +46,11 @@ def cache_dir() -> Path:
     return Path(root) / "csim"
 
 
-def compile_csim(hls_dir: Path, model: str, progress: Progress) -> Path:
-    """The testbench binary for `hls_dir`, compiled once per distinct source tree."""
+def compile_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool = False) -> Path:
+    """The testbench binary for `hls_dir`, compiled once per distinct source tree and mode."""
+    flags = (CXX_FLAGS + CONCURRENT_FLAGS) if concurrent else CXX_FLAGS
     sources = sorted(p for p in hls_dir.iterdir() if p.suffix in (".cpp", ".h"))
-    digest = hashlib.sha256(" ".join(CXX_FLAGS).encode())
+    digest = hashlib.sha256(" ".join(flags).encode())
     for path in sources:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     binary = cache_dir() / digest.hexdigest()[:24] / f"{model}_csim"
@@ -45,8 +62,9 @@ def compile_csim(hls_dir: Path, model: str, progress: Progress) -> Path:
         raise MingError("no C++ compiler found; install g++ (or set CXX)")
     binary.parent.mkdir(parents=True, exist_ok=True)
     staging = binary.with_suffix(f".tmp{os.getpid()}")
-    with progress.step(f"compiling the C-simulation with {Path(compiler).name}"):
-        result = subprocess.run([compiler, *CXX_FLAGS, "-I", str(hls_dir), str(hls_dir / f"{model}.cpp"),
+    mode = " (concurrent)" if concurrent else ""
+    with progress.step(f"compiling the C-simulation{mode} with {Path(compiler).name}"):
+        result = subprocess.run([compiler, *flags, "-I", str(hls_dir), str(hls_dir / f"{model}.cpp"),
                                  str(hls_dir / f"{model}_tb.cpp"), "-o", str(staging)],
                                 capture_output=True, text=True)
     if result.returncode != 0:
@@ -66,7 +84,28 @@ def from_stream_order(values: np.ndarray, stream_shape: list[int]) -> np.ndarray
     return values.reshape(h, w, c).transpose(2, 0, 1)
 
 
-def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = None) -> np.ndarray:
+def deadlock_from(stderr: str) -> CsimDeadlock:
+    """The CsimDeadlock of a concurrent C-simulation that exited with DEADLOCK_EXIT_CODE."""
+    lines = stderr.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("deadlock:")), None)
+    if start is None:
+        return CsimDeadlock(f"C-simulation deadlocked: {(stderr.strip().splitlines() or ['(no report)'])[-1]}", [])
+    report = []
+    for line in lines[start + 1:]:
+        if not line.startswith("  "):
+            break
+        report.append(line)
+    return CsimDeadlock("\n".join([lines[start], *report]), report)
+
+
+def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = None,
+             concurrent: bool = False) -> np.ndarray:
+    """C-simulate the build in `out_dir` on the float input `x`.
+
+    concurrent=False: Vitis-style sequential csim (processes one after another, unbounded FIFOs).
+    concurrent=True: one thread per process over FIFOs of the scheduled depth; a deadlock
+    raises CsimDeadlock (the binary reports it within about MING_CSIM_DEADLOCK_SECONDS).
+    """
     progress = progress or Progress(quiet=True)
     out_dir = Path(out_dir)
     host_file = out_dir / "host.json"
@@ -77,13 +116,15 @@ def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = Non
     x = np.asarray(x, dtype=np.float32)
     if list(x.shape) != inp["onnx_shape"]:
         raise MingError(f"input has shape {tuple(x.shape)}, the model takes {tuple(inp['onnx_shape'])}")
-    binary = compile_csim(out_dir / "hls", host["model"], progress)
+    binary = compile_csim(out_dir / "hls", host["model"], progress, concurrent)
     q = numerics.ort_quantize_linear(x, inp["scale"], inp["zero_point"]).astype(np.int8)
     with tempfile.TemporaryDirectory() as tmp:
         in_file, out_file = Path(tmp) / "input.bin", Path(tmp) / "output.bin"
         to_stream_order(q, inp["stream_shape"]).astype(np.int8).tofile(in_file)
         with progress.step("running the C-simulation"):
             result = subprocess.run([str(binary), str(in_file), str(out_file)], capture_output=True, text=True)
+        if result.returncode == DEADLOCK_EXIT_CODE:
+            raise deadlock_from(result.stderr)
         if result.returncode != 0:
             raise MingError(f"C-simulation failed: {(result.stderr.strip().splitlines() or ['(no message)'])[-1]}")
         values = np.fromfile(out_file, dtype=np.int8).astype(np.int64)

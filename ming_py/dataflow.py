@@ -170,9 +170,13 @@ class StreamGraph:
 @dataclass(frozen=True)
 class ProcessSchedule:
     unroll: tuple[tuple[str, int], ...] = ()  # (loop, factor); missing loops are not unrolled
+    storage: tuple[tuple[str, str], ...] = ()  # (buffer, "bram" | "uram" | "lutram"); default BRAM
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)
+
+    def storage_of(self, buffer: str) -> str:
+        return dict(self.storage).get(buffer, "bram")
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
 from ming_py.line_buffers import build_stream_graph
 
 
-def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None) -> np.ndarray:
+def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, concurrent: bool = False) -> np.ndarray:
     result = design(graph, load_board("kv260"), schedule)
     write_tree(result.files, out)
-    return run_csim(out, x)
+    return run_csim(out, x, concurrent=concurrent)
 
 
 def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: int = 8) -> Schedule:

@@ -1,0 +1,195 @@
+"""Latency and resource models of one process under one candidate schedule.
+
+The models follow the loop structure of the templates in emit/templates/process/
+(each pipelined loop at II=1); their constants are stated where they are used.
+Cycles are for one image. A process is a pipeline stage of the dataflow region:
+`cycles` is how long it is busy per image (the slowest stage sets the
+throughput), `fill` how long after its first input it emits its first output
+(fills add up along a path; MING §IV-C, Stream-HLS §3).
+
+Resources (DSP48E2, BRAM18K, URAM, LUT, FF) follow DESIGN.md's anchors:
+* DSP: one int8 multiply-accumulate lane per DSP48E2 (no INT8 packing, WP486
+  would halve it); each requantization lane (24 x 24-bit product of
+  `ming::requantize`, two 31-bit products of `ming::add_requant`, one 32 x 31-bit
+  of `ming::avgpool_requant`) costs 2 DSPs. Adders and comparators are LUTs.
+* BRAM18K: 18,432 bits, two ports of up to 36 bits (2048 x 9 holds 2048 int8);
+  URAM: 294,912 bits, two 72-bit ports (4096 x 72 holds 36,864 int8 packed 9 to
+  a word). A cyclically partitioned array needs one bank per partition; int8
+  weights read in parallel are packed 4 to a 36-bit BRAM word so one port serves
+  4 lanes. Weights are ROMs, and URAM cannot be initialised by the bitstream, so
+  they live in BRAM (or LUTRAM when tiny); large line buffers may go to URAM.
+  Arrays whose banks hold under 1,024 bits each go to LUTRAM/registers.
+* LUT/FF: a per-process control base, 12 LUTs per MAC lane (adder tree), 150
+  per requantization lane, LUTRAM at 64 bits per LUT; FF = 1.5 x LUT. Rough by
+  intent: the ILP needs the trend, the vendor report gives the truth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ming_py.dataflow import WINDOW_KINDS, Process, StreamGraph
+from ming_py.ir import AccRequant, AddRequant, AverageRequant
+
+PIPELINE_DEPTH = 4  # cycles from a pipelined loop's first iteration to its first result
+LOOP_OVERHEAD = 2  # cycles per iteration of an outer (not pipelined) loop: exit test and index update
+BRAM18K_BITS = 18_432
+LUTRAM_MAX_BITS = 1_024
+CONTROL_LUT = 300
+LUT_PER_MAC = 12
+LUT_PER_REQUANT = 150
+DSP_PER_REQUANT = 2
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A candidate schedule of one process."""
+
+    unroll: tuple[tuple[str, int], ...]
+    lanes_in: tuple[int, ...]
+    lanes_out: tuple[int, ...]
+    line_buffer_in: str = "bram"  # "bram" | "uram" (weights are ROMs: BRAM or LUTRAM, URAM has no init)
+
+    def factor(self, loop: str) -> int:
+        return dict(self.unroll).get(loop, 1)
+
+
+@dataclass(frozen=True)
+class Cost:
+    cycles: int
+    fill: int
+    dsp: int
+    bram18k: int
+    uram: int
+    lut: int
+    ff: int
+
+
+def bram_blocks(elements: int, banks: int) -> int:
+    """BRAM18K (2048 x 9) for `elements` int8 values in `banks` cyclic partitions; 0 if LUTRAM suffices."""
+    if math.ceil(elements / banks) * 8 <= LUTRAM_MAX_BITS:  # every bank is tiny
+        return 0
+    return banks * math.ceil(math.ceil(elements / banks) / 2048)
+
+
+def packed_blocks(elements: int, parallel_reads: int, memory: str) -> int:
+    """Blocks for a ROM of int8 values read `parallel_reads` at a time, packed into wide words.
+
+    BRAM18K: 4 int8 per 36-bit port, 512 words deep; URAM: 9 int8 per 72-bit port,
+    4096 words. Each bank serves one word per cycle on one port; two banks share a
+    block (its two ports) when both fit in its depth.
+    """
+    per_word, depth = (4, 512) if memory == "bram" else (9, 4096)
+    banks = math.ceil(parallel_reads / per_word)
+    words_per_bank = math.ceil(elements / (banks * per_word))
+    if 2 * words_per_bank <= depth:
+        return math.ceil(banks / 2)
+    return banks * math.ceil(words_per_bank / depth)
+
+
+def lutram_luts(bits: int) -> int:
+    return math.ceil(bits / 64)
+
+
+def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
+    ins = [graph.channels[c] for c in p.inputs]
+    outs = [graph.channels[c] for c in p.outputs]
+    out = outs[0]
+    read = sum(c.channels // lanes for c, lanes in zip(ins, choice.lanes_in))  # cycles per input pixel
+    write = sum(c.channels // lanes for c, lanes in zip(outs, choice.lanes_out))  # per output pixel
+    requant_lanes = choice.lanes_out[0] if _has_requant(p) else 0
+    epilogue = out.channels // choice.lanes_out[0] + PIPELINE_DEPTH if requant_lanes else 0
+    macs = 0
+    if p.kind in WINDOW_KINDS or p.kind == "pointwise":
+        w = p.window
+        k = w.window_size
+        if p.kind == "conv":
+            macs = choice.factor("oc") * choice.factor("ic") * choice.factor("k")
+            compute = (w.out_channels // choice.factor("oc")) * (w.in_channels // choice.factor("ic")) \
+                * (k // choice.factor("k"))
+        elif p.kind == "pointwise":
+            macs = choice.factor("oc") * choice.factor("ic")
+            compute = (w.out_channels // choice.factor("oc")) * (w.in_channels // choice.factor("ic"))
+        else:
+            macs = choice.factor("c") * choice.factor("k") if p.kind == "depthwise" else 0
+            compute = (w.out_channels // choice.factor("c")) * (k // choice.factor("k"))
+        compute += PIPELINE_DEPTH
+        load = 0
+        if p.kind != "pointwise":
+            partition = max(choice.lanes_in[0], choice.factor("ic") if p.kind == "conv" else choice.factor("c"))
+            load = k * w.in_channels // partition + PIPELINE_DEPTH
+        per_output = load + compute + epilogue + write + LOOP_OVERHEAD
+        positions = w.padded_height * w.padded_width if p.kind != "pointwise" else w.in_height * w.in_width
+        outputs = w.out_height * w.out_width
+        cycles = w.in_height * w.in_width * read + outputs * per_output + positions * LOOP_OVERHEAD
+        # first output: the rows and columns the first window needs, then one output's work
+        rows = max((w.kernel[0] - 1) * w.dilation[0] + 1 - w.pads[0], 1)
+        cols = max((w.kernel[1] - 1) * w.dilation[1] + 1 - w.pads[1], 1)
+        fill = ((rows - 1) * w.in_width + cols) * (read + LOOP_OVERHEAD) + per_output
+    elif p.kind == "dense":
+        k_total = ins[0].values
+        macs = choice.factor("n") * choice.factor("k")
+        compute = (out.channels // choice.factor("n")) * (k_total // choice.factor("k")) + PIPELINE_DEPTH
+        cycles = ins[0].pixels * read + compute + epilogue + write
+        fill = cycles  # a dense layer emits nothing before it has read its whole input
+    elif p.kind == "global_avgpool":
+        accumulate = ins[0].channels // choice.factor("c") + PIPELINE_DEPTH
+        cycles = ins[0].pixels * (read + accumulate) + epilogue + write
+        fill = cycles
+    else:  # add, rescale, concat, split: one pixel at a time
+        compute = out.channels // choice.lanes_out[0] + PIPELINE_DEPTH if p.kind in ("add", "rescale") else 0
+        per_pixel = read + compute + write + LOOP_OVERHEAD
+        cycles = out.pixels * per_pixel
+        fill = per_pixel
+    dsp = macs + DSP_PER_REQUANT * requant_lanes
+    bram, uram, lut = _memories(p, choice)
+    lut += CONTROL_LUT + LUT_PER_MAC * macs + LUT_PER_REQUANT * requant_lanes
+    return Cost(int(cycles), int(fill), int(dsp), int(bram), int(uram), int(lut), int(1.5 * lut))
+
+
+def _has_requant(p: Process) -> bool:
+    return isinstance(p.epilogue, (AccRequant, AddRequant, AverageRequant))
+
+
+def storage_plan(p: Process, choice: Choice) -> dict[str, str]:
+    """The memory each BRAM-worthy array is bound to ("bram", "uram" or "lutram")."""
+    plan = {}
+    for buffer in p.buffers:
+        if buffer.role == "weights":
+            per_bank = buffer.total_bits / math.ceil(_weight_reads(choice) / 4)
+            plan[buffer.name] = "lutram" if per_bank <= LUTRAM_MAX_BITS else "bram"
+        elif buffer.role in ("line_buffer", "row_buffer"):
+            in_bram = bram_blocks(buffer.total_bits // 8, _banks(p, choice))
+            plan[buffer.name] = choice.line_buffer_in if in_bram else "lutram"
+    return plan
+
+
+def _memories(p: Process, choice: Choice) -> tuple[int, int, int]:
+    """(BRAM18K, URAM, LUT) of the process's arrays under `choice`."""
+    bram = uram = lut = 0
+    plan = storage_plan(p, choice)
+    for buffer in p.buffers:
+        bits = buffer.total_bits
+        memory = plan.get(buffer.name, "lutram")
+        if memory == "lutram":
+            lut += lutram_luts(bits)
+        elif buffer.role == "weights":
+            bram += packed_blocks(bits // 8, _weight_reads(choice), "bram")
+        elif memory == "uram":
+            banks = _banks(p, choice)
+            uram += banks * math.ceil(math.ceil(bits / 8 / banks) / 36_864)
+        else:
+            bram += bram_blocks(bits // 8, _banks(p, choice))
+    return bram, uram, lut
+
+
+def _weight_reads(choice: Choice) -> int:
+    """Weights read per cycle: the product of the unroll factors (each MAC lane reads its own)."""
+    return math.prod(f for _, f in choice.unroll)
+
+
+def _banks(p: Process, choice: Choice) -> int:
+    """Cyclic partitions of a line/row buffer: the unrolled input reads and the input lanes."""
+    unrolled = {"conv": "ic", "pointwise": "ic", "dense": "k"}.get(p.kind, "c")
+    return max(choice.factor(unrolled), choice.lanes_in[0])
