@@ -1,0 +1,158 @@
+"""Design-space exploration: cost models, the resource ILP, budgets, pins and sweeps."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import zoo
+from emit_helpers import stream_graph_of
+from ming_py import reference
+from ming_py.boards import load_board
+from ming_py.build import BuildOptions, design, explore, write_tree
+from ming_py.csim import run_csim
+from ming_py.dataflow import validate_schedule
+from ming_py.ilp import Budget, Choice, process_cost, solve
+from ming_py.ilp.cost import packed_blocks
+from ming_py.ilp.solve import smallest_design
+from ming_py.ir import MingError
+
+NETWORKS = ["tiny_cnn", "lenet", "two_residual_stages", "dw_separable", "residual_block", "concat_branches"]
+
+
+@pytest.fixture(scope="module")
+def graphs(lifted):
+    return {name: stream_graph_of(lifted(name)) for name in NETWORKS}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+          derandomize=True)
+@given(name=st.sampled_from(NETWORKS), board=st.sampled_from(["kv260", "zcu104", "ultra96v2", "pynq-z2", "u50"]),
+       dsp=st.sampled_from(["3%", "5%", "20%", "50%", "100%"]), bram=st.sampled_from(["10%", "50%", "100%"]),
+       objective=st.sampled_from(["latency", "sum"]))
+def test_every_schedule_respects_every_budget(graphs, name, board, dsp, bram, objective):
+    graph, target = graphs[name], load_board(board)
+    budget = Budget.of(target, {"dsp": dsp, "bram18k": bram})
+    try:
+        solution = solve(graph, target, budget, objective)
+    except MingError as exc:
+        assert "no design fits" in str(exc)
+        needs = smallest_design(graph)
+        assert any(needs[r] > getattr(budget, r) for r in needs)  # infeasible only when even the least design is
+        return
+    assert validate_schedule(graph, solution.schedule) == []
+    for resource in ("dsp", "bram18k", "uram", "lut"):
+        assert solution.totals[resource] <= getattr(budget, resource), resource
+    for channel in graph.channels.values():  # MING's stream constraint
+        if channel.producer in solution.choices and channel.consumer in solution.choices:
+            producer, consumer = graph.process(channel.producer), graph.process(channel.consumer)
+            assert solution.choices[producer.name].lanes_out[producer.outputs.index(channel.name)] == \
+                solution.choices[consumer.name].lanes_in[consumer.inputs.index(channel.name)]
+
+
+@pytest.mark.parametrize("name", NETWORKS)
+def test_more_dsp_is_never_slower(graphs, name):
+    board = load_board("kv260")
+    latencies = [solve(graphs[name], board, Budget.of(board, {"dsp": share})).totals["cycles"]
+                 for share in ("3%", "5%", "10%", "20%", "50%", "100%")]
+    assert latencies == sorted(latencies, reverse=True)
+    assert latencies[0] > latencies[-1]
+
+
+@pytest.mark.parametrize("name,share", [("tiny_cnn", "5%"), ("two_residual_stages", "20%"), ("lenet", "100%"),
+                                        ("concat_branches", "10%")])
+def test_ilp_scheduled_designs_simulate_exactly(lifted, tmp_path, name, share):
+    graph = lifted(name)
+    board, solution = explore(graph, BuildOptions(limits={"dsp": share}))
+    assert any(f > 1 for choice in solution.choices.values() for _, f in choice.unroll)
+    write_tree(design(graph, board, solution=solution).files, tmp_path / "out")
+    x = zoo.random_input(name, 4)
+    assert np.array_equal(run_csim(tmp_path / "out", x), reference.run(graph, x)[graph.outputs[0].name])
+
+
+def test_latency_objective_beats_sum_on_its_own_measure(graphs):
+    board = load_board("kv260")
+    budget = Budget.of(board, {"dsp": "20%"})
+    latency = solve(graphs["two_residual_stages"], board, budget, "latency").totals["cycles"]
+    summed = solve(graphs["two_residual_stages"], board, budget, "sum").totals["cycles"]
+    assert latency <= summed
+
+
+def test_pins_are_respected(graphs):
+    board = load_board("kv260")
+    graph = graphs["tiny_cnn"]
+    solution = solve(graph, board, Budget.of(board), pins={"conv2": {"oc": 4, "ic": 2}})
+    assert solution.choices["conv2"].factor("oc") == 4 and solution.choices["conv2"].factor("ic") == 2
+
+
+def test_cost_model_trends(graphs):
+    graph = graphs["tiny_cnn"]
+    conv2 = graph.process("conv2")
+    slow = process_cost(graph, conv2, Choice((("oc", 1), ("ic", 1), ("k", 1)), (1,), (1,)))
+    fast = process_cost(graph, conv2, Choice((("oc", 4), ("ic", 8), ("k", 3)), (8,), (4,)))
+    assert fast.cycles < slow.cycles
+    assert fast.dsp == 4 * 8 * 3 + 2 * 4 and slow.dsp == 1 + 2  # MAC lanes + 2 per requantization lane
+    # int8 weights pack 4 to a 36-bit port: 8 parallel reads need 2 banks of 512 x 36 bits; 4096 weights fill
+    # both, while 100 weights let the two banks share one block's two ports
+    assert packed_blocks(4096, 8, "bram") == 2 and packed_blocks(100, 8, "bram") == 1
+
+
+def ming(*args):
+    return subprocess.run([sys.executable, "-m", "ming_py.cli", *map(str, args)], capture_output=True, text=True)
+
+
+def test_infeasible_budget_names_the_smallest_design(quantized, tmp_path):
+    result = ming("build", quantized("tiny_cnn"), "--dsp", "2", "-o", tmp_path / "out")
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert "no design fits" in last and "smallest design needs DSP" in last
+    assert not (tmp_path / "out").exists()
+
+
+def test_conflicting_and_invalid_pins_are_clear_errors(quantized, tmp_path):
+    model = quantized("tiny_cnn")
+    settings_file = tmp_path / "pins.json"
+    settings_file.write_text(json.dumps({"conv2": {"unroll": {"oc": 8}}}))
+    conflict = ming("build", model, "--set", "conv2.unroll.oc=4", "--settings", settings_file, "-o", tmp_path / "a")
+    assert conflict.returncode == 2 and "conflicting settings for conv2.unroll.oc" in conflict.stderr
+    invalid = ming("build", model, "--set", "conv2.unroll.oc=3", "-o", tmp_path / "b")
+    assert invalid.returncode == 2 and "must divide" in invalid.stderr
+    unknown = ming("build", model, "--set", "nope.unroll.oc=2", "-o", tmp_path / "c")
+    assert unknown.returncode == 2 and "not a setting of this design" in unknown.stderr
+    assert not any((tmp_path / d).exists() for d in "abc")
+
+
+def test_pinned_build_reports_the_pinned_factors(quantized, tmp_path):
+    settings_file = tmp_path / "pins.yaml"
+    settings_file.write_text("conv2.unroll.oc: 8\nconv1_to_pool1.depth: 32\n")
+    result = ming("build", quantized("tiny_cnn"), "--settings", settings_file, "--dsp", "30%", "-q",
+                  "-o", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    conv2 = next(n for n in data["nodes"] if n["name"] == "conv2")
+    assert conv2["schedule"]["unroll"]["oc"] == 8
+    assert next(c for c in data["channels"] if c["name"] == "conv1_to_pool1")["depth"] == 32
+    totals = data["totals"]
+    for key in ("cycles", "latency_us", "dsp", "bram18k", "uram", "lut", "roofline_cycles", "solver"):
+        assert key in totals
+    assert totals["dsp"] <= int(0.3 * 1248)
+    for node in data["nodes"]:
+        assert {"cycles", "dsp", "bram18k", "uram", "lut"} <= node.keys()
+
+
+def test_sweep_writes_table_csv_json_and_plot(quantized, tmp_path):
+    result = ming("sweep", quantized("lenet"), "--board", "kv260", "--dsp", "5%,20%,100%", "-o", tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("\n") >= 4 and "3/3" in result.stdout
+    rows = json.loads((tmp_path / "sweep.json").read_text())["points"]
+    assert [r["dsp_budget"] for r in rows] == [62, 249, 1248]
+    cycles = [r["cycles"] for r in rows]
+    assert cycles == sorted(cycles, reverse=True)
+    assert (tmp_path / "sweep.csv").read_text().splitlines()[0].startswith("dsp_budget,")
+    assert (tmp_path / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
