@@ -106,6 +106,8 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
         graph = lift(model)
     with progress.step(f"choosing parallelism for {options.board} (ILP)"):
         board, solution = explore(graph, options)
+    progress.note(f"ILP: {solution.status}, {solution.totals['solver']['variables']} variables, "
+                  f"solved in {solution.solve_seconds:.2f} s")
     with progress.step("emitting HLS C++ and reports"):
         result = design(graph, board, solution=solution)
     with progress.step(f"writing {out}"):
