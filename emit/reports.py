@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 from ming_py import __version__
 from ming_py.boards import Board
@@ -20,7 +21,8 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
         sched = schedule.of(p.name)
         unroll = {loop: sched.factor(loop) for loop in p.unrollable}
         nodes.append({
-            "name": p.name, "source": p.source, "kind": p.kind,
+            "name": p.name, "source": p.source, "kind": p.kind, "inputs": list(p.inputs), "outputs": list(p.outputs),
+            "window": asdict(p.window) if p.window is not None else None,
             "loop_bounds": graph.trip_counts(p) | _pixel_loops(graph, p),
             "schedule": {"unroll": unroll, "lanes_in": [schedule.lanes_of(c) for c in p.inputs],
                          "lanes_out": [schedule.lanes_of(c) for c in p.outputs]},
