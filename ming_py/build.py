@@ -15,6 +15,7 @@ from ming_py.emit.reports import dataflow_mlir, host_metadata, report, report_js
 from ming_py.ilp import Budget, Solution, solve
 from ming_py.ilp.pins import resolve
 from ming_py.line_buffers import build_stream_graph
+from ming_py.line_buffers.fifo import fifo_bits, fifo_depths, fifo_memory
 
 from .dataflow import Schedule, StreamGraph, validate_schedule
 from .ir import Graph, MingError
@@ -91,11 +92,26 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
         board = replace(board, clock_mhz=float(options.clock_mhz))
     stream_graph = build_stream_graph(graph)
     pins = resolve(options.settings, stream_graph)
-    solution = solve(stream_graph, board, Budget.of(board, options.limits), options.objective, pins.unroll)
-    if pins.depths:
-        schedule = solution.schedule
-        solution.schedule = replace(schedule, depths=schedule.depths | pins.depths)
+    budget = Budget.of(board, options.limits)
+    fifo = fifo_cost(stream_graph)
+    # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
+    available = replace(budget, bram18k=budget.bram18k - fifo["fifo_bram18k"], lut=budget.lut - fifo["fifo_lut"])
+    solution = solve(stream_graph, board, available, options.objective, pins.unroll)
+    schedule = solution.schedule
+    depths = fifo_depths(stream_graph, {c: schedule.lanes_of(c) for c in stream_graph.channels})
+    solution.schedule = replace(schedule, depths=depths | pins.depths)
+    totals = solution.totals
+    totals |= fifo | {"bram18k": totals["bram18k"] + fifo["fifo_bram18k"], "lut": totals["lut"] + fifo["fifo_lut"]}
+    totals["solver"]["budget"] = vars(budget)
     return board, solution
+
+
+def fifo_cost(graph: StreamGraph) -> dict[str, int]:
+    """Bits of all sized FIFOs and the BRAM18K / LUTs they take."""
+    bits = fifo_bits(graph)
+    memory = [fifo_memory(b) for b in bits.values()]
+    return {"fifo_bits": sum(bits.values()), "fifo_bram18k": sum(m[0] for m in memory),
+            "fifo_lut": sum(m[1] for m in memory)}
 
 
 def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),

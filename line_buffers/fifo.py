@@ -1,0 +1,114 @@
+"""FIFO depths that keep reconverging dataflow graphs from deadlocking (MING §IV-C).
+
+Where a `split` feeds branches that meet again (a residual Add, a Concat), the
+branch with the line buffers delivers its first pixel to the join only after the
+split has produced many pixels; all that time the split keeps writing the short
+branch, whose FIFO must hold those pixels or the split blocks, the long branch
+starves and the join waits forever. The lag of a branch is counted in pixels of
+the split's output from the geometry of its processes (StreamTensor §5.3's token
+model with the line-buffer fill as initial delay); the short branch's first FIFO
+gets the difference. Every other FIFO keeps the minimal depth of 2.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ming_py.dataflow import Channel, Process, StreamGraph, WINDOW_KINDS
+
+MIN_DEPTH = 2
+SLACK_PIXELS = 1  # the pixel a join holds while waiting for its other input
+
+
+def input_pixels_needed(graph: StreamGraph, p: Process, outputs: int) -> int:
+    """Input pixels `p` reads (raster order) before it has written `outputs` output pixels."""
+    channel_in = graph.channels[p.inputs[0]]
+    if outputs <= 0:
+        return 0
+    if p.kind in WINDOW_KINDS:
+        w = p.window
+        oh, ow = divmod(outputs - 1, w.out_width)
+        row = oh * w.stride[0] + (w.kernel[0] - 1) * w.dilation[0] - w.pads[0]  # last input row of the window
+        col = ow * w.stride[1] + (w.kernel[1] - 1) * w.dilation[1] - w.pads[1]
+        if row >= w.in_height:
+            return w.in_height * w.in_width
+        if row < 0:
+            return 0
+        return row * w.in_width + min(max(col + 1, 0), w.in_width)
+    if p.kind == "pointwise":
+        w = p.window
+        oh, ow = divmod(outputs - 1, w.out_width)
+        return oh * w.stride[0] * w.in_width + ow * w.stride[1] + 1
+    if p.kind in ("dense", "global_avgpool"):
+        return channel_in.pixels
+    return outputs  # element-wise: one pixel in, one pixel out
+
+
+def split_pixels_needed(graph: StreamGraph, channel: Channel, split: str, pixels: int) -> int | None:
+    """Pixels `split` must emit before `channel` has carried `pixels` pixels; None if `split` does not feed it."""
+    if channel.producer == split:
+        return pixels
+    producer = next((p for p in graph.processes if p.name == channel.producer), None)
+    if producer is None:  # the accelerator input
+        return None
+    needed = input_pixels_needed(graph, producer, pixels)
+    upstream = [split_pixels_needed(graph, graph.channels[c], split, needed) for c in producer.inputs]
+    upstream = [n for n in upstream if n is not None]
+    return max(upstream) if upstream else None
+
+
+def depths_in_pixels(graph: StreamGraph) -> dict[str, int]:
+    """Per channel, the pixels its FIFO must hold (only channels that need more than the minimum)."""
+    pixels: dict[str, int] = {}
+    for split in (p for p in graph.processes if p.kind == "split"):
+        for join in (p for p in graph.processes if len(p.inputs) > 1):
+            branches = {}
+            for channel_name in join.inputs:
+                lag = split_pixels_needed(graph, graph.channels[channel_name], split.name, 1)
+                heads = _branch_heads(graph, split.name, channel_name)
+                if lag is not None:
+                    branches[channel_name] = (lag, heads)
+            head_sets = [heads for _, heads in branches.values()]
+            if len(branches) < 2 or any(a & b for a, b in zip(head_sets, head_sets[1:])):
+                continue  # the branches do not diverge at this split (a nearer split separates them)
+            longest = max(lag for lag, _ in branches.values())
+            for lag, heads in branches.values():
+                for head in heads:
+                    if longest > lag:
+                        pixels[head] = max(pixels.get(head, 0), longest - lag + SLACK_PIXELS)
+    return pixels
+
+
+def _branch_heads(graph: StreamGraph, split: str, channel_name: str) -> frozenset[str]:
+    """The split's output channels on the paths that end in `channel_name`."""
+    channel = graph.channels[channel_name]
+    if channel.producer == split:
+        return frozenset({channel.name})
+    producer = next((p for p in graph.processes if p.name == channel.producer), None)
+    if producer is None:
+        return frozenset()
+    return frozenset().union(*(_branch_heads(graph, split, c) for c in producer.inputs))
+
+
+def fifo_depths(graph: StreamGraph, lanes: dict[str, int]) -> dict[str, int]:
+    """Depth in tokens of every channel under the given lane counts."""
+    pixels = depths_in_pixels(graph)
+    depths = {}
+    for name, channel in graph.channels.items():
+        tokens_per_pixel = channel.channels // lanes.get(name, 1)
+        depths[name] = max(MIN_DEPTH, pixels.get(name, 0) * tokens_per_pixel)
+    return depths
+
+
+def fifo_bits(graph: StreamGraph) -> dict[str, int]:
+    """Storage of every channel's sized FIFO in bits (independent of lanes: pixels x channels x 8)."""
+    pixels = depths_in_pixels(graph)
+    return {name: max(pixels.get(name, 0) * c.channels, MIN_DEPTH * c.channels) * 8
+            for name, c in graph.channels.items()}
+
+
+def fifo_memory(bits: int, width_bits: int = 8) -> tuple[int, int]:
+    """(BRAM18K, LUT) of one FIFO: shift registers/LUTRAM up to 1 Kbit, BRAM beyond."""
+    if bits <= 1024:
+        return 0, math.ceil(bits / 32)
+    return max(math.ceil(bits / 18_432), math.ceil(width_bits / 36)), 0
