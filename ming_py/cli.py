@@ -14,6 +14,7 @@ from . import __version__
 from .ir import MingError
 
 EXIT_USAGE = 2
+EXIT_DEADLOCK = 3
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     csim.add_argument("build_dir", type=Path)
     csim.add_argument("--input", required=True, type=Path, help="float32 .npy input (as onnxruntime takes it)")
     csim.add_argument("--output", required=True, type=Path, help="where to write the float32 .npy output")
+    csim.add_argument("--sequential", action="store_true",
+                      help="call the processes one after another over unbounded FIFOs (as Vitis csim does) instead "
+                           "of one thread per process over FIFOs of the built depths, which detects deadlocks")
     csim.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
     commands.add_parser("boards", help="list the supported boards")
@@ -89,12 +93,17 @@ def _sweep(args) -> None:
                                           "lut": args.lut}, args.output, Progress(args.quiet))
 
 
-def _csim(args) -> None:
-    from .csim import run_csim
+def _csim(args) -> int:
+    from .csim import CsimDeadlock, run_csim
     from .progress import Progress
 
-    y = run_csim(args.build_dir, _load_input(args.input), Progress(args.quiet))
+    try:
+        y = run_csim(args.build_dir, _load_input(args.input), Progress(args.quiet), concurrent=not args.sequential)
+    except CsimDeadlock as deadlock:
+        print(f"ming: {deadlock}", file=sys.stderr)
+        return EXIT_DEADLOCK
     np.save(args.output, y.astype(np.float32))
+    return 0
 
 
 def _boards(args) -> None:
@@ -152,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "sweep": _sweep, "csim": _csim,
                 "boards": _boards}
     try:
-        handlers[args.command](args)
+        return handlers[args.command](args) or 0
     except MingError as exc:
         print(f"ming: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -161,7 +170,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"ming: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return 0
 
 
 if __name__ == "__main__":
