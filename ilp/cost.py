@@ -5,7 +5,9 @@ The models follow the loop structure of the templates in emit/templates/process/
 Cycles are for one image. A process is a pipeline stage of the dataflow region:
 `cycles` is how long it is busy per image (the slowest stage sets the
 throughput), `fill` how long after its first input it emits its first output
-(fills add up along a path; MING §IV-C, Stream-HLS §3).
+(fills add up along a path; MING §IV-C, Stream-HLS §3) and `drain` how long it
+still works after its last input arrived (the outputs of the bottom padding rows,
+or a dense layer's whole computation).
 
 Resources (DSP48E2, BRAM18K, URAM, LUT, FF) follow DESIGN.md's anchors:
 * DSP: one int8 multiply-accumulate lane per DSP48E2 (no INT8 packing, WP486
@@ -59,6 +61,7 @@ class Choice:
 class Cost:
     cycles: int
     fill: int
+    drain: int
     dsp: int
     bram18k: int
     uram: int
@@ -127,25 +130,48 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
         rows = max((w.kernel[0] - 1) * w.dilation[0] + 1 - w.pads[0], 1)
         cols = max((w.kernel[1] - 1) * w.dilation[1] + 1 - w.pads[1], 1)
         fill = ((rows - 1) * w.in_width + cols) * (read + LOOP_OVERHEAD) + per_output
+        after_last_input, positions_after = _outputs_after_last_input(p)
+        drain = after_last_input * per_output + positions_after * LOOP_OVERHEAD
     elif p.kind == "dense":
         k_total = ins[0].values
         macs = choice.factor("n") * choice.factor("k")
         compute = (out.channels // choice.factor("n")) * (k_total // choice.factor("k")) + PIPELINE_DEPTH
         cycles = ins[0].pixels * read + compute + epilogue + write
-        fill = cycles  # a dense layer emits nothing before it has read its whole input
+        fill = cycles  # nothing comes out before the whole input is in
+        drain = cycles - ins[0].pixels * read
     elif p.kind == "global_avgpool":
         accumulate = ins[0].channels // choice.factor("c") + PIPELINE_DEPTH
         cycles = ins[0].pixels * (read + accumulate) + epilogue + write
         fill = cycles
+        drain = accumulate + epilogue + write
     else:  # add, rescale, concat, split: one pixel at a time
         compute = out.channels // choice.lanes_out[0] + PIPELINE_DEPTH if p.kind in ("add", "rescale") else 0
         per_pixel = read + compute + write + LOOP_OVERHEAD
         cycles = out.pixels * per_pixel
-        fill = per_pixel
+        fill = drain = per_pixel
     dsp = macs + DSP_PER_REQUANT * requant_lanes
     bram, uram, lut = _memories(p, choice)
     lut += CONTROL_LUT + LUT_PER_MAC * macs + LUT_PER_REQUANT * requant_lanes
-    return Cost(int(cycles), int(fill), int(dsp), int(bram), int(uram), int(lut), int(1.5 * lut))
+    return Cost(int(cycles), int(fill), int(drain), int(dsp), int(bram), int(uram), int(lut), int(1.5 * lut))
+
+
+def _outputs_after_last_input(p: Process) -> tuple[int, int]:
+    """(outputs computed at or after the last input pixel, padded positions visited after it)."""
+    w = p.window
+    if p.kind == "pointwise":
+        last_kept = (w.in_height - 1) % w.stride[0] == 0 and (w.in_width - 1) % w.stride[1] == 0
+        return int(last_kept), 0
+    last_row, last_col = w.pads[0] + w.in_height - 1, w.pads[1] + w.in_width - 1  # padded coordinates
+    after = 0
+    for oh in range(w.out_height):
+        row = oh * w.stride[0] + (w.kernel[0] - 1) * w.dilation[0]
+        if row < last_row:
+            continue
+        for ow in range(w.out_width):
+            col = ow * w.stride[1] + (w.kernel[1] - 1) * w.dilation[1]
+            after += (row, col) >= (last_row, last_col)
+    positions = w.pads[3] + w.pads[2] * w.padded_width
+    return after, positions
 
 
 def _has_requant(p: Process) -> bool:

@@ -5,10 +5,13 @@ factors, MING's unroll constraint). A channel's lane count is its producer's
 output parallelism and must equal its consumer's input parallelism (MING's
 stream constraint). DSP, BRAM18K, URAM and LUT sums stay within the budget.
 
-Objective `latency` models a pipelined dataflow (Stream-HLS §3, CODO §VI): the
-slowest process sets the throughput (T >= cycles_i) and the fill latencies add up
-along every path (arrival_v >= arrival_u + fill_u); minimise T + arrival at the
-output. Objective `sum` is MING's original sum of process cycles.
+Objective `latency` models a pipelined dataflow (Stream-HLS §3, CODO §VI): a
+process starts when its producers have emitted their first outputs
+(start_v >= start_u + fill_u), finishes no sooner than its own work allows
+(finish_v >= start_v + cycles_v, so the slowest process sets the pace) nor than
+`drain_v` after its producers finish (finish_v >= finish_u + drain_v); minimise
+the finish of the process feeding the output. Objective `sum` is MING's
+original sum of process cycles.
 """
 
 from __future__ import annotations
@@ -142,19 +145,28 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     for resource in RESOURCES:
         problem += (pulp.lpSum(total(name, resource) for name in pick) <= getattr(budget, resource),
                     f"budget_{resource}")
-    throughput = pulp.LpVariable("T", lowBound=0)
-    arrival = {name: pulp.LpVariable(f"a_{i}", lowBound=0) for i, name in enumerate(pick)}
-    done = pulp.LpVariable("output_arrival", lowBound=0)
+    # Pipelined dataflow: a process starts when its inputs' first pixels arrive, emits its first output
+    # `fill` later, and finishes no sooner than its own work allows nor than `drain` after its inputs end.
+    start = {name: pulp.LpVariable(f"s_{i}", lowBound=0) for i, name in enumerate(pick)}
+    finish = {name: pulp.LpVariable(f"f_{i}", lowBound=0) for i, name in enumerate(pick)}
+    done = pulp.LpVariable("output_finish", lowBound=0)
     for name in pick:
-        problem += throughput >= total(name, "cycles"), f"slowest_{name}"
+        problem += finish[name] >= start[name] + total(name, "cycles"), f"work_{name}"
     for channel in graph.channels.values():
-        if channel.producer in pick:
-            target = arrival[channel.consumer] if channel.consumer in pick else done
-            problem += target >= arrival[channel.producer] + total(channel.producer, "fill"), f"fill_{channel.name}"
+        if channel.producer not in pick:
+            continue
+        if channel.consumer in pick:
+            consumer = channel.consumer
+            problem += start[consumer] >= start[channel.producer] + total(channel.producer, "fill"), \
+                f"fill_{channel.name}"
+            problem += finish[consumer] >= finish[channel.producer] + total(consumer, "drain"), \
+                f"drain_{channel.name}"
+        else:
+            problem += done >= finish[channel.producer], f"out_{channel.name}"
     # Among equally fast designs prefer the cheaper: at most one cycle per resource exhausted.
     thrift = pulp.lpSum(total(name, r) * (1.0 / max(getattr(budget, r), 1)) for name in pick for r in RESOURCES)
     if objective == "latency":
-        problem += throughput + done + thrift
+        problem += done + thrift
     elif objective == "sum":
         problem += pulp.lpSum(total(name, "cycles") for name in pick) + thrift
     else:
@@ -238,19 +250,21 @@ def _solution(graph, board, chosen, objective, budget, status, seconds, size) ->
 
 
 def estimate(graph: StreamGraph, costs: dict[str, Cost]) -> tuple[int, int]:
-    """(throughput cycles, end-to-end latency): the slowest process, plus fills along the longest path."""
-    throughput = max(c.cycles for c in costs.values())
-    arrival = {name: 0 for name in costs}
-    longest = 0
+    """(throughput cycles, end-to-end latency) under the ILP's latency model (see `solve`)."""
+    start = {name: 0 for name in costs}
+    finish: dict[str, int] = {}
+    latency = 0
     for p in graph.processes:  # topological order
-        ready = arrival[p.name] + costs[p.name].fill
+        producers = [graph.channels[c].producer for c in p.inputs if graph.channels[c].producer in costs]
+        finish[p.name] = max([start[p.name] + costs[p.name].cycles] +
+                             [finish[q] + costs[p.name].drain for q in producers])
         for channel in p.outputs:
             consumer = graph.channels[channel].consumer
-            if consumer in arrival:
-                arrival[consumer] = max(arrival[consumer], ready)
+            if consumer in start:
+                start[consumer] = max(start[consumer], start[p.name] + costs[p.name].fill)
             else:
-                longest = max(longest, ready)
-    return throughput, throughput + longest
+                latency = max(latency, finish[p.name])
+    return max(c.cycles for c in costs.values()), latency
 
 
 def _macs(graph: StreamGraph, p) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -21,6 +22,7 @@ from .dataflow import Schedule, StreamGraph, validate_schedule
 from .ir import Graph, MingError
 from .pipeline import lift
 from .progress import Progress
+from .simulate import simulate
 
 
 @dataclass
@@ -41,6 +43,10 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
     if problems:
         raise MingError(f"invalid schedule: {problems[0]}")
     data = report(stream_graph, schedule, board, solution)
+    simulated = simulate(data)
+    data["totals"] |= {"simulated_cycles": simulated.cycles,
+                       "simulated_first_output_cycles": simulated.first_output_cycles,
+                       "simulated_deadlock": simulated.deadlock}
     kinds = {k.name: classify(k).kind for k in graph.kernels()}
     for node in data["nodes"]:
         node["class"] = kinds.get(node["name"], "data_movement")
@@ -81,6 +87,7 @@ class BuildOptions:
     objective: str = "latency"
     settings: dict[str, int] = field(default_factory=dict)  # PROCESS.unroll.LOOP / CHANNEL.depth pins
     clock_mhz: float | None = None
+    minimal_fifos: bool = False  # shrink FIFOs to the least depth that keeps the simulated latency
 
 
 def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
@@ -103,7 +110,34 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     totals = solution.totals
     totals |= fifo | {"bram18k": totals["bram18k"] + fifo["fifo_bram18k"], "lut": totals["lut"] + fifo["fifo_lut"]}
     totals["solver"]["budget"] = vars(budget)
+    if options.minimal_fifos:
+        solution.schedule = minimal_fifos(stream_graph, solution, board, set(pins.depths))
     return board, solution
+
+
+def minimal_fifos(graph: StreamGraph, solution: Solution, board: Board, pinned: set[str]) -> Schedule:
+    """Per channel, the least depth (binary search) with which the simulated latency does not grow."""
+    schedule = solution.schedule
+
+    def cycles(depths: dict[str, int]) -> int | None:
+        result = simulate(report(graph, replace(schedule, depths=depths), board, solution))
+        return None if result.deadlock else result.cycles
+
+    depths = dict(schedule.depths)
+    target = cycles(depths)
+    for channel in sorted(graph.channels):
+        if channel in pinned:
+            continue
+        low, high = 1, depths[channel]
+        while low < high:
+            middle = (low + high) // 2
+            trial = cycles(depths | {channel: middle})
+            if trial is not None and trial <= target:
+                high = middle
+            else:
+                low = middle + 1
+        depths[channel] = high
+    return replace(schedule, depths=depths)
 
 
 def fifo_cost(graph: StreamGraph) -> dict[str, int]:
@@ -129,7 +163,9 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
     with progress.step(f"writing {out}"):
         write_tree(result.files, Path(out))
     totals = solution.totals
-    progress.note(f"estimated {totals['cycles']:,} cycles ({totals['latency_us']:.1f} us at {board.clock_mhz:g} MHz), "
+    simulated = json.loads(result.files["report.json"])["totals"]["simulated_cycles"]
+    progress.note(f"estimated {totals['cycles']:,} cycles ({totals['latency_us']:.1f} us at {board.clock_mhz:g} MHz; "
+                  f"simulated {simulated:,}), "
                   f"{totals['dsp']} DSP, {totals['bram18k']} BRAM18K, {totals['uram']} URAM, {totals['lut']:,} LUT")
     progress.note(f"wrote {len(result.files)} files to {out} ({len(result.stream_graph.processes)} processes, "
                   f"{len(result.stream_graph.channels)} channels) in {progress.elapsed():.1f} s")

@@ -34,8 +34,15 @@ def _parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="compile a model into a Vitis HLS project")
     build.add_argument("model", type=Path)
     _design_options(build)
+    build.add_argument("--fifo", choices=("sized", "minimal"), default="sized",
+                       help="sized: skip FIFOs hold the line-buffer lag, others two pixels (default); minimal: the "
+                            "least depths that keep the simulated latency")
     build.add_argument("-o", "--output", required=True, type=Path, help="output directory (replaced on success)")
     build.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
+    simulate = commands.add_parser("simulate", help="cycle-level simulation of a build's dataflow schedule")
+    simulate.add_argument("build_dir", type=Path)
+    simulate.add_argument("--json", action="store_true", help="print a JSON object")
 
     sweep = commands.add_parser("sweep", help="explore latency against resource budgets (no C++)")
     sweep.add_argument("model", type=Path)
@@ -75,7 +82,8 @@ def _options(args, **limits):
     from ming_py.ilp.pins import parse_assignments
 
     limits = limits or {"dsp": args.dsp, "bram18k": args.bram, "uram": args.uram, "lut": args.lut}
-    return BuildOptions(args.board, limits, args.objective, parse_assignments(args.set, args.settings), args.clock)
+    return BuildOptions(args.board, limits, args.objective, parse_assignments(args.set, args.settings), args.clock,
+                        getattr(args, "fifo", "sized") == "minimal")
 
 
 def _build(args) -> None:
@@ -104,6 +112,33 @@ def _csim(args) -> int:
         return EXIT_DEADLOCK
     np.save(args.output, y.astype(np.float32))
     return 0
+
+
+def _simulate(args) -> int:
+    from .simulate import as_json, simulate_dir
+
+    if not (args.build_dir / "report.json").is_file():
+        raise MingError(f"{args.build_dir}: not a ming build directory (no report.json); run `ming build` first")
+    result = simulate_dir(args.build_dir)
+    if args.json:
+        print(json.dumps(as_json(result), indent=2))
+    else:
+        _print_simulation(result)
+    return EXIT_DEADLOCK if result.deadlock else 0
+
+
+def _print_simulation(result) -> None:
+    if result.deadlock:
+        print("deadlock: every process is blocked")
+        print("\n".join(result.deadlock))
+        return
+    print(f"{result.cycles:,} cycles to the last output, {result.first_output_cycles:,} to the first")
+    print(f"{'process':<28} {'busy':>9} {'read stall':>11} {'write stall':>12}")
+    for name, stalls in result.stalls.items():
+        print(f"{name:<28} {result.busy.get(name, 0):>9,} {stalls['read']:>11,} {stalls['write']:>12,}")
+    print(f"{'channel':<40} {'peak':>6}")
+    for name, peak in result.fifo_peak.items():
+        print(f"{name:<40} {peak:>6}")
 
 
 def _boards(args) -> None:
@@ -159,7 +194,7 @@ def _load_input(path: Path) -> np.ndarray:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "sweep": _sweep, "csim": _csim,
-                "boards": _boards}
+                "simulate": _simulate, "boards": _boards}
     try:
         return handlers[args.command](args) or 0
     except MingError as exc:
