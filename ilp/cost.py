@@ -102,7 +102,8 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
     read = sum(c.channels // lanes for c, lanes in zip(ins, choice.lanes_in))  # cycles per input pixel
     write = sum(c.channels // lanes for c, lanes in zip(outs, choice.lanes_out))  # per output pixel
     requant_lanes = choice.lanes_out[0] if _has_requant(p) else 0
-    epilogue = out.channels // choice.lanes_out[0] + PIPELINE_DEPTH if requant_lanes else 0
+    # compute processes requantize while writing: one pipelined loop over the output tokens
+    write_output = out.channels // choice.lanes_out[0] + PIPELINE_DEPTH
     macs = 0
     if p.kind in WINDOW_KINDS or p.kind == "pointwise":
         w = p.window
@@ -117,12 +118,8 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
         else:
             macs = choice.factor("c") * choice.factor("k") if p.kind == "depthwise" else 0
             compute = (w.out_channels // choice.factor("c")) * (k // choice.factor("k"))
-        compute += PIPELINE_DEPTH
-        load = 0
-        if p.kind != "pointwise":
-            partition = max(choice.lanes_in[0], choice.factor("ic") if p.kind == "conv" else choice.factor("c"))
-            load = k * w.in_channels // partition + PIPELINE_DEPTH
-        per_output = load + compute + epilogue + write + LOOP_OVERHEAD
+        compute += PIPELINE_DEPTH  # the window is fetched inside this loop (conv: during its first channel tile)
+        per_output = compute + write_output  # the position loop's overhead is counted per position below
         positions = w.padded_height * w.padded_width if p.kind != "pointwise" else w.in_height * w.in_width
         outputs = w.out_height * w.out_width
         cycles = w.in_height * w.in_width * read + outputs * per_output + positions * LOOP_OVERHEAD
@@ -136,14 +133,14 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
         k_total = ins[0].values
         macs = choice.factor("n") * choice.factor("k")
         compute = (out.channels // choice.factor("n")) * (k_total // choice.factor("k")) + PIPELINE_DEPTH
-        cycles = ins[0].pixels * read + compute + epilogue + write
+        cycles = ins[0].pixels * read + compute + write_output
         fill = cycles  # nothing comes out before the whole input is in
         drain = cycles - ins[0].pixels * read
     elif p.kind == "global_avgpool":
         accumulate = ins[0].channels // choice.factor("c") + PIPELINE_DEPTH
-        cycles = ins[0].pixels * (read + accumulate) + epilogue + write
+        cycles = ins[0].pixels * (read + accumulate) + write_output
         fill = cycles
-        drain = accumulate + epilogue + write
+        drain = accumulate + write_output
     else:  # add, rescale, concat, split: one pixel at a time
         compute = out.channels // choice.lanes_out[0] + PIPELINE_DEPTH if p.kind in ("add", "rescale") else 0
         per_pixel = read + compute + write + LOOP_OVERHEAD

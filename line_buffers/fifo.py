@@ -7,12 +7,13 @@ branch, whose FIFO must hold those pixels or the split blocks, the long branch
 starves and the join waits forever. The lag of a branch is counted in pixels of
 the split's output from the geometry of its processes (StreamTensor §5.3's token
 model with the line-buffer fill as initial delay); the short branch's first FIFO
-gets the difference. Every other FIFO holds two pixels: a process writes a
-pixel's tokens in a burst after computing it and its consumer reads them in a
-burst, so with less the two serialise (measured with `ming simulate`: tiny_cnn
-at 5% of the KV260's DSPs takes 18% longer with 2-token FIFOs);
-`ming build --fifo minimal` shrinks every depth to the least that keeps the
-simulated latency.
+gets the difference. Every other FIFO holds at least two pixels: a process
+writes a pixel's tokens in a burst after computing it and its consumer reads
+them in a burst, so with less the two serialise. `ming build` then deepens all
+FIFOs (4, 8, 16 pixels) while the cycle-level simulation says it pays and the
+budget allows (a strided consumer reads in bursts of rows: tiny_cnn at 5% of the
+KV260's DSPs runs 18% faster with 8 pixels than with 2); `--fifo minimal`
+shrinks every depth to the least that keeps the simulated latency.
 """
 
 from __future__ import annotations
@@ -96,20 +97,20 @@ def _branch_heads(graph: StreamGraph, split: str, channel_name: str) -> frozense
     return frozenset().union(*(_branch_heads(graph, split, c) for c in producer.inputs))
 
 
-def fifo_depths(graph: StreamGraph, lanes: dict[str, int]) -> dict[str, int]:
+def fifo_depths(graph: StreamGraph, lanes: dict[str, int], least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
     """Depth in tokens of every channel under the given lane counts."""
     pixels = depths_in_pixels(graph)
     depths = {}
     for name, channel in graph.channels.items():
         tokens_per_pixel = channel.channels // lanes.get(name, 1)
-        depths[name] = max(MIN_DEPTH, max(pixels.get(name, 0), DEFAULT_PIXELS) * tokens_per_pixel)
+        depths[name] = max(MIN_DEPTH, max(pixels.get(name, 0), least_pixels) * tokens_per_pixel)
     return depths
 
 
-def fifo_bits(graph: StreamGraph) -> dict[str, int]:
+def fifo_bits(graph: StreamGraph, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
     """Storage of every channel's sized FIFO in bits (independent of lanes: pixels x channels x 8)."""
     pixels = depths_in_pixels(graph)
-    return {name: max(pixels.get(name, 0), DEFAULT_PIXELS) * c.channels * 8 for name, c in graph.channels.items()}
+    return {name: max(pixels.get(name, 0), least_pixels) * c.channels * 8 for name, c in graph.channels.items()}
 
 
 def fifo_memory(bits: int, width_bits: int = 8) -> tuple[int, int]:

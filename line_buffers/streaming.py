@@ -302,8 +302,9 @@ def _buffers(process: Process, channels: dict[str, Channel]) -> list[Buffer]:
     kind = process.kind
     buffers = []
     if kind in ("conv", "depthwise", "maxpool", "avgpool"):
-        buffers += [Buffer("line_buffer", "line_buffer", (w.line_buffer_rows, w.in_width, w.in_channels), 8),
-                    Buffer("window", "window", (w.kernel[0], w.kernel[1], w.in_channels), 8)]
+        buffers.append(Buffer("line_buffer", "line_buffer", (w.line_buffer_rows, w.in_width, w.in_channels), 8))
+    if kind == "conv":  # reused by every output-channel tile; the others read each element once
+        buffers.append(Buffer("window", "window", (w.kernel[0], w.kernel[1], w.in_channels), 8))
     if kind in ("pointwise", "add", "rescale", "concat", "split", "global_avgpool"):
         buffers += [Buffer(f"pixel{i}" if len(ins) > 1 else "pixel", "pixel", (c.channels,), 8)
                     for i, c in enumerate(ins)]

@@ -16,7 +16,7 @@ from ming_py.emit.reports import dataflow_mlir, host_metadata, report, report_js
 from ming_py.ilp import Budget, Solution, solve
 from ming_py.ilp.pins import resolve
 from ming_py.line_buffers import build_stream_graph
-from ming_py.line_buffers.fifo import fifo_bits, fifo_depths, fifo_memory
+from ming_py.line_buffers.fifo import DEFAULT_PIXELS, fifo_bits, fifo_depths, fifo_memory
 
 from .dataflow import Schedule, StreamGraph, validate_schedule
 from .ir import Graph, MingError
@@ -104,9 +104,10 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
     available = replace(budget, bram18k=budget.bram18k - fifo["fifo_bram18k"], lut=budget.lut - fifo["fifo_lut"])
     solution = solve(stream_graph, board, available, options.objective, pins.unroll)
-    schedule = solution.schedule
-    depths = fifo_depths(stream_graph, {c: schedule.lanes_of(c) for c in stream_graph.channels})
-    solution.schedule = replace(schedule, depths=depths | pins.depths)
+    lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
+    least_pixels = decoupling_pixels(stream_graph, solution, board, budget, pins.depths)
+    fifo = fifo_cost(stream_graph, least_pixels)
+    solution.schedule = replace(solution.schedule, depths=fifo_depths(stream_graph, lanes, least_pixels) | pins.depths)
     totals = solution.totals
     totals |= fifo | {"bram18k": totals["bram18k"] + fifo["fifo_bram18k"], "lut": totals["lut"] + fifo["fifo_lut"]}
     totals["solver"]["budget"] = vars(budget)
@@ -115,37 +116,60 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     return board, solution
 
 
+def fifo_cost(graph: StreamGraph, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
+    """Bits of all sized FIFOs and the BRAM18K / LUTs they take."""
+    bits = fifo_bits(graph, least_pixels)
+    memory = [fifo_memory(b) for b in bits.values()]
+    return {"fifo_bits": sum(bits.values()), "fifo_bram18k": sum(m[0] for m in memory),
+            "fifo_lut": sum(m[1] for m in memory)}
+
+
+def simulated_cycles(graph: StreamGraph, schedule: Schedule, board: Board, solution: Solution) -> int | None:
+    """The cycle-level simulation's latency of a schedule; None when it deadlocks."""
+    result = simulate(report(graph, schedule, board, solution))
+    return None if result.deadlock else result.cycles
+
+
+def decoupling_pixels(graph: StreamGraph, solution: Solution, board: Board, budget: Budget,
+                      pinned: dict[str, int]) -> int:
+    """The least pixels every FIFO holds: doubled while the simulated latency drops by 2% and the budget allows."""
+    lanes = {c: solution.schedule.lanes_of(c) for c in graph.channels}
+
+    def cycles(pixels: int) -> int | None:
+        depths = fifo_depths(graph, lanes, pixels) | pinned
+        return simulated_cycles(graph, replace(solution.schedule, depths=depths), board, solution)
+
+    best, best_cycles = DEFAULT_PIXELS, cycles(DEFAULT_PIXELS)
+    for pixels in (4, 8, 16):
+        fifo = fifo_cost(graph, pixels)
+        if solution.totals["bram18k"] + fifo["fifo_bram18k"] > budget.bram18k or \
+                solution.totals["lut"] + fifo["fifo_lut"] > budget.lut:
+            break
+        trial = cycles(pixels)
+        if best_cycles is None or trial is None or trial > 0.98 * best_cycles:
+            break
+        best, best_cycles = pixels, trial
+    return best
+
+
 def minimal_fifos(graph: StreamGraph, solution: Solution, board: Board, pinned: set[str]) -> Schedule:
     """Per channel, the least depth (binary search) with which the simulated latency does not grow."""
     schedule = solution.schedule
-
-    def cycles(depths: dict[str, int]) -> int | None:
-        result = simulate(report(graph, replace(schedule, depths=depths), board, solution))
-        return None if result.deadlock else result.cycles
-
     depths = dict(schedule.depths)
-    target = cycles(depths)
+    target = simulated_cycles(graph, schedule, board, solution)
     for channel in sorted(graph.channels):
         if channel in pinned:
             continue
         low, high = 1, depths[channel]
         while low < high:
             middle = (low + high) // 2
-            trial = cycles(depths | {channel: middle})
+            trial = simulated_cycles(graph, replace(schedule, depths=depths | {channel: middle}), board, solution)
             if trial is not None and trial <= target:
                 high = middle
             else:
                 low = middle + 1
         depths[channel] = high
     return replace(schedule, depths=depths)
-
-
-def fifo_cost(graph: StreamGraph) -> dict[str, int]:
-    """Bits of all sized FIFOs and the BRAM18K / LUTs they take."""
-    bits = fifo_bits(graph)
-    memory = [fifo_memory(b) for b in bits.values()]
-    return {"fifo_bits": sum(bits.values()), "fifo_bram18k": sum(m[0] for m in memory),
-            "fifo_lut": sum(m[1] for m in memory)}
 
 
 def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),

@@ -128,16 +128,11 @@ def _window_program(node: dict, cin: _Channel, cout: _Channel):
     lanes_in, lanes_out = cin.lanes, cout.lanes
     k = k_h * k_w
     if kind == "conv":
-        u_ic = unroll.get("ic", 1)
-        parts = max(lanes_in, u_ic)
-        compute = _cdiv(c_out, unroll.get("oc", 1)) * _cdiv(c_in, u_ic) * _cdiv(k, unroll.get("k", 1))
+        compute = _cdiv(c_out, unroll.get("oc", 1)) * _cdiv(c_in, unroll.get("ic", 1)) * _cdiv(k, unroll.get("k", 1))
     else:
-        u_c = unroll.get("c", 1)
-        parts = max(lanes_in, u_c)
-        compute = _cdiv(c_out, u_c) * _cdiv(k, unroll.get("k", 1))
-    window_cycles = ((_cdiv(k * (c_in // parts), 1) + PIPELINE_DEPTH)   # load_window
-                     + compute + PIPELINE_DEPTH                          # mac / reduce
-                     + _loop(c_out, lanes_out))                          # epilogue
+        compute = _cdiv(c_out, unroll.get("c", 1)) * _cdiv(k, unroll.get("k", 1))
+    # mac / reduce (the window is fetched inside it), then the write loop's pipeline fill before its first token
+    window_cycles = compute + PIPELINE_DEPTH + PIPELINE_DEPTH
     tokens_in, tokens_out = c_in // lanes_in, c_out // lanes_out
     overhead = (_DELAY, ITERATION_OVERHEAD, 0)
     read, write = (_READ, cin, tokens_in), (_WRITE, cout, tokens_out)
@@ -163,8 +158,8 @@ def _pointwise_program(node: dict, cin: _Channel, cout: _Channel):
     c_in, h_in, w_in = w["in_channels"], w["in_height"], w["in_width"]
     c_out, h_out, w_out = w["out_channels"], w["out_height"], w["out_width"]
     s_h, s_w = w["stride"]
-    compute = (_cdiv(c_out, unroll.get("oc", 1)) * _cdiv(c_in, unroll.get("ic", 1)) + PIPELINE_DEPTH
-               + _loop(c_out, cout.lanes))
+    # mac, then the requantizing write loop's pipeline fill before its first token
+    compute = _cdiv(c_out, unroll.get("oc", 1)) * _cdiv(c_in, unroll.get("ic", 1)) + PIPELINE_DEPTH + PIPELINE_DEPTH
     overhead = (_DELAY, ITERATION_OVERHEAD, 0)
     read, write = (_READ, cin, c_in // cin.lanes), (_WRITE, cout, c_out // cout.lanes)
     compute_op = (_DELAY, compute, 0)
@@ -184,8 +179,7 @@ def _dense_program(node: dict, cin: _Channel, cout: _Channel):
     k = node.get("loop_bounds", {}).get("k", c * h * w)
     n = node.get("loop_bounds", {}).get("n", cout.tokens * cout.lanes)
     yield (_READ, cin, k // cin.lanes)
-    yield (_DELAY, _cdiv(n, unroll.get("n", 1)) * _cdiv(k, unroll.get("k", 1)) + PIPELINE_DEPTH
-           + _loop(n, cout.lanes), 0)
+    yield (_DELAY, _cdiv(n, unroll.get("n", 1)) * _cdiv(k, unroll.get("k", 1)) + PIPELINE_DEPTH + PIPELINE_DEPTH, 0)
     yield (_WRITE, cout, n // cout.lanes)
 
 
@@ -200,7 +194,7 @@ def _global_avgpool_program(node: dict, cin: _Channel, cout: _Channel):
         yield overhead
         yield read
         yield accumulate
-    yield (_DELAY, _loop(c_out, cout.lanes), 0)
+    yield (_DELAY, PIPELINE_DEPTH, 0)  # the requantizing write loop's pipeline fill
     yield (_WRITE, cout, c_out // cout.lanes)
 
 

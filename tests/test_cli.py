@@ -9,7 +9,6 @@ import sys
 import numpy as np
 import onnx
 import onnxruntime as ort
-import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import zoo
