@@ -122,10 +122,12 @@ def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, 
 
 
 def _tidy(text: str) -> str:
-    """Collapse the blank lines template control flow leaves behind."""
+    """Collapse the blank lines template control flow leaves behind (runs of them, and before a closing brace)."""
     lines = [line.rstrip() for line in text.splitlines()]
     out: list[str] = []
     for line in lines:
+        if line.strip() == "}" and out and not out[-1]:
+            out.pop()
         if line or (out and out[-1]):
             out.append(line)
     return "\n".join(out).strip() + "\n"
