@@ -584,3 +584,27 @@ def ort_qlinear_avgpool_reference(x: ArrayLike, x_scale: ArrayLike, x_zp: int, y
             q = np.clip(np.rint(v.astype(np.float64)), INT8_MIN + off, INT8_MAX + off)
             y[:, :, i, j] = q.astype(np.int64) - off
     return saturate(y)
+
+
+def ort_qlinear_softmax(x: ArrayLike, x_scale: ArrayLike, y_scale: ArrayLike, y_zp: int, axis: int) -> np.ndarray:
+    """onnxruntime's QLinearSoftmax (contrib op that QDQ Softmax becomes), on int8 ``x``.
+
+    A float32 table ``T[d] = f32(exp((d + b) * sx))`` over ``d = x - max(x)`` with
+    ``b = max(0, ln(FLT_MAX / D) - 5) / sx`` (D = size of the softmax axis) keeps the
+    sum finite; the sum is accumulated in float32 in element order; each output is
+    ``rne(f32(f32(T * floor(1 / sy)) / sum)) + zy`` saturated at the top (the kernel runs
+    in the uint8 domain after onnxruntime's int8-to-uint8 rewrite, so 256 -> 255).
+    The input zero point cancels in ``x - max(x)``.
+    """
+    x = np.moveaxis(_i64(x), axis, -1)
+    size = x.shape[-1]
+    sx = float(_f32_scalar(x_scale))
+    shift = max(0.0, float(np.log(np.finfo(np.float32).max / size)) - 5.0) / sx
+    table = np.exp((x - x.max(axis=-1, keepdims=True) + shift) * sx).astype(_F32)
+    total = np.zeros(x.shape[:-1], _F32)
+    for i in range(size):  # float32, in element order, as the kernel accumulates
+        total = (total + table[..., i]).astype(_F32)
+    y_scale_inverse = _F32(np.floor(_F32(1.0) / _f32_scalar(y_scale)))
+    ratio = ((table * y_scale_inverse).astype(_F32) / total[..., None]).astype(_F32)
+    y = np.rint(ratio.astype(np.float64)).astype(np.int64) + int(y_zp)
+    return np.moveaxis(saturate(y, INT8_MIN, INT8_MAX), -1, axis)

@@ -65,8 +65,14 @@ def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.nda
 
 def host_tail(q: np.ndarray, scale: float, zero_point: int, host_ops: tuple[HostOp, ...]) -> np.ndarray:
     """Dequantize an accelerator output and run the float steps that follow it on the host."""
-    x = numerics.ort_dequantize_linear(q, scale, zero_point)
-    for op in host_ops:
+    ops = list(host_ops)
+    if len(ops) >= 2 and ops[0].kind == "softmax" and ops[1].kind == "quantize":
+        # a quantized Softmax is onnxruntime's QLinearSoftmax on the int8 values
+        x = numerics.ort_qlinear_softmax(q, scale, ops[1].scale, ops[1].zero_point, ops[0].axis)
+        ops = ops[2:]
+    else:
+        x = numerics.ort_dequantize_linear(q, scale, zero_point)
+    for op in ops:
         x = _host_op(x, op)
     return x
 
