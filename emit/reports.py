@@ -37,7 +37,7 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
             nodes[-1]["schedule"]["storage"] = dict(sched.storage)
     channels = [{"name": c.name, "producer": c.producer, "consumer": c.consumer,
                  "shape": [c.channels, c.height, c.width], "lanes": schedule.lanes_of(c.name),
-                 "depth": schedule.depth_of(c.name)} for c in graph.channels.values()]
+                 "fifo_depth": schedule.depth_of(c.name)} for c in graph.channels.values()]
     buffers = [b for p in graph.processes for b in p.buffers]
     totals = {
         "processes": len(graph.processes), "channels": len(graph.channels),

@@ -416,18 +416,20 @@ class Lifter:
             raise MingError(f"{where}: unexpected requantization chain after {kernel.source}")
         out_shape = self.graph.tensors[kernel.output.tensor].shape
         axis = _channel_axis([term.offset, value.bias, *term.factors], out_shape)
-        channels = out_shape[axis] if axis is not None else 1
-        x_scale, w_scale = (np.float32(term.factors[0]), _per_channel(term.factors[1], axis, channels, np.float32))
+        if axis is None:  # nothing varies per channel: the output's channels are its first axis
+            axis = 0
+        channels = out_shape[axis]
+        x_scale, w_scale = (np.float32(term.factors[0]), _per_channel(term.factors[1], channels, np.float32))
         if np.ndim(term.factors[0]) and np.size(term.factors[0]) > 1:
-            x_scale, w_scale = np.float32(term.factors[1]), _per_channel(term.factors[0], axis, channels, np.float32)
-        correction = _per_channel(term.offset, axis, channels, np.int64)
-        bias_float = _per_channel(value.bias, axis, channels, np.float64)
+            x_scale, w_scale = np.float32(term.factors[1]), _per_channel(term.factors[0], channels, np.float32)
+        correction = _per_channel(term.offset, channels, np.int64)
+        bias_float = _per_channel(value.bias, channels, np.float64)
         acc_scale = np.float64(x_scale) * w_scale.astype(np.float64)
         bias_int = np.rint(bias_float / acc_scale)
         if np.any(np.abs(bias_float / acc_scale - bias_int) > 1e-2):
             raise MingError(f"{where}: bias of {kernel.source} is not an int32 multiple of input*weight scale; "
                             "quantize the model with onnxruntime's quantize_static")
-        channel_dim = kernel.output.map.results[axis].single_dim() if axis is not None else kernel.parallel_dims[0]
+        channel_dim = kernel.output.map.results[axis].single_dim()
         kernel.epilogue = AccRequant(
             bias=(bias_int.astype(np.int64) - correction).astype(np.int32),
             x_scale=np.float32(x_scale), w_scale=w_scale.astype(np.float32), y_scale=np.float32(scale),
@@ -818,12 +820,9 @@ def _channel_axis(arrays, shape) -> int | None:
     return axes.pop() if axes else None
 
 
-def _per_channel(array, axis, channels, dtype) -> np.ndarray:
-    array = np.asarray(array)
-    if array.ndim == 0 or axis is None:
-        return np.full(channels, array.reshape(-1)[0] if array.size else 0, dtype=dtype)
-    return np.broadcast_to(array.reshape(-1), (channels,)).astype(dtype) if array.size in (1, channels) \
-        else np.moveaxis(array, axis, 0).reshape(channels).astype(dtype)
+def _per_channel(array, channels, dtype) -> np.ndarray:
+    """A scalar or per-channel constant (varying along one axis at most) as one value per channel."""
+    return np.broadcast_to(np.asarray(array).reshape(-1), (channels,)).astype(dtype)
 
 
 def _int_payload(block, where) -> Expr:

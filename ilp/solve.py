@@ -70,8 +70,6 @@ class Solution:
     solve_seconds: float
     objective: str
     budget: Budget
-    throughput_cycles: int = 0
-    latency_cycles: int = 0
     totals: dict = field(default_factory=dict)
 
 
@@ -176,9 +174,11 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     if pulp.LpStatus[status] != "Optimal":
         raise MingError(f"no design fits the budget ({_describe(vars(budget))}); the smallest design needs "
                         f"{_describe(smallest_design(graph))}")
-    chosen = {name: options[name][_picked(xs)] for name, xs in pick.items()}
+    picked = {name: _picked(xs) for name, xs in pick.items()}
+    chosen = {name: options[name][j] for name, j in picked.items()}
+    chosen_costs = {name: costs[name][j] for name, j in picked.items()}
     size = {"variables": len(problem.variables()), "constraints": len(problem.constraints)}
-    return _solution(graph, board, chosen, objective, budget, pulp.LpStatus[status], seconds, size)
+    return _solution(graph, board, chosen, chosen_costs, objective, budget, pulp.LpStatus[status], seconds, size)
 
 
 def _picked(xs) -> int:
@@ -236,8 +236,7 @@ def schedule_of(graph: StreamGraph, chosen: dict[str, Choice]) -> Schedule:
     return Schedule(processes, lanes)
 
 
-def _solution(graph, board, chosen, objective, budget, status, seconds, size) -> Solution:
-    costs = {name: process_cost(graph, graph.process(name), c) for name, c in chosen.items()}
+def _solution(graph, board, chosen, costs, objective, budget, status, seconds, size) -> Solution:
     throughput, latency = estimate(graph, costs)
     macs = sum(_macs(graph, p) for p in graph.processes)
     totals = {r: sum(getattr(c, r) for c in costs.values()) for r in RESOURCES + ("ff",)}
@@ -245,8 +244,7 @@ def _solution(graph, board, chosen, objective, budget, status, seconds, size) ->
                "roofline_cycles": math.ceil(macs / max(budget.dsp, 1)), "macs": macs,
                # no wall-clock time here: build outputs are byte-identical run to run (it is printed instead)
                "solver": {"status": status, "objective": objective, "budget": vars(budget)} | size}
-    return Solution(schedule_of(graph, chosen), chosen, costs, status, seconds, objective, budget, throughput,
-                    latency, totals)
+    return Solution(schedule_of(graph, chosen), chosen, costs, status, seconds, objective, budget, totals)
 
 
 def estimate(graph: StreamGraph, costs: dict[str, Cost]) -> tuple[int, int]:

@@ -50,7 +50,7 @@ def stream_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
     dims = list(shape)
     while len(dims) > 3 and dims[0] == 1:
         dims.pop(0)
-    while len(dims) > 1 and dims[0] == 1 and len(dims) != 3:
+    if len(dims) == 2 and dims[0] == 1:
         dims.pop(0)
     if len(dims) == 1:
         return (dims[0], 1, 1)

@@ -106,19 +106,22 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     solution = solve(stream_graph, board, available, options.objective, pins.unroll)
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
     least_pixels = decoupling_pixels(stream_graph, solution, board, budget, pins.depths)
-    fifo = fifo_cost(stream_graph, least_pixels)
     solution.schedule = replace(solution.schedule, depths=fifo_depths(stream_graph, lanes, least_pixels) | pins.depths)
+    if options.minimal_fifos:
+        solution.schedule = minimal_fifos(stream_graph, solution, board, set(pins.depths))
+    fifo = _fifo_totals({c: solution.schedule.depth_of(c) * lanes[c] * 8 for c in stream_graph.channels})
     totals = solution.totals
     totals |= fifo | {"bram18k": totals["bram18k"] + fifo["fifo_bram18k"], "lut": totals["lut"] + fifo["fifo_lut"]}
     totals["solver"]["budget"] = vars(budget)
-    if options.minimal_fifos:
-        solution.schedule = minimal_fifos(stream_graph, solution, board, set(pins.depths))
     return board, solution
 
 
 def fifo_cost(graph: StreamGraph, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
-    """Bits of all sized FIFOs and the BRAM18K / LUTs they take."""
-    bits = fifo_bits(graph, least_pixels)
+    """Bits of all sized FIFOs holding at least `least_pixels` pixels and the BRAM18K / LUTs they take."""
+    return _fifo_totals(fifo_bits(graph, least_pixels))
+
+
+def _fifo_totals(bits: dict[str, int]) -> dict[str, int]:
     memory = [fifo_memory(b) for b in bits.values()]
     return {"fifo_bits": sum(bits.values()), "fifo_bram18k": sum(m[0] for m in memory),
             "fifo_lut": sum(m[1] for m in memory)}

@@ -10,7 +10,7 @@ template (emit/templates/process/*.j2) runs, with these costs:
 * each iteration of a non-pipelined outer loop (the pixel / window-position
   loop) costs ``ITERATION_OVERHEAD`` (2) cycles, charged at its start.
 
-FIFOs are bounded (the channel's ``depth`` in tokens). A read blocks while the
+FIFOs are bounded (the channel's ``fifo_depth`` in tokens). A read blocks while the
 FIFO is empty, a write while it is full; a token written in cycle ``t`` can be
 read in cycle ``t + 1`` and a slot freed by a read in cycle ``t`` can be
 written in cycle ``t + 1``. The accelerator's input port is an unpack stage
@@ -43,11 +43,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .dataflow import WINDOW_KINDS
+
 PIPELINE_DEPTH = 4
 ITERATION_OVERHEAD = 2
 
 _DELAY, _READ, _WRITE = 0, 1, 2
-WINDOW_KINDS = ("conv", "depthwise", "maxpool", "avgpool")
 
 
 @dataclass
@@ -79,7 +80,7 @@ class _Channel:
 
     def __init__(self, spec: dict):
         self.name = spec["name"]
-        self.depth = int(spec["depth"])
+        self.depth = int(spec["fifo_depth"])
         if self.depth < 1:
             raise ValueError(f"channel {self.name}: depth {self.depth} < 1")
         c, h, w = self.shape = tuple(int(x) for x in spec["shape"])

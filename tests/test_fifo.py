@@ -81,12 +81,12 @@ def test_simulate_json_and_minimal_fifos(quantized, lifted, tmp_path):
         assert {"cycles", "first_output_cycles", "stalls", "fifo_peak"} <= results[variant].keys()
         report = json.loads((tmp_path / variant / "report.json").read_text())
         assert report["totals"]["simulated_cycles"] == results[variant]["cycles"]
-        assert all(results[variant]["fifo_peak"][c["name"]] <= c["depth"] for c in report["channels"])
+        assert all(results[variant]["fifo_peak"][c["name"]] <= c["fifo_depth"] for c in report["channels"])
     assert results["minimal"]["cycles"] <= results["sized"]["cycles"]
 
     def fifo_bits(variant):
         channels = json.loads((tmp_path / variant / "report.json").read_text())["channels"]
-        return sum(c["depth"] * c["lanes"] * 8 for c in channels)
+        return sum(c["fifo_depth"] * c["lanes"] * 8 for c in channels)
 
     assert fifo_bits("minimal") < fifo_bits("sized")
     # the simulator follows the processes' read/write order, so what it completes cannot deadlock for real

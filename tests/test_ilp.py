@@ -137,7 +137,7 @@ def test_pinned_build_reports_the_pinned_factors(quantized, tmp_path):
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     conv2 = next(n for n in data["nodes"] if n["name"] == "conv2")
     assert conv2["schedule"]["unroll"]["oc"] == 8
-    assert next(c for c in data["channels"] if c["name"] == "conv1_to_pool1")["depth"] == 32
+    assert next(c for c in data["channels"] if c["name"] == "conv1_to_pool1")["fifo_depth"] == 32
     totals = data["totals"]
     for key in ("cycles", "latency_us", "dsp", "bram18k", "uram", "lut", "roofline_cycles", "solver"):
         assert key in totals

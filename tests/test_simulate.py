@@ -62,9 +62,9 @@ def _rescale(name: str, inp: str, out: str) -> dict:
 HAND_REPORT = {
     "nodes": [_rescale("a", "input_to_a", "a_to_b"), _rescale("b", "a_to_b", "b_to_output")],
     "channels": [
-        {"name": "input_to_a", "producer": "input", "consumer": "a", "shape": [4, 1, 2], "lanes": 2, "depth": 1},
-        {"name": "a_to_b", "producer": "a", "consumer": "b", "shape": [4, 1, 2], "lanes": 4, "depth": 1},
-        {"name": "b_to_output", "producer": "b", "consumer": "output", "shape": [4, 1, 2], "lanes": 4, "depth": 2},
+        {"name": "input_to_a", "producer": "input", "consumer": "a", "shape": [4, 1, 2], "lanes": 2, "fifo_depth": 1},
+        {"name": "a_to_b", "producer": "a", "consumer": "b", "shape": [4, 1, 2], "lanes": 4, "fifo_depth": 1},
+        {"name": "b_to_output", "producer": "b", "consumer": "output", "shape": [4, 1, 2], "lanes": 4, "fifo_depth": 2},
     ],
 }
 
@@ -90,7 +90,7 @@ def test_hand_computed_two_processes():
 
 def test_hand_computed_deeper_fifo_removes_the_stall():
     report = copy.deepcopy(HAND_REPORT)
-    report["channels"][0]["depth"] = 4
+    report["channels"][0]["fifo_depth"] = 4
     result = simulate(report)
     # token 3 now arrives at 7: a reads it at 14, everything after moves one cycle earlier
     assert result.stalls["input"]["write"] == 0
@@ -108,11 +108,11 @@ def test_hand_deadlock():
              "schedule": {"unroll": {}}},
         ],
         "channels": [
-            {"name": "input_to_a", "producer": "input", "consumer": "a", "shape": [2, 1, 3], "lanes": 2, "depth": 1},
-            {"name": "b_to_a", "producer": "b", "consumer": "a", "shape": [2, 1, 3], "lanes": 2, "depth": 1},
-            {"name": "a_to_b", "producer": "a", "consumer": "b", "shape": [2, 1, 3], "lanes": 2, "depth": 1},
+            {"name": "input_to_a", "producer": "input", "consumer": "a", "shape": [2, 1, 3], "lanes": 2, "fifo_depth": 1},
+            {"name": "b_to_a", "producer": "b", "consumer": "a", "shape": [2, 1, 3], "lanes": 2, "fifo_depth": 1},
+            {"name": "a_to_b", "producer": "a", "consumer": "b", "shape": [2, 1, 3], "lanes": 2, "fifo_depth": 1},
             {"name": "b_to_output", "producer": "b", "consumer": "output", "shape": [2, 1, 3], "lanes": 2,
-             "depth": 1},
+             "fifo_depth": 1},
         ],
     }
     # input writes token 0 at 1 and token 1 at 3 (a read token 0 at 2), then from 5 waits for a, which has
@@ -221,7 +221,7 @@ def test_batched_engine_matches_cycle_stepping(built, name):
             skip = _skip_channel(r) if name == "residual_block" else None
             for c in r["channels"]:
                 if c["name"] != skip:
-                    c["depth"] = 1
+                    c["fifo_depth"] = 1
         ref = _stepped(r)
         result = simulate(r)
         assert result.deadlock is None
@@ -234,7 +234,7 @@ def test_batched_engine_matches_cycle_stepping(built, name):
 def test_deadlock_cycle_matches_cycle_stepping(built):
     _, report = built("residual_block")
     r = copy.deepcopy(report)
-    next(c for c in r["channels"] if c["name"] == _skip_channel(r))["depth"] = 1
+    next(c for c in r["channels"] if c["name"] == _skip_channel(r))["fifo_depth"] = 1
     ref = _stepped(r)
     result = simulate(r)
     assert result.deadlock is not None
@@ -257,7 +257,7 @@ def test_zoo_design_completes(built, name):
     assert result.completed
     assert result.cycles > result.first_output_cycles > 0
     for channel in report["channels"]:
-        assert 0 < result.fifo_peak[channel["name"]] <= channel["depth"], channel["name"]
+        assert 0 < result.fifo_peak[channel["name"]] <= channel["fifo_depth"], channel["name"]
     out_channel = _output_channel(report)
     assert result.output_tokens == {out_channel["name"]: _tokens(out_channel)}
     processes = {n["name"] for n in report["nodes"]} | {"input", "output"}
@@ -282,7 +282,7 @@ def test_small_skip_fifo_deadlocks_and_a_huge_one_completes(built):
     _, report = built("residual_block")
     skip = _skip_channel(report)
     small = copy.deepcopy(report)
-    next(c for c in small["channels"] if c["name"] == skip)["depth"] = 1
+    next(c for c in small["channels"] if c["name"] == skip)["fifo_depth"] = 1
     result = simulate(small)
     assert result.deadlock is not None
     assert any(f"waits to write to {skip} (full, 1/1)" in line for line in result.deadlock), result.deadlock
@@ -290,7 +290,7 @@ def test_small_skip_fifo_deadlocks_and_a_huge_one_completes(built):
     assert 0 < result.cycles < 1000
 
     huge = copy.deepcopy(report)
-    next(c for c in huge["channels"] if c["name"] == skip)["depth"] = 10**6
+    next(c for c in huge["channels"] if c["name"] == skip)["fifo_depth"] = 10**6
     result = simulate(huge)
     assert result.deadlock is None and result.completed
     assert result.output_tokens[_output_channel(report)["name"]] == _tokens(_output_channel(report))
@@ -300,5 +300,5 @@ def test_deeper_fifos_are_not_slower(built):
     _, report = built("two_residual_stages")
     deep = copy.deepcopy(report)
     for c in deep["channels"]:
-        c["depth"] = 10**6
+        c["fifo_depth"] = 10**6
     assert simulate(deep).cycles <= simulate(report).cycles
