@@ -1,4 +1,5 @@
 from .cost import Choice, Cost, process_cost
-from .solve import Budget, Solution, candidates, estimate, solve
+from .budget import Budget
+from .solve import Solution, candidates, estimate, solve
 
 __all__ = ["Budget", "Choice", "Cost", "Solution", "candidates", "estimate", "process_cost", "solve"]

@@ -16,8 +16,9 @@ from ming_py.line_buffers import build_stream_graph
 from ming_py.pipeline import lift
 from ming_py.progress import Progress
 
+from .budget import Budget
 from .pins import resolve
-from .solve import Budget, solve
+from .solve import solve
 
 COLUMNS = ("dsp_budget", "bram18k_budget", "uram_budget", "lut_budget", "status", "cycles", "latency_us",
            "throughput_cycles", "roofline_cycles", "ratio", "dsp", "bram18k", "uram", "lut", "solve_seconds")

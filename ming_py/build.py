@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -22,6 +19,7 @@ from .dataflow import Schedule, StreamGraph, validate_schedule
 from .ir import Graph, MingError
 from .pipeline import lift
 from .progress import Progress
+from .output import check_output, output_lock, replace_tree
 from .simulate import simulate
 
 
@@ -58,24 +56,6 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
         "host.json": host_metadata(stream_graph, board),
     }
     return Design(graph, stream_graph, schedule, board, files, solution)
-
-
-def write_tree(files: dict[str, str], out: Path) -> None:
-    """Write all files, then swap them in: OUT is either the old tree or the complete new one."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        for relative, text in sorted(files.items()):
-            path = staging / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        if out.exists():
-            shutil.rmtree(out) if out.is_dir() else os.remove(out)
-        staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 @dataclass(frozen=True)
@@ -179,16 +159,18 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
           progress: Progress | None = None) -> Design:
     progress = progress or Progress(quiet=True)
     load_board(options.board)  # an unknown board fails before the slow import
-    with progress.step(f"importing {Path(model).name} through IREE"):
-        graph = lift(model)
-    with progress.step(f"choosing parallelism for {options.board} (ILP)"):
-        board, solution = explore(graph, options)
-    progress.note(f"ILP: {solution.status}, {solution.totals['solver']['variables']} variables, "
-                  f"solved in {solution.solve_seconds:.2f} s")
-    with progress.step("emitting HLS C++ and reports"):
-        result = design(graph, board, solution=solution)
-    with progress.step(f"writing {out}"):
-        write_tree(result.files, Path(out))
+    out = check_output(out, [model])
+    with output_lock(out):
+        with progress.step(f"importing {Path(model).name} through IREE"):
+            graph = lift(model)
+        with progress.step(f"choosing parallelism for {options.board} (ILP)"):
+            board, solution = explore(graph, options)
+        progress.note(f"ILP: {solution.status}, {solution.totals['solver']['variables']} variables, "
+                      f"solved in {solution.solve_seconds:.2f} s")
+        with progress.step("emitting HLS C++ and reports"):
+            result = design(graph, board, solution=solution)
+        with progress.step(f"writing {out}"):
+            replace_tree(result.files, out)
     totals = solution.totals
     simulated = json.loads(result.files["report.json"])["totals"]["simulated_cycles"]
     progress.note(f"estimated {totals['cycles']:,} cycles ({totals['latency_us']:.1f} us at {board.clock_mhz:g} MHz; "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
+from . import __version__, interrupt
 from .ir import MingError
 
 EXIT_USAGE = 2
@@ -192,11 +192,15 @@ def _load_input(path: Path) -> np.ndarray:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "sweep": _sweep, "csim": _csim,
-                "simulate": _simulate, "boards": _boards}
+    interrupt.install()
     try:
+        args = _parser().parse_args(argv)
+        handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "sweep": _sweep, "csim": _csim,
+                    "simulate": _simulate, "boards": _boards}
         return handlers[args.command](args) or 0
+    except interrupt.Interrupted as stop:
+        print(f"ming: interrupted ({stop})", file=sys.stderr)
+        return stop.exit_code
     except MingError as exc:
         print(f"ming: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

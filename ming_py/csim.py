@@ -63,14 +63,17 @@ def compile_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool
     binary.parent.mkdir(parents=True, exist_ok=True)
     staging = binary.with_suffix(f".tmp{os.getpid()}")
     mode = " (concurrent)" if concurrent else ""
-    with progress.step(f"compiling the C-simulation{mode} with {Path(compiler).name}"):
-        result = subprocess.run([compiler, *flags, "-I", str(hls_dir), str(hls_dir / f"{model}.cpp"),
-                                 str(hls_dir / f"{model}_tb.cpp"), "-o", str(staging)],
-                                capture_output=True, text=True)
-    if result.returncode != 0:
-        first = next((line for line in result.stderr.splitlines() if "error" in line), result.stderr[:200])
-        raise MingError(f"the generated C++ did not compile: {first.strip()}")
-    staging.rename(binary)
+    try:
+        with progress.step(f"compiling the C-simulation{mode} with {Path(compiler).name}"):
+            result = subprocess.run([compiler, *flags, "-I", str(hls_dir), str(hls_dir / f"{model}.cpp"),
+                                     str(hls_dir / f"{model}_tb.cpp"), "-o", str(staging)],
+                                    capture_output=True, text=True)
+        if result.returncode != 0:
+            first = next((line for line in result.stderr.splitlines() if "error" in line), result.stderr[:200])
+            raise MingError(f"the generated C++ did not compile: {first.strip()}")
+        staging.rename(binary)  # atomic: a concurrent csim sees no binary or a complete one
+    finally:
+        staging.unlink(missing_ok=True)  # an interrupted or failed compile leaves nothing in the cache
     return binary
 
 

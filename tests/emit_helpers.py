@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 
 from ming_py.boards import load_board
-from ming_py.build import design, write_tree
+from ming_py.build import design
+from ming_py.output import write_tree
 from ming_py.csim import run_csim
 from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
 from ming_py.line_buffers import build_stream_graph

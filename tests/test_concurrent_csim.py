@@ -120,7 +120,8 @@ def test_no_false_deadlock_under_constant_blocking(lifted, tmp_path, monkeypatch
 @pytest.mark.parametrize("concurrent", [False, True], ids=["sequential", "concurrent"])
 def test_generated_cpp_is_warning_free_in_both_modes(lifted, tmp_path, concurrent):
     from ming_py.boards import load_board
-    from ming_py.build import design, write_tree
+    from ming_py.build import design
+    from ming_py.output import write_tree
 
     flags = list(CONCURRENT_FLAGS) if concurrent else []
     for name in ("residual_block", "lenet", "concat_branches"):

@@ -79,7 +79,8 @@ def test_buffers_scale_with_width_only(tmp_path):
 
 def test_generated_cpp_is_warning_free(lifted, tmp_path):
     from ming_py.boards import load_board
-    from ming_py.build import design, write_tree
+    from ming_py.build import design
+    from ming_py.output import write_tree
 
     for name in ("two_residual_stages", "lenet", "conv_avgpool3_p1", "concat_branches", "relu_clip_kept"):
         out = tmp_path / name

@@ -7,7 +7,8 @@ import pytest
 
 import zoo
 from ming_py import reference
-from ming_py.build import BuildOptions, design, explore, write_tree
+from ming_py.build import BuildOptions, design, explore
+from ming_py.output import write_tree
 from ming_py.csim import CsimDeadlock, run_csim
 from ming_py.line_buffers import build_stream_graph
 from ming_py.line_buffers.fifo import depths_in_pixels

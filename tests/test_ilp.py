@@ -15,7 +15,8 @@ import zoo
 from emit_helpers import stream_graph_of
 from ming_py import reference
 from ming_py.boards import load_board
-from ming_py.build import BuildOptions, design, explore, write_tree
+from ming_py.build import BuildOptions, design, explore
+from ming_py.output import write_tree
 from ming_py.csim import run_csim
 from ming_py.dataflow import validate_schedule
 from ming_py.ilp import Budget, Choice, process_cost, solve
