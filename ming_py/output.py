@@ -116,30 +116,30 @@ def write_tree(files: dict[str, str], out: str | Path, inputs: list[str | Path] 
 def replace_tree(files: dict[str, str], out: Path) -> None:
     """The swap itself; the caller holds `output_lock(out)` and has checked OUT with `check_output`."""
     new, old = staging_paths(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    recover(out)
     try:
-        _mkdir(new, out)
-        (new / MARKER).write_text(MARKER_TEXT)
-        for relative, text in sorted(files.items()):
-            path = new / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        if out.exists():
-            os.chmod(new, stat.S_IMODE(out.stat().st_mode))  # a rebuild keeps OUT's permissions
-        with interrupt.deferred():
-            _swap(new, out, old)
-    except BaseException:
-        remove_owned(new)
-        raise
-    remove_owned(old)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        recover(out)
+        try:
+            _write_staging(files, new, out)
+            with interrupt.deferred():
+                _swap(new, out, old)
+        except BaseException:
+            remove_owned(new)
+            raise
+        remove_owned(old)
+    except OSError as exc:  # a full disk, a permission taken away meanwhile: one line, OUT as it was
+        raise MingError(f"-o {out}: cannot write {exc.filename or out} ({exc.strerror})") from None
 
 
-def _mkdir(path: Path, out: Path) -> None:
-    try:
-        path.mkdir()  # the umask's mode, as for any directory the user creates
-    except OSError as exc:
-        raise MingError(f"-o {out}: cannot create {path} ({exc.strerror})") from None
+def _write_staging(files: dict[str, str], new: Path, out: Path) -> None:
+    new.mkdir()  # the umask's mode, as for any directory the user creates
+    (new / MARKER).write_text(MARKER_TEXT)
+    for relative, text in sorted(files.items()):
+        path = new / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    if out.exists():
+        os.chmod(new, stat.S_IMODE(out.stat().st_mode))  # a rebuild keeps OUT's permissions
 
 
 def _swap(new: Path, out: Path, old: Path) -> None:

@@ -388,3 +388,19 @@ def test_two_concurrent_builds_into_one_out(tmp_path):
         if code == 2:
             assert_one_line(stderr, "another ming build")
     assert tree(out) == tree(reference) and leftovers(out) == []
+
+
+def test_a_full_disk_while_writing_is_one_line_and_keeps_out(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    old = _old_tree(out)
+    written = Path.write_text
+
+    def full_disk(path, text, *args, **kwargs):
+        if path.name == "top.cpp":
+            raise OSError(28, os.strerror(28), str(path))
+        return written(path, text, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(MingError, match="No space left"):
+        write_tree(NEW, out)
+    assert tree(out) == old and leftovers(out) == []
