@@ -404,3 +404,22 @@ def test_a_full_disk_while_writing_is_one_line_and_keeps_out(tmp_path, monkeypat
     with pytest.raises(MingError, match="No space left"):
         write_tree(NEW, out)
     assert tree(out) == old and leftovers(out) == []
+
+
+@pytest.mark.parametrize("victim", ["top.cpp", "host.json"])
+def test_an_interrupt_while_writing_removes_the_staging_tree(tmp_path, monkeypatch, victim):
+    from ming_py.interrupt import Interrupted
+
+    out = tmp_path / "out"
+    old = _old_tree(out)
+    written = Path.write_text
+
+    def interrupted(path, text, *args, **kwargs):
+        if path.name == victim:
+            raise Interrupted(signal.SIGTERM)
+        return written(path, text, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", interrupted)
+    with pytest.raises(Interrupted):
+        write_tree(NEW, out)
+    assert tree(out) == old and leftovers(out) == []
