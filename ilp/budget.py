@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ming_py.boards import Board
 from ming_py.ir import MingError
 
 RESOURCES = ("dsp", "bram18k", "uram", "lut")
+OPTIONS = {"dsp": "--dsp", "bram18k": "--bram", "uram": "--uram", "lut": "--lut"}
+UNITS = {"dsp": "DSP", "bram18k": "BRAM18K", "uram": "URAM", "lut": "LUT"}
 
 
 @dataclass(frozen=True)
@@ -22,18 +26,39 @@ class Budget:
     def of(board: Board, fractions: dict[str, str | None] | None = None) -> Budget:
         """The board's resources, each optionally limited to `N` units or `P%` of the board."""
         fractions = fractions or {}
-        full = {"dsp": board.dsp, "bram18k": board.bram18k, "uram": board.uram, "lut": board.lut}
-        return Budget(**{r: _limit(fractions.get(r), full[r], r) for r in RESOURCES})
+        return Budget(**{r: _limit(fractions.get(r), board, r) for r in RESOURCES})
 
 
-def _limit(spec: str | None, full: int, resource: str) -> int:
+def _limit(spec: str | int | None, board: Board, resource: str) -> int:
+    """`spec` as a count of the board's `resource`: None is all of it; refused unless within 0 and the board's."""
+    full = getattr(board, resource)
     if spec is None:
         return full
-    text = str(spec).strip()
-    try:
-        value = float(text[:-1]) * full / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise MingError(f"--{resource.replace('bram18k', 'bram')} {spec}: give a count (300) or a share (20%)") from None
+    option = f"{OPTIONS[resource]} {_shown(spec)}"
+    value, share = _parse(spec, option)
     if value < 0:
-        raise MingError(f"--{resource} {spec}: must not be negative")
-    return int(math.floor(value))
+        raise MingError(f"{option}: must not be negative; give a count (300) or a share (20%)")
+    if value > (100 if share else full):
+        raise MingError(f"{option}: the {board.name} has {full} {UNITS[resource]}; give at most 100% or {full}")
+    return math.floor(value * full / 100) if share else int(value)
+
+
+_COUNT = re.compile(r"[+-]?[0-9]+")
+_SHARE = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))%")
+
+
+def _parse(spec: str | int, option: str) -> tuple[Fraction, bool]:
+    """(value, is a share): a whole count or a finite decimal percentage, nothing else (no inf, nan, 1e3)."""
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        return Fraction(spec), False
+    text = str(spec).strip()
+    if _COUNT.fullmatch(text):
+        return Fraction(int(text)), False
+    share = _SHARE.fullmatch(text)
+    if share:
+        return Fraction(share.group(1)), True
+    raise MingError(f"{option}: give a whole count (300) or a share of the board (20%)")
+
+
+def _shown(spec: str | int) -> str:
+    return str(spec).strip() or "''"

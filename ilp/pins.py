@@ -7,6 +7,7 @@ the same keys (flat `{"conv2.unroll.oc": 8}` or nested `{"conv2": {"unroll": {"o
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,34 +27,59 @@ def parse_assignments(assignments: list[str], files: list[Path] = ()) -> dict[st
     origin: dict[str, str] = {}
     items: list[tuple[str, object, str]] = []
     for path in files:
-        items += [(k, v, str(path)) for k, v in _flatten(_load(Path(path))).items()]
+        items += [(k, v, str(path)) for k, v in _flatten(_load(Path(path)), str(path)).items()]
     for text in assignments:
         key, sep, value = text.partition("=")
         if not sep:
             raise MingError(f"--set {text}: write KEY=VALUE, e.g. conv2.unroll.oc=8")
         items.append((key.strip(), value.strip(), "--set"))
     for key, value, where in items:
-        try:
-            number = int(value)
-        except (TypeError, ValueError):
-            raise MingError(f"{where}: {key}={value} is not an integer") from None
+        check_key(key, where)
+        number = _integer(key, value, where)
         if key in settings and settings[key] != number:
             raise MingError(f"conflicting settings for {key}: {settings[key]} ({origin[key]}) and {number} ({where})")
         settings[key], origin[key] = number, where
     return settings
 
 
+KEY_FORMS = "PROCESS.unroll.LOOP or CHANNEL.depth"
+_KEY = re.compile(r"[^.\s=]+\.unroll\.[^.\s=]+|[^.\s=]+\.depth")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def check_key(key: object, where: str) -> None:
+    """The form of a setting's name; whether the process or channel exists is known only after the import."""
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise MingError(f"{where}: {key!r} is not a setting; use {KEY_FORMS}, e.g. conv2.unroll.oc or "
+                        "conv1_to_pool1.depth")
+
+
+def _integer(key: str, value: object, where: str) -> int:
+    """A whole number: from a file an integer (not true, 2.0 or "2"), from --set its decimal digits."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if where == "--set" and isinstance(value, str) and _INTEGER.fullmatch(value):
+        return int(value)
+    shown = value if where == "--set" else _as_json(value)
+    raise MingError(f"{where}: {key}={shown} is not an integer; give a whole number such as 8")
+
+
+def _as_json(value: object) -> str:
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 def _load(path: Path) -> dict:
     if not path.is_file():
         raise MingError(f"{path}: settings file not found")
-    text = path.read_text()
     try:
+        text = path.read_text()
         if path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
+            data = _load_yaml(text)
         else:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_Mapping)
     except Exception as exc:
         raise MingError(f"{path}: cannot parse settings ({str(exc).splitlines()[0][:100]})") from None
     if not isinstance(data, dict):
@@ -61,14 +87,39 @@ def _load(path: Path) -> dict:
     return data
 
 
-def _flatten(data: dict, prefix: str = "") -> dict[str, object]:
+class _Mapping(dict):
+    """A parsed JSON/YAML mapping that remembers every key/value pair: parsers keep only the last of a key twice."""
+
+    def __init__(self, pairs: list[tuple[object, object]]):
+        super().__init__(pairs)
+        self.pairs = pairs
+
+
+def _load_yaml(text: str) -> object:
+    import yaml
+
+    class KeepPairs(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            self.flatten_mapping(node)  # resolve `<<` merges first
+            return _Mapping([(self.construct_object(k, deep=True), self.construct_object(v, deep=True))
+                             for k, v in node.value])
+
+    KeepPairs.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, KeepPairs.construct_mapping)
+    return yaml.load(text, Loader=KeepPairs)
+
+
+def _flatten(data: dict, where: str, prefix: str = "") -> dict[str, object]:
+    """Nested and dotted keys as dotted keys; a setting given twice (either way) is refused."""
     flat = {}
-    for key, value in data.items():
+    for key, value in getattr(data, "pairs", data.items()):
         name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat |= _flatten(value, f"{name}.")
-        else:
-            flat[name] = value
+        inner = _flatten(value, where, f"{name}.") if isinstance(value, dict) else {name: value}
+        if not inner:
+            raise MingError(f"{where}: {name} is empty; give a number or nested settings")
+        for setting in inner:
+            if setting in flat:
+                raise MingError(f"{where}: {setting} is given twice; keep one")
+        flat |= inner
     return flat
 
 

@@ -19,6 +19,7 @@ from .dataflow import Schedule, StreamGraph, validate_schedule
 from .ir import Graph, MingError
 from .pipeline import lift
 from .progress import Progress
+from .options import check_design, check_model
 from .output import check_output, output_lock, replace_tree
 from .simulate import simulate
 
@@ -158,7 +159,8 @@ def minimal_fifos(graph: StreamGraph, solution: Solution, board: Board, pinned: 
 def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
           progress: Progress | None = None) -> Design:
     progress = progress or Progress(quiet=True)
-    load_board(options.board)  # an unknown board fails before the slow import
+    check_design(options)  # every option fails before the slow import
+    check_model(model)
     out = check_output(out, [model])
     with output_lock(out):
         with progress.step(f"importing {Path(model).name} through IREE"):

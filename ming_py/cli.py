@@ -8,8 +8,6 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from . import __version__, interrupt
 from .ir import MingError
 
@@ -17,8 +15,15 @@ EXIT_USAGE = 2
 EXIT_DEADLOCK = 3
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line, like every other error."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"ming: error: {message}; see `{self.prog} --help`\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ming", description=__doc__)
+    parser = _Parser(prog="ming", description=__doc__)
     parser.add_argument("--version", action="version", version=f"ming {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -68,7 +73,7 @@ def _design_options(parser, lists: bool = False) -> None:
     parser.add_argument("--board", default="kv260", help="target board (see `ming boards`)")
     for resource in ("dsp", "bram", "uram", "lut"):
         parser.add_argument(f"--{resource}", help=f"{resource.upper()} budget: {share}")
-    parser.add_argument("--clock", type=float, help="clock in MHz (default: the board's)")
+    parser.add_argument("--clock", help="clock in MHz (default: the board's)")
     parser.add_argument("--objective", choices=("latency", "sum"), default="latency",
                         help="latency: slowest process + fills (default); sum: MING's sum of process cycles")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -77,40 +82,56 @@ def _design_options(parser, lists: bool = False) -> None:
                         help="JSON/YAML file of the same KEY: VALUE pins")
 
 
-def _options(args, **limits):
+def _limits(args) -> dict[str, str | None]:
+    return {"dsp": args.dsp, "bram18k": args.bram, "uram": args.uram, "lut": args.lut}
+
+
+def _options(args, limits: dict[str, str | None]):
+    """The design options, every one checked (the settings' names only after the import)."""
     from .build import BuildOptions
+    from .options import check_design, clock_mhz
     from ming_py.ilp.pins import parse_assignments
 
-    limits = limits or {"dsp": args.dsp, "bram18k": args.bram, "uram": args.uram, "lut": args.lut}
-    return BuildOptions(args.board, limits, args.objective, parse_assignments(args.set, args.settings), args.clock,
-                        getattr(args, "fifo", "sized") == "minimal")
+    options = BuildOptions(args.board, limits, args.objective, parse_assignments(args.set, args.settings),
+                           clock_mhz(args.clock), getattr(args, "fifo", "sized") == "minimal")
+    check_design(options)
+    return options
 
 
 def _build(args) -> None:
     from .build import build
     from .progress import Progress
 
-    build(args.model, args.output, _options(args), progress=Progress(args.quiet))
+    build(args.model, args.output, _options(args, _limits(args)), progress=Progress(args.quiet))
 
 
 def _sweep(args) -> None:
+    from ming_py.boards import load_board
     from ming_py.ilp.sweep import run_sweep
+    from .options import check_budget_lists, check_model, check_output_dir
     from .progress import Progress
 
-    run_sweep(args.model, _options(args), {"dsp": args.dsp, "bram18k": args.bram, "uram": args.uram,
-                                          "lut": args.lut}, args.output, Progress(args.quiet))
+    options = _options(args, {})
+    check_budget_lists(load_board(args.board), _limits(args))
+    check_model(args.model)
+    check_output_dir(args.output)
+    run_sweep(args.model, options, _limits(args), args.output, Progress(args.quiet))
 
 
 def _csim(args) -> int:
     from .csim import CsimDeadlock, run_csim
+    from .options import build_metadata, check_output_file, load_input, save_output
     from .progress import Progress
 
+    build_metadata(args.build_dir)
+    x = load_input(args.input)
+    check_output_file(args.output)
     try:
-        y = run_csim(args.build_dir, _load_input(args.input), Progress(args.quiet), concurrent=not args.sequential)
+        y = run_csim(args.build_dir, x, Progress(args.quiet), concurrent=not args.sequential)
     except CsimDeadlock as deadlock:
         print(f"ming: {deadlock}", file=sys.stderr)
         return EXIT_DEADLOCK
-    np.save(args.output, y.astype(np.float32))
+    save_output(args.output, y)
     return 0
 
 
@@ -173,22 +194,15 @@ def _fmt(values) -> str:
 
 def _reference(args) -> None:
     from . import reference
+    from .options import check_model, check_output_file, load_input, save_output
     from .pipeline import lift
 
+    check_model(args.model)
+    x = load_input(args.input)
+    check_output_file(args.output)
     graph = lift(args.model)
-    x = _load_input(args.input)
     outputs = reference.run(graph, x)
-    first = outputs[graph.outputs[0].name]
-    np.save(args.output, first.astype(np.float32))
-
-
-def _load_input(path: Path) -> np.ndarray:
-    if not path.is_file():
-        raise MingError(f"{path}: input file not found")
-    try:
-        return np.load(path).astype(np.float32)
-    except Exception:
-        raise MingError(f"{path}: not a .npy array; save the input with numpy.save") from None
+    save_output(args.output, outputs[graph.outputs[0].name])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,6 @@ accelerator, reorder the output back and run the host tail (e.g. Softmax).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ import numpy as np
 
 from . import numerics, reference
 from .ir import HostOp, MingError
+from .options import build_metadata, check_input
 from .progress import Progress
 
 CXX_FLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra")
@@ -111,14 +111,10 @@ def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = Non
     """
     progress = progress or Progress(quiet=True)
     out_dir = Path(out_dir)
-    host_file = out_dir / "host.json"
-    if not host_file.is_file():
-        raise MingError(f"{out_dir}: not a ming build directory (no host.json); run `ming build` first")
-    host = json.loads(host_file.read_text())
+    host = build_metadata(out_dir)
     inp, out = host["input"], host["output"]
     x = np.asarray(x, dtype=np.float32)
-    if list(x.shape) != inp["onnx_shape"]:
-        raise MingError(f"input has shape {tuple(x.shape)}, the model takes {tuple(inp['onnx_shape'])}")
+    check_input(x, inp["onnx_shape"])
     binary = compile_csim(out_dir / "hls", host["model"], progress, concurrent)
     q = numerics.ort_quantize_linear(x, inp["scale"], inp["zero_point"]).astype(np.int8)
     with tempfile.TemporaryDirectory() as tmp:

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import zoo
@@ -133,3 +134,126 @@ def test_reference_input_errors(quantized, tmp_path):
     assert_clean_error(ming("reference", model, "--input", tmp_path / "wrong.npy", "--output", tmp_path / "y.npy"),
                        "shape")
     assert not (tmp_path / "y.npy").exists()
+
+
+def _not_onnx(tmp_path):
+    """A model file the import would refuse: an option error instead shows that options are checked first."""
+    path = tmp_path / "model.onnx"
+    path.write_bytes(b"not protobuf")
+    return path
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--dsp", "150%"], "--dsp 150%: the kv260 has 1248 DSP; give at most 100% or 1248"),
+    (["--bram", "289"], "--bram 289: the kv260 has 288 BRAM18K"),
+    (["--uram", "101%"], "--uram 101%: the kv260 has 64 URAM"),
+    (["--board", "pynq-z2", "--lut", "60000"], "--lut 60000: the pynq-z2 has 53200 LUT"),
+    (["--dsp", "inf"], "--dsp inf: give a whole count (300) or a share of the board (20%)"),
+    (["--dsp", "1e400"], "--dsp 1e400: give a whole count"),
+    (["--dsp", "nan"], "--dsp nan: give a whole count"),
+    (["--dsp", ""], "--dsp '': give a whole count"),
+    (["--dsp=-5%"], "--dsp -5%: must not be negative"),
+    (["--dsp", "-5%"], "argument --dsp: expected one argument; see `ming build --help`"),
+    (["--clock", "nan"], "--clock nan: give the clock in MHz, a number from 1 to 1000"),
+    (["--clock", "inf"], "--clock inf: give the clock in MHz"),
+    (["--clock", "1e-300"], "--clock 1e-300: give the clock in MHz"),
+    (["--clock", "0"], "--clock 0: give the clock in MHz"),
+    (["--clock=-5"], "--clock -5: give the clock in MHz"),
+    (["--set", "conv2.unroll.oc=true"], "--set: conv2.unroll.oc=true is not an integer"),
+    (["--set", "conv2.oc=8"], "'conv2.oc' is not a setting"),
+    (["--objective", "fastest"], "invalid choice: 'fastest'"),
+])
+def test_build_options_are_checked_before_the_import(tmp_path, args, message):
+    result = ming("build", _not_onnx(tmp_path), *args, "-o", tmp_path / "out")
+    assert_clean_error(result, message)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_setting_given_twice_in_a_file_is_refused_before_the_import(tmp_path):
+    pins = tmp_path / "pins.json"
+    pins.write_text('{"conv2": {"unroll": {"oc": 8}}, "conv2.unroll.oc": 4}')
+    assert_clean_error(ming("build", _not_onnx(tmp_path), "--settings", pins, "-o", tmp_path / "out"),
+                       "pins.json: conv2.unroll.oc is given twice")
+    pins.write_text('{"conv2": {"unroll": {"oc": true}}}')
+    assert_clean_error(ming("build", _not_onnx(tmp_path), "--settings", pins, "-o", tmp_path / "out"),
+                       "pins.json: conv2.unroll.oc=true is not an integer")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--dsp", "5%,150%"], "--dsp 150%: the kv260 has 1248 DSP"),
+    (["--bram", "10%,,20%"], "--bram 10%,,20%: an empty budget in the list"),
+    (["--lut", "1e3"], "--lut 1e3: give a whole count"),
+    (["--clock", "inf"], "--clock inf: give the clock in MHz"),
+    (["-o", "model.onnx/sweep"], "model.onnx is not a directory"),
+])
+def test_sweep_options_are_checked_before_the_import(tmp_path, args, message):
+    assert_clean_error(ming("sweep", _not_onnx(tmp_path), *args, cwd=tmp_path), message)
+    assert not (tmp_path / "sweep.csv").exists()
+
+
+@pytest.mark.parametrize("x, message", [
+    (np.array([[0.5, np.nan, np.inf, -np.inf]], np.float32),
+     "input has 3 non-finite values (NaN or Inf); int8 quantization needs finite inputs"),
+    (np.zeros((1, 4), np.float64), "input is float64, the model takes float32 (as onnxruntime does)"),
+    (np.zeros((1, 4), np.int64), "input is int64"),
+    (np.array([None, 1.0], object), "holds Python objects"),
+])
+def test_reference_and_csim_refuse_a_bad_input_at_once(tmp_path, x, message):
+    np.save(tmp_path / "x.npy", x, allow_pickle=True)
+    io = ("--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy")
+    assert_clean_error(ming("reference", _not_onnx(tmp_path), *io), message)
+    assert_clean_error(ming("csim", _fake_build(tmp_path), *io), message)  # before compiling its broken C++
+    assert not (tmp_path / "y.npy").exists()
+
+
+def _fake_build(tmp_path, host: str | None = None):
+    build = tmp_path / "build"
+    (build / "hls").mkdir(parents=True)
+    for name in ("net.cpp", "net_tb.cpp"):
+        (build / "hls" / name).write_text("this is no C++")
+    host = host or json.dumps({
+        "model": "net",
+        "input": {"onnx_shape": [1, 4], "stream_shape": [4, 1, 1], "scale": 0.1, "zero_point": 0},
+        "output": {"onnx_shape": [1, 4], "array_shape": [4], "stream_shape": [4, 1, 1], "scale": 0.1,
+                   "zero_point": 0, "host_ops": []}})
+    (build / "host.json").write_text(host)
+    return build
+
+
+def test_csim_checks_input_and_output_before_compiling(tmp_path):
+    build = _fake_build(tmp_path)  # any compile would fail on this C++
+    np.save(tmp_path / "nan.npy", np.array([[0.5, np.nan, 0, 0]], np.float32))
+    np.save(tmp_path / "x.npy", np.zeros((1, 4), np.float32))
+    assert_clean_error(ming("csim", build, "--input", tmp_path / "nan.npy", "--output", tmp_path / "y.npy"),
+                       "input has 1 non-finite values")
+    assert_clean_error(ming("csim", build, "--input", tmp_path / "x.npy", "--output", tmp_path / "no" / "y.npy"),
+                       "--output", "does not exist; create it first")
+    assert_clean_error(ming("csim", build, "--input", tmp_path / "x.npy", "--output", tmp_path),
+                       "is a directory")
+
+
+@pytest.mark.parametrize("host, message", [
+    ("{", "not a complete ming build (host.json: Expecting property name"),
+    ("{}", "not a complete ming build (host.json: no model name)"),
+    ('{"model": "net", "input": {}}', "not a complete ming build (host.json: 'input.onnx_shape' is missing"),
+])
+def test_csim_of_a_damaged_build_is_one_line(tmp_path, host, message):
+    np.save(tmp_path / "x.npy", np.zeros((1, 4), np.float32))
+    assert_clean_error(ming("csim", _fake_build(tmp_path, host), "--input", tmp_path / "x.npy",
+                            "--output", tmp_path / "y.npy"), message)
+
+
+def test_csim_of_a_build_without_hls_is_one_line(tmp_path):
+    build = _fake_build(tmp_path)
+    for name in ("net.cpp", "net_tb.cpp"):
+        (build / "hls" / name).unlink()
+    (build / "hls").rmdir()
+    np.save(tmp_path / "x.npy", np.zeros((1, 4), np.float32))
+    assert_clean_error(ming("csim", build, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy"),
+                       "not a complete ming build (no hls/net.cpp)")
+
+
+def test_reference_checks_its_output_before_running(tmp_path):
+    np.save(tmp_path / "x.npy", np.zeros((1, 4), np.float32))
+    assert_clean_error(ming("reference", _not_onnx(tmp_path), "--input", tmp_path / "x.npy",
+                            "--output", tmp_path / "missing" / "y.npy"), "--output", "does not exist")

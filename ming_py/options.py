@@ -1,0 +1,226 @@
+"""Checks of what the user gives on the command line, made before any slow work (the model import, g++).
+
+Every check raises MingError with one line that names the option or file and says what to do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ming_py.boards import Board, load_board
+from ming_py.ilp.budget import OPTIONS, Budget
+from ming_py.ilp.pins import check_key
+
+from .ir import MingError
+
+# The board database gives no fabric maximum; HLS tools accept any period, so this only refuses nonsense.
+CLOCK_MHZ = (1.0, 1000.0)
+OBJECTIVES = ("latency", "sum")
+
+
+def clock_mhz(value: str | float | None) -> float | None:
+    """The --clock value in MHz: a finite number within CLOCK_MHZ, or None for the board's clock."""
+    if value is None:
+        return None
+    low, high = CLOCK_MHZ
+    shown = str(value).strip() or "''"
+    try:
+        mhz = float(value)
+    except (TypeError, ValueError):
+        mhz = math.nan
+    if isinstance(value, bool) or not low <= mhz <= high:  # also false for NaN
+        raise MingError(f"--clock {shown}: give the clock in MHz, a number from {low:g} to {high:g}")
+    return mhz
+
+
+def check_design(options) -> Board:
+    """The board of a BuildOptions after checking its budget, clock, objective and settings' form."""
+    board = load_board(options.board)
+    Budget.of(board, options.limits)
+    clock_mhz(options.clock_mhz)
+    if options.objective not in OBJECTIVES:
+        raise MingError(f"--objective {options.objective}: choose {' or '.join(OBJECTIVES)}")
+    for key, value in options.settings.items():
+        check_key(key, "settings")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise MingError(f"settings: {key}={value!r} is not an integer; give a whole number such as 8")
+    return board
+
+
+def check_budget_lists(board: Board, lists: dict[str, str | None]) -> None:
+    """Every budget of `ming sweep`'s comma-separated lists (resource -> "5%,20%,100%")."""
+    for resource, spec in lists.items():
+        if spec is None:
+            continue
+        values = str(spec).split(",")
+        if any(not v.strip() for v in values):
+            raise MingError(f"{OPTIONS[resource]} {spec}: an empty budget in the list; separate budgets by single "
+                            "commas, e.g. 5%,20%,100%")
+        for value in values:
+            Budget.of(board, {resource: value})
+
+
+def check_model(path: Path) -> None:
+    if not Path(path).is_file():
+        raise MingError(f"{path}: file not found; pass the path of an int8 QDQ .onnx model")
+
+
+def check_output_file(path: Path, option: str = "--output") -> None:
+    """`path` can be written: not a directory, in an existing directory ming may write in."""
+    path = Path(path)
+    if path.is_dir():
+        raise MingError(f"{option} {path}: is a directory; give a file name such as {path / 'y.npy'}")
+    directory = path.parent
+    if directory.exists() and not directory.is_dir():
+        raise MingError(f"{option} {path}: {directory} is not a directory")
+    if not directory.is_dir():
+        raise MingError(f"{option} {path}: the directory {directory} does not exist; create it first")
+    problem = _write_problem(directory)
+    if problem:
+        raise MingError(f"{option} {path}: cannot write in {directory} ({problem})")
+
+
+def check_output_dir(path: Path, option: str = "-o") -> None:
+    """`path` is a directory ming can write in, or can be created."""
+    absolute = Path(os.path.abspath(path))
+    if absolute.exists() and not absolute.is_dir():
+        raise MingError(f"{option} {path}: exists and is not a directory; pass a directory")
+    existing = next(p for p in (absolute, *absolute.parents) if p.exists())
+    if not existing.is_dir():
+        raise MingError(f"{option} {path}: {existing} is not a directory; pass a directory")
+    problem = _write_problem(existing)
+    if problem:
+        raise MingError(f"{option} {path}: cannot write in {existing} ({problem})")
+
+
+def _write_problem(directory: Path) -> str | None:
+    """Why no file can be created in `directory` (tried, since permissions alone miss read-only mounts)."""
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
+def load_input(path: Path) -> np.ndarray:
+    """The float32 array in the .npy file `path`, as onnxruntime takes it: no other dtype, no NaN or Inf."""
+    if not Path(path).is_file():
+        raise MingError(f"{path}: input file not found")
+    x = _read_npy(path)
+    if x.dtype.kind != "f" or x.dtype.itemsize != 4:
+        raise MingError(f"{path}: input is {x.dtype}, the model takes float32 (as onnxruntime does); "
+                        "save x.astype(numpy.float32)")
+    check_finite(x, str(path))
+    return x.astype(np.float32)
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    not_npy = MingError(f"{path}: not a .npy array; save the input with numpy.save")
+    try:
+        with open(path, "rb") as file:
+            if file.read(len(np.lib.format.MAGIC_PREFIX)) != np.lib.format.MAGIC_PREFIX:
+                raise not_npy
+            file.seek(0)
+            return np.lib.format.read_array(file, allow_pickle=False)
+    except MingError:
+        raise
+    except OSError as exc:
+        raise MingError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            raise MingError(f"{path}: holds Python objects; save a float32 array with numpy.save") from None
+        raise not_npy from None
+    except Exception:  # numpy raises several unrelated types for a damaged header or data
+        raise not_npy from None
+
+
+def check_finite(x: np.ndarray, where: str | None = None) -> None:
+    bad = int(np.size(x) - np.count_nonzero(np.isfinite(x)))
+    if bad:
+        prefix = f"{where}: " if where else ""
+        raise MingError(f"{prefix}input has {bad} non-finite values (NaN or Inf); int8 quantization needs finite "
+                        "inputs")
+
+
+def save_output(path: Path, y: np.ndarray) -> None:
+    try:
+        np.save(path, y.astype(np.float32))
+    except OSError as exc:
+        raise MingError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
+
+
+def check_input(x: np.ndarray, onnx_shape: list[int]) -> None:
+    if list(x.shape) != list(onnx_shape):
+        raise MingError(f"input has shape {tuple(x.shape)}, the model takes {tuple(onnx_shape)}")
+    check_finite(x)
+
+
+def build_metadata(build_dir: Path) -> dict:
+    """host.json of the complete build in `build_dir`: every field csim reads, and the C++ it compiles."""
+    host_file = build_dir / "host.json"
+    if not host_file.is_file():
+        raise MingError(f"{build_dir}: not a ming build directory (no host.json); run `ming build` first")
+
+    def incomplete(why: str) -> MingError:
+        return MingError(f"{build_dir}: not a complete ming build ({why}); run `ming build` again")
+
+    try:
+        host = json.loads(host_file.read_text())
+    except (OSError, ValueError) as exc:
+        raise incomplete(f"host.json: {str(exc).splitlines()[0][:80]}") from None
+    problem = _host_problem(host)
+    if problem:
+        raise incomplete(f"host.json: {problem}")
+    for source in (f"{host['model']}.cpp", f"{host['model']}_tb.cpp"):
+        if not (build_dir / "hls" / source).is_file():
+            raise incomplete(f"no hls/{source}")
+    return host
+
+
+_SHAPE, _NUMBER, _INTEGER, _LIST, _TEXT = "a shape", "a number", "an integer", "a list", "a string"
+_HOST_FIELDS = {
+    "input": {"onnx_shape": _SHAPE, "stream_shape": _SHAPE, "scale": _NUMBER, "zero_point": _INTEGER},
+    "output": {"onnx_shape": _SHAPE, "array_shape": _SHAPE, "stream_shape": _SHAPE, "scale": _NUMBER,
+               "zero_point": _INTEGER, "host_ops": _LIST},
+}
+_HOST_OP_FIELDS = {"kind": _TEXT, "axis": _INTEGER, "scale": _NUMBER, "zero_point": _INTEGER, "shape": _SHAPE}
+
+
+def _host_problem(host: object) -> str | None:
+    """What is missing or malformed in a host.json, None when it has every field csim reads."""
+    if not isinstance(host, dict) or not isinstance(host.get("model"), str) or not host["model"]:
+        return "no model name"
+    for side, fields in _HOST_FIELDS.items():
+        problem = _fields_problem(host.get(side), fields, side)
+        if problem:
+            return problem
+    for index, op in enumerate(host["output"]["host_ops"]):
+        problem = _fields_problem(op, _HOST_OP_FIELDS, f"output.host_ops[{index}]")
+        if problem:
+            return problem
+    return None
+
+
+def _fields_problem(section: object, fields: dict, name: str) -> str | None:
+    if not isinstance(section, dict):
+        return f"no '{name}' object"
+    for key, kind in fields.items():
+        if not _is(section.get(key), kind):
+            return f"'{name}.{key}' is missing or not {kind}"
+    return None
+
+
+def _is(value: object, kind: str) -> bool:
+    if kind == _SHAPE:
+        return isinstance(value, list) and all(_is(d, _INTEGER) and d >= 0 for d in value)
+    if kind == _INTEGER:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == _NUMBER:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, list if kind == _LIST else str)
