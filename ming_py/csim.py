@@ -19,6 +19,7 @@ import numpy as np
 from . import numerics, reference
 from .ir import HostOp, MingError
 from .options import build_metadata, check_input
+from .output import cache_root
 from .progress import Progress
 
 CXX_FLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra")
@@ -41,9 +42,7 @@ class CsimDeadlock(MingError):
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("MING_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"),
-                                                           "ming")
-    return Path(root) / "csim"
+    return cache_root() / "csim"
 
 
 def compile_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool = False) -> Path:

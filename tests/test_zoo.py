@@ -170,9 +170,11 @@ def test_example_files():
 
 
 def test_example_matches_zoo(tmp_path):
-    """examples/tiny_cnn.onnx is the zoo's per-channel tiny_cnn (same graph, same weights)."""
+    """examples/tiny_cnn.onnx is the zoo's per-channel tiny_cnn (same graph, same weights, 8-bit)."""
     committed = onnx.load(EXAMPLES / "tiny_cnn.onnx")
-    fresh = onnx.load(zoo.quantized_model("tiny_cnn", tmp_path, per_channel=True))
+    tiny = zoo.MODELS["tiny_cnn"]
+    fresh = onnx.load(zoo.quantize_float_model(tiny.build(), tmp_path / "tiny.onnx", tiny.input_shape,
+                                               per_channel=True, options={}))
     assert [(n.op_type, n.name) for n in committed.graph.node] == [(n.op_type, n.name) for n in fresh.graph.node]
     a = {t.name: onnx.numpy_helper.to_array(t) for t in committed.graph.initializer}
     b = {t.name: onnx.numpy_helper.to_array(t) for t in fresh.graph.initializer}

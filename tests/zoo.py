@@ -4,7 +4,8 @@ Every model is built in float with ``onnx.helper`` (opset 17, ir_version 8, one
 input ``"x"`` float32 with batch 1, one output ``"y"``) from seeded random
 weights (He-like init so activations stay O(1)), then quantized with
 ``onnxruntime.quantization.quantize_static`` (QDQ format, int8 activations and
-weights) calibrated on 8 seeded standard-normal samples.
+weights; 7-bit weights on CPUs where onnxruntime's int8 kernels saturate, see
+``QUANTIZE_OPTIONS``) calibrated on 8 seeded standard-normal samples.
 
 The same call always writes a byte-identical ``.onnx`` file.
 
@@ -502,8 +503,33 @@ def calibration_data(model: ZooModel | str) -> list[dict[str, np.ndarray]]:
             for _ in range(CALIB_SAMPLES)]
 
 
+def _ort_saturates() -> bool:
+    """Whether onnxruntime's int8 GEMM on this CPU saturates 16-bit partial sums.
+
+    On x86 without VNNI, MLAS multiplies u8 x s8 with ``vpmaddubsw``, which saturates the sum of two
+    products to int16: with full-range int8 weights ORT's Conv/Gemm results are then not the exact
+    integer convolution (ORT's quantization docs recommend ``reduce_range`` there). VNNI (``vpdpbusd``)
+    and ARM accumulate exactly, as ming and the FPGA do.
+    """
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686"):
+        return False
+    try:
+        flags = pathlib.Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return True
+    return not {"avx512_vnni", "avx_vnni"} & set(flags)
+
+
+# quantize_static's options for every test model: int8 QDQ; 7-bit weights where ORT's kernels would
+# saturate, so that "bit-exact with onnxruntime" compares with exact integer arithmetic on every CPU.
+QUANTIZE_OPTIONS = {"reduce_range": _ort_saturates()}
+
+
 def quantize_float_model(model: onnx.ModelProto, out: pathlib.Path, input_shape: Sequence[int],
-                         per_channel: bool = False, seed: int = CALIB_SEED) -> pathlib.Path:
+                         per_channel: bool = False, seed: int = CALIB_SEED,
+                         options: dict | None = None) -> pathlib.Path:
     """Quantize a float model (input "x") to int8 QDQ at ``out``, calibrated on seeded random data."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
@@ -525,7 +551,7 @@ def quantize_float_model(model: onnx.ModelProto, out: pathlib.Path, input_shape:
         onnx.save(model, str(float_path))
         quantize_static(str(float_path), str(out), _Reader(), quant_format=QuantFormat.QDQ,
                         activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                        per_channel=per_channel)
+                        per_channel=per_channel, **(QUANTIZE_OPTIONS if options is None else options))
     return out
 
 
