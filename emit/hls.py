@@ -3,7 +3,9 @@
 Every process becomes one C++ function (templates in `templates/process/`), the
 channels become `hls::stream`s of the scheduled lane width and FIFO depth, and
 the constants (weights in each process's loop order, the integer requantization
-constants of `ming_py.numerics`) go to `<model>_weights.h`.
+constants of `ming_py.numerics`) go to `<model>_weights.h`. Identifiers and file
+names come from `identifiers.cpp_names`; comments and strings quote the model's
+own names.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from ming_py import __version__, numerics
 from ming_py.boards import Board
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.ir import AccRequant, AddRequant, AverageRequant, Rescale
+
+from .identifiers import CppNames, c_string, comment_text, cpp_names, markdown_cell
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC_HEADERS = ("ming_stream.h", "ming_numerics.h", "hls_stream.h")
@@ -41,13 +45,14 @@ class CConstant:
 
 @dataclass
 class ProcessView:
-    """What a process template needs, with every number already decided."""
+    """What a process template needs, with every number and identifier already decided."""
 
-    name: str
+    name: str  # the C++ function
+    label: str  # the process's own name, escaped for a string literal
     kind: str
     template: str
     comment: str
-    inputs: list[str]
+    inputs: list[str]  # C++ stream variables
     outputs: list[str]
     in_lanes: list[int]
     out_lanes: list[int]
@@ -64,6 +69,7 @@ class ProcessView:
     count_valid: bool = False
     line_buffer_impl: str = "bram"
     weights_impl: str = "bram"
+    arrays: dict[str, str] = field(default_factory=dict)  # role -> C++ constant array
     extra: dict = field(default_factory=dict)
 
     def factor(self, loop: str) -> int:
@@ -90,25 +96,28 @@ class ProcessView:
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
-                              keep_trailing_newline=True, trim_blocks=False, lstrip_blocks=False)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True, trim_blocks=False, lstrip_blocks=False)
+    env.filters["md"] = lambda value: markdown_cell(str(value))
+    return env
 
 
 def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, str]:
     """The files of OUT/hls/, as {relative path: text}."""
     env = _environment()
+    names = cpp_names(graph)
     views, constants = [], []
     for process in graph.processes:
-        view, consts = _process_view(graph, schedule, process)
+        view, consts = _process_view(graph, schedule, process, names)
         views.append(view)
         constants += consts
-    model = _model_view(graph, schedule)
+    model = _model_view(graph, schedule, names)
     internal = [c for c in graph.channels.values() if c.producer != "input" and c.consumer != "output"]
-    channels = [{"name": c.name, "lanes": schedule.lanes_of(c.name), "depth": schedule.depth_of(c.name)}
-                for c in internal]
+    channels = [{"name": names.channels[c.name], "label": c_string(c.name), "lanes": schedule.lanes_of(c.name),
+                 "depth": schedule.depth_of(c.name)} for c in internal]
     context = {"model": model, "processes": views, "channels": channels, "constants": constants,
                "version": __version__, "board": board}
-    name = graph.name
+    name = names.model
     files = {
         f"{name}.cpp": _tidy(env.get_template("model.cpp.j2").render(context)),
         f"{name}.h": env.get_template("model.h.j2").render(context),
@@ -133,13 +142,15 @@ def _tidy(text: str) -> str:
     return "\n".join(out).strip() + "\n"
 
 
-def _model_view(graph: StreamGraph, schedule: Schedule) -> dict:
+def _model_view(graph: StreamGraph, schedule: Schedule, names: CppNames) -> dict:
     inp, out = graph.channels[graph.input.channel], graph.channels[graph.output.channel]
     return {
-        "name": graph.name,
+        "name": names.model, "title": comment_text(graph.name), "top": names.top, "dataflow": names.dataflow,
+        "input_values": names.input_values, "output_values": names.output_values,
         "summary": f"{len(graph.processes)} processes, {len(graph.channels)} channels; "
                    f"{_shape_text(inp)} int8 in, {_shape_text(out)} int8 out.",
-        "input_channel": inp.name, "output_channel": out.name,
+        "input_channel": names.channels[inp.name], "output_channel": names.channels[out.name],
+        "input_label": c_string(inp.name), "output_label": c_string(out.name),
         "in_lanes": schedule.lanes_of(inp.name), "out_lanes": schedule.lanes_of(out.name),
         "in_depth": schedule.depth_of(inp.name), "out_depth": schedule.depth_of(out.name),
         "in_values": inp.values, "out_values": out.values,
@@ -153,23 +164,28 @@ def _shape_text(channel) -> str:
     return f"{channel.channels}x{channel.height}x{channel.width}"
 
 
-def _process_view(graph: StreamGraph, schedule: Schedule, p: Process) -> tuple[ProcessView, list[CConstant]]:
+def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
+                  names: CppNames) -> tuple[ProcessView, list[CConstant]]:
     ins = [graph.channels[c] for c in p.inputs]
     outs = [graph.channels[c] for c in p.outputs]
     view = ProcessView(
-        name=p.name, kind=p.kind, template=_TEMPLATE.get(p.kind, p.kind), comment=_comment(p, ins, outs),
-        inputs=list(p.inputs), outputs=list(p.outputs),
+        name=names.processes[p.name], label=c_string(p.name), kind=p.kind, template=_TEMPLATE.get(p.kind, p.kind),
+        comment=comment_text(_comment(p, ins, outs)),
+        inputs=[names.channels[c] for c in p.inputs], outputs=[names.channels[c] for c in p.outputs],
         in_lanes=[schedule.lanes_of(c) for c in p.inputs], out_lanes=[schedule.lanes_of(c) for c in p.outputs],
         unroll=[(loop, schedule.of(p.name).factor(loop)) for loop in p.unrollable], window=p.window,
         in_channels=[c.channels for c in ins], in_offsets=list(np.cumsum([0] + [c.channels for c in ins])[:-1]),
         in_values=ins[0].values, out_channels=outs[0].channels, out_pixels=outs[0].pixels,
         in_pixels=ins[0].pixels, line_buffer_impl=schedule.of(p.name).storage_of("line_buffer"),
-        weights_impl=schedule.of(p.name).storage_of("weights"))
+        weights_impl=schedule.of(p.name).storage_of("weights"), arrays=names.arrays[p.name])
     constants: list[CConstant] = []
+
+    def constant(role: str, ctype: str, array: np.ndarray, comment: str) -> None:
+        constants.append(CConstant(view.arrays[role], ctype, array, comment_text(f"{p.name}: {comment}")))
+
     if p.weights is not None:
-        constants.append(CConstant(f"{p.name}_weights", "int8_t", p.weights.astype(np.int8),
-                                   f"{p.name}: weights {_shape_doc(p)}"))
-    _epilogue(view, p, constants)
+        constant("weights", "int8_t", p.weights.astype(np.int8), f"weights {_shape_doc(p)}")
+    _epilogue(view, p, constant)
     return view, constants
 
 
@@ -194,22 +210,21 @@ def _comment(p: Process, ins, outs) -> str:
     return f"{p.name} ({p.source}): {p.kind}: {shapes}"
 
 
-def _epilogue(view: ProcessView, p: Process, constants: list[CConstant]) -> None:
+def _epilogue(view: ProcessView, p: Process, constant) -> None:
+    """The epilogue's template values; its constant arrays go to `constant(role, ctype, array, comment)`."""
     e = p.epilogue
     if isinstance(e, AccRequant):
         multiplier = numerics.ort_conv_multiplier(e.x_scale, e.w_scale, e.y_scale)
         mantissa, exponent = numerics.float32_parts(multiplier)
-        view.acc_init = f"{p.name}_bias[oc]"
+        view.acc_init = f"{view.arrays['bias']}[oc]"
         view.epilogue = "requantize"
         view.extra["zero_point"] = e.zero_point
-        constants += [
-            CConstant(f"{p.name}_bias", "int32_t", e.bias.astype(np.int32),
-                      f"{p.name}: int32 bias with the input zero-point correction folded in"),
-            CConstant(f"{p.name}_mantissa", "int32_t", np.broadcast_to(mantissa, e.bias.shape).astype(np.int32),
-                      f"{p.name}: requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^exponent"),
-            CConstant(f"{p.name}_exponent", "int32_t", np.broadcast_to(exponent, e.bias.shape).astype(np.int32),
-                      f"{p.name}: requantization exponent"),
-        ]
+        constant("bias", "int32_t", e.bias.astype(np.int32),
+                 "int32 bias with the input zero-point correction folded in")
+        constant("mantissa", "int32_t", np.broadcast_to(mantissa, e.bias.shape).astype(np.int32),
+                 "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^exponent")
+        constant("exponent", "int32_t", np.broadcast_to(exponent, e.bias.shape).astype(np.int32),
+                 "requantization exponent")
     elif isinstance(e, AverageRequant):
         view.extra.update(zero_point=e.zero_point, x_zero_point=e.x_zero_point, count=e.count)
         if e.global_pool:
@@ -220,12 +235,10 @@ def _epilogue(view: ProcessView, p: Process, constants: list[CConstant]) -> None
             view.epilogue = "average_valid"
             view.count_valid = True
             points = [numerics.avgpool_fixed_point(e.x_scale, e.y_scale, max(d, 1)) for d in range(e.count + 1)]
-            constants += [
-                CConstant(f"{p.name}_divisor_multiplier", "int64_t", np.array([f.multiplier for f in points]),
-                          f"{p.name}: fixed-point x_scale / (y_scale * valid) by number of valid window positions"),
-                CConstant(f"{p.name}_divisor_shift", "int32_t", np.array([f.shift for f in points], dtype=np.int32),
-                          f"{p.name}: matching right shifts"),
-            ]
+            constant("divisor_multiplier", "int64_t", np.array([f.multiplier for f in points]),
+                     "fixed-point x_scale / (y_scale * valid) by number of valid window positions")
+            constant("divisor_shift", "int32_t", np.array([f.shift for f in points], dtype=np.int32),
+                     "matching right shifts")
         else:
             point = numerics.avgpool_fixed_point(e.x_scale, e.y_scale, e.count)
             view.epilogue = "average"
@@ -236,9 +249,9 @@ def _epilogue(view: ProcessView, p: Process, constants: list[CConstant]) -> None
                           b_multiplier=b.multiplier, shift=a.shift, zero_point=e.zero_point)
     elif isinstance(e, Rescale):
         table = numerics.rescale_table(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point)
-        constants.append(CConstant(f"{p.name}_table", "int8_t", np.clip(table, e.qmin, e.qmax).astype(np.int8),
-                                   f"{p.name}: onnxruntime's DequantizeLinear -> QuantizeLinear for every int8 "
-                                   f"value (index + 128), clamped to [{e.qmin}, {e.qmax}]"))
+        constant("table", "int8_t", np.clip(table, e.qmin, e.qmax).astype(np.int8),
+                 f"onnxruntime's DequantizeLinear -> QuantizeLinear for every int8 value (index + 128), "
+                 f"clamped to [{e.qmin}, {e.qmax}]")
     elif p.kind == "maxpool":
         view.acc_init = "-128"
 

@@ -1,4 +1,8 @@
-"""Reports, the topology as MLIR, and the host-side metadata of a build."""
+"""Reports, the topology as MLIR, and the host-side metadata of a build.
+
+They name processes and channels as the stream graph does (after the model's nodes);
+`cpp_name` is the identifier of the same thing in the generated C++.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +14,21 @@ from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
 
 from .hls import _environment
+from .identifiers import comment_text, cpp_names, mlir_string
 
 CONSTANT_ROLES = ("weights", "constants", "table")
 
 
 def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) -> dict:
     """Per-process kind, loop bounds, schedule and buffers; with an ILP solution also its estimates."""
+    names = cpp_names(graph)
     nodes = []
     for p in graph.processes:
         sched = schedule.of(p.name)
         unroll = {loop: sched.factor(loop) for loop in p.unrollable}
         nodes.append({
-            "name": p.name, "source": p.source, "kind": p.kind, "inputs": list(p.inputs), "outputs": list(p.outputs),
+            "name": p.name, "cpp_name": names.processes[p.name], "source": p.source, "kind": p.kind,
+            "inputs": list(p.inputs), "outputs": list(p.outputs),
             "window": asdict(p.window) if p.window is not None else None,
             "loop_bounds": graph.trip_counts(p) | _pixel_loops(graph, p),
             "schedule": {"unroll": unroll, "lanes_in": [schedule.lanes_of(c) for c in p.inputs],
@@ -35,7 +42,7 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
             nodes[-1] |= {"cycles": cost.cycles, "fill_cycles": cost.fill, "dsp": cost.dsp, "bram18k": cost.bram18k,
                           "uram": cost.uram, "lut": cost.lut, "ff": cost.ff}
             nodes[-1]["schedule"]["storage"] = dict(sched.storage)
-    channels = [{"name": c.name, "producer": c.producer, "consumer": c.consumer,
+    channels = [{"name": c.name, "cpp_name": names.channels[c.name], "producer": c.producer, "consumer": c.consumer,
                  "shape": [c.channels, c.height, c.width], "lanes": schedule.lanes_of(c.name),
                  "fifo_depth": schedule.depth_of(c.name)} for c in graph.channels.values()]
     buffers = [b for p in graph.processes for b in p.buffers]
@@ -46,8 +53,9 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
     }
     if solution is not None:
         totals |= solution.totals
-    return {"ming_version": __version__, "model": graph.name, "board": board.name, "part": board.part,
-            "clock_mhz": board.clock_mhz, "nodes": nodes, "channels": channels, "totals": totals}
+    return {"ming_version": __version__, "model": graph.name, "cpp_name": names.model, "top": names.top,
+            "board": board.name, "part": board.part, "clock_mhz": board.clock_mhz, "nodes": nodes,
+            "channels": channels, "totals": totals}
 
 
 def _pixel_loops(graph: StreamGraph, p) -> dict[str, int]:
@@ -65,26 +73,45 @@ def report_markdown(data: dict) -> str:
     rows = []
     for n in data["nodes"]:
         rows.append(n | {
+            "name_text": _with_cpp_name(n),
             "loop_bounds_text": ", ".join(f"{k}={v}" for k, v in n["loop_bounds"].items()),
             "unroll_text": ", ".join(f"{k}={v}" for k, v in n["schedule"]["unroll"].items()) or "-",
             "lanes_text": f"{','.join(map(str, n['schedule']['lanes_in']))} / "
                           f"{','.join(map(str, n['schedule']['lanes_out']))}",
             "buffers_text": ", ".join(f"{k} {v:,}" for k, v in n["buffers_bits"].items()),
         })
-    return _environment().get_template("report.md.j2").render(report=data | {"nodes": rows})
+    channels = [c | {"name_text": _with_cpp_name(c)} for c in data["channels"]]
+    return _environment().get_template("report.md.j2").render(report=data | {"nodes": rows, "channels": channels})
+
+
+def _with_cpp_name(entry: dict) -> str:
+    """A process's or channel's name, and its C++ identifier where that differs."""
+    name, cpp_name = entry["name"], entry["cpp_name"]
+    return name if cpp_name == name else f"{name} (C++ {cpp_name})"
 
 
 def dataflow_mlir(graph: StreamGraph, schedule: Schedule) -> str:
-    internal = [c for c in graph.channels.values()]
-    channels = [{"name": c.name, "channels": c.channels, "height": c.height, "width": c.width,
-                 "lanes": schedule.lanes_of(c.name), "depth": schedule.depth_of(c.name)} for c in internal]
+    """SSA values are named by the C++ identifiers (valid MLIR names); `name` attributes hold the graph's
+    names, and a `cpp_name` attribute the identifier where it differs."""
+    names = cpp_names(graph)
+
+    def cpp_attribute(name: str, cpp_name: str) -> str:
+        return "" if cpp_name == name else f', cpp_name = "{cpp_name}"'
+
+    channels = [{"value": names.channels[c.name], "name": mlir_string(c.name),
+                 "cpp_name": cpp_attribute(c.name, names.channels[c.name]), "channels": c.channels,
+                 "height": c.height, "width": c.width, "lanes": schedule.lanes_of(c.name),
+                 "depth": schedule.depth_of(c.name)} for c in graph.channels.values()]
     processes = []
     for p in graph.processes:
-        operands = [f"%{c}" for c in p.inputs + p.outputs]
-        processes.append({"name": p.name, "kind": p.kind, "source": p.source, "operands": operands,
+        operands = [f"%{names.channels[c]}" for c in p.inputs + p.outputs]
+        processes.append({"name": mlir_string(p.name), "cpp_name": cpp_attribute(p.name, names.processes[p.name]),
+                          "kind": p.kind, "source": mlir_string(p.source), "operands": operands,
                           "types": ["!dfg.stream<i8>"] * len(operands), "num_inputs": len(p.inputs),
                           "unroll": [(loop, schedule.of(p.name).factor(loop)) for loop in p.unrollable]})
-    model = {"name": graph.name, "input": graph.input.channel, "output": graph.output.channel}
+    model = {"title": comment_text(graph.name), "name": mlir_string(graph.name),
+             "cpp_name": cpp_attribute(graph.name, names.model),
+             "input": mlir_string(graph.input.channel), "output": mlir_string(graph.output.channel)}
     return _environment().get_template("dataflow.mlir.j2").render(
         model=model, channels=channels, processes=processes, version=__version__)
 
@@ -96,8 +123,11 @@ def host_metadata(graph: StreamGraph, board: Board) -> str:
         return {"onnx_name": p.onnx_name, "onnx_shape": list(p.onnx_shape), "array_shape": list(p.array_shape),
                 "stream_shape": [c.channels, c.height, c.width], "scale": p.scale, "zero_point": p.zero_point}
 
+    names = cpp_names(graph)
     data = {
-        "model": graph.name, "board": board.name, "interface": board.interface,
+        # "model" is the stem of the C++ file names (hls/<model>.cpp, <model>_tb.cpp), "graph" the model's own name
+        "model": names.model, "graph": graph.name, "top": names.top, "board": board.name,
+        "interface": board.interface,
         "input": port(graph.input, graph.input.channel),
         "output": port(graph.output, graph.output.channel) | {
             "host_ops": [{"kind": op.kind, "axis": op.axis, "scale": op.scale, "zero_point": op.zero_point,
