@@ -133,11 +133,11 @@ def replace_tree(files: dict[str, str], out: Path) -> None:
 
 def _write_staging(files: dict[str, str], new: Path, out: Path) -> None:
     new.mkdir()  # the umask's mode, as for any directory the user creates
-    (new / MARKER).write_text(MARKER_TEXT)
+    (new / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
     for relative, text in sorted(files.items()):
         path = new / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        path.write_text(text, encoding="utf-8")
     if out.exists():
         os.chmod(new, stat.S_IMODE(out.stat().st_mode))  # a rebuild keeps OUT's permissions
 
