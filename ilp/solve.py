@@ -11,15 +11,25 @@ process starts when its producers have emitted their first outputs
 (finish_v >= start_v + cycles_v, so the slowest process sets the pace) nor than
 `drain_v` after its producers finish (finish_v >= finish_u + drain_v); minimise
 the finish of the process feeding the output. Objective `sum` is MING's
-original sum of process cycles.
+original sum of process cycles. Among equally fast designs the cheaper is kept
+(`_thrifty`).
+
+The search (`_search`) is deterministic: CBC on one thread, limited by
+branch-and-bound nodes and never by wall-clock time, so the same model and
+options give the same design on every run and machine. The status says
+"optimal" only when the search proved it, else "feasible (gap x%)" against the
+best lower bound; "no design fits" only when infeasibility is proven.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import os
+import subprocess
+import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pulp
 
@@ -31,6 +41,9 @@ from .budget import RESOURCES, Budget
 from .cost import Choice, Cost, process_cost, storage_plan
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing
+NODE_LIMIT = 100_000  # branch-and-bound nodes of the proving CBC run: the search's only limit, the same everywhere
+HEURISTIC_NODES = 1_000  # nodes of each CBC run that only looks for a good incumbent
+IMPROVE_SHARE = 0.25  # candidates with reduced cost under this share of the gap go into the improving MIP  # branch-and-bound nodes per CBC run: the search's only limit, the same on every machine
 
 
 @dataclass
@@ -83,9 +96,37 @@ def _lanes(kind: str, unroll: dict[str, int], ins, outs):
 
 
 def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "latency",
-          pins: dict[str, dict[str, int]] | None = None, time_limit: float = 60.0) -> Solution:
-    pins = pins or {}
+          pins: dict[str, dict[str, int]] | None = None, node_limit: int = NODE_LIMIT,
+          reserved: dict[str, int] | None = None) -> Solution:
+    """The fastest design within `budget` (the user's), of which `reserved` (FIFO memory) is already taken.
+
+    Deterministic: the same graph, budget and pins give the same design on every machine and every run
+    (CBC on one thread, limited by branch-and-bound nodes, never by wall-clock time)."""
+    if objective not in ("latency", "sum"):
+        raise MingError(f"unknown objective {objective!r}; use latency or sum")
     started = time.perf_counter()
+    reserved = {r: v for r, v in (reserved or {}).items() if v}
+    available = replace(budget, **{r: getattr(budget, r) - v for r, v in reserved.items()})
+    options, costs = _candidates_and_costs(graph, pins or {}, available)
+    if any(sum(min(getattr(c, r) for c in costs[name]) for name in costs) > getattr(available, r)
+           for r in RESOURCES):  # every process at its least: a proof without the ILP
+        raise _no_design_fits(graph, budget, reserved)
+    model = _Model(graph, options, costs, available, objective)
+    search = _search(model, node_limit)
+    if search.status == "infeasible":
+        raise _no_design_fits(graph, budget, reserved)
+    if search.picked is None:
+        raise MingError(f"the ILP found no design within its limit of {node_limit:,} branch-and-bound nodes; "
+                        f"loosen the budget or pin some unroll factors (--set)")
+    picked = _thrifty(model, search.picked)
+    chosen = {name: options[name][j] for name, j in picked.items()}
+    chosen_costs = {name: costs[name][j] for name, j in picked.items()}
+    size = {"variables": len(model.problem.variables()), "constraints": len(model.problem.constraints)}
+    return _solution(graph, board, chosen, chosen_costs, objective, available, search.describe(),
+                     time.perf_counter() - started, size)
+
+
+def _candidates_and_costs(graph: StreamGraph, pins, budget: Budget):
     options = {p.name: candidates(graph, p, pins.get(p.name), uram=budget.uram > 0) for p in graph.processes}
     for name, choices in options.items():
         if not choices:
@@ -94,73 +135,271 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     for name in list(options):
         all_costs = [process_cost(graph, graph.process(name), c) for c in options[name]]
         options[name], costs[name] = _pareto(options[name], all_costs)
-    problem = pulp.LpProblem("ming_dse", pulp.LpMinimize)
-    pick = {name: [pulp.LpVariable(f"x_{i}_{j}", cat="Binary") for j in range(len(choices))]
-            for i, (name, choices) in enumerate(options.items())}
-    for name, xs in pick.items():
-        problem += pulp.lpSum(xs) == 1, f"one_{name}"
+    return options, costs
 
-    def total(name, attribute):
-        return pulp.lpSum(x * getattr(c, attribute) for x, c in zip(pick[name], costs[name]))
 
-    def lanes(name, channel, side):
-        process = graph.process(name)
-        index = (process.inputs if side == "in" else process.outputs).index(channel)
-        return pulp.lpSum(x * getattr(c, f"lanes_{side}")[index] for x, c in zip(pick[name], options[name]))
+def _no_design_fits(graph: StreamGraph, budget: Budget, reserved: dict[str, int]) -> MingError:
+    needs = smallest_design(graph)
+    fifos = f", of which the FIFOs take {_describe(reserved)}" if reserved else ""
+    with_fifos = " with its FIFOs" if reserved else ""
+    needs = {r: v + reserved.get(r, 0) for r, v in needs.items()}
+    return MingError(f"no design fits the budget ({_describe(vars(budget))}{fifos}); "
+                     f"the smallest design needs {_describe(needs)}{with_fifos}")
 
-    for channel in graph.channels.values():
-        if channel.producer in pick and channel.consumer in pick:
-            problem += (lanes(channel.producer, channel.name, "out") == lanes(channel.consumer, channel.name, "in"),
-                        f"lanes_{channel.name}")
-    for resource in RESOURCES:
-        problem += (pulp.lpSum(total(name, resource) for name in pick) <= getattr(budget, resource),
-                    f"budget_{resource}")
-    # Pipelined dataflow: a process starts when its inputs' first pixels arrive, emits its first output
-    # `fill` later, and finishes no sooner than its own work allows nor than `drain` after its inputs end.
-    start = {name: pulp.LpVariable(f"s_{i}", lowBound=0) for i, name in enumerate(pick)}
-    finish = {name: pulp.LpVariable(f"f_{i}", lowBound=0) for i, name in enumerate(pick)}
-    done = pulp.LpVariable("output_finish", lowBound=0)
-    for name in pick:
-        problem += finish[name] >= start[name] + total(name, "cycles"), f"work_{name}"
-    for channel in graph.channels.values():
-        if channel.producer not in pick:
-            continue
-        if channel.consumer in pick:
-            consumer = channel.consumer
-            problem += start[consumer] >= start[channel.producer] + total(channel.producer, "fill"), \
-                f"fill_{channel.name}"
-            problem += finish[consumer] >= finish[channel.producer] + total(consumer, "drain"), \
-                f"drain_{channel.name}"
+
+class _Model:
+    """The ILP: one-hot candidates per process, lanes tied per channel, budget rows, the latency model."""
+
+    def __init__(self, graph: StreamGraph, options, costs, budget: Budget, objective: str):
+        self.graph, self.options, self.costs, self.objective, self.budget = graph, options, costs, objective, budget
+        problem = pulp.LpProblem("ming_dse", pulp.LpMinimize)
+        self.pick = {name: [pulp.LpVariable(f"x_{i}_{j}", cat="Binary") for j in range(len(choices))]
+                     for i, (name, choices) in enumerate(options.items())}
+        for name, xs in self.pick.items():
+            problem += pulp.lpSum(xs) == 1, f"one_{name}"
+        for channel in graph.channels.values():
+            if channel.producer in self.pick and channel.consumer in self.pick:
+                for lanes, (made, taken) in sorted(self._lanes_choices(graph, channel).items()):
+                    problem += pulp.lpSum(made) == pulp.lpSum(taken), f"lanes_{channel.name}_{lanes}"
+        for resource in RESOURCES:
+            problem += (pulp.lpSum(self.total(name, resource) for name in self.pick) <= getattr(budget, resource),
+                        f"budget_{resource}")
+        if objective == "latency":
+            self.goal = self._latency(graph, problem)
         else:
-            problem += done >= finish[channel.producer], f"out_{channel.name}"
-    # Among equally fast designs prefer the cheaper: at most one cycle per resource exhausted.
-    thrift = pulp.lpSum(total(name, r) * (1.0 / max(getattr(budget, r), 1)) for name in pick for r in RESOURCES)
-    if objective == "latency":
-        problem += done + thrift
-    elif objective == "sum":
-        problem += pulp.lpSum(total(name, "cycles") for name in pick) + thrift
-    else:
-        raise MingError(f"unknown objective {objective!r}; use latency or sum")
-    status = problem.solve(_solver(time_limit))
-    seconds = time.perf_counter() - started
-    if pulp.LpStatus[status] != "Optimal":
-        raise MingError(f"no design fits the budget ({_describe(vars(budget))}); the smallest design needs "
-                        f"{_describe(smallest_design(graph))}")
-    picked = {name: _picked(xs) for name, xs in pick.items()}
-    chosen = {name: options[name][j] for name, j in picked.items()}
-    chosen_costs = {name: costs[name][j] for name, j in picked.items()}
-    size = {"variables": len(problem.variables()), "constraints": len(problem.constraints)}
-    return _solution(graph, board, chosen, chosen_costs, objective, budget, pulp.LpStatus[status], seconds, size)
+            self.goal = pulp.lpSum(self.total(name, "cycles") for name in self.pick)
+        problem += self.goal
+        self.problem = problem
+
+    def total(self, name: str, attribute: str):
+        return pulp.lpSum(x * getattr(c, attribute) for x, c in zip(self.pick[name], self.costs[name]))
+
+    def _lanes_choices(self, graph: StreamGraph, channel) -> dict[int, tuple[list, list]]:
+        """Per lane count, the producer's and the consumer's candidates that give it. Tying each count's
+        two sums (rather than the two weighted lane sums) keeps the LP from mixing 1 and 3 lanes into 2."""
+        out = graph.process(channel.producer).outputs.index(channel.name)
+        into = graph.process(channel.consumer).inputs.index(channel.name)
+        by_lanes: dict[int, tuple[list, list]] = {}
+        for x, choice in zip(self.pick[channel.producer], self.options[channel.producer]):
+            by_lanes.setdefault(choice.lanes_out[out], ([], []))[0].append(x)
+        for x, choice in zip(self.pick[channel.consumer], self.options[channel.consumer]):
+            by_lanes.setdefault(choice.lanes_in[into], ([], []))[1].append(x)
+        return by_lanes
+
+    def _latency(self, graph: StreamGraph, problem):
+        """Pipelined dataflow: a process starts when its inputs' first pixels arrive, emits its first output
+        `fill` later, and finishes no sooner than its own work allows nor than `drain` after its inputs end.
+        Integer times make the objective integral, so a bound within 0.5 of the incumbent proves it."""
+        start = {name: pulp.LpVariable(f"s_{i}", lowBound=0, cat="Integer") for i, name in enumerate(self.pick)}
+        finish = {name: pulp.LpVariable(f"f_{i}", lowBound=0, cat="Integer") for i, name in enumerate(self.pick)}
+        done = pulp.LpVariable("output_finish", lowBound=0, cat="Integer")
+        for name in self.pick:
+            problem += finish[name] >= start[name] + self.total(name, "cycles"), f"work_{name}"
+        for channel in graph.channels.values():
+            if channel.producer not in self.pick:
+                continue
+            if channel.consumer in self.pick:
+                consumer = channel.consumer
+                problem += start[consumer] >= start[channel.producer] + self.total(channel.producer, "fill"), \
+                    f"fill_{channel.name}"
+                problem += finish[consumer] >= finish[channel.producer] + self.total(consumer, "drain"), \
+                    f"drain_{channel.name}"
+            else:
+                problem += done >= finish[channel.producer], f"out_{channel.name}"
+        return done
+
+    def variables(self) -> list:
+        return [x for xs in self.pick.values() for x in xs]
+
+    def picked(self, values: dict[str, float] | None) -> dict[str, int] | None:
+        """The design CBC's values describe; None unless they are one (CBC also reports the values of
+        a search that stopped before it found any design)."""
+        if values is None or any(0.0001 < values.get(x.name, 0.0) < 0.9999 for x in self.variables()):
+            return None
+        picked = {}
+        for name, xs in self.pick.items():
+            ones = [j for j, x in enumerate(xs) if values.get(x.name, 0.0) >= 0.9999]
+            if len(ones) != 1:
+                return None
+            picked[name] = ones[0]
+        return picked if self.fits(picked) and self._lanes_agree(picked) else None
+
+    def _lanes_agree(self, picked: dict[str, int]) -> bool:
+        for channel in self.graph.channels.values():
+            if channel.producer in picked and channel.consumer in picked:
+                producer, consumer = self.graph.process(channel.producer), self.graph.process(channel.consumer)
+                made = self.options[producer.name][picked[producer.name]].lanes_out[producer.outputs.index(channel.name)]
+                taken = self.options[consumer.name][picked[consumer.name]].lanes_in[consumer.inputs.index(channel.name)]
+                if made != taken:
+                    return False
+        return True
+
+    def value_of(self, picked: dict[str, int]) -> int:
+        """The objective of a design, as the ILP counts it."""
+        costs = {name: self.costs[name][j] for name, j in picked.items()}
+        if self.objective == "sum":
+            return sum(c.cycles for c in costs.values())
+        return estimate(self.graph, costs)[1]
+
+    def fits(self, picked: dict[str, int]) -> bool:
+        return all(sum(getattr(self.costs[name][j], r) for name, j in picked.items()) <= getattr(self.budget, r)
+                   for r in RESOURCES)
 
 
-def _picked(xs) -> int:
-    return max(range(len(xs)), key=lambda j: xs[j].value() or 0)
+@dataclass
+class _Run:
+    """One CBC run."""
+
+    status: str  # "optimal" | "infeasible" | "stopped"
+    objective: float | None = None
+    bound: float | None = None
+    values: dict[str, float] | None = None  # None when it found no solution
+    reduced: dict[str, float] = field(default_factory=dict)
 
 
-def _solver(time_limit: float):
-    """PuLP's bundled CBC: deterministic, always present. (HiGHS through highspy solved the test
-    networks in the same ~0.1 s, so it would only add a second source of tie-breaking.)"""
-    return pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, threads=1)
+@dataclass
+class _Search:
+    """The outcome of the whole search."""
+
+    status: str  # "optimal" | "feasible" | "infeasible" | "unsolved"
+    picked: dict[str, int] | None = None
+    value: int = 0
+    bound: float = 0.0
+
+    def describe(self) -> str:
+        if self.status == "optimal":
+            return "optimal"
+        return f"feasible (gap {100.0 * (self.value - self.bound) / max(self.value, 1):.1f}%)"
+
+
+def _search(model: _Model, node_limit: int) -> _Search:
+    """Branch and bound in deterministic steps, all with CBC:
+
+    1. the LP relaxation: a lower bound, reduced costs, and infeasibility proven when it has none;
+    2. an incumbent from a small MIP over the candidates the LP solution uses (RENS, Berthold 2014),
+       improved by a MIP over the candidates of small reduced cost (both node-limited heuristics);
+    3. reduced-cost fixing (a candidate whose reduced cost lifts the LP bound to the incumbent's value
+       cannot be in a better design) and the MIP over what is left with the incumbent as cutoff: when
+       it finds no better design, the incumbent is optimal.
+    The objective is integral, so a better design is at least one cycle better (cutoff value - 0.5).
+    """
+    relaxation = _cbc(model.problem, node_limit, relax=True)
+    if relaxation.status == "infeasible":
+        return _Search("infeasible")
+    lower = relaxation.objective
+    unused = [x for x in model.variables() if relaxation.values.get(x.name, 0.0) <= 1e-6]
+    picked = model.picked(_with_zero(unused, lambda: _cbc(model.problem, HEURISTIC_NODES)).values)
+    if picked is None:
+        return _conclude(model, _cbc(model.problem, node_limit), None, lower)
+    incumbent = _improve(model, relaxation, (picked, model.value_of(picked)))
+    value = incumbent[1]
+    hopeless = [x for x in unused if lower + relaxation.reduced.get(x.name, 0.0) > value - 0.5]
+    better = _with_zero(hopeless, lambda: _cbc(model.problem, node_limit, cutoff=value - 0.5))
+    if better.status == "infeasible":
+        return _Search("optimal", incumbent[0], value, value)
+    return _conclude(model, better, incumbent, lower)
+
+
+def _improve(model: _Model, relaxation: _Run, incumbent: tuple[dict[str, int], int]) -> tuple[dict[str, int], int]:
+    """A better incumbent, if the candidates whose reduced cost is under IMPROVE_SHARE of the gap between
+    the LP bound and the incumbent (the likeliest parts of an optimal design) make one."""
+    gap = incumbent[1] - relaxation.objective
+    unlikely = [x for x in model.variables() if relaxation.values.get(x.name, 0.0) <= 1e-6 and
+                relaxation.reduced.get(x.name, 0.0) > IMPROVE_SHARE * gap]
+    run = _with_zero(unlikely, lambda: _cbc(model.problem, HEURISTIC_NODES, cutoff=incumbent[1] - 0.5))
+    picked = model.picked(run.values)
+    return incumbent if picked is None else (picked, model.value_of(picked))
+
+
+def _with_zero(variables: list, run) -> _Run:
+    """`run()` with `variables` fixed to 0."""
+    for x in variables:
+        x.upBound = 0
+    try:
+        return run()
+    finally:
+        for x in variables:
+            x.upBound = 1
+
+
+def _conclude(model: _Model, run: _Run, incumbent: tuple[dict[str, int], int] | None, lower: float) -> _Search:
+    """The search's outcome from its last CBC run and the incumbent it was given."""
+    if run.status == "infeasible" and incumbent is None:
+        return _Search("infeasible")
+    picked = model.picked(run.values)
+    best = (picked, model.value_of(picked)) if picked is not None else incumbent
+    if best is None:
+        return _Search("unsolved")
+    if run.status == "optimal":
+        return _Search("optimal", best[0], best[1], best[1])
+    bound = max(lower, run.bound if run.bound is not None else lower)
+    return _Search("feasible", best[0], best[1], min(bound, best[1]))
+
+
+def _cbc(problem: pulp.LpProblem, node_limit: int, relax: bool = False, cutoff: float | None = None) -> _Run:
+    """CBC on one thread (deterministic), as a child process that `subprocess.run` kills when ming is
+    interrupted; its files live in a temporary directory that is removed on every way out."""
+    solver = pulp.PULP_CBC_CMD(msg=False)
+    with tempfile.TemporaryDirectory(prefix="ming-cbc-") as folder:
+        model_file, solution_file = os.path.join(folder, "model.mps"), os.path.join(folder, "model.sol")
+        variables, variable_names, constraint_names, _ = problem.writeMPS(model_file, rename=1)
+        command = [solver.path, model_file, "-threads", "1", "-ratioGap", "0", "-allowableGap", "0.5",
+                   "-maxNodes", str(node_limit), *(["-cutoff", str(cutoff)] if cutoff is not None else []),
+                   "-initialSolve" if relax else "-solve",
+                   "-printingOptions", "all", "-solution", solution_file]
+        log = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True).stdout
+        if not os.path.exists(solution_file):
+            raise MingError(f"CBC failed: {(log.strip().splitlines() or ['no output'])[-1]}")
+        with open(solution_file) as f:
+            headline = f.readline()
+        _, values, reduced, _, _, _ = solver.readsol_MPS(solution_file, problem, variables, variable_names,
+                                                         constraint_names)
+    return _parse_cbc(headline, log, values, reduced)
+
+
+def _parse_cbc(headline: str, log: str, values: dict, reduced: dict) -> _Run:
+    """Status, objective and bound from the first line of CBC's solution file and its log."""
+    objective = _number_after(headline, "objective value")
+    if headline.startswith("Optimal"):
+        return _Run("optimal", objective, objective, values, reduced)
+    if "nfeasible" in headline.split(" - ")[0]:
+        return _Run("infeasible")
+    found = objective is not None and abs(objective) < 1e40 and "No feasible solution" not in log
+    return _Run("stopped", objective, _number_after(log, "Lower bound:"), values if found else None, reduced)
+
+
+def _number_after(text: str, label: str) -> float | None:
+    index = text.find(label)
+    if index < 0:
+        return None
+    try:
+        return float(text[index + len(label):].split()[0])
+    except (ValueError, IndexError):
+        return None
+
+
+def _thrifty(model: _Model, picked: dict[str, int]) -> dict[str, int]:
+    """Among designs as fast, prefer the cheaper: each process in turn takes the candidate with its
+    lanes that uses the least share of the budget without slowing the design or breaking the budget."""
+    value = model.value_of(picked)
+    for name in model.pick:
+        lanes = _lanes_of(model.options[name][picked[name]])
+        ranked = sorted((j for j, choice in enumerate(model.options[name]) if _lanes_of(choice) == lanes),
+                        key=lambda j: (_share(model.costs[name][j], model.budget), j))
+        for j in ranked:
+            trial = picked | {name: j}
+            if j == picked[name] or (model.fits(trial) and model.value_of(trial) <= value):
+                picked = trial
+                break
+    return picked
+
+
+def _lanes_of(choice: Choice) -> tuple:
+    return choice.lanes_in, choice.lanes_out
+
+
+def _share(cost: Cost, budget: Budget) -> float:
+    return sum(getattr(cost, r) / max(getattr(budget, r), 1) for r in RESOURCES)
 
 
 def smallest_design(graph: StreamGraph) -> dict[str, int]:
@@ -178,7 +417,7 @@ def _describe(needs: dict[str, int]) -> str:
 
 def _pareto(choices: list[Choice], costs: list[Cost]) -> tuple[list[Choice], list[Cost]]:
     """Drop candidates another candidate with the same lanes beats or ties on every cost."""
-    keys = ("cycles", "fill") + RESOURCES
+    keys = ("cycles", "fill", "drain") + RESOURCES
     kept: list[int] = []
     for i, (choice, cost) in enumerate(zip(choices, costs)):
         group = (choice.lanes_in, choice.lanes_out)

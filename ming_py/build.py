@@ -83,8 +83,8 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     budget = Budget.of(board, options.limits)
     fifo = fifo_cost(stream_graph)
     # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
-    available = replace(budget, bram18k=budget.bram18k - fifo["fifo_bram18k"], lut=budget.lut - fifo["fifo_lut"])
-    solution = solve(stream_graph, board, available, options.objective, pins.unroll)
+    reserved = {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
+    solution = solve(stream_graph, board, budget, options.objective, pins.unroll, reserved=reserved)
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
     least_pixels = decoupling_pixels(stream_graph, solution, board, budget, pins.depths)
     solution.schedule = replace(solution.schedule, depths=fifo_depths(stream_graph, lanes, least_pixels) | pins.depths)
@@ -137,22 +137,17 @@ def decoupling_pixels(graph: StreamGraph, solution: Solution, board: Board, budg
 
 
 def minimal_fifos(graph: StreamGraph, solution: Solution, board: Board, pinned: set[str]) -> Schedule:
-    """Per channel, the least depth (binary search) with which the simulated latency does not grow."""
+    """Every unpinned FIFO shrunk to the least depth with which no write of the design's simulation waits
+    longer than it did.
+
+    One simulation gives all depths, and with them every token moves in the same cycle as before (see
+    `simulate._need`), so the simulated latency is kept exactly. A deadlocked design keeps its depths."""
     schedule = solution.schedule
-    depths = dict(schedule.depths)
-    target = simulated_cycles(graph, schedule, board, solution)
-    for channel in sorted(graph.channels):
-        if channel in pinned:
-            continue
-        low, high = 1, depths[channel]
-        while low < high:
-            middle = (low + high) // 2
-            trial = simulated_cycles(graph, replace(schedule, depths=depths | {channel: middle}), board, solution)
-            if trial is not None and trial <= target:
-                high = middle
-            else:
-                low = middle + 1
-        depths[channel] = high
+    result = simulate(report(graph, schedule, board, solution))
+    if result.deadlock is not None:
+        return schedule
+    depths = {c: schedule.depth_of(c) if c in pinned else min(schedule.depth_of(c), result.fifo_need[c])
+              for c in graph.channels}
     return replace(schedule, depths=depths)
 
 

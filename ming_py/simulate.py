@@ -62,6 +62,8 @@ class SimResult:
     finish: dict[str, int] = field(default_factory=dict)         # process -> cycle count when it finished
     output_tokens: dict[str, int] = field(default_factory=dict)  # output channel -> tokens the port received
     timed_out: bool = False          # stopped at max_cycles
+    # channel -> the least depth with which every token is written in the same cycle (see `_need`)
+    fifo_need: dict[str, int] = field(default_factory=dict)
 
     @property
     def completed(self) -> bool:
@@ -421,7 +423,8 @@ def simulate(report: dict, max_cycles: int = 10**9) -> SimResult:
         deadlock=deadlock,
         busy={p.name: p.t - p.stall_r - p.stall_w for p in everyone},
         finish={p.name: p.t for p in everyone if p.done},
-        output_tokens=output_tokens, timed_out=timed_out)
+        output_tokens=output_tokens, timed_out=timed_out,
+        fifo_need={name: _need(ch) for name, ch in channels.items()})
 
 
 def _peak(ch: _Channel) -> int:
@@ -432,6 +435,21 @@ def _peak(ch: _Channel) -> int:
     r = np.asarray(ch.r, dtype=np.int64)
     read_by = np.searchsorted(r, w, side="right")
     return int((np.arange(1, len(w) + 1) - read_by).max())
+
+
+def _need(ch: _Channel) -> int:
+    """The least depth D with which no write of this run waits: token k may be written in cycle w_k only
+    once token k - D was read before it (r_{k-D} < w_k), i.e. D >= k + 1 - (reads before w_k).
+
+    Every FIFO shrunk to this at once leaves the whole run cycle for cycle the same: the simulation is
+    the least solution of max-plus inequalities, a smaller depth only tightens the FIFO inequalities,
+    and the old times satisfy the tightened ones."""
+    if not ch.w:
+        return 1
+    w = np.asarray(ch.w, dtype=np.int64)
+    r = np.asarray(ch.r, dtype=np.int64)
+    read_before = np.searchsorted(r, w, side="left")
+    return max(1, int((np.arange(1, len(w) + 1) - read_before).max()))
 
 
 def simulate_dir(out_dir, max_cycles: int = 10**9) -> SimResult:
