@@ -42,6 +42,10 @@ from .cost import Choice, Cost, process_cost, storage_plan
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing
 NODE_LIMIT = 100_000  # branch-and-bound nodes of the proving CBC run: the search's only limit, the same everywhere
+# CBC's preprocessing costs more than it saves here (benchmarks/ilp_time.py: 26 s -> 6 s on a 24-conv net at
+# 20% of the KV260's DSPs, 6.4 s -> 4.6 s on MobileNetV1 at 30% of the U50's, 7.0 s -> 8.3 s on the 24-conv net
+# at the whole KV260)
+CBC_OPTIONS = ("-preprocess", "off")
 HEURISTIC_NODES = 1_000  # nodes of each CBC run that only looks for a good incumbent
 IMPROVE_SHARE = 0.25  # candidates with reduced cost under this share of the gap go into the improving MIP  # branch-and-bound nodes per CBC run: the search's only limit, the same on every machine
 
@@ -140,7 +144,7 @@ def _candidates_and_costs(graph: StreamGraph, pins, budget: Budget):
 
 def _no_design_fits(graph: StreamGraph, budget: Budget, reserved: dict[str, int]) -> MingError:
     needs = smallest_design(graph)
-    fifos = f", of which the FIFOs take {_describe(reserved)}" if reserved else ""
+    fifos = f"; the FIFOs need {_describe(reserved)} of it" if reserved else ""
     with_fifos = " with its FIFOs" if reserved else ""
     needs = {r: v + reserved.get(r, 0) for r, v in needs.items()}
     return MingError(f"no design fits the budget ({_describe(vars(budget))}{fifos}); "
@@ -269,7 +273,8 @@ class _Search:
     def describe(self) -> str:
         if self.status == "optimal":
             return "optimal"
-        return f"feasible (gap {100.0 * (self.value - self.bound) / max(self.value, 1):.1f}%)"
+        gap = 100.0 * (self.value - self.bound) / max(self.value, 1)
+        return f"feasible (gap {gap:.1f}%)" if gap >= 0.1 else f"feasible (gap {gap:.2g}%)"
 
 
 def _search(model: _Model, node_limit: int) -> _Search:
@@ -345,7 +350,7 @@ def _cbc(problem: pulp.LpProblem, node_limit: int, relax: bool = False, cutoff: 
         variables, variable_names, constraint_names, _ = problem.writeMPS(model_file, rename=1)
         command = [solver.path, model_file, "-threads", "1", "-ratioGap", "0", "-allowableGap", "0.5",
                    "-maxNodes", str(node_limit), *(["-cutoff", str(cutoff)] if cutoff is not None else []),
-                   "-initialSolve" if relax else "-solve",
+                   *CBC_OPTIONS, "-initialSolve" if relax else "-solve",
                    "-printingOptions", "all", "-solution", solution_file]
         log = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True).stdout
         if not os.path.exists(solution_file):

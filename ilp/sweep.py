@@ -49,12 +49,15 @@ def run_sweep(model: str | Path, options, lists: dict[str, str | None], out_dir:
         try:
             solution = solve(stream_graph, board, budget, options.objective, pins.unroll)
         except MingError as exc:
-            if "no design fits" not in str(exc):
+            if "no design fits" in str(exc):
+                row |= {"status": "infeasible"}
+            elif "found no design" in str(exc):  # the search stopped at its node limit without a design
+                row |= {"status": "unsolved"}
+            else:
                 raise
-            row |= {"status": "infeasible"}
         else:
             t = solution.totals
-            row |= {"status": solution.status.lower(), "cycles": t["cycles"], "latency_us": t["latency_us"],
+            row |= {"status": solution.status, "cycles": t["cycles"], "latency_us": t["latency_us"],
                     "throughput_cycles": t["throughput_cycles"], "roofline_cycles": t["roofline_cycles"],
                     "ratio": round(t["cycles"] / max(t["roofline_cycles"], 1), 2), "dsp": t["dsp"],
                     "bram18k": t["bram18k"], "uram": t["uram"], "lut": t["lut"],
@@ -88,8 +91,8 @@ def _print_header(progress: Progress) -> None:
 def _print_row(progress: Progress, row: dict, index: int, total: int) -> None:
     if progress.quiet:
         return
-    if row["status"] == "infeasible":
-        text = f"{row['dsp_budget']:>10} {row['bram18k_budget']:>11} {'infeasible':>10}"
+    if "cycles" not in row:
+        text = f"{row['dsp_budget']:>10} {row['bram18k_budget']:>11} {row['status']:>10}"
     else:
         text = (f"{row['dsp_budget']:>10} {row['bram18k_budget']:>11} {row['cycles']:>10,} {row['latency_us']:>10.1f} "
                 f"{row['roofline_cycles']:>9,} {row['ratio']:>6.2f} {row['dsp']:>5} {row['bram18k']:>7} "
@@ -105,7 +108,7 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    feasible = sorted((r for r in rows if r["status"] != "infeasible"), key=lambda r: r["dsp_budget"])
+    feasible = sorted((r for r in rows if "cycles" in r), key=lambda r: r["dsp_budget"])
     figure, axis = plt.subplots(figsize=(6.4, 4.2), dpi=100)
     if feasible:
         budgets = [r["dsp_budget"] for r in feasible]

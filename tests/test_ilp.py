@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -157,3 +159,48 @@ def test_sweep_writes_table_csv_json_and_plot(quantized, tmp_path):
     assert cycles == sorted(cycles, reverse=True)
     assert (tmp_path / "sweep.csv").read_text().splitlines()[0].startswith("dsp_budget,")
     assert (tmp_path / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_tight_budget_needs_a_search_and_gives_one_design(graphs):
+    board = load_board("kv260")
+    budget = Budget.of(board, {"dsp": "20%"})
+    graph = graphs["two_residual_stages"]
+    assert solve(graph, board, budget, node_limit=0).status != "optimal"  # the root alone does not prove it
+    first, second = solve(graph, board, budget), solve(graph, board, budget)
+    assert first.status == second.status == "optimal"
+    assert first.choices == second.choices and first.schedule == second.schedule
+    assert first.totals == second.totals
+
+
+def test_builds_in_separate_processes_are_byte_identical(quantized, tmp_path):
+    model = quantized("two_residual_stages")
+    for out in ("a", "b"):
+        result = ming("build", model, "--dsp", "20%", "-q", "-o", tmp_path / out)
+        assert result.returncode == 0, result.stderr
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file())
+    assert Path("report.json") in files
+    for name in files:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_status_says_optimal_only_when_proven(graphs):
+    board = load_board("kv260")
+    budget = Budget.of(board, {"dsp": "20%"})
+    graph = graphs["two_residual_stages"]
+    stopped = solve(graph, board, budget, node_limit=0)
+    proven = solve(graph, board, budget)
+    gap = re.fullmatch(r"feasible \(gap (\d+(?:\.\d+)?)%\)", stopped.status)
+    assert gap and float(gap.group(1)) > 0
+    assert stopped.totals["solver"]["status"] == stopped.status
+    assert proven.status == proven.totals["solver"]["status"] == "optimal"
+    assert stopped.totals["cycles"] >= proven.totals["cycles"]
+    # the gap is measured against a true lower bound: the optimum lies inside it
+    assert proven.totals["cycles"] >= stopped.totals["cycles"] * (1 - float(gap.group(1)) / 100) - 1
+
+
+def test_no_design_fits_shows_the_users_budget(quantized, tmp_path):
+    result = ming("build", quantized("tiny_cnn"), "--lut", "1", "-o", tmp_path / "out")
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert "no design fits the budget (" in last and "LUT 1;" in last
+    assert "the FIFOs need LUT" in last and "LUT -" not in last
