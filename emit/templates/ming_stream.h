@@ -20,6 +20,11 @@
 #pragma GCC diagnostic ignored "-Wunused-label"
 #endif
 
+// Called once per iteration of the AXI adapters' loops; tests define it to count iterations.
+#ifndef MING_AXIS_ITERATION
+#define MING_AXIS_ITERATION()
+#endif
+
 namespace ming {
 
 // One stream token: `L` int8 channel values of a pixel (channels packed into lanes).
@@ -28,14 +33,16 @@ struct Pack {
   int8_t lane[L];
 };
 
+// TUSER (1 bit) flags an image whose input framing was wrong; see pack_axis.
 #ifdef __SYNTHESIS__
-typedef hls::axis<ap_uint<64>, 0, 0, 0> AxisWord;
+typedef hls::axis<ap_uint<64>, 1, 0, 0> AxisWord;
 #else
 // C-simulation stand-in with the fields the generated code uses.
 struct AxisWord {
   uint64_t data;
   uint8_t keep;
   uint8_t strb;
+  bool user;
   bool last;
 };
 #endif
@@ -73,45 +80,130 @@ void write_pixel(hls::stream<Pack<L>>& out, const int8_t pixel[C]) {
   }
 }
 
-// AXI4-Stream words (8 values each, little-endian) -> tokens of L lanes.
+// The AXI4-Stream words of an image of N int8 values: 8 values each, little-endian, the last one
+// holding the remaining 1-8 values.
+template <int N>
+struct AxisFrame {
+  static constexpr int kWords = (N + kValuesPerWord - 1) / kValuesPerWord;
+  static constexpr int kLastValues = N - (kWords - 1) * kValuesPerWord;
+};
+
+// AXI4-Stream words -> tokens of L lanes, one word in and one token out per cycle at most.
+// A small value buffer bridges the two widths (any L, dividing 8 or not): a word is read
+// whenever fewer than L values are held, a token written whenever L are. The loop runs
+// max(words, tokens) iterations: tokens set the pace for L < 8, words for L > 8.
+// TLAST must be on the last word of the image and on no other; `framing_error` (one flag per
+// image, written after its last word) tells whether it was not. TKEEP of the short last word
+// is not checked: the values past N are ignored.
 template <int N, int L>
-void unpack_axis(hls::stream<AxisWord>& in, hls::stream<Pack<L>>& out) {
-  uint64_t word = 0;
-  Pack<L> token = {};
-  unpack_values:
-  for (int i = 0; i < N; i++) {
+void unpack_axis(hls::stream<AxisWord>& in, hls::stream<Pack<L>>& out, hls::stream<bool>& framing_error) {
+  static_assert(N % L == 0, "an image is a whole number of tokens");
+  constexpr int kWords = AxisFrame<N>::kWords;
+  constexpr int kTokens = N / L;
+  constexpr int kTrips = kWords > kTokens ? kWords : kTokens;
+  constexpr int kHeld = L - 1 + kValuesPerWord;  // at most L - 1 values wait when a word arrives
+  int8_t held[kHeld] = {};
+  HLS_PRAGMA(ARRAY_PARTITION variable=held type=complete)
+  int count = 0;  // values in `held`
+  int words = 0;
+  bool error = false;
+  unpack_words:
+  for (int i = 0; i < kTrips; i++) {
     HLS_PRAGMA(PIPELINE II=1)
-    if (i % kValuesPerWord == 0) {
+    MING_AXIS_ITERATION();
+    if (count < L && words < kWords) {
       const AxisWord beat = in.read();
-      word = static_cast<uint64_t>(beat.data);
+      const uint64_t data = static_cast<uint64_t>(beat.data);
+      const bool final_word = words == kWords - 1;
+      error |= static_cast<bool>(beat.last) != final_word;
+      for (int j = 0; j < kHeld; j++) {
+        HLS_PRAGMA(UNROLL)
+        const int v = j - count;
+        if (v >= 0 && v < kValuesPerWord) {
+          held[j] = static_cast<int8_t>((data >> (8 * v)) & 0xFF);
+        }
+      }
+      count += final_word ? AxisFrame<N>::kLastValues : kValuesPerWord;
+      words++;
     }
-    token.lane[i % L] = static_cast<int8_t>((word >> (8 * (i % kValuesPerWord))) & 0xFF);
-    if (i % L == L - 1) {
+    if (count >= L) {
+      Pack<L> token;
+      for (int l = 0; l < L; l++) {
+        HLS_PRAGMA(UNROLL)
+        token.lane[l] = held[l];
+      }
+      for (int j = 0; j + L < kHeld; j++) {
+        HLS_PRAGMA(UNROLL)
+        held[j] = held[j + L];
+      }
+      count -= L;
       out.write(token);
     }
   }
+  framing_error.write(error);
 }
 
-// Tokens of L lanes -> AXI4-Stream words (8 values each), TLAST on the final word.
+// Tokens of L lanes -> AXI4-Stream words, one token in and one word out per cycle at most.
+// A token is read whenever fewer than 8 values are held, a word written whenever 8 are (or the
+// image's remaining values). The loop runs max(words, tokens) iterations, plus one when the
+// final token completes two words (L < 8 not dividing 8 and a last word shorter than L): one
+// write per cycle. TKEEP/TSTRB mark the valid values of the short last word; TLAST is on the
+// image's last word, and TUSER there carries the image's input framing error from unpack_axis.
 template <int N, int L>
-void pack_axis(hls::stream<Pack<L>>& in, hls::stream<AxisWord>& out) {
-  uint64_t word = 0;
-  Pack<L> token = {};
-  pack_values:
-  for (int i = 0; i < N; i++) {
+void pack_axis(hls::stream<Pack<L>>& in, hls::stream<bool>& framing_error, hls::stream<AxisWord>& out) {
+  static_assert(N % L == 0, "an image is a whole number of tokens");
+  constexpr int kWords = AxisFrame<N>::kWords;
+  constexpr int kTokens = N / L;
+  constexpr int kShared = L < kValuesPerWord && AxisFrame<N>::kLastValues < L ? 1 : 0;
+  constexpr int kTrips = kWords > kTokens + kShared ? kWords : kTokens + kShared;
+  constexpr int kHeld = kValuesPerWord - 1 + L;  // at most 7 values wait when a token arrives
+  int8_t held[kHeld] = {};
+  HLS_PRAGMA(ARRAY_PARTITION variable=held type=complete)
+  int count = 0;  // values in `held`
+  int tokens = 0;
+  int words = 0;
+  pack_words:
+  for (int i = 0; i < kTrips; i++) {
     HLS_PRAGMA(PIPELINE II=1)
-    if (i % L == 0) {
-      token = in.read();
+    MING_AXIS_ITERATION();
+    if (count < kValuesPerWord && tokens < kTokens) {
+      const Pack<L> token = in.read();
+      for (int j = 0; j < kHeld; j++) {
+        HLS_PRAGMA(UNROLL)
+        const int l = j - count;
+        if (l >= 0 && l < L) {
+          held[j] = token.lane[l];
+        }
+      }
+      count += L;
+      tokens++;
     }
-    word |= static_cast<uint64_t>(static_cast<uint8_t>(token.lane[i % L])) << (8 * (i % kValuesPerWord));
-    if (i % kValuesPerWord == kValuesPerWord - 1 || i == N - 1) {
+    if (count >= kValuesPerWord || (tokens == kTokens && count > 0)) {
+      const bool final_word = words == kWords - 1;
+      const int valid = final_word ? AxisFrame<N>::kLastValues : kValuesPerWord;
+      uint64_t data = 0;
+      for (int v = 0; v < kValuesPerWord; v++) {
+        HLS_PRAGMA(UNROLL)
+        if (v < valid) {
+          data |= static_cast<uint64_t>(static_cast<uint8_t>(held[v])) << (8 * v);
+        }
+      }
+      for (int j = 0; j + kValuesPerWord < kHeld; j++) {
+        HLS_PRAGMA(UNROLL)
+        held[j] = held[j + kValuesPerWord];
+      }
+      count -= valid;
+      words++;
       AxisWord beat;
-      beat.data = word;
-      beat.keep = 0xFF;
-      beat.strb = 0xFF;
-      beat.last = (i == N - 1);
+      beat.data = data;
+      beat.keep = static_cast<uint8_t>((1u << valid) - 1);
+      beat.strb = static_cast<uint8_t>((1u << valid) - 1);
+      beat.user = false;
+      if (final_word) {
+        beat.user = framing_error.read();
+      }
+      beat.last = final_word;
       out.write(beat);
-      word = 0;
     }
   }
 }
