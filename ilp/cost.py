@@ -42,6 +42,7 @@ CONTROL_LUT = 300
 LUT_PER_MAC = 12
 LUT_PER_REQUANT = 150
 DSP_PER_REQUANT = 2
+AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
 
 
 @dataclass(frozen=True)
@@ -146,10 +147,69 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
         per_pixel = read + compute + write + LOOP_OVERHEAD
         cycles = out.pixels * per_pixel
         fill = drain = per_pixel
+    cycles, fill, drain = _with_adapters(graph, p, choice, cycles, fill, drain)
     dsp = macs + DSP_PER_REQUANT * requant_lanes
     bram, uram, lut = _memories(p, choice)
     lut += CONTROL_LUT + LUT_PER_MAC * macs + LUT_PER_REQUANT * requant_lanes
     return Cost(int(cycles), int(fill), int(drain), int(dsp), int(bram), int(uram), int(lut), int(1.5 * lut))
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """An AXI4-Stream adapter of the top function (`ming::unpack_axis` / `pack_axis`): one pipelined
+    loop (II=1) moving at most one 64-bit word and one token per iteration."""
+
+    cycles: int  # trip count + pipeline depth
+    fill: int    # unpack: cycles to its first token (the process behind it starts then)
+    drain: int   # pack: cycles from reading its last token to its last word
+
+
+def unpack_adapter(values: int, lanes: int) -> Adapter:
+    """Words -> tokens: max(words, tokens) iterations; a token leaves as soon as its last value arrived."""
+    words, tokens = -(-values // AXIS_VALUES_PER_WORD), values // lanes
+    first_token = -(-lanes // AXIS_VALUES_PER_WORD)  # iterations until L values are in
+    return Adapter(max(words, tokens) + PIPELINE_DEPTH, first_token + PIPELINE_DEPTH, 0)
+
+
+def pack_adapter(values: int, lanes: int) -> Adapter:
+    """Tokens -> words: max(words, tokens) iterations, one more when the final token completes two words
+    (one write per cycle); the last token is read in the iteration its buffer has room for it."""
+    words, tokens = -(-values // AXIS_VALUES_PER_WORD), values // lanes
+    completed_by_last = words - (values - lanes) // AXIS_VALUES_PER_WORD
+    trips = max(words, tokens + max(completed_by_last - 1, 0))
+    last_read = _pack_last_read(values, lanes)
+    return Adapter(trips + PIPELINE_DEPTH, 0, trips - last_read + PIPELINE_DEPTH)
+
+
+def _pack_last_read(values: int, lanes: int) -> int:
+    """The iteration of pack_axis that reads the last token (it reads while fewer than 8 values wait)."""
+    held = read = 0
+    for i in range(values // lanes + values):
+        if held < AXIS_VALUES_PER_WORD:
+            held += lanes
+            read += 1
+            if read == values // lanes:
+                return i
+        held -= min(held, AXIS_VALUES_PER_WORD)
+    raise AssertionError("unreachable")
+
+
+def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, fill: int,
+                   drain: int) -> tuple[int, int, int]:
+    """The process with the top function's AXI adapters it talks to, as one pipeline stage: the unpack
+    adapter feeds it `fill` cycles late and bounds its finish by its own cycles; the pack adapter starts at
+    its first output and ends `drain` after its last (the chain rule of the ILP's latency model)."""
+    for channel, lanes in zip(p.inputs, choice.lanes_in):
+        if channel == graph.input.channel:
+            unpack = unpack_adapter(graph.channels[channel].values, lanes)
+            cycles = max(unpack.fill + cycles, unpack.cycles + drain)
+            fill += unpack.fill
+    for channel, lanes in zip(p.outputs, choice.lanes_out):
+        if channel == graph.output.channel:
+            pack = pack_adapter(graph.channels[channel].values, lanes)
+            cycles = max(cycles + pack.drain, fill + pack.cycles)
+            drain += pack.drain
+    return cycles, fill, drain
 
 
 def _outputs_after_last_input(p: Process) -> tuple[int, int]:

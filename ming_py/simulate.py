@@ -14,13 +14,15 @@ FIFOs are bounded (the channel's ``fifo_depth`` in tokens). A read blocks while 
 FIFO is empty, a write while it is full; a token written in cycle ``t`` can be
 read in cycle ``t + 1`` and a slot freed by a read in cycle ``t`` can be
 written in cycle ``t + 1``. The accelerator's input port is an unpack stage
-handling one value per cycle (a token of L lanes is written in the last of its
-L cycles); the output port is a pack stage consuming one value per cycle (a
-token of L lanes is read in the first of its L cycles).
+the top function's ``ming::unpack_axis``, the output port its ``ming::pack_axis``:
+pipelined loops of one iteration per cycle that move at most one 64-bit word
+(8 values) and one token each, with a value buffer between the two widths (the
+same rules as the templates); the unpack loop starts after its pipeline depth,
+the pack loop's last word leaves its pipeline depth after its last iteration.
 
 Cycles are numbered from 0. ``SimResult.cycles`` is the number of cycles up to
-and including the one in which the output port handles its last value;
-``first_output_cycles`` the same for its first value.
+and including the one in which the output port writes its last word;
+``first_output_cycles`` the same for its first word.
 
 How it runs: instead of stepping every cycle, each process keeps its own clock
 and runs ahead as far as the timestamps it knows allow: reading token k needs
@@ -47,6 +49,7 @@ from .dataflow import WINDOW_KINDS
 
 PIPELINE_DEPTH = 4
 ITERATION_OVERHEAD = 2
+AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
 
 _DELAY, _READ, _WRITE = 0, 1, 2
 
@@ -216,24 +219,68 @@ def _elementwise_program(node: dict, ins: list[_Channel], outs: list[_Channel]):
         yield from body
 
 
+def _runs(steps):
+    """Consecutive equal ops merged: (kind, channel, tokens) or (_DELAY, cycles, 0)."""
+    op = None
+    for kind, arg in steps:
+        if op is not None and op[0] == kind and (kind == _DELAY or op[1] is arg):
+            op = (kind, op[1] + 1, 0) if kind == _DELAY else (kind, arg, op[2] + 1)
+            continue
+        if op is not None:
+            yield op
+        op = (kind, 1, 0) if kind == _DELAY else (kind, arg, 1)
+    if op is not None:
+        yield op
+
+
 def _unpack_program(ch: _Channel):
-    """The AXI input port: one value per cycle, a token of L lanes written in the last of its L cycles."""
-    pre = (_DELAY, ch.lanes - 1, 0)
-    write = (_WRITE, ch, 1)
-    for _ in range(ch.tokens):
-        if ch.lanes > 1:
-            yield pre
-        yield write
+    """The AXI input port (``ming::unpack_axis``): a pipelined loop, one iteration per cycle after its
+    pipeline depth, reading a word whenever fewer than L values wait and writing a token whenever L do;
+    the AXI words are always there (the DMA streams at line rate)."""
+    values, lanes = ch.tokens * ch.lanes, ch.lanes
+    words = _cdiv(values, AXIS_VALUES_PER_WORD)
+
+    def steps():
+        held = read = 0
+        for _ in range(max(words, ch.tokens)):
+            if held < lanes and read < words:
+                held += min(AXIS_VALUES_PER_WORD, values - AXIS_VALUES_PER_WORD * read)
+                read += 1
+            if held >= lanes:
+                held -= lanes
+                yield _WRITE, ch
+            else:
+                yield _DELAY, None
+
+    yield (_DELAY, PIPELINE_DEPTH, 0)
+    yield from _runs(steps())
 
 
 def _pack_program(ch: _Channel):
-    """The AXI output port: one value per cycle, a token of L lanes read in the first of its L cycles."""
-    read = (_READ, ch, 1)
-    post = (_DELAY, ch.lanes - 1, 0)
-    for _ in range(ch.tokens):
-        yield read
-        if ch.lanes > 1:
-            yield post
+    """The AXI output port (``ming::pack_axis``): a pipelined loop, one iteration per cycle, reading a
+    token whenever fewer than 8 values wait and writing a word whenever 8 (or the image's last values)
+    do; its last word leaves its pipeline depth after the last iteration."""
+    values, lanes = ch.tokens * ch.lanes, ch.lanes
+
+    def steps():
+        held = tokens = 0
+        while tokens < ch.tokens or held:
+            if held < AXIS_VALUES_PER_WORD and tokens < ch.tokens:
+                held += lanes
+                tokens += 1
+                yield _READ, ch
+            else:
+                yield _DELAY, None
+            if held >= AXIS_VALUES_PER_WORD or tokens == ch.tokens:
+                held -= min(held, AXIS_VALUES_PER_WORD)
+
+    yield from _runs(steps())
+    yield (_DELAY, PIPELINE_DEPTH, 0)
+
+
+def _first_word_token(ch: _Channel) -> int:
+    """The token whose read completes the first output word (pack_axis writes it in that iteration)."""
+    return _cdiv(min(AXIS_VALUES_PER_WORD, ch.tokens * ch.lanes), ch.lanes) - 1
 
 
 def _program(node: dict, ins: list[_Channel], outs: list[_Channel]):
@@ -408,9 +455,12 @@ def simulate(report: dict, max_cycles: int = 10**9) -> SimResult:
     output_tokens = {}
     for port, ch in out_ports:
         output_tokens[ch.name] = len(ch.r)
-        if ch.r:
-            first = ch.r[0] + 1 if first is None else min(first, ch.r[0] + 1)
-            last = max(last, ch.r[-1] + ch.lanes)
+        k = _first_word_token(ch)
+        if len(ch.r) > k:
+            word = ch.r[k] + 1 + PIPELINE_DEPTH
+            first = word if first is None else min(first, word)
+        if port.done:
+            last = max(last, port.t)
     if deadlock is not None or timed_out:
         cycles = min(end, max_cycles) if timed_out else end
     else:

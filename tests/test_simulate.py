@@ -10,7 +10,8 @@ import pytest
 
 import zoo
 from ming_py.build import BuildOptions, build
-from ming_py.simulate import (SimResult, _Channel, _pack_program, _program, _unpack_program, as_json, simulate,
+from ming_py.simulate import (PIPELINE_DEPTH, SimResult, _Channel, _first_word_token, _pack_program, _program,
+                              _unpack_program, as_json, simulate,
                               simulate_dir)
 
 NETWORKS = ["tiny_cnn", "lenet", "residual_block", "two_residual_stages", "dw_separable"]
@@ -70,20 +71,21 @@ HAND_REPORT = {
 
 
 def test_hand_computed_two_processes():
-    # input (unpack, 2 lanes): 1 idle cycle then a write per token: tokens at 1, 3, 5 and (FIFO depth 1:
-    #   token 3 waits for a's read of token 2 at 13) 14.
-    # a: overhead 0-1, reads at 2 and 4 (token 1 written at 3), lookup 1 + 4 = 5 cycles (5-9), write at 10;
-    #   overhead 11-12, reads at 13 and 15 (token 3 written at 14), lookup 16-20, write at 21.
-    # b: overhead 0-1, read at 11, lookup 12-16, write at 17; overhead 18-19, read at 22, lookup 23-27, write at 28.
-    # output (pack, 4 lanes): read at 18, values 18-21; read at 29, values 29-32 -> 33 cycles, first at cycle 18.
+    # input (unpack, 8 values in one word, 2 lanes): pipeline depth 0-3, then a token per iteration: tokens at
+    #   4, 6 (FIFO depth 1: token 0 read at 5), 8 (token 1 read at 7) and 17 (token 2 read at 16).
+    # a: overhead 0-1, reads at 5 and 7, lookup 1 + 4 = 5 cycles (8-12), write at 13;
+    #   overhead 14-15, reads at 16 and 18, lookup 19-23, write at 24.
+    # b: overhead 0-1, read at 14, lookup 15-19, write at 20; overhead 21-22, read at 25, lookup 26-30, write at 31.
+    # output (pack, 4 lanes, one word): reads at 21 and 32, the word written in that iteration, pipeline depth
+    #   33-36 -> 37 cycles, the first (and only) word also at 37.
     result = simulate(HAND_REPORT)
     assert result.deadlock is None and result.completed
-    assert result.cycles == 33
-    assert result.first_output_cycles == 19
-    assert result.stalls == {"input": {"read": 0, "write": 7}, "a": {"read": 2, "write": 0},
-                             "b": {"read": 11, "write": 0}, "output": {"read": 25, "write": 0}}
-    assert result.busy == {"input": 8, "a": 20, "b": 18, "output": 8}
-    assert result.finish == {"input": 15, "a": 22, "b": 29, "output": 33}
+    assert result.cycles == 37
+    assert result.first_output_cycles == 37
+    assert result.stalls == {"input": {"read": 0, "write": 10}, "a": {"read": 5, "write": 0},
+                             "b": {"read": 14, "write": 0}, "output": {"read": 31, "write": 0}}
+    assert result.busy == {"input": 8, "a": 20, "b": 18, "output": 6}
+    assert result.finish == {"input": 18, "a": 25, "b": 32, "output": 37}
     assert result.fifo_peak == {"input_to_a": 1, "a_to_b": 1, "b_to_output": 1}
     assert result.output_tokens == {"b_to_output": 2}
 
@@ -92,9 +94,9 @@ def test_hand_computed_deeper_fifo_removes_the_stall():
     report = copy.deepcopy(HAND_REPORT)
     report["channels"][0]["fifo_depth"] = 4
     result = simulate(report)
-    # token 3 now arrives at 7: a reads it at 14, everything after moves one cycle earlier
+    # the input writes its tokens at 4-7 unhindered: a reads at 5, 6, 15, 16 and everything ends 2 cycles earlier
     assert result.stalls["input"]["write"] == 0
-    assert result.cycles == 32
+    assert result.cycles == 35
     assert result.fifo_peak["input_to_a"] == 2
 
 
@@ -115,8 +117,9 @@ def test_hand_deadlock():
              "fifo_depth": 1},
         ],
     }
-    # input writes token 0 at 1 and token 1 at 3 (a read token 0 at 2), then from 5 waits for a, which has
-    # waited on b_to_a since 3; b waits on a_to_b from 2, the output port from 0: stuck from cycle 5 on
+    # input (6 values in one word) writes token 0 at 4 (after its pipeline depth) and token 1 at 6 (a read
+    # token 0 at 5), then waits for a, which has waited on b_to_a since 6; b waits on a_to_b from 2, the output
+    # port from 0: stuck from cycle 7 on
     result = simulate(report)
     assert result.deadlock is not None and not result.completed
     assert sorted(result.deadlock) == sorted([
@@ -125,11 +128,11 @@ def test_hand_deadlock():
         "b waits to read from a_to_b (empty, 0/1)",
         "output waits to read from b_to_output (empty, 0/1)",
     ])
-    assert result.cycles == 5
+    assert result.cycles == 7
     assert result.first_output_cycles is None
-    assert result.stalls["a"] == {"read": 2, "write": 0}
-    assert result.stalls["input"] == {"read": 0, "write": 0}
-    assert result.stalls["output"] == {"read": 5, "write": 0}
+    assert result.stalls["a"] == {"read": 4, "write": 0}
+    assert result.stalls["input"] == {"read": 0, "write": 1}
+    assert result.stalls["output"] == {"read": 7, "write": 0}
     data = as_json(result)
     assert json.loads(json.dumps(data)) == data
 
@@ -168,6 +171,7 @@ def _stepped(report: dict) -> dict:
     peak = {c: 0 for c in channels}
     stalls = {name: {"read": 0, "write": 0} for name in steps}
     out_reads = []
+    output_done = None
     t = 0
     while any(pos[n] < len(steps[n]) for n in steps):
         moves, blocked = [], []
@@ -195,13 +199,16 @@ def _stepped(report: dict) -> dict:
             if kind == "r":
                 read[ch.name] += 1
                 if name == "output":
-                    out_reads.append((t, ch.lanes))
+                    out_reads.append((t, ch))
             elif kind == "w":
                 written[ch.name] += 1
         for c in channels:
             peak[c] = max(peak[c], written[c] - read[c])
         t += 1
-    return {"cycles": max(r + lanes for r, lanes in out_reads), "first": out_reads[0][0] + 1,
+        if pos["output"] == len(steps["output"]) and output_done is None:
+            output_done = t
+    first_word = out_reads[_first_word_token(out_reads[0][1])][0] + 1 + PIPELINE_DEPTH
+    return {"cycles": output_done, "first": first_word,
             "stalls": stalls, "fifo_peak": peak}
 
 
