@@ -8,6 +8,9 @@ throughput), `fill` how long after its first input it emits its first output
 (fills add up along a path; MING §IV-C, Stream-HLS §3) and `drain` how long it
 still works after its last input arrived (the outputs of the bottom padding rows,
 or a dense layer's whole computation).
+The top function's AXI adapters (`unpack_axis`, `pack_axis`: max(words,
+tokens) iterations plus their depth) are counted in the process they feed or
+drain, the stage they form with it.
 
 Resources (DSP48E2, BRAM18K, URAM, LUT, FF) follow DESIGN.md's anchors:
 * DSP: one int8 multiply-accumulate lane per DSP48E2 (no INT8 packing, WP486
