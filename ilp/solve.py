@@ -47,7 +47,7 @@ NODE_LIMIT = 100_000  # branch-and-bound nodes of the proving CBC run: the searc
 # at the whole KV260)
 CBC_OPTIONS = ("-preprocess", "off")
 HEURISTIC_NODES = 1_000  # nodes of each CBC run that only looks for a good incumbent
-IMPROVE_SHARE = 0.25  # candidates with reduced cost under this share of the gap go into the improving MIP  # branch-and-bound nodes per CBC run: the search's only limit, the same on every machine
+IMPROVE_SHARE = 0.25  # candidates with reduced cost under this share of the gap go into the improving MIP
 
 
 @dataclass
