@@ -13,7 +13,8 @@ them in a burst, so with less the two serialise. `ming build` then deepens all
 FIFOs (4, 8, 16 pixels) while the cycle-level simulation says it pays and the
 budget allows (a strided consumer reads in bursts of rows: tiny_cnn at 5% of the
 KV260's DSPs runs 18% faster with 8 pixels than with 2); `--fifo minimal`
-shrinks every depth to the least that keeps the simulated latency.
+shrinks every depth to the least with which, in one simulation, no write waits
+(the simulated latency is kept exactly).
 """
 
 from __future__ import annotations
