@@ -37,7 +37,7 @@ from ming_py.boards import Board
 from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
 from ming_py.ir import MingError
 
-from .budget import RESOURCES, Budget
+from .budget import RESOURCES, UNITS, Budget
 from .cost import Choice, Cost, process_cost, storage_plan
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing
@@ -48,6 +48,14 @@ NODE_LIMIT = 100_000  # branch-and-bound nodes of the proving CBC run: the searc
 CBC_OPTIONS = ("-preprocess", "off")
 HEURISTIC_NODES = 1_000  # nodes of each CBC run that only looks for a good incumbent
 IMPROVE_SHARE = 0.25  # candidates with reduced cost under this share of the gap go into the improving MIP
+
+
+class NoDesignFits(MingError):
+    """Proven: no design fits the budget."""
+
+
+class SearchStopped(MingError):
+    """The search reached its node limit before it found any design."""
 
 
 @dataclass
@@ -120,7 +128,7 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     if search.status == "infeasible":
         raise _no_design_fits(graph, budget, reserved)
     if search.picked is None:
-        raise MingError(f"the ILP found no design within its limit of {node_limit:,} branch-and-bound nodes; "
+        raise SearchStopped(f"the ILP found no design within its limit of {node_limit:,} branch-and-bound nodes; "
                         f"loosen the budget or pin some unroll factors (--set)")
     picked = _thrifty(model, search.picked)
     chosen = {name: options[name][j] for name, j in picked.items()}
@@ -142,12 +150,12 @@ def _candidates_and_costs(graph: StreamGraph, pins, budget: Budget):
     return options, costs
 
 
-def _no_design_fits(graph: StreamGraph, budget: Budget, reserved: dict[str, int]) -> MingError:
+def _no_design_fits(graph: StreamGraph, budget: Budget, reserved: dict[str, int]) -> NoDesignFits:
     needs = smallest_design(graph)
     fifos = f"; the FIFOs need {_describe(reserved)} of it" if reserved else ""
     with_fifos = " with its FIFOs" if reserved else ""
     needs = {r: v + reserved.get(r, 0) for r, v in needs.items()}
-    return MingError(f"no design fits the budget ({_describe(vars(budget))}{fifos}); "
+    return NoDesignFits(f"no design fits the budget ({_describe(vars(budget))}{fifos}); "
                      f"the smallest design needs {_describe(needs)}{with_fifos}")
 
 
@@ -416,8 +424,7 @@ def smallest_design(graph: StreamGraph) -> dict[str, int]:
 
 
 def _describe(needs: dict[str, int]) -> str:
-    names = {"dsp": "DSP", "bram18k": "BRAM18K", "uram": "URAM", "lut": "LUT"}
-    return ", ".join(f"{names[r]} {v}" for r, v in needs.items())
+    return ", ".join(f"{UNITS[r]} {v}" for r, v in needs.items())
 
 
 def _pareto(choices: list[Choice], costs: list[Cost]) -> tuple[list[Choice], list[Cost]]:

@@ -7,18 +7,16 @@ import io
 import itertools
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
-from ming_py.boards import load_board
-from ming_py.ir import MingError
 from ming_py.line_buffers import build_stream_graph
 from ming_py.pipeline import lift
+from ming_py.options import target_board
 from ming_py.progress import Progress
 
 from .budget import Budget
 from .pins import resolve
-from .solve import solve
+from .solve import NoDesignFits, SearchStopped, solve
 
 COLUMNS = ("dsp_budget", "bram18k_budget", "uram_budget", "lut_budget", "status", "cycles", "latency_us",
            "throughput_cycles", "roofline_cycles", "ratio", "dsp", "bram18k", "uram", "lut", "solve_seconds")
@@ -32,9 +30,7 @@ def budget_points(lists: dict[str, str | None]) -> list[dict[str, str | None]]:
 
 def run_sweep(model: str | Path, options, lists: dict[str, str | None], out_dir: Path,
               progress: Progress) -> list[dict]:
-    board = load_board(options.board)
-    if options.clock_mhz:
-        board = replace(board, clock_mhz=float(options.clock_mhz))
+    board = target_board(options)
     with progress.step(f"importing {Path(model).name} through IREE"):
         graph = lift(model)
     stream_graph = build_stream_graph(graph)
@@ -48,13 +44,10 @@ def run_sweep(model: str | Path, options, lists: dict[str, str | None], out_dir:
                "lut_budget": budget.lut}
         try:
             solution = solve(stream_graph, board, budget, options.objective, pins.unroll)
-        except MingError as exc:
-            if "no design fits" in str(exc):
-                row |= {"status": "infeasible"}
-            elif "found no design" in str(exc):  # the search stopped at its node limit without a design
-                row |= {"status": "unsolved"}
-            else:
-                raise
+        except NoDesignFits:
+            row |= {"status": "infeasible"}
+        except SearchStopped:
+            row |= {"status": "unsolved"}
         else:
             t = solution.totals
             row |= {"status": solution.status, "cycles": t["cycles"], "latency_us": t["latency_us"],

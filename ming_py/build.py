@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ming_py.boards import Board, load_board
+from ming_py.boards import Board
 from ming_py.classify import classify
 from ming_py.emit.hls import emit_hls
 from ming_py.emit.reports import dataflow_mlir, host_metadata, report, report_json, report_markdown
@@ -19,7 +19,7 @@ from .dataflow import Schedule, StreamGraph, validate_schedule
 from .ir import Graph, MingError
 from .pipeline import lift
 from .progress import Progress
-from .options import check_design, check_model
+from .options import check_design, check_model, target_board
 from .output import check_output, output_lock, replace_tree
 from .simulate import simulate
 
@@ -73,11 +73,7 @@ class BuildOptions:
 
 def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     """The ILP-chosen schedule of `graph` under the options' budget and pins."""
-    board = load_board(options.board)
-    if options.clock_mhz is not None:
-        if options.clock_mhz <= 0:
-            raise MingError(f"--clock {options.clock_mhz}: must be positive")
-        board = replace(board, clock_mhz=float(options.clock_mhz))
+    board = target_board(options)
     stream_graph = build_stream_graph(graph)
     pins = resolve(options.settings, stream_graph)
     budget = Budget.of(board, options.limits)

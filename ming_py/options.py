@@ -9,6 +9,7 @@ import json
 import math
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -39,11 +40,17 @@ def clock_mhz(value: str | float | None) -> float | None:
     return mhz
 
 
+def target_board(options) -> Board:
+    """The board of a BuildOptions, at the options' clock (checked) where one is given."""
+    board = load_board(options.board)
+    mhz = clock_mhz(options.clock_mhz)
+    return board if mhz is None else replace(board, clock_mhz=mhz)
+
+
 def check_design(options) -> Board:
     """The board of a BuildOptions after checking its budget, clock, objective and settings' form."""
-    board = load_board(options.board)
+    board = target_board(options)
     Budget.of(board, options.limits)
-    clock_mhz(options.clock_mhz)
     if options.objective not in OBJECTIVES:
         raise MingError(f"--objective {options.objective}: choose {' or '.join(OBJECTIVES)}")
     for key, value in options.settings.items():
