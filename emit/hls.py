@@ -24,7 +24,7 @@ from ming_py.ir import AccRequant, AddRequant, AverageRequant, Rescale
 from .identifiers import CppNames, c_string, comment_text, cpp_names, markdown_cell
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-STATIC_HEADERS = ("ming_stream.h", "ming_numerics.h", "hls_stream.h")
+STATIC_HEADERS = ("ming_stream.h", "ming_numerics.h", "hls_stream.h", "ming_check.h")
 
 
 @dataclass

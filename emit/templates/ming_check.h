@@ -1,0 +1,2 @@
+// C-simulation port check (MING_CHECK_PORTS).
+#pragma once

@@ -1,0 +1,282 @@
+"""The loop of every process, described once: what its emitted C++ runs, what `ilp/cost.py` charges
+and what `ming simulate` steps through.
+
+Every process is one flattened loop pipelined at II=1 (emit/templates/process/*.cpp.j2). Its
+iterations are grouped by *position*: a padded input position of a sliding window, an input
+pixel of a 1x1 conv or an element-wise process, the input vector and the fold of a dense layer.
+In each position the loop reads the position's input tokens in its first iterations (one per
+iteration and input) and writes output tokens at fixed iterations, and it spends
+`max(tokens read, fold steps, 1)` iterations there. A window process computes, during position
+p, the window whose bottom-right element arrived at position p - 1 (so the window is complete in
+the line buffer before the first MAC reads it) and has one trailing position after the last
+input.
+
+The fold of a MAC process is the sequence of iterations that computes one output position,
+output-channel tiles outermost: conv (C_out/U_oc) x (C_in/U_ic) x (K/U_k), depthwise and pooling
+(C/U_c) x (K/U_k), 1x1 conv (C_out/U_oc) x (C_in/U_ic), dense (N/U_n) x (K/U_k). An output tile's
+accumulators are final in the last iteration of its inner reduction, where its token (U_oc lanes)
+is requantized and written. This is the schedule of FINN's sliding-window unit feeding its MVAU
+(one pipelined loop, no drain per position) folded into a single process.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+from .dataflow import WINDOW_KINDS, Window
+
+# Pipeline depth of each kind's loop (cycles from an iteration's start to its output write):
+# stream read 1, buffer read 2, multiply 3, adder tree log2(terms), requantization 4.
+REQUANT_STAGES = 4
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What decides a process's loop: its kind, geometry and schedule."""
+
+    kind: str
+    inputs: tuple[tuple[int, int, int], ...]  # (channels, height, width) of each input stream
+    outputs: tuple[tuple[int, int, int], ...]
+    unroll: tuple[tuple[str, int], ...]
+    lanes_in: tuple[int, ...]
+    lanes_out: tuple[int, ...]
+    window: Window | None = None
+
+    def factor(self, loop: str) -> int:
+        return dict(self.unroll).get(loop, 1)
+
+    @property
+    def tokens_in(self) -> tuple[int, ...]:
+        """Tokens of one input pixel, per input."""
+        return tuple(c // lanes for (c, _, _), lanes in zip(self.inputs, self.lanes_in))
+
+    @property
+    def tokens_out(self) -> tuple[int, ...]:
+        return tuple(c // lanes for (c, _, _), lanes in zip(self.outputs, self.lanes_out))
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulate lanes (DSPs of the MAC array)."""
+        if self.kind in ("conv", "pointwise", "dense", "depthwise"):
+            return math.prod(f for _, f in self.unroll)
+        return 0
+
+    @property
+    def reduction_tiles(self) -> int:
+        """Iterations of one output tile's reduction."""
+        w = self.window
+        return {
+            "conv": lambda: (w.in_channels // self.factor("ic")) * (w.window_size // self.factor("k")),
+            "pointwise": lambda: w.in_channels // self.factor("ic"),
+            "depthwise": lambda: w.window_size // self.factor("k"),
+            "maxpool": lambda: w.window_size // self.factor("k"),
+            "avgpool": lambda: w.window_size // self.factor("k"),
+            "dense": lambda: self.inputs[0][0] * self.inputs[0][1] * self.inputs[0][2] // self.factor("k"),
+        }[self.kind]()
+
+    @property
+    def fold(self) -> int:
+        """Iterations that compute one output position (all its output tiles)."""
+        return self.reduction_tiles * self.tokens_out[0]
+
+    @property
+    def depth(self) -> int:
+        """Pipeline depth of the loop."""
+        if self.kind in ("conv", "pointwise", "depthwise", "dense"):
+            terms = math.prod(f for loop, f in self.unroll if loop in ("ic", "k"))
+            return 8 + math.ceil(math.log2(terms)) + REQUANT_STAGES
+        if self.kind in ("avgpool", "global_avgpool"):
+            return 4 + math.ceil(math.log2(max(self.factor("k"), 1))) + REQUANT_STAGES
+        if self.kind == "maxpool":
+            return 4 + math.ceil(math.log2(max(self.factor("k"), 1)))
+        if self.kind == "add":
+            return 2 + REQUANT_STAGES
+        return 2  # rescale (a table lookup), concat, split
+
+    def check(self) -> None:
+        """The lane ties the loop relies on (the ILP's candidates always satisfy them)."""
+        if self.kind in ("conv", "pointwise"):
+            ok = self.lanes_in[0] == self.factor("ic") and self.lanes_out[0] == self.factor("oc")
+        elif self.kind in ("depthwise", "maxpool", "avgpool", "global_avgpool"):
+            ok = self.lanes_in[0] == self.factor("c") == self.lanes_out[0]
+        elif self.kind == "dense":
+            ok = self.lanes_out[0] == self.factor("n")
+        else:
+            ok = len(set(self.lanes_in + self.lanes_out)) == 1
+        if not ok:
+            raise ValueError(f"{self.kind}: lanes {self.lanes_in} -> {self.lanes_out} do not match the unroll "
+                             f"factors {dict(self.unroll)}")
+
+
+@dataclass(frozen=True)
+class Access:
+    """Tokens moved at iterations first, first + stride, ... of a position (`count` of them)."""
+
+    first: int = 0
+    stride: int = 1
+    count: int = 0
+
+    def offsets(self) -> range:
+        return range(self.first, self.first + self.stride * self.count, self.stride)
+
+    @property
+    def last(self) -> int:
+        return self.first + self.stride * (self.count - 1)
+
+
+@dataclass(frozen=True)
+class Position:
+    iterations: int
+    reads: tuple[Access, ...]   # per input
+    writes: tuple[Access, ...]  # per output
+
+
+@dataclass(frozen=True)
+class Loop:
+    """A process's pipelined loop: its positions in order (run-length: (repeat, position))."""
+
+    depth: int
+    runs: tuple[tuple[int, Position], ...]
+
+    @cached_property
+    def iterations(self) -> int:
+        return sum(n * p.iterations for n, p in self.runs)
+
+    @cached_property
+    def cycles(self) -> int:
+        """Cycles of one image with every token there when the loop wants it."""
+        return self.iterations + self.depth
+
+    @cached_property
+    def fill(self) -> int:
+        """Cycles from the loop's start to its first output token."""
+        done = 0
+        for n, p in self.runs:
+            writes = [a.first for a in p.writes if a.count]
+            if writes:
+                return done + min(writes) + 1 + self.depth
+            done += n * p.iterations
+        return self.cycles
+
+    @cached_property
+    def drain(self) -> int:
+        """Cycles from its last input token to its last output token."""
+        last_read = last_write = None
+        done = 0
+        for n, p in self.runs:
+            reads = [a.last for a in p.reads if a.count]
+            writes = [a.last for a in p.writes if a.count]
+            if reads:
+                last_read = done + (n - 1) * p.iterations + max(reads)
+            if writes:
+                last_write = done + (n - 1) * p.iterations + max(writes)
+            done += n * p.iterations
+        return max(last_write - last_read, 0) + self.depth
+
+
+def loop_of(spec: KernelSpec) -> Loop:
+    spec.check()
+    if spec.kind in WINDOW_KINDS or spec.kind == "pointwise":
+        runs = _window_positions(spec)
+    elif spec.kind == "dense":
+        runs = _dense_positions(spec)
+    elif spec.kind == "global_avgpool":
+        runs = _global_pool_positions(spec)
+    else:
+        runs = _elementwise_positions(spec)
+    return Loop(spec.depth, tuple(_merged(runs)))
+
+
+def window_emits(w: Window, kind: str, row: int, col: int) -> bool:
+    """Whether the window whose last element arrives at (row, col) is an output position (padded
+    coordinates for a window, input coordinates for a 1x1 conv)."""
+    if kind == "pointwise":
+        top, left = row, col
+    else:
+        top, left = row - (w.kernel[0] - 1) * w.dilation[0], col - (w.kernel[1] - 1) * w.dilation[1]
+    return (top >= 0 and left >= 0 and top % w.stride[0] == 0 and left % w.stride[1] == 0
+            and top // w.stride[0] < w.out_height and left // w.stride[1] < w.out_width)
+
+
+def _window_positions(spec: KernelSpec):
+    w = spec.window
+    pointwise = spec.kind == "pointwise"
+    rows, cols = (w.in_height, w.in_width) if pointwise else (w.padded_height, w.padded_width)
+    top_pad, left_pad = (0, 0) if pointwise else (w.pads[0], w.pads[1])
+    tokens_in, tokens_out = spec.tokens_in[0], spec.tokens_out[0]
+    tile = spec.reduction_tiles
+    computing = Access(tile - 1, tile, tokens_out)
+    emits_before = False  # the previous position ends an output window
+    for row in range(rows + 1):
+        for col in range(cols if row < rows else 1):
+            real = row < rows and 0 <= row - top_pad < w.in_height and 0 <= col - left_pad < w.in_width
+            reads = tokens_in if real else 0
+            iterations = max(reads, spec.fold if emits_before else 0, 1)
+            yield Position(iterations, (Access(0, 1, reads),), (computing if emits_before else Access(),))
+            emits_before = row < rows and window_emits(w, spec.kind, row, col)
+
+
+def _dense_positions(spec: KernelSpec):
+    tokens_in = spec.tokens_in[0]
+    tile = spec.reduction_tiles
+    yield Position(tokens_in + spec.fold, (Access(0, 1, tokens_in),),
+                   (Access(tokens_in + tile - 1, tile, spec.tokens_out[0]),))
+
+
+def _global_pool_positions(spec: KernelSpec):
+    c, h, w = spec.inputs[0]
+    tokens_in, tokens_out = spec.tokens_in[0], spec.tokens_out[0]
+    for _ in range(h * w):
+        yield Position(tokens_in, (Access(0, 1, tokens_in),), (Access(),))
+    yield Position(tokens_out, (Access(),), (Access(0, 1, tokens_out),))
+
+
+def _elementwise_positions(spec: KernelSpec):
+    """add, rescale, split: one token of every input and output per iteration; concat: the inputs'
+    tokens one after the other, each written on at once."""
+    _, h, w = spec.outputs[0]
+    if spec.kind == "concat":
+        offsets = [0]
+        for t in spec.tokens_in:
+            offsets.append(offsets[-1] + t)
+        reads = tuple(Access(o, 1, t) for o, t in zip(offsets, spec.tokens_in))
+    else:
+        reads = tuple(Access(0, 1, t) for t in spec.tokens_in)
+    writes = tuple(Access(0, 1, t) for t in spec.tokens_out)
+    for _ in range(h * w):
+        yield Position(spec.tokens_out[0], reads, writes)
+
+
+def _merged(positions):
+    run, count = None, 0
+    for p in positions:
+        if p == run:
+            count += 1
+            continue
+        if run is not None:
+            yield count, run
+        run, count = p, 1
+    if run is not None:
+        yield count, run
+
+
+def kernel_spec(graph, process, unroll, lanes_in, lanes_out) -> KernelSpec:
+    """The spec of a process of a `StreamGraph` under a schedule."""
+    shape = lambda name: (graph.channels[name].channels, graph.channels[name].height, graph.channels[name].width)
+    return KernelSpec(process.kind, tuple(shape(c) for c in process.inputs), tuple(shape(c) for c in process.outputs),
+                      tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window)
+
+
+def spec_from_report(node: dict, channels: dict[str, dict]) -> KernelSpec:
+    """The spec of a process from report.json (`node` from "nodes", `channels` by name from "channels")."""
+    window = node.get("window")
+    if window is not None:
+        window = Window(**{k: tuple(v) if isinstance(v, list) else v for k, v in window.items()})
+    schedule = node["schedule"]
+    return KernelSpec(node["kind"], tuple(tuple(channels[c]["shape"]) for c in node["inputs"]),
+                      tuple(tuple(channels[c]["shape"]) for c in node["outputs"]),
+                      tuple(schedule.get("unroll", {}).items()),
+                      tuple(channels[c]["lanes"] for c in node["inputs"]),
+                      tuple(channels[c]["lanes"] for c in node["outputs"]), window)
