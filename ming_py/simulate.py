@@ -1,44 +1,57 @@
 """Cycle-level (token-level) simulation of a built design, from its report.json alone.
 
-Every process of the dataflow region is modelled as the sequential program its
-template (emit/templates/process/*.j2) runs, with these costs:
+Every process runs the loop `ming_py.kernel` describes (`spec_from_report`, `loop_of`): one
+flattened loop pipelined at II=1, whose iterations read and write tokens at fixed offsets of each
+position, with a pipeline depth. The accelerator's ports are loops of the same kind with depth
+``PIPELINE_DEPTH``: the input port (the top function's ``ming::unpack_axis``) writes a token in
+each iteration whose value buffer holds L values (it reads a 64-bit word of 8 values whenever it
+holds fewer than L; the words are always there, the DMA streams at line rate), the output port
+(``ming::pack_axis``) reads a token in each iteration in which it holds fewer than 8 values and
+writes a word, `depth` cycles later like any write, in each iteration that completes one.
 
-* each token read or written takes one cycle (the II=1 token loops of
-  ``read_pixel``/``write_pixel``);
-* each pipelined compute loop takes ``ceil(trip count / unrolled iterations)``
-  cycles plus a pipeline depth of ``PIPELINE_DEPTH`` (4) cycles;
-* each iteration of a non-pipelined outer loop (the pixel / window-position
-  loop) costs ``ITERATION_OVERHEAD`` (2) cycles, charged at its start.
+Cycles are numbered from 0. For every loop:
 
-FIFOs are bounded (the channel's ``fifo_depth`` in tokens). A read blocks while the
-FIFO is empty, a write while it is full; a token written in cycle ``t`` can be
-read in cycle ``t + 1`` and a slot freed by a read in cycle ``t`` can be
-written in cycle ``t + 1``. The accelerator's input port is an unpack stage
-the top function's ``ming::unpack_axis``, the output port its ``ming::pack_axis``:
-pipelined loops of one iteration per cycle that move at most one 64-bit word
-(8 values) and one token each, with a value buffer between the two widths (the
-same rules as the templates); the unpack loop starts after its pipeline depth,
-the pack loop's last word leaves its pipeline depth after its last iteration.
+* iteration i issues in cycle s_i: s_0 = 0 and s_i >= s_{i-1} + 1 (II=1);
+* reading token k of a channel in iteration i needs w_k + 1 <= s_i (a token written in cycle w is
+  readable from w + 1); the read happens in r_k = s_i;
+* writing token k in iteration i happens `depth` cycles later, in w_k = s_i + depth, and needs its
+  FIFO slot: r_{k-D} + 1 <= w_k for a FIFO of depth D (reading token k - D in cycle r frees its
+  slot from r + 1);
+* a read or write that cannot happen stalls the whole pipeline: s_i is pushed later until the
+  constraint holds (s_i = max(s_i, w_k + 1) for a read, max(s_i, r_{k-D} + 1 - depth) for a write).
+  The events of an iteration are taken reads first, then writes, each in input/output order, and
+  a push by a later event does not move an earlier event of the same iteration (an approximation:
+  the hardware stalls the iteration as a whole);
+* the loop finishes in cycle s_last + depth, so it takes s_last + 1 + depth cycles: without
+  stalls exactly `Loop.cycles` (iterations + depth), the cycles `ming_py.ilp.cost` charges. The two
+  differ only by the stalls a design's FIFOs and neighbours cause.
 
-Cycles are numbered from 0. ``SimResult.cycles`` is the number of cycles up to
-and including the one in which the output port writes its last word;
-``first_output_cycles`` the same for its first word.
+``SimResult.cycles`` is the number of cycles up to and including the one in which the output
+port writes its last word, ``first_output_cycles`` the same for its first word. A process's
+stalls are the cycles its pipeline was pushed, counted as "read" or "write" by the kind of event
+that pushed it; its busy cycles are the rest, `Loop.cycles` for every loop that finishes.
 
-How it runs: instead of stepping every cycle, each process keeps its own clock
-and runs ahead as far as the timestamps it knows allow: reading token k needs
-k's write time (``read = max(now, write + 1)``), writing token k into a FIFO of
-depth D needs the read time of token k - D (``write = max(now, read + 1)``).
-This is a max-plus evaluation of exactly the blocking semantics above (same
-times as a cycle-by-cycle simulation), and because a process reads/writes at
-most one token per cycle, a run of n consecutive tokens has the closed form
-``time_j = max(now + j, other_side_j + 1)``, so a whole pixel moves in one
-step. When no process can advance and some are unfinished, the design is
-deadlocked.
+How it runs: instead of stepping every cycle, each process keeps its own clock and runs ahead,
+event (token) by event, as far as the times it knows allow: a read needs token k's write time, a
+write the read time of token k - D. Iterations without events only move the clock, and a run of
+equal positions costs only its events. A process that cannot go on waits until the other end of
+the channel moves. This computes the least times that satisfy the rules above, in an order in
+which every time depends only on times already known.
+
+When every unfinished process waits, the design is deadlocked; ``cycles`` is then the latest
+clock reached (a process's finish, or the cycle its waiting iteration would issue in), and the
+waiting processes' stalls run up to it. A write's slot check looks `depth` cycles past its
+iteration's issue, so a write whose freeing read waits, through other processes, on a later
+iteration of the writer itself would be reported as a deadlock although the inequalities have a
+solution (the hardware stalls only once the write is due). tests/test_simulate.py checks on zoo
+designs with random FIFO depths that deadlocks are reported exactly when the inequalities have no
+solution.
 """
 
 from __future__ import annotations
 
 import json
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,22 +59,22 @@ from pathlib import Path
 import numpy as np
 
 from .dataflow import WINDOW_KINDS
+from .kernel import Access, Loop, Position, loop_of, spec_from_report
 
-PIPELINE_DEPTH = 4
-ITERATION_OVERHEAD = 2
+PIPELINE_DEPTH = 4        # the AXI adapters' loops
 AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
-
-_DELAY, _READ, _WRITE = 0, 1, 2
+STUCK, MOVED, PAST_LIMIT = range(3)  # what `_advance` did
+KINDS = WINDOW_KINDS + ("pointwise", "dense", "global_avgpool", "add", "rescale", "concat", "split")
 
 
 @dataclass
 class SimResult:
     cycles: int                      # output port received its last value (cycle count), or the deadlock cycle
     first_output_cycles: int | None  # output port received its first value (cycle count)
-    stalls: dict[str, dict[str, int]]  # process -> {"read": blocked on empty, "write": blocked on full}
+    stalls: dict[str, dict[str, int]]  # process -> {"read": cycles pushed by reads, "write": by writes}
     fifo_peak: dict[str, int]        # channel -> max occupancy in tokens
     deadlock: list[str] | None       # "<process> waits to <read from|write to> <channel> (<empty|full>, n/depth)"
-    busy: dict[str, int]             # process -> cycles not blocked
+    busy: dict[str, int]             # process -> cycles not stalled
     finish: dict[str, int] = field(default_factory=dict)         # process -> cycle count when it finished
     output_tokens: dict[str, int] = field(default_factory=dict)  # output channel -> tokens the port received
     timed_out: bool = False          # stopped at max_cycles
@@ -91,304 +104,239 @@ class _Channel:
         c, h, w = self.shape = tuple(int(x) for x in spec["shape"])
         self.lanes = int(spec["lanes"])
         self.tokens = (c // self.lanes) * h * w
-        self.w: list[int] = []  # write cycle of every token written so far
-        self.r: list[int] = []  # read cycle of every token read so far
-        self.producer = None    # _Process
+        self.w = array("q")  # write cycle of every token written so far
+        self.r = array("q")  # read cycle of every token read so far
+        self.producer = None  # _Process
         self.consumer = None
         self.ends = (spec.get("producer"), spec.get("consumer"))  # names in the report
 
-
-class _Process:
-    __slots__ = ("name", "gen", "t", "op", "left", "stall_r", "stall_w", "done")
-
-    def __init__(self, name: str, gen):
-        self.name, self.gen = name, gen
-        self.t = 0
-        self.op = None
-        self.left = 0
-        self.stall_r = self.stall_w = 0
-        self.done = False
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // max(b, 1))
-
-
-def _loop(trip: int, unrolled: int) -> int:
-    """Cycles of a pipelined loop (II=1) of `trip` iterations, `unrolled` per pipeline iteration."""
-    return _cdiv(trip, unrolled) + PIPELINE_DEPTH
+    @property
+    def values(self) -> int:
+        return self.tokens * self.lanes
 
 
 # ---------------------------------------------------------------------------
-# Process programs: generators of (_DELAY, cycles, 0) / (_READ|_WRITE, channel, tokens)
+# Loops as programs of events
 # ---------------------------------------------------------------------------
 
-def _window_program(node: dict, cin: _Channel, cout: _Channel):
-    w = node["window"]
-    kind = node["kind"]
-    unroll = node["schedule"].get("unroll", {})
-    c_in, h_in, w_in = w["in_channels"], w["in_height"], w["in_width"]
-    c_out, h_out, w_out = w["out_channels"], w["out_height"], w["out_width"]
-    (k_h, k_w), (s_h, s_w), (d_h, d_w) = w["kernel"], w["stride"], w["dilation"]
-    pad_t, pad_l, pad_b, pad_r = w["pads"]
-    lanes_in, lanes_out = cin.lanes, cout.lanes
-    k = k_h * k_w
-    if kind == "conv":
-        compute = _cdiv(c_out, unroll.get("oc", 1)) * _cdiv(c_in, unroll.get("ic", 1)) * _cdiv(k, unroll.get("k", 1))
-    else:
-        compute = _cdiv(c_out, unroll.get("c", 1)) * _cdiv(k, unroll.get("k", 1))
-    # mac / reduce (the window is fetched inside it), then the write loop's pipeline fill before its first token
-    window_cycles = compute + PIPELINE_DEPTH + PIPELINE_DEPTH
-    tokens_in, tokens_out = c_in // lanes_in, c_out // lanes_out
-    overhead = (_DELAY, ITERATION_OVERHEAD, 0)
-    read, write = (_READ, cin, tokens_in), (_WRITE, cout, tokens_out)
-    compute_op = (_DELAY, window_cycles, 0)
-    for pr in range(pad_t + h_in + pad_b):
-        r = pr - pad_t
-        top = pr - (k_h - 1) * d_h
-        row_ok = top >= 0 and top % s_h == 0 and top // s_h < h_out
-        for pc in range(pad_l + w_in + pad_r):
-            yield overhead
-            c = pc - pad_l
-            if 0 <= r < h_in and 0 <= c < w_in:
-                yield read
-            left = pc - (k_w - 1) * d_w
-            if row_ok and left >= 0 and left % s_w == 0 and left // s_w < w_out:
-                yield compute_op
-                yield write
+def _events(position: Position, inputs: list[_Channel], outputs: list[_Channel]) -> tuple:
+    """The position's token moves in the order they are taken: (iteration offset, channel, is_write),
+    by iteration, reads before writes, inputs and outputs in order."""
+    moves = [(offset, 0, i, channel) for i, (access, channel) in enumerate(zip(position.reads, inputs))
+             for offset in access.offsets()]
+    moves += [(offset, 1, i, channel) for i, (access, channel) in enumerate(zip(position.writes, outputs))
+              for offset in access.offsets()]
+    moves.sort(key=lambda move: move[:3])
+    return tuple((offset, channel, bool(write)) for offset, write, _, channel in moves)
 
 
-def _pointwise_program(node: dict, cin: _Channel, cout: _Channel):
-    w = node["window"]
-    unroll = node["schedule"].get("unroll", {})
-    c_in, h_in, w_in = w["in_channels"], w["in_height"], w["in_width"]
-    c_out, h_out, w_out = w["out_channels"], w["out_height"], w["out_width"]
-    s_h, s_w = w["stride"]
-    # mac, then the requantizing write loop's pipeline fill before its first token
-    compute = _cdiv(c_out, unroll.get("oc", 1)) * _cdiv(c_in, unroll.get("ic", 1)) + PIPELINE_DEPTH + PIPELINE_DEPTH
-    overhead = (_DELAY, ITERATION_OVERHEAD, 0)
-    read, write = (_READ, cin, c_in // cin.lanes), (_WRITE, cout, c_out // cout.lanes)
-    compute_op = (_DELAY, compute, 0)
-    for r in range(h_in):
-        row_ok = r % s_h == 0 and r // s_h < h_out
-        for c in range(w_in):
-            yield overhead
-            yield read
-            if row_ok and c % s_w == 0 and c // s_w < w_out:
-                yield compute_op
-                yield write
+def _program(loop: Loop, inputs: list[_Channel], outputs: list[_Channel]) -> tuple:
+    """((repeat, iterations, events), ...): the loop's runs of equal positions with their events."""
+    events = {}
+    program = []
+    for repeat, position in loop.runs:
+        if position not in events:
+            events[position] = _events(position, inputs, outputs)
+        program.append((repeat, position.iterations, events[position]))
+    return tuple(program)
 
 
-def _dense_program(node: dict, cin: _Channel, cout: _Channel):
-    unroll = node["schedule"].get("unroll", {})
-    c, h, w = cin.shape
-    k = node.get("loop_bounds", {}).get("k", c * h * w)
-    n = node.get("loop_bounds", {}).get("n", cout.tokens * cout.lanes)
-    yield (_READ, cin, k // cin.lanes)
-    yield (_DELAY, _cdiv(n, unroll.get("n", 1)) * _cdiv(k, unroll.get("k", 1)) + PIPELINE_DEPTH + PIPELINE_DEPTH, 0)
-    yield (_WRITE, cout, n // cout.lanes)
+def _tokens_moved(loop: Loop, side: str, index: int) -> int:
+    return sum(repeat * getattr(position, side)[index].count for repeat, position in loop.runs)
 
 
-def _global_avgpool_program(node: dict, cin: _Channel, cout: _Channel):
-    unroll = node["schedule"].get("unroll", {})
-    c, h, w = cin.shape
-    c_out = cout.shape[0]
-    overhead = (_DELAY, ITERATION_OVERHEAD, 0)
-    read = (_READ, cin, c // cin.lanes)
-    accumulate = (_DELAY, _loop(c, unroll.get("c", 1)), 0)
-    for _ in range(h * w):
-        yield overhead
-        yield read
-        yield accumulate
-    yield (_DELAY, PIPELINE_DEPTH, 0)  # the requantizing write loop's pipeline fill
-    yield (_WRITE, cout, c_out // cout.lanes)
+def _run_lengths(positions) -> tuple[tuple[int, Position], ...]:
+    runs: list[list] = []
+    for position in positions:
+        if runs and runs[-1][1] == position:
+            runs[-1][0] += 1
+        else:
+            runs.append([1, position])
+    return tuple((repeat, position) for repeat, position in runs)
 
 
-def _elementwise_program(node: dict, ins: list[_Channel], outs: list[_Channel]):
-    """add / rescale / concat / split: per pixel read every input, compute (add, rescale), write every output."""
-    kind = node["kind"]
-    _, h, w = outs[0].shape
-    c_out = outs[0].shape[0]
-    body = [(_DELAY, ITERATION_OVERHEAD, 0)]
-    body += [(_READ, ch, ch.shape[0] // ch.lanes) for ch in ins]
-    if kind in ("add", "rescale"):
-        body.append((_DELAY, _loop(c_out, outs[0].lanes), 0))
-    body += [(_WRITE, ch, ch.shape[0] // ch.lanes) for ch in outs]
-    body = [op for op in body if op[2] or op[0] == _DELAY]
-    for _ in range(h * w):
-        yield from body
+def unpack_loop(values: int, lanes: int) -> Loop:
+    """The input port (``ming::unpack_axis``): max(words, tokens) iterations, each reading a word while
+    fewer than L values are held and writing a token once L are."""
+    idle, writes = Position(1, (), (Access(),)), Position(1, (), (Access(0, 1, 1),))
+    words = -(-values // AXIS_VALUES_PER_WORD)
+    held = read = 0
+    iterations = []
+    for _ in range(max(words, values // lanes)):
+        if held < lanes and read < words:
+            held += min(AXIS_VALUES_PER_WORD, values - AXIS_VALUES_PER_WORD * read)
+            read += 1
+        if held >= lanes:
+            held -= lanes
+            iterations.append(writes)
+        else:
+            iterations.append(idle)
+    return Loop(PIPELINE_DEPTH, _run_lengths(iterations))
 
 
-def _runs(steps):
-    """Consecutive equal ops merged: (kind, channel, tokens) or (_DELAY, cycles, 0)."""
-    op = None
-    for kind, arg in steps:
-        if op is not None and op[0] == kind and (kind == _DELAY or op[1] is arg):
-            op = (kind, op[1] + 1, 0) if kind == _DELAY else (kind, arg, op[2] + 1)
-            continue
-        if op is not None:
-            yield op
-        op = (kind, 1, 0) if kind == _DELAY else (kind, arg, 1)
-    if op is not None:
-        yield op
-
-
-def _unpack_program(ch: _Channel):
-    """The AXI input port (``ming::unpack_axis``): a pipelined loop, one iteration per cycle after its
-    pipeline depth, reading a word whenever fewer than L values wait and writing a token whenever L do;
-    the AXI words are always there (the DMA streams at line rate)."""
-    values, lanes = ch.tokens * ch.lanes, ch.lanes
-    words = _cdiv(values, AXIS_VALUES_PER_WORD)
-
-    def steps():
-        held = read = 0
-        for _ in range(max(words, ch.tokens)):
-            if held < lanes and read < words:
-                held += min(AXIS_VALUES_PER_WORD, values - AXIS_VALUES_PER_WORD * read)
-                read += 1
-            if held >= lanes:
-                held -= lanes
-                yield _WRITE, ch
-            else:
-                yield _DELAY, None
-
-    yield (_DELAY, PIPELINE_DEPTH, 0)
-    yield from _runs(steps())
-
-
-def _pack_program(ch: _Channel):
-    """The AXI output port (``ming::pack_axis``): a pipelined loop, one iteration per cycle, reading a
-    token whenever fewer than 8 values wait and writing a word whenever 8 (or the image's last values)
-    do; its last word leaves its pipeline depth after the last iteration."""
-    values, lanes = ch.tokens * ch.lanes, ch.lanes
-
-    def steps():
-        held = tokens = 0
-        while tokens < ch.tokens or held:
-            if held < AXIS_VALUES_PER_WORD and tokens < ch.tokens:
-                held += lanes
-                tokens += 1
-                yield _READ, ch
-            else:
-                yield _DELAY, None
-            if held >= AXIS_VALUES_PER_WORD or tokens == ch.tokens:
-                held -= min(held, AXIS_VALUES_PER_WORD)
-
-    yield from _runs(steps())
-    yield (_DELAY, PIPELINE_DEPTH, 0)
+def pack_loop(values: int, lanes: int) -> Loop:
+    """The output port (``ming::pack_axis``): one iteration per cycle, reading a token while fewer than 8
+    values are held and writing a word once 8 (or the image's last values) are."""
+    idle, reads = Position(1, (Access(),), ()), Position(1, (Access(0, 1, 1),), ())
+    tokens = values // lanes
+    held = read = 0
+    iterations = []
+    while read < tokens or held:
+        if held < AXIS_VALUES_PER_WORD and read < tokens:
+            held += lanes
+            read += 1
+            iterations.append(reads)
+        else:
+            iterations.append(idle)
+        if held >= AXIS_VALUES_PER_WORD or read == tokens:
+            held -= min(held, AXIS_VALUES_PER_WORD)
+    return Loop(PIPELINE_DEPTH, _run_lengths(iterations))
 
 
 def _first_word_token(ch: _Channel) -> int:
     """The token whose read completes the first output word (pack_axis writes it in that iteration)."""
-    return _cdiv(min(AXIS_VALUES_PER_WORD, ch.tokens * ch.lanes), ch.lanes) - 1
+    return -(-min(AXIS_VALUES_PER_WORD, ch.values) // ch.lanes) - 1
 
 
-def _program(node: dict, ins: list[_Channel], outs: list[_Channel]):
-    kind = node["kind"]
-    if kind in WINDOW_KINDS:
-        return _window_program(node, ins[0], outs[0])
-    if kind == "pointwise":
-        return _pointwise_program(node, ins[0], outs[0])
-    if kind == "dense":
-        return _dense_program(node, ins[0], outs[0])
-    if kind == "global_avgpool":
-        return _global_avgpool_program(node, ins[0], outs[0])
-    if kind in ("add", "rescale", "concat", "split"):
-        return _elementwise_program(node, ins, outs)
-    raise ValueError(f"process {node['name']}: unknown kind {kind!r}")
+def process_loop(node: dict, channels: dict[str, dict]) -> Loop:
+    """The loop of a report's process (`node` from "nodes", `channels` by name)."""
+    if node["kind"] not in KINDS:
+        raise ValueError(f"process {node['name']}: unknown kind {node['kind']!r}")
+    try:
+        return loop_of(spec_from_report(node, channels))
+    except ValueError as e:
+        raise ValueError(f"process {node['name']}: {e}") from None
 
 
 # ---------------------------------------------------------------------------
-# The scheduler
+# Processes and the scheduler
 # ---------------------------------------------------------------------------
 
-def _run(p: _Process, max_cycles: int) -> bool:
-    """Advance `p` as far as the known timestamps allow. True if it made progress."""
-    t = p.t
-    progressed = False
-    gen = p.gen
-    while True:
-        op = p.op
-        if op is None:
-            try:
-                op = next(gen)
-            except StopIteration:
-                p.done = True
-                p.t = t
-                return True
-            p.op = op
-            p.left = op[2]
-        kind = op[0]
-        if kind == _DELAY:
-            t += op[1]
-            p.op = None
-            progressed = True
-            if t > max_cycles:
-                p.t = t
-                return progressed
-            continue
-        ch = op[1]
-        if kind == _READ:
-            k0 = len(ch.r)
-            n = min(p.left, len(ch.w) - k0)
-            if n <= 0:
-                p.t = t
-                return progressed
-            if n == 1:
-                rt = ch.w[k0] + 1
-                if rt < t:
-                    rt = t
-                ch.r.append(rt)
-                p.stall_r += rt - t
-                t = rt + 1
-            else:
-                # write times strictly increase, so read j of the run is max(t + j, write_j + 1)
-                rs = [x + 1 if x + 1 > t + j else t + j for j, x in enumerate(ch.w[k0:k0 + n])]
-                ch.r.extend(rs)
-                end = rs[-1] + 1
-                p.stall_r += end - (t + n)
-                t = end
-        else:  # _WRITE
-            k0 = len(ch.w)
-            depth = ch.depth
-            n = min(p.left, len(ch.r) + depth - k0)
-            if n <= 0:
-                p.t = t
-                return progressed
-            # token k waits for the read of token k - depth; those reads strictly increase, so
-            # write j of the run is max(t + j, read_{k0 + j - depth} + 1)
-            free = depth - k0 if k0 < depth else 0
-            if free >= n:
-                ws = list(range(t, t + n))
-            elif free > 0:
-                ws = list(range(t, t + free))
-                ws += [x + 1 if x + 1 > t + j else t + j for j, x in enumerate(ch.r[:n - free], free)]
-            else:
-                ws = [x + 1 if x + 1 > t + j else t + j for j, x in enumerate(ch.r[k0 - depth:k0 - depth + n])]
-            ch.w.extend(ws)
-            end = ws[-1] + 1
-            p.stall_w += end - (t + n)
-            t = end
-        p.left -= n
-        progressed = True
-        if p.left == 0:
-            p.op = None
-        if t > max_cycles:
-            p.t = t
-            return progressed
+class _Process:
+    __slots__ = ("name", "depth", "program", "channels", "neighbours", "run", "repeat", "event", "base", "pushes",
+                 "stall_read", "stall_write", "done", "finish", "waiting", "waiting_to_write", "queued")
+
+    def __init__(self, name: str, loop: Loop, inputs: list[_Channel], outputs: list[_Channel]):
+        self.name, self.depth = name, loop.depth
+        self.program = _program(loop, inputs, outputs)
+        self.channels = inputs + outputs
+        self.run = self.repeat = self.event = 0  # the next event: program[run], its repeat, its index
+        self.base = 0    # the first iteration of the current position
+        self.pushes = 0  # cycles the pipeline was pushed so far: iteration i issues in cycle i + pushes
+        self.stall_read = self.stall_write = 0
+        self.done = False
+        self.finish = 0
+        self.waiting: _Channel | None = None  # the channel whose other end it waits for
+        self.waiting_to_write = False
+        self.neighbours: tuple[tuple[_Channel, _Process], ...] = ()  # (channel, its other end)
+        self.queued = False
+
+    @property
+    def clock(self) -> int:
+        """The cycle it finished in (cycle count), or in which its next event's iteration would issue."""
+        if self.done:
+            return self.finish
+        if self.run < len(self.program):
+            _, _, events = self.program[self.run]
+            if self.event < len(events):
+                return self.base + events[self.event][0] + self.pushes
+        return self.base + self.pushes
+
+    def can_go_on(self) -> bool:
+        ch = self.waiting
+        if ch is None:
+            return True
+        if self.waiting_to_write:
+            return len(ch.w) - ch.depth < len(ch.r)
+        return len(ch.r) < len(ch.w)
 
 
-def simulate(report: dict, max_cycles: int = 10**9) -> SimResult:
-    """Simulate the design described by a parsed report.json."""
-    channels = {spec["name"]: _Channel(spec) for spec in report["channels"]}
-    processes: list[_Process] = []
+def _advance(p: _Process, max_cycles: int) -> int:
+    """Take `p`'s events as far as the known times allow: STUCK, MOVED or PAST_LIMIT (max_cycles)."""
+    program, depth = p.program, p.depth
+    moved = False
+    p.waiting = None
+    while p.run < len(program):
+        repeats, iterations, events = program[p.run]
+        if not events:  # iterations that only pass time
+            p.base += (repeats - p.repeat) * iterations
+            p.repeat = repeats
+        while p.repeat < repeats:
+            start = p.event
+            if not _take_events(p, events, depth):
+                return MOVED if moved or p.event > start else STUCK
+            moved = True
+            p.event, p.repeat, p.base = 0, p.repeat + 1, p.base + iterations
+            if p.base + p.pushes > max_cycles:
+                return PAST_LIMIT
+        p.run, p.repeat = p.run + 1, 0
+    p.done = True
+    p.finish = p.base + p.pushes + depth  # s_last + 1 + depth
+    return PAST_LIMIT if p.finish > max_cycles else MOVED
+
+
+def _take_events(p: _Process, events: tuple, depth: int) -> bool:
+    """Take the events of the current position from p.event on; False if one has to wait."""
+    base, pushes = p.base, p.pushes
+    stall_read = stall_write = 0
+    index, count = p.event, len(events)
+    blocked = None
+    while index < count:
+        offset, ch, write = events[index]
+        issue = base + offset + pushes
+        if write:
+            written = ch.w
+            freeing = len(written) - ch.depth  # the token whose read frees this write's slot
+            if freeing >= 0:
+                if freeing >= len(ch.r):
+                    blocked = ch
+                    break
+                late = ch.r[freeing] + 1 - depth - issue
+                if late > 0:
+                    pushes += late
+                    stall_write += late
+                    issue += late
+            written.append(issue + depth)
+        else:
+            read = ch.r
+            k = len(read)
+            if k >= len(ch.w):
+                blocked = ch
+                break
+            late = ch.w[k] + 1 - issue
+            if late > 0:
+                pushes += late
+                stall_read += late
+                issue += late
+            read.append(issue)
+        index += 1
+    p.event, p.pushes = index, pushes
+    p.stall_read += stall_read
+    p.stall_write += stall_write
+    if blocked is not None:
+        p.waiting, p.waiting_to_write = blocked, write
+        return False
+    return True
+
+
+def _processes(report: dict, channels: dict[str, _Channel]):
+    """The report's processes and the ports' adapters: (input ports, processes, output ports)."""
+    specs = {c["name"]: c for c in report["channels"]}
+    processes = []
     for node in report["nodes"]:
-        ins = [channels[c] for c in node["inputs"]]
-        outs = [channels[c] for c in node["outputs"]]
-        p = _Process(node["name"], _program(node, ins, outs))
-        for ch in ins:
+        inputs = [channels[c] for c in node["inputs"]]
+        outputs = [channels[c] for c in node["outputs"]]
+        loop = process_loop(node, specs)
+        for side, chans in (("reads", inputs), ("writes", outputs)):
+            for index, ch in enumerate(chans):
+                moved = _tokens_moved(loop, side, index)
+                if moved != ch.tokens:
+                    raise ValueError(f"process {node['name']} {side[:-1]}s {moved} tokens of {ch.name}, "
+                                     f"which carries {ch.tokens}")
+        p = _Process(node["name"], loop, inputs, outputs)
+        for ch in inputs:
             ch.consumer = p
-        for ch in outs:
+        for ch in outputs:
             ch.producer = p
         processes.append(p)
     in_ports, out_ports = [], []
@@ -397,109 +345,118 @@ def simulate(report: dict, max_cycles: int = 10**9) -> SimResult:
             if end is None and ch.ends[side == "consumer"] not in (None, port_name):
                 raise ValueError(f"channel {ch.name}: {side} {ch.ends[side == 'consumer']!r} is not a process")
         if ch.producer is None:
-            port = _Process("input", _unpack_program(ch))
-            ch.producer = port
-            in_ports.append(port)
+            ch.producer = _Process("input", unpack_loop(ch.values, ch.lanes), [], [ch])
+            in_ports.append(ch.producer)
         if ch.consumer is None:
-            port = _Process("output", _pack_program(ch))
-            ch.consumer = port
-            out_ports.append((port, ch))
-    everyone = in_ports + processes + [p for p, _ in out_ports]
-    names = [p.name for p in everyone]
+            ch.consumer = _Process("output", pack_loop(ch.values, ch.lanes), [ch], [])
+            out_ports.append(ch.consumer)
+    for p in in_ports + processes + out_ports:
+        p.neighbours = tuple((ch, ch.consumer if ch.producer is p else ch.producer) for ch in p.channels)
+    names = [p.name for p in in_ports + processes + out_ports]
     if len(set(names)) != len(names):  # a process named like a port: keep the port names unique
-        for i, (p, _) in enumerate(out_ports):
-            p.name = f"{p.name}:{i}" if names.count(p.name) > 1 else p.name
-        for i, p in enumerate(in_ports):
-            p.name = f"{p.name}:{i}" if names.count(p.name) > 1 else p.name
+        for ports in (in_ports, out_ports):
+            for i, p in enumerate(ports):
+                p.name = f"{p.name}:{i}" if names.count(p.name) > 1 else p.name
+    return in_ports, processes, out_ports
 
-    # who to wake after a process moved tokens on a channel: the other end
-    neighbours: dict[int, list[_Process]] = {id(p): [] for p in everyone}
-    for ch in channels.values():
-        neighbours[id(ch.producer)].append(ch.consumer)
-        neighbours[id(ch.consumer)].append(ch.producer)
 
+def _run_all(everyone: list[_Process], max_cycles: int) -> bool:
+    """Advance every process until all finished or all wait; True if one passed max_cycles."""
     queue = deque(everyone)
-    queued = {id(p) for p in everyone}
-    timed_out = False
+    for p in everyone:
+        p.queued = True
     while queue:
         p = queue.popleft()
-        queued.discard(id(p))
+        p.queued = False
         if p.done:
             continue
-        if _run(p, max_cycles):
-            if p.t > max_cycles:
-                timed_out = True
-                break
-            for q in neighbours[id(p)]:
-                if not q.done and id(q) not in queued:
-                    queued.add(id(q))
-                    queue.append(q)
+        status = _advance(p, max_cycles)
+        if status == PAST_LIMIT:
+            return True
+        if status == STUCK:
+            continue
+        for ch, other in p.neighbours:
+            if other.waiting is ch and not other.queued and other.can_go_on():
+                other.queued = True
+                queue.append(other)
+    return False
 
-    blocked = [p for p in everyone if not p.done]
+
+def simulate(report: dict, max_cycles: int = 10**9) -> SimResult:
+    """Simulate the design described by a parsed report.json."""
+    channels = {spec["name"]: _Channel(spec) for spec in report["channels"]}
+    in_ports, processes, out_ports = _processes(report, channels)
+    everyone = in_ports + processes + out_ports
+    timed_out = _run_all(everyone, max_cycles)
+
+    end = max(p.clock for p in everyone)
     deadlock = None
-    end = max((p.t for p in everyone), default=0)
-    if blocked and not timed_out:
+    if not timed_out and not all(p.done for p in everyone):
         deadlock = []
-        for p in blocked:
-            kind, ch = p.op[0], p.op[1]
-            n = len(ch.w) - len(ch.r)
-            if kind == _READ:
-                deadlock.append(f"{p.name} waits to read from {ch.name} (empty, {n}/{ch.depth})")
-                p.stall_r += end - p.t
+        for p in everyone:
+            if p.done:
+                continue
+            ch = p.waiting
+            held = len(ch.w) - len(ch.r)
+            if p.waiting_to_write:
+                deadlock.append(f"{p.name} waits to write to {ch.name} (full, {held}/{ch.depth})")
+                p.stall_write += end - p.clock
             else:
-                deadlock.append(f"{p.name} waits to write to {ch.name} (full, {n}/{ch.depth})")
-                p.stall_w += end - p.t
-            p.t = end
+                deadlock.append(f"{p.name} waits to read from {ch.name} (empty, {held}/{ch.depth})")
+                p.stall_read += end - p.clock
+    time = {p.name: p.clock if p.done or timed_out else end for p in everyone}
 
-    first, last = None, 0
-    output_tokens = {}
-    for port, ch in out_ports:
-        output_tokens[ch.name] = len(ch.r)
+    first = None
+    for port in out_ports:
+        ch = port.channels[0]
         k = _first_word_token(ch)
         if len(ch.r) > k:
             word = ch.r[k] + 1 + PIPELINE_DEPTH
             first = word if first is None else min(first, word)
-        if port.done:
-            last = max(last, port.t)
-    if deadlock is not None or timed_out:
-        cycles = min(end, max_cycles) if timed_out else end
+    if timed_out:
+        cycles = min(end, max_cycles)
+    elif deadlock is not None:
+        cycles = end
     else:
-        cycles = last
+        cycles = max(port.finish for port in out_ports)
 
     return SimResult(
         cycles=int(cycles), first_output_cycles=first,
-        stalls={p.name: {"read": p.stall_r, "write": p.stall_w} for p in everyone},
+        stalls={p.name: {"read": p.stall_read, "write": p.stall_write} for p in everyone},
         fifo_peak={name: _peak(ch) for name, ch in channels.items()},
         deadlock=deadlock,
-        busy={p.name: p.t - p.stall_r - p.stall_w for p in everyone},
-        finish={p.name: p.t for p in everyone if p.done},
-        output_tokens=output_tokens, timed_out=timed_out,
+        busy={p.name: time[p.name] - p.stall_read - p.stall_write for p in everyone},
+        finish={p.name: p.finish for p in everyone if p.done},
+        output_tokens={port.channels[0].name: len(port.channels[0].r) for port in out_ports},
+        timed_out=timed_out,
         fifo_need={name: _need(ch) for name, ch in channels.items()})
+
+
+def _times(cycles: array) -> np.ndarray:
+    return np.frombuffer(cycles, dtype=np.int64) if len(cycles) else np.zeros(0, dtype=np.int64)
 
 
 def _peak(ch: _Channel) -> int:
     """Max over cycles of (tokens written up to t) - (tokens read up to t)."""
     if not ch.w:
         return 0
-    w = np.asarray(ch.w, dtype=np.int64)
-    r = np.asarray(ch.r, dtype=np.int64)
-    read_by = np.searchsorted(r, w, side="right")
-    return int((np.arange(1, len(w) + 1) - read_by).max())
+    read_by = np.searchsorted(_times(ch.r), _times(ch.w), side="right")
+    return int((np.arange(1, len(ch.w) + 1) - read_by).max())
 
 
 def _need(ch: _Channel) -> int:
     """The least depth D with which no write of this run waits: token k may be written in cycle w_k only
     once token k - D was read before it (r_{k-D} < w_k), i.e. D >= k + 1 - (reads before w_k).
 
-    Every FIFO shrunk to this at once leaves the whole run cycle for cycle the same: the simulation is
-    the least solution of max-plus inequalities, a smaller depth only tightens the FIFO inequalities,
-    and the old times satisfy the tightened ones."""
+    Every FIFO shrunk to this at once leaves the whole run cycle for cycle the same: the simulation's
+    times are the least solution of the max-plus inequalities of the module docstring, a smaller depth
+    only tightens the FIFO inequalities (the least solution cannot get earlier), and the old times
+    satisfy the tightened ones (so they stay the least). That the shrunk run finds them, rather than
+    stopping at a write's look-ahead (module docstring), tests/test_simulate.py checks on zoo designs."""
     if not ch.w:
         return 1
-    w = np.asarray(ch.w, dtype=np.int64)
-    r = np.asarray(ch.r, dtype=np.int64)
-    read_before = np.searchsorted(r, w, side="left")
-    return max(1, int((np.arange(1, len(w) + 1) - read_before).max()))
+    read_before = np.searchsorted(_times(ch.r), _times(ch.w), side="left")
+    return max(1, int((np.arange(1, len(ch.w) + 1) - read_before).max()))
 
 
 def simulate_dir(out_dir, max_cycles: int = 10**9) -> SimResult:
