@@ -69,7 +69,8 @@ TOOLCHAIN_NAMES = frozenset("""
 
 # The model name is the stem of hls/<model>.cpp, .h, _weights.h, _tb.cpp: it must not be one of
 # the headers copied beside them, nor a device name on Windows. Compared ignoring case.
-RESERVED_FILE_STEMS = frozenset(["ming_stream", "ming_numerics", "hls_stream", "con", "prn", "aux", "nul"]
+RESERVED_FILE_STEMS = frozenset(["ming_stream", "ming_numerics", "ming_check", "hls_stream",
+                                 "con", "prn", "aux", "nul"]
                                 + [f"{port}{i}" for port in ("com", "lpt") for i in range(1, 10)])
 MAX_FILE_STEM = 100
 

@@ -13,6 +13,7 @@ from .ir import MingError
 
 EXIT_USAGE = 2
 EXIT_DEADLOCK = 3
+EXIT_PORT_CONFLICT = 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -62,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     csim.add_argument("--sequential", action="store_true",
                       help="call the processes one after another over unbounded FIFOs (as Vitis csim does) instead "
                            "of one thread per process over FIFOs of the built depths, which detects deadlocks")
+    csim.add_argument("--check-ports", action="store_true",
+                      help="also stop (exit code 3) when an iteration of a pipelined loop needs more ports of an "
+                           "array or a stream than the array's partition and storage pragmas give")
     csim.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
     commands.add_parser("boards", help="list the supported boards")
@@ -119,7 +123,7 @@ def _sweep(args) -> None:
 
 
 def _csim(args) -> int:
-    from .csim import CsimDeadlock, run_csim
+    from .csim import CsimDeadlock, PortConflict, run_csim
     from .options import build_metadata, check_output_file, load_input, save_output
     from .progress import Progress
 
@@ -127,10 +131,14 @@ def _csim(args) -> int:
     x = load_input(args.input)
     check_output_file(args.output)
     try:
-        y = run_csim(args.build_dir, x, Progress(args.quiet), concurrent=not args.sequential)
+        y = run_csim(args.build_dir, x, Progress(args.quiet), concurrent=not args.sequential,
+                     check_ports=args.check_ports)
     except CsimDeadlock as deadlock:
         print(f"ming: {deadlock}", file=sys.stderr)
         return EXIT_DEADLOCK
+    except PortConflict as conflict:
+        print(f"ming: {conflict}", file=sys.stderr)
+        return EXIT_PORT_CONFLICT
     save_output(args.output, y)
     return 0
 

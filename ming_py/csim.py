@@ -8,7 +8,9 @@ accelerator, reorder the output back and run the host tail (e.g. Softmax).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -27,6 +29,17 @@ CXX_FLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra")
 # (see hls_stream.h); the binary exits with DEADLOCK_EXIT_CODE and a report on a deadlock.
 CONCURRENT_FLAGS = ("-DMING_CSIM_CONCURRENT", "-pthread")
 DEADLOCK_EXIT_CODE = 3
+# The port check (see ming_check.h): a pipelined iteration needing more memory or stream ports than
+# the pragmas give ends the binary with PORT_CONFLICT_EXIT_CODE and one "ming port check:" line.
+CHECK_PORTS_FLAGS = ("-DMING_CHECK_PORTS",)
+PORT_CONFLICT_EXIT_CODE = 3
+# "ming port check: <function> <array or stream> <file>:<line of the PIPELINE pragma> <counts>"
+_CONFLICT_LINE = re.compile(r"^ming port check: (?P<function>\S+) (?P<resource>.+) (?P<file>[^\s:]+):(?P<line>\d+) "
+                            r"(?P<detail>\d+ .*)$")
+_LABEL_LINE = re.compile(r"^\s*(?P<label>[A-Za-z_]\w*):\s*$")
+# An array no pragma named is reported by where it is declared; its declaration tells its name.
+_UNNAMED_ARRAY = re.compile(r"^array declared at (?P<file>[^\s:]+):(?P<line>\d+)$")
+_ARRAY_DECLARATION = re.compile(r"ming::Array<.*>\s+(?P<name>[A-Za-z_]\w*)\s*[=;{]")
 
 
 class CsimDeadlock(MingError):
@@ -41,13 +54,27 @@ class CsimDeadlock(MingError):
         self.report = report
 
 
+class PortConflict(MingError):
+    """An iteration of a pipelined loop needs more ports of an array or stream than its pragmas give.
+
+    `process` is the model's name of the process (the C++ function's name for the AXI adapters),
+    `resource` the array or stream, `loop` the pipelined loop's label, `detail` the counts, e.g.
+    "3 accesses (3 reads, 0 writes) per iteration to bank (0,1), 2 ports".
+    """
+
+    def __init__(self, process: str, resource: str, loop: str, location: str, detail: str):
+        super().__init__(f"port conflict in {process}, loop {loop} ({location}): {resource}: {detail}")
+        self.process, self.resource, self.loop, self.location, self.detail = process, resource, loop, location, detail
+
+
 def cache_dir() -> Path:
     return cache_root() / "csim"
 
 
-def compile_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool = False) -> Path:
+def compile_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool = False,
+                 check_ports: bool = False) -> Path:
     """The testbench binary for `hls_dir`, compiled once per distinct source tree and mode."""
-    flags = (CXX_FLAGS + CONCURRENT_FLAGS) if concurrent else CXX_FLAGS
+    flags = CXX_FLAGS + (CONCURRENT_FLAGS if concurrent else ()) + (CHECK_PORTS_FLAGS if check_ports else ())
     sources = sorted(p for p in hls_dir.iterdir() if p.suffix in (".cpp", ".h"))
     digest = hashlib.sha256(" ".join(flags).encode())
     for path in sources:
@@ -61,7 +88,8 @@ def compile_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool
         raise MingError("no C++ compiler found; install g++ (or set CXX)")
     binary.parent.mkdir(parents=True, exist_ok=True)
     staging = binary.with_suffix(f".tmp{os.getpid()}")
-    mode = " (concurrent)" if concurrent else ""
+    modes = [name for name, on in (("concurrent", concurrent), ("port check", check_ports)) if on]
+    mode = f" ({', '.join(modes)})" if modes else ""
     try:
         with progress.step(f"compiling the C-simulation{mode} with {Path(compiler).name}"):
             result = subprocess.run([compiler, *flags, "-I", str(hls_dir), str(hls_dir / f"{model}.cpp"),
@@ -100,13 +128,58 @@ def deadlock_from(stderr: str) -> CsimDeadlock:
     return CsimDeadlock("\n".join([lines[start], *report]), report)
 
 
+def port_conflict_from(stderr: str, out_dir: Path) -> PortConflict | None:
+    """The PortConflict a port-checked C-simulation reported on stderr, None if it reported none."""
+    found = next((m for m in map(_CONFLICT_LINE.match, stderr.splitlines()) if m), None)
+    if found is None:
+        return None
+    location = f"{found['file']}:{found['line']}"
+    loop = loop_label(out_dir / "hls" / found["file"], int(found["line"])) or location
+    return PortConflict(process_name(out_dir, found["function"]), resource_name(out_dir, found["resource"]), loop,
+                        location, found["detail"])
+
+
+def process_name(out_dir: Path, cpp_name: str) -> str:
+    """The model's name of the process whose C++ function is `cpp_name` (report.json's nodes)."""
+    try:
+        nodes = json.loads((out_dir / "report.json").read_text(encoding="utf-8")).get("nodes", [])
+    except (OSError, ValueError):
+        return cpp_name
+    return next((n["name"] for n in nodes if isinstance(n, dict) and n.get("cpp_name") == cpp_name), cpp_name)
+
+
+def resource_name(out_dir: Path, reported: str) -> str:
+    """The array or stream's name: an array no pragma named is reported by where it is declared."""
+    unnamed = _UNNAMED_ARRAY.match(reported)
+    if unnamed is None:
+        return reported
+    lines, line = _source_lines(out_dir / "hls" / unnamed["file"]), int(unnamed["line"])
+    found = _ARRAY_DECLARATION.search(lines[line - 1]) if 0 < line <= len(lines) else None
+    return found["name"] if found else reported
+
+
+def _source_lines(source: Path) -> list[str]:
+    try:
+        return source.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+
+
+def loop_label(source: Path, line: int) -> str | None:
+    """The label nearest before `line` (1-based) of `source`: the loop its PIPELINE pragma is in."""
+    lines = _source_lines(source)[:line]
+    return next((m["label"] for m in map(_LABEL_LINE.match, reversed(lines)) if m), None)
+
+
 def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = None,
-             concurrent: bool = False) -> np.ndarray:
+             concurrent: bool = False, check_ports: bool = False) -> np.ndarray:
     """C-simulate the build in `out_dir` on the float input `x`.
 
     concurrent=False: Vitis-style sequential csim (processes one after another, unbounded FIFOs).
     concurrent=True: one thread per process over FIFOs of the scheduled depth; a deadlock
     raises CsimDeadlock (the binary reports it within about MING_CSIM_DEADLOCK_SECONDS).
+    check_ports=True: also check that no pipelined iteration needs more ports of an array or a
+    stream than the pragmas give (see ming_check.h); the first conflict raises PortConflict.
     """
     progress = progress or Progress(quiet=True)
     out_dir = Path(out_dir)
@@ -114,13 +187,16 @@ def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = Non
     inp, out = host["input"], host["output"]
     x = np.asarray(x, dtype=np.float32)
     check_input(x, inp["onnx_shape"])
-    binary = compile_csim(out_dir / "hls", host["model"], progress, concurrent)
+    binary = compile_csim(out_dir / "hls", host["model"], progress, concurrent, check_ports)
     q = numerics.ort_quantize_linear(x, inp["scale"], inp["zero_point"]).astype(np.int8)
     with tempfile.TemporaryDirectory() as tmp:
         in_file, out_file = Path(tmp) / "input.bin", Path(tmp) / "output.bin"
         to_stream_order(q, inp["stream_shape"]).astype(np.int8).tofile(in_file)
         with progress.step("running the C-simulation"):
             result = subprocess.run([str(binary), str(in_file), str(out_file)], capture_output=True, text=True)
+        conflict = port_conflict_from(result.stderr, out_dir) if check_ports else None
+        if conflict is not None and result.returncode == PORT_CONFLICT_EXIT_CODE:
+            raise conflict
         if result.returncode == DEADLOCK_EXIT_CODE:
             raise deadlock_from(result.stderr)
         if result.returncode != 0:

@@ -395,6 +395,7 @@ def test_builds_are_byte_identical(models):
 @pytest.mark.parametrize("graph_name, file_name, stem", [
     ("my-model", "model.onnx", "my_model"), ("123", "model.onnx", "n_123"), ("int", "model.onnx", "int_1"),
     ("", "int.onnx", "int_1"), ("ming_stream", "model.onnx", "ming_stream_1"),
+    ("ming_check", "model.onnx", "ming_check_1"),
 ])
 def test_model_names_build_and_csim_bit_exact(tmp_path, graph_name, file_name, stem):
     g = zoo._Graph("single", (1, 2, 8, 8))
@@ -411,7 +412,7 @@ def test_model_names_build_and_csim_bit_exact(tmp_path, graph_name, file_name, s
     assert json.loads((out / "host.json").read_text())["model"] == stem
     assert sorted(p.name for p in (out / "hls").iterdir()) == sorted(
         [f"{stem}.cpp", f"{stem}.h", f"{stem}_weights.h", f"{stem}_tb.cpp", "ming_stream.h", "ming_numerics.h",
-         "hls_stream.h", "run_hls.tcl"])
+         "ming_check.h", "hls_stream.h", "run_hls.tcl"])
 
 
 def ming(*args):

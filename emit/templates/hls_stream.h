@@ -34,6 +34,9 @@
 // All element traffic goes through the primitives of ming_csim::fifo<T> (try_push /
 // try_pop / blocking_push / blocking_pop / size / full / capacity); each mode has its own
 // fifo<T>, stream<T>'s API is the same in both.
+//
+// Port check (compile with -DMING_CHECK_PORTS, either mode): every completed read and write is noted
+// to ming_check.h, which allows one of each per iteration of a pipelined loop.
 #ifndef MING_HLS_STREAM_H
 #define MING_HLS_STREAM_H
 
@@ -57,6 +60,10 @@
 #include <deque>
 #include <limits>
 #include <string>
+
+#if defined(MING_CHECK_PORTS)
+#include "ming_check.h"
+#endif
 
 #if defined(MING_CSIM_CONCURRENT)
 #include <atomic>
@@ -372,6 +379,9 @@ inline void dataflow(std::initializer_list<process> region) {
         threads.emplace_back([&m, state, body] {
             current_process() = state;
             (*body)();
+#if defined(MING_CHECK_PORTS)
+            ming_check::finish();
+#endif
             std::lock_guard<std::mutex> lock(m.mutex);
             state->running = false;
         });
@@ -428,12 +438,14 @@ public:
     void write(const T& v) {
         if (!fifo_.blocking_push(v)) die_write_full();
         ++writes_;
+        note_access(true);
     }
     // Blocking read; empty stream -> error naming the stream + std::abort().
     T read() {
         T v{};
         if (!fifo_.blocking_pop(v)) die_read_empty();
         ++reads_;
+        note_access(false);
         return v;
     }
     void read(T& out) { out = read(); }
@@ -442,12 +454,14 @@ public:
     bool read_nb(T& out) {
         if (!fifo_.try_pop(out)) return false;
         ++reads_;
+        note_access(false);
         return true;
     }
     // Non-blocking write: false (nothing written) if full; never full in the unbounded model.
     bool write_nb(const T& v) {
         if (!fifo_.try_push(v)) return false;
         ++writes_;
+        note_access(true);
         return true;
     }
 
@@ -476,6 +490,14 @@ protected:
     }
 
 private:
+    void note_access(bool write) const {
+#if defined(MING_CHECK_PORTS)
+        ports_.note(write);
+#else
+        (void)write;
+#endif
+    }
+
     [[noreturn]] void die_read_empty() const {
         std::fprintf(stderr,
                      "ERROR [ming csim]: hls::stream '%s' read while empty "
@@ -494,6 +516,9 @@ private:
     }
 
     std::string name_;
+#if defined(MING_CHECK_PORTS)
+    ming_check::StreamPorts ports_{&name_};  // one read and one write per pipelined iteration
+#endif
     ming_csim::fifo<T> fifo_;
     ming_csim::counter reads_{0};   // std::atomic in concurrent mode (reader and writer threads)
     ming_csim::counter writes_{0};

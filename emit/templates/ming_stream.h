@@ -10,12 +10,18 @@
 #include "hls_stream.h"
 #endif
 
-// HLS pragmas as _Pragma, so that host compilers (C-simulation) do not warn about them.
-#ifdef __SYNTHESIS__
+// HLS pragmas as _Pragma, so that host compilers (C-simulation) do not warn about them. The port check
+// (MING_CHECK_PORTS, C-simulation only) runs them instead: see ming_check.h.
+#if defined(__SYNTHESIS__)
 #define MING_PRAGMA_TEXT(x) #x
 #define HLS_PRAGMA(x) _Pragma(MING_PRAGMA_TEXT(HLS x))
+#elif defined(MING_CHECK_PORTS)
+#include "ming_check.h"
+#define HLS_PRAGMA(x) MING_CHECK_PRAGMA(x)
 #else
 #define HLS_PRAGMA(x)
+#endif
+#ifndef __SYNTHESIS__
 // Loop labels name the loops in HLS reports; a host compiler sees them as unused.
 #pragma GCC diagnostic ignored "-Wunused-label"
 #endif
@@ -26,6 +32,25 @@
 #endif
 
 namespace ming {
+
+// ming::Array<T, N0, N1, ...> is the plain array T[N0][N1]...; the port check makes it a class that
+// counts the accesses to each bank (ming_check::Array). Declare a local array as one, followed by its
+// pragmas, each naming it.
+template <typename T, int... N>
+struct ArrayOf {
+  using type = T;
+};
+template <typename T, int N0, int... Rest>
+struct ArrayOf<T, N0, Rest...> {
+  using type = typename ArrayOf<T, Rest...>::type[N0];
+};
+#ifdef MING_CHECK_PORTS
+template <typename T, int... N>
+using Array = ming_check::Array<T, N...>;
+#else
+template <typename T, int... N>
+using Array = typename ArrayOf<T, N...>::type;
+#endif
 
 // One stream token: `L` int8 channel values of a pixel (channels packed into lanes).
 template <int L>
@@ -49,9 +74,10 @@ struct AxisWord {
 
 constexpr int kValuesPerWord = 8;  // int8 values per 64-bit AXI4-Stream word
 
-// Reads the C values of one pixel, arriving as C / L tokens.
-template <int C, int L>
-void read_pixel(hls::stream<Pack<L>>& in, int8_t pixel[C]) {
+// Reads the C values of one pixel, arriving as C / L tokens. `pixel` is an int8_t[C] (or a row of a
+// ming::Array, which is not a pointer under the port check).
+template <int C, int L, typename Pixel>
+void read_pixel(hls::stream<Pack<L>>& in, Pixel pixel) {
   HLS_PRAGMA(INLINE)
   read_tokens:
   for (int t = 0; t < C / L; t++) {
@@ -64,9 +90,9 @@ void read_pixel(hls::stream<Pack<L>>& in, int8_t pixel[C]) {
   }
 }
 
-// Writes the C values of one pixel as C / L tokens.
-template <int C, int L>
-void write_pixel(hls::stream<Pack<L>>& out, const int8_t pixel[C]) {
+// Writes the C values of one pixel as C / L tokens (`pixel` as for read_pixel).
+template <int C, int L, typename Pixel>
+void write_pixel(hls::stream<Pack<L>>& out, Pixel pixel) {
   HLS_PRAGMA(INLINE)
   write_tokens:
   for (int t = 0; t < C / L; t++) {
@@ -102,7 +128,7 @@ void unpack_axis(hls::stream<AxisWord>& in, hls::stream<Pack<L>>& out, hls::stre
   constexpr int kTokens = N / L;
   constexpr int kTrips = kWords > kTokens ? kWords : kTokens;
   constexpr int kHeld = L - 1 + kValuesPerWord;  // at most L - 1 values wait when a word arrives
-  int8_t held[kHeld] = {};
+  ming::Array<int8_t, kHeld> held = {};
   HLS_PRAGMA(ARRAY_PARTITION variable=held type=complete)
   int count = 0;  // values in `held`
   int words = 0;
@@ -157,7 +183,7 @@ void pack_axis(hls::stream<Pack<L>>& in, hls::stream<bool>& framing_error, hls::
   constexpr int kShared = L < kValuesPerWord && AxisFrame<N>::kLastValues < L ? 1 : 0;
   constexpr int kTrips = kWords > kTokens + kShared ? kWords : kTokens + kShared;
   constexpr int kHeld = kValuesPerWord - 1 + L;  // at most 7 values wait when a token arrives
-  int8_t held[kHeld] = {};
+  ming::Array<int8_t, kHeld> held = {};
   HLS_PRAGMA(ARRAY_PARTITION variable=held type=complete)
   int count = 0;  // values in `held`
   int tokens = 0;
