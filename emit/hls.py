@@ -19,6 +19,8 @@ import numpy as np
 from ming_py import __version__, numerics
 from ming_py.boards import Board
 from ming_py.dataflow import Process, Schedule, StreamGraph
+from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of
+from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays
 from ming_py.ir import AccRequant, AddRequant, AverageRequant, Rescale
 
 from .identifiers import CppNames, c_string, comment_text, cpp_names, markdown_cell
@@ -57,36 +59,22 @@ class ProcessView:
     in_lanes: list[int]
     out_lanes: list[int]
     unroll: list[tuple[str, int]]
+    spec: KernelSpec
+    loop: Loop
+    storage: dict[str, ArrayPlan]  # role -> layout; local arrays are named by their role
     window: object = None
     in_channels: list[int] = field(default_factory=list)
     in_offsets: list[int] = field(default_factory=list)
-    in_values: int = 0
     out_channels: int = 0
     out_pixels: int = 0
     in_pixels: int = 0
-    acc_init: str = "0"
+    line_buffer_rows: int = 0
     epilogue: str = ""
-    count_valid: bool = False
-    line_buffer_impl: str = "bram"
-    weights_impl: str = "bram"
     arrays: dict[str, str] = field(default_factory=dict)  # role -> C++ constant array
     extra: dict = field(default_factory=dict)
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)
-
-    @property
-    def partition_channels(self) -> int:
-        """Cyclic partition of an input-channel axis: enough ports for the unrolled reads and the lanes."""
-        reads = self.factor("ic") if self.kind in ("conv", "pointwise") else self.factor("c")
-        if self.kind == "dense":
-            reads = self.factor("k")
-        return max(reads, self.in_lanes[0])
-
-    @property
-    def partition_out(self) -> int:
-        unrolled = {"conv": "oc", "pointwise": "oc", "dense": "n"}.get(self.kind, "c")
-        return max(self.factor(unrolled), self.out_lanes[0])
 
     def __getattr__(self, name):  # epilogue constants (zero_point, mantissa, ...)
         extra = self.__dict__.get("extra", {})
@@ -168,28 +156,52 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
                   names: CppNames) -> tuple[ProcessView, list[CConstant]]:
     ins = [graph.channels[c] for c in p.inputs]
     outs = [graph.channels[c] for c in p.outputs]
+    sched = schedule.of(p.name)
+    lanes_in, lanes_out = [schedule.lanes_of(c) for c in p.inputs], [schedule.lanes_of(c) for c in p.outputs]
+    spec = kernel_spec(graph, p, sched.unroll, lanes_in, lanes_out)
     view = ProcessView(
         name=names.processes[p.name], label=c_string(p.name), kind=p.kind, template=_TEMPLATE.get(p.kind, p.kind),
         comment=comment_text(_comment(p, ins, outs)),
         inputs=[names.channels[c] for c in p.inputs], outputs=[names.channels[c] for c in p.outputs],
-        in_lanes=[schedule.lanes_of(c) for c in p.inputs], out_lanes=[schedule.lanes_of(c) for c in p.outputs],
-        unroll=[(loop, schedule.of(p.name).factor(loop)) for loop in p.unrollable], window=p.window,
+        in_lanes=lanes_in, out_lanes=lanes_out,
+        unroll=[(loop, sched.factor(loop)) for loop in p.unrollable], spec=spec, loop=loop_of(spec),
+        storage=plan_arrays(spec, p.epilogue, sched.storage_of("line_buffer")), window=p.window,
         in_channels=[c.channels for c in ins], in_offsets=list(np.cumsum([0] + [c.channels for c in ins])[:-1]),
-        in_values=ins[0].values, out_channels=outs[0].channels, out_pixels=outs[0].pixels,
-        in_pixels=ins[0].pixels, line_buffer_impl=schedule.of(p.name).storage_of("line_buffer"),
-        weights_impl=schedule.of(p.name).storage_of("weights"), arrays=names.arrays[p.name])
+        out_channels=outs[0].channels, out_pixels=outs[0].pixels, in_pixels=ins[0].pixels,
+        line_buffer_rows=line_buffer_rows(spec) if p.kind in _WINDOW else 0, arrays=names.arrays[p.name])
     constants: list[CConstant] = []
 
     def constant(role: str, ctype: str, array: np.ndarray, comment: str) -> None:
         constants.append(CConstant(view.arrays[role], ctype, array, comment_text(f"{p.name}: {comment}")))
 
     if p.weights is not None:
-        constant("weights", "int8_t", p.weights.astype(np.int8), f"weights {_shape_doc(p)}")
+        constant("weights", "int8_t", fold_order(p.kind, p.weights, spec).astype(np.int8),
+                 f"weights {_shape_doc(p)}, one row of every weight a fold step multiplies")
     _epilogue(view, p, constant)
     return view, constants
 
 
-_TEMPLATE = {"conv": "window", "depthwise": "window", "maxpool": "window", "avgpool": "window"}
+_WINDOW = ("conv", "depthwise", "maxpool", "avgpool")
+_TEMPLATE = {kind: "window" for kind in _WINDOW}
+
+
+def fold_order(kind: str, weights: np.ndarray, spec: KernelSpec) -> np.ndarray:
+    """Weights as [fold step][lane]: the row a step reads holds every weight its MAC lanes multiply,
+    output tiles outermost (the loop order of `ming_py.kernel`)."""
+    f = spec.factor
+    if kind == "conv":
+        c_out, c_in, k = weights.shape
+        tiled = weights.reshape(c_out // f("oc"), f("oc"), c_in // f("ic"), f("ic"), k // f("k"), f("k"))
+        return tiled.transpose(0, 2, 4, 1, 3, 5).reshape(spec.fold, -1)
+    outer, inner = {"depthwise": ("c", "k"), "pointwise": ("oc", "ic"), "dense": ("n", "k")}[kind]
+    rows, cols = weights.shape
+    tiled = weights.reshape(rows // f(outer), f(outer), cols // f(inner), f(inner))
+    return tiled.transpose(0, 2, 1, 3).reshape(spec.fold, -1)
+
+
+def _per_tile(values: np.ndarray, lanes: int) -> np.ndarray:
+    """Per-output-channel constants as [output tile][lane]."""
+    return values.reshape(-1, lanes)
 
 
 def _shape_doc(p: Process) -> str:
@@ -216,14 +228,14 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
     if isinstance(e, AccRequant):
         multiplier = numerics.ort_conv_multiplier(e.x_scale, e.w_scale, e.y_scale)
         mantissa, exponent = numerics.float32_parts(multiplier)
-        view.acc_init = f"{view.arrays['bias']}[oc]"
+        lanes = view.out_lanes[0]
         view.epilogue = "requantize"
         view.extra["zero_point"] = e.zero_point
-        constant("bias", "int32_t", e.bias.astype(np.int32),
-                 "int32 bias with the input zero-point correction folded in")
-        constant("mantissa", "int32_t", np.broadcast_to(mantissa, e.bias.shape).astype(np.int32),
+        constant("bias", "int32_t", _per_tile(e.bias.astype(np.int32), lanes),
+                 "int32 bias with the input zero-point correction folded in, [output tile][lane]")
+        constant("mantissa", "int32_t", _per_tile(np.broadcast_to(mantissa, e.bias.shape).astype(np.int32), lanes),
                  "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^exponent")
-        constant("exponent", "int32_t", np.broadcast_to(exponent, e.bias.shape).astype(np.int32),
+        constant("exponent", "int32_t", _per_tile(np.broadcast_to(exponent, e.bias.shape).astype(np.int32), lanes),
                  "requantization exponent")
     elif isinstance(e, AverageRequant):
         view.extra.update(zero_point=e.zero_point, x_zero_point=e.x_zero_point, count=e.count)
@@ -233,7 +245,6 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
             view.extra.update(mantissa=int(mantissa), exponent=int(exponent))
         elif e.exclude_padding:
             view.epilogue = "average_valid"
-            view.count_valid = True
             points = [numerics.avgpool_fixed_point(e.x_scale, e.y_scale, max(d, 1)) for d in range(e.count + 1)]
             constant("divisor_multiplier", "int64_t", np.array([f.multiplier for f in points]),
                      "fixed-point x_scale / (y_scale * valid) by number of valid window positions")
@@ -248,12 +259,12 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
         view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, a_multiplier=a.multiplier,
                           b_multiplier=b.multiplier, shift=a.shift, zero_point=e.zero_point)
     elif isinstance(e, Rescale):
-        table = numerics.rescale_table(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point)
-        constant("table", "int8_t", np.clip(table, e.qmin, e.qmax).astype(np.int8),
+        table = np.clip(numerics.rescale_table(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point), e.qmin, e.qmax)
+        constant("table", "int8_t", np.tile(table.astype(np.int8), (view.out_lanes[0], 1)),
                  f"onnxruntime's DequantizeLinear -> QuantizeLinear for every int8 value (index + 128), "
-                 f"clamped to [{e.qmin}, {e.qmax}]")
+                 f"clamped to [{e.qmin}, {e.qmax}]; one copy per lane")
     elif p.kind == "maxpool":
-        view.acc_init = "-128"
+        view.epilogue = "max"
 
 
 def _c_initializer(array: np.ndarray, width: int = 110) -> str:

@@ -1,31 +1,25 @@
 """Latency and resource models of one process under one candidate schedule.
 
-The models follow the loop structure of the templates in emit/templates/process/
-(each pipelined loop at II=1); their constants are stated where they are used.
-Cycles are for one image. A process is a pipeline stage of the dataflow region:
-`cycles` is how long it is busy per image (the slowest stage sets the
-throughput), `fill` how long after its first input it emits its first output
-(fills add up along a path; MING §IV-C, Stream-HLS §3) and `drain` how long it
-still works after its last input arrived (the outputs of the bottom padding rows,
-or a dense layer's whole computation).
-The top function's AXI adapters (`unpack_axis`, `pack_axis`: max(words,
-tokens) iterations plus their depth) are counted in the process they feed or
-drain, the stage they form with it.
+Both come from the process's own descriptions, the ones the emitted C++ is generated from:
+its pipelined loop (`ming_py.kernel`: iterations of each position, where tokens are read and
+written, pipeline depth) and its storage plan (`ming_py.storage`: every array's banks, words and
+memory). Cycles are for one image. A process is a pipeline stage of the dataflow region:
+`cycles` is how long its loop runs per image with every token there when wanted (iterations +
+depth; the slowest stage sets the throughput), `fill` how long after its start it writes its first
+output token (fills add up along a path; MING §IV-C, Stream-HLS §3) and `drain` how long after its
+last input token it writes its last output token. `ming simulate` steps through the same loops with
+blocking FIFOs.
+The top function's AXI adapters (`unpack_axis`, `pack_axis`: max(words, tokens) iterations plus
+their depth) are counted in the process they feed or drain, the stage they form with it.
 
-Resources (DSP48E2, BRAM18K, URAM, LUT, FF) follow DESIGN.md's anchors:
-* DSP: one int8 multiply-accumulate lane per DSP48E2 (no INT8 packing, WP486
-  would halve it); each requantization lane (24 x 24-bit product of
-  `ming::requantize`, two 31-bit products of `ming::add_requant`, one 32 x 31-bit
-  of `ming::avgpool_requant`) costs 2 DSPs. Adders and comparators are LUTs.
-* BRAM18K: 18,432 bits, two ports of up to 36 bits (2048 x 9 holds 2048 int8);
-  URAM: 294,912 bits, two 72-bit ports (4096 x 72 holds 36,864 int8 packed 9 to
-  a word). A cyclically partitioned array needs one bank per partition; int8
-  weights read in parallel are packed 4 to a 36-bit BRAM word so one port serves
-  4 lanes. Weights are ROMs, and URAM cannot be initialised by the bitstream, so
-  they live in BRAM (or LUTRAM when tiny); large line buffers may go to URAM.
-  Arrays whose banks hold under 1,024 bits each go to LUTRAM/registers.
-* LUT/FF: a per-process control base, 12 LUTs per MAC lane (adder tree), 150
-  per requantization lane, LUTRAM at 64 bits per LUT; FF = 1.5 x LUT. Rough by
+Resources (DSP48E2, BRAM18K, URAM, LUT, FF):
+* DSP: one int8 multiply-accumulate lane per DSP48E2 (no INT8 packing, WP486 would halve it);
+  each requantization lane (24 x 24-bit product of `ming::requantize`, two 31-bit products of
+  `ming::add_requant`, one 32 x 31-bit of `ming::avgpool_requant`) costs 2 DSPs. Adders and
+  comparators are LUTs.
+* Memories: the storage plan's own count (`ming_py.storage`).
+* LUT/FF of logic: a per-process control base, 12 LUTs per MAC lane (adder tree), 150 per
+  requantization lane; FF = 1.5 x logic LUT plus the registers of the storage plan. Rough by
   intent: the ILP needs the trend, the vendor report gives the truth.
 """
 
@@ -34,13 +28,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ming_py.dataflow import WINDOW_KINDS, Process, StreamGraph
+from ming_py.dataflow import Process, StreamGraph
 from ming_py.ir import AccRequant, AddRequant, AverageRequant
+from ming_py.kernel import kernel_spec, loop_of
+from ming_py.storage import memory_cost, plan_arrays
 
-PIPELINE_DEPTH = 4  # cycles from a pipelined loop's first iteration to its first result
-LOOP_OVERHEAD = 2  # cycles per iteration of an outer (not pipelined) loop: exit test and index update
-BRAM18K_BITS = 18_432
-LUTRAM_MAX_BITS = 1_024
+PIPELINE_DEPTH = 4  # the AXI adapters' pipeline depth
 CONTROL_LUT = 300
 LUT_PER_MAC = 12
 LUT_PER_REQUANT = 150
@@ -100,61 +93,14 @@ def lutram_luts(bits: int) -> int:
 
 
 def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
-    ins = [graph.channels[c] for c in p.inputs]
-    outs = [graph.channels[c] for c in p.outputs]
-    out = outs[0]
-    read = sum(c.channels // lanes for c, lanes in zip(ins, choice.lanes_in))  # cycles per input pixel
-    write = sum(c.channels // lanes for c, lanes in zip(outs, choice.lanes_out))  # per output pixel
+    spec = kernel_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out)
+    loop = loop_of(spec)
+    cycles, fill, drain = _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain)
     requant_lanes = choice.lanes_out[0] if _has_requant(p) else 0
-    # compute processes requantize while writing: one pipelined loop over the output tokens
-    write_output = out.channels // choice.lanes_out[0] + PIPELINE_DEPTH
-    macs = 0
-    if p.kind in WINDOW_KINDS or p.kind == "pointwise":
-        w = p.window
-        k = w.window_size
-        if p.kind == "conv":
-            macs = choice.factor("oc") * choice.factor("ic") * choice.factor("k")
-            compute = (w.out_channels // choice.factor("oc")) * (w.in_channels // choice.factor("ic")) \
-                * (k // choice.factor("k"))
-        elif p.kind == "pointwise":
-            macs = choice.factor("oc") * choice.factor("ic")
-            compute = (w.out_channels // choice.factor("oc")) * (w.in_channels // choice.factor("ic"))
-        else:
-            macs = choice.factor("c") * choice.factor("k") if p.kind == "depthwise" else 0
-            compute = (w.out_channels // choice.factor("c")) * (k // choice.factor("k"))
-        compute += PIPELINE_DEPTH  # the window is fetched inside this loop (conv: during its first channel tile)
-        per_output = compute + write_output  # the position loop's overhead is counted per position below
-        positions = w.padded_height * w.padded_width if p.kind != "pointwise" else w.in_height * w.in_width
-        outputs = w.out_height * w.out_width
-        cycles = w.in_height * w.in_width * read + outputs * per_output + positions * LOOP_OVERHEAD
-        # first output: the rows and columns the first window needs, then one output's work
-        rows = max((w.kernel[0] - 1) * w.dilation[0] + 1 - w.pads[0], 1)
-        cols = max((w.kernel[1] - 1) * w.dilation[1] + 1 - w.pads[1], 1)
-        fill = ((rows - 1) * w.in_width + cols) * (read + LOOP_OVERHEAD) + per_output
-        after_last_input, positions_after = _outputs_after_last_input(p)
-        drain = after_last_input * per_output + positions_after * LOOP_OVERHEAD
-    elif p.kind == "dense":
-        k_total = ins[0].values
-        macs = choice.factor("n") * choice.factor("k")
-        compute = (out.channels // choice.factor("n")) * (k_total // choice.factor("k")) + PIPELINE_DEPTH
-        cycles = ins[0].pixels * read + compute + write_output
-        fill = cycles  # nothing comes out before the whole input is in
-        drain = cycles - ins[0].pixels * read
-    elif p.kind == "global_avgpool":
-        accumulate = ins[0].channels // choice.factor("c") + PIPELINE_DEPTH
-        cycles = ins[0].pixels * (read + accumulate) + write_output
-        fill = cycles
-        drain = accumulate + write_output
-    else:  # add, rescale, concat, split: one pixel at a time
-        compute = out.channels // choice.lanes_out[0] + PIPELINE_DEPTH if p.kind in ("add", "rescale") else 0
-        per_pixel = read + compute + write + LOOP_OVERHEAD
-        cycles = out.pixels * per_pixel
-        fill = drain = per_pixel
-    cycles, fill, drain = _with_adapters(graph, p, choice, cycles, fill, drain)
-    dsp = macs + DSP_PER_REQUANT * requant_lanes
-    bram, uram, lut = _memories(p, choice)
-    lut += CONTROL_LUT + LUT_PER_MAC * macs + LUT_PER_REQUANT * requant_lanes
-    return Cost(int(cycles), int(fill), int(drain), int(dsp), int(bram), int(uram), int(lut), int(1.5 * lut))
+    bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
+    logic = CONTROL_LUT + LUT_PER_MAC * spec.macs + LUT_PER_REQUANT * requant_lanes
+    dsp = spec.macs + DSP_PER_REQUANT * requant_lanes
+    return Cost(cycles, fill, drain, dsp, bram, uram, logic + memory_lut, int(1.5 * logic) + registers)
 
 
 @dataclass(frozen=True)
@@ -215,67 +161,12 @@ def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, 
     return cycles, fill, drain
 
 
-def _outputs_after_last_input(p: Process) -> tuple[int, int]:
-    """(outputs computed at or after the last input pixel, padded positions visited after it)."""
-    w = p.window
-    if p.kind == "pointwise":
-        last_kept = (w.in_height - 1) % w.stride[0] == 0 and (w.in_width - 1) % w.stride[1] == 0
-        return int(last_kept), 0
-    last_row, last_col = w.pads[0] + w.in_height - 1, w.pads[1] + w.in_width - 1  # padded coordinates
-    after = 0
-    for oh in range(w.out_height):
-        row = oh * w.stride[0] + (w.kernel[0] - 1) * w.dilation[0]
-        if row < last_row:
-            continue
-        for ow in range(w.out_width):
-            col = ow * w.stride[1] + (w.kernel[1] - 1) * w.dilation[1]
-            after += (row, col) >= (last_row, last_col)
-    positions = w.pads[3] + w.pads[2] * w.padded_width
-    return after, positions
-
-
 def _has_requant(p: Process) -> bool:
     return isinstance(p.epilogue, (AccRequant, AddRequant, AverageRequant))
 
 
-def storage_plan(p: Process, choice: Choice) -> dict[str, str]:
-    """The memory each BRAM-worthy array is bound to ("bram", "uram" or "lutram")."""
-    plan = {}
-    for buffer in p.buffers:
-        if buffer.role == "weights":
-            per_bank = buffer.total_bits / math.ceil(_weight_reads(choice) / 4)
-            plan[buffer.name] = "lutram" if per_bank <= LUTRAM_MAX_BITS else "bram"
-        elif buffer.role in ("line_buffer", "row_buffer"):
-            in_bram = bram_blocks(buffer.total_bits // 8, _banks(p, choice))
-            plan[buffer.name] = choice.line_buffer_in if in_bram else "lutram"
-    return plan
-
-
-def _memories(p: Process, choice: Choice) -> tuple[int, int, int]:
-    """(BRAM18K, URAM, LUT) of the process's arrays under `choice`."""
-    bram = uram = lut = 0
-    plan = storage_plan(p, choice)
-    for buffer in p.buffers:
-        bits = buffer.total_bits
-        memory = plan.get(buffer.name, "lutram")
-        if memory == "lutram":
-            lut += lutram_luts(bits)
-        elif buffer.role == "weights":
-            bram += packed_blocks(bits // 8, _weight_reads(choice), "bram")
-        elif memory == "uram":
-            banks = _banks(p, choice)
-            uram += banks * math.ceil(math.ceil(bits / 8 / banks) / 36_864)
-        else:
-            bram += bram_blocks(bits // 8, _banks(p, choice))
-    return bram, uram, lut
-
-
-def _weight_reads(choice: Choice) -> int:
-    """Weights read per cycle: the product of the unroll factors (each MAC lane reads its own)."""
-    return math.prod(f for _, f in choice.unroll)
-
-
-def _banks(p: Process, choice: Choice) -> int:
-    """Cyclic partitions of a line/row buffer: the unrolled input reads and the input lanes."""
-    unrolled = {"conv": "ic", "pointwise": "ic", "dense": "k"}.get(p.kind, "c")
-    return max(choice.factor(unrolled), choice.lanes_in[0])
+def storage_plan(p: Process, choice: Choice, graph: StreamGraph) -> dict[str, str]:
+    """The memory of each array of the process that is not registers ("lutram", "bram" or "uram")."""
+    spec = kernel_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out)
+    return {role: a.memory for role, a in plan_arrays(spec, p.epilogue, choice.line_buffer_in).items()
+            if a.memory != "register"}

@@ -34,22 +34,32 @@ def input_pixels_needed(graph: StreamGraph, p: Process, outputs: int) -> int:
     if outputs <= 0:
         return 0
     if p.kind in WINDOW_KINDS:
+        # the window ending at padded position (row, col) is computed at the next position, which reads
+        # its own pixel first (ming_py/kernel.py)
         w = p.window
         oh, ow = divmod(outputs - 1, w.out_width)
-        row = oh * w.stride[0] + (w.kernel[0] - 1) * w.dilation[0] - w.pads[0]  # last input row of the window
-        col = ow * w.stride[1] + (w.kernel[1] - 1) * w.dilation[1] - w.pads[1]
-        if row >= w.in_height:
-            return w.in_height * w.in_width
-        if row < 0:
-            return 0
-        return row * w.in_width + min(max(col + 1, 0), w.in_width)
+        row = oh * w.stride[0] + (w.kernel[0] - 1) * w.dilation[0]
+        col = ow * w.stride[1] + (w.kernel[1] - 1) * w.dilation[1] + 1
+        if col == w.padded_width:
+            row, col = row + 1, 0
+        return _pixels_up_to(w, row - w.pads[0], col - w.pads[1])
     if p.kind == "pointwise":
         w = p.window
         oh, ow = divmod(outputs - 1, w.out_width)
-        return oh * w.stride[0] * w.in_width + ow * w.stride[1] + 1
+        return min(oh * w.stride[0] * w.in_width + ow * w.stride[1] + 2, w.in_height * w.in_width)
     if p.kind in ("dense", "global_avgpool"):
         return channel_in.pixels
     return outputs  # element-wise: one pixel in, one pixel out
+
+
+def _pixels_up_to(w, row: int, col: int) -> int:
+    """Input pixels in raster order up to and including input coordinates (row, col), which may lie
+    in the padding."""
+    if row < 0:
+        return 0
+    if row >= w.in_height:
+        return w.in_height * w.in_width
+    return row * w.in_width + min(max(col + 1, 0), w.in_width)
 
 
 def split_pixels_needed(graph: StreamGraph, channel: Channel, split: str, pixels: int) -> int | None:

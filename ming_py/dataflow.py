@@ -212,6 +212,17 @@ def validate_schedule(graph: StreamGraph, schedule: Schedule) -> list[str]:
             elif factor < 1 or trips[loop] % factor:
                 problems.append(f"{process.name}: unroll {loop}={factor} does not divide its trip count "
                                 f"{trips[loop]}")
+    if not problems:
+        from .kernel import kernel_spec  # the loop description builds on this module
+
+        for process in graph.processes:
+            spec = kernel_spec(graph, process, schedule.of(process.name).unroll,
+                               [schedule.lanes_of(c) for c in process.inputs],
+                               [schedule.lanes_of(c) for c in process.outputs])
+            try:
+                spec.check()
+            except ValueError as error:
+                problems.append(f"{process.name}: {error}")
     for name, channel in graph.channels.items():
         lanes = schedule.lanes_of(name)
         if lanes < 1 or channel.channels % lanes:

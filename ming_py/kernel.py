@@ -49,7 +49,10 @@ class KernelSpec:
 
     @property
     def tokens_in(self) -> tuple[int, ...]:
-        """Tokens of one input pixel, per input."""
+        """Tokens of one input pixel (of the whole input vector for dense), per input."""
+        if self.kind == "dense":
+            (c, h, w), = self.inputs
+            return (c * h * w // self.lanes_in[0],)
         return tuple(c // lanes for (c, _, _), lanes in zip(self.inputs, self.lanes_in))
 
     @property

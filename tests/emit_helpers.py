@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from pathlib import Path
 
@@ -21,16 +22,36 @@ def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, conc
     return run_csim(out, x, concurrent=concurrent)
 
 
+LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "global_avgpool", "add", "rescale", "concat", "split")
+
+
 def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: int = 8) -> Schedule:
-    """A valid schedule with random divisor unroll factors, lanes and FIFO depths."""
+    """A valid schedule with random divisor lanes, unroll factors and FIFO depths. Lanes are the
+    parallelism a process consumes and produces (conv: ic in, oc out; depthwise and pooling: c both
+    ways; element-wise: one lane count throughout), so they are drawn per group of tied channels."""
+    group = {name: name for name in stream_graph.channels}
+
+    def root(name):
+        while group[name] != name:
+            name = group[name]
+        return name
+
+    for p in stream_graph.processes:
+        if p.kind in LANE_KEEPING:
+            for channel in p.inputs + p.outputs:
+                group[root(channel)] = root(p.inputs[0])
+    common = {}
+    for name, c in sorted(stream_graph.channels.items()):
+        common[root(name)] = math.gcd(common.get(root(name), 0), c.channels)
+    group_lanes = {r: rng.choice([d for d in divisors(g) if d <= max_factor]) for r, g in sorted(common.items())}
+    lanes = {name: group_lanes[root(name)] for name in stream_graph.channels}
     processes = {}
     for p in stream_graph.processes:
         trips = stream_graph.trip_counts(p)
-        unroll = tuple((loop, rng.choice([d for d in divisors(trip) if d <= max_factor]))
+        tied = {"oc": lanes[p.outputs[0]], "n": lanes[p.outputs[0]], "ic": lanes[p.inputs[0]], "c": lanes[p.inputs[0]]}
+        unroll = tuple((loop, tied[loop] if loop in tied else rng.choice([d for d in divisors(trip) if d <= max_factor]))
                        for loop, trip in trips.items())
         processes[p.name] = ProcessSchedule(unroll)
-    lanes = {name: rng.choice([d for d in divisors(c.channels) if d <= max_factor])
-             for name, c in stream_graph.channels.items()}
     depths = {name: rng.choice([1, 2, 3, 16]) for name in stream_graph.channels}
     return Schedule(processes, lanes, depths)
 

@@ -36,13 +36,15 @@ def test_networks_run_concurrently_with_the_computed_depths(lifted, tmp_path, na
 
 
 def test_skip_fifo_holds_the_line_buffer_lag(lifted):
-    """8x8 map, two 3x3 convs with padding 1: the second conv's first output needs 10 pixels of the first's,
-    which need 19 input pixels; the identity skip must hold the 18 in between plus one."""
+    """8x8 map, two 3x3 convs with padding 1. A window is computed at the position after its last element,
+    which reads its own pixel first: the second conv's first output (window ending at input (1, 1)) needs 11
+    pixels of the first's, whose 11th output (window ending at (2, 3)) needs 21 input pixels; the identity
+    skip must hold the 20 in between plus one."""
     graph = build_stream_graph(lifted("residual_block"))
-    assert depths_in_pixels(graph) == {"input_split_to_block1_add": 19}
+    assert depths_in_pixels(graph) == {"input_split_to_block1_add": 21}
     stages = depths_in_pixels(build_stream_graph(lifted("two_residual_stages")))
-    # stage 2: a stride-2 3x3 conv then a 3x3 conv (28 pixels) against a strided 1x1 projection (1 pixel)
-    assert stages == {"input_split_to_stage1_add": 19, "stage1_add_split_to_stage2_proj": 28}
+    # stage 2: a stride-2 3x3 conv then a 3x3 conv (31 pixels) against a strided 1x1 projection (2 pixels)
+    assert stages == {"input_split_to_stage1_add": 21, "stage1_add_split_to_stage2_proj": 30}
 
 
 def test_short_skip_fifo_deadlocks_and_the_report_names_it(lifted, tmp_path):

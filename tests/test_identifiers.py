@@ -433,7 +433,7 @@ def test_cli_build_pins_and_csim_with_keyword_names(models, tmp_path):
     assert next(c for c in report["channels"] if c["name"] == "int_to_for")["fifo_depth"] == 5
     cpp = (out / "hls" / "class_1.cpp").read_text()
     body = cpp[cpp.index("static void int_1("):cpp.index("static void for_1(")]
-    assert "constexpr int UNROLL_OC = 2;" in body
+    assert "constexpr int UNROLL_OC = 2," in body
     assert ', 5> int_to_for("int_to_for");' in cpp
     x = np.random.default_rng(3).standard_normal((1, 4, 8, 8)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)

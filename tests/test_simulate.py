@@ -422,17 +422,7 @@ def test_fifos_shrunk_to_their_need_keep_every_cycle(built, name):
 # Built designs
 # ---------------------------------------------------------------------------
 
-FIFOS_SIZED_BEFORE_THE_ONE_POSITION_DELAY = pytest.mark.xfail(
-    strict=True, reason="line_buffers/fifo.py counts a window's output as due once its last input pixel is read; "
-                        "ming_py.kernel computes it in the next position, after one more input pixel, so the skip "
-                        "FIFO is one pixel short per window process on the long branch")
-
-
-@pytest.mark.parametrize("name", [
-    "tiny_cnn", "lenet", "dw_separable",
-    pytest.param("residual_block", marks=FIFOS_SIZED_BEFORE_THE_ONE_POSITION_DELAY),
-    pytest.param("two_residual_stages", marks=FIFOS_SIZED_BEFORE_THE_ONE_POSITION_DELAY),
-])
+@pytest.mark.parametrize("name", ["tiny_cnn", "lenet", "dw_separable", "residual_block", "two_residual_stages"])
 def test_zoo_design_completes_with_its_built_fifos(built, name):
     out, report = built(name)
     start = time.perf_counter()

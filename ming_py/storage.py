@@ -1,0 +1,213 @@
+"""The storage plan of a process: the layout of every array its loop touches, decided once.
+
+Each array's plan gives the emitted pragmas (ARRAY_PARTITION / ARRAY_RESHAPE per dimension,
+BIND_STORAGE) and, from the same numbers, its BRAM18K / URAM / LUT / FF cost in `ilp/cost.py`.
+The layouts serve the loops of `ming_py.kernel` at II=1 with at most one read and one write per
+bank and iteration (simple dual-port RAMs, single-port ROMs; `ming csim --check-ports` runs the
+code and counts):
+
+* line buffer `[rows][W_in][C_in]`: the U lanes of a token are one word (ARRAY_RESHAPE of the
+  channels), so a token is one write and a window element's U_ic channels one read; the U_k window
+  elements of an iteration sit in different banks (rows partitioned completely when a window tile
+  spans rows, columns cyclically by the tile's column span);
+* weights `[fold steps][lanes]`: one word per fold step holds every weight that step multiplies
+  (reshape of the lanes), read once per iteration;
+* per-output-channel constants `[tiles][lanes]` likewise; accumulators are registers.
+
+Memory anchors (UltraScale+): BRAM18K 18 Kib, one port of 9/18/36 bits x 2048/1024/512 words; URAM
+4096 x 72 bits; LUTRAM 64 bits per LUT (a ROM), two LUTs per 64 bits for a RAM read and written in
+one cycle; registers one FF per bit. A bank of at most `LUTRAM_MAX_BITS`, or at most 64 words deep,
+goes to LUTRAM.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .ir import AccRequant, AverageRequant
+from .kernel import KernelSpec
+
+LUTRAM_MAX_BITS = 1_024
+LUTRAM_DEPTH = 64  # words of one LUT; a shallower bank would waste a BRAM's depth
+BRAM18K_SHAPES = ((9, 2048), (18, 1024), (36, 512))  # (port width in bits, words)
+URAM_SHAPE = (72, 4096)
+
+
+@dataclass(frozen=True)
+class Dim:
+    """How one dimension is laid out: split into banks (partition) or packed into words (reshape)."""
+
+    size: int
+    partition: str = ""  # "", "cyclic", "complete"
+    reshape: str = ""    # "", "cyclic", "complete"
+    factor: int = 1
+
+    @property
+    def banks(self) -> int:
+        return {"cyclic": self.factor, "complete": self.size}.get(self.partition, 1)
+
+    @property
+    def addresses(self) -> int:
+        if self.partition == "complete" or self.reshape == "complete":
+            return 1
+        if self.partition == "cyclic" or self.reshape == "cyclic":
+            return math.ceil(self.size / self.factor)
+        return self.size
+
+    @property
+    def lanes(self) -> int:
+        """Elements of this dimension in one word."""
+        return {"cyclic": self.factor, "complete": self.size}.get(self.reshape, 1)
+
+
+def spread(size: int, factor: int, how: str) -> Dim:
+    """`size` split (how="partition") or packed (how="reshape") `factor` ways; complete when factor >= size."""
+    if factor <= 1:
+        return Dim(size)
+    kind = "complete" if factor >= size else "cyclic"
+    return Dim(size, **{how: kind}, factor=size if kind == "complete" else factor)
+
+
+@dataclass(frozen=True)
+class ArrayPlan:
+    role: str
+    element_bits: int
+    dims: tuple[Dim, ...]
+    rom: bool
+    memory: str  # "register", "lutram", "bram" or "uram"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(d.size for d in self.dims)
+
+    @property
+    def banks(self) -> int:
+        return math.prod(d.banks for d in self.dims)
+
+    @property
+    def words(self) -> int:
+        """Words per bank."""
+        return math.prod(d.addresses for d in self.dims)
+
+    @property
+    def word_bits(self) -> int:
+        return self.element_bits * math.prod(d.lanes for d in self.dims)
+
+    @property
+    def storage_type(self) -> str:
+        return "rom_1p" if self.rom else "ram_s2p"
+
+    @property
+    def pragmas(self) -> list[tuple[str, str, int, int]]:
+        """(ARRAY_PARTITION | ARRAY_RESHAPE, type, factor, dim) per laid-out dimension (dim 1-based)."""
+        result = []
+        if self.memory == "register":
+            return [("ARRAY_PARTITION", "complete", 0, 0)]
+        for number, d in enumerate(self.dims, 1):
+            if d.partition:
+                result.append(("ARRAY_PARTITION", d.partition, d.factor, number))
+            if d.reshape:
+                result.append(("ARRAY_RESHAPE", d.reshape, d.factor, number))
+        return result
+
+    def cost(self) -> tuple[int, int, int, int]:
+        """(BRAM18K, URAM, LUT, FF)."""
+        if self.memory == "register":
+            return 0, 0, 0, 0 if self.rom else self.banks * self.word_bits
+        if self.memory == "lutram":
+            return 0, 0, self.banks * math.ceil(self.words / 64) * self.word_bits * (1 if self.rom else 2), 0
+        if self.memory == "uram":
+            width, depth = URAM_SHAPE
+            return 0, self.banks * math.ceil(self.word_bits / width) * math.ceil(self.words / depth), 0, 0
+        per_bank = min(math.ceil(self.word_bits / width) * math.ceil(self.words / depth)
+                       for width, depth in BRAM18K_SHAPES)
+        return self.banks * per_bank, 0, 0, 0
+
+
+def _array(role: str, element_bits: int, dims: tuple[Dim, ...], rom: bool, large: str = "bram") -> ArrayPlan:
+    """An array in the cheapest memory its banks allow: registers for one word, LUTRAM when small."""
+    plan = ArrayPlan(role, element_bits, dims, rom, "bram")
+    if plan.words == 1:
+        memory = "register"
+    elif plan.words * plan.word_bits <= LUTRAM_MAX_BITS or plan.words <= LUTRAM_DEPTH:
+        memory = "lutram"
+    else:
+        memory = large
+    return ArrayPlan(role, element_bits, dims, rom, memory)
+
+
+def line_buffer_rows(spec: KernelSpec) -> int:
+    """Rows of the line buffer: the window's rows, plus one when the row being written at a row's
+    first column would still be read by the window of the previous row's last position (maps so
+    narrow that the window there reaches back to column 0)."""
+    w = spec.window
+    rows = w.line_buffer_rows
+    reaches_first_column = w.in_width - 1 + w.pads[3] - (w.kernel[1] - 1) * w.dilation[1] <= 0
+    return rows + (w.pads[1] == 0 and reaches_first_column)
+
+
+def window_tile_in_one_row(spec: KernelSpec) -> bool:
+    k_w, unroll_k = spec.window.kernel[1], spec.factor("k")
+    return unroll_k <= k_w and k_w % unroll_k == 0
+
+
+def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram") -> dict[str, ArrayPlan]:
+    """The arrays of a process by role, in declaration order."""
+    kind = spec.kind
+    arrays: dict[str, ArrayPlan] = {}
+    if kind in ("conv", "depthwise", "maxpool", "avgpool"):
+        arrays["line_buffer"] = _line_buffer(spec, line_buffer_memory)
+    elif kind == "pointwise":
+        c_in = spec.inputs[0][0]
+        arrays["pixel"] = _array("pixel", 8, (Dim(2, "complete", factor=2), spread(c_in, spec.lanes_in[0], "reshape")),
+                                 rom=False)
+    elif kind == "dense":
+        arrays["row_buffer"] = _row_buffer(spec)
+    if kind in ("conv", "depthwise", "pointwise", "dense"):
+        lanes = math.prod(f for _, f in spec.unroll)
+        arrays["weights"] = _array("weights", 8, (Dim(spec.fold), spread(lanes, lanes, "reshape")), rom=True)
+    if isinstance(epilogue, AccRequant):
+        tiles, lanes = spec.tokens_out[0], spec.lanes_out[0]
+        for role in ("bias", "mantissa", "exponent"):
+            arrays[role] = _array(role, 32, (Dim(tiles), spread(lanes, lanes, "reshape")), rom=True)
+    if isinstance(epilogue, AverageRequant) and epilogue.exclude_padding and not epilogue.global_pool:
+        for role, bits in (("divisor_multiplier", 64), ("divisor_shift", 32)):
+            arrays[role] = _array(role, bits, (Dim(epilogue.count + 1),), rom=True)
+    if kind == "rescale":
+        lanes = spec.lanes_in[0]
+        arrays["table"] = _array("table", 8, (spread(lanes, lanes, "partition"), Dim(256)), rom=True)
+    if kind in ("conv", "depthwise", "pointwise", "dense", "maxpool", "avgpool"):
+        arrays["acc"] = ArrayPlan("acc", 32, (Dim(spec.lanes_out[0]),), rom=False, memory="register")
+    if kind == "global_avgpool":
+        tokens, lanes = spec.tokens_in[0], spec.lanes_in[0]
+        arrays["acc"] = _array("acc", 32, (Dim(tokens), spread(lanes, lanes, "reshape")), rom=False)
+    return arrays
+
+
+def _line_buffer(spec: KernelSpec, memory: str) -> ArrayPlan:
+    w = spec.window
+    rows, unroll_k = line_buffer_rows(spec), spec.factor("k")
+    in_one_row = window_tile_in_one_row(spec)
+    row_dim = Dim(rows, "complete", factor=rows) if not in_one_row and rows > 1 else Dim(rows)
+    column_span = (unroll_k if in_one_row else w.kernel[1]) * w.dilation[1]
+    col_dim = spread(w.in_width, column_span if unroll_k > 1 else 1, "partition")
+    channel_dim = spread(w.in_channels, spec.lanes_in[0], "reshape")
+    return _array("line_buffer", 8, (row_dim, col_dim, channel_dim), rom=False, large=memory)
+
+
+def _row_buffer(spec: KernelSpec) -> ArrayPlan:
+    """The dense layer's input vector: written L_in values per iteration, read U_k per iteration."""
+    values = spec.inputs[0][0] * spec.inputs[0][1] * spec.inputs[0][2]
+    lanes, unroll_k = spec.lanes_in[0], spec.factor("k")
+    if lanes == unroll_k:
+        dims = (spread(values, lanes, "reshape"),)
+    else:
+        dims = (spread(values, max(lanes, unroll_k), "partition"),)
+    return _array("row_buffer", 8, dims, rom=False)
+
+
+def memory_cost(arrays: dict[str, ArrayPlan]) -> tuple[int, int, int, int]:
+    """(BRAM18K, URAM, LUT, FF) of a process's arrays."""
+    costs = [a.cost() for a in arrays.values()]
+    return tuple(sum(c[i] for c in costs) for i in range(4))
