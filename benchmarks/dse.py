@@ -1,31 +1,77 @@
-"""Design-space exploration on the KV260 at 100%, 20% and 5% of its DSPs (as MING's Table IV).
+"""Design-space exploration: every benchmark network at several DSP shares of one board (as MING's Table IV).
 
-For each test network and a single Conv+ReLU (3->16 channels, 3x3) at 32x32 and
-224x224, prints the estimated cycles, the roofline (total MACs / DSP budget),
-their ratio, the resources used, the ILP solve time and the time of a whole
-`ming build` (import, ILP, emission, writing).
+For the MLPerf-Tiny-shaped networks of benchmarks/networks.py (resnet8_32,
+ds_cnn_49x10, mobilenet_v1_025_96), the test zoo's networks and a single
+Conv+ReLU (3->16 channels, 3x3) at 32x32 and 224x224, each built with
+`ming build` at every DSP share, prints one table row:
 
-    python benchmarks/dse.py [--shares 100%,20%,5%] [--board kv260]
+* ``est cycles`` -- the cost model's latency (``totals["cycles"]``);
+* ``bound`` -- a lower bound on the latency of the built design:
+
+      max(ceil(MACs / MAC DSPs), max padded positions, ceil(input values / 8))
+
+  - ``MACs``: the model's multiply-accumulates (``totals["macs"]``);
+  - ``MAC DSPs`` ("DSPs used for MACs"): the sum, over the processes of kind
+    conv, pointwise, depthwise and dense, of the product of their unroll
+    factors (report.json ``nodes[].schedule.unroll``), i.e. the MACs the
+    design issues per cycle;
+  - ``max padded positions``: the most input positions any window process
+    steps through, one per cycle: padded_height * padded_width of its
+    report.json ``window`` (in_height * in_width for 1x1 kernels);
+  - ``input values / 8``: the model input's values, 8 bytes a cycle;
+* ``est/bound`` -- their ratio;
+* ``sim cycles`` -- `ming simulate`'s latency (report.json ``totals["simulated_cycles"]``,
+  or `ming_py.simulate.simulate_dir` when the build leaves it out); "deadlock" when it deadlocks;
+* ``est-sim %`` -- (estimate - simulated) / simulated, in percent;
+* DSP, BRAM18K, URAM, LUT of the design; the ILP's solve time and the time of the whole
+  `ming build` (import, ILP, FIFO sizing, simulation, emission, writing).
+
+A share where no design fits prints "no design fits"; any other build failure prints its error.
+
+    python benchmarks/dse.py [--shares 100%,20%,5%] [--board kv260] [--networks resnet8_32,lenet]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import networks  # noqa: E402
 import zoo  # noqa: E402
 
 from ming_py.build import BuildOptions, build  # noqa: E402
+from ming_py.ilp.solve import NoDesignFits  # noqa: E402
+from ming_py.simulate import simulate_dir  # noqa: E402
 
-NETWORKS = ["residual_block", "two_residual_stages", "dw_separable", "lenet", "tiny_cnn"]
+BENCHMARKS = ["resnet8_32", "ds_cnn_49x10", "mobilenet_v1_025_96"]
+ZOO_NETWORKS = ["residual_block", "two_residual_stages", "dw_separable", "lenet", "tiny_cnn"]
+SINGLE_CONVS = {f"conv3x3_3to16_{s}x{s}": s for s in (32, 224)}
+DEFAULT = BENCHMARKS + ZOO_NETWORKS + list(SINGLE_CONVS)
+# the other networks of benchmarks/networks.py run only when asked for with --networks
+EXTRA = [n for n in networks.NETWORKS if n not in BENCHMARKS]
+MAC_KINDS = ("conv", "pointwise", "depthwise", "dense")
+INPUT_BYTES_PER_CYCLE = 8
+
+BOUND_TEXT = """\
+bound = max(ceil(MACs / MAC DSPs), max padded positions, ceil(input values / 8)), where
+  MAC DSPs      = sum over conv/pointwise/depthwise/dense processes of the product of their unroll factors
+                  (report.json nodes[].schedule.unroll): the MACs issued per cycle;
+  max padded positions = the largest padded_height * padded_width of any window process's report.json window
+                  (in_height * in_width for 1x1 kernels): one input position a cycle;
+  input values / 8 = the model input's int8 values, 8 a cycle.
+est-sim % = (estimated - simulated) / simulated * 100."""
 
 
 def single_conv(size: int, directory: Path) -> Path:
@@ -41,29 +87,90 @@ def single_conv(size: int, directory: Path) -> Path:
     return zoo.quantize_float_model(model, directory / f"conv_relu_{size}.onnx", (1, 3, size, size))
 
 
+def model_path(name: str, directory: Path) -> Path:
+    if name in SINGLE_CONVS:
+        return single_conv(SINGLE_CONVS[name], directory)
+    if name in networks.NETWORKS:
+        return networks.quantized(name, directory)
+    return zoo.quantized_model(name, directory)
+
+
+def input_values(path: Path) -> int:
+    dims = onnx.load(str(path), load_external_data=False).graph.input[0].type.tensor_type.shape.dim
+    return math.prod(d.dim_value for d in dims)
+
+
+def padded_positions(window: dict) -> int:
+    if list(window["kernel"]) == [1, 1]:
+        return window["in_height"] * window["in_width"]
+    top, left, bottom, right = window["pads"]
+    return (window["in_height"] + top + bottom) * (window["in_width"] + left + right)
+
+
+def lower_bound(report: dict, values: int) -> tuple[int, dict[str, int]]:
+    """The bound and its three terms."""
+    nodes = report["nodes"]
+    mac_dsps = sum(math.prod(n["schedule"]["unroll"].values()) for n in nodes if n["kind"] in MAC_KINDS)
+    terms = {"macs": math.ceil(report["totals"]["macs"] / max(mac_dsps, 1)),
+             "positions": max([padded_positions(n["window"]) for n in nodes if n.get("window")], default=0),
+             "input": math.ceil(values / INPUT_BYTES_PER_CYCLE)}
+    return max(terms.values()), terms | {"mac_dsps": mac_dsps}
+
+
+def row(name: str, share: str, path: Path, out: Path, board: str) -> str:
+    head = f"{name:<22} {share:>5}"
+    began = time.perf_counter()
+    try:
+        result = build(path, out, BuildOptions(board=board, limits={"dsp": share}))
+    except NoDesignFits:
+        return f"{head}  no design fits ({time.perf_counter() - began:.1f} s)"
+    except Exception as error:  # any other failure is reported, and the table goes on
+        return f"{head}  build failed ({time.perf_counter() - began:.1f} s): {type(error).__name__}: {error}"
+    seconds = time.perf_counter() - began
+    report = json.loads(result.files["report.json"])
+    t = report["totals"]
+    if "simulated_cycles" in t:
+        simulated, deadlock = t["simulated_cycles"], t.get("simulated_deadlock")
+    else:
+        sim = simulate_dir(out)
+        simulated, deadlock = sim.cycles, sim.deadlock
+    bound, _ = lower_bound(report, input_values(path))
+    if deadlock is None:
+        sim_text, diff_text = f"{simulated:>11,}", f"{100 * (t['cycles'] - simulated) / max(simulated, 1):>+9.1f}"
+    else:
+        sim_text, diff_text = f"{'deadlock':>11}", f"{'-':>9}"
+    return (f"{head} {t['cycles']:>11,} {bound:>9,} {t['cycles'] / max(bound, 1):>9.2f} {sim_text} {diff_text} "
+            f"{t['dsp']:>5} {t['bram18k']:>7} {t['uram']:>4} {t['lut']:>7,} "
+            f"{result.solution.solve_seconds:>6.2f} {seconds:>7.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shares", default="100%,20%,5%")
+    parser.add_argument("--shares", default="100%,20%,5%", help="DSP shares, comma-separated (default 100%%,20%%,5%%)")
     parser.add_argument("--board", default="kv260")
+    parser.add_argument("--networks", default=",".join(DEFAULT),
+                        help=f"comma-separated subset of {', '.join(DEFAULT)} (the default, in that order); "
+                             f"also {', '.join(EXTRA)}")
     args = parser.parse_args()
-    header = (f"{'model':<22} {'DSP share':>9} {'cycles':>10} {'roofline':>9} {'ratio':>6} {'DSP':>5} "
-              f"{'BRAM18K':>7} {'URAM':>4} {'LUT':>7} {'ILP s':>6} {'build s':>7}")
+    names = [n for n in args.networks.split(",") if n]
+    unknown = [n for n in names if n not in DEFAULT + EXTRA]
+    if unknown:
+        parser.error(f"unknown network(s) {', '.join(unknown)}; choose from {', '.join(DEFAULT + EXTRA)}")
+    header = (f"{'model':<22} {'share':>5} {'est cycles':>11} {'bound':>9} {'est/bound':>9} {'sim cycles':>11} "
+              f"{'est-sim %':>9} {'DSP':>5} {'BRAM18K':>7} {'URAM':>4} {'LUT':>7} {'ILP s':>6} {'build s':>7}")
+    print(f"board {args.board}; share = the share of the board's DSPs the ILP may use (ming build --dsp SHARE)")
     print(header)
     print("-" * len(header))
+    began = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        models = [(name, zoo.quantized_model(name, tmp)) for name in NETWORKS]
-        models += [(f"conv3x3_3to16_{s}x{s}", single_conv(s, tmp)) for s in (32, 224)]
-        for name, path in models:
+        for name in names:
+            path = model_path(name, tmp)
             for share in args.shares.split(","):
-                began = time.perf_counter()
-                result = build(path, tmp / "out", BuildOptions(board=args.board, limits={"dsp": share}))
-                seconds = time.perf_counter() - began
-                t = result.solution.totals
-                ratio = t["cycles"] / max(t["roofline_cycles"], 1)
-                print(f"{name:<22} {share:>9} {t['cycles']:>10,} {t['roofline_cycles']:>9,} {ratio:>6.2f} "
-                      f"{t['dsp']:>5} {t['bram18k']:>7} {t['uram']:>4} {t['lut']:>7,} "
-                      f"{result.solution.solve_seconds:>6.2f} {seconds:>7.2f}", flush=True)
+                print(row(name, share, path, tmp / "out", args.board), flush=True)
+    print("-" * len(header))
+    print(BOUND_TEXT)
+    print(f"total {time.perf_counter() - began:.1f} s")
 
 
 if __name__ == "__main__":

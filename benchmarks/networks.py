@@ -7,18 +7,38 @@
   classifier is a global average pool and one 512 -> 1000 Gemm (VGG's 120 M
   weight fully connected head cannot sit in on-chip ROMs);
 * ``mobilenet_v1_224`` -- MobileNetV1-1.0 at 224x224: a strided 3x3 conv, 13
-  depthwise-separable blocks with ReLU6, global average pool, 1000-way Gemm.
+  depthwise-separable blocks with ReLU6, global average pool, 1000-way Gemm;
+
+and three shaped like MLPerf Tiny's reference models (batch norm folded away,
+no final softmax, no dropout):
+
+* ``resnet8_32`` -- ResNet-8 for CIFAR-10 (image classification) at 32x32x3: a
+  3x3 conv (16) + ReLU, three residual stages of one block of two 3x3 convs (16,
+  32, 64 channels; stages 2 and 3 open with a stride-2 3x3 conv and a stride-2
+  1x1 projection on the skip), global average pool (Keras' 8x8 AveragePooling2D
+  on the 8x8 map), a 10-way Gemm.  Pads are TF 'same': [0, 0, 1, 1] for the
+  stride-2 3x3 convs, 1 on every side for the others;
+* ``ds_cnn_49x10`` -- DS-CNN (keyword spotting) on 49x10x1 MFCCs: a 10x4 conv
+  (64), stride 2, TF 'same' pads [4, 1, 5, 1] (-> 25x5) + ReLU, four
+  depthwise-separable blocks (3x3 depthwise + ReLU, 1x1 conv 64 + ReLU), global
+  average pool (Keras' 25x5 AveragePooling2D), a 12-way Gemm;
+* ``mobilenet_v1_025_96`` -- MobileNetV1 alpha 0.25 at 96x96x3 (visual wake
+  words): ``mobilenet_v1_224``'s layers (symmetric pads of 1, ReLU6) with a
+  quarter of the channels (8, 16, 32, 32, 64, 64, 128, 128 x5, 256, 256) and a
+  2-way Gemm.
 
 The layer builder and the quantizer are the test zoo's (tests/zoo.py), so the
 models are built exactly like the test models: same calibration, byte-identical
 files on every run.
 
-    python benchmarks/networks.py OUT_DIR   # writes the three .onnx files
+    python benchmarks/networks.py OUT_DIR   # writes every network's .onnx file
 """
 
 from __future__ import annotations
 
+import math
 import sys
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -28,6 +48,40 @@ import zoo  # noqa: E402
 MOBILENET_BLOCKS = [(64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2)] + [(512, 1)] * 5 + \
     [(1024, 2), (1024, 1)]
 VGG13_STAGES = [64, 128, 256, 512, 512]
+
+
+def same_pads(g, x: str, kernel, stride) -> list[int]:
+    """TF/Keras padding='same' for a conv on tensor `x`: [top, left, bottom, right], the odd pixel at the end."""
+    _, _, h, w = g.shapes[x]
+    pads = []
+    for size, k, s in zip((h, w), zoo._pair(kernel), zoo._pair(stride)):
+        total = max((math.ceil(size / s) - 1) * s + k - size, 0)
+        pads.append((total // 2, total - total // 2))
+    (top, bottom), (left, right) = pads
+    return [top, left, bottom, right]
+
+
+def resnet8(g) -> str:
+    h = g.relu(g.conv("x", "conv0", 16, pads=same_pads(g, "x", 3, 1)), "conv0_relu")
+    for stage, channels in enumerate((16, 32, 64), start=1):
+        stride = 1 if stage == 1 else 2
+        name = f"s{stage}"
+        branch = g.relu(g.conv(h, f"{name}_conv1", channels, stride=stride, pads=same_pads(g, h, 3, stride)),
+                        f"{name}_relu1")
+        branch = g.conv(branch, f"{name}_conv2", channels, pads=same_pads(g, branch, 3, 1))
+        skip = h if stride == 1 else g.conv(h, f"{name}_proj", channels, kernel=1, stride=stride,
+                                            pads=same_pads(g, h, 1, stride))
+        h = g.relu(g.add(branch, skip, f"{name}_add"), f"{name}_relu2")
+    return g.gemm(g.flatten(g.gap(h, "gap"), "flatten"), "fc", 10)
+
+
+def ds_cnn(g) -> str:
+    h = g.relu(g.conv("x", "conv0", 64, kernel=(10, 4), stride=2, pads=same_pads(g, "x", (10, 4), 2)), "conv0_relu")
+    for i in range(1, 5):
+        c = g.shapes[h][1]
+        h = g.relu(g.conv(h, f"dw{i}", c, pads=same_pads(g, h, 3, 1), group=c), f"dw{i}_relu")
+        h = g.relu(g.conv(h, f"pw{i}", 64, kernel=1), f"pw{i}_relu")
+    return g.gemm(g.flatten(g.gap(h, "gap"), "flatten"), "fc", 12)
 
 
 def resnet24(g) -> str:
@@ -54,16 +108,19 @@ def vgg13(g) -> str:
     return g.gemm(g.flatten(g.gap(h, "gap"), "flatten"), "fc", 1000)
 
 
-def mobilenet_v1(g) -> str:
-    h = g.clip(g.conv("x", "conv0", 32, stride=2, pads=1), "conv0_relu6")
+def mobilenet_v1(g, alpha: float = 1.0, classes: int = 1000) -> str:
+    h = g.clip(g.conv("x", "conv0", int(32 * alpha), stride=2, pads=1), "conv0_relu6")
     for i, (channels, stride) in enumerate(MOBILENET_BLOCKS, start=1):
         c = g.shapes[h][1]
         h = g.clip(g.conv(h, f"dw{i}", c, stride=stride, pads=1, group=c), f"dw{i}_relu6")
-        h = g.clip(g.conv(h, f"pw{i}", channels, kernel=1), f"pw{i}_relu6")
-    return g.gemm(g.flatten(g.gap(h, "gap"), "flatten"), "fc", 1000)
+        h = g.clip(g.conv(h, f"pw{i}", int(channels * alpha), kernel=1), f"pw{i}_relu6")
+    return g.gemm(g.flatten(g.gap(h, "gap"), "flatten"), "fc", classes)
 
 
 NETWORKS = {
+    "resnet8_32": (resnet8, (1, 3, 32, 32)),
+    "ds_cnn_49x10": (ds_cnn, (1, 1, 49, 10)),
+    "mobilenet_v1_025_96": (partial(mobilenet_v1, alpha=0.25, classes=2), (1, 3, 96, 96)),
     "resnet24_32": (resnet24, (1, 3, 32, 32)),
     "vgg13_224": (vgg13, (1, 3, 224, 224)),
     "mobilenet_v1_224": (mobilenet_v1, (1, 3, 224, 224)),
