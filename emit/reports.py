@@ -12,12 +12,11 @@ from dataclasses import asdict
 from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
+from ming_py.kernel import kernel_spec
+from ming_py.storage import ArrayPlan, plan_arrays
 
 from .hls import _environment
 from .identifiers import comment_text, cpp_names, mlir_string
-
-CONSTANT_ROLES = ("weights", "constants", "table")
-
 
 def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) -> dict:
     """Per-process kind, loop bounds, schedule and buffers; with an ILP solution also its estimates."""
@@ -33,10 +32,10 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
             "loop_bounds": graph.trip_counts(p) | _pixel_loops(graph, p),
             "schedule": {"unroll": unroll, "lanes_in": [schedule.lanes_of(c) for c in p.inputs],
                          "lanes_out": [schedule.lanes_of(c) for c in p.outputs]},
-            "buffers_bits": {b.name: b.total_bits for b in p.buffers},
-            "buffers": [{"name": b.name, "role": b.role, "shape": list(b.shape), "element_bits": b.bits}
-                        for b in p.buffers],
         })
+        arrays = _arrays(graph, schedule, p)
+        nodes[-1] |= {"buffers_bits": {role: a.bits for role, a in arrays.items()},
+                      "buffers": [_array_json(role, a) for role, a in arrays.items()]}
         if solution is not None:
             cost = solution.costs[p.name]
             nodes[-1] |= {"cycles": cost.cycles, "fill_cycles": cost.fill, "dsp": cost.dsp, "bram18k": cost.bram18k,
@@ -45,17 +44,30 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
     channels = [{"name": c.name, "cpp_name": names.channels[c.name], "producer": c.producer, "consumer": c.consumer,
                  "shape": [c.channels, c.height, c.width], "lanes": schedule.lanes_of(c.name),
                  "fifo_depth": schedule.depth_of(c.name)} for c in graph.channels.values()]
-    buffers = [b for p in graph.processes for b in p.buffers]
+    arrays = [a for p in graph.processes for a in _arrays(graph, schedule, p).values()]
     totals = {
         "processes": len(graph.processes), "channels": len(graph.channels),
-        "buffers_bits": sum(b.total_bits for b in buffers),
-        "weights_bits": sum(b.total_bits for b in buffers if b.role in CONSTANT_ROLES),
+        "buffers_bits": sum(a.bits for a in arrays),
+        "weights_bits": sum(a.bits for a in arrays if a.rom),
     }
     if solution is not None:
         totals |= solution.totals
     return {"ming_version": __version__, "model": graph.name, "cpp_name": names.model, "top": names.top,
             "board": board.name, "part": board.part, "clock_mhz": board.clock_mhz, "nodes": nodes,
             "channels": channels, "totals": totals}
+
+
+def _arrays(graph: StreamGraph, schedule: Schedule, p) -> dict[str, ArrayPlan]:
+    """The process's arrays as the storage plan lays them out for this schedule."""
+    sched = schedule.of(p.name)
+    spec = kernel_spec(graph, p, sched.unroll, [schedule.lanes_of(c) for c in p.inputs],
+                       [schedule.lanes_of(c) for c in p.outputs])
+    return plan_arrays(spec, p.epilogue, sched.storage_of("line_buffer"))
+
+
+def _array_json(role: str, a: ArrayPlan) -> dict:
+    return {"name": role, "role": role, "shape": list(a.shape), "element_bits": a.element_bits,
+            "memory": a.memory, "banks": a.banks, "words_per_bank": a.words, "word_bits": a.word_bits}
 
 
 def _pixel_loops(graph: StreamGraph, p) -> dict[str, int]:

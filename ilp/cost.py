@@ -25,7 +25,6 @@ Resources (DSP48E2, BRAM18K, URAM, LUT, FF):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ming_py.dataflow import Process, StreamGraph
@@ -64,32 +63,6 @@ class Cost:
     uram: int
     lut: int
     ff: int
-
-
-def bram_blocks(elements: int, banks: int) -> int:
-    """BRAM18K (2048 x 9) for `elements` int8 values in `banks` cyclic partitions; 0 if LUTRAM suffices."""
-    if math.ceil(elements / banks) * 8 <= LUTRAM_MAX_BITS:  # every bank is tiny
-        return 0
-    return banks * math.ceil(math.ceil(elements / banks) / 2048)
-
-
-def packed_blocks(elements: int, parallel_reads: int, memory: str) -> int:
-    """Blocks for a ROM of int8 values read `parallel_reads` at a time, packed into wide words.
-
-    BRAM18K: 4 int8 per 36-bit port, 512 words deep; URAM: 9 int8 per 72-bit port,
-    4096 words. Each bank serves one word per cycle on one port; two banks share a
-    block (its two ports) when both fit in its depth.
-    """
-    per_word, depth = (4, 512) if memory == "bram" else (9, 4096)
-    banks = math.ceil(parallel_reads / per_word)
-    words_per_bank = math.ceil(elements / (banks * per_word))
-    if 2 * words_per_bank <= depth:
-        return math.ceil(banks / 2)
-    return banks * math.ceil(words_per_bank / depth)
-
-
-def lutram_luts(bits: int) -> int:
-    return math.ceil(bits / 64)
 
 
 def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:

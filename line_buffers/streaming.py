@@ -17,13 +17,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ming_py.dataflow import Buffer, Channel, Port, Process, StreamGraph, Window
+from ming_py.dataflow import Channel, Port, Process, StreamGraph, Window
 from ming_py.ir import (
     MAC_OPS,
     PARALLEL,
-    AccRequant,
     AddRequant,
-    AverageRequant,
     Concat,
     Graph,
     Kernel,
@@ -104,8 +102,7 @@ class _Builder:
             Port(output_channel, out_view.logical, graph_output.name, graph_output.onnx_shape, graph_output.scale,
                  graph_output.zero_point, graph_output.host_ops),
         )
-        processes = [replace_buffers(p, channels) for p in self.processes]
-        return StreamGraph(graph.name, processes, channels, *ports)
+        return StreamGraph(graph.name, list(self.processes), channels, *ports)
 
     # ---- channels and fan-out ----
 
@@ -288,36 +285,3 @@ def _topological(processes: list[Process]) -> list[Process]:
         else:
             raise MingError("the dataflow graph has a cycle")
     return ordered
-
-
-def replace_buffers(process: Process, channels: dict[str, Channel]) -> Process:
-    return replace(process, buffers=tuple(_buffers(process, channels)))
-
-
-def _buffers(process: Process, channels: dict[str, Channel]) -> list[Buffer]:
-    """The arrays the emitted process declares (element widths in bits)."""
-    w = process.window
-    ins = [channels[c] for c in process.inputs]
-    outs = [channels[c] for c in process.outputs]
-    kind = process.kind
-    buffers = []
-    if kind in ("conv", "depthwise", "maxpool", "avgpool"):
-        buffers.append(Buffer("line_buffer", "line_buffer", (w.line_buffer_rows, w.in_width, w.in_channels), 8))
-    if kind == "conv":  # reused by every output-channel tile; the others read each element once
-        buffers.append(Buffer("window", "window", (w.kernel[0], w.kernel[1], w.in_channels), 8))
-    if kind in ("pointwise", "add", "rescale", "concat", "split", "global_avgpool"):
-        buffers += [Buffer(f"pixel{i}" if len(ins) > 1 else "pixel", "pixel", (c.channels,), 8)
-                    for i, c in enumerate(ins)]
-    if kind == "dense":
-        buffers.append(Buffer("row_buffer", "row_buffer", (ins[0].values,), 8))
-    if kind in ("conv", "depthwise", "pointwise", "maxpool", "avgpool", "global_avgpool"):
-        buffers.append(Buffer("acc", "accumulator", (outs[0].channels,), 32))
-    if process.weights is not None:
-        buffers.append(Buffer("weights", "weights", tuple(process.weights.shape), 8))
-    if isinstance(process.epilogue, AccRequant):
-        buffers.append(Buffer("bias", "constants", (outs[0].channels,), 32))
-    if isinstance(process.epilogue, Rescale):
-        buffers.append(Buffer("table", "table", (256,), 8))
-    if isinstance(process.epilogue, AverageRequant) and process.epilogue.exclude_padding:
-        buffers.append(Buffer("divisors", "constants", (w.window_size + 1,), 32))
-    return buffers

@@ -86,20 +86,6 @@ class Window:
         return self.in_width + self.pads[1] + self.pads[3]
 
 
-@dataclass(frozen=True)
-class Buffer:
-    """An on-chip array of a process (for the report and the resource model)."""
-
-    name: str
-    role: str  # "line_buffer", "window", "row_buffer", "pixel", "accumulator", "weights", "table"
-    shape: tuple[int, ...]
-    bits: int  # element width
-
-    @property
-    def total_bits(self) -> int:
-        return int(np.prod(self.shape)) * self.bits
-
-
 @dataclass(eq=False)
 class Process:
     name: str
@@ -112,7 +98,6 @@ class Process:
     # pointwise (C_out, C_in), dense (N, K) with K in stream order.
     weights: np.ndarray | None = None
     epilogue: Epilogue | None = None
-    buffers: tuple[Buffer, ...] = ()
 
     @property
     def unrollable(self) -> tuple[str, ...]:

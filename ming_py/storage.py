@@ -86,6 +86,10 @@ class ArrayPlan:
         return math.prod(d.banks for d in self.dims)
 
     @property
+    def bits(self) -> int:
+        return self.element_bits * math.prod(self.shape)
+
+    @property
     def words(self) -> int:
         """Words per bank."""
         return math.prod(d.addresses for d in self.dims)
@@ -114,7 +118,7 @@ class ArrayPlan:
     def cost(self) -> tuple[int, int, int, int]:
         """(BRAM18K, URAM, LUT, FF)."""
         if self.memory == "register":
-            return 0, 0, 0, 0 if self.rom else self.banks * self.word_bits
+            return 0, 0, 0, 0 if self.rom else self.bits
         if self.memory == "lutram":
             return 0, 0, self.banks * math.ceil(self.words / 64) * self.word_bits * (1 if self.rom else 2), 0
         if self.memory == "uram":

@@ -16,10 +16,11 @@ from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
 from ming_py.line_buffers import build_stream_graph
 
 
-def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, concurrent: bool = False) -> np.ndarray:
+def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, concurrent: bool = False,
+         check_ports: bool = False) -> np.ndarray:
     result = design(graph, load_board("kv260"), schedule)
     write_tree(result.files, out)
-    return run_csim(out, x, concurrent=concurrent)
+    return run_csim(out, x, concurrent=concurrent, check_ports=check_ports)
 
 
 LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "global_avgpool", "add", "rescale", "concat", "split")

@@ -33,17 +33,20 @@ def test_csim_equals_reference(lifted, tmp_path, name):
         assert np.array_equal(got, reference_output(graph, x))
 
 
-@pytest.mark.parametrize("name", NETWORKS)
-def test_csim_under_random_schedules(lifted, tmp_path, name):
+@pytest.mark.parametrize("name", MODELS)
+def test_csim_under_random_schedules_fits_the_ports(lifted, tmp_path, name):
+    """Every kernel under random valid schedules: the port-checked C-simulation (every bank within its
+    ports and every stream moved at most once per pipelined iteration, else PortConflict) equals the
+    reference bit for bit."""
     graph = lifted(name)
     stream_graph = stream_graph_of(graph)
     rng = random.Random(name)
     x = zoo.random_input(name, 7)
     expected = reference_output(graph, x)
-    for trial in range(2):
+    for trial in range(2 if name in NETWORKS else 1):
         schedule = random_schedule(stream_graph, rng)
-        assert any(f > 1 for s in schedule.processes.values() for _, f in s.unroll) or trial
-        assert np.array_equal(csim(graph, tmp_path / f"out{trial}", x, schedule), expected), schedule
+        got = csim(graph, tmp_path / f"out{trial}", x, schedule, check_ports=True)
+        assert np.array_equal(got, expected), schedule
 
 
 def test_buffers_scale_with_width_only(tmp_path):
@@ -124,7 +127,7 @@ def test_flatten_into_dense_permutes_weights_instead_of_buffering(lifted):
     kinds = [p.kind for p in stream_graph.processes]
     assert kinds == ["conv", "dense"]  # no reorder process
     dense = stream_graph.processes[1]
-    assert dense.buffers[0].role == "row_buffer"
+    assert dense.weights.shape == (dense.weights.shape[0], stream_graph.channels[dense.inputs[0]].values)
 
 
 def ming(*args):

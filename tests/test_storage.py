@@ -1,0 +1,72 @@
+"""The storage plan (ming_py/storage.py): layouts that give every bank at most one read and one write
+per iteration of the kernels' loops, and the memory they cost."""
+
+from __future__ import annotations
+
+import pytest
+
+from ming_py.dataflow import Window
+from ming_py.kernel import KernelSpec
+from ming_py.storage import ArrayPlan, Dim, line_buffer_rows, plan_arrays
+
+
+def conv(unroll_oc=1, unroll_ic=1, unroll_k=1, width=16, channels=8, kernel=(3, 3), pads=(1, 1, 1, 1), dilation=(1, 1)):
+    window = Window(channels, 16, width, 16, 16, width, kernel=kernel, pads=pads, dilation=dilation)
+    return KernelSpec("conv", ((channels, 16, width),), ((16, 16, width),),
+                      (("oc", unroll_oc), ("ic", unroll_ic), ("k", unroll_k)), (unroll_ic,), (unroll_oc,), window)
+
+
+def layout(plan):
+    return [(d.partition, d.reshape, d.factor) for d in plan.dims]
+
+
+def test_a_whole_window_per_iteration_spreads_rows_and_columns_over_banks():
+    plan = plan_arrays(conv(unroll_k=9, unroll_ic=8))["line_buffer"]
+    # 3 rows complete, columns cyclic 3, the 8 channels of a token one word
+    assert layout(plan) == [("complete", "", 3), ("cyclic", "", 3), ("", "complete", 8)]
+    assert plan.banks == 9 and plan.word_bits == 64 and plan.words == 6  # ceil(16 / 3) columns per bank
+
+
+def test_a_window_row_per_iteration_needs_no_row_banks():
+    plan = plan_arrays(conv(unroll_k=3, unroll_ic=2))["line_buffer"]
+    assert layout(plan) == [("", "", 1), ("cyclic", "", 3), ("", "cyclic", 2)]
+    assert plan.banks == 3 and plan.words == 3 * 6 * 4
+
+
+def test_dilation_widens_the_column_spread():
+    plan = plan_arrays(conv(unroll_k=3, dilation=(1, 2), pads=(2, 2, 2, 2)))["line_buffer"]
+    assert layout(plan)[1] == ("cyclic", "", 6)  # columns c, c + 2, c + 4 in different banks
+
+
+def test_one_element_per_iteration_keeps_one_bank():
+    plan = plan_arrays(conv())["line_buffer"]
+    assert plan.banks == 1 and plan.pragmas == []
+
+
+def test_a_narrow_map_without_left_padding_keeps_an_extra_row():
+    assert line_buffer_rows(conv(width=2, pads=(0, 0, 0, 0), kernel=(3, 3))) == 4
+    assert line_buffer_rows(conv(width=16, pads=(0, 0, 0, 0))) == 3
+
+
+def test_weights_are_one_word_per_fold_step():
+    spec = conv(unroll_oc=4, unroll_ic=2, unroll_k=3)
+    weights = plan_arrays(spec)["weights"]
+    assert weights.shape == (spec.fold, 24) and weights.words == spec.fold == 4 * 4 * 3
+    assert weights.word_bits == 24 * 8 and weights.memory == "lutram"  # 48 words: shallower than one LUT
+
+
+@pytest.mark.parametrize("words, lanes, blocks", [(512, 8, 2), (1024, 8, 4), (2048, 1, 1), (4096, 4, 8)])
+def test_bram_blocks_take_the_cheapest_port_shape(words, lanes, blocks):
+    # BRAM18K ports of 9 x 2048, 18 x 1024 or 36 x 512 bits: one int8 in 9 bits, 2 in 18, 4 in 36
+    plan = ArrayPlan("weights", 8, (Dim(words), Dim(lanes, reshape="complete", factor=lanes)), True, "bram")
+    assert plan.cost()[0] == blocks
+
+
+def test_fully_unrolled_weights_are_constants():
+    weights = plan_arrays(conv(unroll_oc=16, unroll_ic=8, unroll_k=9))["weights"]
+    assert weights.memory == "register" and weights.cost() == (0, 0, 0, 0)
+
+
+def test_accumulators_are_registers():
+    acc = plan_arrays(conv(unroll_oc=4))["acc"]
+    assert acc.memory == "register" and acc.cost() == (0, 0, 0, 4 * 32)
