@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from ming_py.dataflow import Channel, Process, StreamGraph, WINDOW_KINDS
+from ming_py.kernel import depth_bound
 
 MIN_DEPTH = 2
 DEFAULT_PIXELS = 2  # pixels every FIFO holds at least, so bursts overlap
@@ -76,13 +77,41 @@ def split_pixels_needed(graph: StreamGraph, channel: Channel, split: str, pixels
 
 
 def depths_in_pixels(graph: StreamGraph) -> dict[str, int]:
-    """Per channel, the pixels its FIFO must hold (only channels that need more than the minimum)."""
-    pixels: dict[str, int] = {}
+    """Per channel, the pixels its FIFO must hold for the line buffers' lag (only channels that need more
+    than the minimum)."""
+    return _short_branch_excess(graph, lambda channel, split: split_pixels_needed(graph, channel, split, 1),
+                                SLACK_PIXELS)
+
+
+def latency_tokens(graph: StreamGraph, latency: dict[str, int]) -> dict[str, int]:
+    """Per channel, the tokens its FIFO must hold besides the pixels of `depths_in_pixels` for the pipeline
+    depths (`latency`, cycles per process) on the long branch: for so many cycles after taking a token a
+    process has not written what it makes of it, while the split goes on writing the short branch, at most
+    one token a cycle."""
+    return _short_branch_excess(graph, lambda channel, split: split_latency(graph, channel, split, latency), 0)
+
+
+def split_latency(graph: StreamGraph, channel: Channel, split: str, latency: dict[str, int]) -> int | None:
+    """Pipeline cycles from `split` to `channel` along the deepest path; None if `split` does not feed it."""
+    if channel.producer == split:
+        return 0
+    producer = next((p for p in graph.processes if p.name == channel.producer), None)
+    if producer is None:
+        return None
+    upstream = [split_latency(graph, graph.channels[c], split, latency) for c in producer.inputs]
+    upstream = [n for n in upstream if n is not None]
+    return latency[producer.name] + max(upstream) if upstream else None
+
+
+def _short_branch_excess(graph: StreamGraph, lag_of, slack: int) -> dict[str, int]:
+    """Per head channel of a split's short branch, how far the longest branch to the same join lags behind
+    it (`lag_of(channel, split)`), plus `slack`."""
+    excess: dict[str, int] = {}
     for split in (p for p in graph.processes if p.kind == "split"):
         for join in (p for p in graph.processes if len(p.inputs) > 1):
             branches = {}
             for channel_name in join.inputs:
-                lag = split_pixels_needed(graph, graph.channels[channel_name], split.name, 1)
+                lag = lag_of(graph.channels[channel_name], split.name)
                 heads = _branch_heads(graph, split.name, channel_name)
                 if lag is not None:
                     branches[channel_name] = (lag, heads)
@@ -93,8 +122,8 @@ def depths_in_pixels(graph: StreamGraph) -> dict[str, int]:
             for lag, heads in branches.values():
                 for head in heads:
                     if longest > lag:
-                        pixels[head] = max(pixels.get(head, 0), longest - lag + SLACK_PIXELS)
-    return pixels
+                        excess[head] = max(excess.get(head, 0), longest - lag + slack)
+    return excess
 
 
 def _branch_heads(graph: StreamGraph, split: str, channel_name: str) -> frozenset[str]:
@@ -108,20 +137,25 @@ def _branch_heads(graph: StreamGraph, split: str, channel_name: str) -> frozense
     return frozenset().union(*(_branch_heads(graph, split, c) for c in producer.inputs))
 
 
-def fifo_depths(graph: StreamGraph, lanes: dict[str, int], least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
-    """Depth in tokens of every channel under the given lane counts."""
+def fifo_depths(graph: StreamGraph, lanes: dict[str, int], latency: dict[str, int],
+                least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
+    """Depth in tokens of every channel under the given lane counts and pipeline depths."""
     pixels = depths_in_pixels(graph)
+    extra = latency_tokens(graph, latency)
     depths = {}
     for name, channel in graph.channels.items():
         tokens_per_pixel = channel.channels // lanes.get(name, 1)
-        depths[name] = max(MIN_DEPTH, max(pixels.get(name, 0), least_pixels) * tokens_per_pixel)
+        depths[name] = max(MIN_DEPTH, max(pixels.get(name, 0), least_pixels) * tokens_per_pixel) + extra.get(name, 0)
     return depths
 
 
 def fifo_bits(graph: StreamGraph, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
-    """Storage of every channel's sized FIFO in bits (independent of lanes: pixels x channels x 8)."""
+    """Storage of every channel's sized FIFO in bits whatever the schedule: pixels x channels x 8, with the
+    pipeline depths at their deepest and a token as wide as a pixel."""
     pixels = depths_in_pixels(graph)
-    return {name: max(pixels.get(name, 0), least_pixels) * c.channels * 8 for name, c in graph.channels.items()}
+    extra = latency_tokens(graph, {p.name: depth_bound(p.kind) for p in graph.processes})
+    return {name: (max(pixels.get(name, 0), least_pixels) + extra.get(name, 0)) * c.channels * 8
+            for name, c in graph.channels.items()}
 
 
 def fifo_memory(bits: int, width_bits: int = 8) -> tuple[int, int]:

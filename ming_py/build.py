@@ -21,6 +21,7 @@ from .pipeline import lift
 from .progress import Progress
 from .options import check_design, check_model, target_board
 from .output import check_output, output_lock, replace_tree
+from .kernel import kernel_spec
 from .simulate import simulate
 
 
@@ -83,7 +84,8 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     solution = solve(stream_graph, board, budget, options.objective, pins.unroll, reserved=reserved)
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
     least_pixels = decoupling_pixels(stream_graph, solution, board, budget, pins.depths)
-    solution.schedule = replace(solution.schedule, depths=fifo_depths(stream_graph, lanes, least_pixels) | pins.depths)
+    depths = fifo_depths(stream_graph, lanes, pipeline_depths(stream_graph, solution), least_pixels)
+    solution.schedule = replace(solution.schedule, depths=depths | pins.depths)
     if options.minimal_fifos:
         solution.schedule = minimal_fifos(stream_graph, solution, board, set(pins.depths))
     fifo = _fifo_totals({c: solution.schedule.depth_of(c) * lanes[c] * 8 for c in stream_graph.channels})
@@ -104,6 +106,12 @@ def _fifo_totals(bits: dict[str, int]) -> dict[str, int]:
             "fifo_lut": sum(m[1] for m in memory)}
 
 
+def pipeline_depths(graph: StreamGraph, solution: Solution) -> dict[str, int]:
+    """Each process's pipeline depth under the chosen schedule."""
+    return {p.name: kernel_spec(graph, p, c.unroll, c.lanes_in, c.lanes_out).depth
+            for p in graph.processes for c in (solution.choices[p.name],)}
+
+
 def simulated_cycles(graph: StreamGraph, schedule: Schedule, board: Board, solution: Solution) -> int | None:
     """The cycle-level simulation's latency of a schedule; None when it deadlocks."""
     result = simulate(report(graph, schedule, board, solution))
@@ -114,9 +122,10 @@ def decoupling_pixels(graph: StreamGraph, solution: Solution, board: Board, budg
                       pinned: dict[str, int]) -> int:
     """The least pixels every FIFO holds: doubled while the simulated latency drops by 2% and the budget allows."""
     lanes = {c: solution.schedule.lanes_of(c) for c in graph.channels}
+    latency = pipeline_depths(graph, solution)
 
     def cycles(pixels: int) -> int | None:
-        depths = fifo_depths(graph, lanes, pixels) | pinned
+        depths = fifo_depths(graph, lanes, latency, pixels) | pinned
         return simulated_cycles(graph, replace(solution.schedule, depths=depths), board, solution)
 
     best, best_cycles = DEFAULT_PIXELS, cycles(DEFAULT_PIXELS)

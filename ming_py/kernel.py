@@ -32,6 +32,25 @@ from .dataflow import WINDOW_KINDS, Window
 REQUANT_STAGES = 4
 
 
+def pipeline_depth(kind: str, terms: int) -> int:
+    """Pipeline depth of a kind's loop that sums `terms` products (or window elements) per output lane."""
+    tree = math.ceil(math.log2(max(terms, 1)))
+    if kind in ("conv", "pointwise", "depthwise", "dense"):
+        return 8 + tree + REQUANT_STAGES
+    if kind in ("avgpool", "global_avgpool"):
+        return 4 + tree + REQUANT_STAGES
+    if kind == "maxpool":
+        return 4 + tree
+    if kind == "add":
+        return 2 + REQUANT_STAGES
+    return 2  # rescale (a table lookup), concat, split
+
+
+def depth_bound(kind: str) -> int:
+    """The deepest a kind's loop gets under any schedule (at most 64 x 64 terms per lane)."""
+    return pipeline_depth(kind, 64 * 64)
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """What decides a process's loop: its kind, geometry and schedule."""
@@ -87,16 +106,9 @@ class KernelSpec:
     @property
     def depth(self) -> int:
         """Pipeline depth of the loop."""
-        if self.kind in ("conv", "pointwise", "depthwise", "dense"):
-            terms = math.prod(f for loop, f in self.unroll if loop in ("ic", "k"))
-            return 8 + math.ceil(math.log2(terms)) + REQUANT_STAGES
-        if self.kind in ("avgpool", "global_avgpool"):
-            return 4 + math.ceil(math.log2(max(self.factor("k"), 1))) + REQUANT_STAGES
-        if self.kind == "maxpool":
-            return 4 + math.ceil(math.log2(max(self.factor("k"), 1)))
-        if self.kind == "add":
-            return 2 + REQUANT_STAGES
-        return 2  # rescale (a table lookup), concat, split
+        terms = {"maxpool": self.factor("k"), "avgpool": self.factor("k")}.get(
+            self.kind, math.prod(f for loop, f in self.unroll if loop in ("ic", "k")))
+        return pipeline_depth(self.kind, terms)
 
     def check(self) -> None:
         """The lane ties the loop relies on (the ILP's candidates always satisfy them)."""
