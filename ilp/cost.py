@@ -25,6 +25,9 @@ Resources (DSP48E2, BRAM18K, URAM, LUT, FF):
 
 from __future__ import annotations
 
+import bisect
+import functools
+import math
 from dataclasses import dataclass
 
 from ming_py.dataflow import Process, StreamGraph
@@ -38,6 +41,7 @@ LUT_PER_MAC = 12
 LUT_PER_REQUANT = 150
 DSP_PER_REQUANT = 2
 AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
+PROGRESS_SAMPLES = 10  # points of each process's progress curve in the latency model
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,15 @@ class Cost:
     uram: int
     lut: int
     ff: int
+    # own-pace cycle of the write of the output tokens at 1/K, 2/K, ..., K/K of an image (K = PROGRESS_SAMPLES)
+    progress: tuple[int, ...] = ()
+    # per input: cycles from the arrival of its token at j/K to the write of the output token at j/K
+    lags: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def vector(self) -> tuple[int, ...]:
+        """Every latency figure, for comparing candidates."""
+        return (self.cycles, self.fill, self.drain) + self.progress + sum(self.lags, ())
 
 
 def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
@@ -73,7 +86,49 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
     bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
     logic = CONTROL_LUT + LUT_PER_MAC * spec.macs + LUT_PER_REQUANT * requant_lanes
     dsp = spec.macs + DSP_PER_REQUANT * requant_lanes
-    return Cost(cycles, fill, drain, dsp, bram, uram, logic + memory_lut, int(1.5 * logic) + registers)
+    progress, lags = _progress(graph, p, choice, loop)
+    return Cost(cycles, fill, drain, dsp, bram, uram, logic + memory_lut, int(1.5 * logic) + registers,
+                progress, lags)
+
+
+def samples(tokens: int) -> list[int]:
+    """The token numbers at 1/K, 2/K, ..., K/K of `tokens`."""
+    return [math.ceil(j * tokens / PROGRESS_SAMPLES) - 1 for j in range(1, PROGRESS_SAMPLES + 1)]
+
+
+@functools.lru_cache(maxsize=None)
+def input_fractions(graph: StreamGraph, p: Process) -> tuple[tuple[float, ...], ...]:
+    """Per input, the share of its tokens read before the output token at j/K is written (j = 1..K): what
+    the output at j/K waits for, from the geometry alone (the loop with one lane and no unrolling), so the
+    same for every candidate and the ILP can chain it linearly."""
+    trips = graph.trip_counts(p)
+    ones = tuple((loop, 1) for loop in trips)
+    loop = loop_of(kernel_spec(graph, p, ones, (1,) * len(p.inputs), (1,) * len(p.outputs)))
+    writes = loop.token_iterations("writes", 0, samples(graph.channels[p.outputs[0]].values))
+    fractions = []
+    for i, channel in enumerate(p.inputs):
+        tokens = graph.channels[channel].values
+        reads = loop.token_iterations("reads", i, list(range(tokens)))
+        fractions.append(tuple(bisect.bisect_right(reads, w) / tokens for w in writes))
+    return tuple(fractions)
+
+
+def _progress(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tuple[int, ...], tuple]:
+    """The progress curve of the process at its own pace and, per input, the lag from the arrival of the
+    input token the output token at j/K waits for (`input_fractions`) to that output token's write."""
+    def tokens(channel, lanes):
+        return graph.channels[channel].values // lanes
+
+    offset = sum(unpack_adapter(graph.channels[c].values, lanes).fill
+                 for c, lanes in zip(p.inputs, choice.lanes_in) if c == graph.input.channel)
+    writes = loop.token_iterations("writes", 0, samples(tokens(p.outputs[0], choice.lanes_out[0])))
+    progress = tuple(offset + w + loop.depth for w in writes)
+    lags = []
+    for i, (channel, lanes, shares) in enumerate(zip(p.inputs, choice.lanes_in, input_fractions(graph, p))):
+        count = tokens(channel, lanes)
+        reads = loop.token_iterations("reads", i, [max(math.ceil(s * count) - 1, 0) for s in shares])
+        lags.append(tuple(w - r + loop.depth + 1 for w, r in zip(writes, reads)))
+    return progress, tuple(lags)
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,12 @@ stream constraint). DSP, BRAM18K, URAM and LUT sums stay within the budget.
 Objective `latency` models a pipelined dataflow (Stream-HLS §3, CODO §VI): a
 process starts when its producers have emitted their first outputs
 (start_v >= start_u + fill_u), finishes no sooner than its own work allows
-(finish_v >= start_v + cycles_v, so the slowest process sets the pace) nor than
-`drain_v` after its producers finish (finish_v >= finish_u + drain_v); minimise
-the finish of the process feeding the output. Objective `sum` is MING's
+(finish_v >= start_v + cycles_v, so the slowest process sets the pace), and
+writes the output token at j/K of an image no sooner than its own pace allows
+nor than the producer's token at j/K plus the process's lag (K points of a
+progress curve: a consumer that takes its input in bursts, such as a strided
+or folded window, waits for the rows it needs); minimise the finish of the
+process feeding the output. Objective `sum` is MING's
 original sum of process cycles. Among equally fast designs the cheaper is kept
 (`_thrifty`).
 
@@ -38,7 +41,7 @@ from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
 from ming_py.ir import MingError
 
 from .budget import RESOURCES, UNITS, Budget
-from .cost import Choice, Cost, process_cost, storage_plan
+from .cost import PROGRESS_SAMPLES, Choice, Cost, input_fractions, process_cost, storage_plan
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing
 NODE_LIMIT = 100_000  # branch-and-bound nodes of the proving CBC run: the search's only limit, the same everywhere
@@ -199,26 +202,46 @@ class _Model:
         return by_lanes
 
     def _latency(self, graph: StreamGraph, problem):
-        """Pipelined dataflow: a process starts when its inputs' first pixels arrive, emits its first output
-        `fill` later, and finishes no sooner than its own work allows nor than `drain` after its inputs end.
-        Integer times make the objective integral, so a bound within 0.5 of the incumbent proves it."""
+        """Pipelined dataflow: a process starts when its inputs' first tokens arrive and finishes no sooner
+        than its own work allows. In between, its progress curve (the output token at j/K of an image,
+        K = PROGRESS_SAMPLES) is no earlier than its own pace allows, from its start and from the previous
+        point, nor than the matching input token's arrival plus the process's lag. Integer start and finish
+        times make the objective integral, so a bound within 0.5 of the incumbent proves it."""
         start = {name: pulp.LpVariable(f"s_{i}", lowBound=0, cat="Integer") for i, name in enumerate(self.pick)}
         finish = {name: pulp.LpVariable(f"f_{i}", lowBound=0, cat="Integer") for i, name in enumerate(self.pick)}
+        point = {name: [pulp.LpVariable(f"t_{i}_{j}", lowBound=0) for j in range(PROGRESS_SAMPLES)]
+                 for i, name in enumerate(self.pick)}
         done = pulp.LpVariable("output_finish", lowBound=0, cat="Integer")
         for name in self.pick:
             problem += finish[name] >= start[name] + self.total(name, "cycles"), f"work_{name}"
+            curve = [self.sample(name, lambda c, j=j: c.progress[j]) for j in range(PROGRESS_SAMPLES)]
+            for j, at in enumerate(curve):
+                problem += point[name][j] >= start[name] + at, f"pace_{name}_{j}"
+                if j:
+                    step = self.sample(name, lambda c, j=j: c.progress[j] - c.progress[j - 1])
+                    problem += point[name][j] >= point[name][j - 1] + step, f"step_{name}_{j}"
+            tail = self.sample(name, lambda c: c.cycles - c.progress[-1])
+            problem += finish[name] >= point[name][-1] + tail, f"tail_{name}"
         for channel in graph.channels.values():
             if channel.producer not in self.pick:
                 continue
             if channel.consumer in self.pick:
-                consumer = channel.consumer
-                problem += start[consumer] >= start[channel.producer] + self.total(channel.producer, "fill"), \
-                    f"fill_{channel.name}"
-                problem += finish[consumer] >= finish[channel.producer] + self.total(consumer, "drain"), \
-                    f"drain_{channel.name}"
+                consumer, producer = channel.consumer, channel.producer
+                problem += start[consumer] >= start[producer] + self.total(producer, "fill"), f"fill_{channel.name}"
+                into = graph.process(consumer).inputs.index(channel.name)
+                first = start[producer] + self.total(producer, "fill")
+                shares = input_fractions(graph, graph.process(consumer))[into]
+                for j, share in enumerate(shares):
+                    lag = self.sample(consumer, lambda c, j=j: c.lags[into][j])
+                    arrival = at_share([first] + point[producer], share)
+                    problem += point[consumer][j] >= arrival + lag, f"lag_{channel.name}_{j}"
             else:
                 problem += done >= finish[channel.producer], f"out_{channel.name}"
         return done
+
+    def sample(self, name: str, figure):
+        """The chosen candidate's `figure(cost)`."""
+        return pulp.lpSum(x * figure(c) for x, c in zip(self.pick[name], self.costs[name]))
 
     def variables(self) -> list:
         return [x for xs in self.pick.values() for x in xs]
@@ -429,20 +452,22 @@ def _describe(needs: dict[str, int]) -> str:
 
 def _pareto(choices: list[Choice], costs: list[Cost]) -> tuple[list[Choice], list[Cost]]:
     """Drop candidates another candidate with the same lanes beats or ties on every cost."""
-    keys = ("cycles", "fill", "drain") + RESOURCES
+    def vector(cost: Cost) -> tuple[int, ...]:
+        return cost.vector + tuple(getattr(cost, r) for r in RESOURCES)
+
     kept: list[int] = []
     for i, (choice, cost) in enumerate(zip(choices, costs)):
         group = (choice.lanes_in, choice.lanes_out)
-        vector = tuple(getattr(cost, k) for k in keys)
+        mine = vector(cost)
         dominated = False
         for j in kept:
             if (choices[j].lanes_in, choices[j].lanes_out) == group and \
-                    all(getattr(costs[j], k) <= v for k, v in zip(keys, vector)):
+                    all(a <= b for a, b in zip(vector(costs[j]), mine)):
                 dominated = True
                 break
         if not dominated:
             kept = [j for j in kept if not ((choices[j].lanes_in, choices[j].lanes_out) == group and
-                                            all(v <= getattr(costs[j], k) for k, v in zip(keys, vector)))]
+                                            all(b <= a for a, b in zip(vector(costs[j]), mine)))]
             kept.append(i)
     return [choices[i] for i in kept], [costs[i] for i in kept]
 
@@ -471,21 +496,43 @@ def _solution(graph, board, chosen, costs, objective, budget, status, seconds, s
 
 
 def estimate(graph: StreamGraph, costs: dict[str, Cost]) -> tuple[int, int]:
-    """(throughput cycles, end-to-end latency) under the ILP's latency model (see `solve`)."""
+    """(throughput cycles, end-to-end latency) under the ILP's latency model (see `_Model._latency`)."""
     start = {name: 0 for name in costs}
-    finish: dict[str, int] = {}
+    point: dict[str, list[int]] = {}
     latency = 0
     for p in graph.processes:  # topological order
-        producers = [graph.channels[c].producer for c in p.inputs if graph.channels[c].producer in costs]
-        finish[p.name] = max([start[p.name] + costs[p.name].cycles] +
-                             [finish[q] + costs[p.name].drain for q in producers])
+        cost = costs[p.name]
+        curve = []
+        for j, at in enumerate(cost.progress):
+            times = [start[p.name] + at]
+            if j:
+                times.append(curve[-1] + at - cost.progress[j - 1])
+            for i, (c, shares) in enumerate(zip(p.inputs, input_fractions(graph, p))):
+                producer = graph.channels[c].producer
+                if producer in costs:
+                    first = start[producer] + costs[producer].fill
+                    times.append(at_share([first] + point[producer], shares[j]) + cost.lags[i][j])
+            curve.append(max(times))
+        point[p.name] = curve
+        finish = max(start[p.name] + cost.cycles, curve[-1] + cost.cycles - cost.progress[-1])
         for channel in p.outputs:
             consumer = graph.channels[channel].consumer
             if consumer in start:
-                start[consumer] = max(start[consumer], start[p.name] + costs[p.name].fill)
+                start[consumer] = max(start[consumer], start[p.name] + cost.fill)
             else:
-                latency = max(latency, finish[p.name])
-    return max(c.cycles for c in costs.values()), latency
+                latency = max(latency, finish)
+    return max(c.cycles for c in costs.values()), math.ceil(latency)
+
+
+def at_share(curve: list, share: float):
+    """A progress curve's time at `share` of the tokens: `curve` holds the first token's time and the
+    times at 1/K, ..., K/K; in between, linear (a linear expression of ILP variables, or a number)."""
+    position = share * PROGRESS_SAMPLES
+    below = min(int(position), PROGRESS_SAMPLES - 1)
+    weight = position - below
+    if weight <= 0:
+        return curve[below]
+    return curve[below] * (1 - weight) + curve[below + 1] * weight
 
 
 def _macs(graph: StreamGraph, p) -> int:

@@ -4,9 +4,10 @@ and what `ming simulate` steps through.
 Every process is one flattened loop pipelined at II=1 (emit/templates/process/*.cpp.j2). Its
 iterations are grouped by *position*: a padded input position of a sliding window, an input
 pixel of a 1x1 conv or an element-wise process, the input vector and the fold of a dense layer.
-In each position the loop reads the position's input tokens in its first iterations (one per
-iteration and input) and writes output tokens at fixed iterations, and it spends
-`max(tokens read, fold steps, 1)` iterations there. A window process computes, during position
+In each position the loop reads the position's input tokens (at most one per iteration and input,
+spread evenly over the position, the way a producer running at the same pace writes them) and
+writes output tokens at fixed iterations, and it spends `max(tokens read, fold steps, 1)`
+iterations there. A window process computes, during position
 p, the window whose bottom-right element arrived at position p - 1 (so the window is complete in
 the line buffer before the first MAC reads it) and has one trailing position after the last
 input.
@@ -21,6 +22,7 @@ is requantized and written. This is the schedule of FINN's sliding-window unit f
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -190,6 +192,25 @@ class Loop:
             done += n * p.iterations
         return max(last_write - last_read, 0) + self.depth
 
+    def token_iterations(self, side: str, index: int, tokens: list[int]) -> list[int]:
+        """The iteration in which each of `tokens` (ascending token numbers of one image) of input or
+        output `index` moves (`side` "reads" or "writes")."""
+        result = []
+        wanted = iter(tokens)
+        token = next(wanted, None)
+        moved = done = 0  # tokens before the run, iterations before the run
+        for n, p in self.runs:
+            access = getattr(p, side)[index]
+            while token is not None and token < moved + n * access.count:
+                position, nth = divmod(token - moved, access.count)
+                result.append(done + position * p.iterations + access.first + nth * access.stride)
+                token = next(wanted, None)
+            moved += n * access.count
+            done += n * p.iterations
+        if token is not None:
+            raise ValueError(f"token {token} of {side} {index}: the loop moves only {moved}")
+        return result
+
 
 def loop_of(spec: KernelSpec) -> Loop:
     spec.check()
@@ -216,21 +237,38 @@ def window_emits(w: Window, kind: str, row: int, col: int) -> bool:
 
 
 def _window_positions(spec: KernelSpec):
-    w = spec.window
-    pointwise = spec.kind == "pointwise"
-    rows, cols = (w.in_height, w.in_width) if pointwise else (w.padded_height, w.padded_width)
-    top_pad, left_pad = (0, 0) if pointwise else (w.pads[0], w.pads[1])
-    tokens_in, tokens_out = spec.tokens_in[0], spec.tokens_out[0]
+    tokens_in, tokens_out, fold = spec.tokens_in[0], spec.tokens_out[0], spec.fold
     tile = spec.reduction_tiles
     computing = Access(tile - 1, tile, tokens_out)
-    emits_before = False  # the previous position ends an output window
+
+    def position(real: bool, emits_before: bool) -> Position:
+        reads = tokens_in if real else 0
+        iterations = max(reads, fold if emits_before else 0, 1)
+        spacing = iterations // reads if reads else 1  # reads spread over the position, as a producer writes
+        return Position(iterations, (Access(0, spacing, reads),), (computing if emits_before else Access(),))
+
+    positions = {(real, emits): position(real, emits) for real in (False, True) for emits in (False, True)}
+    for count, real, emits_before in _position_kinds(spec.window, spec.kind):
+        yield count, positions[real, emits_before]
+
+
+@functools.lru_cache(maxsize=256)
+def _position_kinds(w: Window, kind: str) -> tuple[tuple[int, bool, bool], ...]:
+    """The positions of a window loop in order, run-length: (count, a pixel arrives, the previous position
+    ends an output window)."""
+    pointwise = kind == "pointwise"
+    rows, cols = (w.in_height, w.in_width) if pointwise else (w.padded_height, w.padded_width)
+    top_pad, left_pad = (0, 0) if pointwise else (w.pads[0], w.pads[1])
+    kinds, emits_before = [], False
     for row in range(rows + 1):
         for col in range(cols if row < rows else 1):
             real = row < rows and 0 <= row - top_pad < w.in_height and 0 <= col - left_pad < w.in_width
-            reads = tokens_in if real else 0
-            iterations = max(reads, spec.fold if emits_before else 0, 1)
-            yield Position(iterations, (Access(0, 1, reads),), (computing if emits_before else Access(),))
-            emits_before = row < rows and window_emits(w, spec.kind, row, col)
+            if kinds and kinds[-1][1:] == (real, emits_before):
+                kinds[-1][0] += 1
+            else:
+                kinds.append([1, real, emits_before])
+            emits_before = row < rows and window_emits(w, kind, row, col)
+    return tuple(tuple(k) for k in kinds)
 
 
 def _dense_positions(spec: KernelSpec):
@@ -265,14 +303,16 @@ def _elementwise_positions(spec: KernelSpec):
 
 
 def _merged(positions):
+    """Runs of equal positions; an item may already be a run (count, position)."""
     run, count = None, 0
-    for p in positions:
-        if p == run:
-            count += 1
+    for item in positions:
+        n, p = item if isinstance(item, tuple) else (1, item)
+        if p is run or p == run:
+            count += n
             continue
         if run is not None:
             yield count, run
-        run, count = p, 1
+        run, count = p, n
     if run is not None:
         yield count, run
 
