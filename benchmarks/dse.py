@@ -8,7 +8,7 @@ Conv+ReLU (3->16 channels, 3x3) at 32x32 and 224x224, each built with
 * ``est cycles`` -- the cost model's latency (``totals["cycles"]``);
 * ``bound`` -- a lower bound on the latency of the built design:
 
-      max(ceil(MACs / MAC DSPs), max padded positions, ceil(input values / 8))
+      max(ceil(MACs / MAC DSPs), max padded positions, ceil(input values / 8), ceil(output values / 8))
 
   - ``MACs``: the model's multiply-accumulates (``totals["macs"]``);
   - ``MAC DSPs`` ("DSPs used for MACs"): the sum, over the processes of kind
@@ -18,7 +18,8 @@ Conv+ReLU (3->16 channels, 3x3) at 32x32 and 224x224, each built with
   - ``max padded positions``: the most input positions any window process
     steps through, one per cycle: padded_height * padded_width of its
     report.json ``window`` (in_height * in_width for 1x1 kernels);
-  - ``input values / 8``: the model input's values, 8 bytes a cycle;
+  - ``input values / 8``, ``output values / 8``: the accelerator's input and output, int8 values
+    over a 64-bit AXI4-Stream port, 8 a cycle (the output port limits maps as large as their input);
 * ``est/bound`` -- their ratio;
 * ``sim cycles`` -- `ming simulate`'s latency (report.json ``totals["simulated_cycles"]``,
   or `ming_py.simulate.simulate_dir` when the build leaves it out); "deadlock" when it deadlocks;
@@ -62,15 +63,15 @@ DEFAULT = BENCHMARKS + ZOO_NETWORKS + list(SINGLE_CONVS)
 # the other networks of benchmarks/networks.py run only when asked for with --networks
 EXTRA = [n for n in networks.NETWORKS if n not in BENCHMARKS]
 MAC_KINDS = ("conv", "pointwise", "depthwise", "dense")
-INPUT_BYTES_PER_CYCLE = 8
+PORT_VALUES_PER_CYCLE = 8
 
 BOUND_TEXT = """\
-bound = max(ceil(MACs / MAC DSPs), max padded positions, ceil(input values / 8)), where
+bound = max(ceil(MACs / MAC DSPs), max padded positions, ceil(input values / 8), ceil(output values / 8)), where
   MAC DSPs      = sum over conv/pointwise/depthwise/dense processes of the product of their unroll factors
                   (report.json nodes[].schedule.unroll): the MACs issued per cycle;
   max padded positions = the largest padded_height * padded_width of any window process's report.json window
                   (in_height * in_width for 1x1 kernels): one input position a cycle;
-  input values / 8 = the model input's int8 values, 8 a cycle.
+  input values / 8, output values / 8 = the accelerator's int8 input and output, 8 a cycle per port.
 est-sim % = (estimated - simulated) / simulated * 100."""
 
 
@@ -100,6 +101,11 @@ def input_values(path: Path) -> int:
     return math.prod(d.dim_value for d in dims)
 
 
+def output_values(report: dict) -> int:
+    """Values the accelerator's output port carries (the channel no process consumes)."""
+    return next(math.prod(c["shape"]) for c in report["channels"] if c["consumer"] == "output")
+
+
 def padded_positions(window: dict) -> int:
     if list(window["kernel"]) == [1, 1]:
         return window["in_height"] * window["in_width"]
@@ -108,12 +114,13 @@ def padded_positions(window: dict) -> int:
 
 
 def lower_bound(report: dict, values: int) -> tuple[int, dict[str, int]]:
-    """The bound and its three terms."""
+    """The bound and its terms."""
     nodes = report["nodes"]
     mac_dsps = sum(math.prod(n["schedule"]["unroll"].values()) for n in nodes if n["kind"] in MAC_KINDS)
     terms = {"macs": math.ceil(report["totals"]["macs"] / max(mac_dsps, 1)),
              "positions": max([padded_positions(n["window"]) for n in nodes if n.get("window")], default=0),
-             "input": math.ceil(values / INPUT_BYTES_PER_CYCLE)}
+             "input": math.ceil(values / PORT_VALUES_PER_CYCLE),
+             "output": math.ceil(output_values(report) / PORT_VALUES_PER_CYCLE)}
     return max(terms.values()), terms | {"mac_dsps": mac_dsps}
 
 

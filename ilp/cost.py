@@ -6,8 +6,9 @@ written, pipeline depth) and its storage plan (`ming_py.storage`: every array's 
 memory). Cycles are for one image. A process is a pipeline stage of the dataflow region:
 `cycles` is how long its loop runs per image with every token there when wanted (iterations +
 depth; the slowest stage sets the throughput), `fill` how long after its start it writes its first
-output token (fills add up along a path; MING §IV-C, Stream-HLS §3) and `drain` how long after its
-last input token it writes its last output token. `ming simulate` steps through the same loops with
+output token (fills add up along a path; MING §IV-C, Stream-HLS §3), `progress` when it writes the
+output tokens at 1/K, ..., K/K of an image at its own pace and `lags` how long after the input token
+each of those waits for arrives it can write it (the ILP chains these along the channels). `ming simulate` steps through the same loops with
 blocking FIFOs.
 The top function's AXI adapters (`unpack_axis`, `pack_axis`: max(words, tokens) iterations plus
 their depth) are counted in the process they feed or drain, the stage they form with it.
@@ -61,7 +62,6 @@ class Choice:
 class Cost:
     cycles: int
     fill: int
-    drain: int
     dsp: int
     bram18k: int
     uram: int
@@ -75,19 +75,19 @@ class Cost:
     @property
     def vector(self) -> tuple[int, ...]:
         """Every latency figure, for comparing candidates."""
-        return (self.cycles, self.fill, self.drain) + self.progress + sum(self.lags, ())
+        return (self.cycles, self.fill) + self.progress + sum(self.lags, ())
 
 
 def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
     spec = kernel_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out)
     loop = loop_of(spec)
-    cycles, fill, drain = _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain)
+    cycles, fill = _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain)
     requant_lanes = choice.lanes_out[0] if _has_requant(p) else 0
     bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
     logic = CONTROL_LUT + LUT_PER_MAC * spec.macs + LUT_PER_REQUANT * requant_lanes
     dsp = spec.macs + DSP_PER_REQUANT * requant_lanes
     progress, lags = _progress(graph, p, choice, loop)
-    return Cost(cycles, fill, drain, dsp, bram, uram, logic + memory_lut, int(1.5 * logic) + registers,
+    return Cost(cycles, fill, dsp, bram, uram, logic + memory_lut, int(1.5 * logic) + registers,
                 progress, lags)
 
 
@@ -172,10 +172,11 @@ def _pack_last_read(values: int, lanes: int) -> int:
 
 
 def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, fill: int,
-                   drain: int) -> tuple[int, int, int]:
-    """The process with the top function's AXI adapters it talks to, as one pipeline stage: the unpack
-    adapter feeds it `fill` cycles late and bounds its finish by its own cycles; the pack adapter starts at
-    its first output and ends `drain` after its last (the chain rule of the ILP's latency model)."""
+                   drain: int) -> tuple[int, int]:
+    """(cycles, fill) of the process with the top function's AXI adapters it talks to, as one pipeline
+    stage: the unpack adapter feeds it `fill` cycles late and bounds its finish by `drain` (its cycles
+    from the last input token to the last output token) after its own end; the pack adapter starts at
+    its first output and ends its own drain after its last."""
     for channel, lanes in zip(p.inputs, choice.lanes_in):
         if channel == graph.input.channel:
             unpack = unpack_adapter(graph.channels[channel].values, lanes)
@@ -185,8 +186,7 @@ def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, 
         if channel == graph.output.channel:
             pack = pack_adapter(graph.channels[channel].values, lanes)
             cycles = max(cycles + pack.drain, fill + pack.cycles)
-            drain += pack.drain
-    return cycles, fill, drain
+    return cycles, fill
 
 
 def _has_requant(p: Process) -> bool:
