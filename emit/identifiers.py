@@ -11,7 +11,7 @@ same model always gets the same identifiers.
 
 Reserved: C and C++ keywords (up to C23 / C++23, alternative tokens such as `and`), `main`,
 names with a leading underscore or `__` (reserved to the implementation), the names ming's
-headers and the emitted code declare (`ming`, `hls`, `HLS_PRAGMA`, `read_pixel`, ...), the
+headers and the emitted code declare (`ming`, `hls`, `HLS_PRAGMA`, `unpack_axis`, ...), the
 global names of the standard headers (`system_names.py`) and of Vitis HLS (`ap_int`, ...).
 Uniqueness ignores case: Vitis names RTL files after functions and arrays, and file systems
 may not tell `conv` from `Conv`.

@@ -66,7 +66,7 @@ def test_valid_names_are_kept(name):
     "int", "for", "class", "main", "and", "or", "not", "xor_eq", "bitand", "co_await", "concept", "restrict",
     "typeof", "char8_t", "final", "import", "module",
     # namespaces and helpers of the emitted code and its headers, the top function's ports
-    "std", "hls", "ming", "ming_csim", "HLS_PRAGMA", "read_pixel", "write_pixel", "Pack", "AxisWord",
+    "std", "hls", "ming", "ming_csim", "HLS_PRAGMA", "unpack_axis", "pack_axis", "Pack", "AxisWord",
     "requantize", "dataflow", "stream", "s_axis", "m_axis", "MING_CSIM_CONCURRENT",
     # the standard headers' macros, typedefs and variables; Vitis HLS
     "NULL", "EOF", "assert", "errno", "stdin", "offsetof", "int8_t", "size_t", "FILE", "timezone", "ap_int",
@@ -202,7 +202,7 @@ def test_c_string_prints_the_name(tmp_path):
 
 def test_header_names_are_found():
     assert {"ming", "ming_csim", "hls", "HLS_PRAGMA", "MING_PRAGMA_TEXT", "Pack", "AxisWord", "kValuesPerWord",
-            "read_pixel", "write_pixel", "unpack_axis", "pack_axis", "requantize", "add_requant", "avgpool_requant",
+            "ArrayOf", "Array", "unpack_axis", "pack_axis", "requantize", "add_requant", "avgpool_requant",
             "detail", "dataflow", "process", "fifo", "stream"} <= HEADER_NAMES
     assert not {"pixel", "in", "out", "token", "DEPTH", "defined"} & HEADER_NAMES  # parameters, not declarations
 

@@ -74,38 +74,6 @@ struct AxisWord {
 
 constexpr int kValuesPerWord = 8;  // int8 values per 64-bit AXI4-Stream word
 
-// Reads the C values of one pixel, arriving as C / L tokens. `pixel` is an int8_t[C] (or a row of a
-// ming::Array, which is not a pointer under the port check).
-template <int C, int L, typename Pixel>
-void read_pixel(hls::stream<Pack<L>>& in, Pixel pixel) {
-  HLS_PRAGMA(INLINE)
-  read_tokens:
-  for (int t = 0; t < C / L; t++) {
-    HLS_PRAGMA(PIPELINE II=1)
-    const Pack<L> token = in.read();
-    for (int l = 0; l < L; l++) {
-      HLS_PRAGMA(UNROLL)
-      pixel[t * L + l] = token.lane[l];
-    }
-  }
-}
-
-// Writes the C values of one pixel as C / L tokens (`pixel` as for read_pixel).
-template <int C, int L, typename Pixel>
-void write_pixel(hls::stream<Pack<L>>& out, Pixel pixel) {
-  HLS_PRAGMA(INLINE)
-  write_tokens:
-  for (int t = 0; t < C / L; t++) {
-    HLS_PRAGMA(PIPELINE II=1)
-    Pack<L> token;
-    for (int l = 0; l < L; l++) {
-      HLS_PRAGMA(UNROLL)
-      token.lane[l] = pixel[t * L + l];
-    }
-    out.write(token);
-  }
-}
-
 // The AXI4-Stream words of an image of N int8 values: 8 values each, little-endian, the last one
 // holding the remaining 1-8 values.
 template <int N>
