@@ -38,6 +38,7 @@ import pulp
 
 from ming_py.boards import Board
 from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
+from ming_py.kernel import static_banks
 from ming_py.ir import MingError
 
 from .budget import RESOURCES, UNITS, Budget
@@ -88,6 +89,8 @@ def candidates(graph: StreamGraph, process, pins: dict[str, int] | None = None,
     for factors in itertools.product(*options):
         unroll = dict(zip(loops, factors))
         for lanes_in, lanes_out in _lanes(process.kind, unroll, ins, outs):
+            if not static_banks(process.kind, unroll.get("k", 1), lanes_in[0]):
+                continue
             for memory in memories:
                 result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory))
     return result

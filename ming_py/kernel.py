@@ -48,6 +48,14 @@ def pipeline_depth(kind: str, terms: int) -> int:
     return 2  # rescale (a table lookup), concat, split
 
 
+def static_banks(kind: str, unroll_k: int, lanes_in: int) -> bool:
+    """Whether every buffer read of the loop goes to a bank known at compile time, so that Vitis HLS can
+    schedule it at II=1 (it does not prove that reads at run-time indices fall into different banks). A
+    window process reads each unrolled window element from its own copy of the line buffer; a dense
+    process reads one word of its input vector, so its k tile must be the input token."""
+    return unroll_k == lanes_in if kind == "dense" else True
+
+
 def depth_bound(kind: str) -> int:
     """The deepest a kind's loop gets under any schedule (at most 64 x 64 terms per lane)."""
     return pipeline_depth(kind, 64 * 64)
@@ -125,6 +133,9 @@ class KernelSpec:
         if not ok:
             raise ValueError(f"{self.kind}: lanes {self.lanes_in} -> {self.lanes_out} do not match the unroll "
                              f"factors {dict(self.unroll)}")
+        if not static_banks(self.kind, self.factor("k"), self.lanes_in[0]):
+            raise ValueError(f"{self.kind}: unroll k={self.factor('k')} would read its input vector at banks "
+                             f"chosen at run time (k must equal the {self.lanes_in[0]} input lanes)")
 
 
 @dataclass(frozen=True)

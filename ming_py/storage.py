@@ -6,10 +6,11 @@ The layouts serve the loops of `ming_py.kernel` at II=1 with at most one read an
 bank and iteration (simple dual-port RAMs, single-port ROMs; `ming csim --check-ports` runs the
 code and counts):
 
-* line buffer `[rows][W_in][C_in]`: the U lanes of a token are one word (ARRAY_RESHAPE of the
-  channels), so a token is one write and a window element's U_ic channels one read; the U_k window
-  elements of an iteration sit in different banks (rows partitioned completely when a window tile
-  spans rows, columns cyclically by the tile's column span);
+* line buffer `[copies][rows][W_in][tokens][lanes]`: the lanes of a token are one word (ARRAY_RESHAPE),
+  so a token is one write and a window element's U_ic channels one read; the U_k window elements of
+  an iteration read U_k copies (complete partition), each written with every token: Vitis HLS does
+  not prove that reads at run-time indices fall into different banks of a partitioned array, so no
+  bank is chosen at run time;
 * weights `[fold steps][lanes]`: one word per fold step holds every weight that step multiplies
   (reshape of the lanes), read once per iteration;
 * per-output-channel constants `[tiles][lanes]` likewise; accumulators are registers.
@@ -151,11 +152,6 @@ def line_buffer_rows(spec: KernelSpec) -> int:
     return rows + (w.pads[1] == 0 and reaches_first_column)
 
 
-def window_tile_in_one_row(spec: KernelSpec) -> bool:
-    k_w, unroll_k = spec.window.kernel[1], spec.factor("k")
-    return unroll_k <= k_w and k_w % unroll_k == 0
-
-
 def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram") -> dict[str, ArrayPlan]:
     """The arrays of a process by role, in declaration order."""
     kind = spec.kind
@@ -164,8 +160,9 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
         arrays["line_buffer"] = _line_buffer(spec, line_buffer_memory)
     elif kind == "pointwise":
         c_in = spec.inputs[0][0]
-        arrays["pixel"] = _array("pixel", 8, (Dim(2, "complete", factor=2), spread(c_in, spec.lanes_in[0], "reshape")),
-                                 rom=False)
+        lanes = spec.lanes_in[0]
+        arrays["pixel"] = _array("pixel", 8, (Dim(2, "complete", factor=2), Dim(c_in // lanes),
+                                              spread(lanes, lanes, "reshape")), rom=False)
     elif kind == "dense":
         arrays["row_buffer"] = _row_buffer(spec)
     if kind in ("conv", "depthwise", "pointwise", "dense"):
@@ -190,25 +187,19 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
 
 
 def _line_buffer(spec: KernelSpec, memory: str) -> ArrayPlan:
-    w = spec.window
-    rows, unroll_k = line_buffer_rows(spec), spec.factor("k")
-    in_one_row = window_tile_in_one_row(spec)
-    row_dim = Dim(rows, "complete", factor=rows) if not in_one_row and rows > 1 else Dim(rows)
-    column_span = (unroll_k if in_one_row else w.kernel[1]) * w.dilation[1]
-    col_dim = spread(w.in_width, column_span if unroll_k > 1 else 1, "partition")
-    channel_dim = spread(w.in_channels, spec.lanes_in[0], "reshape")
-    return _array("line_buffer", 8, (row_dim, col_dim, channel_dim), rom=False, large=memory)
+    """`[copies][rows][W_in][tokens][lanes]`: a token is one word, written into every copy; each of the
+    U_k window elements an iteration reads comes from its own copy (a bank known at compile time)."""
+    w, lanes, copies = spec.window, spec.lanes_in[0], spec.factor("k")
+    dims = (Dim(copies, "complete", factor=copies) if copies > 1 else Dim(1), Dim(line_buffer_rows(spec)),
+            Dim(w.in_width), Dim(w.in_channels // lanes), spread(lanes, lanes, "reshape"))
+    return _array("line_buffer", 8, dims, rom=False, large=memory)
 
 
 def _row_buffer(spec: KernelSpec) -> ArrayPlan:
-    """The dense layer's input vector: written L_in values per iteration, read U_k per iteration."""
-    values = spec.inputs[0][0] * spec.inputs[0][1] * spec.inputs[0][2]
-    lanes, unroll_k = spec.lanes_in[0], spec.factor("k")
-    if lanes == unroll_k:
-        dims = (spread(values, lanes, "reshape"),)
-    else:
-        dims = (spread(values, max(lanes, unroll_k), "partition"),)
-    return _array("row_buffer", 8, dims, rom=False)
+    """The dense layer's input vector `[tokens][lanes]`: a token written per iteration, then one read per
+    iteration (the k tile is a token)."""
+    lanes = spec.lanes_in[0]
+    return _array("row_buffer", 8, (Dim(spec.tokens_in[0]), spread(lanes, lanes, "reshape")), rom=False)
 
 
 def memory_cost(arrays: dict[str, ArrayPlan]) -> tuple[int, int, int, int]:

@@ -29,7 +29,8 @@ LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "global_avgpool", "add", "res
 def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: int = 8) -> Schedule:
     """A valid schedule with random divisor lanes, unroll factors and FIFO depths. Lanes are the
     parallelism a process consumes and produces (conv: ic in, oc out; depthwise and pooling: c both
-    ways; element-wise: one lane count throughout), so they are drawn per group of tied channels."""
+    ways; element-wise: one lane count throughout), so they are drawn per group of tied channels; a dense
+    layer's k tile is its input token."""
     group = {name: name for name in stream_graph.channels}
 
     def root(name):
@@ -50,6 +51,8 @@ def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: i
     for p in stream_graph.processes:
         trips = stream_graph.trip_counts(p)
         tied = {"oc": lanes[p.outputs[0]], "n": lanes[p.outputs[0]], "ic": lanes[p.inputs[0]], "c": lanes[p.inputs[0]]}
+        if p.kind == "dense":
+            tied["k"] = lanes[p.inputs[0]]  # a k tile is an input token (ming_py.kernel.static_banks)
         unroll = tuple((loop, tied[loop] if loop in tied else rng.choice([d for d in divisors(trip) if d <= max_factor]))
                        for loop, trip in trips.items())
         processes[p.name] = ProcessSchedule(unroll)

@@ -74,8 +74,8 @@ def test_buffers_scale_with_width_only(tmp_path):
         for buffer_a, buffer_b in zip(a["buffers"], b["buffers"]):
             assert buffer_a["name"] == buffer_b["name"]
             if buffer_a["role"] == "line_buffer":
-                rows, width, channels = buffer_a["shape"]
-                assert buffer_b["shape"] == [rows, 224, channels] and width == 32
+                copies, rows, width, tokens, lanes = buffer_a["shape"]
+                assert buffer_b["shape"] == [copies, rows, 224, tokens, lanes] and width == 32
             else:
                 assert buffer_a["shape"] == buffer_b["shape"], buffer_a["name"]
 

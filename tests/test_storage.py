@@ -20,27 +20,28 @@ def layout(plan):
     return [(d.partition, d.reshape, d.factor) for d in plan.dims]
 
 
-def test_a_whole_window_per_iteration_spreads_rows_and_columns_over_banks():
-    plan = plan_arrays(conv(unroll_k=9, unroll_ic=8))["line_buffer"]
-    # 3 rows complete, columns cyclic 3, the 8 channels of a token one word
-    assert layout(plan) == [("complete", "", 3), ("cyclic", "", 3), ("", "complete", 8)]
-    assert plan.banks == 9 and plan.word_bits == 64 and plan.words == 6  # ceil(16 / 3) columns per bank
+def test_a_token_is_one_word_of_the_line_buffer():
+    plan = plan_arrays(conv(unroll_ic=8))["line_buffer"]
+    # [copies][rows][columns][tokens][lanes]: the 8 lanes of a token one word, one bank
+    assert layout(plan) == [("", "", 1)] * 4 + [("", "complete", 8)]
+    assert plan.banks == 1 and plan.word_bits == 64 and plan.words == 3 * 16 * 1
 
 
-def test_a_window_row_per_iteration_needs_no_row_banks():
+def test_each_unrolled_window_element_reads_its_own_copy():
     plan = plan_arrays(conv(unroll_k=3, unroll_ic=2))["line_buffer"]
-    assert layout(plan) == [("", "", 1), ("cyclic", "", 3), ("", "cyclic", 2)]
-    assert plan.banks == 3 and plan.words == 3 * 6 * 4
+    assert layout(plan)[0] == ("complete", "", 3) and plan.banks == 3
+    assert plan.words == 3 * 16 * 4 and plan.word_bits == 16
 
 
-def test_dilation_widens_the_column_spread():
-    plan = plan_arrays(conv(unroll_k=3, dilation=(1, 2), pads=(2, 2, 2, 2)))["line_buffer"]
-    assert layout(plan)[1] == ("cyclic", "", 6)  # columns c, c + 2, c + 4 in different banks
-
-
-def test_one_element_per_iteration_keeps_one_bank():
+def test_one_lane_keeps_one_int8_word():
     plan = plan_arrays(conv())["line_buffer"]
-    assert plan.banks == 1 and plan.pragmas == []
+    assert plan.banks == 1 and plan.pragmas == [] and plan.word_bits == 8
+
+
+def test_a_dense_k_tile_is_its_input_token():
+    spec = KernelSpec("dense", ((16, 2, 2),), ((10, 1, 1),), (("n", 10), ("k", 8)), (16,), (10,))
+    with pytest.raises(ValueError, match="run time"):
+        spec.check()
 
 
 def test_a_narrow_map_without_left_padding_keeps_an_extra_row():
@@ -49,10 +50,11 @@ def test_a_narrow_map_without_left_padding_keeps_an_extra_row():
 
 
 def test_weights_are_one_word_per_fold_step():
-    spec = conv(unroll_oc=4, unroll_ic=2, unroll_k=3)
+    spec = conv(unroll_oc=4, unroll_ic=2)
     weights = plan_arrays(spec)["weights"]
-    assert weights.shape == (spec.fold, 24) and weights.words == spec.fold == 4 * 4 * 3
-    assert weights.word_bits == 24 * 8 and weights.memory == "lutram"  # 48 words: shallower than one LUT
+    assert weights.shape == (spec.fold, 8) and weights.words == spec.fold == 4 * 4 * 9
+    assert weights.word_bits == 8 * 8 and weights.memory == "bram"  # 144 words of 64 bits: 2 blocks of 36 x 512
+    assert weights.cost() == (2, 0, 0, 0)
 
 
 @pytest.mark.parametrize("words, lanes, blocks", [(512, 8, 2), (1024, 8, 4), (2048, 1, 1), (4096, 4, 8)])
@@ -63,7 +65,7 @@ def test_bram_blocks_take_the_cheapest_port_shape(words, lanes, blocks):
 
 
 def test_fully_unrolled_weights_are_constants():
-    weights = plan_arrays(conv(unroll_oc=16, unroll_ic=8, unroll_k=9))["weights"]
+    weights = plan_arrays(conv(unroll_oc=16, unroll_ic=8, kernel=(1, 1), pads=(0, 0, 0, 0)))["weights"]
     assert weights.memory == "register" and weights.cost() == (0, 0, 0, 0)
 
 

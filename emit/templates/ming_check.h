@@ -44,7 +44,7 @@
 
 namespace ming_check {
 
-constexpr int kMaxRank = 4;
+constexpr int kMaxRank = 5;
 constexpr int kConflictExitCode = 3;
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -530,7 +530,7 @@ constexpr int element_count() {
 // ming::Array<T, N...> in check mode: a local array whose element accesses are counted.
 template <typename T, int... N>
 class Array {
-  static_assert(sizeof...(N) >= 1 && sizeof...(N) <= kMaxRank, "ming::Array has 1 to 4 dimensions");
+  static_assert(sizeof...(N) >= 1 && sizeof...(N) <= kMaxRank, "ming::Array has 1 to 5 dimensions");
   static constexpr int kRank = static_cast<int>(sizeof...(N));
 
  public:
@@ -555,7 +555,7 @@ class Array {
 // A constant table of the weights header, seen through the name of its plain C array.
 template <typename T, int... N>
 class Rom {
-  static_assert(sizeof...(N) >= 1 && sizeof...(N) <= kMaxRank, "a ROM has 1 to 4 dimensions");
+  static_assert(sizeof...(N) >= 1 && sizeof...(N) <= kMaxRank, "a ROM has 1 to 5 dimensions");
   static constexpr int kRank = static_cast<int>(sizeof...(N));
 
  public:
