@@ -63,10 +63,6 @@ class ProcessView:
     loop: Loop
     storage: dict[str, ArrayPlan]  # role -> layout; local arrays are named by their role
     window: object = None
-    in_channels: list[int] = field(default_factory=list)
-    in_offsets: list[int] = field(default_factory=list)
-    out_channels: int = 0
-    out_pixels: int = 0
     in_pixels: int = 0
     line_buffer_rows: int = 0
     epilogue: str = ""
@@ -166,8 +162,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
         in_lanes=lanes_in, out_lanes=lanes_out,
         unroll=[(loop, sched.factor(loop)) for loop in p.unrollable], spec=spec, loop=loop_of(spec),
         storage=plan_arrays(spec, p.epilogue, sched.storage_of("line_buffer")), window=p.window,
-        in_channels=[c.channels for c in ins], in_offsets=list(np.cumsum([0] + [c.channels for c in ins])[:-1]),
-        out_channels=outs[0].channels, out_pixels=outs[0].pixels, in_pixels=ins[0].pixels,
+        in_pixels=ins[0].pixels,
         line_buffer_rows=line_buffer_rows(spec) if p.kind in _WINDOW else 0, arrays=names.arrays[p.name])
     constants: list[CConstant] = []
 

@@ -190,7 +190,7 @@ class _Model:
         self.problem = problem
 
     def total(self, name: str, attribute: str):
-        return pulp.lpSum(x * getattr(c, attribute) for x, c in zip(self.pick[name], self.costs[name]))
+        return self.sample(name, lambda c: getattr(c, attribute))
 
     def _lanes_choices(self, graph: StreamGraph, channel) -> dict[int, tuple[list, list]]:
         """Per lane count, the producer's and the consumer's candidates that give it. Tying each count's
