@@ -19,7 +19,7 @@ import numpy as np
 from ming_py import __version__, numerics
 from ming_py.boards import Board
 from ming_py.dataflow import Process, Schedule, StreamGraph
-from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of
+from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of, window_order, window_tile
 from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays
 from ming_py.ir import AccRequant, AddRequant, AverageRequant, Rescale
 
@@ -65,6 +65,7 @@ class ProcessView:
     window: object = None
     in_pixels: int = 0
     line_buffer_rows: int = 0
+    window_tile: tuple[int, int] = (1, 1)  # rows x columns of the window in one k tile
     epilogue: str = ""
     arrays: dict[str, str] = field(default_factory=dict)  # role -> C++ constant array
     extra: dict = field(default_factory=dict)
@@ -163,7 +164,9 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
         unroll=[(loop, sched.factor(loop)) for loop in p.unrollable], spec=spec, loop=loop_of(spec),
         storage=plan_arrays(spec, p.epilogue, sched.storage_of("line_buffer")), window=p.window,
         in_pixels=ins[0].pixels,
-        line_buffer_rows=line_buffer_rows(spec) if p.kind in _WINDOW else 0, arrays=names.arrays[p.name])
+        line_buffer_rows=line_buffer_rows(spec) if p.kind in _WINDOW else 0,
+        window_tile=window_tile(p.window.kernel, sched.factor("k")) if p.kind in _WINDOW else (1, 1),
+        arrays=names.arrays[p.name])
     constants: list[CConstant] = []
 
     def constant(role: str, ctype: str, array: np.ndarray, comment: str) -> None:
@@ -182,8 +185,10 @@ _TEMPLATE = {kind: "window" for kind in _WINDOW}
 
 def fold_order(kind: str, weights: np.ndarray, spec: KernelSpec) -> np.ndarray:
     """Weights as [fold step][lane]: the row a step reads holds every weight its MAC lanes multiply,
-    output tiles outermost (the loop order of `ming_py.kernel`)."""
+    output tiles outermost, window elements in the loop's order (`ming_py.kernel`)."""
     f = spec.factor
+    if kind in ("conv", "depthwise"):
+        weights = weights[..., window_order(spec.window.kernel, f("k"))]
     if kind == "conv":
         c_out, c_in, k = weights.shape
         tiled = weights.reshape(c_out // f("oc"), f("oc"), c_in // f("ic"), f("ic"), k // f("k"), f("k"))

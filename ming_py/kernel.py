@@ -56,6 +56,25 @@ def static_banks(kind: str, unroll_k: int, lanes_in: int) -> bool:
     return unroll_k == lanes_in if kind == "dense" else True
 
 
+def window_tile(kernel: tuple[int, int], unroll_k: int) -> tuple[int, int]:
+    """The rows x columns of the window that one k tile of `unroll_k` elements covers: the widest
+    column run that divides both U_k and K_w, the rest in rows (any divisor of K_h * K_w splits so).
+    The loop walks the window by tile-row and tile-column counters, so no index is a division."""
+    columns = math.gcd(unroll_k, kernel[1])
+    rows = unroll_k // columns
+    assert kernel[0] % rows == 0, (kernel, unroll_k)
+    return rows, columns
+
+
+def window_order(kernel: tuple[int, int], unroll_k: int) -> list[int]:
+    """The window elements (row * K_w + column) in loop order: k tiles in raster order of their
+    top-left elements, within a tile rows then columns."""
+    (k_h, k_w), (rows, columns) = kernel, window_tile(kernel, unroll_k)
+    return [(tile_row + r) * k_w + tile_col + c
+            for tile_row in range(0, k_h, rows) for tile_col in range(0, k_w, columns)
+            for r in range(rows) for c in range(columns)]
+
+
 def depth_bound(kind: str) -> int:
     """The deepest a kind's loop gets under any schedule (at most 64 x 64 terms per lane)."""
     return pipeline_depth(kind, 64 * 64)

@@ -53,6 +53,8 @@ CONFLICTS = [
      "2 accesses (2 reads, 0 writes) per iteration, 1 port"),
     ("reads.cpp", ("CYCLIC", "READS_PER_ITERATION=9"), (), "table_sum", "table", "sum_elements",
      "3 accesses (3 reads, 0 writes) per iteration to bank (0), 2 ports"),
+    ("reads.cpp", ("CYCLIC", "ROTATED"), (), "table_sum", "table", "sum_elements",
+     "3 accesses (3 reads, 0 writes) per iteration to bank (0), 2 ports (line 40 selects its bank at run time)"),
     ("accumulate.cpp", ("STORAGE_1P",), (), "histogram", "bins", "count_values",
      "2 accesses (1 read, 1 write) per iteration, 1 port"),
     ("streams.cpp", ("TWO_READS",), (), "pair_sums", "in", "add_pairs", "2 reads per iteration, 1 read port"),

@@ -19,6 +19,10 @@
 //
 // Per iteration, every bank of every array may see at most as many distinct addresses (reads and
 // writes counted apart) as its storage has ports, and every stream at most one read and one write.
+// An access is counted on every bank its site may reach, as Vitis HLS schedules it: a site is a source
+// line and the n-th access from it in an iteration (one copy of an unrolled loop; accesses in unrolled
+// loops must therefore not be conditional), and a site that has reached several banks of a partitioned
+// dimension selects among them at run time, which takes a port of each.
 // Accesses outside pipelined loops are not counted; a bank of a single word is a register, unlimited.
 // The first violation prints one line to stderr and ends the program with exit code 3:
 //   ming port check: <function> <array or stream> <file>:<line> <detail>
@@ -30,6 +34,7 @@
 #define MING_CHECK_H
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -39,6 +44,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -148,12 +154,33 @@ struct Site {
 // ---------------------------------------------------------------------------------------------------
 // Resources: what an iteration's accesses are counted against.
 
+// A bank as its coordinate in each dimension (0 in a dimension that is not partitioned).
+using BankCoordinates = std::array<int, kMaxRank>;
+
+// The bank coordinates one access site has reached, per dimension (sorted).
+struct SiteBanks {
+  std::vector<int> reached[kMaxRank];
+
+  void add(const BankCoordinates& bank) {
+    for (int d = 0; d < kMaxRank; d++) {
+      std::vector<int>& r = reached[d];
+      const auto at = std::lower_bound(r.begin(), r.end(), bank[d]);
+      if (at == r.end() || *at != bank[d]) r.insert(at, bank[d]);
+    }
+  }
+  bool several() const {
+    return std::any_of(std::begin(reached), std::end(reached), [](const std::vector<int>& r) { return r.size() > 1; });
+  }
+};
+
 class Resource {
  public:
   virtual ~Resource() = default;
   virtual std::string name() const = 0;
   // " to bank (0,1)" for a partitioned array; empty when there is one bank.
   virtual std::string bank_text(std::int64_t bank) const = 0;
+  // The bank numbers of every combination of the reached coordinates.
+  virtual std::vector<std::int64_t> banks_of(const SiteBanks& site) const = 0;
   Ports ports() const { return ports_; }
 
  protected:
@@ -166,6 +193,9 @@ struct Access {
   std::int64_t address;
   bool write;
   std::uint32_t order;  // position in the iteration
+  int line;  // of the access site; 0 for a stream
+  BankCoordinates coordinates;
+  bool run_time_bank;  // charged on a bank its site reaches at run time
 };
 
 // The accesses of one bank in one iteration, distinct addresses counted.
@@ -175,6 +205,7 @@ struct BankUse {
   int reads;
   int writes;
   std::uint32_t first;  // order of its first access
+  int run_time_line;    // a site charged here that selects its bank at run time, or 0
 };
 
 inline std::string plural(int n, const std::string& word) {
@@ -201,6 +232,11 @@ inline std::string excess(const BankUse& use) {
   return "";
 }
 
+inline std::string run_time_note(const BankUse& use) {
+  if (use.run_time_line == 0) return "";
+  return " (line " + std::to_string(use.run_time_line) + " selects its bank at run time)";
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Iterations: the accesses of the thread's current pipelined-loop iteration.
 
@@ -223,22 +259,28 @@ class Iteration {
 
   void end() {
     if (!open()) return;
+    widen(nullptr);
     check(nullptr);
     accesses_.clear();
     owner_ = nullptr;
   }
 
-  void add(const Resource* resource, std::int64_t bank, std::int64_t address, bool write) {
-    accesses_.push_back({resource, bank, address, write, static_cast<std::uint32_t>(accesses_.size())});
+  void add(const Resource* resource, std::int64_t bank, std::int64_t address, bool write, int line = 0,
+           const BankCoordinates& coordinates = {}) {
+    accesses_.push_back(
+        {resource, bank, address, write, static_cast<std::uint32_t>(accesses_.size()), line, coordinates, false});
   }
 
-  // `resource` dies within the iteration: check its accesses now and forget them.
+  // `resource` dies: check its accesses of an open iteration now and forget them and its sites.
   void settle(const Resource* resource) {
-    if (!open()) return;
-    check(resource);
-    accesses_.erase(std::remove_if(accesses_.begin(), accesses_.end(),
-                                   [resource](const Access& a) { return a.resource == resource; }),
-                    accesses_.end());
+    if (open()) {
+      widen(resource);
+      check(resource);
+      accesses_.erase(std::remove_if(accesses_.begin(), accesses_.end(),
+                                     [resource](const Access& a) { return a.resource == resource; }),
+                      accesses_.end());
+    }
+    sites_.erase(resource);
   }
 
   std::uint32_t size() const { return static_cast<std::uint32_t>(accesses_.size()); }
@@ -256,7 +298,34 @@ class Iteration {
         worst_excess = std::move(problem);
       }
     }
-    if (worst != nullptr) report_conflict(loop_, worst->resource->name(), worst_excess);
+    if (worst != nullptr) report_conflict(loop_, worst->resource->name(), worst_excess + run_time_note(*worst));
+  }
+
+  // Notes the banks each array access's site reaches, and charges the access on each of them when there
+  // are several.
+  void widen(const Resource* only) {
+    std::map<std::tuple<const Resource*, int, bool>, int> executed;  // per source line, accesses so far
+    std::vector<Access> widened;
+    for (const Access& a : accesses_) {
+      if (a.line == 0 || (only != nullptr && a.resource != only)) {
+        widened.push_back(a);
+        continue;
+      }
+      const int nth = executed[{a.resource, a.line, a.write}]++;
+      SiteBanks& site = sites_[a.resource][{a.line, a.write, nth}];
+      site.add(a.coordinates);
+      if (!site.several()) {
+        widened.push_back(a);
+        continue;
+      }
+      for (const std::int64_t bank : a.resource->banks_of(site)) {
+        Access copy = a;
+        copy.bank = bank;
+        copy.run_time_bank = true;
+        widened.push_back(copy);
+      }
+    }
+    accesses_ = std::move(widened);
   }
 
   std::vector<BankUse> bank_uses(const Resource* only) const {
@@ -275,10 +344,11 @@ class Iteration {
     for (std::size_t i = 0; i < sorted.size(); i++) {
       const Access& a = sorted[i];
       if (uses.empty() || uses.back().resource != a.resource || uses.back().bank != a.bank) {
-        uses.push_back({a.resource, a.bank, 0, 0, a.order});
+        uses.push_back({a.resource, a.bank, 0, 0, a.order, 0});
       }
       BankUse& use = uses.back();
       use.first = std::min(use.first, a.order);
+      if (a.run_time_bank && use.run_time_line == 0) use.run_time_line = a.line;
       const bool repeated = i > 0 && sorted[i - 1].resource == a.resource && sorted[i - 1].bank == a.bank &&
                             sorted[i - 1].write == a.write && sorted[i - 1].address == a.address;
       if (!repeated) (a.write ? use.writes : use.reads)++;
@@ -289,6 +359,9 @@ class Iteration {
   const void* owner_ = nullptr;  // the PIPELINE pragma that opened it
   Site loop_{"", "", "", 0};
   std::vector<Access> accesses_;
+  // Per array, as long as it lives: its access sites (line, write, n-th access from the line in an
+  // iteration) and the banks they have reached.
+  std::map<const Resource*, std::map<std::tuple<int, bool, int>, SiteBanks>> sites_;
 };
 
 inline Iteration& current_iteration() {
@@ -331,6 +404,18 @@ class ArrayState : public Resource {
     return text + ")";
   }
 
+  std::vector<std::int64_t> banks_of(const SiteBanks& site) const override {
+    std::vector<std::int64_t> banks{0};
+    for (int d = 0; d < rank_; d++) {
+      std::vector<std::int64_t> next;
+      for (const std::int64_t bank : banks) {
+        for (const int coordinate : site.reached[d]) next.push_back(bank * layout_[d].banks(extent_[d]) + coordinate);
+      }
+      banks = std::move(next);
+    }
+    return banks;
+  }
+
   const std::string& bound_name() const { return name_; }
   void bind(const std::string& name) { name_ = name; }
   int rank() const { return rank_; }
@@ -348,17 +433,19 @@ class ArrayState : public Resource {
     if (ports_ != ports) ports_ = ports;
   }
 
-  // Records an access to the element at `index` if an iteration is open.
-  void note(const int* index, bool write) const {
+  // Records an access to the element at `index` from source line `line` if an iteration is open.
+  void note(const int* index, bool write, int line) const {
     Iteration& iteration = current_iteration();
     if (!iteration.open() || registers()) return;
     std::int64_t bank = 0, address = 0;
+    BankCoordinates coordinates{};
     for (int d = 0; d < rank_; d++) {
       const DimensionLayout& l = layout_[d];
-      bank = bank * l.banks(extent_[d]) + l.bank_of(index[d], extent_[d]);
+      coordinates[d] = l.bank_of(index[d], extent_[d]);
+      bank = bank * l.banks(extent_[d]) + coordinates[d];
       address = address * l.addresses(extent_[d]) + l.address_of(index[d], extent_[d]);
     }
-    iteration.add(this, bank, address, write);
+    iteration.add(this, bank, address, write, line, coordinates);
   }
 
   // This thread's local arrays, the one declared last first (pragmas name them).
@@ -437,6 +524,14 @@ struct Index {
   int at[kMaxRank];
   int depth;
   int offset;  // row-major element offset of the subscripts so far
+  int line;    // of the access: where the first subscript is
+};
+
+// An array's first subscript, which notes the source line it is written on.
+struct Subscript {
+  Subscript(int value, int line = __builtin_LINE()) : value(value), line(line) {}  // NOLINT: implicit on purpose
+  int value;
+  int line;
 };
 
 template <typename T, int Remaining>
@@ -473,12 +568,12 @@ class Ref<T, 0> {
   Ref(const Ref&) = default;
 
   operator Value() const {
-    array_->note(index_.at, false);
+    array_->note(index_.at, false, index_.line);
     return data_[index_.offset];
   }
 
   Ref& operator=(const Value& value) {
-    array_->note(index_.at, true);
+    array_->note(index_.at, true, index_.line);
     data_[index_.offset] = value;
     return *this;
   }
@@ -542,9 +637,9 @@ class Array {
   Array(const Array&) = delete;
   Array& operator=(const Array&) = delete;
 
-  Ref<T, kRank - 1> operator[](int i) { return Ref<T, kRank>(&state_, data_, Index{{}, 0, 0})[i]; }
-  Ref<const T, kRank - 1> operator[](int i) const {
-    return Ref<const T, kRank>(&state_, data_, Index{{}, 0, 0})[i];
+  Ref<T, kRank - 1> operator[](Subscript i) { return Ref<T, kRank>(&state_, data_, Index{{}, 0, 0, i.line})[i.value]; }
+  Ref<const T, kRank - 1> operator[](Subscript i) const {
+    return Ref<const T, kRank>(&state_, data_, Index{{}, 0, 0, i.line})[i.value];
   }
 
  private:
@@ -569,8 +664,8 @@ class Rom {
   Rom(const Rom&) = delete;
   Rom& operator=(const Rom&) = delete;
 
-  Ref<const T, kRank - 1> operator[](int i) const {
-    return Ref<const T, kRank>(state_, data_, Index{{}, 0, 0})[i];
+  Ref<const T, kRank - 1> operator[](Subscript i) const {
+    return Ref<const T, kRank>(state_, data_, Index{{}, 0, 0, i.line})[i.value];
   }
 
  private:
@@ -592,6 +687,7 @@ class StreamPorts : public Resource {
 
   std::string name() const override { return *stream_name_; }
   std::string bank_text(std::int64_t) const override { return ""; }
+  std::vector<std::int64_t> banks_of(const SiteBanks&) const override { return {0}; }
 
   // Every access is to a new address: each one counts.
   void note(bool write) const {

@@ -1,6 +1,7 @@
 // A pipelined loop reading READS_PER_ITERATION elements of a 6x3 table per iteration, row by row.
 // The table's layout and storage are chosen with -D: CYCLIC, RESHAPED, REGISTERS, ONE_PORT (default:
-// one unpartitioned dual-port memory).
+// one unpartitioned dual-port memory). ROTATED reads the diagonal (it + j) instead: every iteration's
+// reads fall into different banks of the CYCLIC table, but each read site reaches all of them.
 #include <cstdio>
 
 #include "ming_stream.h"
@@ -35,8 +36,12 @@ static void table_sum(hls::stream<int>& out) {
     HLS_PRAGMA(PIPELINE II=1)
     for (int j = 0; j < READS_PER_ITERATION; j++) {
       HLS_PRAGMA(UNROLL)
+#if defined(ROTATED)
+      sum += table[(it + j) % kRows][(it + j) % kCols];
+#else
       const int e = it * READS_PER_ITERATION + j;
       sum += table[e / kCols][e % kCols];
+#endif
     }
   }
   out.write(sum);
