@@ -226,23 +226,39 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
     """The epilogue's template values; its constant arrays go to `constant(role, ctype, array, comment)`."""
     e = p.epilogue
     if isinstance(e, AccRequant):
-        multiplier = numerics.ort_conv_multiplier(e.x_scale, e.w_scale, e.y_scale)
-        mantissa, exponent = numerics.float32_parts(multiplier)
         lanes = view.out_lanes[0]
-        view.epilogue = "requantize"
         view.extra["zero_point"] = e.zero_point
         constant("bias", "int32_t", _per_tile(e.bias.astype(np.int32), lanes),
                  "int32 bias with the input zero-point correction folded in, [output tile][lane]")
-        constant("mantissa", "int32_t", _per_tile(np.broadcast_to(mantissa, e.bias.shape).astype(np.int32), lanes),
-                 "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^exponent")
-        constant("exponent", "int32_t", _per_tile(np.broadcast_to(exponent, e.bias.shape).astype(np.int32), lanes),
-                 "requantization exponent")
+        lean = numerics.lean_channels(e.multipliers)
+        view.epilogue = "requantize"
+        view.extra["lean"] = lean is not None
+        if lean is not None:
+            ctypes = {"mantissa": "uint32_t", "shift": "uint8_t", "limit": "uint32_t"}
+            for role in view.arrays:
+                if role in ctypes:
+                    values = np.array([getattr(c, role) for c in lean], dtype=ctypes[role].removesuffix("_t"))
+                    constant(role, ctypes[role], _per_tile(values, lanes), _LEAN_COMMENTS[role])
+            if "shift" not in view.arrays:
+                view.extra["shift"] = lean[0].shift
+        else:
+            mantissa, exponent = numerics.float32_parts(e.multipliers)
+            constant("mantissa", "int32_t", _per_tile(mantissa.astype(np.int32), lanes),
+                     "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^exponent "
+                     "(exact float32 emulation: some channel's multiplier is below 2^-15)")
+            constant("exponent", "int32_t", _per_tile(exponent.astype(np.int32), lanes), "requantization exponent")
     elif isinstance(e, AverageRequant):
         view.extra.update(zero_point=e.zero_point, x_zero_point=e.x_zero_point, count=e.count)
         if e.global_pool:
-            mantissa, exponent = numerics.float32_parts(numerics.ort_gap_multiplier(e.x_scale, e.y_scale, e.count))
+            multiplier = numerics.ort_gap_multiplier(e.x_scale, e.y_scale, e.count)
+            lean = numerics.lean_requant(multiplier)
             view.epilogue = "requantize_global"
-            view.extra.update(mantissa=int(mantissa), exponent=int(exponent))
+            view.extra["lean"] = lean is not None
+            if lean is not None:
+                view.extra.update(mantissa=lean.mantissa, shift=lean.shift, limit=lean.limit)
+            else:
+                mantissa, exponent = numerics.float32_parts(multiplier)
+                view.extra.update(mantissa=int(mantissa), exponent=int(exponent))
         elif e.exclude_padding:
             view.epilogue = "average_valid"
             points = [numerics.avgpool_fixed_point(e.x_scale, e.y_scale, max(d, 1)) for d in range(e.count + 1)]
@@ -265,6 +281,14 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
                  f"clamped to [{e.qmin}, {e.qmax}]; one copy per lane")
     elif p.kind == "maxpool":
         view.epilogue = "max"
+
+
+_LEAN_COMMENTS = {
+    "mantissa": "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^-shift, "
+                "scaled to the common shift where one fits",
+    "shift": "requantization shift",
+    "limit": "least |accumulator| whose output saturates (ming::requantize_lean clamps to it)",
+}
 
 
 def _c_initializer(array: np.ndarray, width: int = 110) -> str:

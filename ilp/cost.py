@@ -15,13 +15,16 @@ their depth) are counted in the process they feed or drain, the stage they form 
 
 Resources (DSP48E2, BRAM18K, URAM, LUT, FF):
 * DSP: one int8 multiply-accumulate lane per DSP48E2 (no INT8 packing, WP486 would halve it);
-  each requantization lane (24 x 24-bit product of `ming::requantize`, two 31-bit products of
-  `ming::add_requant`, one 32 x 31-bit of `ming::avgpool_requant`) costs 2 DSPs. Adders and
-  comparators are LUTs.
+  each requantization lane (24 x 27-bit product of `ming::requantize_lean`, two 31-bit products of
+  `ming::add_requant`, one 32 x 31-bit of `ming::avgpool_requant`) costs 2 DSPs, the exact float32
+  emulation `ming::requantize` (a channel without a lean datapath) 3. Adders and comparators are LUTs.
 * Memories: the storage plan's own count (`ming_py.storage`).
-* LUT/FF of logic: a per-process control base, 12 LUTs per MAC lane (adder tree), 150 per
-  requantization lane; FF = 1.5 x logic LUT plus the registers of the storage plan. Rough by
-  intent: the ILP needs the trend, the vendor report gives the truth.
+* LUT/FF of logic: a per-process control base, 12 LUTs per MAC lane (adder tree), per requantization
+  lane 200 for the lean datapath with a shift constant to the process (abs and clamp, a 48-bit
+  fraction compare, an 11-bit priority encoder, sign, zero point, saturation), 450 when the shift
+  varies by channel (a 51-bit barrel shifter and masks), 1,200 for the exact emulation (two 64-bit
+  normalizations); FF = 1.5 x logic LUT plus the registers of the storage plan. Rough by intent: the
+  ILP needs the trend, the vendor report gives the truth.
 """
 
 from __future__ import annotations
@@ -34,13 +37,13 @@ from dataclasses import dataclass
 from ming_py.dataflow import Process, StreamGraph
 from ming_py.ir import AccRequant, AddRequant, AverageRequant
 from ming_py.kernel import kernel_spec, loop_of
-from ming_py.storage import memory_cost, plan_arrays
+from ming_py.storage import memory_cost, plan_arrays, requant_datapath
 
 PIPELINE_DEPTH = 4  # the AXI adapters' pipeline depth
 CONTROL_LUT = 300
 LUT_PER_MAC = 12
-LUT_PER_REQUANT = 150
-DSP_PER_REQUANT = 2
+# (LUT, DSP) of one requantization lane by datapath (`ming_py.storage.requant_datapath`)
+REQUANT_LANE = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (1200, 3), "fixed point": (150, 2)}
 AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
 PROGRESS_SAMPLES = 10  # points of each process's progress curve in the latency model
 
@@ -83,9 +86,10 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
     loop = loop_of(spec)
     cycles, fill = _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain)
     requant_lanes = choice.lanes_out[0] if _has_requant(p) else 0
+    requant_lut, requant_dsp = REQUANT_LANE[requant_datapath(p.epilogue)] if requant_lanes else (0, 0)
     bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
-    logic = CONTROL_LUT + LUT_PER_MAC * spec.macs + LUT_PER_REQUANT * requant_lanes
-    dsp = spec.macs + DSP_PER_REQUANT * requant_lanes
+    logic = CONTROL_LUT + LUT_PER_MAC * spec.macs + requant_lut * requant_lanes
+    dsp = spec.macs + requant_dsp * requant_lanes
     progress, lags = _progress(graph, p, choice, loop)
     return Cost(cycles, fill, dsp, bram, uram, logic + memory_lut, int(1.5 * logic) + registers,
                 progress, lags)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import numerics
+
 PARALLEL = "parallel"
 REDUCTION = "reduction"
 
@@ -115,6 +117,12 @@ class AccRequant:
     channel_dim: int
     qmin: int = -128
     qmax: int = 127
+
+    @property
+    def multipliers(self) -> np.ndarray:
+        """float32 x_scale * w_scale / y_scale per output channel, in onnxruntime's order."""
+        return np.broadcast_to(numerics.ort_conv_multiplier(self.x_scale, self.w_scale, self.y_scale),
+                               self.bias.shape)
 
 
 @dataclass(eq=False)

@@ -30,8 +30,9 @@ from functools import cached_property
 from .dataflow import WINDOW_KINDS, Window
 
 # Pipeline depth of each kind's loop (cycles from an iteration's start to its output write):
-# stream read 1, buffer read 2, multiply 3, adder tree log2(terms), requantization 4.
-REQUANT_STAGES = 4
+# stream read 1, buffer read 2, multiply 3, adder tree log2(terms), requantization 6 (the lean
+# datapath: abs and clamp 1, the DSP product 3, fraction compare 1, sign, zero point and saturation 1).
+REQUANT_STAGES = 6
 
 
 def pipeline_depth(kind: str, terms: int) -> int:

@@ -43,6 +43,7 @@ of these rules, not bit-exact for Conv).  See docs/numerics.md section 4.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
@@ -59,11 +60,13 @@ __all__ = [
     "rescale_fixed_point", "rescale", "rescale_table", "apply_table",
     "fma_float32", "ort_dequantize_linear", "ort_quantize_linear",
     "ort_qlinear_add_reference", "ort_qlinear_avgpool_reference",
-    "ORT_X86_DOMAIN_OFFSET",
+    "ORT_X86_DOMAIN_OFFSET", "LeanRequant", "lean_requant", "lean_channels", "lean_magnitude", "requantize_lean",
 ]
 
 INT8_MIN = -128
 INT8_MAX = 127
+I32_MIN = -(1 << 31)
+I32_MAX = (1 << 31) - 1
 
 #: On x86-64 with default SessionOptions ORT's ``QDQS8ToU8Transformer`` rewrites every
 #: int8 Q->DQ pair whose Q has a single consumer to uint8 (value + 128, zero point + 128)
@@ -265,6 +268,102 @@ def requantize(acc: ArrayLike, multiplier: ArrayLike, zero_point: ArrayLike,
     mag = np.where(e_tot >= 0, pos, round_shift_half_even(p_m, np.maximum(-e_tot, 0)))
     y = np.where(neg, -mag, mag) + _i64(zero_point)
     return saturate(y, qmin, qmax)
+
+
+# ---------------------------------------------------------------------------
+# The lean requantization datapath (what the emitted C++ runs)
+# ---------------------------------------------------------------------------
+# From this magnitude of rne(acc * M) on, every int8 or uint8 output saturates whatever its zero point.
+LEAN_SATURATING = 512
+LEAN_LIMIT_BITS = 24  # |acc| up to the limit converts to float32 exactly
+LEAN_MANTISSA_BITS = 27  # a mantissa scaled to a common shift still fits a DSP48E2's 27-bit port
+
+
+@dataclasses.dataclass(frozen=True)
+class LeanRequant:
+    """Constants of :func:`requantize_lean` for one float32 multiplier ``M = mantissa * 2**-shift``:
+    ``limit`` is the least ``|acc|`` whose output saturates (``|rne(f32(acc * M))| >= 512``)."""
+
+    mantissa: int
+    shift: int
+    limit: int
+
+
+def lean_requant(multiplier: ArrayLike) -> LeanRequant | None:
+    """The lean datapath's constants for `multiplier`, or None where its argument does not hold
+    (``limit >= 2**24``, so float32(acc) may round, or ``M >= 2**23``)."""
+    return _lean_requant(int(np.asarray(multiplier, _F32).view(np.uint32)))
+
+
+def lean_channels(multipliers: ArrayLike) -> tuple[LeanRequant, ...] | None:
+    """The lean constants of every channel, or None if one channel has none. Where the mantissas,
+    scaled to the largest shift, fit 27 bits, every channel gets that shift: the datapath's shift
+    is then wiring, not a barrel shifter (scaling P, the half and the band by the same power of two
+    changes no comparison)."""
+    return _lean_channels(np.asarray(multipliers, _F32).reshape(-1).tobytes())
+
+
+@functools.lru_cache(maxsize=None)
+def _lean_channels(multipliers: bytes) -> tuple[LeanRequant, ...] | None:
+    constants = [lean_requant(m) for m in np.frombuffer(multipliers, _F32)]
+    if any(c is None for c in constants):
+        return None
+    common = max(c.shift for c in constants)
+    if all(c.mantissa << (common - c.shift) < 1 << LEAN_MANTISSA_BITS for c in constants):
+        constants = [LeanRequant(c.mantissa << (common - c.shift), common, c.limit) for c in constants]
+    return tuple(constants)
+
+
+@functools.lru_cache(maxsize=None)
+def _lean_requant(bits: int) -> LeanRequant | None:
+    m = np.uint32(bits).view(_F32)
+    mant, exp = (int(v) for v in float32_parts(m))
+    if mant == 0 or exp >= 0:
+        return None
+    top = (1 << LEAN_LIMIT_BITS) - 1
+    if _magnitude(top, m) < LEAN_SATURATING:
+        return None
+    low, high = 0, top  # the magnitude is monotonic in |acc|: bisect for the least saturating one
+    while low < high:
+        mid = (low + high) // 2
+        if _magnitude(mid, m) >= LEAN_SATURATING:
+            high = mid
+        else:
+            low = mid + 1
+    return LeanRequant(mant, -exp, low)
+
+
+def _magnitude(a: int, m: np.float32) -> int:
+    return int(requantize(a, m, 0, I32_MIN, I32_MAX))
+
+
+def lean_magnitude(a: ArrayLike, mantissa: ArrayLike, shift: ArrayLike) -> IntArray:
+    """``rne(f32(a * M))`` for ``0 <= a <= limit`` without normalizing: with ``P = a * mantissa``
+    (exact), ``y0 = P >> shift`` and ``d`` the distance of the fraction from one half, float32 rounds
+    ``P`` at bit ``t = shift + bitlen(y0) - 24`` first, which moves the fraction to exactly one half
+    when ``|d| <= 2**(t-1)`` (ties of that rounding go to the even neighbour, away from the half), and
+    the final rne then rounds that half to even. So the result is ``y0 + 1`` when ``d`` exceeds the
+    band, ``y0 + (y0 odd)`` inside it, else ``y0``: a multiply, a compare and a 10-bit priority encoder
+    instead of two normalizations."""
+    a, mantissa, shift = _i64(a), _i64(mantissa), _i64(shift)
+    p = a * mantissa
+    y0 = p >> shift
+    d = (p & ((np.int64(1) << shift) - 1)) - (np.int64(1) << (shift - 1))
+    t = shift + bit_length(y0) - 24
+    band = np.where(t >= 1, np.int64(1) << np.maximum(t - 1, 0), 0)
+    up = (d > band) | ((np.abs(d) <= band) & ((y0 & 1) == 1))
+    return y0 + up.astype(np.int64)
+
+
+def requantize_lean(acc: ArrayLike, mantissa: ArrayLike, shift: ArrayLike, limit: ArrayLike,
+                    zero_point: ArrayLike, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """:func:`requantize` as the emitted datapath computes it (`ming::requantize_lean`), equal to it
+    wherever :func:`lean_requant` gave the constants (tests/test_lean_requant.py proves it over every
+    accumulator value): ``|acc|`` is clamped to ``limit`` (beyond it the output saturates either way),
+    then :func:`lean_magnitude`, the sign and the zero point."""
+    acc = _i64(acc)
+    mag = lean_magnitude(np.minimum(np.abs(acc), _i64(limit)), mantissa, shift)
+    return saturate(np.where(acc < 0, -mag, mag) + _i64(zero_point), qmin, qmax)
 
 
 def gap_requant(window_sum: ArrayLike, count: int, x_scale: ArrayLike, x_zp: int,

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import numerics
 from .ir import AccRequant, AverageRequant
 from .kernel import KernelSpec
 
@@ -170,8 +171,8 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
         arrays["weights"] = _array("weights", 8, (Dim(spec.fold), spread(lanes, lanes, "reshape")), rom=True)
     if isinstance(epilogue, AccRequant):
         tiles, lanes = spec.tokens_out[0], spec.lanes_out[0]
-        for role in ("bias", "mantissa", "exponent"):
-            arrays[role] = _array(role, 32, (Dim(tiles), spread(lanes, lanes, "reshape")), rom=True)
+        for role, bits in requant_constants(epilogue):
+            arrays[role] = _array(role, bits, (Dim(tiles), spread(lanes, lanes, "reshape")), rom=True)
     if isinstance(epilogue, AverageRequant) and epilogue.exclude_padding and not epilogue.global_pool:
         for role, bits in (("divisor_multiplier", 64), ("divisor_shift", 32)):
             arrays[role] = _array(role, bits, (Dim(epilogue.count + 1),), rom=True)
@@ -184,6 +185,30 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
         tokens, lanes = spec.tokens_in[0], spec.lanes_in[0]
         arrays["acc"] = _array("acc", 32, (Dim(tokens), spread(lanes, lanes, "reshape")), rom=False)
     return arrays
+
+
+def requant_constants(epilogue: AccRequant) -> tuple[tuple[str, int], ...]:
+    """(role, bits) of the per-channel constants of a MAC process's requantization: the lean datapath's
+    (`ming::requantize_lean`; a shift common to all channels is a constant of the code, not a table)
+    where every channel has them, else the exact float32 emulation's."""
+    lean = numerics.lean_channels(epilogue.multipliers)
+    if lean is None:
+        return ("bias", 32), ("mantissa", 32), ("exponent", 32)
+    if len({c.shift for c in lean}) == 1:
+        return ("bias", 32), ("mantissa", 32), ("limit", 32)
+    return ("bias", 32), ("mantissa", 32), ("shift", 8), ("limit", 32)
+
+
+def requant_datapath(epilogue) -> str:
+    """The requantization datapath a process's lanes carry: "lean" (`ming::requantize_lean` with one
+    shift), "lean, shift by channel", "exact" (`ming::requantize`) or "fixed point" (Add, AveragePool)."""
+    if isinstance(epilogue, AccRequant):
+        roles = [role for role, _ in requant_constants(epilogue)]
+        return "exact" if "exponent" in roles else "lean, shift by channel" if "shift" in roles else "lean"
+    if isinstance(epilogue, AverageRequant) and epilogue.global_pool:
+        multiplier = numerics.ort_gap_multiplier(epilogue.x_scale, epilogue.y_scale, epilogue.count)
+        return "lean" if numerics.lean_requant(multiplier) is not None else "exact"
+    return "fixed point"
 
 
 def _line_buffer(spec: KernelSpec, memory: str) -> ArrayPlan:

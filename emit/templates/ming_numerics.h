@@ -141,6 +141,38 @@ inline int8_t requantize(int64_t acc, int64_t mantissa, int32_t exponent, int32_
     return static_cast<int8_t>(requantize_i32(acc, mantissa, exponent, zero_point, qmin, qmax));
 }
 
+// numerics.requantize_lean: the requantization datapath of the emitted kernels, equal to requantize
+// wherever numerics.lean_channels gave (mantissa, shift, limit): mantissa < 2^27, limit < 2^24 and
+// the product's whole part below 2^11 (tests/test_lean_requant.py proves it over every accumulator
+// value). Per lane: |acc| clamped to 24 bits, one 24 x 27-bit product (two DSP48E2), the fraction's
+// distance from one half against a band placed by an 11-bit priority encoder, sign, zero point and
+// saturation; the masks give the synthesized operators their widths, and a shift that is a constant
+// of the process makes the shifts and masks wiring.
+inline int32_t requantize_lean_i32(int32_t acc, uint32_t mantissa, uint32_t shift, uint32_t limit,
+                                   int32_t zero_point, int32_t qmin, int32_t qmax) {
+    const bool negative = acc < 0;
+    const uint32_t magnitude = negative ? 0u - static_cast<uint32_t>(acc) : static_cast<uint32_t>(acc);
+    const uint64_t a = (magnitude < limit ? magnitude : limit) & 0xFFFFFFu;
+    const uint64_t product = a * (mantissa & 0x7FFFFFFu);
+    const int s = shift < 1 ? 1 : (shift > 51 ? 51 : static_cast<int>(shift));
+    const uint64_t whole = (product >> s) & 0x7FFu;
+    const uint64_t half = UINT64_C(1) << (s - 1);
+    const uint64_t fraction = product & ((UINT64_C(1) << s) - 1);
+    // float32 rounds the product at this bit first: a fraction within the band becomes exactly one half
+    // (with a scaled mantissa, s - 24 still counts from the float32 product's least significant bit)
+    const int position = s + bit_length(whole) - 24;
+    const uint64_t band = position >= 1 ? UINT64_C(1) << (position - 1) : 0;
+    const uint64_t distance = fraction >= half ? fraction - half : half - fraction;
+    const bool up = (fraction > half && distance > band) || (distance <= band && (whole & 1u) != 0);
+    const int64_t rounded = static_cast<int64_t>(whole) + (up ? 1 : 0);
+    return static_cast<int32_t>(saturate((negative ? -rounded : rounded) + zero_point, qmin, qmax));
+}
+
+inline int8_t requantize_lean(int32_t acc, uint32_t mantissa, uint32_t shift, uint32_t limit, int32_t zero_point,
+                              int32_t qmin = -128, int32_t qmax = 127) {
+    return static_cast<int8_t>(requantize_lean_i32(acc, mantissa, shift, limit, zero_point, qmin, qmax));
+}
+
 // numerics.fixed_point_rescale(x, FixedPoint(multiplier, shift), "half_even", pre_round_offset)
 //   = rne((x * multiplier + (pre_round_offset << shift)) / 2^shift).
 //   Contract: |x| < 2^31, 0 <= multiplier < 2^31, 1 <= shift <= 62 (to_fixed_point's range),
