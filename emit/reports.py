@@ -13,7 +13,10 @@ from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
 from ming_py.kernel import kernel_spec
-from ming_py.storage import ArrayPlan, plan_arrays
+from ming_py.ir import AccRequant, AddRequant, AverageRequant
+from ming_py.storage import ArrayPlan, plan_arrays, requant_datapath
+
+REQUANTIZING = (AccRequant, AddRequant, AverageRequant)
 
 from .hls import _environment
 from .identifiers import comment_text, cpp_names, mlir_string
@@ -32,6 +35,7 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
             "loop_bounds": graph.trip_counts(p) | _pixel_loops(graph, p),
             "schedule": {"unroll": unroll, "lanes_in": [schedule.lanes_of(c) for c in p.inputs],
                          "lanes_out": [schedule.lanes_of(c) for c in p.outputs]},
+            "requantization": requant_datapath(p.epilogue) if isinstance(p.epilogue, REQUANTIZING) else None,
         })
         arrays = _arrays(graph, schedule, p)
         nodes[-1] |= {"buffers_bits": {role: a.bits for role, a in arrays.items()},
