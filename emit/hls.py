@@ -66,6 +66,7 @@ class ProcessView:
     in_pixels: int = 0
     line_buffer_rows: int = 0
     window_tile: tuple[int, int] = (1, 1)  # rows x columns of the window in one k tile
+    multipliers: str = "dsp"  # ming_py.kernel.MULTIPLIERS
     epilogue: str = ""
     arrays: dict[str, str] = field(default_factory=dict)  # role -> C++ constant array
     extra: dict = field(default_factory=dict)
@@ -166,6 +167,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
         in_pixels=ins[0].pixels,
         line_buffer_rows=line_buffer_rows(spec) if p.kind in _WINDOW else 0,
         window_tile=window_tile(p.window.kernel, sched.factor("k")) if p.kind in _WINDOW else (1, 1),
+        multipliers=sched.multipliers,
         arrays=names.arrays[p.name])
     constants: list[CConstant] = []
 

@@ -45,6 +45,8 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
             nodes[-1] |= {"cycles": cost.cycles, "fill_cycles": cost.fill, "dsp": cost.dsp, "bram18k": cost.bram18k,
                           "uram": cost.uram, "lut": cost.lut, "ff": cost.ff}
             nodes[-1]["schedule"]["storage"] = dict(sched.storage)
+        if p.weights is not None:
+            nodes[-1]["schedule"]["multipliers"] = sched.multipliers
     channels = [{"name": c.name, "cpp_name": names.channels[c.name], "producer": c.producer, "consumer": c.consumer,
                  "shape": [c.channels, c.height, c.width], "lanes": schedule.lanes_of(c.name),
                  "fifo_depth": schedule.depth_of(c.name)} for c in graph.channels.values()]

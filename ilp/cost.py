@@ -14,7 +14,9 @@ The top function's AXI adapters (`unpack_axis`, `pack_axis`: max(words, tokens) 
 their depth) are counted in the process they feed or drain, the stage they form with it.
 
 Resources (DSP48E2, BRAM18K, URAM, LUT, FF):
-* DSP: one int8 multiply-accumulate lane per DSP48E2 (no INT8 packing, WP486 would halve it);
+* DSP: one int8 multiply-accumulate lane per DSP48E2, none in LUT fabric (48 LUTs a lane), half a
+  DSP48E2 for two lanes sharing their input (AMD WP486; 10 LUTs a lane split the result) -- the
+  schedule's `multipliers`, bound by BIND_OP;
   each requantization lane (24 x 27-bit product of `ming::requantize_lean`, two 31-bit products of
   `ming::add_requant`, one 32 x 31-bit of `ming::avgpool_requant`) costs 2 DSPs, the exact float32
   emulation `ming::requantize` (a channel without a lean datapath) 3. Adders and comparators are LUTs.
@@ -42,6 +44,9 @@ from ming_py.storage import memory_cost, plan_arrays, requant_datapath
 PIPELINE_DEPTH = 4  # the AXI adapters' pipeline depth
 CONTROL_LUT = 300
 LUT_PER_MAC = 12
+# (LUT beyond the adder tree, DSP) of one MAC lane by multiplier: an 8 x 8-bit signed product in LUTs,
+# or half a DSP48E2 and the split of its result (AMD WP486)
+MAC_LANE = {"dsp": (0, 1.0), "fabric": (48, 0.0), "dsp_pair": (10, 0.5)}
 # (LUT, DSP) of one requantization lane by datapath (`ming_py.storage.requant_datapath`)
 REQUANT_LANE = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (1200, 3), "fixed point": (150, 2)}
 AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
@@ -56,6 +61,7 @@ class Choice:
     lanes_in: tuple[int, ...]
     lanes_out: tuple[int, ...]
     line_buffer_in: str = "bram"  # "bram" | "uram" (weights are ROMs: BRAM or LUTRAM, URAM has no init)
+    multipliers: str = "dsp"  # ming_py.kernel.MULTIPLIERS
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)
@@ -88,8 +94,9 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
     requant_lanes = choice.lanes_out[0] if _has_requant(p) else 0
     requant_lut, requant_dsp = REQUANT_LANE[requant_datapath(p.epilogue)] if requant_lanes else (0, 0)
     bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
-    logic = CONTROL_LUT + LUT_PER_MAC * spec.macs + requant_lut * requant_lanes
-    dsp = spec.macs + requant_dsp * requant_lanes
+    mac_lut, mac_dsp = MAC_LANE[choice.multipliers]
+    logic = CONTROL_LUT + (LUT_PER_MAC + mac_lut) * spec.macs + requant_lut * requant_lanes
+    dsp = math.ceil(mac_dsp * spec.macs) + requant_dsp * requant_lanes
     progress, lags = _progress(graph, p, choice, loop)
     return Cost(cycles, fill, dsp, bram, uram, logic + memory_lut, int(1.5 * logic) + registers,
                 progress, lags)

@@ -38,7 +38,7 @@ import pulp
 
 from ming_py.boards import Board
 from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
-from ming_py.kernel import static_banks
+from ming_py.kernel import multiplier_choices, static_banks
 from ming_py.ir import MingError
 
 from .budget import RESOURCES, UNITS, Budget
@@ -92,7 +92,8 @@ def candidates(graph: StreamGraph, process, pins: dict[str, int] | None = None,
             if not static_banks(process.kind, unroll.get("k", 1), lanes_in[0]):
                 continue
             for memory in memories:
-                result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory))
+                for multipliers in multiplier_choices(process.kind, unroll):
+                    result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory, multipliers))
     return result
 
 
@@ -442,11 +443,16 @@ def _share(cost: Cost, budget: Budget) -> float:
 
 
 def smallest_design(graph: StreamGraph) -> dict[str, int]:
-    """Resources of the least parallel design (every factor and lane 1): what any build needs."""
-    costs = [process_cost(graph, p, Choice(tuple((loop, 1) for loop in graph.trip_counts(p)),
-                                           (1,) * len(p.inputs), (1,) * len(p.outputs)))
-             for p in graph.processes]
-    return {r: sum(getattr(c, r) for c in costs) for r in RESOURCES}
+    """Resources of the least parallel design (every factor and lane 1), each at the multipliers that
+    need least of it: what any build needs."""
+    needs = dict.fromkeys(RESOURCES, 0)
+    for p in graph.processes:
+        ones = tuple((loop, 1) for loop in graph.trip_counts(p))
+        costs = [process_cost(graph, p, Choice(ones, (1,) * len(p.inputs), (1,) * len(p.outputs), multipliers=m))
+                 for m in multiplier_choices(p.kind, dict(ones))]
+        for r in RESOURCES:
+            needs[r] += min(getattr(c, r) for c in costs)
+    return needs
 
 
 def _describe(needs: dict[str, int]) -> str:
@@ -480,7 +486,8 @@ def schedule_of(graph: StreamGraph, chosen: dict[str, Choice]) -> Schedule:
     lanes = {}
     for name, choice in chosen.items():
         process = graph.process(name)
-        processes[name] = ProcessSchedule(choice.unroll, tuple(sorted(storage_plan(process, choice, graph).items())))
+        processes[name] = ProcessSchedule(choice.unroll, tuple(sorted(storage_plan(process, choice, graph).items())),
+                                          choice.multipliers)
         lanes.update(zip(process.outputs, choice.lanes_out))
         for channel, count in zip(process.inputs, choice.lanes_in):
             lanes.setdefault(channel, count)  # the accelerator input: its consumer's parallelism

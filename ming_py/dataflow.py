@@ -156,6 +156,7 @@ class StreamGraph:
 class ProcessSchedule:
     unroll: tuple[tuple[str, int], ...] = ()  # (loop, factor); missing loops are not unrolled
     storage: tuple[tuple[str, str], ...] = ()  # (buffer, "bram" | "uram" | "lutram"); default BRAM
+    multipliers: str = "dsp"  # where the int8 products are computed (ming_py.kernel.MULTIPLIERS)
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)
@@ -198,16 +199,20 @@ def validate_schedule(graph: StreamGraph, schedule: Schedule) -> list[str]:
                 problems.append(f"{process.name}: unroll {loop}={factor} does not divide its trip count "
                                 f"{trips[loop]}")
     if not problems:
-        from .kernel import kernel_spec  # the loop description builds on this module
+        from .kernel import kernel_spec, multiplier_choices  # the loop description builds on this module
 
         for process in graph.processes:
-            spec = kernel_spec(graph, process, schedule.of(process.name).unroll,
+            sched = schedule.of(process.name)
+            spec = kernel_spec(graph, process, sched.unroll,
                                [schedule.lanes_of(c) for c in process.inputs],
                                [schedule.lanes_of(c) for c in process.outputs])
             try:
                 spec.check()
             except ValueError as error:
                 problems.append(f"{process.name}: {error}")
+            choices = multiplier_choices(process.kind, dict(sched.unroll))
+            if sched.multipliers not in choices:
+                problems.append(f"{process.name}: multipliers '{sched.multipliers}' (choose from {', '.join(choices)})")
     for name, channel in graph.channels.items():
         lanes = schedule.lanes_of(name)
         if lanes < 1 or channel.channels % lanes:

@@ -57,6 +57,20 @@ def static_banks(kind: str, unroll_k: int, lanes_in: int) -> bool:
     return unroll_k == lanes_in if kind == "dense" else True
 
 
+# Where a MAC process's int8 products are computed: one per DSP48E2, in LUT fabric, or two that share
+# their input per DSP48E2 (AMD WP486: x * (w_high * 2^18 + w_low) on the 27 x 18-bit multiplier).
+MULTIPLIERS = ("dsp", "fabric", "dsp_pair")
+_SHARED_INPUT_LOOP = {"conv": "oc", "pointwise": "oc", "dense": "n"}  # lanes multiplying the same input
+
+
+def multiplier_choices(kind: str, unroll: dict[str, int]) -> tuple[str, ...]:
+    """The multipliers a process may use: pairs need an even number of lanes sharing each input."""
+    if kind not in ("conv", "pointwise", "depthwise", "dense"):
+        return ("dsp",)
+    pair = _SHARED_INPUT_LOOP.get(kind)
+    return MULTIPLIERS if pair is not None and unroll.get(pair, 1) % 2 == 0 else MULTIPLIERS[:2]
+
+
 def window_tile(kernel: tuple[int, int], unroll_k: int) -> tuple[int, int]:
     """The rows x columns of the window that one k tile of `unroll_k` elements covers: the widest
     column run that divides both U_k and K_w, the rest in rows (any divisor of K_h * K_w splits so).

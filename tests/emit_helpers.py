@@ -13,6 +13,7 @@ from ming_py.build import design
 from ming_py.output import write_tree
 from ming_py.csim import run_csim
 from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
+from ming_py.kernel import multiplier_choices
 from ming_py.line_buffers import build_stream_graph
 
 
@@ -27,7 +28,7 @@ LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "global_avgpool", "add", "res
 
 
 def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: int = 8) -> Schedule:
-    """A valid schedule with random divisor lanes, unroll factors and FIFO depths. Lanes are the
+    """A valid schedule with random divisor lanes, unroll factors, multipliers and FIFO depths. Lanes are the
     parallelism a process consumes and produces (conv: ic in, oc out; depthwise and pooling: c both
     ways; element-wise: one lane count throughout), so they are drawn per group of tied channels; a dense
     layer's k tile is its input token."""
@@ -55,7 +56,7 @@ def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: i
             tied["k"] = lanes[p.inputs[0]]  # a k tile is an input token (ming_py.kernel.static_banks)
         unroll = tuple((loop, tied[loop] if loop in tied else rng.choice([d for d in divisors(trip) if d <= max_factor]))
                        for loop, trip in trips.items())
-        processes[p.name] = ProcessSchedule(unroll)
+        processes[p.name] = ProcessSchedule(unroll, multipliers=rng.choice(multiplier_choices(p.kind, dict(unroll))))
     depths = {name: rng.choice([1, 2, 3, 16]) for name in stream_graph.channels}
     return Schedule(processes, lanes, depths)
 

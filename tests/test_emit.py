@@ -6,14 +6,18 @@ import json
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import zoo
 from emit_helpers import csim, random_schedule, stream_graph_of
+from ming_py.dataflow import ProcessSchedule, Schedule
+from ming_py.kernel import MULTIPLIERS, multiplier_choices
 from ming_py import reference
 
+TEMPLATES = Path(__file__).resolve().parents[1] / "emit" / "templates"
 MODELS = sorted(set(zoo.MODELS) - {"conv_grouped"})
 NETWORKS = ["residual_block", "two_residual_stages", "dw_separable", "lenet", "tiny_cnn", "concat_branches",
             "conv_avgpool3_p1", "conv_flatten_matmul"]
@@ -47,6 +51,48 @@ def test_csim_under_random_schedules_fits_the_ports(lifted, tmp_path, name):
         schedule = random_schedule(stream_graph, rng)
         got = csim(graph, tmp_path / f"out{trial}", x, schedule, check_ports=True)
         assert np.array_equal(got, expected), schedule
+
+
+@pytest.mark.parametrize("multipliers", MULTIPLIERS)
+def test_every_multiplier_choice_is_bit_exact(lifted, tmp_path, multipliers):
+    """tiny_cnn with every MAC process on one multiplier choice (even lanes, so pairs apply): the
+    port-checked C-simulation equals the reference, and each product is bound as chosen."""
+    graph = lifted("tiny_cnn")
+    stream_graph = stream_graph_of(graph)
+    schedule = random_schedule(stream_graph, random.Random(5))
+    lanes = {name: 2 if c.channels % 2 == 0 else 1 for name, c in stream_graph.channels.items()}
+    processes = {}
+    for p in stream_graph.processes:
+        tied = {"oc": lanes[p.outputs[0]], "n": lanes[p.outputs[0]], "ic": lanes[p.inputs[0]],
+                "c": lanes[p.inputs[0]], "k": lanes[p.inputs[0]] if p.kind == "dense" else 1}
+        unroll = tuple((loop, tied.get(loop, 1)) for loop in stream_graph.trip_counts(p))
+        chosen = multipliers if multipliers in multiplier_choices(p.kind, dict(unroll)) else "dsp"
+        processes[p.name] = ProcessSchedule(unroll, multipliers=chosen)
+    schedule = Schedule(processes, lanes, schedule.depths)
+    x = zoo.random_input("tiny_cnn", 11)
+    got = csim(graph, tmp_path / "out", x, schedule, check_ports=True)
+    assert np.array_equal(got, reference_output(graph, x))
+    cpp = next((tmp_path / "out" / "hls").glob("tiny_cnn.cpp")).read_text()
+    if multipliers == "dsp_pair":
+        assert "ming::multiply_pair(" in cpp and "BIND_OP" not in cpp.split("static void fc(")[1]
+    else:
+        assert f"op=mul impl={multipliers})" in cpp and "multiply_pair(" not in cpp.split("#include")[-1]
+
+
+def test_pair_product_is_exact_for_every_int8_triple(tmp_path):
+    """ming::multiply_pair (two int8 products in one 27 x 18-bit multiply) over all 2^24 (x, w_low, w_high)."""
+    source = tmp_path / "pair.cpp"
+    source.write_text(
+        '#include <cstdio>\n#include "ming_numerics.h"\n'
+        "int main() {\n  long wrong = 0;\n"
+        "  for (int x = -128; x < 128; x++)\n    for (int a = -128; a < 128; a++)\n      for (int b = -128; b < 128; b++) {\n"
+        "        int32_t low, high;\n"
+        "        ming::multiply_pair(static_cast<int8_t>(x), static_cast<int8_t>(a), static_cast<int8_t>(b), low, high);\n"
+        "        wrong += low != x * a || high != x * b;\n      }\n"
+        '  std::printf("%ld\\n", wrong);\n}\n')
+    binary = tmp_path / "pair"
+    subprocess.run(["g++", "-std=c++17", "-O2", f"-I{TEMPLATES}", str(source), "-o", str(binary)], check=True)
+    assert subprocess.run([str(binary)], capture_output=True, text=True, check=True).stdout == "0\n"
 
 
 def test_buffers_scale_with_width_only(tmp_path):

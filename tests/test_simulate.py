@@ -319,11 +319,15 @@ def _least_finish(report: dict) -> dict | None:
     unknown = -(10**12)
     written = {c["name"]: [unknown] * _tokens(c) for c in report["channels"]}
     read = {c["name"]: [unknown] * _tokens(c) for c in report["channels"]}
-    bound = 2 * sum(depth + len(iterations) for depth, iterations in processes.values()) + 100
+    # Bellman-Ford: a longest path visits each event (iteration or token move) at most once, and every sweep
+    # extends the settled paths by at least one edge, so more sweeps than events mean a positive cycle.
+    nodes = sum(len(iterations) + sum(map(len, iterations)) for _, iterations in processes.values())
     finish = {}
-    changed = True
+    changed, sweeps = True, 0
     while changed:
-        changed = False
+        changed, sweeps = False, sweeps + 1
+        if sweeps > nodes + 1:
+            return None
         for name, (depth, iterations) in processes.items():
             pushes = 0
             moved = {c: 0 for c in fifo_depth}
@@ -342,8 +346,6 @@ def _least_finish(report: dict) -> dict | None:
                     changed |= time_[k] != new
                     time_[k] = new
             finish[name] = len(iterations) + pushes + depth
-            if finish[name] > bound:
-                return None
     return finish
 
 

@@ -173,6 +173,17 @@ inline int8_t requantize_lean(int32_t acc, uint32_t mantissa, uint32_t shift, ui
     return static_cast<int8_t>(requantize_lean_i32(acc, mantissa, shift, limit, zero_point, qmin, qmax));
 }
 
+// Two int8 products that share their input in one DSP48E2 multiply (AMD WP486): the 27-bit port
+// carries w_high * 2^18 + w_low, the 18-bit port x; |x * w| <= 2^14, so the low product is the
+// sign-extended low 18 bits of the result and the high one what remains, shifted down.
+inline void multiply_pair(int8_t x, int8_t w_low, int8_t w_high, int32_t& low, int32_t& high) {
+    const int32_t packed = w_high * 262144 + w_low;
+    const int64_t product = static_cast<int64_t>(packed) * x;
+    const int32_t bits = static_cast<int32_t>(product & 0x3FFFF);
+    low = bits >= 0x20000 ? bits - 0x40000 : bits;
+    high = static_cast<int32_t>(detail::floor_shift(product - low, 18));
+}
+
 // numerics.fixed_point_rescale(x, FixedPoint(multiplier, shift), "half_even", pre_round_offset)
 //   = rne((x * multiplier + (pre_round_offset << shift)) / 2^shift).
 //   Contract: |x| < 2^31, 0 <= multiplier < 2^31, 1 <= shift <= 62 (to_fixed_point's range),
