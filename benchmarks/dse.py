@@ -27,6 +27,9 @@ Conv+ReLU (3->16 channels, 3x3) at 32x32 and 224x224, each built with
 * DSP, BRAM18K, URAM, LUT of the design; the ILP's solve time and the time of the whole
   `ming build` (import, ILP, FIFO sizing, simulation, emission, writing).
 
+Below the table, one line per process of every design (unless --no-processes): its kind, unroll
+factors, where its multipliers are (dsp, fabric, dsp_pair), its requantization datapath, DSP and LUT.
+
 A share where no design fits prints "no design fits"; any other build failure prints its error.
 
     python benchmarks/dse.py [--shares 100%,20%,5%] [--board kv260] [--networks resnet8_32,lenet]
@@ -124,15 +127,27 @@ def lower_bound(report: dict, values: int) -> tuple[int, dict[str, int]]:
     return max(terms.values()), terms | {"mac_dsps": mac_dsps}
 
 
-def row(name: str, share: str, path: Path, out: Path, board: str) -> str:
+def process_lines(report: dict) -> list[str]:
+    """One line per process: kind, unroll factors, multipliers, requantization datapath, DSP and LUT."""
+    lines = []
+    for n in report["nodes"]:
+        schedule = n["schedule"]
+        unroll = " ".join(f"{loop}={f}" for loop, f in schedule.get("unroll", {}).items() if f > 1) or "-"
+        lines.append(f"  {n['name']:<24} {n['kind']:<14} {unroll:<20} {schedule.get('multipliers') or '-':<9} "
+                     f"{n.get('requantization') or '-':<22} {n.get('dsp', 0):>5} {n.get('lut', 0):>7,}")
+    return lines
+
+
+def row(name: str, share: str, path: Path, out: Path, board: str) -> tuple[str, list[str]]:
+    """The table row of one design and its per-process lines."""
     head = f"{name:<22} {share:>5}"
     began = time.perf_counter()
     try:
         result = build(path, out, BuildOptions(board=board, limits={"dsp": share}))
     except NoDesignFits:
-        return f"{head}  no design fits ({time.perf_counter() - began:.1f} s)"
+        return f"{head}  no design fits ({time.perf_counter() - began:.1f} s)", []
     except Exception as error:  # any other failure is reported, and the table goes on
-        return f"{head}  build failed ({time.perf_counter() - began:.1f} s): {type(error).__name__}: {error}"
+        return f"{head}  build failed ({time.perf_counter() - began:.1f} s): {type(error).__name__}: {error}", []
     seconds = time.perf_counter() - began
     report = json.loads(result.files["report.json"])
     t = report["totals"]
@@ -148,7 +163,7 @@ def row(name: str, share: str, path: Path, out: Path, board: str) -> str:
         sim_text, diff_text = f"{'deadlock':>11}", f"{'-':>9}"
     return (f"{head} {t['cycles']:>11,} {bound:>9,} {t['cycles'] / max(bound, 1):>9.2f} {sim_text} {diff_text} "
             f"{t['dsp']:>5} {t['bram18k']:>7} {t['uram']:>4} {t['lut']:>7,} "
-            f"{result.solution.solve_seconds:>6.2f} {seconds:>7.2f}")
+            f"{result.solution.solve_seconds:>6.2f} {seconds:>7.2f}"), process_lines(report)
 
 
 def main() -> None:
@@ -158,6 +173,7 @@ def main() -> None:
     parser.add_argument("--networks", default=",".join(DEFAULT),
                         help=f"comma-separated subset of {', '.join(DEFAULT)} (the default, in that order); "
                              f"also {', '.join(EXTRA)}")
+    parser.add_argument("--no-processes", action="store_true", help="leave out the per-process lines")
     args = parser.parse_args()
     names = [n for n in args.networks.split(",") if n]
     unknown = [n for n in names if n not in DEFAULT + EXTRA]
@@ -169,14 +185,22 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     began = time.perf_counter()
+    details = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for name in names:
             path = model_path(name, tmp)
             for share in args.shares.split(","):
-                print(row(name, share, path, tmp / "out", args.board), flush=True)
+                line, processes = row(name, share, path, tmp / "out", args.board)
+                print(line, flush=True)
+                if processes:
+                    details += [f"{name} at {share}:"] + processes
     print("-" * len(header))
     print(BOUND_TEXT)
+    if not args.no_processes:
+        print(f"\nper process: {'name':<24} {'kind':<14} {'unroll':<20} {'multiply':<9} {'requantization':<22} "
+              f"{'DSP':>5} {'LUT':>7}")
+        print("\n".join(details))
     print(f"total {time.perf_counter() - began:.1f} s")
 
 

@@ -55,7 +55,7 @@ CPP_KEYWORDS = frozenset("""
 
 # Names the emitted sources use themselves, besides those their headers declare (see _header_names):
 # main and its arguments, the top function's AXI4-Stream ports, namespaces, the C-simulation's macro.
-EMITTED_NAMES = frozenset("main argc argv s_axis m_axis std posix hls ming ming_csim MING_CSIM_CONCURRENT".split())
+EMITTED_NAMES = frozenset("main argc argv s_axis m_axis std posix hls ming ming_csim MING_CSIM MING_CSIM_CONCURRENT".split())
 
 # Vitis HLS headers (ap_int.h, ap_fixed.h, ap_axi_sdata.h, hls_stream.h) at synthesis; macros of GNU
 # dialects and of headers the emitted code does not include itself but a toolchain may (assert).
@@ -70,7 +70,7 @@ TOOLCHAIN_NAMES = frozenset("""
 
 # The model name is the stem of hls/<model>.cpp, .h, _weights.h, _tb.cpp: it must not be one of
 # the headers copied beside them, nor a device name on Windows. Compared ignoring case.
-RESERVED_FILE_STEMS = frozenset(["ming_stream", "ming_numerics", "ming_check", "hls_stream",
+RESERVED_FILE_STEMS = frozenset(["ming_stream", "ming_numerics", "ming_check", "ming_hls_stream", "hls_stream",
                                  "con", "prn", "aux", "nul"]
                                 + [f"{port}{i}" for port in ("com", "lpt") for i in range(1, 10)])
 MAX_FILE_STEM = 100

@@ -1,11 +1,11 @@
 """Names the standard headers of the emitted translation units declare at global scope.
 
-The emitted sources include <cstdint>, <cstdio>, <vector> and, through hls_stream.h, the
+The emitted sources include <cstdint>, <cstdio>, <vector> and, through ming_hls_stream.h, the
 C++ threading headers; on glibc these bring macros (`errno`, `stdin`, `NULL`, `EOF`,
 `CPU_SET`, ...), typedefs (`FILE`, `size_t`, `pthread_t`, ...) and variables (`timezone`,
 `daylight`, ...) into the global namespace, where a process function or a constant of the
 same name would not compile. Snapshot of g++ 12 / glibc 2.36: every macro that does not
-start with an underscore (`g++ -std=c++17 [-DMING_CSIM_CONCURRENT -pthread] -dM -E`) and every
+start with an underscore (`g++ -std=c++17 -DMING_CSIM [-DMING_CSIM_CONCURRENT -pthread] -dM -E`) and every
 identifier of the preprocessed sources that cannot name a `static void f(hls::stream<...>&)`.
 C and C++ keywords and ming's own names are listed in `identifiers.py`.
 tests/test_identifiers.py checks the snapshot against the local compiler.

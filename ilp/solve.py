@@ -420,12 +420,19 @@ def _number_after(text: str, label: str) -> float | None:
 
 def _thrifty(model: _Model, picked: dict[str, int]) -> dict[str, int]:
     """Among designs as fast, prefer the cheaper: each process in turn takes the candidate with its
-    lanes that uses the least share of the budget without slowing the design or breaking the budget."""
+    lanes that leaves the design's fullest resource emptiest (then uses the least share of the budget)
+    without slowing the design or breaking the budget. So MACs move to the LUT fabric only where the DSPs
+    run out, never to fill the LUTs of a design the DSPs could carry."""
     value = model.value_of(picked)
     for name in model.pick:
         lanes = _lanes_of(model.options[name][picked[name]])
+        others = {r: sum(getattr(model.costs[n][j], r) for n, j in picked.items() if n != name) for r in RESOURCES}
+
+        def fullest(cost: Cost) -> float:
+            return max((others[r] + getattr(cost, r)) / max(getattr(model.budget, r), 1) for r in RESOURCES)
+
         ranked = sorted((j for j, choice in enumerate(model.options[name]) if _lanes_of(choice) == lanes),
-                        key=lambda j: (_share(model.costs[name][j], model.budget), j))
+                        key=lambda j: (fullest(model.costs[name][j]), _share(model.costs[name][j], model.budget), j))
         for j in ranked:
             trial = picked | {name: j}
             if j == picked[name] or (model.fits(trial) and model.value_of(trial) <= value):

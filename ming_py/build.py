@@ -22,6 +22,7 @@ from .progress import Progress
 from .options import check_design, check_model, target_board
 from .output import check_output, output_lock, replace_tree
 from .kernel import kernel_spec
+from .sample import sample_files
 from .simulate import simulate
 
 
@@ -31,7 +32,7 @@ class Design:
     stream_graph: StreamGraph
     schedule: Schedule
     board: Board
-    files: dict[str, str]
+    files: dict[str, str | bytes]  # relative path -> text (binary: the testbench's sample)
     solution: Solution | None = None
 
 
@@ -51,6 +52,7 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
     for node in data["nodes"]:
         node["class"] = kinds.get(node["name"], "data_movement")
     files = {f"hls/{name}": text for name, text in emit_hls(stream_graph, schedule, board).items()}
+    files |= sample_files(graph, stream_graph)
     files |= {
         "report.json": report_json(data),
         "report.md": report_markdown(data),

@@ -24,9 +24,9 @@ from .options import build_metadata, check_input
 from .output import cache_root
 from .progress import Progress
 
-CXX_FLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra")
+CXX_FLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra", "-DMING_CSIM")  # MING_CSIM: ming's stand-ins for g++
 # Concurrent C-simulation: one thread per dataflow process, FIFOs bounded by their depth
-# (see hls_stream.h); the binary exits with DEADLOCK_EXIT_CODE and a report on a deadlock.
+# (see ming_hls_stream.h); the binary exits with DEADLOCK_EXIT_CODE and a report on a deadlock.
 CONCURRENT_FLAGS = ("-DMING_CSIM_CONCURRENT", "-pthread")
 DEADLOCK_EXIT_CODE = 3
 # The port check (see ming_check.h): a pipelined iteration needing more memory or stream ports than

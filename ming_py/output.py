@@ -106,14 +106,14 @@ def output_lock(out: Path):
         yield
 
 
-def write_tree(files: dict[str, str], out: str | Path, inputs: list[str | Path] = ()) -> None:
+def write_tree(files: dict[str, str | bytes], out: str | Path, inputs: list[str | Path] = ()) -> None:
     """Write `files` (relative path -> text) as the tree OUT: the old tree or the complete new one, never less."""
     out = check_output(out, inputs)
     with output_lock(out):
         replace_tree(files, out)
 
 
-def replace_tree(files: dict[str, str], out: Path) -> None:
+def replace_tree(files: dict[str, str | bytes], out: Path) -> None:
     """The swap itself; the caller holds `output_lock(out)` and has checked OUT with `check_output`."""
     new, old = staging_paths(out)
     try:
@@ -131,13 +131,16 @@ def replace_tree(files: dict[str, str], out: Path) -> None:
         raise MingError(f"-o {out}: cannot write {exc.filename or out} ({exc.strerror})") from None
 
 
-def _write_staging(files: dict[str, str], new: Path, out: Path) -> None:
+def _write_staging(files: dict[str, str | bytes], new: Path, out: Path) -> None:
     new.mkdir()  # the umask's mode, as for any directory the user creates
     (new / MARKER).write_text(MARKER_TEXT, encoding="utf-8")
-    for relative, text in sorted(files.items()):
+    for relative, content in sorted(files.items()):
         path = new / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
     if out.exists():
         os.chmod(new, stat.S_IMODE(out.stat().st_mode))  # a rebuild keeps OUT's permissions
 

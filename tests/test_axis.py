@@ -18,7 +18,7 @@ import pytest
 
 TEMPLATES = Path(__file__).parents[1] / "emit" / "templates"
 CXX = shutil.which("g++")
-CXXFLAGS = ["-std=c++17", "-O1", "-Wall", "-Wextra", "-Wconversion", "-Wshadow", "-Werror"]
+CXXFLAGS = ["-std=c++17", "-O1", "-Wall", "-Wextra", "-Wconversion", "-Wshadow", "-Werror", "-DMING_CSIM"]
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not available")
 

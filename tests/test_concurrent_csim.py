@@ -130,7 +130,7 @@ def test_generated_cpp_is_warning_free_in_both_modes(lifted, tmp_path, concurren
         hls = out / "hls"
         # The first one fully optimized too: -O2 enables more warnings (e.g. -Wmaybe-uninitialized).
         mode = ["-O2", "-o", str(tmp_path / f"{name}_csim")] if name == "residual_block" else ["-fsyntax-only"]
-        result = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", *flags, *mode,
+        result = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-DMING_CSIM", *flags, *mode,
                                  "-I", str(hls), str(hls / f"{name}.cpp"), str(hls / f"{name}_tb.cpp")],
                                 capture_output=True, text=True)
         assert result.returncode == 0, result.stderr

@@ -9,7 +9,7 @@ of ``ming_py.numerics`` and asserts exact equality on >= 200k cases per function
 Also: the headers compile warning-free with -Wconversion -Wsign-conversion -pedantic,
 ming_numerics.h includes only <cstdint> and uses no floats / builtins / heap, an
 -fsanitize=undefined build shows no UB on arbitrary (out-of-contract) arguments, and the
-C-simulation ``hls_stream.h`` stand-in behaves as specified (abort naming the stream on an
+C-simulation ``ming_hls_stream.h`` stand-in behaves as specified (abort naming the stream on an
 empty read, leftover warning behind MING_CSIM_CHECK_LEFTOVER=1).
 """
 from __future__ import annotations
@@ -29,11 +29,11 @@ from ming_py import numerics as nx  # noqa: E402
 
 TEMPLATES = Path(__file__).parents[1] / "emit" / "templates"
 NUMERICS_H = TEMPLATES / "ming_numerics.h"
-STREAM_H = TEMPLATES / "hls_stream.h"
+STREAM_H = TEMPLATES / "ming_hls_stream.h"
 CXX = shutil.which("g++")
-CXXFLAGS = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"]
+CXXFLAGS = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-DMING_CSIM"]
 STRICT_FLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Wconversion", "-Wsign-conversion", "-Wshadow",
-                "-pedantic", "-Werror"]
+                "-pedantic", "-Werror", "-DMING_CSIM"]
 MIN_CASES = 200_000
 I64_MIN = np.iinfo(np.int64).min
 I64_MAX = np.iinfo(np.int64).max
@@ -122,7 +122,7 @@ int main(int argc, char** argv) {{
 
 
 STREAM_TEST_SRC = r"""
-#include "hls_stream.h"
+#include "ming_hls_stream.h"
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -668,7 +668,7 @@ def test_no_undefined_behaviour(cpp_work):
 
 
 # ---------------------------------------------------------------------------
-# hls_stream.h stand-in
+# ming_hls_stream.h stand-in
 # ---------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def stream_exe(cpp_work) -> Path:

@@ -135,7 +135,7 @@ def test_generated_cpp_is_warning_free(lifted, tmp_path):
         out = tmp_path / name
         write_tree(design(lifted(name), load_board("kv260")).files, out)
         hls = out / "hls"
-        result = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", "-I", str(hls),
+        result = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-DMING_CSIM", "-fsyntax-only", "-I", str(hls),
                                  str(hls / f"{name}.cpp"), str(hls / f"{name}_tb.cpp")], capture_output=True, text=True)
         assert result.returncode == 0, result.stderr
 
@@ -196,7 +196,7 @@ def test_build_and_csim_through_the_cli(quantized, tmp_path):
     build = ming("build", model, "--board", "kv260", "-o", tmp_path / "out")
     assert build.returncode == 0, build.stderr
     assert "importing" in build.stderr and "wrote" in build.stderr
-    for expected in ("hls/lenet.cpp", "hls/lenet.h", "hls/lenet_tb.cpp", "hls/hls_stream.h", "hls/run_hls.tcl",
+    for expected in ("hls/lenet.cpp", "hls/lenet.h", "hls/lenet_tb.cpp", "hls/ming_hls_stream.h", "hls/run_hls.tcl",
                      "report.json", "report.md", "dataflow.mlir"):
         assert (tmp_path / "out" / expected).is_file(), expected
     data = json.loads((tmp_path / "out" / "report.json").read_text())

@@ -325,7 +325,7 @@ def test_sigterm_while_the_old_tree_is_removed(tmp_path):
     reference = tmp_path / "reference"
     assert ming("build", EXAMPLE, "-q", "-o", reference).returncode == 0
     out = tmp_path / "out"
-    write_tree({name: content.decode() for name, content in tree(reference).items() if name != MARKER}, out)
+    write_tree({name: content for name, content in tree(reference).items() if name != MARKER}, out)
     for i in range(6000):
         (out / "hls" / "proj" / str(i % 40) / f"{i}.log").parent.mkdir(parents=True, exist_ok=True)
         (out / "hls" / "proj" / str(i % 40) / f"{i}.log").write_text("x")

@@ -215,7 +215,7 @@ def test_reserved_names_cover_the_headers_of_the_emitted_code(tmp_path):
         shutil.copy(header, tmp_path / header.name)
     includes = '#include "ming_stream.h"\n#include "ming_numerics.h"\n#include <cstdio>\n#include <vector>\n'
     (tmp_path / "tu.cpp").write_text(includes)
-    modes = [["-std=c++17"], ["-std=c++17", "-DMING_CSIM_CONCURRENT", "-pthread"]]
+    modes = [["-std=c++17", "-DMING_CSIM"], ["-std=c++17", "-DMING_CSIM", "-DMING_CSIM_CONCURRENT", "-pthread"]]
 
     def gxx(*args: str) -> str:
         return subprocess.run(["g++", *args, "-I", str(tmp_path), str(tmp_path / "tu.cpp")],
@@ -303,7 +303,7 @@ def _check_build(out: Path, graph, x: np.ndarray, concurrent: bool = True) -> di
     host = json.loads((out / "host.json").read_text())
     stem, hls = host["model"], out / "hls"
     assert_clean(stem)
-    result = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+    result = subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-DMING_CSIM", "-fsyntax-only",
                              "-I", str(hls), str(hls / f"{stem}.cpp"), str(hls / f"{stem}_tb.cpp")],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -412,7 +412,7 @@ def test_model_names_build_and_csim_bit_exact(tmp_path, graph_name, file_name, s
     assert json.loads((out / "host.json").read_text())["model"] == stem
     assert sorted(p.name for p in (out / "hls").iterdir()) == sorted(
         [f"{stem}.cpp", f"{stem}.h", f"{stem}_weights.h", f"{stem}_tb.cpp", "ming_stream.h", "ming_numerics.h",
-         "ming_check.h", "hls_stream.h", "run_hls.tcl"])
+         "ming_check.h", "ming_hls_stream.h", "run_hls.tcl", "input.bin", "expected.bin"])
 
 
 def ming(*args):

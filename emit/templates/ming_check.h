@@ -10,7 +10,7 @@
 //   ming::Array<T, N...>     into Array<T, N...>: zero-initialised storage whose subscripts record the
 //                            bank and address of every element read or written.
 // The weights header wraps its constant tables in Rom<T, N...> views of the same names, and
-// hls_stream.h notes every stream read and write (StreamPorts).
+// ming_hls_stream.h notes every stream read and write (StreamPorts).
 //
 // A pragma `variable=NAME` names the ROM view NAME if there is one, else the array declared last in
 // this thread (declare each array right before its pragmas); a later pragma may name it again. Local
@@ -674,7 +674,7 @@ class Rom {
 };
 
 // ---------------------------------------------------------------------------------------------------
-// Streams: one read and one write per iteration (hls_stream.h calls note on each completed one).
+// Streams: one read and one write per iteration (ming_hls_stream.h calls note on each completed one).
 
 class StreamPorts : public Resource {
  public:

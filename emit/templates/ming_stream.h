@@ -3,23 +3,25 @@
 
 #include <cstdint>
 
-#ifdef __SYNTHESIS__
+// MING_CSIM (defined by `ming csim` only) selects ming's stand-ins for g++; Vitis csim, cosim and
+// synthesis, which never define it, get the real hls::stream and hls::axis.
+#ifdef MING_CSIM
+#include "ming_hls_stream.h"
+#else
 #include <ap_axi_sdata.h>
 #include <hls_stream.h>
-#else
-#include "hls_stream.h"
 #endif
 
-// HLS pragmas as _Pragma, so that host compilers (C-simulation) do not warn about them. The port check
-// (MING_CHECK_PORTS, C-simulation only) runs them instead: see ming_check.h.
-#if defined(__SYNTHESIS__)
-#define MING_PRAGMA_TEXT(x) #x
-#define HLS_PRAGMA(x) _Pragma(MING_PRAGMA_TEXT(HLS x))
-#elif defined(MING_CHECK_PORTS)
+// HLS pragmas as _Pragma for Vitis; `ming csim` drops them, or runs them as the port check
+// (MING_CHECK_PORTS): see ming_check.h.
+#if defined(MING_CHECK_PORTS)
 #include "ming_check.h"
 #define HLS_PRAGMA(x) MING_CHECK_PRAGMA(x)
-#else
+#elif defined(MING_CSIM)
 #define HLS_PRAGMA(x)
+#else
+#define MING_PRAGMA_TEXT(x) #x
+#define HLS_PRAGMA(x) _Pragma(MING_PRAGMA_TEXT(HLS x))
 #endif
 #ifndef __SYNTHESIS__
 // Loop labels name the loops in HLS reports; a host compiler sees them as unused.
@@ -59,7 +61,7 @@ struct Pack {
 };
 
 // TUSER (1 bit) flags an image whose input framing was wrong; see pack_axis.
-#ifdef __SYNTHESIS__
+#ifndef MING_CSIM
 typedef hls::axis<ap_uint<64>, 1, 0, 0> AxisWord;
 #else
 // C-simulation stand-in with the fields the generated code uses.

@@ -1,12 +1,8 @@
-// hls_stream.h -- ming's C-simulation stand-in for Vitis HLS's <hls_stream.h>.
+// ming_hls_stream.h -- ming's C-simulation stand-in for Vitis HLS's <hls_stream.h>.
 //
-// Generated code includes it as
-//     #ifdef __SYNTHESIS__
-//     #include <hls_stream.h>      // the real Vitis header
-//     #else
-//     #include "hls_stream.h"      // this file, copied next to the generated sources
-//     #endif
-// so it is only used for software builds (tests, g++, Vitis csim).
+// ming_stream.h includes it when MING_CSIM is defined (`ming csim` and the tests compile with
+// -DMING_CSIM) and includes Vitis's <hls_stream.h> otherwise, so Vitis csim, cosim and synthesis
+// always use the real header. Its own name cannot shadow a Vitis header on any include path.
 //
 // API: the subset of Vitis's hls::stream that ming emits -- default / named constructor,
 // write, read (both forms), read_nb, write_nb, empty, full, size, capacity, set_name,
@@ -40,18 +36,9 @@
 #ifndef MING_HLS_STREAM_H
 #define MING_HLS_STREAM_H
 
-#if defined(__SYNTHESIS__)
-// Never synthesize this model: defer to the real header if we were picked up by mistake.
-#include_next <hls_stream.h>
-#elif defined(X_HLS_STREAM_SIM_H)
-// Vitis's own simulation model is already included (e.g. via ap_axi_sdata.h): keep it,
-// two definitions of hls::stream cannot coexist.  The ming extras are then unavailable.
-#if defined(MING_CSIM_CONCURRENT)
-#error "MING_CSIM_CONCURRENT needs ming's hls_stream.h, but Vitis's simulation hls_stream.h came first"
+#if !defined(MING_CSIM)
+#error "ming_hls_stream.h is the C-simulation stand-in of `ming csim`: compile with -DMING_CSIM"
 #endif
-#else
-// Also makes a later #include of Vitis's simulation hls_stream.h a no-op.
-#define X_HLS_STREAM_SIM_H
 
 #include <cstddef>
 #include <cstdio>
@@ -538,5 +525,4 @@ public:
 
 }  // namespace hls
 
-#endif  // __SYNTHESIS__ / X_HLS_STREAM_SIM_H
 #endif  // MING_HLS_STREAM_H
