@@ -14,9 +14,9 @@ The top function's AXI adapters (`unpack_axis`, `pack_axis`: max(words, tokens) 
 their depth) are counted in the process they feed or drain, the stage they form with it.
 
 Resources (DSP48E2, BRAM18K, URAM, LUT, FF):
-* DSP: one int8 multiply-accumulate lane per DSP48E2, none in LUT fabric (48 LUTs a lane), half a
-  DSP48E2 for two lanes sharing their input (AMD WP486; 10 LUTs a lane split the result) -- the
-  schedule's `multipliers`, bound by BIND_OP;
+* DSP: one int8 multiply-accumulate lane per DSP48E2, none in LUT fabric (48 LUTs a lane, and the
+  lean requantization's product in LUTs too: 430 a lane), half a DSP48E2 for two lanes sharing their
+  input (AMD WP486; 10 LUTs a lane split the result) -- the schedule's `multipliers`, bound by BIND_OP;
   each requantization lane (24 x 27-bit product of `ming::requantize_lean`, two 31-bit products of
   `ming::add_requant`, one 32 x 31-bit of `ming::avgpool_requant`) costs 2 DSPs, the exact float32
   emulation `ming::requantize` (a channel without a lean datapath) 3. Adders and comparators are LUTs.
@@ -49,6 +49,8 @@ LUT_PER_MAC = 12
 MAC_LANE = {"dsp": (0, 1.0), "fabric": (48, 0.0), "dsp_pair": (10, 0.5)}
 # (LUT, DSP) of one requantization lane by datapath (`ming_py.storage.requant_datapath`)
 REQUANT_LANE = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (1200, 3), "fixed point": (150, 2)}
+# LUTs of the lean datapath's 24 x 27-bit product built in fabric (a process with fabric multipliers)
+LEAN_PRODUCT_IN_FABRIC = 430
 AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
 PROGRESS_SAMPLES = 10  # points of each process's progress curve in the latency model
 
@@ -93,6 +95,8 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
     cycles, fill = _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain)
     requant_lanes = choice.lanes_out[0] if _has_requant(p) else 0
     requant_lut, requant_dsp = REQUANT_LANE[requant_datapath(p.epilogue)] if requant_lanes else (0, 0)
+    if requant_lanes and choice.multipliers == "fabric" and requant_datapath(p.epilogue).startswith("lean"):
+        requant_lut, requant_dsp = requant_lut + LEAN_PRODUCT_IN_FABRIC, 0
     bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
     mac_lut, mac_dsp = MAC_LANE[choice.multipliers]
     logic = CONTROL_LUT + (LUT_PER_MAC + mac_lut) * spec.macs + requant_lut * requant_lanes

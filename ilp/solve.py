@@ -45,11 +45,18 @@ from .budget import RESOURCES, UNITS, Budget
 from .cost import PROGRESS_SAMPLES, Choice, Cost, input_fractions, process_cost, storage_plan
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing
-NODE_LIMIT = 100_000  # branch-and-bound nodes of the proving CBC run: the search's only limit, the same everywhere
+# Branch-and-bound nodes of the proving CBC run, the search's only limit, the same on every machine: at most
+# NODE_LIMIT, fewer for larger models so that nodes x candidates stays within NODE_WORK (MobileNetV1-0.25 at 96x96,
+# about 1,700 candidates: 4,600 nodes, 20 s rather than 8 minutes, for a gap the extra nodes do not close)
+NODE_LIMIT = 100_000
+NODE_WORK = 8_000_000
 # CBC's preprocessing costs more than it saves here (benchmarks/ilp_time.py: 26 s -> 6 s on a 24-conv net at
 # 20% of the KV260's DSPs, 6.4 s -> 4.6 s on MobileNetV1 at 30% of the U50's, 7.0 s -> 8.3 s on the 24-conv net
 # at the whole KV260)
 CBC_OPTIONS = ("-preprocess", "off")
+# CBC 2.10.3 (PuLP's bundled binary) crashes without preprocessing on some models (MobileNetV1-0.25 at 5 % of the
+# KV260's DSPs): such a run is repeated with CBC's default preprocessing, the same way on every machine
+CBC_FALLBACK_OPTIONS = ()
 HEURISTIC_NODES = 1_000  # nodes of each CBC run that only looks for a good incumbent
 IMPROVE_SHARE = 0.25  # candidates with reduced cost under this share of the gap go into the improving MIP
 
@@ -115,7 +122,7 @@ def _lanes(kind: str, unroll: dict[str, int], ins, outs):
 
 
 def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "latency",
-          pins: dict[str, dict[str, int]] | None = None, node_limit: int = NODE_LIMIT,
+          pins: dict[str, dict[str, int]] | None = None, node_limit: int | None = None,
           reserved: dict[str, int] | None = None) -> Solution:
     """The fastest design within `budget` (the user's), of which `reserved` (FIFO memory) is already taken.
 
@@ -131,6 +138,8 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
            for r in RESOURCES):  # every process at its least: a proof without the ILP
         raise _no_design_fits(graph, budget, reserved)
     model = _Model(graph, options, costs, available, objective)
+    if node_limit is None:
+        node_limit = min(NODE_LIMIT, max(1_000, NODE_WORK // sum(map(len, options.values()))))
     search = _search(model, node_limit)
     if search.status == "infeasible":
         raise _no_design_fits(graph, budget, reserved)
@@ -383,13 +392,18 @@ def _cbc(problem: pulp.LpProblem, node_limit: int, relax: bool = False, cutoff: 
     with tempfile.TemporaryDirectory(prefix="ming-cbc-") as folder:
         model_file, solution_file = os.path.join(folder, "model.mps"), os.path.join(folder, "model.sol")
         variables, variable_names, constraint_names, _ = problem.writeMPS(model_file, rename=1)
-        command = [solver.path, model_file, "-threads", "1", "-ratioGap", "0", "-allowableGap", "0.5",
-                   "-maxNodes", str(node_limit), *(["-cutoff", str(cutoff)] if cutoff is not None else []),
-                   *CBC_OPTIONS, "-initialSolve" if relax else "-solve",
-                   "-printingOptions", "all", "-solution", solution_file]
-        log = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True).stdout
-        if not os.path.exists(solution_file):
-            raise MingError(f"CBC failed: {(log.strip().splitlines() or ['no output'])[-1]}")
+        for options in (CBC_OPTIONS, CBC_FALLBACK_OPTIONS):
+            command = [solver.path, model_file, "-threads", "1", "-ratioGap", "0", "-allowableGap", "0.5",
+                       "-maxNodes", str(node_limit), *(["-cutoff", str(cutoff)] if cutoff is not None else []),
+                       *options, "-initialSolve" if relax else "-solve",
+                       "-printingOptions", "all", "-solution", solution_file]
+            run = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+            if run.returncode >= 0 and os.path.exists(solution_file) and os.path.getsize(solution_file):
+                break
+        else:
+            last = (run.stdout.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
+            raise MingError(f"CBC failed: {last}")
+        log = run.stdout
         with open(solution_file) as f:
             headline = f.readline()
         _, values, reduced, _, _, _ = solver.readsol_MPS(solution_file, problem, variables, variable_names,

@@ -64,11 +64,12 @@ _SHARED_INPUT_LOOP = {"conv": "oc", "pointwise": "oc", "dense": "n"}  # lanes mu
 
 
 def multiplier_choices(kind: str, unroll: dict[str, int]) -> tuple[str, ...]:
-    """The multipliers a process may use: pairs need an even number of lanes sharing each input."""
+    """The multipliers a process may use: DSPs or fabric; where an even number of lanes share each input,
+    pairs take the place of one DSP per lane (half the DSPs for 10 LUTs a lane, always the better trade)."""
     if kind not in ("conv", "pointwise", "depthwise", "dense"):
         return ("dsp",)
     pair = _SHARED_INPUT_LOOP.get(kind)
-    return MULTIPLIERS if pair is not None and unroll.get(pair, 1) % 2 == 0 else MULTIPLIERS[:2]
+    return ("dsp_pair", "fabric") if pair is not None and unroll.get(pair, 1) % 2 == 0 else ("dsp", "fabric")
 
 
 def window_tile(kernel: tuple[int, int], unroll_k: int) -> tuple[int, int]:

@@ -55,18 +55,21 @@ def test_csim_under_random_schedules_fits_the_ports(lifted, tmp_path, name):
 
 @pytest.mark.parametrize("multipliers", MULTIPLIERS)
 def test_every_multiplier_choice_is_bit_exact(lifted, tmp_path, multipliers):
-    """tiny_cnn with every MAC process on one multiplier choice (even lanes, so pairs apply): the
-    port-checked C-simulation equals the reference, and each product is bound as chosen."""
+    """tiny_cnn with every MAC process on one multiplier choice (two lanes where pairs are tried, one where
+    single DSPs are, which pairs replace at even lanes): the port-checked C-simulation equals the reference,
+    and each product is bound as chosen."""
     graph = lifted("tiny_cnn")
     stream_graph = stream_graph_of(graph)
     schedule = random_schedule(stream_graph, random.Random(5))
-    lanes = {name: 2 if c.channels % 2 == 0 else 1 for name, c in stream_graph.channels.items()}
+    width = 1 if multipliers == "dsp" else 2
+    lanes = {name: width if c.channels % width == 0 else 1 for name, c in stream_graph.channels.items()}
     processes = {}
     for p in stream_graph.processes:
         tied = {"oc": lanes[p.outputs[0]], "n": lanes[p.outputs[0]], "ic": lanes[p.inputs[0]],
                 "c": lanes[p.inputs[0]], "k": lanes[p.inputs[0]] if p.kind == "dense" else 1}
         unroll = tuple((loop, tied.get(loop, 1)) for loop in stream_graph.trip_counts(p))
-        chosen = multipliers if multipliers in multiplier_choices(p.kind, dict(unroll)) else "dsp"
+        choices = multiplier_choices(p.kind, dict(unroll))
+        chosen = multipliers if multipliers in choices else choices[0]
         processes[p.name] = ProcessSchedule(unroll, multipliers=chosen)
     schedule = Schedule(processes, lanes, schedule.depths)
     x = zoo.random_input("tiny_cnn", 11)
@@ -77,6 +80,8 @@ def test_every_multiplier_choice_is_bit_exact(lifted, tmp_path, multipliers):
         assert "ming::multiply_pair(" in cpp and "BIND_OP" not in cpp.split("static void fc(")[1]
     else:
         assert f"op=mul impl={multipliers})" in cpp and "multiply_pair(" not in cpp.split("#include")[-1]
+    # the requantization's product goes with the MACs: into the fabric, or DSPs
+    assert ("requantize_lean<ming::Multiplier::fabric>(" in cpp) == (multipliers == "fabric")
 
 
 def test_pair_product_is_exact_for_every_int8_triple(tmp_path):

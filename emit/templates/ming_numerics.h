@@ -148,12 +148,42 @@ inline int8_t requantize(int64_t acc, int64_t mantissa, int32_t exponent, int32_
 // distance from one half against a band placed by an 11-bit priority encoder, sign, zero point and
 // saturation; the masks give the synthesized operators their widths, and a shift that is a constant
 // of the process makes the shifts and masks wiring.
+//
+// The template argument says where the 24 x 27-bit product is built: two DSP48E2 (Multiplier::dsp) or
+// LUT fabric (Multiplier::fabric), by a BIND_OP pragma that only synthesis sees (simulations ignore it).
+enum class Multiplier { dsp, fabric };
+
+#ifdef __SYNTHESIS__
+#define MING_BIND_MUL_TEXT(x) #x
+#define MING_BIND_MUL(var, kind) _Pragma(MING_BIND_MUL_TEXT(HLS BIND_OP variable=var op=mul impl=kind))
+#else
+#define MING_BIND_MUL(var, kind)
+#endif
+
+template <Multiplier M>
+inline uint64_t lean_product(uint64_t a, uint32_t mantissa);
+
+template <>
+inline uint64_t lean_product<Multiplier::dsp>(uint64_t a, uint32_t mantissa) {
+    const uint64_t product = a * (mantissa & 0x7FFFFFFu);
+    MING_BIND_MUL(product, dsp)
+    return product;
+}
+
+template <>
+inline uint64_t lean_product<Multiplier::fabric>(uint64_t a, uint32_t mantissa) {
+    const uint64_t product = a * (mantissa & 0x7FFFFFFu);
+    MING_BIND_MUL(product, fabric)
+    return product;
+}
+
+template <Multiplier M = Multiplier::dsp>
 inline int32_t requantize_lean_i32(int32_t acc, uint32_t mantissa, uint32_t shift, uint32_t limit,
                                    int32_t zero_point, int32_t qmin, int32_t qmax) {
     const bool negative = acc < 0;
     const uint32_t magnitude = negative ? 0u - static_cast<uint32_t>(acc) : static_cast<uint32_t>(acc);
     const uint64_t a = (magnitude < limit ? magnitude : limit) & 0xFFFFFFu;
-    const uint64_t product = a * (mantissa & 0x7FFFFFFu);
+    const uint64_t product = lean_product<M>(a, mantissa);
     const int s = shift < 1 ? 1 : (shift > 51 ? 51 : static_cast<int>(shift));
     const uint64_t whole = (product >> s) & 0x7FFu;
     const uint64_t half = UINT64_C(1) << (s - 1);
@@ -168,9 +198,10 @@ inline int32_t requantize_lean_i32(int32_t acc, uint32_t mantissa, uint32_t shif
     return static_cast<int32_t>(saturate((negative ? -rounded : rounded) + zero_point, qmin, qmax));
 }
 
+template <Multiplier M = Multiplier::dsp>
 inline int8_t requantize_lean(int32_t acc, uint32_t mantissa, uint32_t shift, uint32_t limit, int32_t zero_point,
                               int32_t qmin = -128, int32_t qmax = 127) {
-    return static_cast<int8_t>(requantize_lean_i32(acc, mantissa, shift, limit, zero_point, qmin, qmax));
+    return static_cast<int8_t>(requantize_lean_i32<M>(acc, mantissa, shift, limit, zero_point, qmin, qmax));
 }
 
 // Two int8 products that share their input in one DSP48E2 multiply (AMD WP486): the 27-bit port
