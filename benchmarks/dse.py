@@ -21,6 +21,9 @@ Conv+ReLU (3->16 channels, 3x3) at 32x32 and 224x224, each built with
   - ``input values / 8``, ``output values / 8``: the accelerator's input and output, int8 values
     over a 64-bit AXI4-Stream port, 8 a cycle (the output port limits maps as large as their input);
 * ``est/bound`` -- their ratio;
+* ``interval`` -- cycles between images when images follow each other (the slowest process's loop,
+  iterations + depth: report.json ``nodes[].cycles``), and ``int/bound`` its ratio to the bound, which
+  bounds the interval too: the single-image latency adds every layer's fill to it, the interval does not;
 * ``sim cycles`` -- `ming simulate`'s latency (report.json ``totals["simulated_cycles"]``,
   or `ming_py.simulate.simulate_dir` when the build leaves it out); "deadlock" when it deadlocks;
 * ``est-sim %`` -- (estimate - simulated) / simulated, in percent;
@@ -75,6 +78,8 @@ bound = max(ceil(MACs / MAC DSPs), max padded positions, ceil(input values / 8),
   max padded positions = the largest padded_height * padded_width of any window process's report.json window
                   (in_height * in_width for 1x1 kernels): one input position a cycle;
   input values / 8, output values / 8 = the accelerator's int8 input and output, 8 a cycle per port.
+interval = the slowest process's loop cycles (report.json nodes[].cycles): cycles between images back to back,
+  which the bound bounds too (the single-image latency adds every layer's fill).
 est-sim % = (estimated - simulated) / simulated * 100."""
 
 
@@ -161,7 +166,9 @@ def row(name: str, share: str, path: Path, out: Path, board: str) -> tuple[str, 
         sim_text, diff_text = f"{simulated:>11,}", f"{100 * (t['cycles'] - simulated) / max(simulated, 1):>+9.1f}"
     else:
         sim_text, diff_text = f"{'deadlock':>11}", f"{'-':>9}"
-    return (f"{head} {t['cycles']:>11,} {bound:>9,} {t['cycles'] / max(bound, 1):>9.2f} {sim_text} {diff_text} "
+    interval = max(n.get("cycles", 0) for n in report["nodes"])
+    return (f"{head} {t['cycles']:>11,} {bound:>9,} {t['cycles'] / max(bound, 1):>9.2f} "
+            f"{interval:>9,} {interval / max(bound, 1):>9.2f} {sim_text} {diff_text} "
             f"{t['dsp']:>5} {t['bram18k']:>7} {t['uram']:>4} {t['lut']:>7,} "
             f"{result.solution.solve_seconds:>6.2f} {seconds:>7.2f}"), process_lines(report)
 
@@ -179,7 +186,8 @@ def main() -> None:
     unknown = [n for n in names if n not in DEFAULT + EXTRA]
     if unknown:
         parser.error(f"unknown network(s) {', '.join(unknown)}; choose from {', '.join(DEFAULT + EXTRA)}")
-    header = (f"{'model':<22} {'share':>5} {'est cycles':>11} {'bound':>9} {'est/bound':>9} {'sim cycles':>11} "
+    header = (f"{'model':<22} {'share':>5} {'est cycles':>11} {'bound':>9} {'est/bound':>9} {'interval':>9} "
+              f"{'int/bound':>9} {'sim cycles':>11} "
               f"{'est-sim %':>9} {'DSP':>5} {'BRAM18K':>7} {'URAM':>4} {'LUT':>7} {'ILP s':>6} {'build s':>7}")
     print(f"board {args.board}; share = the share of the board's DSPs the ILP may use (ming build --dsp SHARE)")
     print(header)

@@ -13,6 +13,10 @@ from ming_py.ir import MingError
 RESOURCES = ("dsp", "bram18k", "uram", "lut")
 OPTIONS = {"dsp": "--dsp", "bram18k": "--bram", "uram": "--uram", "lut": "--lut"}
 UNITS = {"dsp": "DSP", "bram18k": "BRAM18K", "uram": "URAM", "lut": "LUT"}
+# The share of the board a design may take of a resource the user does not limit: all of the hard blocks
+# (DSP, BRAM, URAM), 70 % of the LUTs, the headroom Vivado's placer and router need at 200+ MHz once
+# the fabric takes multipliers (`--lut 100%` lifts it)
+DEFAULT_SHARES = {"lut": 70}
 
 
 @dataclass(frozen=True)
@@ -30,10 +34,11 @@ class Budget:
 
 
 def _limit(spec: str | int | None, board: Board, resource: str) -> int:
-    """`spec` as a count of the board's `resource`: None is all of it; refused unless within 0 and the board's."""
+    """`spec` as a count of the board's `resource`: None is its default share; refused unless within 0 and the
+    board's."""
     full = getattr(board, resource)
     if spec is None:
-        return full
+        return full * DEFAULT_SHARES.get(resource, 100) // 100
     option = f"{OPTIONS[resource]} {_shown(spec)}"
     value, share = _parse(spec, option)
     if value < 0:

@@ -125,10 +125,12 @@ def ming(*args):
 
 
 def test_infeasible_budget_names_the_smallest_design(quantized, tmp_path):
-    result = ming("build", quantized("tiny_cnn"), "--dsp", "2", "-o", tmp_path / "out")
+    """500 LUTs hold no design (each process's control alone takes 300); a DSP budget no longer stops one,
+    the fabric takes the multipliers."""
+    result = ming("build", quantized("tiny_cnn"), "--lut", "500", "-o", tmp_path / "out")
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
-    assert "no design fits" in last and "smallest design needs DSP" in last
+    assert "no design fits" in last and "smallest design needs" in last and "LUT" in last
     assert not (tmp_path / "out").exists()
 
 
