@@ -667,6 +667,20 @@ def test_no_undefined_behaviour(cpp_work):
         ub.run(fn, *cols, check_stderr=True)
 
 
+def test_multiply_pair_is_exact_for_every_int8_triple(cpp_work):
+    """ming::multiply_pair (two int8 products in one 27 x 18-bit multiply, AMD WP486) over all 2^24
+    (x, w_low, w_high)."""
+    exe = _compile(
+        '#include <cstdio>\n#include "ming_numerics.h"\n'
+        "int main() {\n  long wrong = 0;\n"
+        "  for (int x = -128; x < 128; x++)\n    for (int a = -128; a < 128; a++)\n      for (int b = -128; b < 128; b++) {\n"
+        "        int32_t low, high;\n"
+        "        ming::multiply_pair(static_cast<int8_t>(x), static_cast<int8_t>(a), static_cast<int8_t>(b), low, high);\n"
+        "        wrong += low != x * a || high != x * b;\n      }\n"
+        '  std::printf("%ld\\n", wrong);\n}\n', cpp_work, "multiply_pair", CXXFLAGS)
+    assert subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout == "0\n"
+
+
 # ---------------------------------------------------------------------------
 # ming_hls_stream.h stand-in
 # ---------------------------------------------------------------------------
