@@ -52,6 +52,13 @@ REQUANT_LANE = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (
 # LUTs of the lean datapath's 24 x 27-bit product built in fabric (a process with fabric multipliers)
 LEAN_PRODUCT_IN_FABRIC = 430
 AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
+
+
+def mac_lanes_within(budget) -> int:
+    """The most MAC lanes a budget could hold: two per DSP48E2 (pairs) and the rest in its LUTs (the roofline
+    is total MACs over these; a lower bound on the cycles of any design within the budget)."""
+    fabric_lane = LUT_PER_MAC + MAC_LANE["fabric"][0]
+    return round(budget.dsp / MAC_LANE["dsp_pair"][1]) + budget.lut // fabric_lane
 PROGRESS_SAMPLES = 10  # points of each process's progress curve in the latency model
 
 

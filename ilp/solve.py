@@ -42,7 +42,8 @@ from ming_py.kernel import multiplier_choices, static_banks
 from ming_py.ir import MingError
 
 from .budget import RESOURCES, UNITS, Budget
-from .cost import PROGRESS_SAMPLES, Choice, Cost, input_fractions, process_cost, storage_plan
+from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, process_cost,
+                   storage_plan)
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing
 # Branch-and-bound nodes of the proving CBC run, the search's only limit, the same on every machine: at most
@@ -520,7 +521,7 @@ def _solution(graph, board, chosen, costs, objective, budget, status, seconds, s
     macs = sum(_macs(graph, p) for p in graph.processes)
     totals = {r: sum(getattr(c, r) for c in costs.values()) for r in RESOURCES + ("ff",)}
     totals |= {"cycles": latency, "latency_us": round(latency / board.clock_mhz, 3), "throughput_cycles": throughput,
-               "roofline_cycles": math.ceil(macs / max(budget.dsp, 1)), "macs": macs,
+               "roofline_cycles": math.ceil(macs / max(mac_lanes_within(budget), 1)), "macs": macs,
                # no wall-clock time here: build outputs are byte-identical run to run (it is printed instead)
                "solver": {"status": status, "objective": objective, "budget": vars(budget)} | size}
     return Solution(schedule_of(graph, chosen), chosen, costs, status, seconds, objective, budget, totals)

@@ -106,7 +106,7 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     if feasible:
         budgets = [r["dsp_budget"] for r in feasible]
         axis.plot(budgets, [r["cycles"] for r in feasible], "o-", label="estimated latency")
-        axis.plot(budgets, [r["roofline_cycles"] for r in feasible], "--", color="grey", label="roofline (MACs / DSP)")
+        axis.plot(budgets, [r["roofline_cycles"] for r in feasible], "--", color="grey", label="roofline (MACs / MAC lanes the budget holds)")
         for r in feasible:
             axis.annotate(f"{r['bram18k']} BRAM", (r["dsp_budget"], r["cycles"]), textcoords="offset points",
                           xytext=(4, 6), fontsize=8)

@@ -51,6 +51,7 @@ def test_every_schedule_respects_every_budget(graphs, name, board, dsp, bram, ob
     assert validate_schedule(graph, solution.schedule) == []
     for resource in ("dsp", "bram18k", "uram", "lut"):
         assert solution.totals[resource] <= getattr(budget, resource), resource
+    assert solution.totals["cycles"] >= solution.totals["roofline_cycles"]  # the roofline bounds every design
     for channel in graph.channels.values():  # MING's stream constraint
         if channel.producer in solution.choices and channel.consumer in solution.choices:
             producer, consumer = graph.process(channel.producer), graph.process(channel.consumer)
