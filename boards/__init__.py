@@ -7,6 +7,12 @@ clock and how the host talks to the accelerator (`interface`):
 * ``zynq_axis_dma``: AXI4-Stream in/out through an AXI DMA, driven by PYNQ;
 * ``alveo_xrt``: an XRT kernel with ``m_axi`` ports on an Alveo platform.
 
+A Zynq board's ``[zynq]`` table gives what its Vivado block design needs (board
+part, carrier connections, which processing system, the PL clock limit) and the
+PYNQ release its deployment targets; the processing systems themselves (ports,
+pins, properties) are described once in ``processing_systems.toml``. An Alveo
+board's ``[alveo]`` table names the memory bank its data movers use.
+
 `parse_board` validates one file's text; `load_board` / `all_boards` read the
 files shipped with the package through `importlib.resources`, so the database
 works from an installed wheel as well as from a source checkout.
@@ -22,6 +28,38 @@ from importlib import resources
 from ming_py.ir import MingError
 
 INTERFACES = ("zynq_axis_dma", "alveo_xrt")
+
+
+@dataclass(frozen=True)
+class ProcessingSystem:
+    """A Zynq processing system as a Vivado block design sees it."""
+
+    name: str
+    vlnv: str
+    automation_rule: str
+    master_port: str  # drives the DMA's register port
+    master_clock_pin: str
+    slave_port: str  # takes the DMA's memory traffic
+    slave_clock_pin: str
+    clock_pin: str  # PL clock 0
+    reset_pin: str
+    clock_property: str  # the PL clock 0 frequency in MHz
+    enable: tuple[tuple[str, str], ...]  # properties that open exactly these two ports
+    address_bits: int
+
+
+@dataclass(frozen=True)
+class Zynq:
+    board_part: str
+    processing_system: ProcessingSystem
+    pl_clock_max_mhz: float
+    pynq: str
+    board_connections: str | None = None
+
+
+@dataclass(frozen=True)
+class Alveo:
+    memory: str  # e.g. "HBM[0]", "DDR[0]"
 
 
 @dataclass(frozen=True)
@@ -41,6 +79,8 @@ class Board:
     platform: str | None
     source: str
     notes: str = ""
+    zynq: Zynq | None = None
+    alveo: Alveo | None = None
 
     @property
     def clock_period_ns(self) -> float:
@@ -62,10 +102,22 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "platform": ((str,), False),
     "source": ((str,), True),
     "notes": ((str,), False),
+    "zynq": ((dict,), False),
+    "alveo": ((dict,), False),
 }
+_ZYNQ_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "board_part": ((str,), True),
+    "board_connections": ((str,), False),
+    "processing_system": ((str,), True),
+    "pl_clock_max_mhz": ((int, float), True),
+    "pynq": ((str,), True),
+}
+_ALVEO_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {"memory": ((str,), True)}
 _POSITIVE = ("dsp", "bram18k", "lut", "ff", "clock_mhz")
 _NONEMPTY = ("name", "part", "family", "source")
-_TYPE_NAMES = {(str,): "a string", (int,): "an integer", (int, float): "a number"}
+_TYPE_NAMES = {(str,): "a string", (int,): "an integer", (int, float): "a number", (dict,): "a table"}
+# which table each interface needs
+_INTERFACE_TABLES = {"zynq_axis_dma": "zynq", "alveo_xrt": "alveo"}
 
 
 def _one_line(text: str) -> str:
@@ -83,20 +135,7 @@ def parse_board(text: str, source_name: str) -> Board:
     except tomllib.TOMLDecodeError as e:
         raise fail(f"invalid TOML: {e}") from None
 
-    unknown = sorted(set(data) - set(_FIELDS))
-    if unknown:
-        raise fail(f"unknown field(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(_FIELDS)}")
-    missing = [k for k, (_, required) in _FIELDS.items() if required and k not in data]
-    if missing:
-        raise fail(f"missing required field(s) {', '.join(map(repr, missing))}")
-
-    for key, (types, _) in _FIELDS.items():
-        if key not in data:
-            continue
-        value = data[key]
-        # bool is an int subclass in Python; `dsp = true` is still a type error.
-        if isinstance(value, bool) or not isinstance(value, types):
-            raise fail(f"field '{key}' must be {_TYPE_NAMES[types]}, got {type(value).__name__} {value!r}")
+    _check_fields(data, _FIELDS, "", fail)
 
     for key in _NONEMPTY:
         if not data[key].strip():
@@ -113,6 +152,14 @@ def parse_board(text: str, source_name: str) -> Board:
     platform = data.get("platform")
     if platform is not None and not platform.strip():
         raise fail("field 'platform' must not be empty (omit it when the board has no Vitis platform)")
+    table = _INTERFACE_TABLES[data["interface"]]
+    if table not in data:
+        raise fail(f"interface {data['interface']!r} needs a [{table}] table")
+    for other in set(_INTERFACE_TABLES.values()) - {table}:
+        if other in data:
+            raise fail(f"a [{other}] table does not belong to interface {data['interface']!r}")
+    if table == "alveo" and platform is None:
+        raise fail("interface 'alveo_xrt' needs the field 'platform' (the Vitis platform to link against)")
 
     return Board(
         name=data["name"],
@@ -128,14 +175,62 @@ def parse_board(text: str, source_name: str) -> Board:
         platform=platform,
         source=data["source"],
         notes=data.get("notes", ""),
+        zynq=_zynq(data["zynq"], fail) if "zynq" in data else None,
+        alveo=_alveo(data["alveo"], fail) if "alveo" in data else None,
     )
+
+
+def _check_fields(data: dict, fields: dict, prefix: str, fail) -> None:
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise fail(f"unknown field(s) {', '.join(repr(prefix + k) for k in unknown)}; allowed: {', '.join(fields)}")
+    missing = [prefix + k for k, (_, required) in fields.items() if required and k not in data]
+    if missing:
+        raise fail(f"missing required field(s) {', '.join(map(repr, missing))}")
+    for key, (types, _) in fields.items():
+        if key not in data:
+            continue
+        value = data[key]
+        # bool is an int subclass in Python; `dsp = true` is still a type error.
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise fail(f"field '{prefix}{key}' must be {_TYPE_NAMES[types]}, got {type(value).__name__} {value!r}")
+
+
+def _zynq(data: dict, fail) -> Zynq:
+    _check_fields(data, _ZYNQ_FIELDS, "zynq.", fail)
+    systems = processing_systems()
+    if data["processing_system"] not in systems:
+        raise fail(f"field 'zynq.processing_system' must be one of {', '.join(systems)}, got "
+                   f"{data['processing_system']!r}")
+    if not data["pl_clock_max_mhz"] > 0:
+        raise fail(f"field 'zynq.pl_clock_max_mhz' must be positive, got {data['pl_clock_max_mhz']!r}")
+    return Zynq(board_part=data["board_part"], processing_system=systems[data["processing_system"]],
+                pl_clock_max_mhz=float(data["pl_clock_max_mhz"]), pynq=data["pynq"],
+                board_connections=data.get("board_connections"))
+
+
+def _alveo(data: dict, fail) -> Alveo:
+    _check_fields(data, _ALVEO_FIELDS, "alveo.", fail)
+    return Alveo(memory=data["memory"])
+
+
+PROCESSING_SYSTEMS_FILE = "processing_systems.toml"
+
+
+@functools.cache
+def processing_systems() -> dict[str, ProcessingSystem]:
+    """The Zynq processing systems by name (`processing_systems.toml`)."""
+    data = tomllib.loads(resources.files(__name__).joinpath(PROCESSING_SYSTEMS_FILE).read_text(encoding="utf-8"))
+    return {name: ProcessingSystem(name=name, **{k: v for k, v in fields.items() if k != "enable"},
+                                   enable=tuple(sorted(fields["enable"].items())))
+            for name, fields in data.items()}
 
 
 @functools.cache
 def _load_all() -> tuple[Board, ...]:
     boards = []
     for entry in resources.files(__name__).iterdir():
-        if not entry.is_file() or not entry.name.endswith(".toml"):
+        if not entry.is_file() or not entry.name.endswith(".toml") or entry.name == PROCESSING_SYSTEMS_FILE:
             continue
         stem = entry.name[: -len(".toml")]
         board = parse_board(entry.read_text(encoding="utf-8"), entry.name)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ming_py.boards import Board, all_boards, board_names, boards_table, load_board, parse_board
+from ming_py.boards import (PROCESSING_SYSTEMS_FILE, Board, all_boards, board_names, boards_table, load_board,
+                             parse_board, processing_systems)
 from ming_py.ir import MingError
 
 EXPECTED = ["kv260", "pynq-z2", "u250", "u280", "u50", "u55c", "ultra96v2", "zcu102", "zcu104"]
@@ -24,6 +25,12 @@ ff = 141120
 clock_mhz = 200
 interface = "zynq_axis_dma"
 source = "DS891, XCZU3EG"
+
+[zynq]
+board_part = "avnet.com:ultra96v2:part0:1.2"
+processing_system = "zynq_ultra_ps_e"
+pl_clock_max_mhz = 250
+pynq = "PYNQ v3.0"
 """
 
 
@@ -90,7 +97,8 @@ def test_figures_positive_and_consistent():
 def test_names_unique_and_match_file_stems():
     names = [b.name for b in all_boards()]
     assert len(names) == len(set(names))
-    stems = sorted(e.name[:-5] for e in resources.files("ming_py.boards").iterdir() if e.name.endswith(".toml"))
+    stems = sorted(e.name[:-5] for e in resources.files("ming_py.boards").iterdir()
+                   if e.name.endswith(".toml") and e.name != PROCESSING_SYSTEMS_FILE)
     assert stems == sorted(names)
 
 
@@ -127,7 +135,7 @@ def test_parse_good_file(tmp_path: Path):
     ("name", "name = ", r"invalid TOML"),
 ])
 def test_validation_errors(tmp_path: Path, key, line, message):
-    text = GOOD + line + "\n" if key is None else _with(key, line)
+    text = line + "\n" + GOOD if key is None else _with(key, line)
     path = tmp_path / "bad.toml"
     path.write_text(text)
     with pytest.raises(MingError, match=message) as info:
@@ -150,3 +158,33 @@ def test_boards_table():
     # aligned: the interface column starts at the same offset on every line
     starts = {line.rindex(" ") + 1 for line in [header] + rows}
     assert len(starts) == 1
+
+
+def test_every_board_has_its_deployment_table():
+    for board in all_boards():
+        if board.interface == "zynq_axis_dma":
+            assert board.zynq is not None and board.alveo is None
+            assert board.clock_mhz <= board.zynq.pl_clock_max_mhz
+        else:
+            assert board.alveo is not None and board.zynq is None and board.platform
+    kv260 = load_board("kv260").zynq
+    assert kv260.board_part == "xilinx.com:kv260_som:part0:1.4"
+    assert kv260.board_connections == "som240_1_connector xilinx.com:kv260_carrier:som240_1_connector:1.3"
+    assert kv260.processing_system.clock_property == "PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ"
+    assert load_board("pynq-z2").zynq.processing_system.slave_port == "S_AXI_HP0"
+    assert load_board("u250").alveo.memory == "DDR[0]"
+    assert sorted(processing_systems()) == ["processing_system7", "zynq_ultra_ps_e"]
+
+
+@pytest.mark.parametrize("text, message", [
+    (GOOD.split("[zynq]")[0], r"interface 'zynq_axis_dma' needs a \[zynq\] table"),
+    (GOOD + '\n[alveo]\nmemory = "HBM[0]"\n', r"a \[alveo\] table does not belong to interface 'zynq_axis_dma'"),
+    (GOOD.replace('"zynq_ultra_ps_e"', '"zynq_ps"'), r"field 'zynq.processing_system' must be one of zynq_ultra_ps_e, processing_system7, got 'zynq_ps'"),
+    (GOOD.replace("pl_clock_max_mhz = 250", "pl_clock_max_mhz = -1"), r"field 'zynq.pl_clock_max_mhz' must be positive"),
+    (GOOD.replace('pynq = "PYNQ v3.0"', "pynq = 3"), r"field 'zynq.pynq' must be a string"),
+    (GOOD.replace('pynq = "PYNQ v3.0"', ""), r"missing required field\(s\) 'zynq.pynq'"),
+    (GOOD.replace('pynq = "PYNQ v3.0"', 'pynq = "3"\nhp = 1'), r"unknown field\(s\) 'zynq.hp'"),
+])
+def test_deployment_table_errors(text: str, message: str):
+    with pytest.raises(MingError, match=r"board file demo.toml: " + message):
+        parse_board(text, "demo.toml")
