@@ -55,7 +55,8 @@ CPP_KEYWORDS = frozenset("""
 
 # Names the emitted sources use themselves, besides those their headers declare (see _header_names):
 # main and its arguments, the top function's AXI4-Stream ports, namespaces, the C-simulation's macro.
-EMITTED_NAMES = frozenset("main argc argv s_axis m_axis std posix hls ming ming_csim MING_CSIM MING_CSIM_CONCURRENT".split())
+EMITTED_NAMES = frozenset("main argc argv s_axis m_axis framing std posix hls ming ming_csim MING_CSIM MING_CSIM_CONCURRENT"
+                          .split())
 
 # Vitis HLS headers (ap_int.h, ap_fixed.h, ap_axi_sdata.h, hls_stream.h) at synthesis; macros of GNU
 # dialects and of headers the emitted code does not include itself but a toolchain may (assert).

@@ -75,6 +75,13 @@ struct AxisWord {
 #endif
 
 constexpr int kValuesPerWord = 8;  // int8 values per 64-bit AXI4-Stream word
+constexpr uint8_t kWholeWord = 0xFF;  // TKEEP/TSTRB of a word: every byte is data or zero padding
+
+// How an image was framed on the input stream, passed from unpack_axis to pack_axis.
+struct ImageFraming {
+  bool ends_packet;  // TLAST on the image's last word: more images may follow in the packet otherwise
+  bool error;        // TLAST on a word before the image's last
+};
 
 // The AXI4-Stream words of an image of N int8 values: 8 values each, little-endian, the last one
 // holding the remaining 1-8 values.
@@ -88,11 +95,12 @@ struct AxisFrame {
 // A small value buffer bridges the two widths (any L, dividing 8 or not): a word is read
 // whenever fewer than L values are held, a token written whenever L are. The loop runs
 // max(words, tokens) iterations: tokens set the pace for L < 8, words for L > 8.
-// TLAST must be on the last word of the image and on no other; `framing_error` (one flag per
-// image, written after its last word) tells whether it was not. TKEEP of the short last word
-// is not checked: the values past N are ignored.
+// A packet (words up to TLAST) holds a whole number of images: one DMA transfer carries a batch.
+// `framing` (one entry per image, written after its last word) tells pack_axis whether the image
+// ends its packet and whether TLAST came in the middle of it. TKEEP is not checked: the values
+// past N in an image's last word are padding.
 template <int N, int L>
-void unpack_axis(hls::stream<AxisWord>& in, hls::stream<Pack<L>>& out, hls::stream<bool>& framing_error) {
+void unpack_axis(hls::stream<AxisWord>& in, hls::stream<Pack<L>>& out, hls::stream<ImageFraming>& framing) {
   static_assert(N % L == 0, "an image is a whole number of tokens");
   constexpr int kWords = AxisFrame<N>::kWords;
   constexpr int kTokens = N / L;
@@ -102,7 +110,7 @@ void unpack_axis(hls::stream<AxisWord>& in, hls::stream<Pack<L>>& out, hls::stre
   HLS_PRAGMA(ARRAY_PARTITION variable=held type=complete)
   int count = 0;  // values in `held`
   int words = 0;
-  bool error = false;
+  ImageFraming image = {false, false};
   unpack_words:
   for (int i = 0; i < kTrips; i++) {
     HLS_PRAGMA(PIPELINE II=1)
@@ -111,7 +119,8 @@ void unpack_axis(hls::stream<AxisWord>& in, hls::stream<Pack<L>>& out, hls::stre
       const AxisWord beat = in.read();
       const uint64_t data = static_cast<uint64_t>(beat.data);
       const bool final_word = words == kWords - 1;
-      error |= static_cast<bool>(beat.last) != final_word;
+      image.error |= static_cast<bool>(beat.last) && !final_word;
+      image.ends_packet = static_cast<bool>(beat.last) && final_word;
       for (int j = 0; j < kHeld; j++) {
         HLS_PRAGMA(UNROLL)
         const int v = j - count;
@@ -136,17 +145,19 @@ void unpack_axis(hls::stream<AxisWord>& in, hls::stream<Pack<L>>& out, hls::stre
       out.write(token);
     }
   }
-  framing_error.write(error);
+  framing.write(image);
 }
 
 // Tokens of L lanes -> AXI4-Stream words, one token in and one word out per cycle at most.
 // A token is read whenever fewer than 8 values are held, a word written whenever 8 are (or the
 // image's remaining values). The loop runs max(words, tokens) iterations, plus one when the
 // final token completes two words (L < 8 not dividing 8 and a last word shorter than L): one
-// write per cycle. TKEEP/TSTRB mark the valid values of the short last word; TLAST is on the
-// image's last word, and TUSER there carries the image's input framing error from unpack_axis.
+// write per cycle. Every word is whole (TKEEP/TSTRB all ones, the padding of an image's last
+// word zero): AXI DMA S2MM without realignment takes null bytes on a packet's last beat only.
+// The image's last word carries TLAST when its input image ended a packet (one output packet
+// per input packet) and TUSER when its input was framed wrongly (see unpack_axis).
 template <int N, int L>
-void pack_axis(hls::stream<Pack<L>>& in, hls::stream<bool>& framing_error, hls::stream<AxisWord>& out) {
+void pack_axis(hls::stream<Pack<L>>& in, hls::stream<ImageFraming>& framing, hls::stream<AxisWord>& out) {
   static_assert(N % L == 0, "an image is a whole number of tokens");
   constexpr int kWords = AxisFrame<N>::kWords;
   constexpr int kTokens = N / L;
@@ -190,15 +201,16 @@ void pack_axis(hls::stream<Pack<L>>& in, hls::stream<bool>& framing_error, hls::
       }
       count -= valid;
       words++;
+      ImageFraming image = {false, false};
+      if (final_word) {
+        image = framing.read();
+      }
       AxisWord beat;
       beat.data = data;
-      beat.keep = static_cast<uint8_t>((1u << valid) - 1);
-      beat.strb = static_cast<uint8_t>((1u << valid) - 1);
-      beat.user = false;
-      if (final_word) {
-        beat.user = framing_error.read();
-      }
-      beat.last = final_word;
+      beat.keep = kWholeWord;
+      beat.strb = kWholeWord;
+      beat.user = image.error;
+      beat.last = image.ends_packet;
       out.write(beat);
     }
   }
