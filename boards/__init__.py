@@ -241,6 +241,14 @@ def _load_all() -> tuple[Board, ...]:
     return tuple(sorted(boards, key=lambda b: b.name))
 
 
+def check_clock(board: Board) -> None:
+    """A Zynq board's clock is one its PL clock can run at."""
+    limit = board.zynq.pl_clock_max_mhz if board.zynq else None
+    if limit is not None and board.clock_mhz > limit:
+        raise MingError(f"board {board.name}: clock {board.clock_mhz:g} MHz is above its PL clock limit of "
+                        f"{limit:g} MHz; pass a lower --clock (at most {limit:g})")
+
+
 def board_names() -> list[str]:
     """The known board names, sorted."""
     return [b.name for b in _load_all()]

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from ming_py.boards import Board
 from ming_py.classify import classify
+from ming_py.emit.deploy import deploy_files
 from ming_py.emit.hls import emit_hls
+from ming_py.emit.vivado import vivado_files
 from ming_py.emit.reports import dataflow_mlir, host_metadata, report, report_json, report_markdown
 from ming_py.ilp import Budget, Solution, solve
 from ming_py.ilp.pins import resolve
@@ -53,6 +55,9 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
         node["class"] = kinds.get(node["name"], "data_movement")
     files = {f"hls/{name}": text for name, text in emit_hls(stream_graph, schedule, board).items()}
     files |= sample_files(graph, stream_graph)
+    files |= deploy_files(stream_graph, board)
+    if board.interface == "zynq_axis_dma":
+        files |= vivado_files(stream_graph, board)
     files |= {
         "report.json": report_json(data),
         "report.md": report_markdown(data),

@@ -68,6 +68,15 @@ def _parser() -> argparse.ArgumentParser:
                            "array or a stream than the array's partition and storage pragmas give")
     csim.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
+    deploy = commands.add_parser("deploy", help="run a build's deployment driver (OUT/deploy/run.py) on a float input")
+    deploy.add_argument("build_dir", type=Path)
+    deploy.add_argument("--input", required=True, type=Path, help="float32 .npy: one image or N stacked")
+    deploy.add_argument("--output", required=True, type=Path, help="where to write the float32 .npy output")
+    deploy.add_argument("--backend", choices=("pynq", "xrt", "csim"),
+                        help="pynq (Zynq boards), xrt (Alveo) or csim (the C-simulation); default: the board's")
+    deploy.add_argument("--batch", type=int, help="images per transfer (default: all)")
+    deploy.add_argument("--benchmark", action="store_true", help="print throughput and per-image times")
+
     commands.add_parser("boards", help="list the supported boards")
     return parser
 
@@ -141,6 +150,25 @@ def _csim(args) -> int:
         return EXIT_PORT_CONFLICT
     save_output(args.output, y)
     return 0
+
+
+def _deploy(args) -> None:
+    """The short form of `python3 OUT/deploy/run.py ...`: the same script, run with this Python."""
+    import subprocess
+
+    from .options import check_output_file
+
+    script = args.build_dir / "deploy" / "run.py"
+    if not script.is_file():
+        raise MingError(f"{args.build_dir}: no deploy/run.py; run `ming build` first")
+    check_output_file(args.output)
+    command = [sys.executable, str(script), "--input", str(args.input), "--output", str(args.output)]
+    command += [f"--backend={args.backend}"] * bool(args.backend) + [f"--batch={args.batch}"] * (args.batch is not None)
+    command += ["--benchmark"] * args.benchmark
+    result = subprocess.run(command, stderr=subprocess.PIPE, text=True)
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise MingError(last.removeprefix("error: "))
 
 
 def _simulate(args) -> int:
@@ -218,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "sweep": _sweep, "csim": _csim,
-                    "simulate": _simulate, "boards": _boards}
+                    "simulate": _simulate, "deploy": _deploy, "boards": _boards}
         return handlers[args.command](args) or 0
     except interrupt.Interrupted as stop:
         print(f"ming: interrupted ({stop})", file=sys.stderr)

@@ -23,8 +23,10 @@ from .ir import HostOp, MingError
 from .options import build_metadata, check_input
 from .output import cache_root
 from .progress import Progress
+from .runtime import ming_host
+from .runtime.ming_driver import CSIM_FLAGS
 
-CXX_FLAGS = ("-std=c++17", "-O2", "-Wall", "-Wextra", "-DMING_CSIM")  # MING_CSIM: ming's stand-ins for g++
+CXX_FLAGS = CSIM_FLAGS + ("-Wall", "-Wextra")
 # Concurrent C-simulation: one thread per dataflow process, FIFOs bounded by their depth
 # (see ming_hls_stream.h); the binary exits with DEADLOCK_EXIT_CODE and a report on a deadlock.
 CONCURRENT_FLAGS = ("-DMING_CSIM_CONCURRENT", "-pthread")
@@ -106,12 +108,12 @@ def compile_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool
 
 def to_stream_order(array: np.ndarray, stream_shape: list[int]) -> np.ndarray:
     """(C, H, W) array -> values in raster order (row, column, channel)."""
-    return array.reshape(stream_shape).transpose(1, 2, 0).reshape(-1)
+    return ming_host.to_stream_order(array, stream_shape).reshape(-1)
 
 
 def from_stream_order(values: np.ndarray, stream_shape: list[int]) -> np.ndarray:
-    c, h, w = stream_shape
-    return values.reshape(h, w, c).transpose(2, 0, 1)
+    """Values in raster order -> (C, H, W) array."""
+    return ming_host.from_stream_order(values, stream_shape)[0]
 
 
 def deadlock_from(stderr: str) -> CsimDeadlock:

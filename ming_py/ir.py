@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import numerics
+from .runtime.ming_host import HostOp  # noqa: F401  (the graph names the host tail with it)
 
 PARALLEL = "parallel"
 REDUCTION = "reduction"
@@ -245,21 +246,6 @@ class Concat:
 
 
 Node = Kernel | Reshape | Concat
-
-
-@dataclass(frozen=True)
-class HostOp:
-    """A float step run on the host after the accelerator.
-
-    kind: "softmax" (attr: axis), "quantize"/"dequantize" (attrs: scale,
-    zero_point), "reshape" (attr: shape).
-    """
-
-    kind: str
-    axis: int = -1
-    scale: float = 1.0
-    zero_point: int = 0
-    shape: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,9 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 import numpy.typing as npt
 
+# The host-side rules (also shipped to the board in a build's deploy package) live in ming_host.
+from ming_py.runtime.ming_host import ort_dequantize_linear, ort_qlinear_softmax, ort_quantize_linear, saturate
+
 __all__ = [
     "INT8_MIN", "INT8_MAX",
     "bit_length", "round_shift_half_even", "round_shift_half_up", "saturate",
@@ -90,14 +93,6 @@ def _i64(x: ArrayLike) -> IntArray:
 def _f32_scalar(v: ArrayLike) -> np.float32:
     """A per-tensor scale as a float32 scalar (accepts shape () or (1,) arrays)."""
     return _F32(np.asarray(v, dtype=_F32).reshape(()))
-
-
-def _out_dtype(qmin: int, qmax: int) -> type:
-    if qmin >= -128 and qmax <= 127:
-        return np.int8
-    if qmin >= 0 and qmax <= 255:
-        return np.uint8
-    return np.int32
 
 
 def bit_length(a: ArrayLike) -> IntArray:
@@ -142,11 +137,6 @@ def round_shift_half_up(v: ArrayLike, shift: ArrayLike) -> IntArray:
     v = _i64(v)
     s = _i64(shift)
     return (v + np.left_shift(np.int64(1), s - 1)) >> s
-
-
-def saturate(v: ArrayLike, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
-    """Clamp to ``[qmin, qmax]`` and cast to the narrowest matching integer dtype."""
-    return np.clip(_i64(v), qmin, qmax).astype(_out_dtype(qmin, qmax))
 
 
 # ---------------------------------------------------------------------------
@@ -602,20 +592,6 @@ def fma_float32(a: ArrayLike, b: ArrayLike, c: ArrayLike) -> npt.NDArray[np.floa
     return np.where(go_r, r, out).astype(_F32)
 
 
-def ort_dequantize_linear(x: ArrayLike, scale: ArrayLike, zp: int) -> npt.NDArray[np.float32]:
-    """``f32(scale * f32(x - zp))`` (ORT DequantizeLinear / ``dequantize_value``)."""
-    d = (_i64(x) - int(zp)).astype(_F32)
-    return (_f32_scalar(scale) * d).astype(_F32)
-
-
-def ort_quantize_linear(v: ArrayLike, scale: ArrayLike, zp: int,
-                        qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
-    """MLAS ``MlasQuantizeLinear``: ``sat(rne(f32(v / scale)) + zp)`` (zp added as int)."""
-    q = np.rint((np.asarray(v, _F32) / _f32_scalar(scale)).astype(_F32).astype(np.float64))
-    q = np.clip(q, -2.0 ** 40, 2.0 ** 40).astype(np.int64)
-    return saturate(q + int(zp), qmin, qmax)
-
-
 def ort_qlinear_add_reference(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: ArrayLike, b_scale: ArrayLike,
                               b_zp: int, y_scale: ArrayLike, y_zp: int,
                               domain_offset: int = ORT_X86_DOMAIN_OFFSET) -> np.ndarray:
@@ -683,27 +659,3 @@ def ort_qlinear_avgpool_reference(x: ArrayLike, x_scale: ArrayLike, x_zp: int, y
             q = np.clip(np.rint(v.astype(np.float64)), INT8_MIN + off, INT8_MAX + off)
             y[:, :, i, j] = q.astype(np.int64) - off
     return saturate(y)
-
-
-def ort_qlinear_softmax(x: ArrayLike, x_scale: ArrayLike, y_scale: ArrayLike, y_zp: int, axis: int) -> np.ndarray:
-    """onnxruntime's QLinearSoftmax (contrib op that QDQ Softmax becomes), on int8 ``x``.
-
-    A float32 table ``T[d] = f32(exp((d + b) * sx))`` over ``d = x - max(x)`` with
-    ``b = max(0, ln(FLT_MAX / D) - 5) / sx`` (D = size of the softmax axis) keeps the
-    sum finite; the sum is accumulated in float32 in element order; each output is
-    ``rne(f32(f32(T * floor(1 / sy)) / sum)) + zy`` saturated at the top (the kernel runs
-    in the uint8 domain after onnxruntime's int8-to-uint8 rewrite, so 256 -> 255).
-    The input zero point cancels in ``x - max(x)``.
-    """
-    x = np.moveaxis(_i64(x), axis, -1)
-    size = x.shape[-1]
-    sx = float(_f32_scalar(x_scale))
-    shift = max(0.0, float(np.log(np.finfo(np.float32).max / size)) - 5.0) / sx
-    table = np.exp((x - x.max(axis=-1, keepdims=True) + shift) * sx).astype(_F32)
-    total = np.zeros(x.shape[:-1], _F32)
-    for i in range(size):  # float32, in element order, as the kernel accumulates
-        total = (total + table[..., i]).astype(_F32)
-    y_scale_inverse = _F32(np.floor(_F32(1.0) / _f32_scalar(y_scale)))
-    ratio = ((table * y_scale_inverse).astype(_F32) / total[..., None]).astype(_F32)
-    y = np.rint(ratio.astype(np.float64)).astype(np.int64) + int(y_zp)
-    return np.moveaxis(saturate(y, INT8_MIN, INT8_MAX), -1, axis)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ming_py.boards import Board, load_board
+from ming_py.boards import Board, check_clock, load_board
 from ming_py.ilp.budget import OPTIONS, Budget
 from ming_py.ilp.pins import check_key
 
@@ -50,6 +50,7 @@ def target_board(options) -> Board:
 def check_design(options) -> Board:
     """The board of a BuildOptions after checking its budget, clock, objective and settings' form."""
     board = target_board(options)
+    check_clock(board)
     Budget.of(board, options.limits)
     if options.objective not in OBJECTIVES:
         raise MingError(f"--objective {options.objective}: choose {' or '.join(OBJECTIVES)}")

@@ -15,6 +15,7 @@ import itertools
 import numpy as np
 
 from . import numerics
+from .runtime.ming_host import host_tail
 from .ir import (
     AccRequant,
     AddRequant,
@@ -61,33 +62,6 @@ def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.nda
         elif isinstance(node, Concat):
             values[node.output] = np.concatenate([values[i] for i in node.inputs], axis=node.axis)
     return values
-
-
-def host_tail(q: np.ndarray, scale: float, zero_point: int, host_ops: tuple[HostOp, ...]) -> np.ndarray:
-    """Dequantize an accelerator output and run the float steps that follow it on the host."""
-    ops = list(host_ops)
-    if len(ops) >= 2 and ops[0].kind == "softmax" and ops[1].kind == "quantize":
-        # a quantized Softmax is onnxruntime's QLinearSoftmax on the int8 values
-        x = numerics.ort_qlinear_softmax(q, scale, ops[1].scale, ops[1].zero_point, ops[0].axis)
-        ops = ops[2:]
-    else:
-        x = numerics.ort_dequantize_linear(q, scale, zero_point)
-    for op in ops:
-        x = _host_op(x, op)
-    return x
-
-
-def _host_op(x: np.ndarray, op: HostOp) -> np.ndarray:
-    if op.kind == "softmax":
-        shifted = np.exp(x - x.max(axis=op.axis, keepdims=True))
-        return (shifted / shifted.sum(axis=op.axis, keepdims=True)).astype(np.float32)
-    if op.kind == "quantize":
-        return numerics.ort_quantize_linear(x, op.scale, op.zero_point).astype(np.int64)
-    if op.kind == "dequantize":
-        return numerics.ort_dequantize_linear(x, op.scale, op.zero_point)
-    if op.kind == "reshape":
-        return x.reshape(op.shape)
-    raise ValueError(f"unknown host op {op.kind}")
 
 
 # ---- kernels -----------------------------------------------------------------

@@ -86,7 +86,9 @@ def test_build_checks_its_options_before_anything_else(tmp_path):
                              (BuildOptions(objective="fastest"), "--objective fastest"),
                              (BuildOptions(settings={"conv2.unroll.oc": True}), "not an integer"),
                              (BuildOptions(settings={"conv2.oc": 2}), "not a setting"),
-                             (BuildOptions(board="nope"), "unknown board")]:
+                             (BuildOptions(board="nope"), "unknown board"),
+                             (BuildOptions(board="pynq-z2", clock_mhz=200.0),
+                              "board pynq-z2: clock 200 MHz is above its PL clock limit of 150 MHz")]:
         with pytest.raises(MingError, match=message):
             build(tmp_path / "missing.onnx", tmp_path / "out", options)
     assert check_design(BuildOptions(limits={"dsp": "20%"}, clock_mhz=300.0)).name == "kv260"

@@ -1,0 +1,85 @@
+"""The Alveo kernel flow: OUT/vitis/, the accelerator between two data movers in one xclbin.
+
+The accelerator of `OUT/hls/` is free-running (`ap_ctrl_none`, AXI4-Stream in and out). On an Alveo
+card two more kernels feed it from device memory: `<model>_mm2s` reads the input images and streams
+them to `<model>_top` as one packet, `<model>_s2mm` writes its output images back. `link.cfg` wires
+the three compute units together and places both buffers in the board's memory bank; the Makefile
+builds the xclbin with v++ and the system C simulation with g++. Images are stored as 64-bit
+little-endian words, 8 int8 values each, in stream order (row, column, channel), an image's last
+word zero-padded: the accelerator's AXI4-Stream framing, so the data movers copy words unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ming_py import __version__
+from ming_py.boards import Board
+from ming_py.dataflow import StreamGraph
+from ming_py.ir import MingError
+
+from .hls import _environment
+from .identifiers import comment_text, cpp_names
+
+VALUES_PER_WORD = 8  # ming::kValuesPerWord
+
+# OUT/vitis/<file> -> its template under emit/templates/
+TEMPLATES = {
+    "data_movers.h": "vitis/data_movers.h.j2",
+    "mm2s.cpp": "vitis/mm2s.cpp.j2",
+    "s2mm.cpp": "vitis/s2mm.cpp.j2",
+    "system_tb.cpp": "vitis/system_tb.cpp.j2",
+    "link.cfg": "vitis/link.cfg.j2",
+    "Makefile": "vitis/Makefile.j2",
+}
+
+
+@dataclass(frozen=True)
+class AlveoKernels:
+    """The kernels of the xclbin; each has one compute unit, `compute_unit(kernel)`."""
+
+    mm2s: str
+    accelerator: str
+    s2mm: str
+
+    @staticmethod
+    def compute_unit(kernel: str) -> str:
+        return f"{kernel}_1"
+
+
+def alveo_kernels(graph: StreamGraph) -> AlveoKernels:
+    names = cpp_names(graph)
+    return AlveoKernels(mm2s=f"{names.model}_mm2s", accelerator=names.top, s2mm=f"{names.model}_s2mm")
+
+
+def words_per_image(values: int) -> int:
+    return -(-values // VALUES_PER_WORD)
+
+
+def alveo_files(graph: StreamGraph, board: Board) -> dict[str, str]:
+    """The files of OUT/vitis/, as {path relative to OUT: text}."""
+    if board.alveo is None or board.platform is None:
+        raise MingError(f"board {board.name} has no Alveo kernel flow (it needs an [alveo] table and a Vitis "
+                        f"platform; its interface is {board.interface})")
+    env = _environment()
+    context = _context(graph, board)
+    return {f"vitis/{name}": env.get_template(template).render(context) for name, template in TEMPLATES.items()}
+
+
+def _context(graph: StreamGraph, board: Board) -> dict:
+    names = cpp_names(graph)
+    kernels = alveo_kernels(graph)
+    in_values = graph.channels[graph.input.channel].values
+    out_values = graph.channels[graph.output.channel].values
+    model = {
+        "name": names.model, "title": comment_text(graph.name), "top": names.top,
+        "input_values": names.input_values, "output_values": names.output_values,
+        "in_values": in_values, "out_values": out_values,
+        "in_words": words_per_image(in_values), "out_words": words_per_image(out_values),
+    }
+    cu = {role: AlveoKernels.compute_unit(getattr(kernels, role)) for role in ("mm2s", "accelerator", "s2mm")}
+    return {
+        "model": model, "kernels": kernels, "cu": cu, "board": board, "version": __version__,
+        "memory": board.alveo.memory, "platform": board.platform,
+        "clock_mhz": f"{board.clock_mhz:g}", "clock_hz": round(board.clock_mhz * 1e6),
+    }

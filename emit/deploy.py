@@ -1,0 +1,53 @@
+"""The deployment package OUT/deploy/: the host driver (ming_py.runtime, copied verbatim), the metadata it
+reads (`accelerator.json`) and a README for the board.
+
+The hardware files join it later: `vivado/build_bitstream.tcl` copies `<model>.bit` and `<model>.hwh` here
+(Zynq boards), `make` in `vitis/` copies `<model>.xclbin` (Alveo boards).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+from ming_py import __version__
+from ming_py.boards import Board
+from ming_py.dataflow import StreamGraph
+
+from .hls import _environment
+from .identifiers import cpp_names
+from .reports import host_metadata
+from .vivado import DMA, LENGTH_BITS
+
+RUNTIME_FILES = ("ming_host.py", "ming_driver.py", "run.py")
+ALVEO_KERNELS = {"mm2s": "mm2s", "s2mm": "s2mm"}  # vitis/: the data movers' kernel names
+
+
+def deploy_files(graph: StreamGraph, board: Board) -> dict[str, str]:
+    """The files of OUT/deploy/, as {relative path: text}."""
+    runtime = resources.files("ming_py.runtime")
+    files = {f"deploy/{name}": runtime.joinpath(name).read_text(encoding="utf-8") for name in RUNTIME_FILES}
+    meta = accelerator_metadata(graph, board)
+    files["deploy/accelerator.json"] = json.dumps(meta, indent=2) + "\n"
+    files["deploy/README.md"] = _environment().get_template("deploy/README.md.j2").render(
+        meta=meta, board=board, version=__version__)
+    return files
+
+
+def accelerator_metadata(graph: StreamGraph, board: Board) -> dict:
+    """What the driver needs: host.json's quantization and layouts, and how to reach the hardware."""
+    model = cpp_names(graph).model
+    meta = json.loads(host_metadata(graph, board)) | {"clock_mhz": board.clock_mhz}
+    if board.interface == "zynq_axis_dma":
+        meta |= {"target": board.zynq.pynq, "bitstream": f"{model}.bit", "dma": DMA,  # the overlay's attribute
+                 "max_transfer_bytes": 2 ** LENGTH_BITS - 1,
+                 "csim": {"mode": "axis", "sources": [f"../hls/{model}.cpp", f"../hls/{model}_tb.cpp"],
+                          "include": ["../hls"], "binary": f"csim/{model}_csim"}}
+    else:
+        meta |= {"target": f"XRT 2022.2 or newer, platform {board.platform}", "xclbin": f"{model}.xclbin",
+                 "kernels": dict(ALVEO_KERNELS),
+                 "csim": {"mode": "memory",
+                          "sources": ["../vitis/mm2s.cpp", "../vitis/s2mm.cpp", "../vitis/system_tb.cpp",
+                                      f"../hls/{model}.cpp"],
+                          "include": ["../hls"], "binary": f"csim/{model}_system_csim"}}
+    return meta

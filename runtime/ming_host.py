@@ -1,0 +1,145 @@
+"""The host side of an accelerator built by ming: numpy only, so it runs on the board as it runs in ming.
+
+* The numeric contract's host steps, bit-exact with onnxruntime (QuantizeLinear, DequantizeLinear,
+  QLinearSoftmax) and the float steps after the accelerator (`host_tail`); ming's golden model uses these
+  same functions.
+* The bus layout: an image is the int8 values of its (C, H, W) map in raster order (row, column,
+  channel), packed 8 to a 64-bit little-endian word, the last word zero-padded (`pack_images`,
+  `unpack_images`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+INT8_MIN, INT8_MAX = -128, 127
+VALUES_PER_WORD = 8  # int8 values per 64-bit bus word
+
+
+@dataclass(frozen=True)
+class HostOp:
+    """A float step run on the host after the accelerator.
+
+    kind: "softmax" (attr: axis), "quantize"/"dequantize" (attrs: scale, zero_point), "reshape" (attr: shape).
+    """
+
+    kind: str
+    axis: int = -1
+    scale: float = 1.0
+    zero_point: int = 0
+    shape: tuple = ()
+
+
+def saturate(v, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """Clamp to ``[qmin, qmax]`` and cast to the narrowest matching integer dtype."""
+    if qmin >= INT8_MIN and qmax <= INT8_MAX:
+        dtype = np.int8
+    elif qmin >= 0 and qmax <= 255:
+        dtype = np.uint8
+    else:
+        dtype = np.int32
+    return np.clip(np.asarray(v, dtype=np.int64), qmin, qmax).astype(dtype)
+
+
+def _f32_scalar(v) -> np.float32:
+    """A per-tensor scale as a float32 scalar (accepts shape () or (1,) arrays)."""
+    return np.float32(np.asarray(v, dtype=np.float32).reshape(()))
+
+
+def ort_dequantize_linear(x, scale, zp: int) -> np.ndarray:
+    """``f32(scale * f32(x - zp))`` (ORT DequantizeLinear / ``dequantize_value``)."""
+    d = (np.asarray(x, dtype=np.int64) - int(zp)).astype(np.float32)
+    return (_f32_scalar(scale) * d).astype(np.float32)
+
+
+def ort_quantize_linear(v, scale, zp: int, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """MLAS ``MlasQuantizeLinear``: ``sat(rne(f32(v / scale)) + zp)`` (zp added as int)."""
+    q = np.rint((np.asarray(v, np.float32) / _f32_scalar(scale)).astype(np.float32).astype(np.float64))
+    q = np.clip(q, -2.0 ** 40, 2.0 ** 40).astype(np.int64)
+    return saturate(q + int(zp), qmin, qmax)
+
+
+def ort_qlinear_softmax(x, x_scale, y_scale, y_zp: int, axis: int) -> np.ndarray:
+    """onnxruntime's QLinearSoftmax (contrib op that QDQ Softmax becomes), on int8 ``x``.
+
+    A float32 table ``T[d] = f32(exp((d + b) * sx))`` over ``d = x - max(x)`` with
+    ``b = max(0, ln(FLT_MAX / D) - 5) / sx`` (D = size of the softmax axis) keeps the
+    sum finite; the sum is accumulated in float32 in element order; each output is
+    ``rne(f32(f32(T * floor(1 / sy)) / sum)) + zy`` saturated at the top (the kernel runs
+    in the uint8 domain after onnxruntime's int8-to-uint8 rewrite, so 256 -> 255).
+    The input zero point cancels in ``x - max(x)``.
+    """
+    x = np.moveaxis(np.asarray(x, dtype=np.int64), axis, -1)
+    size = x.shape[-1]
+    sx = float(_f32_scalar(x_scale))
+    shift = max(0.0, float(np.log(np.finfo(np.float32).max / size)) - 5.0) / sx
+    table = np.exp((x - x.max(axis=-1, keepdims=True) + shift) * sx).astype(np.float32)
+    total = np.zeros(x.shape[:-1], np.float32)
+    for i in range(size):  # float32, in element order, as the kernel accumulates
+        total = (total + table[..., i]).astype(np.float32)
+    y_scale_inverse = np.float32(np.floor(np.float32(1.0) / _f32_scalar(y_scale)))
+    ratio = ((table * y_scale_inverse).astype(np.float32) / total[..., None]).astype(np.float32)
+    y = np.rint(ratio.astype(np.float64)).astype(np.int64) + int(y_zp)
+    return np.moveaxis(saturate(y, INT8_MIN, INT8_MAX), -1, axis)
+
+
+def host_tail(q: np.ndarray, scale: float, zero_point: int, host_ops) -> np.ndarray:
+    """Dequantize an accelerator output and run the float steps that follow it on the host."""
+    ops = list(host_ops)
+    if len(ops) >= 2 and ops[0].kind == "softmax" and ops[1].kind == "quantize":
+        # a quantized Softmax is onnxruntime's QLinearSoftmax on the int8 values
+        x = ort_qlinear_softmax(q, scale, ops[1].scale, ops[1].zero_point, ops[0].axis)
+        ops = ops[2:]
+    else:
+        x = ort_dequantize_linear(q, scale, zero_point)
+    for op in ops:
+        x = _host_op(x, op)
+    return x
+
+
+def _host_op(x: np.ndarray, op: HostOp) -> np.ndarray:
+    if op.kind == "softmax":
+        shifted = np.exp(x - x.max(axis=op.axis, keepdims=True))
+        return (shifted / shifted.sum(axis=op.axis, keepdims=True)).astype(np.float32)
+    if op.kind == "quantize":
+        return ort_quantize_linear(x, op.scale, op.zero_point).astype(np.int64)
+    if op.kind == "dequantize":
+        return ort_dequantize_linear(x, op.scale, op.zero_point)
+    if op.kind == "reshape":
+        return x.reshape(op.shape)
+    raise ValueError(f"unknown host op {op.kind}")
+
+
+def words_per_image(values: int) -> int:
+    return -(-values // VALUES_PER_WORD)
+
+
+def to_stream_order(maps: np.ndarray, stream_shape) -> np.ndarray:
+    """(images, C, H, W) maps -> (images, values): each image in raster order (row, column, channel)."""
+    c, h, w = stream_shape
+    return maps.reshape(-1, c, h, w).transpose(0, 2, 3, 1).reshape(-1, c * h * w)
+
+
+def from_stream_order(values: np.ndarray, stream_shape) -> np.ndarray:
+    """(images, values) in raster order -> (images, C, H, W)."""
+    c, h, w = stream_shape
+    return values.reshape(-1, h, w, c).transpose(0, 3, 1, 2)
+
+
+def pack_images(q: np.ndarray, stream_shape, words: np.ndarray) -> None:
+    """int8 maps (images, C, H, W) into `words` (images x words per image uint64, e.g. a DMA buffer)."""
+    values = to_stream_order(q, stream_shape)
+    images, count = values.shape
+    padded = np.zeros((images, words_per_image(count) * VALUES_PER_WORD), dtype=np.int8)
+    padded[:, :count] = values
+    words[:] = padded.view("<u8").reshape(-1)
+
+
+def unpack_images(words: np.ndarray, stream_shape) -> np.ndarray:
+    """`words` (images x words per image uint64) -> int8 maps (images, C, H, W)."""
+    c, h, w = stream_shape
+    count = c * h * w
+    padded = np.ascontiguousarray(words, dtype="<u8").view(np.int8).reshape(-1, words_per_image(count) * VALUES_PER_WORD)
+    return from_stream_order(padded[:, :count], stream_shape)

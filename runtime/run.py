@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Run the accelerator of this build on float images: quantize, stream through the hardware, float out.
+
+    python3 run.py --input x.npy --output y.npy [--batch N] [--benchmark] [--backend pynq|xrt|csim]
+
+x.npy holds one image in the model's input shape, or N images stacked on a first axis; y.npy gets the
+model's output in the same form, equal to `ming reference` (and onnxruntime) for the same input.
+--batch sets the images per DMA transfer (default: all, up to the DMA's transfer limit). --benchmark
+repeats the run and prints images/s and microseconds per image, the accelerator's transfer time apart from
+the host's packing. --backend csim runs the build's C-simulation instead of the hardware (numpy and g++
+only), with the same packing, batching and framing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import ming_driver  # noqa: E402
+
+BENCHMARK_SECONDS = 2.0
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--input", required=True, help="float input .npy (one image or N stacked)")
+    parser.add_argument("--output", help="float output .npy")
+    parser.add_argument("--batch", type=int, help="images per transfer (default: all)")
+    parser.add_argument("--benchmark", action="store_true", help="print throughput and per-image times")
+    parser.add_argument("--backend", choices=ming_driver.BACKENDS,
+                        help="pynq (Zynq boards), xrt (Alveo) or csim (C-simulation); default: the board's")
+    return parser.parse_args(argv)
+
+
+def benchmark(accelerator: ming_driver.Accelerator, x: np.ndarray, batch: int | None) -> str:
+    """Runs `x` again and again for about BENCHMARK_SECONDS; the table of where the time went."""
+    accelerator.timing = ming_driver.Timing()
+    start = time.perf_counter()
+    while time.perf_counter() - start < BENCHMARK_SECONDS or accelerator.timing.images == 0:
+        accelerator.run(x, batch)
+    t = accelerator.timing
+    per_image = lambda seconds: 1e6 * seconds / t.images  # noqa: E731
+    total = t.pack + t.accelerator + t.unpack
+    rows = [("accelerator (transfer to completion)", t.accelerator), ("host: quantize and pack", t.pack),
+            ("host: unpack and float tail", t.unpack), ("end to end", total)]
+    lines = [f"{t.images} images on the {accelerator.backend_name} backend, "
+             f"{min(batch or len(accelerator.images(x)), accelerator.max_images_per_transfer)} per transfer"]
+    lines += [f"  {name:<38} {t.images / seconds:>12,.1f} images/s {per_image(seconds):>12,.1f} us/image"
+              for name, seconds in rows]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    try:
+        accelerator = ming_driver.Accelerator(Path(__file__).resolve().parent, args.backend)
+        try:
+            x = np.load(args.input)
+        except (OSError, ValueError) as exc:
+            raise ming_driver.DeployError(f"--input {args.input}: cannot read a .npy array ({exc})") from None
+        y = accelerator.run(x, args.batch)
+        if args.output:
+            np.save(args.output, y)
+        if args.benchmark:
+            print(benchmark(accelerator, x, args.batch))
+    except ming_driver.DeployError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""The deployment package OUT/deploy/: the driver that runs on the board, run here against the C-simulation.
+
+The csim backend goes through the driver's own quantization, packing into 64-bit words, batching and DMA
+framing, and the float tail; its outputs must equal `ming reference` bit for bit, image by image.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ming_py import reference
+from ming_py.boards import load_board
+from ming_py.build import design
+from ming_py.cli import main
+from ming_py.output import write_tree
+from ming_py.runtime import ming_driver
+from ming_py.runtime.ming_driver import AXIS_BEAT, Accelerator, DeployError, mm2s_beats, s2mm_words
+
+MODELS = ("tiny_cnn", "residual_block", "mlp")
+
+
+@pytest.fixture(scope="module")
+def builds(lifted, tmp_path_factory):
+    """builds(name, board="kv260") -> (OUT, lifted graph), written once."""
+    cache = {}
+
+    def build(name: str, board: str = "kv260") -> tuple[Path, object]:
+        if (name, board) not in cache:
+            graph = lifted(name)
+            out = tmp_path_factory.mktemp(f"deploy_{name}_{board}") / "out"
+            write_tree(design(graph, load_board(board)).files, out)
+            cache[name, board] = out, graph
+        return cache[name, board]
+
+    return build
+
+
+def _images(graph, count: int, seed: int = 0) -> np.ndarray:
+    """`count` float images, spread over and beyond the input's quantization range."""
+    shape = graph.inputs[0].onnx_shape
+    return (np.random.default_rng(seed).normal(size=(count, *shape[1:])) * 2).astype(np.float32)
+
+
+def _reference(graph, images: np.ndarray) -> np.ndarray:
+    shape = graph.inputs[0].onnx_shape
+    name = graph.outputs[0].name
+    return np.stack([reference.run(graph, x.reshape(shape))[name][0] for x in images])
+
+
+@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("batch", [1, 8])
+def test_csim_backend_equals_reference(builds, name, batch):
+    out, graph = builds(name)
+    x = _images(graph, batch, seed=batch)
+    y = Accelerator(out / "deploy", "csim").run(x)
+    assert y.dtype == np.float32 and y.shape == (batch, *graph.outputs[0].onnx_shape[1:])
+    assert np.array_equal(y, _reference(graph, x))
+
+
+def test_one_image_in_the_models_shape_comes_back_in_its_shape(builds):
+    out, graph = builds("tiny_cnn")
+    x = _images(graph, 1)[0][None]
+    y = Accelerator(out / "deploy", "csim").run(x)
+    assert y.shape == graph.outputs[0].onnx_shape
+    assert np.array_equal(y, reference.run(graph, x)[graph.outputs[0].name])
+
+
+def test_batches_split_into_transfers_of_whole_images(builds, tmp_path):
+    """--batch 3 on 8 images is three transfers (3, 3, 2), and a DMA limit below a batch splits it too."""
+    out, graph = builds("residual_block")
+    x = _images(graph, 8, seed=3)
+    expected = _reference(graph, x)
+    accelerator = Accelerator(out / "deploy", "csim")
+    assert np.array_equal(accelerator.run(x, batch=3), expected)
+    assert accelerator.timing.images == 8
+
+    limited = tmp_path / "deploy"
+    shutil.copytree(out / "deploy", limited)
+    meta = json.loads((limited / "accelerator.json").read_text())
+    words = max(accelerator.input.words, accelerator.output.words)
+    meta["max_transfer_bytes"] = 2 * 8 * words + 7  # two images' words and a little: transfers of 2
+    meta["csim"] = {**meta["csim"], "sources": [f"{out}/hls/{Path(s).name}" for s in meta["csim"]["sources"]],
+                    "include": [str(out / "hls")]}
+    (limited / "accelerator.json").write_text(json.dumps(meta))
+    accelerator = Accelerator(limited, "csim")
+    assert accelerator.max_images_per_transfer == 2
+    assert np.array_equal(accelerator.run(x), expected)
+
+
+def test_the_package_runs_with_numpy_alone_and_compiles_the_simulation_itself(builds, tmp_path):
+    """`python3 run.py --backend csim` in a copy of OUT with no binary, in a Python that cannot import ming,
+    onnx or onnxruntime: the outputs equal `ming reference`."""
+    out, graph = builds("tiny_cnn")
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    shutil.rmtree(copy / "deploy" / "csim", ignore_errors=True)
+    numpy_only = tmp_path / "site"
+    numpy_only.mkdir()
+    numpy_dir = Path(np.__file__).parent
+    for package in (numpy_dir, numpy_dir.with_name("numpy.libs")):
+        if package.exists():
+            (numpy_only / package.name).symlink_to(package)
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": str(numpy_only)}
+    python = [sys.executable, "-S"]  # no site-packages: only what PYTHONPATH gives
+    probe = "import importlib.util as u; print([u.find_spec(m) is None for m in ('ming_py', 'onnx', 'onnxruntime')])"
+    assert subprocess.run([*python, "-c", probe], env=env, capture_output=True, text=True, check=True,
+                          cwd=tmp_path).stdout.strip() == "[True, True, True]"
+    x = _images(graph, 8, seed=5)
+    np.save(tmp_path / "x.npy", x)
+    result = subprocess.run([*python, str(copy / "deploy" / "run.py"), "--backend", "csim", "--input",
+                             str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"), "--batch", "8"],
+                            env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (copy / "deploy" / "csim" / "tiny_cnn_csim").is_file()
+    assert np.array_equal(np.load(tmp_path / "y.npy"), _reference(graph, x))
+
+
+def test_the_package_holds_the_runtime_verbatim(builds):
+    out, _ = builds("tiny_cnn")
+    runtime = resources.files("ming_py.runtime")
+    for name in ("ming_host.py", "ming_driver.py", "run.py"):
+        assert (out / "deploy" / name).read_text() == runtime.joinpath(name).read_text()
+    meta = json.loads((out / "deploy" / "accelerator.json").read_text())
+    assert (meta["bitstream"], meta["dma"], meta["max_transfer_bytes"]) == ("tiny_cnn.bit", "axi_dma", 2 ** 26 - 1)
+    assert "pynq 3.0" in meta["target"] and "tiny_cnn.bit" in (out / "deploy" / "README.md").read_text()
+
+
+def test_dma_model_frames_a_transfer_as_the_ip_expects():
+    words = np.arange(5, dtype=np.uint64) * 0x0101010101010101
+    beats = mm2s_beats(words)
+    assert beats.dtype.itemsize == 16 and list(beats["last"]) == [0, 0, 0, 0, 1]
+    assert (beats["keep"] == 0xFF).all() and np.array_equal(beats["data"], words)
+    assert np.array_equal(s2mm_words(beats, 5), words)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda b: b["last"].__setitem__(2, 1), r"TLAST after 3 of 5 output words: the S2MM transfer would end early"),
+    (lambda b: b["last"].__setitem__(4, 0), r"no TLAST in the first 5 output words"),
+    (lambda b: b["user"].__setitem__(4, 1), r"wrongly framed input \(TUSER\)"),
+    (lambda b: b["keep"].__setitem__(1, 0x0F), r"not whole \(TKEEP\)"),
+])
+def test_dma_model_refuses_what_a_dma_would_choke_on(change, message):
+    beats = mm2s_beats(np.arange(5, dtype=np.uint64))
+    change(beats)
+    with pytest.raises(DeployError, match=message):
+        s2mm_words(beats, 5)
+
+
+def test_an_early_tlast_reaches_the_driver_as_a_framing_error(builds, tmp_path):
+    """The testbench's --axis mode runs the IP on beats as given: a TLAST in the middle of the first image
+    comes back as TUSER on that image's last word, which the S2MM model reports."""
+    out, graph = builds("residual_block")
+    accelerator = Accelerator(out / "deploy", "csim")
+    words = accelerator.input.words
+    beats = mm2s_beats(np.zeros(2 * words, dtype=np.uint64))
+    beats["last"][0] = 1
+    beats.tofile(tmp_path / "in")
+    subprocess.run([str(accelerator.backend.binary), "--axis", str(tmp_path / "in"), str(tmp_path / "out")],
+                   check=True)
+    received = np.fromfile(tmp_path / "out", dtype=AXIS_BEAT)
+    assert list(np.flatnonzero(received["user"])) == [accelerator.output.words - 1]
+    with pytest.raises(DeployError, match="TUSER"):
+        s2mm_words(received, 2 * accelerator.output.words)
+
+
+def test_ming_deploy_is_the_short_form(builds, tmp_path, capsys):
+    out, graph = builds("tiny_cnn")
+    x = _images(graph, 3, seed=7)
+    np.save(tmp_path / "x.npy", x)
+    code = main(["deploy", str(out), "--backend", "csim", "--input", str(tmp_path / "x.npy"), "--output",
+                 str(tmp_path / "y.npy"), "--batch", "2"])
+    assert code == 0 and np.array_equal(np.load(tmp_path / "y.npy"), _reference(graph, x))
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--input", "{bad}"], r"^ming: error: input has shape \(2, 5\); the model takes \(1, 3, 16, 16\)"),
+    (["--input", "{x}", "--batch", "0"], r"^ming: error: --batch 0: give a positive number"),
+    (["--input", "{x}", "--backend", "pynq"], r"^ming: error: the pynq backend needs PYNQ"),
+])
+def test_ming_deploy_errors_are_one_line(builds, tmp_path, capsys, args, message):
+    out, _ = builds("tiny_cnn")
+    np.save(tmp_path / "bad.npy", np.zeros((2, 5), np.float32))
+    np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.float32))
+    args = [a.format(bad=tmp_path / "bad.npy", x=tmp_path / "x.npy") for a in args]
+    backend = [] if "--backend" in args else ["--backend", "csim"]
+    code = main(["deploy", str(out), *backend, *args, "--output", str(tmp_path / "y.npy")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert __import__("re").search(message, err), err
+    assert not (tmp_path / "y.npy").exists()
+
+
+def test_benchmark_reports_the_accelerator_apart_from_packing(builds, tmp_path, monkeypatch):
+    out, graph = builds("tiny_cnn")
+    np.save(tmp_path / "x.npy", _images(graph, 4))
+    run = Path(out / "deploy" / "run.py")
+    result = subprocess.run([sys.executable, str(run), "--backend", "csim", "--input", str(tmp_path / "x.npy"),
+                             "--benchmark", "--batch", "4"], capture_output=True, text=True, check=True,
+                            env=os.environ | {"PYTHONDONTWRITEBYTECODE": "1"})
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith("images on the csim backend, 4 per transfer")
+    assert [line.split("  ")[1].strip() for line in lines[1:]] == [
+        "accelerator (transfer to completion)", "host: quantize and pack", "host: unpack and float tail",
+        "end to end"]
+    assert all("images/s" in line and line.endswith("us/image") for line in lines[1:])
+
+
+def test_missing_hardware_files_are_named(builds):
+    out, _ = builds("tiny_cnn")
+    assert ming_driver.DEFAULT_BACKEND[json.loads((out / "deploy" / "accelerator.json").read_text())["interface"]] \
+        == "pynq"
+    with pytest.raises(DeployError, match="needs PYNQ|tiny_cnn.bit and tiny_cnn.hwh must be in"):
+        Accelerator(out / "deploy", "pynq")
