@@ -353,7 +353,7 @@ def test_a_clock_above_the_pl_limit_is_refused(stream_graph):
     assert "\n" not in message
     assert all(word in message for word in ("kv260", "350 MHz", "300 MHz", "--clock"))
     at_limit = dataclasses.replace(board, clock_mhz=board.zynq.pl_clock_max_mhz)
-    assert "CONFIG.PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ {250}" in vivado_files(stream_graph, at_limit)[
+    assert "CONFIG.PSU__CRL_APB__PL0_REF_CTRL__FREQMHZ {300}" in vivado_files(stream_graph, at_limit)[
         "vivado/build_bitstream.tcl"]
 
 
