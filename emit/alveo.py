@@ -1,8 +1,8 @@
 """The Alveo kernel flow: OUT/vitis/, the accelerator between two data movers in one xclbin.
 
 The accelerator of `OUT/hls/` is free-running (`ap_ctrl_none`, AXI4-Stream in and out). On an Alveo
-card two more kernels feed it from device memory: `<model>_mm2s` reads the input images and streams
-them to `<model>_top` as one packet, `<model>_s2mm` writes its output images back. `link.cfg` wires
+card two more kernels feed it from device memory: `mm2s` reads the input images and streams them to
+`<model>_top` as one packet, `s2mm` writes its output images back. `link.cfg` wires
 the three compute units together and places both buffers in the board's memory bank; the Makefile
 builds the xclbin with v++ and the system C simulation with g++. Images are stored as 64-bit
 little-endian words, 8 int8 values each, in stream order (row, column, channel), an image's last
@@ -17,11 +17,10 @@ from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import StreamGraph
 from ming_py.ir import MingError
+from ming_py.runtime.ming_host import words_per_image
 
 from .hls import _environment
 from .identifiers import comment_text, cpp_names
-
-VALUES_PER_WORD = 8  # ming::kValuesPerWord
 
 # OUT/vitis/<file> -> its template under emit/templates/
 TEMPLATES = {
@@ -48,12 +47,9 @@ class AlveoKernels:
 
 
 def alveo_kernels(graph: StreamGraph) -> AlveoKernels:
-    names = cpp_names(graph)
-    return AlveoKernels(mm2s=f"{names.model}_mm2s", accelerator=names.top, s2mm=f"{names.model}_s2mm")
-
-
-def words_per_image(values: int) -> int:
-    return -(-values // VALUES_PER_WORD)
+    """The data movers are plain `mm2s` and `s2mm`: one model per xclbin, and no name of the model's C++ can
+    clash with them (the processes are static functions of hls/<model>.cpp, the rest carry the model's name)."""
+    return AlveoKernels(mm2s="mm2s", accelerator=cpp_names(graph).top, s2mm="s2mm")
 
 
 def alveo_files(graph: StreamGraph, board: Board) -> dict[str, str]:

@@ -17,10 +17,12 @@ from ming_py.dataflow import StreamGraph
 from .hls import _environment
 from .identifiers import cpp_names
 from .reports import host_metadata
+from .alveo import alveo_kernels
 from .vivado import DMA, LENGTH_BITS
 
 RUNTIME_FILES = ("ming_host.py", "ming_driver.py", "run.py")
-ALVEO_KERNELS = {"mm2s": "mm2s", "s2mm": "s2mm"}  # vitis/: the data movers' kernel names
+# An Alveo batch's two buffers share one memory bank; an HBM pseudo-channel holds 256 MB.
+ALVEO_TRANSFER_BYTES = 2 ** 27
 
 
 def deploy_files(graph: StreamGraph, board: Board) -> dict[str, str]:
@@ -44,10 +46,11 @@ def accelerator_metadata(graph: StreamGraph, board: Board) -> dict:
                  "csim": {"mode": "axis", "sources": [f"../hls/{model}.cpp", f"../hls/{model}_tb.cpp"],
                           "include": ["../hls"], "binary": f"csim/{model}_csim"}}
     else:
+        kernels = alveo_kernels(graph)
         meta |= {"target": f"XRT 2022.2 or newer, platform {board.platform}", "xclbin": f"{model}.xclbin",
-                 "kernels": dict(ALVEO_KERNELS),
+                 "kernels": {"mm2s": kernels.mm2s, "s2mm": kernels.s2mm}, "max_transfer_bytes": ALVEO_TRANSFER_BYTES,
                  "csim": {"mode": "memory",
                           "sources": ["../vitis/mm2s.cpp", "../vitis/s2mm.cpp", "../vitis/system_tb.cpp",
                                       f"../hls/{model}.cpp"],
-                          "include": ["../hls"], "binary": f"csim/{model}_system_csim"}}
+                          "include": ["../hls", "../vitis"], "binary": f"csim/{model}_system_csim"}}
     return meta

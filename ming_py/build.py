@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ming_py.boards import Board
 from ming_py.classify import classify
+from ming_py.emit.alveo import alveo_files
 from ming_py.emit.deploy import deploy_files
 from ming_py.emit.hls import emit_hls
 from ming_py.emit.vivado import vivado_files
@@ -58,6 +59,8 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
     files |= deploy_files(stream_graph, board)
     if board.interface == "zynq_axis_dma":
         files |= vivado_files(stream_graph, board)
+    else:
+        files |= alveo_files(stream_graph, board)
     files |= {
         "report.json": report_json(data),
         "report.md": report_markdown(data),

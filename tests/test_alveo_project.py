@@ -5,6 +5,7 @@ ports the kernels declare and puts the buffers in each board's memory bank."""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -18,7 +19,7 @@ from ming_py import reference
 from ming_py.boards import load_board
 from ming_py.build import design
 from ming_py.csim import to_stream_order
-from ming_py.emit.alveo import alveo_files
+from ming_py.emit.alveo import alveo_files, alveo_kernels
 from ming_py.emit.identifiers import cpp_names
 from ming_py.ir import MingError
 from ming_py.line_buffers import build_stream_graph
@@ -38,7 +39,8 @@ def project(lifted, tmp_path_factory):
             graph, board = lifted(name), load_board("u55c")
             result = design(graph, board)
             out = tmp_path_factory.mktemp(name) / "out"
-            write_tree(dict(result.files) | alveo_files(build_stream_graph(graph), board), out)
+            assert all(name in result.files for name in alveo_files(build_stream_graph(graph), board))
+            write_tree(result.files, out)
             cache[name] = out, result
         return cache[name]
 
@@ -167,11 +169,11 @@ def faulty_system(project, tmp_path_factory):
 
 
 @pytest.mark.parametrize("fault,message", [
-    ("tlast_per_image", "tiny_cnn_top -> tiny_cnn_s2mm: TLAST set on word 1 (image 0) of a 6-word packet"),
-    ("partial_keep", "tiny_cnn_top -> tiny_cnn_s2mm: word 1 (image 0) has TKEEP/TSTRB 0x03/0xff, expected 0xff/0xff"),
-    ("tuser", "tiny_cnn_top -> tiny_cnn_s2mm: TUSER set on word 1 (image 0)"),
+    ("tlast_per_image", "tiny_cnn_top -> s2mm: TLAST set on word 1 (image 0) of a 6-word packet"),
+    ("partial_keep", "tiny_cnn_top -> s2mm: word 1 (image 0) has TKEEP/TSTRB 0x03/0xff, expected 0xff/0xff"),
+    ("tuser", "tiny_cnn_top -> s2mm: TUSER set on word 1 (image 0)"),
     ("padding", "output image 0: padding byte 7 of its last word is not zero"),
-    ("extra_word", "tiny_cnn_top -> tiny_cnn_s2mm: 9 words, expected 6 (3 images of 2 words)"),
+    ("extra_word", "tiny_cnn_top -> s2mm: 9 words, expected 6 (3 images of 2 words)"),
     ("short_read", "tiny_cnn_top input: 3 words left over"),
 ])
 def test_system_csim_fails_on_a_framing_fault(faulty_system, tmp_path, monkeypatch, fault, message):
@@ -203,7 +205,7 @@ def test_makefile_builds_the_xclbin_with_v_plus_plus(project, target):
     board, vitis = result.board, out / "vitis"
     commands = make_dry_run(vitis, *([] if target == "hw" else [f"TARGET={target}"]))
     compiles = {_option(c, "-k"): c for c in commands if c[:2] == ["v++", "-c"]}
-    sources = {"tiny_cnn_mm2s": "mm2s.cpp", "tiny_cnn_top": "../hls/tiny_cnn.cpp", "tiny_cnn_s2mm": "s2mm.cpp"}
+    sources = {"mm2s": "mm2s.cpp", "tiny_cnn_top": "../hls/tiny_cnn.cpp", "s2mm": "s2mm.cpp"}
     assert set(compiles) == set(sources)
     for kernel, words in compiles.items():
         assert _option(words, "-t") == target and _option(words, "--platform") == board.platform
@@ -259,17 +261,17 @@ def test_link_config_connects_the_kernels_and_places_the_buffers(project, board_
     bank = BANKS[board_name]
     assert lines == [
         "[connectivity]",
-        "nk=tiny_cnn_mm2s:1:tiny_cnn_mm2s_1",
+        "nk=mm2s:1:mm2s_1",
         "nk=tiny_cnn_top:1:tiny_cnn_top_1",
-        "nk=tiny_cnn_s2mm:1:tiny_cnn_s2mm_1",
-        "stream_connect=tiny_cnn_mm2s_1.m_axis:tiny_cnn_top_1.s_axis",
-        "stream_connect=tiny_cnn_top_1.m_axis:tiny_cnn_s2mm_1.s_axis",
-        f"sp=tiny_cnn_mm2s_1.src:{bank}",
-        f"sp=tiny_cnn_s2mm_1.dst:{bank}",
+        "nk=s2mm:1:s2mm_1",
+        "stream_connect=mm2s_1.m_axis:tiny_cnn_top_1.s_axis",
+        "stream_connect=tiny_cnn_top_1.m_axis:s2mm_1.s_axis",
+        f"sp=mm2s_1.src:{bank}",
+        f"sp=s2mm_1.dst:{bank}",
     ]
     # Every port link.cfg names is a parameter of its kernel.
-    assert _declared_parameters(files["vitis/mm2s.cpp"], "tiny_cnn_mm2s") == ["src", "m_axis", "images"]
-    assert _declared_parameters(files["vitis/s2mm.cpp"], "tiny_cnn_s2mm") == ["s_axis", "dst", "images"]
+    assert _declared_parameters(files["vitis/mm2s.cpp"], "mm2s") == ["src", "m_axis", "images"]
+    assert _declared_parameters(files["vitis/s2mm.cpp"], "s2mm") == ["s_axis", "dst", "images"]
     hls_header = (out / "hls" / "tiny_cnn.h").read_text()
     assert _declared_parameters(hls_header, "tiny_cnn_top") == ["s_axis", "m_axis"]
 
@@ -280,3 +282,15 @@ def test_boards_without_the_alveo_flow_are_refused(lifted, board):
     with pytest.raises(MingError) as error:
         alveo_files(build_stream_graph(lifted("tiny_cnn")), board)
     assert "\n" not in str(error.value) and f"board {board.name} has no Alveo kernel flow" in str(error.value)
+
+
+def test_the_host_driver_finds_these_kernels_and_sources(project):
+    """deploy/accelerator.json (what the host driver reads) names the data movers' kernels, the xclbin the Makefile
+    deploys and the system C simulation's sources."""
+    out, result = project("tiny_cnn")
+    meta = json.loads((out / "deploy" / "accelerator.json").read_text())
+    kernels = alveo_kernels(result.stream_graph)
+    assert meta["kernels"] == {"mm2s": kernels.mm2s, "s2mm": kernels.s2mm}
+    assert make_dry_run(out / "vitis", "deploy")[-1] == ["cp", "tiny_cnn.hw.xclbin", f"../deploy/{meta['xclbin']}"]
+    assert {Path(s).name for s in meta["csim"]["sources"]} == {"mm2s.cpp", "s2mm.cpp", "system_tb.cpp", "tiny_cnn.cpp"}
+    assert all((out / "deploy" / source).is_file() for source in meta["csim"]["sources"])

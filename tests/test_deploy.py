@@ -56,10 +56,12 @@ def _reference(graph, images: np.ndarray) -> np.ndarray:
     return np.stack([reference.run(graph, x.reshape(shape))[name][0] for x in images])
 
 
+@pytest.mark.parametrize("board", ["kv260", "u55c"])
 @pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("batch", [1, 8])
-def test_csim_backend_equals_reference(builds, name, batch):
-    out, graph = builds(name)
+def test_csim_backend_equals_reference(builds, name, batch, board):
+    """kv260: the driver's DMA model around the testbench; u55c: the data-mover kernels themselves."""
+    out, graph = builds(name, board)
     x = _images(graph, batch, seed=batch)
     y = Accelerator(out / "deploy", "csim").run(x)
     assert y.dtype == np.float32 and y.shape == (batch, *graph.outputs[0].onnx_shape[1:])
@@ -220,3 +222,13 @@ def test_missing_hardware_files_are_named(builds):
         == "pynq"
     with pytest.raises(DeployError, match="needs PYNQ|tiny_cnn.bit and tiny_cnn.hwh must be in"):
         Accelerator(out / "deploy", "pynq")
+
+
+def test_an_alveo_build_defaults_to_xrt_and_names_what_is_missing(builds):
+    out, _ = builds("tiny_cnn", "u55c")
+    meta = json.loads((out / "deploy" / "accelerator.json").read_text())
+    assert ming_driver.DEFAULT_BACKEND[meta["interface"]] == "xrt"
+    assert (meta["xclbin"], meta["kernels"]) == ("tiny_cnn.xclbin", {"mm2s": "mm2s", "s2mm": "s2mm"})
+    assert "xilinx_u55c_gen3x16_xdma_3_202210_1" in meta["target"]
+    with pytest.raises(DeployError, match="needs XRT's Python bindings|tiny_cnn.xclbin is not in"):
+        Accelerator(out / "deploy")
