@@ -8,7 +8,7 @@ template <int N, int L>
 void round_trip() {
   hls::stream<ming::AxisWord> in("in"), out("out");
   hls::stream<ming::Pack<L>> tokens("tokens");
-  hls::stream<bool> framing_error("framing_error");
+  hls::stream<ming::ImageFraming> framing("framing");
   constexpr int kWords = ming::AxisFrame<N>::kWords;
   for (int w = 0; w < kWords; w++) {
     ming::AxisWord beat;
@@ -21,8 +21,8 @@ void round_trip() {
     beat.last = w == kWords - 1;
     in.write(beat);
   }
-  ming::unpack_axis<N, L>(in, tokens, framing_error);
-  ming::pack_axis<N, L>(tokens, framing_error, out);
+  ming::unpack_axis<N, L>(in, tokens, framing);
+  ming::pack_axis<N, L>(tokens, framing, out);
   unsigned long checksum = 0;
   for (int w = 0; w < kWords; w++) {
     const ming::AxisWord beat = out.read();
