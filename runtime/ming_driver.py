@@ -184,29 +184,31 @@ class PynqBackend:
         return self.words_in, self.words_out
 
     def run(self, images: int) -> None:
-        self.words_in.flush()
+        channels = ((self.dma.sendchannel, "MM2S (input)", images * self.input.words),
+                    (self.dma.recvchannel, "S2MM (output)", images * self.output.words))
         self.dma.recvchannel.transfer(self.words_out)  # S2MM first: the accelerator may answer at once
-        self.dma.sendchannel.transfer(self.words_in)
-        _wait(self.dma.sendchannel, "MM2S (input)", images * self.input.words)
-        _wait(self.dma.recvchannel, "S2MM (output)", images * self.output.words)
-        self.words_out.invalidate()
-        received = self.dma.mmio.read(S2MM_LENGTH)
+        self.dma.sendchannel.transfer(self.words_in)  # flushes the buffer from the CPU caches
+        for channel, name, words in channels:
+            _wait(channel, name, words)
+        received = self.dma.recvchannel.transferred  # the S2MM length register: bytes up to TLAST
         if received != self.words_out.nbytes:
             raise DeployError(f"the accelerator's output packet ended after {received} of {self.words_out.nbytes} "
                               "bytes: the bitstream is not this build's, or its input was framed wrongly")
 
 
-S2MM_LENGTH = 0x58  # AXI DMA register: bytes the last S2MM transfer received (PG021)
-
-
 def _wait(channel, name: str, words: int) -> None:
-    """Wait for a DMA channel, with a time limit instead of PYNQ's endless wait."""
+    """PYNQ's wait (error check, cache invalidation, received length) once the channel is idle, with a time
+    limit instead of PYNQ's endless wait for a transfer that never finishes."""
     deadline = time.monotonic() + DMA_TIMEOUT_SECONDS
-    while not channel.idle:
+    while not channel.idle and not channel.error:
         if time.monotonic() > deadline:
             raise DeployError(f"the DMA's {name} transfer of {words} words did not finish in "
                               f"{DMA_TIMEOUT_SECONDS:g} s: the accelerator stalled (is the bitstream this build's? "
                               "reload the overlay)")
+    try:
+        channel.wait()
+    except RuntimeError as exc:
+        raise DeployError(f"the DMA's {name} transfer failed: {exc}") from None
 
 
 class XrtBackend:

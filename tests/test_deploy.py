@@ -232,3 +232,90 @@ def test_an_alveo_build_defaults_to_xrt_and_names_what_is_missing(builds):
     assert "xilinx_u55c_gen3x16_xdma_3_202210_1" in meta["target"]
     with pytest.raises(DeployError, match="needs XRT's Python bindings|tiny_cnn.xclbin is not in"):
         Accelerator(out / "deploy")
+
+
+FAKE_PYNQ = '''
+"""A stand-in for PYNQ: the overlay's AXI DMA (simple mode, as pynq.lib.dma drives it) in front of the
+build's C-simulation, so the driver's pynq backend runs unchanged."""
+import numpy as np
+
+from ming_py.runtime.ming_driver import AXIS_BEAT, compile_csim, mm2s_beats
+import subprocess, tempfile, pathlib, json
+
+class Buffer(np.ndarray):
+    physical_address = 0
+    def flush(self): pass
+    def invalidate(self): pass
+
+def allocate(shape, dtype):
+    return np.zeros(shape, dtype).view(Buffer)
+
+class Channel:
+    def __init__(self): self.idle, self.error, self.transferred, self.buffer = True, False, 0, None
+    def transfer(self, buffer): self.buffer, self.idle = buffer, False
+    def wait(self): pass
+
+class DMA:
+    def __init__(self, deploy, drop_tlast):
+        meta = json.loads((deploy / "accelerator.json").read_text())
+        self.binary, self.drop_tlast = compile_csim(deploy, meta["csim"]), drop_tlast
+        self.recvchannel, self.sendchannel = Channel(), RunningChannel(self)
+
+class RunningChannel(Channel):
+    def __init__(self, dma): super().__init__(); self.dma = dma
+    def transfer(self, buffer):  # MM2S starts: the accelerator answers into the S2MM buffer, up to TLAST
+        with tempfile.TemporaryDirectory() as tmp:
+            sent, received = pathlib.Path(tmp) / "in", pathlib.Path(tmp) / "out"
+            beats = mm2s_beats(np.asarray(buffer))
+            if self.dma.drop_tlast:
+                beats["last"][:] = 0
+            beats.tofile(sent)
+            subprocess.run([str(self.dma.binary), "--axis", str(sent), str(received)], check=True)
+            out = np.fromfile(received, dtype=AXIS_BEAT)
+        recv = self.dma.recvchannel
+        ends = np.flatnonzero(out["last"])
+        if len(ends):  # S2MM stores up to TLAST and goes idle; without TLAST it waits for ever
+            count = min(ends[0] + 1, len(recv.buffer))
+            recv.buffer[:count] = out["data"][:count]
+            recv.transferred, recv.idle = 8 * count, True
+
+class Overlay:
+    DROP_TLAST = False
+    def __init__(self, bitfile):
+        self.axi_dma = DMA(pathlib.Path(bitfile).parent, self.DROP_TLAST)
+'''
+
+
+@pytest.fixture
+def fake_pynq(builds, tmp_path, monkeypatch):
+    """(deploy dir with a .bit/.hwh pair, the fake pynq module) for tiny_cnn on the KV260."""
+    out, graph = builds("tiny_cnn")
+    deploy = tmp_path / "deploy"
+    shutil.copytree(out / "deploy", deploy)
+    meta = json.loads((deploy / "accelerator.json").read_text())
+    meta["csim"] = {**meta["csim"], "sources": [f"{out}/hls/{Path(s).name}" for s in meta["csim"]["sources"]],
+                    "include": [str(out / "hls")]}
+    (deploy / "accelerator.json").write_text(json.dumps(meta))
+    (deploy / "tiny_cnn.bit").write_bytes(b"")
+    (deploy / "tiny_cnn.hwh").write_text("")
+    (tmp_path / "pynq.py").write_text(FAKE_PYNQ)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "pynq", raising=False)
+    return deploy, graph
+
+
+def test_pynq_backend_streams_a_batch_through_the_dma(fake_pynq):
+    deploy, graph = fake_pynq
+    x = _images(graph, 8, seed=11)
+    accelerator = Accelerator(deploy, "pynq")
+    assert np.array_equal(accelerator.run(x, batch=4), _reference(graph, x))
+
+
+def test_pynq_backend_stops_instead_of_hanging_without_tlast(fake_pynq, monkeypatch):
+    deploy, graph = fake_pynq
+    import pynq
+
+    monkeypatch.setattr(pynq.Overlay, "DROP_TLAST", True)
+    monkeypatch.setattr(ming_driver, "DMA_TIMEOUT_SECONDS", 0.2)
+    with pytest.raises(DeployError, match=r"S2MM \(output\) transfer of 2 words did not finish in 0.2 s"):
+        Accelerator(deploy, "pynq").run(_images(graph, 1))
