@@ -25,7 +25,6 @@ from .ir import (
     Const,
     Expr,
     Graph,
-    HostOp,
     Kernel,
     Op,
     Operand,
