@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -24,7 +23,7 @@ from .options import build_metadata, check_input
 from .output import cache_root
 from .progress import Progress
 from .runtime import ming_host
-from .runtime.ming_driver import CSIM_FLAGS
+from .runtime.ming_driver import CSIM_FLAGS, DeployError, compile_program
 
 CXX_FLAGS = CSIM_FLAGS + ("-Wall", "-Wextra")
 # Concurrent C-simulation: one thread per dataflow process, FIFOs bounded by their depth
@@ -85,24 +84,13 @@ def compile_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool
     if binary.exists():
         progress.note(f"using the cached C-simulation binary {binary}")
         return binary
-    compiler = shutil.which(os.environ.get("CXX", "g++"))
-    if compiler is None:
-        raise MingError("no C++ compiler found; install g++ (or set CXX)")
-    binary.parent.mkdir(parents=True, exist_ok=True)
-    staging = binary.with_suffix(f".tmp{os.getpid()}")
     modes = [name for name, on in (("concurrent", concurrent), ("port check", check_ports)) if on]
     mode = f" ({', '.join(modes)})" if modes else ""
-    try:
-        with progress.step(f"compiling the C-simulation{mode} with {Path(compiler).name}"):
-            result = subprocess.run([compiler, *flags, "-I", str(hls_dir), str(hls_dir / f"{model}.cpp"),
-                                     str(hls_dir / f"{model}_tb.cpp"), "-o", str(staging)],
-                                    capture_output=True, text=True)
-        if result.returncode != 0:
-            first = next((line for line in result.stderr.splitlines() if "error" in line), result.stderr[:200])
-            raise MingError(f"the generated C++ did not compile: {first.strip()}")
-        staging.rename(binary)  # atomic: a concurrent csim sees no binary or a complete one
-    finally:
-        staging.unlink(missing_ok=True)  # an interrupted or failed compile leaves nothing in the cache
+    with progress.step(f"compiling the C-simulation{mode} with {os.environ.get('CXX', 'g++')}"):
+        try:
+            compile_program([hls_dir / f"{model}.cpp", hls_dir / f"{model}_tb.cpp"], [hls_dir], flags, binary)
+        except DeployError as exc:
+            raise MingError(str(exc)) from None
     return binary
 
 

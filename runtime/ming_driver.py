@@ -334,22 +334,27 @@ def compile_csim(deploy_dir: Path, csim: dict) -> Path:
         raise DeployError(f"the C-simulation needs {missing[0]}: copy the whole build directory, not deploy/ alone")
     if binary.is_file() and all(binary.stat().st_mtime >= p.stat().st_mtime for p in sources + headers):
         return binary
+    compile_program(sources, [deploy_dir / d for d in csim["include"]], CSIM_FLAGS, binary)
+    return binary
+
+
+def compile_program(sources: list, includes: list, flags: tuple, binary: Path) -> None:
+    """g++ (or $CXX) `sources` into `binary`, atomically: whoever runs it meanwhile finds no binary or a
+    complete one, and a failed or interrupted compile leaves none."""
     compiler = shutil.which(os.environ.get("CXX", "g++"))
     if compiler is None:
-        raise DeployError("the csim backend needs a C++ compiler: install g++ (or set CXX)")
+        raise DeployError("no C++ compiler found; install g++ (or set CXX)")
     binary.parent.mkdir(parents=True, exist_ok=True)
     staging = binary.with_name(f".{binary.name}.{os.getpid()}")
-    includes = [f"-I{deploy_dir / d}" for d in csim["include"]]
     try:
-        result = subprocess.run([compiler, *CSIM_FLAGS, *includes, *map(str, sources), "-o", str(staging)],
-                                capture_output=True, text=True)
+        result = subprocess.run([compiler, *flags, *(f"-I{d}" for d in includes), *map(str, sources), "-o",
+                                 str(staging)], capture_output=True, text=True)
         if result.returncode != 0:
             first = next((line for line in result.stderr.splitlines() if "error" in line), result.stderr[:200])
-            raise DeployError(f"the C-simulation did not compile: {first.strip()}")
+            raise DeployError(f"the generated C++ did not compile: {first.strip()}")
         staging.replace(binary)
     finally:
         staging.unlink(missing_ok=True)
-    return binary
 
 
 _BACKENDS = {"pynq": PynqBackend, "xrt": XrtBackend, "csim": CsimBackend}
