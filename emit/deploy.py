@@ -16,7 +16,7 @@ from ming_py.dataflow import StreamGraph
 
 from .hls import _environment
 from .identifiers import cpp_names
-from .reports import host_metadata
+from .reports import host_data
 from .alveo import alveo_kernels
 from .vivado import DMA, LENGTH_BITS
 
@@ -39,7 +39,7 @@ def deploy_files(graph: StreamGraph, board: Board) -> dict[str, str]:
 def accelerator_metadata(graph: StreamGraph, board: Board) -> dict:
     """What the driver needs: host.json's quantization and layouts, and how to reach the hardware."""
     model = cpp_names(graph).model
-    meta = json.loads(host_metadata(graph, board)) | {"clock_mhz": board.clock_mhz}
+    meta = host_data(graph, board) | {"clock_mhz": board.clock_mhz}
     if board.interface == "zynq_axis_dma":
         meta |= {"target": board.zynq.pynq, "bitstream": f"{model}.bit", "dma": DMA,  # the overlay's attribute
                  "max_transfer_bytes": 2 ** LENGTH_BITS - 1,

@@ -135,6 +135,11 @@ def dataflow_mlir(graph: StreamGraph, schedule: Schedule) -> str:
 
 
 def host_metadata(graph: StreamGraph, board: Board) -> str:
+    """host.json: what the host needs around the accelerator (`host_data`)."""
+    return json.dumps(host_data(graph, board), indent=2) + "\n"
+
+
+def host_data(graph: StreamGraph, board: Board) -> dict:
     """What the host needs around the accelerator: quantization, layouts, the float tail."""
     def port(p, channel):
         c = graph.channels[channel]
@@ -142,7 +147,7 @@ def host_metadata(graph: StreamGraph, board: Board) -> str:
                 "stream_shape": [c.channels, c.height, c.width], "scale": p.scale, "zero_point": p.zero_point}
 
     names = cpp_names(graph)
-    data = {
+    return {
         # "model" is the stem of the C++ file names (hls/<model>.cpp, <model>_tb.cpp), "graph" the model's own name
         "model": names.model, "graph": graph.name, "top": names.top, "board": board.name,
         "interface": board.interface,
@@ -151,4 +156,3 @@ def host_metadata(graph: StreamGraph, board: Board) -> str:
             "host_ops": [{"kind": op.kind, "axis": op.axis, "scale": op.scale, "zero_point": op.zero_point,
                           "shape": list(op.shape)} for op in graph.output.host_ops]},
     }
-    return json.dumps(data, indent=2) + "\n"

@@ -193,6 +193,5 @@ def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = Non
             raise MingError(f"C-simulation failed: {(result.stderr.strip().splitlines() or ['(no message)'])[-1]}")
         values = np.fromfile(out_file, dtype=np.int8).astype(np.int64)
     y = from_stream_order(values, out["stream_shape"]).reshape(out["array_shape"])
-    ops = tuple(HostOp(op["kind"], op["axis"], op["scale"], op["zero_point"], tuple(op["shape"]))
-                for op in out["host_ops"])
+    ops = tuple(map(HostOp.of, out["host_ops"]))
     return reference.host_tail(y, out["scale"], out["zero_point"], ops).reshape(out["onnx_shape"])

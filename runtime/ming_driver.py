@@ -84,8 +84,7 @@ class Accelerator:
             raise DeployError(f"{self.deploy_dir / METADATA}: cannot read the build's metadata ({exc})") from None
         self.input = Port.of(self.meta["input"])
         self.output = Port.of(self.meta["output"])
-        self.host_ops = tuple(ming_host.HostOp(op["kind"], op["axis"], op["scale"], op["zero_point"],
-                                               tuple(op["shape"])) for op in self.meta["output"]["host_ops"])
+        self.host_ops = tuple(map(ming_host.HostOp.of, self.meta["output"]["host_ops"]))
         name = backend or DEFAULT_BACKEND[self.meta["interface"]]
         if name not in BACKENDS:
             raise DeployError(f"--backend {name}: choose one of {', '.join(BACKENDS)}")
@@ -98,6 +97,12 @@ class Accelerator:
         limit = self.meta.get("max_transfer_bytes")
         words = max(self.input.words, self.output.words)
         return max(1, limit // (8 * words)) if limit else 1 << 30
+
+    def images_per_transfer(self, images: int, batch: int | None) -> int:
+        """`batch` (default: all `images`) within the DMA's transfer limit."""
+        if batch is not None and batch < 1:
+            raise DeployError(f"--batch {batch}: give a positive number of images per transfer")
+        return min(batch or images, self.max_images_per_transfer)
 
     def images(self, x: np.ndarray) -> np.ndarray:
         """`x` as (images, *image shape): the model's own shape is one image."""
@@ -115,9 +120,7 @@ class Accelerator:
         images = self.images(x)
         if not np.isfinite(images).all():
             raise DeployError("input holds NaN or infinite values")
-        if batch is not None and batch < 1:
-            raise DeployError(f"--batch {batch}: give a positive number of images per transfer")
-        batch = min(batch or len(images), self.max_images_per_transfer)
+        batch = self.images_per_transfer(len(images), batch)
         outputs = [self._run_batch(images[i:i + batch]) for i in range(0, len(images), batch)]
         y = np.concatenate(outputs)
         return y.reshape(self.output.onnx_shape) if np.asarray(x).shape == self.input.onnx_shape else y

@@ -31,6 +31,11 @@ class HostOp:
     zero_point: int = 0
     shape: tuple = ()
 
+    @classmethod
+    def of(cls, data: dict) -> "HostOp":
+        """The step as the build's metadata (host.json, accelerator.json) records it."""
+        return cls(data["kind"], data["axis"], data["scale"], data["zero_point"], tuple(data["shape"]))
+
 
 def saturate(v, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
     """Clamp to ``[qmin, qmax]`` and cast to the narrowest matching integer dtype."""

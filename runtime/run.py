@@ -49,7 +49,7 @@ def benchmark(accelerator: ming_driver.Accelerator, x: np.ndarray, batch: int | 
     rows = [("accelerator (transfer to completion)", t.accelerator), ("host: quantize and pack", t.pack),
             ("host: unpack and float tail", t.unpack), ("end to end", total)]
     lines = [f"{t.images} images on the {accelerator.backend_name} backend, "
-             f"{min(batch or len(accelerator.images(x)), accelerator.max_images_per_transfer)} per transfer"]
+             f"{accelerator.images_per_transfer(len(accelerator.images(x)), batch)} per transfer"]
     lines += [f"  {name:<38} {t.images / seconds:>12,.1f} images/s {per_image(seconds):>12,.1f} us/image"
               for name, seconds in rows]
     return "\n".join(lines)

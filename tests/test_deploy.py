@@ -85,17 +85,22 @@ def test_batches_split_into_transfers_of_whole_images(builds, tmp_path):
     assert np.array_equal(accelerator.run(x, batch=3), expected)
     assert accelerator.timing.images == 8
 
-    limited = tmp_path / "deploy"
-    shutil.copytree(out / "deploy", limited)
-    meta = json.loads((limited / "accelerator.json").read_text())
     words = max(accelerator.input.words, accelerator.output.words)
-    meta["max_transfer_bytes"] = 2 * 8 * words + 7  # two images' words and a little: transfers of 2
-    meta["csim"] = {**meta["csim"], "sources": [f"{out}/hls/{Path(s).name}" for s in meta["csim"]["sources"]],
-                    "include": [str(out / "hls")]}
-    (limited / "accelerator.json").write_text(json.dumps(meta))
+    # two images' words and a little: transfers of 2
+    limited = _deploy_copy(out, tmp_path / "deploy", max_transfer_bytes=2 * 8 * words + 7)
     accelerator = Accelerator(limited, "csim")
     assert accelerator.max_images_per_transfer == 2
     assert np.array_equal(accelerator.run(x), expected)
+
+
+def _deploy_copy(out: Path, deploy: Path, **meta_changes) -> Path:
+    """A copy of OUT/deploy/ at `deploy` whose C-simulation still compiles OUT/hls, with `meta_changes`."""
+    shutil.copytree(out / "deploy", deploy)
+    meta = json.loads((deploy / "accelerator.json").read_text())
+    meta["csim"] = {**meta["csim"], "sources": [f"{out}/hls/{Path(s).name}" for s in meta["csim"]["sources"]],
+                    "include": [str(out / "hls")]}
+    (deploy / "accelerator.json").write_text(json.dumps(meta | meta_changes))
+    return deploy
 
 
 def test_the_package_runs_with_numpy_alone_and_compiles_the_simulation_itself(builds, tmp_path):
@@ -290,12 +295,7 @@ class Overlay:
 def fake_pynq(builds, tmp_path, monkeypatch):
     """(deploy dir with a .bit/.hwh pair, the fake pynq module) for tiny_cnn on the KV260."""
     out, graph = builds("tiny_cnn")
-    deploy = tmp_path / "deploy"
-    shutil.copytree(out / "deploy", deploy)
-    meta = json.loads((deploy / "accelerator.json").read_text())
-    meta["csim"] = {**meta["csim"], "sources": [f"{out}/hls/{Path(s).name}" for s in meta["csim"]["sources"]],
-                    "include": [str(out / "hls")]}
-    (deploy / "accelerator.json").write_text(json.dumps(meta))
+    deploy = _deploy_copy(out, tmp_path / "deploy")
     (deploy / "tiny_cnn.bit").write_bytes(b"")
     (deploy / "tiny_cnn.hwh").write_text("")
     (tmp_path / "pynq.py").write_text(FAKE_PYNQ)
