@@ -144,7 +144,8 @@ def host_data(graph: StreamGraph, board: Board) -> dict:
     def port(p, channel):
         c = graph.channels[channel]
         return {"onnx_name": p.onnx_name, "onnx_shape": list(p.onnx_shape), "array_shape": list(p.array_shape),
-                "stream_shape": [c.channels, c.height, c.width], "scale": p.scale, "zero_point": p.zero_point}
+                "stream_shape": [c.channels, c.height, c.width], "scale": p.scale, "zero_point": p.zero_point,
+                "dtype": p.dtype, "permutation": list(p.permutation)}
 
     names = cpp_names(graph)
     return {

@@ -30,6 +30,7 @@ from ming_py.ir import (
     Rescale,
     Reshape,
 )
+from ming_py.runtime.ming_host import graph_layout_shape
 
 INPUT, OUTPUT = "input", "output"
 
@@ -78,7 +79,8 @@ class _Builder:
         graph = self.graph
         graph_input = graph.inputs[0]
         shape = graph.shape_of(graph_input.tensor)  # IREE drops unit dims: take the map from the ONNX shape
-        self.views[graph_input.tensor] = _View(INPUT, stream_shape(graph_input.onnx_shape), shape)
+        model_shape = graph_layout_shape(graph_input.onnx_shape, graph_input.permutation)
+        self.views[graph_input.tensor] = _View(INPUT, stream_shape(model_shape), shape)
         for node in graph.nodes:
             if isinstance(node, Reshape):
                 view = self.views[node.input]
@@ -98,9 +100,9 @@ class _Builder:
         output_channel = next(c.name for c in channels.values() if c.consumer == OUTPUT)
         ports = (
             Port(input_channel, shape, graph_input.name, graph_input.onnx_shape, graph_input.scale,
-                 graph_input.zero_point),
+                 graph_input.zero_point, dtype=graph_input.dtype, permutation=graph_input.permutation),
             Port(output_channel, out_view.logical, graph_output.name, graph_output.onnx_shape, graph_output.scale,
-                 graph_output.zero_point, graph_output.host_ops),
+                 graph_output.zero_point, graph_output.host_ops, graph_output.dtype, graph_output.permutation),
         )
         return StreamGraph(graph.name, list(self.processes), channels, *ports)
 

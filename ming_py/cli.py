@@ -34,8 +34,8 @@ def _parser() -> argparse.ArgumentParser:
 
     reference = commands.add_parser("reference", help="run the golden integer model")
     reference.add_argument("model", type=Path)
-    reference.add_argument("--input", required=True, type=Path, help="float32 .npy input (as onnxruntime takes it)")
-    reference.add_argument("--output", required=True, type=Path, help="where to write the float32 .npy output")
+    reference.add_argument("--input", required=True, type=Path, help="the input .npy as the model takes it (float32, or int8 for an int8 input)")
+    reference.add_argument("--output", required=True, type=Path, help="where to write the output .npy (float32, or int8 for an int8 output)")
 
     build = commands.add_parser("build", help="compile a model into a Vitis HLS project")
     build.add_argument("model", type=Path)
@@ -58,8 +58,8 @@ def _parser() -> argparse.ArgumentParser:
 
     csim = commands.add_parser("csim", help="C-simulate a build with g++ on a float input")
     csim.add_argument("build_dir", type=Path)
-    csim.add_argument("--input", required=True, type=Path, help="float32 .npy input (as onnxruntime takes it)")
-    csim.add_argument("--output", required=True, type=Path, help="where to write the float32 .npy output")
+    csim.add_argument("--input", required=True, type=Path, help="the input .npy as the model takes it (float32, or int8 for an int8 input)")
+    csim.add_argument("--output", required=True, type=Path, help="where to write the output .npy (float32, or int8 for an int8 output)")
     csim.add_argument("--sequential", action="store_true",
                       help="call the processes one after another over unbounded FIFOs (as Vitis csim does) instead "
                            "of one thread per process over FIFOs of the built depths, which detects deadlocks")
@@ -70,8 +70,8 @@ def _parser() -> argparse.ArgumentParser:
 
     deploy = commands.add_parser("deploy", help="run a build's deployment driver (OUT/deploy/run.py) on a float input")
     deploy.add_argument("build_dir", type=Path)
-    deploy.add_argument("--input", required=True, type=Path, help="float32 .npy: one image or N stacked")
-    deploy.add_argument("--output", required=True, type=Path, help="where to write the float32 .npy output")
+    deploy.add_argument("--input", required=True, type=Path, help="input .npy as the model takes it: one image or N stacked")
+    deploy.add_argument("--output", required=True, type=Path, help="where to write the output .npy (float32, or int8 for an int8 output)")
     deploy.add_argument("--backend", choices=("pynq", "xrt", "csim"),
                         help="pynq (Zynq boards), xrt (Alveo) or csim (the C-simulation); default: the board's")
     deploy.add_argument("--batch", type=int, help="images per transfer (default: all)")
@@ -230,13 +230,14 @@ def _fmt(values) -> str:
 
 def _reference(args) -> None:
     from . import reference
-    from .options import check_model, check_output_file, load_input, save_output
+    from .options import check_input, check_model, check_output_file, load_input, save_output
     from .pipeline import lift
 
     check_model(args.model)
     x = load_input(args.input)
     check_output_file(args.output)
     graph = lift(args.model)
+    check_input(x, graph.inputs[0].onnx_shape, graph.inputs[0].dtype)
     outputs = reference.run(graph, x)
     save_output(args.output, outputs[graph.outputs[0].name])
 

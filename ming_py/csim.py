@@ -17,13 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from . import numerics, reference
-from .ir import HostOp, MingError
+from .ir import MingError
 from .options import build_metadata, check_input
 from .output import cache_root
 from .progress import Progress
 from .runtime import ming_host
-from .runtime.ming_driver import CSIM_FLAGS, DeployError, compile_program
+from .runtime.ming_driver import CSIM_FLAGS, DeployError, Port, compile_program
 
 CXX_FLAGS = CSIM_FLAGS + ("-Wall", "-Wextra")
 # Concurrent C-simulation: one thread per dataflow process, FIFOs bounded by their depth
@@ -175,10 +174,12 @@ def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = Non
     out_dir = Path(out_dir)
     host = build_metadata(out_dir)
     inp, out = host["input"], host["output"]
-    x = np.asarray(x, dtype=np.float32)
-    check_input(x, inp["onnx_shape"])
+    x = np.asarray(x)
+    if inp["dtype"] == "float32" and x.dtype.kind == "f":
+        x = x.astype(np.float32)
+    check_input(x, inp["onnx_shape"], inp["dtype"])
     binary = compile_csim(out_dir / "hls", host["model"], progress, concurrent, check_ports)
-    q = numerics.ort_quantize_linear(x, inp["scale"], inp["zero_point"]).astype(np.int8)
+    q = ming_host.accelerator_input(x, Port.of(inp))
     with tempfile.TemporaryDirectory() as tmp:
         in_file, out_file = Path(tmp) / "input.bin", Path(tmp) / "output.bin"
         to_stream_order(q, inp["stream_shape"]).astype(np.int8).tofile(in_file)
@@ -193,5 +194,4 @@ def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = Non
             raise MingError(f"C-simulation failed: {(result.stderr.strip().splitlines() or ['(no message)'])[-1]}")
         values = np.fromfile(out_file, dtype=np.int8).astype(np.int64)
     y = from_stream_order(values, out["stream_shape"]).reshape(out["array_shape"])
-    ops = tuple(map(HostOp.of, out["host_ops"]))
-    return reference.host_tail(y, out["scale"], out["zero_point"], ops).reshape(out["onnx_shape"])
+    return ming_host.model_output(y, Port.of(out))

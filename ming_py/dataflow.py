@@ -119,6 +119,8 @@ class Port:
     scale: float
     zero_point: int
     host_ops: tuple[HostOp, ...] = ()
+    dtype: str = "float32"  # the model's own element type at this port: "float32" or "int8"
+    permutation: tuple[int, ...] = ()  # model array -> array_shape layout (see ir.GraphInput)
 
 
 @dataclass(eq=False)

@@ -250,25 +250,36 @@ Node = Kernel | Reshape | Concat
 
 @dataclass(frozen=True)
 class GraphInput:
-    """A float model input quantized on entry: q = sat(rne(x / scale) + zero_point)."""
+    """A model input: float32 quantized on entry, q = sat(rne(x / scale) + zero_point), or int8 as it is.
 
-    name: str  # ONNX input name
+    `permutation` (empty: none) takes the model's array to the graph tensor's layout: a Transpose right
+    after the input (NHWC models) is a host reordering, not hardware.
+    """
+
+    name: str  # the model's input name
     tensor: str  # int8 graph tensor
-    onnx_shape: tuple[int, ...]
+    onnx_shape: tuple[int, ...]  # the model's input shape
     scale: float
     zero_point: int
+    dtype: str = "float32"  # the model's input type: "float32" or "int8"
+    permutation: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class GraphOutput:
-    """An int8 tensor leaving the accelerator, dequantized and run through `host_ops`."""
+    """An int8 tensor leaving the accelerator: dequantized and run through `host_ops`, or int8 as it is.
 
-    name: str  # ONNX output name
+    The model's output is the tensor's values with their axes permuted back (see `GraphInput`).
+    """
+
+    name: str  # the model's output name
     tensor: str
-    onnx_shape: tuple[int, ...]
+    onnx_shape: tuple[int, ...]  # the model's output shape
     scale: float
     zero_point: int
     host_ops: tuple[HostOp, ...] = ()
+    dtype: str = "float32"  # the model's output type: "float32" or "int8"
+    permutation: tuple[int, ...] = ()
 
 
 @dataclass(eq=False)

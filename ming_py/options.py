@@ -117,13 +117,16 @@ def _write_problem(directory: Path) -> str | None:
 
 
 def load_input(path: Path) -> np.ndarray:
-    """The float32 array in the .npy file `path`, as onnxruntime takes it: no other dtype, no NaN or Inf."""
+    """The array in the .npy file `path`, as the model's runtime takes it: float32 (no NaN or Inf), or int8
+    for a model whose input is int8."""
     if not Path(path).is_file():
         raise MingError(f"{path}: input file not found")
     x = _read_npy(path)
+    if x.dtype == np.int8:
+        return x
     if x.dtype.kind != "f" or x.dtype.itemsize != 4:
-        raise MingError(f"{path}: input is {x.dtype}, the model takes float32 (as onnxruntime does); "
-                        "save x.astype(numpy.float32)")
+        raise MingError(f"{path}: input is {x.dtype}; give float32 as onnxruntime takes it (or int8 for a model "
+                        "with an int8 input); save x.astype(numpy.float32)")
     check_finite(x, str(path))
     return x.astype(np.float32)
 
@@ -158,14 +161,17 @@ def check_finite(x: np.ndarray, where: str | None = None) -> None:
 
 def save_output(path: Path, y: np.ndarray) -> None:
     try:
-        np.save(path, y.astype(np.float32))
+        np.save(path, y if y.dtype == np.int8 else y.astype(np.float32))
     except OSError as exc:
         raise MingError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
 
 
-def check_input(x: np.ndarray, onnx_shape: list[int]) -> None:
+def check_input(x: np.ndarray, onnx_shape: list[int], dtype: str) -> None:
+    """`x` has the shape and element type (`dtype`, "float32" or "int8") of the model's input."""
     if list(x.shape) != list(onnx_shape):
         raise MingError(f"input has shape {tuple(x.shape)}, the model takes {tuple(onnx_shape)}")
+    if str(x.dtype) != dtype:
+        raise MingError(f"input is {x.dtype}, the model takes {dtype}; save x.astype(numpy.{dtype})")
     check_finite(x)
 
 
@@ -192,11 +198,9 @@ def build_metadata(build_dir: Path) -> dict:
 
 
 _SHAPE, _NUMBER, _INTEGER, _LIST, _TEXT = "a shape", "a number", "an integer", "a list", "a string"
-_HOST_FIELDS = {
-    "input": {"onnx_shape": _SHAPE, "stream_shape": _SHAPE, "scale": _NUMBER, "zero_point": _INTEGER},
-    "output": {"onnx_shape": _SHAPE, "array_shape": _SHAPE, "stream_shape": _SHAPE, "scale": _NUMBER,
-               "zero_point": _INTEGER, "host_ops": _LIST},
-}
+_PORT_FIELDS = {"onnx_shape": _SHAPE, "stream_shape": _SHAPE, "scale": _NUMBER, "zero_point": _INTEGER,
+                "onnx_name": _TEXT, "dtype": _TEXT, "permutation": _LIST}
+_HOST_FIELDS = {"input": _PORT_FIELDS, "output": _PORT_FIELDS | {"array_shape": _SHAPE, "host_ops": _LIST}}
 _HOST_OP_FIELDS = {"kind": _TEXT, "axis": _INTEGER, "scale": _NUMBER, "zero_point": _INTEGER, "shape": _SHAPE}
 
 

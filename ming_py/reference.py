@@ -15,7 +15,7 @@ import itertools
 import numpy as np
 
 from . import numerics
-from .runtime.ming_host import host_tail
+from .runtime.ming_host import accelerator_input, model_output
 from .ir import (
     AccRequant,
     AddRequant,
@@ -36,19 +36,18 @@ _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maxi
 
 
 def run(graph: Graph, inputs: dict[str, np.ndarray] | np.ndarray) -> dict[str, np.ndarray]:
-    """Float inputs in, float outputs out, as onnxruntime takes and returns them."""
+    """The model's inputs in, its outputs out, as onnxruntime (or TFLite) takes and returns them:
+    float32, or int8 where the model's own input or output is int8."""
     if isinstance(inputs, np.ndarray):
         inputs = {graph.inputs[0].name: inputs}
     values: dict[str, np.ndarray] = {}
     for graph_input in graph.inputs:
-        x = np.asarray(inputs[graph_input.name], dtype=np.float32)
+        x = np.asarray(inputs[graph_input.name])
         if x.shape != graph_input.onnx_shape:
             raise ValueError(f"input '{graph_input.name}' has shape {x.shape}, expected {graph_input.onnx_shape}")
-        q = numerics.ort_quantize_linear(x, graph_input.scale, graph_input.zero_point)
-        values[graph_input.tensor] = q.reshape(graph.shape_of(graph_input.tensor)).astype(np.int64)
+        values[graph_input.tensor] = accelerator_input(x, graph_input).reshape(graph.shape_of(graph_input.tensor))
     run_integer(graph, values)
-    return {out.name: host_tail(values[out.tensor], out.scale, out.zero_point, out.host_ops).reshape(out.onnx_shape)
-            for out in graph.outputs}
+    return {out.name: model_output(values[out.tensor], out) for out in graph.outputs}
 
 
 def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -60,12 +60,16 @@ class Port:
     zero_point: int
     values: int  # int8 values per image
     words: int  # 64-bit bus words per image
+    dtype: str = "float32"  # the model's element type here: "float32" or "int8"
+    permutation: tuple = ()  # the model's array -> the accelerator's layout (ming_host.accelerator_input)
+    host_ops: tuple = ()  # the steps after the accelerator (outputs)
 
     @classmethod
     def of(cls, data: dict) -> "Port":
         c, h, w = data["stream_shape"]
         return cls(data["onnx_name"], tuple(data["onnx_shape"]), (c, h, w), data["scale"], data["zero_point"],
-                   c * h * w, ming_host.words_per_image(c * h * w))
+                   c * h * w, ming_host.words_per_image(c * h * w), data["dtype"],
+                   tuple(data["permutation"]), tuple(map(ming_host.HostOp.of, data.get("host_ops", ()))))
 
     @property
     def image_shape(self) -> tuple:
@@ -84,7 +88,6 @@ class Accelerator:
             raise DeployError(f"{self.deploy_dir / METADATA}: cannot read the build's metadata ({exc})") from None
         self.input = Port.of(self.meta["input"])
         self.output = Port.of(self.meta["output"])
-        self.host_ops = tuple(map(ming_host.HostOp.of, self.meta["output"]["host_ops"]))
         name = backend or DEFAULT_BACKEND[self.meta["interface"]]
         if name not in BACKENDS:
             raise DeployError(f"--backend {name}: choose one of {', '.join(BACKENDS)}")
@@ -106,7 +109,7 @@ class Accelerator:
 
     def images(self, x: np.ndarray) -> np.ndarray:
         """`x` as (images, *image shape): the model's own shape is one image."""
-        x = np.asarray(x, dtype=np.float32)
+        x = np.asarray(x)
         shape = self.input.image_shape
         if x.shape == self.input.onnx_shape:
             return x.reshape((1,) + shape)
@@ -118,7 +121,7 @@ class Accelerator:
     def run(self, x: np.ndarray, batch: int | None = None) -> np.ndarray:
         """Float outputs of the images in `x`, `batch` images per transfer (all of them by default)."""
         images = self.images(x)
-        if not np.isfinite(images).all():
+        if self.input.dtype == "float32" and not np.isfinite(images.astype(np.float32)).all():
             raise DeployError("input holds NaN or infinite values")
         batch = self.images_per_transfer(len(images), batch)
         outputs = [self._run_batch(images[i:i + batch]) for i in range(0, len(images), batch)]
@@ -127,7 +130,10 @@ class Accelerator:
 
     def _run_batch(self, images: np.ndarray) -> np.ndarray:
         start = time.perf_counter()
-        q = ming_host.ort_quantize_linear(images, self.input.scale, self.input.zero_point)
+        try:
+            q = ming_host.accelerator_input(images, self.input)
+        except ValueError as exc:
+            raise DeployError(f"input: {exc}") from None
         words_in, words_out = self.backend.buffers(len(images))
         ming_host.pack_images(q.reshape((len(images),) + self.input.stream_shape), self.input.stream_shape, words_in)
         packed = time.perf_counter()
@@ -139,10 +145,9 @@ class Accelerator:
         return outputs
 
     def _tail(self, y: np.ndarray) -> np.ndarray:
-        """One image's float output, as `ming reference` gives it (then without the batch dimension)."""
+        """One image's output, as `ming reference` gives it (then without the batch dimension)."""
         array_shape = tuple(self.meta["output"]["array_shape"])
-        tail = ming_host.host_tail(y.reshape(array_shape), self.output.scale, self.output.zero_point, self.host_ops)
-        return tail.reshape(self.output.image_shape)
+        return ming_host.model_output(y.reshape(array_shape), self.output).reshape(self.output.image_shape)
 
 
 class Timing:

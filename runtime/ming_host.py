@@ -90,9 +90,53 @@ def ort_qlinear_softmax(x, x_scale, y_scale, y_zp: int, axis: int) -> np.ndarray
     return np.moveaxis(saturate(y, INT8_MIN, INT8_MAX), -1, axis)
 
 
-def host_tail(q: np.ndarray, scale: float, zero_point: int, host_ops) -> np.ndarray:
-    """Dequantize an accelerator output and run the float steps that follow it on the host."""
+def model_input_values(x, scale: float, zero_point: int, dtype: str) -> np.ndarray:
+    """The int8 values the accelerator takes for the model's input `x`.
+
+    A float32 input is quantized as onnxruntime's QuantizeLinear does; a model whose input is already int8
+    (TFLite, or ONNX converted from it) takes its values as they are.
+    """
+    if dtype == "float32":
+        return ort_quantize_linear(x, scale, zero_point).astype(np.int64)
+    values = np.asarray(x)
+    if values.dtype.kind not in "iu" or (values.size and (values.min() < INT8_MIN or values.max() > INT8_MAX)):
+        raise ValueError(f"the model takes int8 values; this input is {values.dtype}")
+    return values.astype(np.int64)
+
+
+def accelerator_input(x, port) -> np.ndarray:
+    """The int8 values (int64 array) the accelerator takes for the model's input array `x`.
+
+    `port` is the input's description (ming's GraphInput, or a Port of the build's metadata). `x` has the
+    model's shape, or images stacked on axis 0 in place of the batch dimension of 1. The model's Transpose
+    right after its input (NHWC models) is this reordering by `port.permutation`, not hardware.
+    """
+    q = model_input_values(x, port.scale, port.zero_point, port.dtype)
+    return np.transpose(q, port.permutation) if port.permutation else q
+
+
+def model_output(q: np.ndarray, port) -> np.ndarray:
+    """The model's output for one image from the accelerator's int8 values `q` of output `port`."""
+    y = host_tail(q, port.scale, port.zero_point, port.host_ops, port.dtype)
+    if not port.permutation:
+        return y.reshape(port.onnx_shape)
+    permuted = tuple(port.onnx_shape[a] for a in port.permutation)
+    return np.transpose(y.reshape(permuted), np.argsort(port.permutation))
+
+
+def graph_layout_shape(model_shape, permutation) -> tuple:
+    """The shape of an array of `model_shape` in the accelerator's layout (see `accelerator_input`)."""
+    return tuple(model_shape[a] for a in permutation) if permutation else tuple(model_shape)
+
+
+def host_tail(q: np.ndarray, scale: float, zero_point: int, host_ops, dtype: str = "float32") -> np.ndarray:
+    """Dequantize an accelerator output and run the float steps that follow it on the host.
+
+    An int8 model output (`dtype` "int8") is the accelerator's values as they are.
+    """
     ops = list(host_ops)
+    if dtype == "int8":
+        return np.asarray(q).astype(np.int8)
     if len(ops) >= 2 and ops[0].kind == "softmax" and ops[1].kind == "quantize":
         # a quantized Softmax is onnxruntime's QLinearSoftmax on the int8 values
         x = ort_qlinear_softmax(q, scale, ops[1].scale, ops[1].zero_point, ops[0].axis)

@@ -194,7 +194,7 @@ def test_sweep_options_are_checked_before_the_import(tmp_path, args, message):
 @pytest.mark.parametrize("x, message", [
     (np.array([[0.5, np.nan, np.inf, -np.inf]], np.float32),
      "input has 3 non-finite values (NaN or Inf); int8 quantization needs finite inputs"),
-    (np.zeros((1, 4), np.float64), "input is float64, the model takes float32 (as onnxruntime does)"),
+    (np.zeros((1, 4), np.float64), "input is float64; give float32 as onnxruntime takes it"),
     (np.zeros((1, 4), np.int64), "input is int64"),
     (np.array([None, 1.0], object), "holds Python objects"),
 ])
@@ -213,9 +213,10 @@ def _fake_build(tmp_path, host: str | None = None):
         (build / "hls" / name).write_text("this is no C++")
     host = host or json.dumps({
         "model": "net",
-        "input": {"onnx_shape": [1, 4], "stream_shape": [4, 1, 1], "scale": 0.1, "zero_point": 0},
-        "output": {"onnx_shape": [1, 4], "array_shape": [4], "stream_shape": [4, 1, 1], "scale": 0.1,
-                   "zero_point": 0, "host_ops": []}})
+        "input": {"onnx_name": "x", "onnx_shape": [1, 4], "stream_shape": [4, 1, 1], "scale": 0.1, "zero_point": 0,
+                  "dtype": "float32", "permutation": []},
+        "output": {"onnx_name": "y", "onnx_shape": [1, 4], "array_shape": [4], "stream_shape": [4, 1, 1],
+                   "scale": 0.1, "zero_point": 0, "dtype": "float32", "permutation": [], "host_ops": []}})
     (build / "host.json").write_text(host)
     return build
 

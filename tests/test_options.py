@@ -144,7 +144,7 @@ def test_a_setting_name_has_one_of_two_forms(key):
 
 @pytest.mark.parametrize("x, message", [
     (np.array([[1.0, np.nan, np.inf]], np.float32), "input has 2 non-finite values"),
-    (np.zeros((1, 3), np.float64), "input is float64, the model takes float32"),
+    (np.zeros((1, 3), np.float64), "input is float64; give float32"),
     (np.zeros((1, 3), np.float16), "input is float16"),
     (np.zeros((1, 3), np.int64), "input is int64"),
     (np.zeros((1, 3), bool), "input is bool"),
@@ -196,11 +196,11 @@ def test_an_output_directory_exists_or_can_be_made(tmp_path):
         check_output_dir(tmp_path / "file" / "sub")
 
 
-HOST = {"model": "net", "input": {"onnx_shape": [1, 3, 4, 4], "stream_shape": [3, 4, 4], "scale": 0.1,
-                                  "zero_point": 0},
-        "output": {"onnx_shape": [1, 10], "array_shape": [10], "stream_shape": [10, 1, 1], "scale": 0.1,
-                   "zero_point": 0, "host_ops": [{"kind": "softmax", "axis": 0, "scale": 1.0, "zero_point": 0,
-                                                  "shape": []}]}}
+HOST = {"model": "net", "input": {"onnx_name": "x", "onnx_shape": [1, 3, 4, 4], "stream_shape": [3, 4, 4],
+                                  "scale": 0.1, "zero_point": 0, "dtype": "float32", "permutation": []},
+        "output": {"onnx_name": "y", "onnx_shape": [1, 10], "array_shape": [10], "stream_shape": [10, 1, 1],
+                   "scale": 0.1, "zero_point": 0, "dtype": "float32", "permutation": [],
+                   "host_ops": [{"kind": "softmax", "axis": 0, "scale": 1.0, "zero_point": 0, "shape": []}]}}
 
 
 def _build_dir(tmp_path, host_text: str, sources=("net.cpp", "net_tb.cpp")):

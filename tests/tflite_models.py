@@ -1,0 +1,315 @@
+"""Small int8 TFLite models for the tests, written with the flatbuffers builder.
+
+`TfliteBuilder` writes a model the way TFLite's post-training quantizer does:
+int8 activations with per-tensor asymmetric scales, int8 symmetric weights
+(per output channel for convolutions, per tensor where asked), int32 biases in
+input*weight scale, fused activations as the output's clamp. Each layer runs
+once in float on a calibration batch (`calibration` images) to choose its
+output range, so activations are realistic rather than saturated.
+
+The networks at the bottom are shaped like MLPerf Tiny's: ResNet-8, DS-CNN,
+MobileNetV1 and the dense autoencoder, at small sizes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+
+INT8, INT32, FLOAT32 = schema.TensorType.INT8, schema.TensorType.INT32, schema.TensorType.FLOAT32
+ACTIVATIONS = {None: schema.ActivationFunctionType.NONE, "relu": schema.ActivationFunctionType.RELU,
+               "relu6": schema.ActivationFunctionType.RELU6}
+OP_VERSIONS = {  # the versions TFLite's converter writes for int8 kernels
+    "CONV_2D": 3, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 4, "ADD": 2, "AVERAGE_POOL_2D": 2,
+    "MAX_POOL_2D": 2, "RESHAPE": 1, "SOFTMAX": 2, "MEAN": 2, "CONCATENATION": 2, "PAD": 2,
+    "QUANTIZE": 2, "DEQUANTIZE": 2,
+}
+
+
+class Tensor:
+    def __init__(self, index: int, calibration: np.ndarray):
+        self.index = index
+        self.calibration = calibration  # the float values this tensor holds on the calibration batch
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (1,) + self.calibration.shape[1:]
+
+
+class TfliteBuilder:
+    def __init__(self, seed: int = 0, calibration: int = 8):
+        self.rng = np.random.default_rng(seed)
+        self.calibration = calibration
+        self.tensors: list = []
+        self.buffers = [schema.BufferT()]
+        self.operators: list = []
+        self.op_codes: list[str] = []
+        self.inputs: list[int] = []
+        self.quant: dict[int, tuple[float, int]] = {}
+
+    # ---- tensors ----
+
+    def _tensor(self, name, shape, dtype, scale=None, zero_point=None, data=None, axis=0, signature=None) -> int:
+        tensor = schema.TensorT()
+        tensor.name = name
+        tensor.shape = list(shape)
+        tensor.shapeSignature = list(signature) if signature is not None else None
+        tensor.type = dtype
+        if scale is not None:
+            q = schema.QuantizationParametersT()
+            q.scale = [float(s) for s in np.atleast_1d(scale)]
+            q.zeroPoint = [int(z) for z in np.atleast_1d(zero_point)]
+            q.quantizedDimension = axis
+            tensor.quantization = q
+        if data is not None:
+            buffer = schema.BufferT()
+            buffer.data = np.frombuffer(np.ascontiguousarray(data).tobytes(), np.uint8)
+            self.buffers.append(buffer)
+            tensor.buffer = len(self.buffers) - 1
+        else:
+            self.buffers.append(schema.BufferT())
+            tensor.buffer = len(self.buffers) - 1
+        self.tensors.append(tensor)
+        return len(self.tensors) - 1
+
+    def _activation(self, name, calibration, fused=None) -> Tensor:
+        """An int8 activation tensor whose range covers `calibration` (after the fused clamp)."""
+        if fused == "relu":
+            calibration = np.maximum(calibration, 0)
+        elif fused == "relu6":
+            calibration = np.clip(calibration, 0, 6)
+        low, high = min(float(calibration.min()), 0.0), max(float(calibration.max()), 0.0)
+        scale = np.float32(max(high - low, 1e-3) / 255)
+        zero_point = int(np.clip(np.round(-128 - low / scale), -128, 127))
+        index = self._tensor(name, (1,) + calibration.shape[1:], INT8, scale, zero_point)
+        self.quant[index] = (float(scale), zero_point)
+        return Tensor(index, self._fake_quantize(calibration, scale, zero_point))
+
+    @staticmethod
+    def _fake_quantize(values, scale, zero_point):
+        q = np.clip(np.round(values / scale) + zero_point, -128, 127)
+        return ((q - zero_point) * scale).astype(np.float32)
+
+    def _same_quant(self, name, source: Tensor, calibration) -> Tensor:
+        scale, zero_point = self.quant[source.index]
+        index = self._tensor(name, (1,) + calibration.shape[1:], INT8, scale, zero_point)
+        self.quant[index] = (scale, zero_point)
+        return Tensor(index, calibration)
+
+    def _weights(self, name, shape, axis, per_channel=True):
+        w = self.rng.normal(0, 1, shape).astype(np.float32)
+        reduce = tuple(a for a in range(len(shape)) if a != axis)
+        peak = np.abs(w).max(axis=reduce) if per_channel else np.full(shape[axis], np.abs(w).max())
+        scale = (peak / 127).astype(np.float32)
+        expand = [1] * len(shape)
+        expand[axis] = -1
+        q = np.clip(np.round(w / scale.reshape(expand)), -127, 127).astype(np.int8)
+        stored_scale = scale if per_channel else scale[:1]
+        index = self._tensor(name, shape, INT8, stored_scale, np.zeros_like(stored_scale, np.int64), q,
+                             axis=axis if per_channel else 0)
+        return index, q.astype(np.float32) * scale.reshape(expand), scale
+
+    def _bias(self, name, x: Tensor, w_scale, channels):
+        x_scale = self.quant[x.index][0]
+        bias_scale = (np.float64(x_scale) * w_scale.astype(np.float64)).astype(np.float32)
+        q = np.round(self.rng.normal(0, 0.5, channels) / bias_scale).astype(np.int32)
+        index = self._tensor(name, (channels,), INT32, bias_scale, np.zeros(channels, np.int64), q)
+        return index, q.astype(np.float64) * bias_scale
+
+    def _int32_constant(self, name, values):
+        values = np.asarray(values, np.int32)
+        return self._tensor(name, values.shape, INT32, data=values)
+
+    def _op(self, kind, inputs, outputs, options_type=0, options=None):
+        if kind not in self.op_codes:
+            self.op_codes.append(kind)
+        op = schema.OperatorT()
+        op.opcodeIndex = self.op_codes.index(kind)
+        op.inputs, op.outputs = list(inputs), list(outputs)
+        op.builtinOptionsType, op.builtinOptions = options_type, options
+        self.operators.append(op)
+
+    # ---- layers ----
+
+    def input(self, shape, name="input", float_input=False, symbolic_batch=False) -> Tensor:
+        calibration = self.rng.normal(0, 1, (self.calibration, *shape[1:])).astype(np.float32)
+        signature = (-1, *shape[1:]) if symbolic_batch else None
+        if float_input:
+            index = self._tensor(name, shape, FLOAT32, signature=signature)
+            self.inputs.append(index)
+            quantized = self._activation(f"{name}_int8", calibration)
+            self._op("QUANTIZE", [index], [quantized.index])
+            return quantized
+        tensor = self._activation(name, calibration)
+        if signature is not None:
+            self.tensors[tensor.index].shapeSignature = list(signature)
+        self.inputs.append(tensor.index)
+        return tensor
+
+    def conv(self, x: Tensor, channels, kernel=3, stride=1, padding="same", activation="relu",
+             depthwise=False, per_channel=True, name="conv") -> Tensor:
+        n, h, w, c = x.calibration.shape
+        kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+        if depthwise:
+            channels = c
+            w_index, w_float, w_scale = self._weights(f"{name}_weights", (1, kh, kw, c), 3, per_channel)
+        else:
+            w_index, w_float, w_scale = self._weights(f"{name}_weights", (channels, kh, kw, c), 0, per_channel)
+        b_index, b_float = self._bias(f"{name}_bias", x, w_scale, channels)
+        windows, (oh, ow) = _windows(x.calibration, kh, kw, stride, padding, 0.0)
+        if depthwise:
+            out = np.einsum("nhwcij,ijc->nhwc", windows, w_float[0])
+        else:
+            out = np.einsum("nhwcij,oijc->nhwo", windows, w_float)
+        out = out + b_float
+        y = self._activation(f"{name}_out", out, activation)
+        if depthwise:
+            options = schema.DepthwiseConv2DOptionsT()
+            options.depthMultiplier = 1
+            kind, options_type = "DEPTHWISE_CONV_2D", schema.BuiltinOptions.DepthwiseConv2DOptions
+        else:
+            options = schema.Conv2DOptionsT()
+            kind, options_type = "CONV_2D", schema.BuiltinOptions.Conv2DOptions
+        options.padding = schema.Padding.SAME if padding == "same" else schema.Padding.VALID
+        options.strideH = options.strideW = stride
+        options.dilationHFactor = options.dilationWFactor = 1
+        options.fusedActivationFunction = ACTIVATIONS[activation]
+        self._op(kind, [x.index, w_index, b_index], [y.index], options_type, options)
+        return y
+
+    def fully_connected(self, x: Tensor, units, activation=None, per_channel=False, name="dense") -> Tensor:
+        features = x.calibration.shape[-1]
+        w_index, w_float, w_scale = self._weights(f"{name}_weights", (units, features), 0, per_channel)
+        b_index, b_float = self._bias(f"{name}_bias", x, np.broadcast_to(w_scale, (units,)), units)
+        out = x.calibration.reshape(-1, features) @ w_float.T + b_float
+        y = self._activation(f"{name}_out", out.reshape(x.calibration.shape[:-1] + (units,)), activation)
+        options = schema.FullyConnectedOptionsT()
+        options.fusedActivationFunction = ACTIVATIONS[activation]
+        options.keepNumDims = len(x.shape) > 2
+        self._op("FULLY_CONNECTED", [x.index, w_index, b_index], [y.index],
+                 schema.BuiltinOptions.FullyConnectedOptions, options)
+        return y
+
+    def add(self, a: Tensor, b: Tensor, activation=None, name="add") -> Tensor:
+        y = self._activation(f"{name}_out", a.calibration + b.calibration, activation)
+        options = schema.AddOptionsT()
+        options.fusedActivationFunction = ACTIVATIONS[activation]
+        self._op("ADD", [a.index, b.index], [y.index], schema.BuiltinOptions.AddOptions, options)
+        return y
+
+    def pool(self, x: Tensor, size, stride=None, padding="valid", kind="average", name="pool") -> Tensor:
+        stride = stride or size
+        windows, _ = _windows(x.calibration, size, size, stride, padding, np.nan)
+        if kind == "average":  # TFLite averages over the valid window positions only
+            out = np.nanmean(windows, axis=(-2, -1))
+        else:
+            out = np.nanmax(windows, axis=(-2, -1))
+        y = self._same_quant(f"{name}_out", x, out.astype(np.float32))
+        options = schema.Pool2DOptionsT()
+        options.padding = schema.Padding.SAME if padding == "same" else schema.Padding.VALID
+        options.strideH = options.strideW = stride
+        options.filterHeight = options.filterWidth = size
+        options.fusedActivationFunction = ACTIVATIONS[None]
+        op = "AVERAGE_POOL_2D" if kind == "average" else "MAX_POOL_2D"
+        self._op(op, [x.index], [y.index], schema.BuiltinOptions.Pool2DOptions, options)
+        return y
+
+    def mean(self, x: Tensor, name="mean") -> Tensor:
+        """Global average over H and W (keep_dims false), as Keras' GlobalAveragePooling2D converts."""
+        y = self._activation(f"{name}_out", x.calibration.mean(axis=(1, 2)))
+        options = schema.ReducerOptionsT()
+        options.keepDims = False
+        axes = self._int32_constant(f"{name}_axes", [1, 2])
+        self._op("MEAN", [x.index, axes], [y.index], schema.BuiltinOptions.ReducerOptions, options)
+        return y
+
+    def reshape(self, x: Tensor, shape, name="reshape") -> Tensor:
+        y = self._same_quant(f"{name}_out", x, x.calibration.reshape((self.calibration,) + tuple(shape[1:])))
+        options = schema.ReshapeOptionsT()
+        options.newShape = list(shape)
+        target = self._int32_constant(f"{name}_shape", shape)
+        self._op("RESHAPE", [x.index, target], [y.index], schema.BuiltinOptions.ReshapeOptions, options)
+        return y
+
+    def concat(self, parts: list[Tensor], axis=-1, name="concat") -> Tensor:
+        y = self._activation(f"{name}_out", np.concatenate([p.calibration for p in parts], axis=axis))
+        options = schema.ConcatenationOptionsT()
+        options.axis = axis
+        options.fusedActivationFunction = ACTIVATIONS[None]
+        self._op("CONCATENATION", [p.index for p in parts], [y.index],
+                 schema.BuiltinOptions.ConcatenationOptions, options)
+        return y
+
+    def pad(self, x: Tensor, paddings, name="pad") -> Tensor:
+        _, zero_point = self.quant[x.index]
+        scale = self.quant[x.index][0]
+        out = np.pad(x.calibration, [(0, 0)] + [tuple(p) for p in paddings[1:]],
+                     constant_values=float((zero_point - zero_point) * scale))
+        y = self._same_quant(f"{name}_out", x, out)
+        amounts = self._int32_constant(f"{name}_paddings", paddings)
+        self._op("PAD", [x.index, amounts], [y.index], schema.BuiltinOptions.PadOptions, schema.PadOptionsT())
+        return y
+
+    def softmax(self, x: Tensor, name="softmax") -> Tensor:
+        shifted = x.calibration - x.calibration.max(axis=-1, keepdims=True)
+        probabilities = np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
+        index = self._tensor(f"{name}_out", x.shape, INT8, 1 / 256, -128)
+        self.quant[index] = (1 / 256, -128)
+        options = schema.SoftmaxOptionsT()
+        options.beta = 1.0
+        self._op("SOFTMAX", [x.index], [index], schema.BuiltinOptions.SoftmaxOptions, options)
+        return Tensor(index, probabilities.astype(np.float32))
+
+    def dequantize(self, x: Tensor, name="output") -> Tensor:
+        index = self._tensor(name, x.shape, FLOAT32)
+        self._op("DEQUANTIZE", [x.index], [index])
+        return Tensor(index, x.calibration)
+
+    # ---- the model ----
+
+    def build(self, outputs: list[Tensor], name="model") -> bytes:
+        import flatbuffers
+
+        graph = schema.SubGraphT()
+        graph.tensors, graph.operators = self.tensors, self.operators
+        graph.inputs, graph.outputs = self.inputs, [o.index for o in outputs]
+        graph.name = "main"
+        model = schema.ModelT()
+        model.version = 3
+        model.description = name
+        model.subgraphs = [graph]
+        model.buffers = self.buffers
+        model.operatorCodes = []
+        for kind in self.op_codes:
+            code = schema.OperatorCodeT()
+            code.builtinCode = getattr(schema.BuiltinOperator, kind)
+            code.deprecatedBuiltinCode = min(code.builtinCode, 127)
+            code.version = OP_VERSIONS[kind]
+            model.operatorCodes.append(code)
+        builder = flatbuffers.Builder(1024)
+        builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+        return bytes(builder.Output())
+
+
+def _windows(x: np.ndarray, kh: int, kw: int, stride: int, padding: str, pad_value: float):
+    """Sliding windows [N, OH, OW, C, KH, KW] of an NHWC batch with TFLite's SAME/VALID padding."""
+    n, h, w, c = x.shape
+    if padding == "same":
+        oh, ow = -(-h // stride), -(-w // stride)
+        ph, pw = max((oh - 1) * stride + kh - h, 0), max((ow - 1) * stride + kw - w, 0)
+        x = np.pad(x, [(0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)],
+                   constant_values=pad_value)
+    else:
+        oh, ow = (h - kh) // stride + 1, (w - kw) // stride + 1
+    windows = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))
+    return windows[:, ::stride, ::stride][:, :oh, :ow], (oh, ow)
+
+
+# ---- networks ----------------------------------------------------------------
+
+
+def tiny_conv(**input_options) -> bytes:
+    b = TfliteBuilder(seed=1)
+    x = b.input((1, 8, 8, 3), **input_options)
+    y = b.conv(x, 8, name="conv1")
+    return b.build([y], "tiny_conv")
