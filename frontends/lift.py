@@ -151,6 +151,8 @@ class HostValue:
     ops: tuple[HostOp, ...]
 
 
+BIAS_TOLERANCE_LSB = 2.0 ** -10  # what a bias rebuilt from float32 may move an output before rounding
+
 _FLOAT_BINARY = {"arith.mulf", "arith.addf", "arith.divf", "arith.subf"}
 _INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul",
                "arith.maxsi": "max", "arith.minsi": "min"}
@@ -163,17 +165,28 @@ def _identifier(text: str) -> str:
     return ident if not ident[0].isdigit() else f"n_{ident}"
 
 
+@dataclass(frozen=True)
+class ModelPort:
+    """A model input or output as the model declares it, in the order of the entry function's arguments
+    or results. `permutation` takes the model's array to the imported tensor's layout (a Transpose next to
+    the input or output that the frontend folded away)."""
+
+    name: str
+    shape: tuple[int, ...]
+    permutation: tuple[int, ...] = ()
+
+
 class Lifter:
-    def __init__(self, graph_name: str, input_shapes: dict[str, tuple[int, ...]], output_names: list[str],
-                 output_shapes: list[tuple[int, ...]], op_types: dict[str, str]):
-        self.graph = Graph(_identifier(graph_name))
-        self.op_types = op_types  # ONNX node name -> op type, to name kernels for people
-        self.input_shapes = input_shapes
+    def __init__(self, graph_name: str, inputs: list[ModelPort], outputs: list[ModelPort], op_types: dict[str, str],
+                 notes: tuple[str, ...] = ()):
+        self.graph = Graph(_identifier(graph_name), notes=list(notes))
+        self.op_types = op_types  # model node name -> op type, to name kernels for people
+        self.inputs = inputs
+        self.outputs = outputs
         self.values: dict[ir.Value, object] = {}
         self.globals: dict[str, np.ndarray] = {}
-        self.output_names = output_names
-        self.output_shapes = output_shapes
-        self.uses: dict[str, int] = {}
+        self.quantization: dict[str, tuple[float, int]] = {}  # int8 tensor -> the (scale, zero point) it was given
+        self.imported = 0  # model inputs imported so far
 
     # ---- naming and graph construction ----
 
@@ -252,7 +265,18 @@ class Lifter:
         self.values[op.results[0]] = self.globals[str(op.attributes["global"]).lstrip("@").strip('"')]
 
     def _op_hal_tensor_import(self, op, where):
-        self.values[op.results[0]] = FloatInput(location_name(op), tensor_shape(op.results[0]))
+        port = self.inputs[self.imported]
+        self.imported += 1
+        shape = tensor_shape(op.results[0])
+        dtype = element_type(op.results[0])
+        if dtype == "f32":
+            self.values[op.results[0]] = FloatInput(port.name, shape)
+        elif dtype == "i8":  # the model takes int8 values: no quantization on the host
+            tensor = self._new_tensor(port.name, shape, "i8")
+            self.graph.inputs.append(GraphInput(port.name, tensor, port.shape, 1.0, 0, "int8", port.permutation))
+            self.values[op.results[0]] = IntTensor(tensor)
+        else:
+            raise MingError(f"input '{port.name}' is {dtype}; ming takes float32 or int8 model inputs")
 
     def _op_linalg_fill(self, op, where):
         value = self._get(op.operands[0], where)
@@ -328,13 +352,19 @@ class Lifter:
 
     def _op_hal_tensor_export(self, op, where):
         value = self._get(op.operands[0], where)
-        index = len(self.graph.outputs)
-        name, shape = self.output_names[index], self.output_shapes[index]
+        port = self.outputs[len(self.graph.outputs)]
+        name, shape, permutation = port.name, port.shape, port.permutation
         if isinstance(value, HostValue):
-            out = GraphOutput(name, value.tensor, shape, value.scale, value.zero_point, value.ops)
+            quantized = [op.kind for op in value.ops if op.kind != "reshape"][-1] == "quantize"
+            out = GraphOutput(name, value.tensor, shape, value.scale, value.zero_point, value.ops,
+                              "int8" if quantized else "float32", permutation)
         elif isinstance(value, FloatValue) and len(value.terms) == 1 and _is_plain_dequant(value):
             term = value.terms[0]
-            out = GraphOutput(name, term.tensor, shape, float(term.factors[0]), int(term.offset))
+            out = GraphOutput(name, term.tensor, shape, float(term.factors[0]), int(term.offset),
+                              permutation=permutation)
+        elif isinstance(value, IntTensor) and self.graph.tensors[value.name].dtype == "i8":
+            scale, zero_point = self.quantization.get(value.name, (1.0, 0))
+            out = GraphOutput(name, value.name, shape, scale, zero_point, dtype="int8", permutation=permutation)
         else:
             raise MingError(f"output '{name}': must be the dequantized int8 result of a layer "
                             "(add a QuantizeLinear/DequantizeLinear pair before it)")
@@ -360,6 +390,7 @@ class Lifter:
             source = padded.base
         if not isinstance(source, IntTensor) or np.ndim(scale) or np.ndim(zero_point):
             raise MingError(f"{where}: only per-tensor dequantization of activations is supported")
+        self._note_input_quantization(source.name, float(scale), int(zero_point))
         value = FloatValue(self.graph.tensors[source.name].shape,
                            (Term(source.name, (np.float32(scale),), np.int64(zero_point)),))
         if padded is not None:
@@ -376,14 +407,24 @@ class Lifter:
             raise MingError(f"{where}: only signed int8 quantization is supported; "
                             "quantize with activation_type=QuantType.QInt8")
         node = location_name(op)
-        self.values[op.results[0]] = self._quantize(source, scale, zero_point, node, where)
+        result = self._quantize(source, scale, zero_point, node, where)
+        if isinstance(result, IntTensor):
+            self.quantization.setdefault(result.name, (float(scale), zero_point))
+        self.values[op.results[0]] = result
+
+    def _note_input_quantization(self, tensor: str, scale: float, zero_point: int) -> None:
+        """An int8 model input's scale and zero point, for reports, from the first dequantization of it."""
+        for i, graph_input in enumerate(self.graph.inputs):
+            if graph_input.tensor == tensor and graph_input.dtype == "int8" and graph_input.scale == 1.0:
+                self.graph.inputs[i] = replace(graph_input, scale=scale, zero_point=zero_point)
 
     def _quantize(self, source, scale, zero_point, node, where):
         node = getattr(source, "origin", "") or node
         if isinstance(source, FloatInput):
             tensor = self._new_tensor(f"{source.name}_q", source.shape, "i8")
-            onnx_shape = self.input_shapes[source.name]
-            self.graph.inputs.append(GraphInput(source.name, tensor, onnx_shape, float(scale), zero_point))
+            port = next(p for p in self.inputs if p.name == source.name)
+            self.graph.inputs.append(GraphInput(source.name, tensor, port.shape, float(scale), zero_point,
+                                                permutation=port.permutation))
             return IntTensor(tensor)
         if isinstance(source, HostValue):
             return replace(source, ops=source.ops + (HostOp("quantize", scale=float(scale), zero_point=zero_point),))
@@ -391,6 +432,8 @@ class Lifter:
             return self._quantize_pieces(source, scale, zero_point, node, where)
         if not isinstance(source, FloatValue):
             raise MingError(f"{where}: cannot quantize this value")
+        if source.clamp is not None and not _is_plain_dequant(replace(source, clamp=None)):
+            source = self._drop_exact_clamp(source, scale, zero_point, where)
         if len(source.terms) == 2:
             return self._add(source, scale, zero_point, node, where)
         if len(source.terms) != 1:
@@ -410,6 +453,19 @@ class Lifter:
             return self._rescale(term, scale, zero_point, node)
         raise MingError(f"{where}: this requantization pattern is not supported")
 
+    def _drop_exact_clamp(self, value: FloatValue, scale, zero_point, where) -> FloatValue:
+        """A Relu/Clip of a layer's float result right before QuantizeLinear, as converters write fused
+        activations. Quantizing is monotonic, so the clamp changes no int8 output exactly when its bounds
+        quantize to the ends of the int8 range or beyond (onnxruntime drops it then, too)."""
+        low, high = (int(numerics.ort_quantize_linear(np.float32(b), scale, zero_point)) for b in value.clamp)
+        if low > -128 or high < 127:
+            op = self.op_types.get(value.origin, "Relu/Clip")
+            raise MingError(f"node '{value.origin}' ({op}) before QuantizeLinear clamps the int8 output to "
+                            f"[{low}, {high}]; ming fuses it only when it changes nothing (output zero point -128 "
+                            "for Relu, a clip range covering the quantized range); quantize the output with "
+                            "that range")
+        return replace(value, clamp=None)
+
     def _requantize_accumulator(self, kernel: Kernel, value: FloatValue, scale, zero_point, where):
         term = value.terms[0]
         if len(term.factors) != 2 or term.divisor != 1.0:
@@ -425,10 +481,23 @@ class Lifter:
         correction = _per_channel(term.offset, channels, np.int64)
         bias_float = _per_channel(value.bias, channels, np.float64)
         acc_scale = np.float64(x_scale) * w_scale.astype(np.float64)
-        bias_int = np.rint(bias_float / acc_scale)
-        if np.any(np.abs(bias_float / acc_scale - bias_int) > 1e-2):
-            raise MingError(f"{where}: bias of {kernel.source} is not an int32 multiple of input*weight scale; "
-                            "quantize the model with onnxruntime's quantize_static")
+        # IREE folds the int32 bias's DequantizeLinear into a float32 constant, which holds the integer only
+        # to float32 precision (2^-24 relative: tens of units for the huge biases of dead channels). What
+        # matters is the error that rounding leaves in the output, in output LSB, on channels whose output
+        # is not saturated whatever the input.
+        bias_units = bias_float / acc_scale
+        bias_int = np.rint(bias_units)
+        multiplier = acc_scale / np.float64(scale)
+        error_lsb = np.abs(bias_units - bias_int) * multiplier
+        reach = self._accumulator_reach(kernel) + np.abs(correction)
+        always_saturated = ((bias_int + reach) * multiplier + zero_point < -129) | \
+                           ((bias_int - reach) * multiplier + zero_point > 128)
+        error_lsb[always_saturated] = 0.0
+        if np.any(error_lsb > BIAS_TOLERANCE_LSB) or np.any(np.abs(bias_int) >= 2 ** 31):
+            worst = int(np.argmax(error_lsb))
+            raise MingError(f"{where}: bias of {kernel.source} is not an int32 multiple of input*weight scale "
+                            f"(channel {worst} is {error_lsb[worst]:.3g} output LSB away); quantize the bias to "
+                            "int32 with scale input_scale * weight_scale")
         channel_dim = kernel.output.map.results[axis].single_dim()
         kernel.epilogue = AccRequant(
             bias=(bias_int.astype(np.int64) - correction).astype(np.int32),
@@ -436,6 +505,12 @@ class Lifter:
             zero_point=zero_point, channel_dim=channel_dim)
         self._retype(kernel.output.tensor, "i8")
         return IntTensor(kernel.output.tensor)
+
+    def _accumulator_reach(self, kernel: Kernel) -> float:
+        """A bound on |sum of x * w| of a multiply-accumulate kernel over int8 inputs x."""
+        weights = [self.graph.constants[o.tensor] for o in kernel.inputs if o.tensor in self.graph.constants]
+        largest = max((int(np.abs(w.astype(np.int64)).max()) for w in weights if w.size), default=128)
+        return 128.0 * largest * int(np.prod([kernel.dims[d] for d in kernel.reduction_dims]))
 
     def _requantize_average(self, kernel: Kernel, value: FloatValue, scale, zero_point, where):
         term = value.terms[0]
@@ -725,8 +800,8 @@ def _clamp(value, bound, is_max: bool, where) -> FloatValue:
     if not isinstance(value, FloatValue) or np.size(bound) != 1:
         raise MingError(f"{where}: only Relu/Clip by constants of a dequantized tensor is supported")
     base = replace(value, clamp=None)
-    if not _is_plain_dequant(base) or base.terms[0].factors[0] <= 0:
-        raise MingError(f"{where}: Relu/Clip must follow a dequantized int8 tensor")
+    if _is_plain_dequant(base) and base.terms[0].factors[0] <= 0:
+        raise MingError(f"{where}: Relu/Clip must follow a dequantized int8 tensor with a positive scale")
     low, high = value.clamp or (float("-inf"), float("inf"))
     bound = float(bound)
     return replace(value, clamp=(max(low, bound), high) if is_max else (low, min(high, bound)))

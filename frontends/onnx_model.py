@@ -13,8 +13,10 @@ and matmuls into i8 x i8 -> i32 bodies.
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import onnx
 from iree.compiler import ir
 from iree.compiler.extras import onnx_importer
@@ -22,7 +24,7 @@ from iree.compiler.tools import binaries
 
 from ming_py.ir import Graph, MingError
 
-from .lift import Lifter
+from .lift import Lifter, ModelPort
 
 SUPPORTED_OPS = frozenset({
     "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "Clip",
@@ -49,11 +51,100 @@ def load_onnx(path: Path) -> onnx.ModelProto:
     return model
 
 
-def check_supported(model: onnx.ModelProto) -> None:
-    """Reject what ming cannot compile, naming the node and what to do."""
-    graph = model.graph
+def model_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
     initializers = {i.name for i in graph.initializer}
-    inputs = [i for i in graph.input if i.name not in initializers]
+    return [i for i in graph.input if i.name not in initializers]
+
+
+def _dims(value: onnx.ValueInfoProto):
+    return value.type.tensor_type.shape.dim
+
+
+def _shape(value: onnx.ValueInfoProto) -> tuple[int, ...]:
+    return tuple(d.dim_value for d in _dims(value))
+
+
+def fix_symbolic_batch(model: onnx.ModelProto) -> list[str]:
+    """Give a symbolic (or unknown) leading batch dimension of the inputs and outputs the value 1, as
+    converters such as tf2onnx leave it; one note per tensor fixed."""
+    notes = []
+    for value in list(model_inputs(model.graph)) + list(model.graph.output):
+        dims = _dims(value)
+        if len(dims) > 1 and not dims[0].dim_value:
+            label = dims[0].dim_param or "?"
+            dims[0].dim_value = 1  # replaces the dim_param (one field of a oneof)
+            notes.append(f"'{value.name}' has a symbolic batch dimension '{label}'; compiled for batch 1")
+    if notes:
+        del model.graph.value_info[:]  # shape inference derives them again from batch 1
+    return notes
+
+
+def _consumers(graph: onnx.GraphProto, tensor: str) -> list[onnx.NodeProto]:
+    return [n for n in graph.node if tensor in n.input]
+
+
+def _rename_uses(graph: onnx.GraphProto, old: str, new: str) -> None:
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            if name == old:
+                node.input[i] = new
+        for i, name in enumerate(node.output):
+            if name == old:
+                node.output[i] = new
+
+
+def _permutation(node: onnx.NodeProto) -> tuple[int, ...] | None:
+    """A Transpose's axes if it keeps the batch axis first (NHWC <-> NCHW), else None."""
+    perm = tuple(next((list(a.ints) for a in node.attribute if a.name == "perm"), []))
+    return perm if perm and perm[0] == 0 else None
+
+
+def fold_input_transpose(model: onnx.ModelProto, value: onnx.ValueInfoProto) -> tuple[int, ...]:
+    """Remove a Transpose that reads the input directly, or through its per-tensor DequantizeLinear; the
+    input then has the transposed shape. Returns the permutation (none: ())."""
+    graph = model.graph
+    consumers = _consumers(graph, value.name)
+    if len(consumers) != 1:
+        return ()
+    node, reader = consumers[0], None
+    if node.op_type == "DequantizeLinear" and len(_consumers(graph, node.output[0])) == 1:
+        reader, node = node, _consumers(graph, node.output[0])[0]
+    perm = _permutation(node) if node.op_type == "Transpose" else None
+    if perm is None:
+        return ()
+    shape = _shape(value)
+    graph.node.remove(node)
+    _rename_uses(graph, node.output[0], value.name if reader is None else reader.output[0])
+    for dim, axis in zip(_dims(value), perm):
+        dim.dim_value = shape[axis]
+    return perm
+
+
+def fold_output_transpose(model: onnx.ModelProto, value: onnx.ValueInfoProto) -> tuple[int, ...]:
+    """Remove a Transpose that writes the output; the output then has the untransposed shape. Returns the
+    permutation from the model's output to that layout (none: ())."""
+    graph = model.graph
+    node = next((n for n in graph.node if value.name in n.output), None)
+    if node is None or node.op_type != "Transpose" or _permutation(node) is None:
+        return ()
+    source = node.input[0]
+    if source in {i.name for i in graph.input} | {i.name for i in graph.initializer} | \
+            {o.name for o in graph.output}:
+        return ()
+    perm = _permutation(node)
+    shape = _shape(value)
+    graph.node.remove(node)
+    _rename_uses(graph, source, value.name)
+    inverse = tuple(int(a) for a in np.argsort(perm))
+    for dim, axis in zip(_dims(value), inverse):
+        dim.dim_value = shape[axis]
+    return inverse
+
+
+def check_supported(model: onnx.ModelProto) -> None:
+    """Reject inputs and outputs ming cannot compile, naming the tensor and what to do."""
+    graph = model.graph
+    inputs = model_inputs(graph)
     if len(inputs) != 1:
         raise MingError(f"model has {len(inputs)} inputs; ming compiles single-input CNNs")
     for value in list(inputs) + list(graph.output):
@@ -64,6 +155,11 @@ def check_supported(model: onnx.ModelProto) -> None:
         if dims and dims[0].dim_value != 1:
             raise MingError(f"tensor '{value.name}' has batch {dims[0].dim_value}; ming compiles batch 1 "
                             "(re-export with batch size 1)")
+
+
+def check_operators(model: onnx.ModelProto) -> None:
+    """Reject operators ming cannot compile (after the frontend folded what it can)."""
+    graph = model.graph
     for node in graph.node:
         if node.domain not in ("", "ai.onnx"):
             raise MingError(f"node '{node.name}' ({node.domain}.{node.op_type}) is not supported; "
@@ -118,15 +214,17 @@ def import_to_linalg(model: onnx.ModelProto) -> str:
 def import_onnx(path: str | Path) -> Graph:
     path = Path(path)
     model = load_onnx(path)
+    notes = fix_symbolic_batch(model)
     check_supported(model)
+    inputs = [ModelPort(v.name, _shape(v)) for v in model_inputs(model.graph)]
+    outputs = [ModelPort(v.name, _shape(v)) for v in model.graph.output]
+    inputs = [replace(port, permutation=fold_input_transpose(model, value))
+              for port, value in zip(inputs, model_inputs(model.graph))]
+    outputs = [replace(port, permutation=fold_output_transpose(model, value))
+               for port, value in zip(outputs, model.graph.output)]
+    check_operators(model)
     text = import_to_linalg(model)
     with ir.Context() as context:
         module = ir.Module.parse(text, context)
-        def shape(value):
-            return tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
-
-        inputs = {i.name: shape(i) for i in model.graph.input}
-        outputs = [o.name for o in model.graph.output]
         op_types = {node.name: node.op_type for node in model.graph.node}
-        return Lifter(model.graph.name or path.stem, inputs, outputs, [shape(o) for o in model.graph.output],
-                      op_types).run(module)
+        return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes).run(module)

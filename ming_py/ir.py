@@ -290,6 +290,7 @@ class Graph:
     tensors: dict[str, TensorInfo] = field(default_factory=dict)
     constants: dict[str, np.ndarray] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the frontend assumed (a symbolic batch fixed to 1)
 
     def kernels(self) -> list[Kernel]:
         return [n for n in self.nodes if isinstance(n, Kernel)]

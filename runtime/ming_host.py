@@ -132,20 +132,22 @@ def graph_layout_shape(model_shape, permutation) -> tuple:
 def host_tail(q: np.ndarray, scale: float, zero_point: int, host_ops, dtype: str = "float32") -> np.ndarray:
     """Dequantize an accelerator output and run the float steps that follow it on the host.
 
-    An int8 model output (`dtype` "int8") is the accelerator's values as they are.
+    An int8 model output (`dtype` "int8") without host steps is the accelerator's values as they are.
     """
     ops = list(host_ops)
-    if dtype == "int8":
+    if dtype == "int8" and not ops:
         return np.asarray(q).astype(np.int8)
-    if len(ops) >= 2 and ops[0].kind == "softmax" and ops[1].kind == "quantize":
-        # a quantized Softmax is onnxruntime's QLinearSoftmax on the int8 values
+    kinds = [op.kind for op in ops]
+    if kinds[:2] == ["softmax", "quantize"] and "dequantize" in kinds[2:]:
+        # onnxruntime fuses DequantizeLinear -> Softmax -> QuantizeLinear into QLinearSoftmax unless the
+        # quantized values are the model's output; then it runs the float Softmax and QuantizeLinear
         x = ort_qlinear_softmax(q, scale, ops[1].scale, ops[1].zero_point, ops[0].axis)
         ops = ops[2:]
     else:
         x = ort_dequantize_linear(q, scale, zero_point)
     for op in ops:
         x = _host_op(x, op)
-    return x
+    return x.astype(np.int8) if dtype == "int8" else x
 
 
 def _host_op(x: np.ndarray, op: HostOp) -> np.ndarray:

@@ -1,0 +1,100 @@
+"""ONNX models as converters write them (tf2onnx from int8 TFLite): symbolic batch, NHWC input and output
+Transposes, int8 input and output, Relu fused before QuantizeLinear, huge biases on dead channels.
+ming folds what is exact and must equal onnxruntime bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import converted_onnx
+import zoo
+from emit_helpers import csim
+from ming_py import parity
+from ming_py.ir import MingError
+from ming_py.pipeline import lift
+
+MODELS = ["tiny_cnn", "residual_block", "conv_maxpool2", "mlp", "lenet"]
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("converted")
+    cache = {}
+
+    def build(name, per_channel=True, **options):
+        key = (name, per_channel, tuple(sorted(options.items())))
+        if key not in cache:
+            source = zoo.quantized_model(name, directory, per_channel=per_channel)
+            target = directory / f"{name}_{len(cache)}_converted.onnx"
+            cache[key] = converted_onnx.converter_style(source, target, **options)
+        return cache[key]
+
+    return build
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_converted_model_equals_onnxruntime(converted, name):
+    model = converted(name)
+    graph = lift(model)
+    for seed in range(3):
+        x = converted_onnx.model_input(model, seed)
+        result = parity.compare(graph, model, x)
+        assert result.exact == result.total, f"{result.total - result.exact} of {result.total} differ"
+
+
+def test_int8_input_and_output_are_taken_and_given_as_they_are(converted):
+    model = converted("tiny_cnn", nhwc_output=False)
+    graph = lift(model)
+    assert (graph.inputs[0].dtype, graph.outputs[0].dtype) == ("int8", "int8")
+    x = converted_onnx.model_input(model, 0)
+    assert x.dtype == np.int8
+    y = list(__import__("ming_py.reference", fromlist=["run"]).run(graph, x).values())[0]
+    assert y.dtype == np.int8
+
+
+def test_symbolic_batch_is_compiled_as_one_with_a_note(converted):
+    graph = lift(converted("tiny_cnn"))
+    assert graph.inputs[0].onnx_shape[0] == 1
+    assert any("symbolic batch dimension 'unk__'" in note for note in graph.notes)
+
+
+def test_input_transpose_is_a_host_permutation_not_hardware(converted):
+    graph = lift(converted("tiny_cnn"))
+    assert graph.inputs[0].permutation == (0, 3, 1, 2)
+    assert graph.inputs[0].onnx_shape[-1] == 3  # the model's own NHWC shape
+    assert all(k.op != "elementwise" for k in graph.kernels())
+
+
+@pytest.mark.parametrize("int8_io", [True, False], ids=["int8", "float"])
+def test_output_transpose_is_folded(converted, int8_io):
+    model = converted("conv3x3_same", int8_io=int8_io, nhwc_output=True)
+    graph = lift(model)
+    assert graph.outputs[0].permutation == (0, 3, 1, 2)
+    for seed in range(2):
+        result = parity.compare(graph, model, converted_onnx.model_input(model, seed))
+        assert result.exact == result.total
+
+
+@pytest.mark.parametrize("name", ["tiny_cnn", "residual_block"])
+def test_csim_of_a_converted_model_equals_onnxruntime(converted, tmp_path, name):
+    model = converted(name, nhwc_output=name == "residual_block")
+    graph = lift(model)
+    x = converted_onnx.model_input(model, 5)
+    expected = parity.onnxruntime_outputs(model, x)[0]
+    y = csim(graph, tmp_path / "out", x)
+    assert y.dtype == expected.dtype and y.shape == expected.shape
+    assert np.array_equal(y, expected)
+
+
+def test_a_relu_that_changes_the_output_is_refused(converted, tmp_path):
+    model = onnx.load(str(converted("conv3x3_same", fused_relu=False, dead_channel_bias=False)))
+    conv = next(n for n in model.graph.node if n.op_type == "Conv")
+    quantize = next(n for n in model.graph.node if conv.output[0] in n.input)
+    quantize.input[0] = "conv_relu_out"
+    model.graph.node.insert(list(model.graph.node).index(conv) + 1,
+                            onnx.helper.make_node("Relu", [conv.output[0]], ["conv_relu_out"], name="the_relu"))
+    onnx.save(model, str(tmp_path / "relu.onnx"))
+    with pytest.raises(MingError, match=r"node 'the_relu' \(Relu\) before QuantizeLinear clamps"):
+        lift(tmp_path / "relu.onnx")
