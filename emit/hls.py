@@ -21,7 +21,7 @@ from ming_py.boards import Board
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of, window_order, window_tile
 from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays
-from ming_py.ir import AccRequant, AddRequant, AverageRequant, Rescale
+from ming_py.ir import AccRequant, AddRequant, AverageRequant, FixedPointRequant, Rescale
 
 from .identifiers import CppNames, c_string, comment_text, cpp_names, markdown_cell
 
@@ -258,6 +258,16 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
                      "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^exponent "
                      "(exact float32 emulation: some channel's multiplier is below 2^-15)")
             constant("exponent", "int32_t", _per_tile(exponent.astype(np.int32), lanes), "requantization exponent")
+    elif isinstance(e, FixedPointRequant):
+        lanes = view.out_lanes[0]
+        view.epilogue = "fixed_point"
+        view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax)
+        constant("bias", "int32_t", _per_tile(e.bias.astype(np.int32), lanes),
+                 "int32 bias with the input zero-point correction folded in, [output tile][lane]")
+        constant("multiplier", "int32_t", _per_tile(e.multiplier.astype(np.int32), lanes),
+                 "TFLite's Q31 requantization multiplier, [output tile][lane]")
+        constant("shift", "uint8_t", _per_tile(e.shift.astype(np.uint8), lanes),
+                 "right shift of the 64-bit product (31 + TFLite's right shift), [output tile][lane]")
     elif isinstance(e, AverageRequant):
         view.extra.update(zero_point=e.zero_point, x_zero_point=e.x_zero_point, count=e.count)
         if e.global_pool:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ming_py.dataflow import Process, StreamGraph
-from ming_py.ir import AccRequant, AverageRequant, Rescale
+from ming_py.ir import AccRequant, AverageRequant, FixedPointRequant, Rescale
 from ming_py.storage import requant_constants
 
 from .system_names import NAMES as SYSTEM_NAMES
@@ -200,7 +200,7 @@ def array_roles(process: Process) -> list[str]:
     """The constant arrays `process` has in <model>_weights.h."""
     roles = ["weights"] if process.weights is not None else []
     epilogue = process.epilogue
-    if isinstance(epilogue, AccRequant):
+    if isinstance(epilogue, (AccRequant, FixedPointRequant)):
         roles += [role for role, _ in requant_constants(epilogue)]
     elif isinstance(epilogue, AverageRequant) and not epilogue.global_pool and epilogue.exclude_padding:
         roles += ["divisor_multiplier", "divisor_shift"]

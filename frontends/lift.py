@@ -47,6 +47,7 @@ from ming_py.ir import (
     TensorInfo,
 )
 
+from . import fixed_point, int_body
 from .mlir_attrs import (
     access_map,
     constant_value,
@@ -153,6 +154,28 @@ class HostValue:
 
 BIAS_TOLERANCE_LSB = 2.0 ** -10  # what a bias rebuilt from float32 may move an output before rounding
 
+@dataclass(frozen=True, eq=False)
+class ChainStep:
+    """One element-wise integer generic applied to the chained value (argument `position` of `block`);
+    `constants` are its other arguments, as arrays over the channel axis (or scalars)."""
+
+    block: ir.Block
+    position: int
+    constants: tuple[tuple[int, np.ndarray], ...]
+    dtype: str  # the result's element type
+    where: str
+
+
+@dataclass(frozen=True)
+class IntChain:
+    """Element-wise integer generics applied to one integer tensor, read as a whole once consumed: TOSA's
+    bias addition, zero-point correction, RESCALE and clamp become one epilogue of the producing kernel."""
+
+    tensor: str
+    axis: int | None  # the tensor axis the constants vary along (the channels), None: none varies
+    steps: tuple[ChainStep, ...]
+
+
 _FLOAT_BINARY = {"arith.mulf", "arith.addf", "arith.divf", "arith.subf"}
 _INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul",
                "arith.maxsi": "max", "arith.minsi": "min"}
@@ -219,15 +242,18 @@ class Lifter:
     # ---- driver ----
 
     def run(self, module: ir.Module) -> Graph:
-        func = None
+        functions = {}
         for op in module.body.operations:
             name = op.operation.name
             if name == "util.global":
                 sym = str(op.attributes["sym_name"]).strip('"')
                 init = op.attributes["initial_value"]
                 self.globals[sym] = constant_value(init, init.type)
-            elif name == "util.func" and str(op.attributes["sym_name"]).strip('"').endswith("$async"):
-                func = op
+            elif name == "util.func":
+                functions[str(op.attributes["sym_name"]).strip('"')] = op
+        # the ONNX import's entry is the body of `<name>$async`; the TOSA import's is the function itself
+        func = next((f for n, f in functions.items() if n.endswith("$async")), None) or \
+            (next(iter(functions.values())) if len(functions) == 1 else None)
         if func is None:
             raise MingError("IREE output has no entry function; is the model empty?")
         for op in func.regions[0].blocks[0].operations:
@@ -254,6 +280,8 @@ class Lifter:
     def _get(self, value: ir.Value, where: str) -> object:
         if value not in self.values:
             raise MingError(f"{where}: operand produced by an unsupported operation")
+        if isinstance(self.values[value], IntChain):
+            self.values[value] = self._materialize(self.values[value], where)
         return self.values[value]
 
     # ---- simple ops ----
@@ -330,6 +358,13 @@ class Lifter:
         source = self._get(op.operands[0], where)
         offsets = tuple(op.attributes["static_offsets"])
         strides = tuple(op.attributes["static_strides"])
+        sizes = tuple(op.attributes["static_sizes"])
+        dropped = len(offsets) - len(tensor_shape(op.results[0]))
+        if dropped > 0 and isinstance(source, IntTensor) and sizes[:dropped] == (1,) * dropped \
+                and offsets[:dropped] == (0,) * dropped:  # a rank-reducing slice of leading unit dims
+            shape = self.graph.tensors[source.name].shape[dropped:]
+            source = IntTensor(self._reshape_tensor(source.name, shape, location_name(op)))
+            offsets, strides = offsets[dropped:], strides[dropped:]
         base = source.base if isinstance(source, Padded) else source
         if not isinstance(base, IntTensor) or len(offsets) != len(tensor_shape(op.results[0])):
             raise MingError(f"{where}: this slice is not supported")
@@ -607,7 +642,6 @@ class Lifter:
     def _op_linalg_generic(self, op, where):
         segments = list(op.attributes["operandSegmentSizes"])
         n_in = segments[0]
-        ins = [self._get(v, where) for v in op.operands[:n_in]]
         out_init = self._get(op.operands[n_in], where)
         maps = [access_map(a, where) for a in op.attributes["indexing_maps"]]
         iterators = tuple(iterator_kind(a) for a in op.attributes["iterator_types"])
@@ -616,24 +650,82 @@ class Lifter:
         result = op.results[0]
         node = location_name(op)
         if element_type(result) == "f32":
+            ins = [self._get(v, where) for v in op.operands[:n_in]]
             self.values[result] = self._float_generic(op, ins, out_init, maps, iterators, dims, block, node, where)
-        else:
-            self.values[result] = self._int_generic(ins, out_init, maps, iterators, dims, block, node, result, where)
+            return
+        raw = [self.values.get(v) for v in op.operands[:n_in]]
+        if all(it == PARALLEL for it in iterators) and all(m.is_identity() or isinstance(v, np.ndarray)
+                                                           for v, m in zip(raw, maps)):
+            tensors = [i for i, v in enumerate(raw) if isinstance(v, (IntTensor, IntChain))]
+            if not tensors:
+                self.values[result] = self._fold_constants(raw, maps, dims, block, where)
+                return
+            if len(tensors) == 1 and all(isinstance(v, np.ndarray) for i, v in enumerate(raw) if i != tensors[0]):
+                self.values[result] = self._chain(raw, maps, dims, block, tensors[0], element_type(result), where)
+                return
+        ins = [self._get(v, where) for v in op.operands[:n_in]]
+        self.values[result] = self._int_generic(ins, out_init, maps, iterators, dims, block, node, result, where)
+
+    # ---- integer element-wise chains (TOSA) ----
+
+    def _fold_constants(self, values, maps, dims, block, where) -> np.ndarray:
+        args = [_broadcast_input(np.asarray(v, np.int64), m, dims, where) for v, m in zip(values, maps)]
+        result = int_body.evaluate(block, args + [np.int64(0)], where=where)[None]
+        return _compact(np.broadcast_to(result, dims).copy())
+
+    def _chain(self, values, maps, dims, block, position, dtype, where) -> IntChain:
+        source = values[position]
+        chain = source if isinstance(source, IntChain) else IntChain(source.name, None, ())
+        axis = chain.axis
+        constants = []
+        for i, (value, amap) in enumerate(zip(values, maps)):
+            if i == position:
+                continue
+            array = _broadcast_input(np.asarray(value, np.int64), amap, dims, where)
+            varying = [a for a, size in enumerate(np.shape(array)) if size > 1]
+            if len(varying) > 1 or (varying and axis is not None and varying[0] != axis):
+                raise MingError(f"{where}: integer constants varying along several axes are not supported")
+            if varying:
+                axis = varying[0]
+            constants.append((i, array))
+        step = ChainStep(block, position, tuple(constants), dtype, where)
+        return IntChain(chain.tensor, axis, chain.steps + (step,))
+
+    def _materialize(self, chain: IntChain, where: str) -> IntTensor:
+        """The integer tensor a chain computes, as an epilogue of the kernel producing its source."""
+        producer = self._producer(chain.tensor)
+        if producer is not None and producer.op in MAC_OPS and producer.epilogue is None \
+                and chain.steps[-1].dtype == "i8":
+            channel_dim = self._channel_dim(producer, chain)
+            producer.epilogue = fixed_point.requant_of(chain, channel_dim, producer.dims[channel_dim], where)
+            self._retype(producer.output.tensor, "i8")
+            return IntTensor(producer.output.tensor)
+        raise MingError(f"{where}: this integer arithmetic after {producer.source if producer else chain.tensor} "
+                        "has no form in ming yet")
+
+    def _channel_dim(self, kernel: Kernel, chain: IntChain) -> int:
+        """The loop dim of `kernel` that indexes the channels of its output (TFLite: the last axis)."""
+        results = kernel.output.map.results
+        axis = chain.axis if chain.axis is not None else len(results) - 1
+        return results[axis].single_dim()
 
     def _int_generic(self, ins, out_init, maps, iterators, dims, block, node, result, where) -> IntTensor:
-        operands = []
-        for value, amap in zip(ins, maps):
-            operands.append(self._operand(value, amap, node, where))
+        payload = _int_payload(block, where)
+        # TOSA's pooling passes the window's shape as an empty tensor the body never reads
+        args = list(block.arguments)
+        kept = [i for i, value in enumerate(ins) if not (isinstance(value, Empty) and not list(args[i].uses))]
+        payload = _renumber(payload, {old: new for new, old in enumerate(kept + [len(ins)])})
+        operands = [self._operand(ins[i], maps[i], node, where) for i in kept]
         init = int(out_init.value) if isinstance(out_init, Fill) else None
         if not isinstance(out_init, (Fill, Empty)):
             raise MingError(f"{where}: in-place update of a computed tensor is not supported")
-        payload = _int_payload(block, where)
         dtype = element_type(result)
         if dtype not in ("i8", "i32"):
             raise MingError(f"{where}: element type {dtype} is not supported")
-        name = self._fresh(node)
+        kind = _kernel_op(payload, self.op_types.get(node, ""), operands, dtype) if init is not None \
+            else "elementwise"
+        name = self._fresh(node if node not in ("?", "main") else kind)
         out = self._new_tensor(f"{name}_out", tensor_shape(result), dtype)
-        kind = _kernel_op(payload, self.op_types.get(node, "")) if init is not None else "elementwise"
         self.graph.nodes.append(Kernel(
             name=name, source=node, dims=dims, iterators=iterators, inputs=tuple(operands),
             output=Operand(out, maps[-1]), payload=payload, init=init, op=kind))
@@ -918,10 +1010,24 @@ def _int_payload(block, where) -> Expr:
     raise MingError(f"{where}: kernel body without yield")
 
 
-def _kernel_op(payload: Expr, onnx_op: str) -> str:
-    """'conv', 'gemm' or 'matmul' for `acc + a * b` bodies (named after the ONNX op); 'reduce' otherwise."""
+def _kernel_op(payload: Expr, onnx_op: str, operands: list[Operand], dtype: str) -> str:
+    """'conv', 'gemm' or 'matmul' for `acc + a * b` bodies (named after the ONNX op, or by the shape of the
+    access when there is none: TFLite); 'maxpool' for an int8 running max; 'reduce' otherwise."""
     is_mac = isinstance(payload, Op) and payload.name == "add" and any(
         isinstance(a, Op) and a.name == "mul" for a in payload.args)
+    if isinstance(payload, Op) and payload.name == "max" and dtype == "i8" and len(operands) == 1:
+        return "maxpool"
     if not is_mac:
         return "reduce"
-    return {"Conv": "conv", "Gemm": "gemm"}.get(onnx_op, "matmul")
+    if onnx_op:
+        return {"Conv": "conv", "Gemm": "gemm"}.get(onnx_op, "matmul")
+    sliding = any(len(e.used_dims()) > 1 for o in operands for e in o.map.results)
+    return "conv" if sliding else "gemm"
+
+
+def _renumber(expr: Expr, mapping: dict[int, int]) -> Expr:
+    if isinstance(expr, Arg):
+        return Arg(mapping[expr.index])
+    if isinstance(expr, Op):
+        return Op(expr.name, tuple(_renumber(a, mapping) for a in expr.args))
+    return expr

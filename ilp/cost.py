@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass
 
 from ming_py.dataflow import Process, StreamGraph
-from ming_py.ir import AccRequant, AddRequant, AverageRequant
+from ming_py.ir import AccRequant, AddRequant, AverageRequant, FixedPointRequant
 from ming_py.kernel import kernel_spec, loop_of
 from ming_py.storage import memory_cost, plan_arrays, requant_datapath
 
@@ -48,7 +48,9 @@ LUT_PER_MAC = 12
 # or half a DSP48E2 and the split of its result (AMD WP486)
 MAC_LANE = {"dsp": (0, 1.0), "fabric": (48, 0.0), "dsp_pair": (10, 0.5)}
 # (LUT, DSP) of one requantization lane by datapath (`ming_py.storage.requant_datapath`)
-REQUANT_LANE = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (1200, 3), "fixed point": (150, 2)}
+REQUANT_LANE = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (1200, 3), "fixed point": (150, 2),
+                # TFLite's rule: a 32 x 31-bit product (four DSP48E2 tiles), rounding, shift and clamp
+                "fixed point 32 x 32": (300, 4)}
 # LUTs of the lean datapath's 24 x 27-bit product built in fabric (a process with fabric multipliers)
 LEAN_PRODUCT_IN_FABRIC = 430
 AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
@@ -212,7 +214,7 @@ def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, 
 
 
 def _has_requant(p: Process) -> bool:
-    return isinstance(p.epilogue, (AccRequant, AddRequant, AverageRequant))
+    return isinstance(p.epilogue, (AccRequant, AddRequant, AverageRequant, FixedPointRequant))
 
 
 def storage_plan(p: Process, choice: Choice, graph: StreamGraph) -> dict[str, str]:

@@ -227,12 +227,17 @@ class _Builder:
 
     def _dense(self, kernel: Kernel, activation: Operand) -> Process:
         view = self.views[activation.tensor]
-        if len(view.logical) != 1 and stream_shape(view.logical) != (int(np.prod(view.logical)), 1, 1):
-            raise MingError(f"layer {kernel.source}: dense layer over a {view.logical} tensor is not supported")
         n_dim = kernel.output.map.results[0].single_dim()
-        k_dim = activation.map.results[-1].single_dim()
+        k_dims = [e.single_dim() for e in activation.map.results]
+        whole_map = len(k_dims) > 1 and None not in k_dims and len(set(k_dims)) == len(k_dims) \
+            and tuple(view.logical) == tuple(view.shape) and len(view.logical) == len(k_dims)
+        if not whole_map:  # else a window as large as the map (IREE writes such a convolution as a contraction)
+            if len(view.logical) != 1 and stream_shape(view.logical) != (int(np.prod(view.logical)), 1, 1):
+                raise MingError(f"layer {kernel.source}: dense layer over a {view.logical} tensor is not supported")
+            k_dims = k_dims[-1:]
         weight = next(o for o in kernel.inputs if o.tensor in self.graph.constants)
-        weights = _gather(self.graph.constants[weight.tensor], weight, kernel.dims, [n_dim, k_dim])
+        weights = _gather(self.graph.constants[weight.tensor], weight, kernel.dims, [n_dim, *k_dims])
+        weights = weights.reshape(weights.shape[0], -1)  # flat index channel * H * W + row * W + col
         c, h, w = view.shape
         # stream position j = (row * W + col) * C + channel holds flat index channel * H * W + row * W + col
         stream_to_flat = np.arange(c * h * w).reshape(c, h, w).transpose(1, 2, 0).reshape(-1)

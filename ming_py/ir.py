@@ -178,7 +178,23 @@ class Rescale:
     qmax: int = 127
 
 
-Epilogue = AccRequant | AverageRequant | AddRequant | Rescale
+@dataclass(eq=False)
+class FixedPointRequant:
+    """int32 accumulator -> int8 in TFLite's integer arithmetic (TOSA RESCALE, scale32): per channel
+    y = sat(((acc + bias) * multiplier + round) >> shift) + zero_point), with TFLite's double rounding
+    where `double_round` and shift > 31 (`numerics.fixed_point_requantize`). TFLite int8 models."""
+
+    bias: np.ndarray  # int32 [C], the input zero-point correction folded in
+    multiplier: np.ndarray  # int32 [C], Q31
+    shift: np.ndarray  # int [C], right shift (31 + TFLite's right shift)
+    zero_point: int
+    channel_dim: int
+    double_round: bool = True
+    qmin: int = -128
+    qmax: int = 127
+
+
+Epilogue = AccRequant | AverageRequant | AddRequant | Rescale | FixedPointRequant
 
 
 # ---- graph ---------------------------------------------------------------

@@ -659,3 +659,30 @@ def ort_qlinear_avgpool_reference(x: ArrayLike, x_scale: ArrayLike, x_zp: int, y
             q = np.clip(np.rint(v.astype(np.float64)), INT8_MIN + off, INT8_MAX + off)
             y[:, :, i, j] = q.astype(np.int64) - off
     return saturate(y)
+
+
+# ---------------------------------------------------------------------------
+# TFLite / TOSA fixed-point requantization (int8 TFLite models)
+# ---------------------------------------------------------------------------
+
+
+def fixed_point_scale(x: ArrayLike, multiplier: ArrayLike, shift: ArrayLike, double_round: bool) -> IntArray:
+    """TOSA's apply_scale_32 (RESCALE with scale32), the arithmetic of TFLite's MultiplyByQuantizedMultiplier:
+    ``(x * multiplier + 2^(shift-1) [+/- 2^30 if double_round and shift > 31]) >> shift``, truncated to int32.
+    """
+    x, multiplier, shift = _i64(x), _i64(multiplier), _i64(shift)
+    rounding = np.int64(1) << (shift - 1)
+    if double_round:
+        rounding = rounding + np.where(shift > 31, np.where(x >= 0, 1 << 30, -(1 << 30)), 0)
+    return wrap_i32((x * multiplier + rounding) >> shift)
+
+
+def wrap_i32(x: ArrayLike) -> IntArray:
+    """Two's complement wrap-around to int32 (MLIR's trunci)."""
+    return ((_i64(x) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def fixed_point_requantize(acc: ArrayLike, multiplier: ArrayLike, shift: ArrayLike, double_round: bool,
+                           zero_point: int, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> IntArray:
+    """int32 accumulator (bias included) -> int8 as TFLite's int8 kernels requantize."""
+    return np.clip(wrap_i32(fixed_point_scale(acc, multiplier, shift, double_round) + zero_point), qmin, qmax)

@@ -33,6 +33,11 @@ class KernelReport:
 
 
 def lift(model: str | Path) -> Graph:
+    """The model's graph IR: .tflite through the TFLite frontend, anything else as ONNX."""
+    if Path(model).suffix.lower() == ".tflite":
+        from ming_py.frontends.tflite_model import import_tflite
+
+        return import_tflite(model)
     return import_onnx(model)
 
 

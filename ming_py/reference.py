@@ -24,6 +24,7 @@ from .ir import (
     Concat,
     Const,
     Expr,
+    FixedPointRequant,
     Graph,
     Kernel,
     Op,
@@ -204,6 +205,14 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
         bias = epilogue.bias.astype(np.int64).reshape(shape)
         multiplier = numerics.ort_conv_multiplier(epilogue.x_scale, epilogue.w_scale, epilogue.y_scale).reshape(shape)
         return numerics.requantize(result + bias, multiplier, epilogue.zero_point, epilogue.qmin, epilogue.qmax)
+    if isinstance(epilogue, FixedPointRequant):
+        shape = [1] * len(parallel)
+        shape[parallel.index(epilogue.channel_dim)] = -1
+        acc = numerics.wrap_i32(result + epilogue.bias.astype(np.int64).reshape(shape))
+        return numerics.fixed_point_requantize(acc, epilogue.multiplier.astype(np.int64).reshape(shape),
+                                               epilogue.shift.astype(np.int64).reshape(shape),
+                                               epilogue.double_round, epilogue.zero_point, epilogue.qmin,
+                                               epilogue.qmax)
     if isinstance(epilogue, AverageRequant):
         if epilogue.global_pool:
             return numerics.gap_requant(result, epilogue.count, epilogue.x_scale, epilogue.x_zero_point,

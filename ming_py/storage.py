@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 
 from . import numerics
-from .ir import AccRequant, AverageRequant
+from .ir import AccRequant, AverageRequant, FixedPointRequant
 from .kernel import KernelSpec
 
 LUTRAM_MAX_BITS = 1_024
@@ -169,7 +169,7 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
     if kind in ("conv", "depthwise", "pointwise", "dense"):
         lanes = math.prod(f for _, f in spec.unroll)
         arrays["weights"] = _array("weights", 8, (Dim(spec.fold), spread(lanes, lanes, "reshape")), rom=True)
-    if isinstance(epilogue, AccRequant):
+    if isinstance(epilogue, (AccRequant, FixedPointRequant)):
         tiles, lanes = spec.tokens_out[0], spec.lanes_out[0]
         for role, bits in requant_constants(epilogue):
             arrays[role] = _array(role, bits, (Dim(tiles), spread(lanes, lanes, "reshape")), rom=True)
@@ -187,10 +187,12 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
     return arrays
 
 
-def requant_constants(epilogue: AccRequant) -> tuple[tuple[str, int], ...]:
-    """(role, bits) of the per-channel constants of a MAC process's requantization: the lean datapath's
-    (`ming::requantize_lean`; a shift common to all channels is a constant of the code, not a table)
-    where every channel has them, else the exact float32 emulation's."""
+def requant_constants(epilogue) -> tuple[tuple[str, int], ...]:
+    """(role, bits) of the per-channel constants of a MAC process's requantization: TFLite's fixed-point
+    rule's; the lean datapath's (`ming::requantize_lean`; a shift common to all channels is a constant of
+    the code, not a table) where every channel has them, else the exact float32 emulation's."""
+    if isinstance(epilogue, FixedPointRequant):
+        return ("bias", 32), ("multiplier", 32), ("shift", 8)
     lean = numerics.lean_channels(epilogue.multipliers)
     if lean is None:
         return ("bias", 32), ("mantissa", 32), ("exponent", 32)
@@ -202,6 +204,8 @@ def requant_constants(epilogue: AccRequant) -> tuple[tuple[str, int], ...]:
 def requant_datapath(epilogue) -> str:
     """The requantization datapath a process's lanes carry: "lean" (`ming::requantize_lean` with one
     shift), "lean, shift by channel", "exact" (`ming::requantize`) or "fixed point" (Add, AveragePool)."""
+    if isinstance(epilogue, FixedPointRequant):
+        return "fixed point 32 x 32"
     if isinstance(epilogue, AccRequant):
         roles = [role for role, _ in requant_constants(epilogue)]
         return "exact" if "exponent" in roles else "lean, shift by channel" if "shift" in roles else "lean"

@@ -313,3 +313,36 @@ def tiny_conv(**input_options) -> bytes:
     x = b.input((1, 8, 8, 3), **input_options)
     y = b.conv(x, 8, name="conv1")
     return b.build([y], "tiny_conv")
+
+
+def every_op() -> bytes:
+    """One of each supported TFLite op, small."""
+    b = TfliteBuilder(seed=2)
+    x = b.input((1, 8, 8, 3))
+    x = b.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], name="pad")
+    a = b.conv(x, 8, stride=1, padding="valid", activation="relu6", name="conv")
+    d = b.conv(a, 8, depthwise=True, activation="relu", name="dw")
+    s = b.add(a, d, activation="relu", name="add")
+    m = b.pool(s, 2, kind="max", name="maxpool")
+    p = b.pool(m, 2, stride=1, padding="same", kind="average", name="avgpool")
+    c = b.concat([m, p], axis=-1, name="concat")
+    g = b.mean(c, name="mean")
+    r = b.reshape(g, (1, 16), name="reshape")
+    f = b.fully_connected(r, 10, name="fc")
+    y = b.softmax(f, name="softmax")
+    return b.build([y], "every_op")
+
+
+def conv_stack(per_channel=True) -> bytes:
+    """Convolutions down to a 1 x 1 map, then a dense classifier: no pooling by averaging."""
+    b = TfliteBuilder(seed=3)
+    x = b.input((1, 10, 10, 3))
+    x = b.conv(x, 8, stride=1, activation="relu6", per_channel=per_channel, name="conv1")
+    x = b.conv(x, 8, depthwise=True, stride=2, activation="relu", per_channel=per_channel, name="dw1")
+    x = b.pool(x, 2, kind="max", name="pool1")
+    x = b.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], name="pad1")
+    x = b.conv(x, 16, kernel=3, padding="valid", per_channel=per_channel, name="conv2")
+    x = b.conv(x, 16, kernel=2, padding="valid", activation="relu", per_channel=per_channel, name="conv3")
+    x = b.reshape(x, (1, 16), name="flatten")
+    x = b.fully_connected(x, 10, name="dense")
+    return b.build([x], "conv_stack")

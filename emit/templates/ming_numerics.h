@@ -269,6 +269,21 @@ inline int8_t avgpool_requant(int64_t window_sum, int32_t count, int32_t x_zp, i
         avgpool_requant_i32(window_sum, count, x_zp, multiplier, shift, y_zp, qmin, qmax));
 }
 
+// numerics.fixed_point_requantize: the int8 requantization of TFLite models (TOSA RESCALE, scale32),
+//   y = sat(int32((acc * multiplier + 2^(shift-1) [+/- 2^30 if DoubleRound and shift > 31]) >> shift) + zp)
+//   acc already holds the bias; the 32 x 32-bit product is exact in int64; the shifted value and the
+//   zero-point sum wrap to int32 as TOSA's do. Contract: 2 <= shift <= 62.
+template <bool DoubleRound>
+inline int8_t requantize_fixed_point(int32_t acc, int32_t multiplier, int shift, int32_t zero_point,
+                                     int32_t qmin, int32_t qmax) {
+    int64_t rounding = int64_t(1) << (shift - 1);
+    if (DoubleRound && shift > 31) rounding += acc >= 0 ? (int64_t(1) << 30) : -(int64_t(1) << 30);
+    const int64_t product = static_cast<int64_t>(acc) * multiplier;
+    const int32_t scaled = static_cast<int32_t>(detail::floor_shift(product + rounding, shift));
+    const int32_t shifted = static_cast<int32_t>(static_cast<uint32_t>(scaled) + static_cast<uint32_t>(zero_point));
+    return static_cast<int8_t>(saturate(shifted, qmin, qmax));
+}
+
 }  // namespace ming
 
 #endif  // MING_NUMERICS_H

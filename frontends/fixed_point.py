@@ -1,0 +1,119 @@
+"""Read TOSA's integer requantization chains (TFLite int8 models) as ming epilogues.
+
+After a convolution or matrix product IREE's TOSA lowering leaves a chain of
+element-wise integer generics: the bias addition, the input zero-point
+correction, the RESCALE (64-bit multiply by a Q31 multiplier, rounding with
+TFLite's double rounding, shift, output zero point, clamp) and the clamp of a
+fused activation. `requant_of` reads the chain's parameters from its bodies,
+then proves the reading: the chain, evaluated exactly (`int_body`), must equal
+`numerics.fixed_point_requantize` with those parameters on every probe value
+(zero, ones, every power of two and its neighbours, the int32 extremes and
+random values of every magnitude) in every channel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ming_py import numerics
+from ming_py.ir import FixedPointRequant, MingError
+
+from . import int_body
+
+
+def probes() -> np.ndarray:
+    """int32 accumulator values a requantization is checked on."""
+    powers = np.array([1 << k for k in range(31)], dtype=np.int64)
+    edges = np.concatenate([powers, powers - 1, powers + 1, [0, (1 << 31) - 1]])
+    rng = np.random.default_rng(0)
+    spread = np.concatenate([rng.integers(-(1 << k), 1 << k, 48) for k in range(1, 32)])
+    values = np.concatenate([edges, -edges, [-(1 << 31)], spread])
+    return np.unique(numerics.wrap_i32(values))
+
+
+def run_steps(steps, values: np.ndarray, channels: int) -> np.ndarray:
+    """The chain's result for `values` of shape (probes, channels)."""
+    for step in steps:
+        args: list = [None] * (len(step.constants) + 2)
+        args[step.position] = values
+        for index, array in step.constants:
+            args[index] = _per_channel(array, channels)
+        args[-1] = np.int64(0)  # the destination (outs) is not read by element-wise bodies
+        values = np.broadcast_to(int_body.evaluate(step.block, args, where=step.where)[None],
+                                 (values.shape[0], channels))
+    return values
+
+
+def _per_channel(array: np.ndarray, channels: int) -> np.ndarray:
+    """A constant varying along the channel axis at most, as (1, channels) or (1, 1)."""
+    flat = np.asarray(array, dtype=np.int64).reshape(-1)
+    return flat.reshape(1, -1) if flat.size == channels else flat[:1].reshape(1, 1)
+
+
+def requant_of(chain, channel_dim: int, channels: int, where: str) -> FixedPointRequant:
+    """The epilogue the chain computes on the accumulator of a kernel with `channels` output channels
+    (indexed by its loop dim `channel_dim`)."""
+    steps = list(chain.steps)
+    split = next((i for i, s in enumerate(steps) if s.dtype == "i8"), None)
+    if split is None or any(s.dtype != "i32" for s in steps[:split]) or any(s.dtype != "i8" for s in steps[split:]):
+        raise MingError(f"{where}: unsupported integer chain after a multiply-accumulate kernel")
+    x = np.broadcast_to(probes().reshape(-1, 1), (probes().size, channels))
+    bias = np.broadcast_to(run_steps(steps[:split], np.zeros((1, channels), np.int64), channels)[0], channels)
+    accumulated = run_steps(steps[:split], x, channels)
+    if not np.array_equal(accumulated, numerics.wrap_i32(x + bias)):
+        raise MingError(f"{where}: the integer steps before the requantization are not a bias addition")
+    multiplier, shift, zero_point, low, high = _rescale_parameters(steps[split], accumulated, channels)
+    clamp_low, clamp_high = _clamp_of(steps[split + 1:], channels, where)
+    expected = run_steps(steps[split:], accumulated, channels)
+    for double_round in (True, False):
+        epilogue = FixedPointRequant(bias.astype(np.int32), multiplier.astype(np.int32), shift.astype(np.int32),
+                                     zero_point, channel_dim, double_round, max(low, clamp_low),
+                                     min(high, clamp_high))
+        ours = numerics.fixed_point_requantize(accumulated, multiplier, shift, double_round, zero_point,
+                                               epilogue.qmin, epilogue.qmax)
+        if np.array_equal(ours, expected):
+            return epilogue
+    raise MingError(f"{where}: IREE's requantization differs from TFLite's fixed-point rule; not supported")
+
+
+def _rescale_parameters(step, values: np.ndarray, channels: int):
+    """(multiplier [C], shift [C], zero point, low, high) read from a RESCALE body."""
+    ops = list(step.block.operations)
+    args: list = [None] * (len(step.constants) + 2)
+    for index, array in step.constants:
+        args[index] = _per_channel(array, channels)
+    args[-1] = np.int64(0)
+    envs = []
+    for sample in (values[:1], values[-1:]):
+        args[step.position] = sample
+        envs.append(int_body.evaluate(step.block, args, where=step.where))
+    products = [op for op in ops if op.operation.name == "arith.muli" and str(op.results[0].type) == "i64"]
+    shifts = [op for op in ops if op.operation.name == "arith.shrsi" and str(op.results[0].type) == "i64"]
+    if len(products) != 1 or len(shifts) != 1:
+        raise MingError(f"{step.where}: not a TOSA RESCALE body")
+    fixed = [v for v in products[0].operands if np.array_equal(envs[0][v], envs[1][v])]
+    if len(fixed) != 1:
+        raise MingError(f"{step.where}: not a TOSA RESCALE body")
+    multiplier = np.broadcast_to(np.broadcast_to(envs[0][fixed[0]], (1, channels))[0], channels)
+    shift = np.broadcast_to(np.broadcast_to(envs[0][shifts[0].operands[1]], (1, channels))[0], channels)
+    truncated = {op.results[0] for op in ops if op.operation.name == "arith.trunci"}
+    zero_point = next((int(envs[0][b]) for op in ops if op.operation.name == "arith.addi"
+                       for a, b in (op.operands, op.operands[::-1]) if a in truncated and np.size(envs[0][b]) == 1),
+                      0)
+    low = max((int(c) for op in ops if op.operation.name == "arith.maxsi" for v in op.operands
+               if (c := int_body.defining_constant(v)) is not None), default=-128)
+    high = min((int(c) for op in ops if op.operation.name == "arith.minsi" for v in op.operands
+                if (c := int_body.defining_constant(v)) is not None), default=127)
+    return multiplier.astype(np.int64), shift.astype(np.int64), zero_point, low, high
+
+
+def _clamp_of(steps, channels: int, where: str) -> tuple[int, int]:
+    """The bounds of int8 steps that clamp (a fused Relu/Relu6: TOSA CLAMP), checked on all 256 values."""
+    if not steps:
+        return -128, 127
+    values = np.broadcast_to(np.arange(-128, 128, dtype=np.int64).reshape(-1, 1), (256, channels))
+    result = run_steps(steps, values, channels)
+    low, high = int(result[0, 0]), int(result[-1, 0])
+    if not np.array_equal(result, np.clip(values, low, high)):
+        raise MingError(f"{where}: int8 steps after the requantization that are not a clamp are not supported")
+    return low, high

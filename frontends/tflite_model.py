@@ -1,0 +1,143 @@
+"""TFLite frontend: check the model, import it through IREE's TOSA input, lift it into a Graph.
+
+Phases (DESIGN.md, "Frontend facts"):
+  TFLite flatbuffer --(tosa-converter-for-tflite, MLIR bytecode)--> TOSA
+      --(iree-compile --iree-input-type=tosa --compile-to=global-optimization)--> integer linalg
+      --(lift.Lifter; layout.channels_first)--> ming Graph.
+TFLite's int8 arithmetic arrives as integer code (TOSA RESCALE lowered to
+64-bit multiply, rounding and shift), which the lifter reads as TFLite's
+fixed-point requantization (`fixed_point`). A symbolic batch is fixed to 1
+in the flatbuffer's shape signatures before the conversion.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tempfile
+from pathlib import Path
+
+import flatbuffers
+from ai_edge_litert import schema_py_generated as schema
+from iree.compiler import ir
+from iree.compiler.tools import binaries
+
+from ming_py.ir import Graph, MingError
+
+from .layout import channels_first
+from .lift import Lifter, ModelPort
+
+SUPPORTED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "MAX_POOL_2D", "RESHAPE", "PAD",
+                           "QUANTIZE", "DEQUANTIZE"})
+IREE_FLAGS = (
+    "--iree-input-type=tosa",
+    "--compile-to=global-optimization",
+    "--mlir-print-debuginfo",
+)
+_OP_NAMES = {value: name for name, value in vars(schema.BuiltinOperator).items() if not name.startswith("_")}
+_TYPE_NAMES = {value: name for name, value in vars(schema.TensorType).items() if not name.startswith("_")}
+
+
+def load_tflite(path: Path) -> schema.ModelT:
+    if not path.is_file():
+        raise MingError(f"{path}: file not found; pass the path of an int8 .tflite model")
+    data = path.read_bytes()
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise MingError(f"{path}: not a TFLite flatbuffer (no TFL3 identifier)")
+    try:
+        return schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    except Exception as exc:  # a damaged flatbuffer raises from deep inside the generated reader
+        raise MingError(f"{path}: not a valid TFLite model ({type(exc).__name__})") from None
+
+
+def op_name(model: schema.ModelT, operator) -> str:
+    code = model.operatorCodes[operator.opcodeIndex]
+    return _OP_NAMES.get(max(code.builtinCode, code.deprecatedBuiltinCode), str(code.builtinCode))
+
+
+def check_supported(model: schema.ModelT) -> None:
+    if len(model.subgraphs or []) != 1:
+        raise MingError(f"model has {len(model.subgraphs or [])} subgraphs; ming compiles single-graph models")
+    graph = model.subgraphs[0]
+    if len(graph.inputs) != 1 or len(graph.outputs) != 1:
+        raise MingError(f"model has {len(graph.inputs)} inputs and {len(graph.outputs)} outputs; ming compiles "
+                        "single-input, single-output CNNs")
+    for index, operator in enumerate(graph.operators or []):
+        kind = op_name(model, operator)
+        if kind not in SUPPORTED_OPS:
+            output = graph.tensors[operator.outputs[0]].name.decode() if operator.outputs else str(index)
+            raise MingError(f"node '{output}' ({kind}) is not supported; supported TFLite ops: "
+                            + ", ".join(sorted(SUPPORTED_OPS)))
+    for index in list(graph.inputs) + list(graph.outputs):
+        tensor = graph.tensors[index]
+        if tensor.type not in (schema.TensorType.INT8, schema.TensorType.FLOAT32):
+            raise MingError(f"tensor '{tensor.name.decode()}' is {_TYPE_NAMES.get(tensor.type, tensor.type)}; "
+                            "ming compiles int8 models (int8 or float32 inputs and outputs)")
+    if not any(t.type == schema.TensorType.INT8 for t in graph.tensors):
+        raise MingError("model is not quantized (no int8 tensor); convert it with full integer quantization")
+
+
+def fix_symbolic_batch(model: schema.ModelT) -> list[str]:
+    """Batch 1 where the shape signature leaves the batch dimension open (-1), with a note per model input."""
+    graph = model.subgraphs[0]
+    notes = []
+    for index, tensor in enumerate(graph.tensors):
+        signature = tensor.shapeSignature
+        if signature is not None and len(signature) > 1 and signature[0] == -1:
+            tensor.shapeSignature = [1] + list(signature[1:])
+            tensor.shape = [1] + list(tensor.shape[1:])
+            if index in graph.inputs:
+                notes.append(f"'{tensor.name.decode()}' has a symbolic batch dimension; compiled for batch 1")
+    for tensor in graph.tensors:
+        if tensor.shapeSignature is not None and any(d < 0 for d in tensor.shapeSignature):
+            raise MingError(f"tensor '{tensor.name.decode()}' has a dynamic shape {list(tensor.shapeSignature)}; "
+                            "convert the model with static shapes")
+    return notes
+
+
+def _flatbuffer(model: schema.ModelT) -> bytes:
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def import_to_linalg(model: schema.ModelT, path: Path) -> str:
+    """The model as integer linalg-on-tensors MLIR text, through TOSA bytecode."""
+    import tosa_converter_for_tflite as converter
+
+    tosa = io.BytesIO()
+    with tempfile.TemporaryDirectory(prefix="ming-") as scratch:  # the converter reads a file
+        staged = Path(scratch) / "model.tflite"
+        staged.write_bytes(_flatbuffer(model))
+        try:
+            converter.tflite_flatbuffer_to_tosa_mlir(str(staged), tosa, converter.TosaConverterOutputFormat.Bytecode)
+        except RuntimeError as exc:
+            raise MingError(f"{path}: TOSA conversion failed ({str(exc).splitlines()[0][:160]})") from None
+    result = subprocess.run([binaries.find_tool("iree-compile"), "-", *IREE_FLAGS, "-o", "-"],
+                            input=tosa.getvalue(), capture_output=True)
+    if result.returncode != 0:
+        message = next((line for line in result.stderr.decode().splitlines() if "error" in line),
+                       "iree-compile failed")
+        raise MingError(f"IREE could not lower the model: {message.strip()[:200]}")
+    return result.stdout.decode()
+
+
+def _port(graph, index: int) -> ModelPort:
+    tensor = graph.tensors[index]
+    return ModelPort(tensor.name.decode(), tuple(int(d) for d in tensor.shape))
+
+
+def import_tflite(path: str | Path) -> Graph:
+    path = Path(path)
+    model = load_tflite(path)
+    check_supported(model)
+    notes = fix_symbolic_batch(model)
+    graph = model.subgraphs[0]
+    text = import_to_linalg(model, path)
+    name = (model.description or b"").decode() or path.stem
+    with ir.Context() as context:
+        module = ir.Module.parse(text, context)
+        lifted = Lifter(name, [_port(graph, i) for i in graph.inputs], [_port(graph, i) for i in graph.outputs],
+                        {}, notes).run(module)
+    return channels_first(lifted)
+
