@@ -21,7 +21,7 @@ from ming_py.boards import Board
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of, window_order, window_tile
 from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays
-from ming_py.ir import AccRequant, AddRequant, AverageRequant, FixedPointRequant, Rescale
+from ming_py.ir import AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointRequant, Rescale
 
 from .identifiers import CppNames, c_string, comment_text, cpp_names, markdown_cell
 
@@ -291,6 +291,15 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
             point = numerics.avgpool_fixed_point(e.x_scale, e.y_scale, e.count)
             view.epilogue = "average"
             view.extra.update(multiplier=point.multiplier, shift=point.shift)
+    elif isinstance(e, FixedPointAdd):
+        lanes = view.out_lanes[0]
+        view.epilogue = "fixed_point"
+        view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax,
+                          multiplier=e.multiplier, shift=e.shift)
+        for role, table in (("a_table", e.a_table), ("b_table", e.b_table)):
+            constant(role, "int32_t", np.tile(table.astype(np.int32), (lanes, 1)),
+                     f"input {role[0]} scaled to int32 for every int8 value (index + 128), TFLite's "
+                     "(x - zero point) << 20 rescaled; one copy per lane")
     elif isinstance(e, AddRequant):
         a, b = numerics.add_fixed_points(e.a_scale, e.b_scale, e.y_scale)
         view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, a_multiplier=a.multiplier,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ming_py.dataflow import Process, StreamGraph
-from ming_py.ir import AccRequant, AverageRequant, FixedPointRequant, Rescale
+from ming_py.ir import AccRequant, AverageRequant, FixedPointAdd, FixedPointRequant, Rescale
 from ming_py.storage import requant_constants
 
 from .system_names import NAMES as SYSTEM_NAMES
@@ -206,6 +206,8 @@ def array_roles(process: Process) -> list[str]:
         roles += ["divisor_multiplier", "divisor_shift"]
     elif isinstance(epilogue, Rescale):
         roles.append("table")
+    elif isinstance(epilogue, FixedPointAdd):
+        roles += ["a_table", "b_table"]
     return roles
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ming_py import numerics
-from ming_py.ir import FixedPointRequant, MingError
+from ming_py.ir import FixedPointAdd, FixedPointRequant, MingError
 
 from . import int_body
 
@@ -53,26 +53,45 @@ def _per_channel(array: np.ndarray, channels: int) -> np.ndarray:
 def requant_of(chain, channel_dim: int, channels: int, where: str) -> FixedPointRequant:
     """The epilogue the chain computes on the accumulator of a kernel with `channels` output channels
     (indexed by its loop dim `channel_dim`)."""
-    steps = list(chain.steps)
+    x = np.broadcast_to(probes().reshape(-1, 1), (probes().size, channels))
+    bias, multiplier, shift, zero_point, double_round, low, high = requant_parameters(chain.steps, x, where)
+    return FixedPointRequant(bias.astype(np.int32), multiplier.astype(np.int32), shift.astype(np.int32),
+                             zero_point, channel_dim, double_round, low, high)
+
+
+def add_of(a, b, steps, where: str) -> FixedPointAdd:
+    """TFLite's ADD from the chains that scale each int8 input and the chain after their sum; checked on
+    every pair of input values."""
+    values = np.arange(-128, 128, dtype=np.int64).reshape(-1, 1)
+    tables = [run_steps(chain.steps, values, 1)[:, 0] for chain in (a, b)]
+    sums = numerics.wrap_i32(tables[0].reshape(-1, 1) + tables[1].reshape(1, -1)).reshape(-1, 1)
+    bias, multiplier, shift, zero_point, double_round, low, high = requant_parameters(steps, sums, where)
+    if bias.any():
+        raise MingError(f"{where}: an offset after the sum of an Add is not supported")
+    return FixedPointAdd(tables[0].astype(np.int32), tables[1].astype(np.int32), int(multiplier[0]), int(shift[0]),
+                         zero_point, double_round, low, high)
+
+
+def requant_parameters(steps, x: np.ndarray, where: str):
+    """(bias [C], multiplier [C], shift [C], zero point, double rounding, qmin, qmax) of a chain of int32
+    steps (a bias addition), a RESCALE to int8 and int8 clamps, proved on the values `x` (probes, C)."""
+    steps = list(steps)
+    channels = x.shape[1]
     split = next((i for i, s in enumerate(steps) if s.dtype == "i8"), None)
     if split is None or any(s.dtype != "i32" for s in steps[:split]) or any(s.dtype != "i8" for s in steps[split:]):
-        raise MingError(f"{where}: unsupported integer chain after a multiply-accumulate kernel")
-    x = np.broadcast_to(probes().reshape(-1, 1), (probes().size, channels))
+        raise MingError(f"{where}: unsupported integer chain before an int8 result")
     bias = np.broadcast_to(run_steps(steps[:split], np.zeros((1, channels), np.int64), channels)[0], channels)
     accumulated = run_steps(steps[:split], x, channels)
     if not np.array_equal(accumulated, numerics.wrap_i32(x + bias)):
         raise MingError(f"{where}: the integer steps before the requantization are not a bias addition")
     multiplier, shift, zero_point, low, high = _rescale_parameters(steps[split], accumulated, channels)
     clamp_low, clamp_high = _clamp_of(steps[split + 1:], channels, where)
+    low, high = max(low, clamp_low), min(high, clamp_high)
     expected = run_steps(steps[split:], accumulated, channels)
     for double_round in (True, False):
-        epilogue = FixedPointRequant(bias.astype(np.int32), multiplier.astype(np.int32), shift.astype(np.int32),
-                                     zero_point, channel_dim, double_round, max(low, clamp_low),
-                                     min(high, clamp_high))
-        ours = numerics.fixed_point_requantize(accumulated, multiplier, shift, double_round, zero_point,
-                                               epilogue.qmin, epilogue.qmax)
+        ours = numerics.fixed_point_requantize(accumulated, multiplier, shift, double_round, zero_point, low, high)
         if np.array_equal(ours, expected):
-            return epilogue
+            return bias, multiplier, shift, zero_point, double_round, low, high
     raise MingError(f"{where}: IREE's requantization differs from TFLite's fixed-point rule; not supported")
 
 

@@ -168,12 +168,22 @@ class ChainStep:
 
 @dataclass(frozen=True)
 class IntChain:
-    """Element-wise integer generics applied to one integer tensor, read as a whole once consumed: TOSA's
-    bias addition, zero-point correction, RESCALE and clamp become one epilogue of the producing kernel."""
+    """Element-wise integer generics applied to one integer tensor (or to the sum of two chains), read as
+    a whole once consumed: TOSA's bias addition, zero-point correction, RESCALE and clamp become one
+    epilogue of the producing kernel; the RESCALEs around an addition become an Add."""
 
-    tensor: str
+    tensor: str | IntSum
     axis: int | None  # the tensor axis the constants vary along (the channels), None: none varies
     steps: tuple[ChainStep, ...]
+
+
+@dataclass(frozen=True)
+class IntSum:
+    """The int32 sum of two chains (TFLite's ADD between its input and output RESCALEs)."""
+
+    a: IntChain
+    b: IntChain
+    shape: tuple[int, ...]
 
 
 _FLOAT_BINARY = {"arith.mulf", "arith.addf", "arith.divf", "arith.subf"}
@@ -656,13 +666,22 @@ class Lifter:
         raw = [self.values.get(v) for v in op.operands[:n_in]]
         if all(it == PARALLEL for it in iterators) and all(m.is_identity() or isinstance(v, np.ndarray)
                                                            for v, m in zip(raw, maps)):
-            tensors = [i for i, v in enumerate(raw) if isinstance(v, (IntTensor, IntChain))]
+            tensors = [i for i, v in enumerate(raw) if isinstance(v, (IntTensor, IntChain, IntSum))]
             if not tensors:
                 self.values[result] = self._fold_constants(raw, maps, dims, block, where)
                 return
             if len(tensors) == 1 and all(isinstance(v, np.ndarray) for i, v in enumerate(raw) if i != tensors[0]):
+                source = raw[tensors[0]]
+                if isinstance(source, IntChain) and source.steps[-1].dtype == "i8" and element_type(result) != "i8":
+                    raw[tensors[0]] = self._get(op.operands[tensors[0]], where)  # an int8 tensor of the model
                 self.values[result] = self._chain(raw, maps, dims, block, tensors[0], element_type(result), where)
                 return
+            if len(raw) == 2 and len(tensors) == 2 and _int_payload(block, where) == Op("add", (Arg(0), Arg(1))):
+                chains = [v if isinstance(v, IntChain) else IntChain(v.name, None, ()) for v in raw]
+                self.values[result] = IntSum(*chains, dims)
+                return
+        elif any(isinstance(v, IntSum) for v in raw):
+            raise MingError(f"{where}: the sum of two tensors must be requantized before other operations")
         ins = [self._get(v, where) for v in op.operands[:n_in]]
         self.values[result] = self._int_generic(ins, out_init, maps, iterators, dims, block, node, result, where)
 
@@ -675,7 +694,8 @@ class Lifter:
 
     def _chain(self, values, maps, dims, block, position, dtype, where) -> IntChain:
         source = values[position]
-        chain = source if isinstance(source, IntChain) else IntChain(source.name, None, ())
+        chain = source if isinstance(source, IntChain) else \
+            IntChain(source if isinstance(source, IntSum) else source.name, None, ())
         axis = chain.axis
         constants = []
         for i, (value, amap) in enumerate(zip(values, maps)):
@@ -693,6 +713,8 @@ class Lifter:
 
     def _materialize(self, chain: IntChain, where: str) -> IntTensor:
         """The integer tensor a chain computes, as an epilogue of the kernel producing its source."""
+        if isinstance(chain.tensor, IntSum):
+            return self._fixed_point_add(chain.tensor, chain, where)
         producer = self._producer(chain.tensor)
         if producer is not None and producer.op in MAC_OPS and producer.epilogue is None \
                 and chain.steps[-1].dtype == "i8":
@@ -702,6 +724,24 @@ class Lifter:
             return IntTensor(producer.output.tensor)
         raise MingError(f"{where}: this integer arithmetic after {producer.source if producer else chain.tensor} "
                         "has no form in ming yet")
+
+    def _fixed_point_add(self, total: IntSum, chain: IntChain, where: str) -> IntTensor:
+        a, b = total.a, total.b
+        if any(isinstance(c.tensor, IntSum) or self.graph.tensors[c.tensor].dtype != "i8" or c.axis is not None
+               for c in (a, b)):
+            raise MingError(f"{where}: only the sum of two per-tensor rescaled int8 tensors is supported")
+        shape = total.shape
+        if self.graph.tensors[a.tensor].shape != shape or self.graph.tensors[b.tensor].shape != shape:
+            raise MingError(f"{where}: broadcasting Add is not supported")
+        name = self._fresh("add")
+        out = self._new_tensor(f"{name}_out", shape, "i8")
+        identity = AccessMap.identity(len(shape))
+        self.graph.nodes.append(Kernel(
+            name=name, source=name, dims=shape, iterators=(PARALLEL,) * len(shape),
+            inputs=(Operand(a.tensor, identity), Operand(b.tensor, identity)), output=Operand(out, identity),
+            payload=Op("add", (Arg(0), Arg(1))), init=None, op="add",
+            epilogue=fixed_point.add_of(a, b, chain.steps, where)))
+        return IntTensor(out)
 
     def _channel_dim(self, kernel: Kernel, chain: IntChain) -> int:
         """The loop dim of `kernel` that indexes the channels of its output (TFLite: the last axis)."""

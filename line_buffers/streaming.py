@@ -23,6 +23,7 @@ from ming_py.ir import (
     PARALLEL,
     AddRequant,
     Concat,
+    FixedPointAdd,
     Graph,
     Kernel,
     MingError,
@@ -161,7 +162,7 @@ class _Builder:
                 return (Process(kernel.name, "global_avgpool", kernel.source, (), (), epilogue=kernel.epilogue),
                         [activations[0].tensor], kernel.output.tensor)
             return self._window(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
-        if kernel.op == "add" and isinstance(kernel.epilogue, AddRequant):
+        if kernel.op == "add" and isinstance(kernel.epilogue, (AddRequant, FixedPointAdd)):
             for operand in kernel.inputs:
                 self._map_input(operand.tensor, kernel.name)
             return (Process(kernel.name, "add", kernel.source, (), (), epilogue=kernel.epilogue),

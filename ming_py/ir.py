@@ -194,7 +194,23 @@ class FixedPointRequant:
     qmax: int = 127
 
 
-Epilogue = AccRequant | AverageRequant | AddRequant | Rescale | FixedPointRequant
+@dataclass(eq=False)
+class FixedPointAdd:
+    """Two int8 inputs -> int8 sum in TFLite's integer arithmetic (ADD): each input is scaled to int32 by a
+    table of its 256 values (TOSA's RESCALEs of (x - zero point) << 20), the int32 sum is requantized as
+    `FixedPointRequant` is (with `multiplier`, `shift`)."""
+
+    a_table: np.ndarray  # int32 [256], index x + 128
+    b_table: np.ndarray
+    multiplier: int
+    shift: int
+    zero_point: int
+    double_round: bool = True
+    qmin: int = -128
+    qmax: int = 127
+
+
+Epilogue = AccRequant | AverageRequant | AddRequant | Rescale | FixedPointRequant | FixedPointAdd
 
 
 # ---- graph ---------------------------------------------------------------

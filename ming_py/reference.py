@@ -24,6 +24,7 @@ from .ir import (
     Concat,
     Const,
     Expr,
+    FixedPointAdd,
     FixedPointRequant,
     Graph,
     Kernel,
@@ -124,7 +125,7 @@ def _eval(expr: Expr, args: list) -> np.ndarray:
 def _elementwise(kernel: Kernel, arrays, parallel) -> np.ndarray:
     gathered = [gather(a, o, parallel, kernel.dims, {}) for a, o in zip(arrays, kernel.inputs)]
     shape = tuple(kernel.dims[d] for d in parallel)
-    if isinstance(kernel.epilogue, (AddRequant, Rescale)):
+    if isinstance(kernel.epilogue, (AddRequant, Rescale, FixedPointAdd)):
         return [np.broadcast_to(g, shape) for g in gathered]  # the epilogue reads the inputs directly
     return np.broadcast_to(_eval(kernel.payload, gathered), shape)
 
@@ -213,6 +214,11 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
                                                epilogue.shift.astype(np.int64).reshape(shape),
                                                epilogue.double_round, epilogue.zero_point, epilogue.qmin,
                                                epilogue.qmax)
+    if isinstance(epilogue, FixedPointAdd):
+        a, b = result
+        total = numerics.wrap_i32(epilogue.a_table.astype(np.int64)[a + 128] + epilogue.b_table.astype(np.int64)[b + 128])
+        return numerics.fixed_point_requantize(total, epilogue.multiplier, epilogue.shift, epilogue.double_round,
+                                               epilogue.zero_point, epilogue.qmin, epilogue.qmax)
     if isinstance(epilogue, AverageRequant):
         if epilogue.global_pool:
             return numerics.gap_requant(result, epilogue.count, epilogue.x_scale, epilogue.x_zero_point,

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 
 from . import numerics
-from .ir import AccRequant, AverageRequant, FixedPointRequant
+from .ir import AccRequant, AverageRequant, FixedPointAdd, FixedPointRequant
 from .kernel import KernelSpec
 
 LUTRAM_MAX_BITS = 1_024
@@ -179,6 +179,10 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
     if kind == "rescale":
         lanes = spec.lanes_in[0]
         arrays["table"] = _array("table", 8, (spread(lanes, lanes, "partition"), Dim(256)), rom=True)
+    if isinstance(epilogue, FixedPointAdd):
+        lanes = spec.lanes_in[0]
+        for role in ("a_table", "b_table"):
+            arrays[role] = _array(role, 32, (spread(lanes, lanes, "partition"), Dim(256)), rom=True)
     if kind in ("conv", "depthwise", "pointwise", "dense", "maxpool", "avgpool"):
         arrays["acc"] = ArrayPlan("acc", 32, (Dim(spec.lanes_out[0]),), rom=False, memory="register")
     if kind == "global_avgpool":
@@ -204,7 +208,7 @@ def requant_constants(epilogue) -> tuple[tuple[str, int], ...]:
 def requant_datapath(epilogue) -> str:
     """The requantization datapath a process's lanes carry: "lean" (`ming::requantize_lean` with one
     shift), "lean, shift by channel", "exact" (`ming::requantize`) or "fixed point" (Add, AveragePool)."""
-    if isinstance(epilogue, FixedPointRequant):
+    if isinstance(epilogue, (FixedPointRequant, FixedPointAdd)):
         return "fixed point 32 x 32"
     if isinstance(epilogue, AccRequant):
         roles = [role for role, _ in requant_constants(epilogue)]

@@ -346,3 +346,17 @@ def conv_stack(per_channel=True) -> bytes:
     x = b.reshape(x, (1, 16), name="flatten")
     x = b.fully_connected(x, 10, name="dense")
     return b.build([x], "conv_stack")
+
+
+def residual() -> bytes:
+    """A ResNet-8-style block: two convolutions and the shortcut added, then a dense classifier."""
+    b = TfliteBuilder(seed=4)
+    x = b.input((1, 8, 8, 4))
+    x = b.conv(x, 8, name="stem")
+    y = b.conv(x, 8, name="block_conv1")
+    y = b.conv(y, 8, activation=None, name="block_conv2")
+    x = b.add(x, y, activation="relu", name="block_add")
+    x = b.pool(x, 2, kind="max", name="pool")
+    x = b.conv(x, 16, kernel=4, padding="valid", name="head")
+    x = b.reshape(x, (1, 16), name="flatten")
+    return b.build([b.fully_connected(x, 10, name="dense")], "residual")
