@@ -21,7 +21,7 @@ from ming_py.boards import Board
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of, window_order, window_tile
 from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays
-from ming_py.ir import AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointRequant, Rescale
+from ming_py.ir import AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant, Rescale
 
 from .identifiers import CppNames, c_string, comment_text, cpp_names, markdown_cell
 
@@ -291,6 +291,17 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
             point = numerics.avgpool_fixed_point(e.x_scale, e.y_scale, e.count)
             view.epilogue = "average"
             view.extra.update(multiplier=point.multiplier, shift=point.shift)
+    elif isinstance(e, FixedPointAverage):
+        view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax)
+        if p.kind == "global_avgpool":  # every window holds the whole map
+            count = len(e.multiplier) - 1
+            view.epilogue = "fixed_point_scalar"
+            view.extra.update(multiplier=int(e.multiplier[count]), shift=int(e.shift[count]))
+        else:
+            view.epilogue = "fixed_point_average"
+            constant("divisor_multiplier", "int32_t", e.multiplier.astype(np.int32),
+                     "TOSA's Q30 reciprocal of the number of valid window elements, by that number")
+            constant("divisor_shift", "uint8_t", e.shift.astype(np.uint8), "matching right shifts")
     elif isinstance(e, FixedPointAdd):
         lanes = view.out_lanes[0]
         view.epilogue = "fixed_point"

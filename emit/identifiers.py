@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ming_py.dataflow import Process, StreamGraph
-from ming_py.ir import AccRequant, AverageRequant, FixedPointAdd, FixedPointRequant, Rescale
+from ming_py.ir import AccRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant, Rescale
 from ming_py.storage import requant_constants
 
 from .system_names import NAMES as SYSTEM_NAMES
@@ -208,6 +208,8 @@ def array_roles(process: Process) -> list[str]:
         roles.append("table")
     elif isinstance(epilogue, FixedPointAdd):
         roles += ["a_table", "b_table"]
+    elif isinstance(epilogue, FixedPointAverage) and process.kind != "global_avgpool":
+        roles += ["divisor_multiplier", "divisor_shift"]
     return roles
 
 

@@ -13,10 +13,17 @@ from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
 from ming_py.kernel import kernel_spec
-from ming_py.ir import AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointRequant
+from ming_py.ir import (
+    AccRequant,
+    AddRequant,
+    AverageRequant,
+    FixedPointAdd,
+    FixedPointAverage,
+    FixedPointRequant,
+)
 from ming_py.storage import ArrayPlan, plan_arrays, requant_datapath
 
-REQUANTIZING = (AccRequant, AddRequant, AverageRequant, FixedPointRequant, FixedPointAdd)
+REQUANTIZING = (AccRequant, AddRequant, AverageRequant, FixedPointRequant, FixedPointAdd, FixedPointAverage)
 
 from .hls import _environment
 from .identifiers import comment_text, cpp_names, mlir_string

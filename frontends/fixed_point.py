@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ming_py import numerics
-from ming_py.ir import FixedPointAdd, FixedPointRequant, MingError
+from ming_py.ir import FixedPointAdd, FixedPointAverage, FixedPointRequant, MingError
 
 from . import int_body
 
@@ -31,15 +31,16 @@ def probes() -> np.ndarray:
     return np.unique(numerics.wrap_i32(values))
 
 
-def run_steps(steps, values: np.ndarray, channels: int) -> np.ndarray:
-    """The chain's result for `values` of shape (probes, channels)."""
+def run_steps(steps, values: np.ndarray, channels: int, indices: list | None = None) -> np.ndarray:
+    """The chain's result for `values` of shape (probes, channels) (at the iteration point `indices`, for
+    bodies that read their position)."""
     for step in steps:
         args: list = [None] * (len(step.constants) + 2)
         args[step.position] = values
         for index, array in step.constants:
             args[index] = _per_channel(array, channels)
         args[-1] = np.int64(0)  # the destination (outs) is not read by element-wise bodies
-        values = np.broadcast_to(int_body.evaluate(step.block, args, where=step.where)[None],
+        values = np.broadcast_to(int_body.evaluate(step.block, args, indices, where=step.where)[None],
                                  (values.shape[0], channels))
     return values
 
@@ -95,8 +96,8 @@ def requant_parameters(steps, x: np.ndarray, where: str):
     raise MingError(f"{where}: IREE's requantization differs from TFLite's fixed-point rule; not supported")
 
 
-def _rescale_parameters(step, values: np.ndarray, channels: int):
-    """(multiplier [C], shift [C], zero point, low, high) read from a RESCALE body."""
+def _rescale_parameters(step, values: np.ndarray, channels: int, indices: list | None = None):
+    """(multiplier [C], shift [C], zero point, low, high) read from a RESCALE body (at `indices`)."""
     ops = list(step.block.operations)
     args: list = [None] * (len(step.constants) + 2)
     for index, array in step.constants:
@@ -105,7 +106,7 @@ def _rescale_parameters(step, values: np.ndarray, channels: int):
     envs = []
     for sample in (values[:1], values[-1:]):
         args[step.position] = sample
-        envs.append(int_body.evaluate(step.block, args, where=step.where))
+        envs.append(int_body.evaluate(step.block, args, indices, where=step.where))
     products = [op for op in ops if op.operation.name == "arith.muli" and str(op.results[0].type) == "i64"]
     shifts = [op for op in ops if op.operation.name == "arith.shrsi" and str(op.results[0].type) == "i64"]
     if len(products) != 1 or len(shifts) != 1:
@@ -115,13 +116,18 @@ def _rescale_parameters(step, values: np.ndarray, channels: int):
         raise MingError(f"{step.where}: not a TOSA RESCALE body")
     multiplier = np.broadcast_to(np.broadcast_to(envs[0][fixed[0]], (1, channels))[0], channels)
     shift = np.broadcast_to(np.broadcast_to(envs[0][shifts[0].operands[1]], (1, channels))[0], channels)
-    truncated = {op.results[0] for op in ops if op.operation.name == "arith.trunci"}
-    zero_point = next((int(envs[0][b]) for op in ops if op.operation.name == "arith.addi"
+    def i32(op) -> bool:
+        return str(op.results[0].type) == "i32"
+
+    # the scaled value: the product's shifted sum truncated to int32; then + zero point, then the clamp
+    truncated = {op.results[0] for op in ops if op.operation.name == "arith.trunci" and i32(op)
+                 and str(op.operands[0].type) == "i64"}
+    zero_point = next((int(envs[0][b]) for op in ops if op.operation.name == "arith.addi" and i32(op)
                        for a, b in (op.operands, op.operands[::-1]) if a in truncated and np.size(envs[0][b]) == 1),
                       0)
-    low = max((int(c) for op in ops if op.operation.name == "arith.maxsi" for v in op.operands
+    low = max((int(c) for op in ops if op.operation.name == "arith.maxsi" and i32(op) for v in op.operands
                if (c := int_body.defining_constant(v)) is not None), default=-128)
-    high = min((int(c) for op in ops if op.operation.name == "arith.minsi" for v in op.operands
+    high = min((int(c) for op in ops if op.operation.name == "arith.minsi" and i32(op) for v in op.operands
                 if (c := int_body.defining_constant(v)) is not None), default=127)
     return multiplier.astype(np.int64), shift.astype(np.int64), zero_point, low, high
 
@@ -136,3 +142,38 @@ def _clamp_of(steps, channels: int, where: str) -> tuple[int, int]:
     if not np.array_equal(result, np.clip(values, low, high)):
         raise MingError(f"{where}: int8 steps after the requantization that are not a clamp are not supported")
     return low, high
+
+
+def average_of(step_chain, valid: np.ndarray, where: str) -> FixedPointAverage:
+    """TFLite's AVERAGE_POOL_2D from the chain after a window sum; `valid` holds the number of unpadded
+    window elements at every output position (the chain's iteration space, without the channel axis).
+    The chain's per-position multiplier and shift must depend on that number alone, and for each number
+    the chain must equal the fixed-point rule on every sum the window can hold."""
+    steps = list(step_chain.steps)
+    if len(steps) != 1 or steps[0].dtype != "i8":
+        raise MingError(f"{where}: unsupported integer arithmetic after a window sum")
+    step = steps[0]
+    window = int(valid.max())
+    multiplier = np.zeros(window + 1, np.int64)
+    shift = np.zeros(window + 1, np.int64)
+    zero_point, double_round, low, high = 0, False, -128, 127
+    for count in np.unique(valid):
+        positions = np.argwhere(valid == count)
+        sums = np.arange(-128 * count, 127 * count + 1, dtype=np.int64).reshape(-1, 1)
+        readings = set()
+        for position in positions:
+            indices = list(position) + [0]
+            parameters = _rescale_parameters(step, sums, 1, indices)
+            readings.add((int(parameters[0][0]), int(parameters[1][0])) + parameters[2:])
+        if len(readings) != 1:
+            raise MingError(f"{where}: the average's divisor depends on more than the number of valid elements")
+        (m, s, zero_point, low, high), = readings
+        multiplier[count], shift[count] = m, s
+        expected = run_steps([step], sums, 1, list(positions[0]) + [0])
+        matches = [dr for dr in (False, True) if np.array_equal(
+            numerics.fixed_point_requantize(sums, m, s, dr, zero_point, low, high), expected)]
+        if not matches:
+            raise MingError(f"{where}: IREE's average differs from TFLite's fixed-point rule; not supported")
+        double_round = matches[0]
+    return FixedPointAverage(multiplier.astype(np.int32), shift.astype(np.int32), zero_point, double_round,
+                             low, high)

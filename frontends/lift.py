@@ -722,6 +722,13 @@ class Lifter:
             producer.epilogue = fixed_point.requant_of(chain, channel_dim, producer.dims[channel_dim], where)
             self._retype(producer.output.tensor, "i8")
             return IntTensor(producer.output.tensor)
+        if producer is not None and producer.op == "sumpool" and producer.epilogue is None:
+            valid = reference.valid_window_counts(producer, self.graph.shape_of(producer.inputs[0].tensor))
+            order = [producer.parallel_dims.index(e.single_dim()) for e in producer.output.map.results]
+            valid = np.transpose(valid, order)[..., 0]  # over the output's rows and columns
+            producer.epilogue = fixed_point.average_of(chain, valid, where)
+            self._retype(producer.output.tensor, "i8")
+            return IntTensor(producer.output.tensor)
         raise MingError(f"{where}: this integer arithmetic after {producer.source if producer else chain.tensor} "
                         "has no form in ming yet")
 
@@ -1057,6 +1064,9 @@ def _kernel_op(payload: Expr, onnx_op: str, operands: list[Operand], dtype: str)
         isinstance(a, Op) and a.name == "mul" for a in payload.args)
     if isinstance(payload, Op) and payload.name == "max" and dtype == "i8" and len(operands) == 1:
         return "maxpool"
+    if isinstance(payload, Op) and payload.name == "add" and set(payload.args) == {Arg(0), Arg(1)} \
+            and dtype == "i32" and len(operands) == 1:
+        return "sumpool"
     if not is_mac:
         return "reduce"
     if onnx_op:

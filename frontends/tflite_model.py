@@ -27,7 +27,7 @@ from ming_py.ir import Graph, MingError
 from .layout import channels_first
 from .lift import Lifter, ModelPort
 
-SUPPORTED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "MAX_POOL_2D", "RESHAPE", "PAD",
+SUPPORTED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MAX_POOL_2D", "RESHAPE", "PAD",
                            "QUANTIZE", "DEQUANTIZE"})
 IREE_FLAGS = (
     "--iree-input-type=tosa",

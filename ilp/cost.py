@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass
 
 from ming_py.dataflow import Process, StreamGraph
-from ming_py.ir import AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointRequant
+from ming_py.ir import AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant
 from ming_py.kernel import kernel_spec, loop_of
 from ming_py.storage import memory_cost, plan_arrays, requant_datapath
 
@@ -214,7 +214,8 @@ def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, 
 
 
 def _has_requant(p: Process) -> bool:
-    return isinstance(p.epilogue, (AccRequant, AddRequant, AverageRequant, FixedPointRequant, FixedPointAdd))
+    return isinstance(p.epilogue, (AccRequant, AddRequant, AverageRequant, FixedPointRequant, FixedPointAdd,
+                                   FixedPointAverage))
 
 
 def storage_plan(p: Process, choice: Choice, graph: StreamGraph) -> dict[str, str]:

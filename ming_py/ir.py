@@ -210,7 +210,21 @@ class FixedPointAdd:
     qmax: int = 127
 
 
-Epilogue = AccRequant | AverageRequant | AddRequant | Rescale | FixedPointRequant | FixedPointAdd
+@dataclass(eq=False)
+class FixedPointAverage:
+    """Window sum of raw int8 values -> int8 average in TFLite's integer arithmetic (AVERAGE_POOL_2D): the
+    sum over the window's valid (unpadded) elements, requantized by TOSA's reciprocal of their number,
+    `multiplier[valid]` and `shift[valid]` (index 0 unused)."""
+
+    multiplier: np.ndarray  # int32 [window size + 1]
+    shift: np.ndarray  # int [window size + 1]
+    zero_point: int
+    double_round: bool = False
+    qmin: int = -128
+    qmax: int = 127
+
+
+Epilogue = AccRequant | AverageRequant | AddRequant | Rescale | FixedPointRequant | FixedPointAdd | FixedPointAverage
 
 
 # ---- graph ---------------------------------------------------------------

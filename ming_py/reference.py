@@ -25,6 +25,7 @@ from .ir import (
     Const,
     Expr,
     FixedPointAdd,
+    FixedPointAverage,
     FixedPointRequant,
     Graph,
     Kernel,
@@ -214,6 +215,11 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
                                                epilogue.shift.astype(np.int64).reshape(shape),
                                                epilogue.double_round, epilogue.zero_point, epilogue.qmin,
                                                epilogue.qmax)
+    if isinstance(epilogue, FixedPointAverage):
+        valid = valid_window_counts(kernel, input_shape)
+        return numerics.fixed_point_requantize(result, epilogue.multiplier.astype(np.int64)[valid],
+                                               epilogue.shift.astype(np.int64)[valid], epilogue.double_round,
+                                               epilogue.zero_point, epilogue.qmin, epilogue.qmax)
     if isinstance(epilogue, FixedPointAdd):
         a, b = result
         total = numerics.wrap_i32(epilogue.a_table.astype(np.int64)[a + 128] + epilogue.b_table.astype(np.int64)[b + 128])

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 
 from . import numerics
-from .ir import AccRequant, AverageRequant, FixedPointAdd, FixedPointRequant
+from .ir import AccRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant
 from .kernel import KernelSpec
 
 LUTRAM_MAX_BITS = 1_024
@@ -179,6 +179,9 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
     if kind == "rescale":
         lanes = spec.lanes_in[0]
         arrays["table"] = _array("table", 8, (spread(lanes, lanes, "partition"), Dim(256)), rom=True)
+    if isinstance(epilogue, FixedPointAverage) and kind != "global_avgpool":
+        for role, bits in (("divisor_multiplier", 32), ("divisor_shift", 8)):
+            arrays[role] = _array(role, bits, (Dim(len(epilogue.multiplier)),), rom=True)
     if isinstance(epilogue, FixedPointAdd):
         lanes = spec.lanes_in[0]
         for role in ("a_table", "b_table"):
@@ -208,7 +211,7 @@ def requant_constants(epilogue) -> tuple[tuple[str, int], ...]:
 def requant_datapath(epilogue) -> str:
     """The requantization datapath a process's lanes carry: "lean" (`ming::requantize_lean` with one
     shift), "lean, shift by channel", "exact" (`ming::requantize`) or "fixed point" (Add, AveragePool)."""
-    if isinstance(epilogue, (FixedPointRequant, FixedPointAdd)):
+    if isinstance(epilogue, (FixedPointRequant, FixedPointAdd, FixedPointAverage)):
         return "fixed point 32 x 32"
     if isinstance(epilogue, AccRequant):
         roles = [role for role, _ in requant_constants(epilogue)]

@@ -360,3 +360,18 @@ def residual() -> bytes:
     x = b.conv(x, 16, kernel=4, padding="valid", name="head")
     x = b.reshape(x, (1, 16), name="flatten")
     return b.build([b.fully_connected(x, 10, name="dense")], "residual")
+
+
+def pooled(global_pool=True) -> bytes:
+    """Average pooling as TFLite writes it: a 3 x 3 window with SAME padding (the divisor counts the valid
+    elements), and (global_pool) a window as large as the map before the classifier."""
+    b = TfliteBuilder(seed=5)
+    x = b.input((1, 8, 8, 3))
+    x = b.conv(x, 8, name="conv")
+    x = b.pool(x, 3, stride=1, padding="same", kind="average", name="smooth")
+    if global_pool:
+        x = b.pool(x, 8, kind="average", name="global_pool")
+    else:
+        x = b.conv(x, 8, kernel=8, padding="valid", name="head")
+    x = b.reshape(x, (1, 8), name="flatten")
+    return b.build([b.fully_connected(x, 10, name="dense")], "pooled")
