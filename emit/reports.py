@@ -152,7 +152,7 @@ def host_data(graph: StreamGraph, board: Board) -> dict:
         c = graph.channels[channel]
         return {"onnx_name": p.onnx_name, "onnx_shape": list(p.onnx_shape), "array_shape": list(p.array_shape),
                 "stream_shape": [c.channels, c.height, c.width], "scale": p.scale, "zero_point": p.zero_point,
-                "dtype": p.dtype, "permutation": list(p.permutation)}
+                "dtype": p.dtype, "permutation": list(p.permutation), "quantizer": p.quantizer}
 
     names = cpp_names(graph)
     return {

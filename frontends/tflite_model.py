@@ -15,9 +15,11 @@ from __future__ import annotations
 import io
 import subprocess
 import tempfile
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import flatbuffers
+import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 from iree.compiler import ir
 from iree.compiler.tools import binaries
@@ -95,6 +97,58 @@ def fix_symbolic_batch(model: schema.ModelT) -> list[str]:
     return notes
 
 
+@dataclass(frozen=True)
+class HostBoundary:
+    """A float input's QUANTIZE and a float output's DEQUANTIZE, moved out of the model to the host."""
+
+    input: ModelPort | None = None  # the float input, if the model quantized it
+    input_quantization: tuple[float, int] = (1.0, 0)
+    output: ModelPort | None = None  # the float output, if the model dequantized it
+
+
+def _quantization(tensor) -> tuple[float, int]:
+    q = tensor.quantization
+    if q is None or q.scale is None or len(q.scale) != 1:
+        raise MingError(f"tensor '{tensor.name.decode()}' is not quantized per tensor")
+    return float(np.float32(q.scale[0])), int(q.zeroPoint[0])
+
+
+def split_host_boundary(model: schema.ModelT) -> HostBoundary:
+    """Remove a QUANTIZE that reads the float input and a DEQUANTIZE that writes the float output: the host
+    does them (TFLite's rounding, `ming_host.tflite_quantize`), the accelerator takes and gives int8."""
+    graph = model.subgraphs[0]
+    boundary = HostBoundary()
+    first = next((op for op in graph.operators if graph.inputs[0] in op.inputs), None)
+    if first is not None and op_name(model, first) == "QUANTIZE" and \
+            graph.tensors[graph.inputs[0]].type == schema.TensorType.FLOAT32:
+        port = _port(graph, graph.inputs[0])
+        quantization = _quantization(graph.tensors[first.outputs[0]])
+        graph.inputs = [first.outputs[0]]
+        graph.operators.remove(first)
+        boundary = replace(boundary, input=port, input_quantization=quantization)
+    last = next((op for op in graph.operators if graph.outputs[0] in op.outputs), None)
+    if last is not None and op_name(model, last) == "DEQUANTIZE":
+        boundary = replace(boundary, output=_port(graph, graph.outputs[0]))
+        graph.outputs = [last.inputs[0]]
+        graph.operators.remove(last)
+    return boundary
+
+
+def _with_host_boundary(graph: Graph, model: schema.ModelT, boundary: HostBoundary) -> Graph:
+    """The model's own input and output: their quantization, and the float ones the host converts."""
+    tensors = model.subgraphs[0].tensors
+    scale, zero_point = _quantization(tensors[model.subgraphs[0].inputs[0]])
+    graph.inputs = [replace(i, scale=scale, zero_point=zero_point) for i in graph.inputs]
+    if boundary.input is not None:
+        graph.inputs = [replace(i, name=boundary.input.name, dtype="float32", quantizer="tflite")
+                        for i in graph.inputs]
+    scale, zero_point = _quantization(tensors[model.subgraphs[0].outputs[0]])
+    graph.outputs = [replace(o, scale=scale, zero_point=zero_point) for o in graph.outputs]
+    if boundary.output is not None:
+        graph.outputs = [replace(o, name=boundary.output.name, dtype="float32") for o in graph.outputs]
+    return graph
+
+
 def _flatbuffer(model: schema.ModelT) -> bytes:
     builder = flatbuffers.Builder(1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
@@ -132,6 +186,7 @@ def import_tflite(path: str | Path) -> Graph:
     model = load_tflite(path)
     check_supported(model)
     notes = fix_symbolic_batch(model)
+    boundary = split_host_boundary(model)
     graph = model.subgraphs[0]
     text = import_to_linalg(model, path)
     name = (model.description or b"").decode() or path.stem
@@ -139,5 +194,5 @@ def import_tflite(path: str | Path) -> Graph:
         module = ir.Module.parse(text, context)
         lifted = Lifter(name, [_port(graph, i) for i in graph.inputs], [_port(graph, i) for i in graph.outputs],
                         {}, notes).run(module)
-    return channels_first(lifted)
+    return _with_host_boundary(channels_first(lifted), model, boundary)
 

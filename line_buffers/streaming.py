@@ -101,7 +101,8 @@ class _Builder:
         output_channel = next(c.name for c in channels.values() if c.consumer == OUTPUT)
         ports = (
             Port(input_channel, shape, graph_input.name, graph_input.onnx_shape, graph_input.scale,
-                 graph_input.zero_point, dtype=graph_input.dtype, permutation=graph_input.permutation),
+                 graph_input.zero_point, dtype=graph_input.dtype, permutation=graph_input.permutation,
+                 quantizer=graph_input.quantizer),
             Port(output_channel, out_view.logical, graph_output.name, graph_output.onnx_shape, graph_output.scale,
                  graph_output.zero_point, graph_output.host_ops, graph_output.dtype, graph_output.permutation),
         )

@@ -309,6 +309,7 @@ class GraphInput:
     zero_point: int
     dtype: str = "float32"  # the model's input type: "float32" or "int8"
     permutation: tuple[int, ...] = ()
+    quantizer: str = "onnxruntime"  # whose rounding quantizes a float input: "onnxruntime" or "tflite"
 
 
 @dataclass(frozen=True)

@@ -63,13 +63,15 @@ class Port:
     dtype: str = "float32"  # the model's element type here: "float32" or "int8"
     permutation: tuple = ()  # the model's array -> the accelerator's layout (ming_host.accelerator_input)
     host_ops: tuple = ()  # the steps after the accelerator (outputs)
+    quantizer: str = "onnxruntime"  # whose rounding quantizes a float input (ming_host.QUANTIZERS)
 
     @classmethod
     def of(cls, data: dict) -> "Port":
         c, h, w = data["stream_shape"]
         return cls(data["onnx_name"], tuple(data["onnx_shape"]), (c, h, w), data["scale"], data["zero_point"],
                    c * h * w, ming_host.words_per_image(c * h * w), data["dtype"],
-                   tuple(data["permutation"]), tuple(map(ming_host.HostOp.of, data.get("host_ops", ()))))
+                   tuple(data["permutation"]), tuple(map(ming_host.HostOp.of, data.get("host_ops", ()))),
+                   data.get("quantizer", "onnxruntime"))
 
     @property
     def image_shape(self) -> tuple:

@@ -90,14 +90,25 @@ def ort_qlinear_softmax(x, x_scale, y_scale, y_zp: int, axis: int) -> np.ndarray
     return np.moveaxis(saturate(y, INT8_MIN, INT8_MAX), -1, axis)
 
 
-def model_input_values(x, scale: float, zero_point: int, dtype: str) -> np.ndarray:
+def tflite_quantize(v, scale, zp: int) -> np.ndarray:
+    """TFLite's QUANTIZE (reference AffineQuantize): ``sat(round_half_away(f32(v / scale)) + zp)``."""
+    q = (np.asarray(v, np.float32) / _f32_scalar(scale)).astype(np.float32).astype(np.float64)
+    q = np.clip(np.sign(q) * np.floor(np.abs(q) + 0.5), -2.0 ** 40, 2.0 ** 40).astype(np.int64)
+    return saturate(q + int(zp), INT8_MIN, INT8_MAX)
+
+
+QUANTIZERS = {"onnxruntime": ort_quantize_linear, "tflite": tflite_quantize}
+
+
+def model_input_values(x, scale: float, zero_point: int, dtype: str, quantizer: str = "onnxruntime") -> np.ndarray:
     """The int8 values the accelerator takes for the model's input `x`.
 
-    A float32 input is quantized as onnxruntime's QuantizeLinear does; a model whose input is already int8
+    A float32 input is quantized as the model's runtime does (`quantizer`: onnxruntime's QuantizeLinear
+    rounds half to even, TFLite's QUANTIZE half away from zero); a model whose input is already int8
     (TFLite, or ONNX converted from it) takes its values as they are.
     """
     if dtype == "float32":
-        return ort_quantize_linear(x, scale, zero_point).astype(np.int64)
+        return QUANTIZERS[quantizer](x, scale, zero_point).astype(np.int64)
     values = np.asarray(x)
     if values.dtype.kind not in "iu" or (values.size and (values.min() < INT8_MIN or values.max() > INT8_MAX)):
         raise ValueError(f"the model takes int8 values; this input is {values.dtype}")
@@ -111,7 +122,7 @@ def accelerator_input(x, port) -> np.ndarray:
     model's shape, or images stacked on axis 0 in place of the batch dimension of 1. The model's Transpose
     right after its input (NHWC models) is this reordering by `port.permutation`, not hardware.
     """
-    q = model_input_values(x, port.scale, port.zero_point, port.dtype)
+    q = model_input_values(x, port.scale, port.zero_point, port.dtype, port.quantizer)
     return np.transpose(q, port.permutation) if port.permutation else q
 
 

@@ -375,3 +375,13 @@ def pooled(global_pool=True) -> bytes:
         x = b.conv(x, 8, kernel=8, padding="valid", name="head")
     x = b.reshape(x, (1, 8), name="flatten")
     return b.build([b.fully_connected(x, 10, name="dense")], "pooled")
+
+
+def float_io() -> bytes:
+    """Float input and output around the int8 network, as TFLite's converter writes with float I/O."""
+    b = TfliteBuilder(seed=6)
+    x = b.input((1, 8, 8, 3), float_input=True)
+    x = b.conv(x, 8, stride=2, name="conv")
+    x = b.conv(x, 8, kernel=4, padding="valid", name="head")
+    x = b.reshape(x, (1, 8), name="flatten")
+    return b.build([b.dequantize(b.fully_connected(x, 10, name="dense"))], "float_io")

@@ -1,0 +1,122 @@
+"""TFLite int8 models through IREE's TOSA input: `ming reference` and the C-simulation of the built
+accelerator must equal TFLite's reference kernels (the builtin reference op resolver) bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+import tflite_models
+from emit_helpers import csim
+from ming_py import reference
+from ming_py.ir import FixedPointAdd, FixedPointAverage, FixedPointRequant, MingError
+from ming_py.pipeline import lift
+
+MODELS = {
+    "tiny_conv": tflite_models.tiny_conv,
+    "conv_stack": tflite_models.conv_stack,
+    "conv_stack_per_tensor": lambda: tflite_models.conv_stack(per_channel=False),
+    "residual": tflite_models.residual,
+    "pooled": tflite_models.pooled,
+    "pooled_window": lambda: tflite_models.pooled(global_pool=False),
+}
+
+
+@pytest.fixture(scope="module")
+def tflite(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("tflite")
+    cache = {}
+
+    def build(name):
+        if name not in cache:
+            path = directory / f"{name}.tflite"
+            path.write_bytes(MODELS[name]())
+            cache[name] = (path, lift(path))
+        return cache[name]
+
+    return build
+
+
+def tflite_reference(path, x: np.ndarray) -> np.ndarray:
+    interpreter = Interpreter(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    return interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+
+
+def model_input(graph, seed: int) -> np.ndarray:
+    shape = graph.inputs[0].onnx_shape
+    return np.random.default_rng(seed).integers(-128, 128, shape).astype(np.int8)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_reference_equals_tflite_reference_kernels(tflite, name):
+    path, graph = tflite(name)
+    for seed in range(4):
+        x = model_input(graph, seed)
+        ours = reference.run(graph, x)[graph.outputs[0].name]
+        expected = tflite_reference(path, x)
+        assert ours.dtype == expected.dtype == np.int8 and ours.shape == expected.shape
+        assert np.array_equal(ours, expected), f"{np.count_nonzero(ours != expected)} of {ours.size} differ"
+
+
+@pytest.mark.parametrize("name", ["conv_stack", "residual", "pooled", "pooled_window"])
+def test_csim_equals_tflite_reference_kernels(tflite, tmp_path, name):
+    path, graph = tflite(name)
+    x = model_input(graph, 11)
+    assert np.array_equal(csim(graph, tmp_path / "out", x, check_ports=True), tflite_reference(path, x))
+
+
+def test_every_layer_is_read_as_tflite_arithmetic(tflite):
+    kinds = {type(k.epilogue) for name in MODELS for k in tflite(name)[1].kernels()}
+    assert {FixedPointRequant, FixedPointAdd, FixedPointAverage} <= kinds
+    conv = next(k for k in tflite("tiny_conv")[1].kernels())
+    assert conv.epilogue.double_round and np.all(conv.epilogue.shift > 31)
+
+
+def test_nhwc_input_is_a_host_permutation_and_int8_is_taken_as_is(tflite):
+    _, graph = tflite("tiny_conv")
+    port = graph.inputs[0]
+    assert (port.dtype, port.onnx_shape, port.permutation) == ("int8", (1, 8, 8, 3), (0, 3, 1, 2))
+    assert graph.shape_of(port.tensor) == (1, 3, 8, 8)  # channels first inside ming
+
+
+def test_symbolic_batch_is_fixed_with_a_note(tmp_path):
+    builder = tflite_models.TfliteBuilder(seed=1)
+    x = builder.input((1, 8, 8, 3), symbolic_batch=True)
+    path = tmp_path / "symbolic.tflite"
+    path.write_bytes(builder.build([builder.conv(x, 4)], "symbolic"))
+    graph = lift(path)
+    assert any("symbolic batch" in note for note in graph.notes)
+    x = model_input(graph, 0)
+    assert np.array_equal(reference.run(graph, x)[graph.outputs[0].name], tflite_reference(path, x))
+
+
+def test_float_input_and_output_are_converted_on_the_host_as_tflite_does(tmp_path):
+    path = tmp_path / "float_io.tflite"
+    path.write_bytes(tflite_models.float_io())
+    graph = lift(path)
+    assert (graph.inputs[0].dtype, graph.inputs[0].quantizer, graph.outputs[0].dtype) == ("float32", "tflite", "float32")
+    rng = np.random.default_rng(3)
+    for scale in (1.0, 4.0):  # some values round half away from zero, some saturate
+        images = (rng.standard_normal((1, 8, 8, 3)) * scale).astype(np.float32)
+        ours = reference.run(graph, images)[graph.outputs[0].name]
+        expected = tflite_reference(path, images)
+        assert ours.dtype == expected.dtype == np.float32 and np.array_equal(ours, expected)
+    half = np.float32(graph.inputs[0].scale) * np.float32(2.5)  # a tie: TFLite rounds it away from zero
+    assert np.array_equal(reference.run(graph, np.full((1, 8, 8, 3), half, np.float32))[graph.outputs[0].name],
+                          tflite_reference(path, np.full((1, 8, 8, 3), half, np.float32)))
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"not a flatbuffer at all", "not a TFLite flatbuffer"),
+    (b"\xff\xff\x00\x00TFL3" + b"\xff" * 8, "not a valid TFLite model"),
+    (b"\x00\x00\x00\x00TFL3" + b"\xff" * 8, "model has 0 subgraphs"),
+])
+def test_a_damaged_file_is_one_clear_error(tmp_path, content, message):
+    path = tmp_path / "bad.tflite"
+    path.write_bytes(content)
+    with pytest.raises(MingError, match=message):
+        lift(path)
