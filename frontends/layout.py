@@ -53,13 +53,13 @@ def _operand(operand: Operand, moved: set[str]) -> Operand:
 
 def _check_reshape(graph: Graph, node: Reshape, moved: set[str]) -> None:
     """A reshape keeps its meaning across the transposition when it only adds or drops unit dimensions
-    around a moved map, or when the moved map it flattens (or makes) is 1 x 1."""
+    around a moved map, or when the moved map it flattens (or makes) has one channel or is 1 x 1."""
     shapes = [graph.tensors[t].shape for t in (node.input, node.output)]
     if node.input in moved and node.output in moved and _squeezed(shapes[0]) == _squeezed(shapes[1]):
         return
     for tensor, shape in zip((node.input, node.output), shapes):
-        if tensor in moved and shape[-2:] != (1, 1):
-            raise MingError(f"node '{node.source}' (Reshape) flattens an H x W map in NHWC order; ming streams "
+        if tensor in moved and shape[-3] != 1 and shape[-2:] != (1, 1):  # else HWC and CHW orders agree
+            raise MingError(f"node '{node.source}' (Reshape) flattens an H x W x C map in NHWC order; ming streams "
                             "only the flattening of 1 x 1 maps of TFLite models (pool to 1 x 1 first)")
 
 

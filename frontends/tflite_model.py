@@ -24,13 +24,15 @@ from ai_edge_litert import schema_py_generated as schema
 from iree.compiler import ir
 from iree.compiler.tools import binaries
 
-from ming_py.ir import Graph, MingError
+from ming_py.ir import Graph, HostOp, MingError
 
 from .layout import channels_first
 from .lift import Lifter, ModelPort
 
-SUPPORTED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MAX_POOL_2D", "RESHAPE", "PAD",
-                           "QUANTIZE", "DEQUANTIZE"})
+ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D",
+                             "MAX_POOL_2D", "RESHAPE", "PAD"})
+BOUNDARY_OPS = frozenset({"QUANTIZE", "DEQUANTIZE", "SOFTMAX"})  # on the host, at the input or the output
+SUPPORTED_OPS = ACCELERATED_OPS | BOUNDARY_OPS
 IREE_FLAGS = (
     "--iree-input-type=tosa",
     "--compile-to=global-optimization",
@@ -103,7 +105,10 @@ class HostBoundary:
 
     input: ModelPort | None = None  # the float input, if the model quantized it
     input_quantization: tuple[float, int] = (1.0, 0)
-    output: ModelPort | None = None  # the float output, if the model dequantized it
+    output: ModelPort | None = None  # the model's output, if the host computes it
+    dequantized: bool = False  # the model's output is float
+    softmax_beta: float | None = None  # the model ends with a Softmax, run on the host
+    softmax_output: tuple[float, int] = (1.0, 0)
 
 
 def _quantization(tensor) -> tuple[float, int]:
@@ -128,7 +133,17 @@ def split_host_boundary(model: schema.ModelT) -> HostBoundary:
         boundary = replace(boundary, input=port, input_quantization=quantization)
     last = next((op for op in graph.operators if graph.outputs[0] in op.outputs), None)
     if last is not None and op_name(model, last) == "DEQUANTIZE":
-        boundary = replace(boundary, output=_port(graph, graph.outputs[0]))
+        boundary = replace(boundary, output=_port(graph, graph.outputs[0]), dequantized=True)
+        graph.outputs = [last.inputs[0]]
+        graph.operators.remove(last)
+    last = next((op for op in graph.operators if graph.outputs[0] in op.outputs), None)
+    if last is not None and op_name(model, last) == "SOFTMAX":
+        if _quantization(graph.tensors[last.outputs[0]]) != (float(np.float32(1 / 256)), -128):
+            raise MingError(f"node '{graph.tensors[last.outputs[0]].name.decode()}' (SOFTMAX): an int8 Softmax "
+                            "output has scale 1/256 and zero point -128")
+        beta = float(np.float32(last.builtinOptions.beta))
+        boundary = replace(boundary, softmax_beta=beta, output=boundary.output or _port(graph, graph.outputs[0]),
+                           softmax_output=_quantization(graph.tensors[last.outputs[0]]))
         graph.outputs = [last.inputs[0]]
         graph.operators.remove(last)
     return boundary
@@ -145,7 +160,14 @@ def _with_host_boundary(graph: Graph, model: schema.ModelT, boundary: HostBounda
     scale, zero_point = _quantization(tensors[model.subgraphs[0].outputs[0]])
     graph.outputs = [replace(o, scale=scale, zero_point=zero_point) for o in graph.outputs]
     if boundary.output is not None:
-        graph.outputs = [replace(o, name=boundary.output.name, dtype="float32") for o in graph.outputs]
+        host_ops: tuple[HostOp, ...] = ()
+        if boundary.softmax_beta is not None:
+            host_ops = (HostOp("tflite_softmax", scale=boundary.softmax_beta),)
+            if boundary.dequantized:
+                scale, zero_point = boundary.softmax_output
+                host_ops += (HostOp("dequantize", scale=scale, zero_point=zero_point),)
+        graph.outputs = [replace(o, name=boundary.output.name, onnx_shape=boundary.output.shape, host_ops=host_ops,
+                                 dtype="float32" if boundary.dequantized else "int8") for o in graph.outputs]
     return graph
 
 
@@ -188,6 +210,10 @@ def import_tflite(path: str | Path) -> Graph:
     notes = fix_symbolic_batch(model)
     boundary = split_host_boundary(model)
     graph = model.subgraphs[0]
+    for operator in graph.operators:
+        if op_name(model, operator) in BOUNDARY_OPS:
+            raise MingError(f"node '{graph.tensors[operator.outputs[0]].name.decode()}' ({op_name(model, operator)}) "
+                            "is supported only as the model's first (QUANTIZE) or last (SOFTMAX, DEQUANTIZE) op")
     text = import_to_linalg(model, path)
     name = (model.description or b"").decode() or path.stem
     with ir.Context() as context:

@@ -149,7 +149,10 @@ def host_tail(q: np.ndarray, scale: float, zero_point: int, host_ops, dtype: str
     if dtype == "int8" and not ops:
         return np.asarray(q).astype(np.int8)
     kinds = [op.kind for op in ops]
-    if kinds[:2] == ["softmax", "quantize"] and "dequantize" in kinds[2:]:
+    if kinds[:1] == ["tflite_softmax"]:  # int8 in, int8 out (scale 1/256, zero point -128)
+        x = tflite_softmax(q, scale, ops[0].scale)
+        ops = ops[1:]
+    elif kinds[:2] == ["softmax", "quantize"] and "dequantize" in kinds[2:]:
         # onnxruntime fuses DequantizeLinear -> Softmax -> QuantizeLinear into QLinearSoftmax unless the
         # quantized values are the model's output; then it runs the float Softmax and QuantizeLinear
         x = ort_qlinear_softmax(q, scale, ops[1].scale, ops[1].zero_point, ops[0].axis)
@@ -205,3 +208,103 @@ def unpack_images(words: np.ndarray, stream_shape) -> np.ndarray:
     count = c * h * w
     padded = np.ascontiguousarray(words, dtype="<u8").view(np.int8).reshape(-1, words_per_image(count) * VALUES_PER_WORD)
     return from_stream_order(padded[:, :count], stream_shape)
+
+
+# ---- TFLite's int8 Softmax (reference kernel: gemmlowp fixed point) ----------------------------------
+# tflite::reference_ops::Softmax for int8 input and output, step by step: the input differences to the
+# row's maximum scaled to Q5.26, exp() of them in Q0.31 (gemmlowp's exp_on_negative_values), their sum in
+# Q12.19, its reciprocal (Newton-Raphson), the products rounded to the output's 1/256 steps. C++ integer
+# semantics (truncating division, arithmetic shifts) are reproduced on int64 arrays holding int32 values.
+
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _srdhm(a, b):
+    """gemmlowp SaturatingRoundingDoublingHighMul."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    product = a * b
+    nudged = product + np.where(product >= 0, 1 << 30, 1 - (1 << 30))
+    high = np.where(nudged >= 0, nudged >> 31, -((-nudged) >> 31))  # C++ division truncates toward zero
+    return np.where((a == b) & (a == _I32_MIN), _I32_MAX, high)
+
+
+def _rounding_divide_by_pot(x, exponent):
+    x = np.asarray(x, np.int64)
+    mask = (np.int64(1) << exponent) - 1
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> exponent) + ((x & mask) > threshold)
+
+
+def _saturating_shift_left(x, exponent: int):
+    x = np.asarray(x, np.int64)
+    threshold = (1 << (31 - exponent)) - 1
+    return np.where(x > threshold, _I32_MAX, np.where(x < -threshold, _I32_MIN, x << exponent))
+
+
+def _exp_on_interval(a):
+    """exp(a) for a in [-1/4, 0), Q0.31 in and out (Taylor expansion around -1/8)."""
+    constant_term, one_third = 1895147668, 715827883
+    x = a + (1 << 28)
+    x2 = _srdhm(x, x)
+    x3 = _srdhm(x2, x)
+    x4 = _srdhm(x2, x2)
+    x4_over_4 = _rounding_divide_by_pot(x4, 2)
+    polynomial = _rounding_divide_by_pot(_srdhm(x4_over_4 + x3, one_third) + x2, 1)
+    return constant_term + _srdhm(constant_term, x + polynomial)
+
+
+_EXP_BARREL = ((-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401),
+               (4, 242))
+
+
+def _exp_on_negative_values(a):
+    """exp(a) for a <= 0 in Q5.26, result in Q0.31."""
+    fractional_bits = 26
+    quarter = 1 << (fractional_bits - 2)
+    mod_quarter_minus_quarter = (a & (quarter - 1)) - quarter
+    result = _exp_on_interval(_saturating_shift_left(mod_quarter_minus_quarter, 5))
+    remainder = mod_quarter_minus_quarter - a
+    for exponent, multiplier in _EXP_BARREL:
+        bit = (remainder & (1 << (fractional_bits + exponent))) != 0
+        result = np.where(bit, _srdhm(result, multiplier), result)
+    return np.where(a == 0, _I32_MAX, result)
+
+
+def _reciprocal(x, integer_bits: int):
+    """tflite::GetReciprocal: (1 / x in Q0.31 scaled by a power of two, that power's exponent)."""
+    x = np.asarray(x, np.int64)
+    leading_zeros = 32 - np.array([int(v).bit_length() for v in x.reshape(-1)], np.int64).reshape(x.shape)
+    bits_over_unit = integer_bits - leading_zeros
+    shifted_minus_one = ((x << leading_zeros) & 0xFFFFFFFF) - (1 << 31)
+    total = shifted_minus_one + _I32_MAX  # RoundingHalfSum(a, One()), truncating toward zero
+    half_denominator = np.where(total >= 0, (total + 1) // 2, -((1 - total) // 2))
+    x2 = 1515870810 + _srdhm(half_denominator, -1010580540)  # Q2.29 Newton-Raphson from 48/17 - 32/17 d
+    for _ in range(3):
+        one_minus = (1 << 29) - _srdhm(half_denominator, x2)
+        x2 = x2 + _saturating_shift_left(_srdhm(x2, one_minus), 2)
+    return _saturating_shift_left(x2, 1), bits_over_unit
+
+
+def _quantize_multiplier_greater_than_one(real: float) -> tuple[int, int]:
+    mantissa, exponent = np.frexp(real)
+    fixed = int(np.sign(mantissa) * np.floor(abs(mantissa) * (1 << 31) + 0.5))
+    if fixed == 1 << 31:
+        fixed, exponent = fixed // 2, exponent + 1
+    return fixed, int(exponent)
+
+
+def tflite_softmax(q: np.ndarray, input_scale: float, beta: float) -> np.ndarray:
+    """TFLite's int8 Softmax (reference kernel) along the last axis: int8 in (`input_scale`), int8 out
+    (scale 1/256, zero point -128)."""
+    q = np.asarray(q, np.int64)
+    integer_bits = 5
+    real = min(float(beta) * float(np.float32(input_scale)) * (1 << (31 - integer_bits)), float((1 << 31) - 1))
+    multiplier, left_shift = _quantize_multiplier_greater_than_one(real)
+    radius = int(np.floor(((1 << integer_bits) - 1) * float(1 << (31 - integer_bits)) / float(1 << left_shift)))
+    diff = q - q.max(axis=-1, keepdims=True)
+    used = diff >= -radius
+    exps = _exp_on_negative_values(_srdhm(diff * (1 << left_shift), multiplier))
+    total = np.where(used, _rounding_divide_by_pot(exps, 12), 0).sum(axis=-1, keepdims=True)
+    scale, bits_over_unit = _reciprocal(total, 12)
+    unsaturated = _rounding_divide_by_pot(_srdhm(scale, exps), bits_over_unit + 31 - 8)
+    return np.where(used, np.clip(unsaturated - 128, INT8_MIN, INT8_MAX), INT8_MIN).astype(np.int64)

@@ -20,6 +20,8 @@ MODELS = {
     "residual": tflite_models.residual,
     "pooled": tflite_models.pooled,
     "pooled_window": lambda: tflite_models.pooled(global_pool=False),
+    "classifier": tflite_models.classifier,
+    "classifier_float_io": lambda: tflite_models.classifier(float_io=True),
 }
 
 
@@ -47,8 +49,10 @@ def tflite_reference(path, x: np.ndarray) -> np.ndarray:
 
 
 def model_input(graph, seed: int) -> np.ndarray:
-    shape = graph.inputs[0].onnx_shape
-    return np.random.default_rng(seed).integers(-128, 128, shape).astype(np.int8)
+    shape, rng = graph.inputs[0].onnx_shape, np.random.default_rng(seed)
+    if graph.inputs[0].dtype == "float32":
+        return (rng.standard_normal(shape) * 2).astype(np.float32)
+    return rng.integers(-128, 128, shape).astype(np.int8)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
@@ -58,11 +62,11 @@ def test_reference_equals_tflite_reference_kernels(tflite, name):
         x = model_input(graph, seed)
         ours = reference.run(graph, x)[graph.outputs[0].name]
         expected = tflite_reference(path, x)
-        assert ours.dtype == expected.dtype == np.int8 and ours.shape == expected.shape
+        assert ours.dtype == expected.dtype and ours.shape == expected.shape
         assert np.array_equal(ours, expected), f"{np.count_nonzero(ours != expected)} of {ours.size} differ"
 
 
-@pytest.mark.parametrize("name", ["conv_stack", "residual", "pooled", "pooled_window"])
+@pytest.mark.parametrize("name", ["conv_stack", "residual", "pooled", "pooled_window", "classifier_float_io"])
 def test_csim_equals_tflite_reference_kernels(tflite, tmp_path, name):
     path, graph = tflite(name)
     x = model_input(graph, 11)
@@ -119,4 +123,30 @@ def test_a_damaged_file_is_one_clear_error(tmp_path, content, message):
     path = tmp_path / "bad.tflite"
     path.write_bytes(content)
     with pytest.raises(MingError, match=message):
+        lift(path)
+
+
+@pytest.mark.parametrize("scale", [0.01, 0.05, 0.2, 1.0, 4.0])
+def test_host_softmax_equals_tflite_softmax(tmp_path, scale):
+    from ming_py.runtime.ming_host import tflite_softmax
+
+    builder = tflite_models.TfliteBuilder(seed=8)
+    logits = builder.input((1, 10), scale=scale)
+    path = tmp_path / "softmax.tflite"
+    path.write_bytes(builder.build([builder.softmax(logits)], "softmax"))
+    rng = np.random.default_rng(int(scale * 100))
+    for row in range(200):
+        x = rng.integers(-128, 128, (1, 10)).astype(np.int8)
+        if row % 4 == 0:  # near-ties and a dominant logit
+            x = np.clip(x // 16 + 100 * (row % 8 == 0), -128, 127).astype(np.int8)
+        assert np.array_equal(tflite_softmax(x, np.float32(scale), 1.0), tflite_reference(path, x)), x
+
+
+def test_boundary_ops_inside_the_model_are_refused(tmp_path):
+    builder = tflite_models.TfliteBuilder(seed=9)
+    x = builder.input((1, 16))
+    y = builder.fully_connected(builder.softmax(builder.fully_connected(x, 16)), 4)
+    path = tmp_path / "inner_softmax.tflite"
+    path.write_bytes(builder.build([y], "inner_softmax"))
+    with pytest.raises(MingError, match=r"\(SOFTMAX\) is supported only as the model's"):
         lift(path)

@@ -131,8 +131,14 @@ class TfliteBuilder:
 
     # ---- layers ----
 
-    def input(self, shape, name="input", float_input=False, symbolic_batch=False) -> Tensor:
+    def input(self, shape, name="input", float_input=False, symbolic_batch=False, scale=None) -> Tensor:
+        """The model's input; `scale` (zero point 0) instead of the calibrated range if given."""
         calibration = self.rng.normal(0, 1, (self.calibration, *shape[1:])).astype(np.float32)
+        if scale is not None:
+            index = self._tensor(name, shape, INT8, np.float32(scale), 0)
+            self.quant[index] = (float(np.float32(scale)), 0)
+            self.inputs.append(index)
+            return Tensor(index, self._fake_quantize(calibration, np.float32(scale), 0))
         signature = (-1, *shape[1:]) if symbolic_batch else None
         if float_input:
             index = self._tensor(name, shape, FLOAT32, signature=signature)
@@ -198,8 +204,10 @@ class TfliteBuilder:
         return y
 
     def pool(self, x: Tensor, size, stride=None, padding="valid", kind="average", name="pool") -> Tensor:
-        stride = stride or size
-        windows, _ = _windows(x.calibration, size, size, stride, padding, np.nan)
+        kh, kw = (size, size) if isinstance(size, int) else size
+        stride = stride or kh
+        whole = (kh, kw) == x.shape[1:3]  # a window as large as the map: one output whatever the stride
+        windows, _ = _windows(x.calibration, kh, kw, 1 if whole else stride, padding, np.nan)
         if kind == "average":  # TFLite averages over the valid window positions only
             out = np.nanmean(windows, axis=(-2, -1))
         else:
@@ -208,7 +216,7 @@ class TfliteBuilder:
         options = schema.Pool2DOptionsT()
         options.padding = schema.Padding.SAME if padding == "same" else schema.Padding.VALID
         options.strideH = options.strideW = stride
-        options.filterHeight = options.filterWidth = size
+        options.filterHeight, options.filterWidth = kh, kw
         options.fusedActivationFunction = ACTIVATIONS[None]
         op = "AVERAGE_POOL_2D" if kind == "average" else "MAX_POOL_2D"
         self._op(op, [x.index], [y.index], schema.BuiltinOptions.Pool2DOptions, options)
@@ -385,3 +393,18 @@ def float_io() -> bytes:
     x = b.conv(x, 8, kernel=4, padding="valid", name="head")
     x = b.reshape(x, (1, 8), name="flatten")
     return b.build([b.dequantize(b.fully_connected(x, 10, name="dense"))], "float_io")
+
+
+def classifier(float_io=False) -> bytes:
+    """A DS-CNN-style keyword classifier: a strided stem, depthwise-separable blocks, global average pool,
+    dense layer and Softmax (int8 output, or float through DEQUANTIZE)."""
+    b = TfliteBuilder(seed=7)
+    x = b.input((1, 12, 8, 1), float_input=float_io)
+    x = b.conv(x, 16, kernel=(5, 3), stride=2, name="stem")
+    for block in range(2):
+        x = b.conv(x, 16, depthwise=True, name=f"dw{block}")
+        x = b.conv(x, 16, kernel=1, name=f"pw{block}")
+    x = b.pool(x, x.shape[1:3], kind="average", name="pool")
+    x = b.reshape(x, (1, 16), name="flatten")
+    y = b.softmax(b.fully_connected(x, 12, name="dense"), name="softmax")
+    return b.build([b.dequantize(y) if float_io else y], "classifier")
