@@ -175,6 +175,8 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
     with output_lock(out):
         with progress.step(f"importing {Path(model).name} through IREE"):
             graph = lift(model)
+        for note in graph.notes:
+            progress.note(f"note: {note}")
         with progress.step(f"choosing parallelism for {options.board} (ILP)"):
             board, solution = explore(graph, options)
         progress.note(f"ILP: {solution.status}, {solution.totals['solver']['variables']} variables, "

@@ -207,7 +207,9 @@ def _boards(args) -> None:
 def _analyze(args) -> None:
     from .pipeline import analyze, lift
 
-    reports = analyze(lift(args.model))
+    graph = lift(args.model)
+    _print_notes(graph)
+    reports = analyze(graph)
     if args.json:
         print(json.dumps([r.as_dict() for r in reports], indent=2))
         return
@@ -224,6 +226,12 @@ def _analyze(args) -> None:
     print(f"{len(reports)} kernels, {sum(r.macs for r in reports):,} MACs")
 
 
+def _print_notes(graph) -> None:
+    """What the frontend assumed about the model (a symbolic batch compiled as 1), on stderr."""
+    for note in graph.notes:
+        print(f"ming: note: {note}", file=sys.stderr)
+
+
 def _fmt(values) -> str:
     return ",".join(map(str, values)) if values else "-"
 
@@ -237,6 +245,7 @@ def _reference(args) -> None:
     x = load_input(args.input)
     check_output_file(args.output)
     graph = lift(args.model)
+    _print_notes(graph)
     check_input(x, graph.inputs[0].onnx_shape, graph.inputs[0].dtype)
     outputs = reference.run(graph, x)
     save_output(args.output, outputs[graph.outputs[0].name])

@@ -76,7 +76,7 @@ def check_budget_lists(board: Board, lists: dict[str, str | None]) -> None:
 
 def check_model(path: Path) -> None:
     if not Path(path).is_file():
-        raise MingError(f"{path}: file not found; pass the path of an int8 QDQ .onnx model")
+        raise MingError(f"{path}: file not found; pass the path of an int8 QDQ .onnx or int8 .tflite model")
 
 
 def check_output_file(path: Path, option: str = "--output") -> None:

@@ -91,8 +91,20 @@ def test_float_model_is_rejected(tmp_path):
 
 
 def test_dynamic_shape_is_rejected(tmp_path):
-    path = _save(_conv_graph(["N", 3, 8, 8]), tmp_path / "dynamic.onnx")
+    path = _save(_conv_graph([1, 3, "H", 8]), tmp_path / "dynamic.onnx")
     assert_clean_error(ming("analyze", path), "'x'", "dynamic")
+
+
+def test_symbolic_batch_is_compiled_as_one_with_a_note(quantized, tmp_path):
+    import onnx
+
+    model = onnx.load(str(quantized("conv3x3_same")))
+    for value in (model.graph.input[0], model.graph.output[0]):
+        value.type.tensor_type.shape.dim[0].dim_param = "N"
+    onnx.save(model, str(tmp_path / "symbolic.onnx"))
+    result = ming("analyze", tmp_path / "symbolic.onnx")
+    assert result.returncode == 0, result.stderr
+    assert "ming: note: 'x' has a symbolic batch dimension 'N'; compiled for batch 1" in result.stderr
 
 
 def test_batch_larger_than_one_is_rejected(tmp_path):
