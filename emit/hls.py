@@ -264,6 +264,14 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
         view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax)
         constant("bias", "int32_t", _per_tile(e.bias.astype(np.int32), lanes),
                  "int32 bias with the input zero-point correction folded in, [output tile][lane]")
+        if e.float32:
+            view.epilogue = "fixed_point_float"
+            mantissa, exponent = numerics.float32_parts(e.float_multipliers)
+            constant("mantissa", "int32_t", _per_tile(mantissa.astype(np.int32), lanes),
+                     "float32(multiplier * 2^-shift) = mantissa * 2^exponent (LiteRT's FULLY_CONNECTED rounds "
+                     "f32(acc) times it half away from zero)")
+            constant("exponent", "int32_t", _per_tile(exponent.astype(np.int32), lanes), "its exponent")
+            return
         constant("multiplier", "int32_t", _per_tile(e.multiplier.astype(np.int32), lanes),
                  "TFLite's Q31 requantization multiplier, [output tile][lane]")
         constant("shift", "uint8_t", _per_tile(e.shift.astype(np.uint8), lanes),

@@ -1058,8 +1058,9 @@ def _int_payload(block, where) -> Expr:
 
 
 def _kernel_op(payload: Expr, onnx_op: str, operands: list[Operand], dtype: str) -> str:
-    """'conv', 'gemm' or 'matmul' for `acc + a * b` bodies (named after the ONNX op, or by the shape of the
-    access when there is none: TFLite); 'maxpool' for an int8 running max; 'reduce' otherwise."""
+    """'conv', 'gemm' or 'matmul' for `acc + a * b` bodies (named after the model's op, or by the shape of
+    the access when there is none); 'maxpool' for an int8 running max, 'sumpool' for an int8 window sum;
+    'reduce' otherwise."""
     is_mac = isinstance(payload, Op) and payload.name == "add" and any(
         isinstance(a, Op) and a.name == "mul" for a in payload.args)
     if isinstance(payload, Op) and payload.name == "max" and dtype == "i8" and len(operands) == 1:
@@ -1070,7 +1071,8 @@ def _kernel_op(payload: Expr, onnx_op: str, operands: list[Operand], dtype: str)
     if not is_mac:
         return "reduce"
     if onnx_op:
-        return {"Conv": "conv", "Gemm": "gemm"}.get(onnx_op, "matmul")
+        return {"Conv": "conv", "Gemm": "gemm", "CONV_2D": "conv", "DEPTHWISE_CONV_2D": "conv",
+                "FULLY_CONNECTED": "gemm"}.get(onnx_op, "matmul")
     sliding = any(len(e.used_dims()) > 1 for o in operands for e in o.map.results)
     return "conv" if sliding else "gemm"
 

@@ -24,7 +24,7 @@ from ai_edge_litert import schema_py_generated as schema
 from iree.compiler import ir
 from iree.compiler.tools import binaries
 
-from ming_py.ir import Graph, HostOp, MingError
+from ming_py.ir import FixedPointRequant, Graph, HostOp, MingError
 
 from .layout import channels_first
 from .lift import Lifter, ModelPort
@@ -185,8 +185,9 @@ def import_to_linalg(model: schema.ModelT, path: Path) -> str:
     with tempfile.TemporaryDirectory(prefix="ming-") as scratch:  # the converter reads a file
         staged = Path(scratch) / "model.tflite"
         staged.write_bytes(_flatbuffer(model))
-        try:
-            converter.tflite_flatbuffer_to_tosa_mlir(str(staged), tosa, converter.TosaConverterOutputFormat.Bytecode)
+        try:  # with locations: IREE keeps each op's TFLite output tensor name, which names ming's kernels
+            converter.tflite_flatbuffer_to_tosa_mlir(str(staged), tosa, converter.TosaConverterOutputFormat.Bytecode,
+                                                     converter.TosaConverterDebugInfo.Enable)
         except RuntimeError as exc:
             raise MingError(f"{path}: TOSA conversion failed ({str(exc).splitlines()[0][:160]})") from None
     result = subprocess.run([binaries.find_tool("iree-compile"), "-", *IREE_FLAGS, "-o", "-"],
@@ -216,9 +217,20 @@ def import_tflite(path: str | Path) -> Graph:
                             "is supported only as the model's first (QUANTIZE) or last (SOFTMAX, DEQUANTIZE) op")
     text = import_to_linalg(model, path)
     name = (model.description or b"").decode() or path.stem
+    op_types = {graph.tensors[op.outputs[0]].name.decode(): op_name(model, op) for op in graph.operators}
     with ir.Context() as context:
         module = ir.Module.parse(text, context)
         lifted = Lifter(name, [_port(graph, i) for i in graph.inputs], [_port(graph, i) for i in graph.outputs],
-                        {}, notes).run(module)
-    return _with_host_boundary(channels_first(lifted), model, boundary)
+                        op_types, notes).run(module)
+    return _with_host_boundary(_reference_rounding(channels_first(lifted), op_types), model, boundary)
+
+
+def _reference_rounding(graph: Graph, op_types: dict[str, str]) -> Graph:
+    """TOSA rounds every requantization the same way (TFLite's MultiplyByQuantizedMultiplier); LiteRT's
+    reference FULLY_CONNECTED rounds f32(acc) * f32(multiplier) half away from zero instead (measured
+    equal on every output in tests/test_tflite.py). ming follows the reference kernels."""
+    for kernel in graph.kernels():
+        if op_types.get(kernel.source) == "FULLY_CONNECTED" and isinstance(kernel.epilogue, FixedPointRequant):
+            kernel.epilogue.float32 = True
+    return graph
 

@@ -192,6 +192,13 @@ class FixedPointRequant:
     double_round: bool = True
     qmin: int = -128
     qmax: int = 127
+    # LiteRT's reference FULLY_CONNECTED rounds in float instead: sat(round_half_away(f32(f32(acc) *
+    # f32(multiplier * 2^-shift))) + zero_point) (`numerics.requantize` with half_away)
+    float32: bool = False
+
+    @property
+    def float_multipliers(self) -> np.ndarray:
+        return (self.multiplier.astype(np.float64) * np.exp2(-self.shift.astype(np.float64))).astype(np.float32)
 
 
 @dataclass(eq=False)

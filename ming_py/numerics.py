@@ -219,7 +219,7 @@ def requantize_float_reference(acc: ArrayLike, multiplier: ArrayLike, zero_point
 
 
 def requantize(acc: ArrayLike, multiplier: ArrayLike, zero_point: ArrayLike,
-               qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+               qmin: int = INT8_MIN, qmax: int = INT8_MAX, half_away: bool = False) -> np.ndarray:
     """Bit-exact integer emulation of ORT's float32 requantization.
 
     Rule (ORT, verified ``==`` on every element): ``y = sat(rne(f32(f32(acc) * M)) + zp)``
@@ -240,6 +240,9 @@ def requantize(acc: ArrayLike, multiplier: ArrayLike, zero_point: ArrayLike,
 
     ``multiplier`` must be float32-representable, >= 0; ``|acc| < 2**62`` (ORT's
     accumulators are int32).  Returns int8 (uint8 if ``qmin >= 0``).
+
+    ``half_away``: step 4 rounds half away from zero (``std::round``), as LiteRT's reference
+    FULLY_CONNECTED does (``y = sat(round(f32(f32(acc) * M)) + zp)``).
     """
     acc = _i64(acc)
     if np.any(np.abs(acc) >= (1 << 62)):
@@ -255,7 +258,8 @@ def requantize(acc: ArrayLike, multiplier: ArrayLike, zero_point: ArrayLike,
     e_tot = d1 + d2 + exp                                 # value = p_m * 2**e_tot
     big = np.int64(1) << 40                               # anything > |qmin|,|qmax| + |zp|
     pos = np.where(e_tot > 16, np.where(p_m > 0, big, 0), p_m << np.clip(e_tot, 0, 16))
-    mag = np.where(e_tot >= 0, pos, round_shift_half_even(p_m, np.maximum(-e_tot, 0)))
+    fraction_rounding = round_shift_half_up if half_away else round_shift_half_even  # on magnitudes
+    mag = np.where(e_tot >= 0, pos, fraction_rounding(p_m, np.maximum(-e_tot, 1)))
     y = np.where(neg, -mag, mag) + _i64(zero_point)
     return saturate(y, qmin, qmax)
 

@@ -211,6 +211,9 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
         shape = [1] * len(parallel)
         shape[parallel.index(epilogue.channel_dim)] = -1
         acc = numerics.wrap_i32(result + epilogue.bias.astype(np.int64).reshape(shape))
+        if epilogue.float32:
+            return numerics.requantize(acc, epilogue.float_multipliers.reshape(shape), epilogue.zero_point,
+                                       epilogue.qmin, epilogue.qmax, half_away=True)
         return numerics.fixed_point_requantize(acc, epilogue.multiplier.astype(np.int64).reshape(shape),
                                                epilogue.shift.astype(np.int64).reshape(shape),
                                                epilogue.double_round, epilogue.zero_point, epilogue.qmin,

@@ -199,6 +199,8 @@ def requant_constants(epilogue) -> tuple[tuple[str, int], ...]:
     rule's; the lean datapath's (`ming::requantize_lean`; a shift common to all channels is a constant of
     the code, not a table) where every channel has them, else the exact float32 emulation's."""
     if isinstance(epilogue, FixedPointRequant):
+        if epilogue.float32:
+            return ("bias", 32), ("mantissa", 32), ("exponent", 32)
         return ("bias", 32), ("multiplier", 32), ("shift", 8)
     lean = numerics.lean_channels(epilogue.multipliers)
     if lean is None:
@@ -211,6 +213,8 @@ def requant_constants(epilogue) -> tuple[tuple[str, int], ...]:
 def requant_datapath(epilogue) -> str:
     """The requantization datapath a process's lanes carry: "lean" (`ming::requantize_lean` with one
     shift), "lean, shift by channel", "exact" (`ming::requantize`) or "fixed point" (Add, AveragePool)."""
+    if isinstance(epilogue, FixedPointRequant) and epilogue.float32:
+        return "exact"  # the float32 emulation of `ming::requantize`, rounding half away
     if isinstance(epilogue, (FixedPointRequant, FixedPointAdd, FixedPointAverage)):
         return "fixed point 32 x 32"
     if isinstance(epilogue, AccRequant):

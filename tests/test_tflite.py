@@ -22,6 +22,9 @@ MODELS = {
     "pooled_window": lambda: tflite_models.pooled(global_pool=False),
     "classifier": tflite_models.classifier,
     "classifier_float_io": lambda: tflite_models.classifier(float_io=True),
+    "mobilenet": tflite_models.mobilenet,
+    "resnet8": tflite_models.resnet8,
+    "autoencoder": tflite_models.autoencoder,
 }
 
 
@@ -66,7 +69,8 @@ def test_reference_equals_tflite_reference_kernels(tflite, name):
         assert np.array_equal(ours, expected), f"{np.count_nonzero(ours != expected)} of {ours.size} differ"
 
 
-@pytest.mark.parametrize("name", ["conv_stack", "residual", "pooled", "pooled_window", "classifier_float_io"])
+@pytest.mark.parametrize("name", ["conv_stack", "pooled_window", "classifier_float_io", "mobilenet", "resnet8",
+                                  "autoencoder"])
 def test_csim_equals_tflite_reference_kernels(tflite, tmp_path, name):
     path, graph = tflite(name)
     x = model_input(graph, 11)
@@ -150,3 +154,19 @@ def test_boundary_ops_inside_the_model_are_refused(tmp_path):
     path.write_bytes(builder.build([y], "inner_softmax"))
     with pytest.raises(MingError, match=r"\(SOFTMAX\) is supported only as the model's"):
         lift(path)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dense_layers_round_as_litert_reference_kernels(tmp_path, seed):
+    """LiteRT's reference FULLY_CONNECTED rounds f32(acc) * f32(multiplier) half away from zero, where TOSA
+    (and CONV_2D) round twice in fixed point: every int8 input value of a dense layer, where the rules
+    differ on several outputs."""
+    builder = tflite_models.TfliteBuilder(seed=seed)
+    x = builder.input((1, 2))
+    path = tmp_path / "dense.tflite"
+    path.write_bytes(builder.build([builder.fully_connected(x, 64)], "dense"))
+    graph = lift(path)
+    assert graph.kernels()[0].epilogue.float32
+    for value in range(-128, 128):
+        x = np.full((1, 2), value, np.int8)
+        assert np.array_equal(reference.run(graph, x)[graph.outputs[0].name], tflite_reference(path, x))

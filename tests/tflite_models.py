@@ -97,7 +97,8 @@ class TfliteBuilder:
         return Tensor(index, calibration)
 
     def _weights(self, name, shape, axis, per_channel=True):
-        w = self.rng.normal(0, 1, shape).astype(np.float32)
+        fan_in = int(np.prod(shape)) // shape[axis] if axis == 0 else int(np.prod(shape[1:3]))
+        w = self.rng.normal(0, np.sqrt(2.0 / fan_in), shape).astype(np.float32)  # He: activations stay O(1)
         reduce = tuple(a for a in range(len(shape)) if a != axis)
         peak = np.abs(w).max(axis=reduce) if per_channel else np.full(shape[axis], np.abs(w).max())
         scale = (peak / 127).astype(np.float32)
@@ -408,3 +409,44 @@ def classifier(float_io=False) -> bytes:
     x = b.reshape(x, (1, 16), name="flatten")
     y = b.softmax(b.fully_connected(x, 12, name="dense"), name="softmax")
     return b.build([b.dequantize(y) if float_io else y], "classifier")
+
+
+def mobilenet() -> bytes:
+    """A MobileNetV1-style visual-wake-words net: strided stem, depthwise-separable blocks with Relu6 (one
+    strided), global average pool, dense layer, Softmax."""
+    b = TfliteBuilder(seed=10)
+    x = b.input((1, 16, 16, 3))
+    x = b.conv(x, 8, stride=2, activation="relu6", name="stem")
+    for block, (channels, stride) in enumerate([(16, 1), (16, 2), (32, 1)]):
+        x = b.conv(x, x.shape[-1], depthwise=True, stride=stride, activation="relu6", name=f"dw{block}")
+        x = b.conv(x, channels, kernel=1, activation="relu6", name=f"pw{block}")
+    x = b.pool(x, x.shape[1:3], kind="average", name="pool")
+    x = b.reshape(x, (1, 32), name="flatten")
+    return b.build([b.softmax(b.fully_connected(x, 4, name="dense"), name="softmax")], "mobilenet")
+
+
+def resnet8() -> bytes:
+    """A ResNet-8-style CIFAR net (smaller): stem, three residual stages (the strided ones with a 1 x 1
+    shortcut), global average pool, dense layer, Softmax."""
+    b = TfliteBuilder(seed=11)
+    x = b.input((1, 16, 16, 3))
+    x = b.conv(x, 8, name="stem")
+    for stage, (channels, stride) in enumerate([(8, 1), (16, 2), (16, 2)]):
+        y = b.conv(x, channels, stride=stride, name=f"stage{stage}_conv1")
+        y = b.conv(y, channels, activation=None, name=f"stage{stage}_conv2")
+        if stride != 1 or channels != x.shape[-1]:
+            x = b.conv(x, channels, kernel=1, stride=stride, activation=None, name=f"stage{stage}_shortcut")
+        x = b.add(x, y, activation="relu", name=f"stage{stage}_add")
+    x = b.pool(x, x.shape[1:3], kind="average", name="pool")
+    x = b.reshape(x, (1, 16), name="flatten")
+    return b.build([b.softmax(b.fully_connected(x, 10, name="dense"), name="softmax")], "resnet8")
+
+
+def autoencoder() -> bytes:
+    """The anomaly-detection autoencoder's shape (dense layers with Relu, a narrow bottleneck), smaller,
+    per-tensor weights as TFLite's converter writes for dense layers."""
+    b = TfliteBuilder(seed=12)
+    x = b.input((1, 64))
+    for layer, units in enumerate([32, 32, 8, 32, 32]):
+        x = b.fully_connected(x, units, activation="relu", name=f"dense{layer}")
+    return b.build([b.fully_connected(x, 64, name="output")], "autoencoder")

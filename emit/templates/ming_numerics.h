@@ -104,7 +104,7 @@ inline int64_t round_shift_half_up(int64_t v, int shift) {
 // Wide-range form of requantize (numerics.requantize with any qmin/qmax that fits int32,
 // e.g. uint8 [0, 255] or int32 outputs).  See requantize below.
 inline int32_t requantize_i32(int64_t acc, int64_t mantissa, int32_t exponent, int32_t zero_point,
-                              int32_t qmin, int32_t qmax) {
+                              int32_t qmin, int32_t qmax, bool half_away = false) {
     // 1. M = mantissa * 2^exponent (numerics.float32_parts, done by the compiler).
     // 2. a = |acc| rounded to 24 significant bits (= float32(acc)): a_m * 2^d1.
     const bool neg = acc < 0;
@@ -125,7 +125,8 @@ inline int32_t requantize_i32(int64_t acc, int64_t mantissa, int32_t exponent, i
     } else if (e_tot >= 0) {
         mag = detail::wrap_shl(p_m, static_cast<int>(e_tot));
     } else {
-        mag = round_shift_half_even(p_m, e_tot < -63 ? 63 : static_cast<int>(-e_tot));
+        const int shift = e_tot < -63 ? 63 : static_cast<int>(-e_tot);
+        mag = half_away ? round_shift_half_up(p_m, shift) : round_shift_half_even(p_m, shift);  // p_m >= 0
     }
     // 5. rne is odd-symmetric: re-apply the sign, add the zero point after rounding.
     const int64_t y = (neg ? -mag : mag) + zero_point;
@@ -139,6 +140,13 @@ inline int32_t requantize_i32(int64_t acc, int64_t mantissa, int32_t exponent, i
 inline int8_t requantize(int64_t acc, int64_t mantissa, int32_t exponent, int32_t zero_point,
                          int32_t qmin = -128, int32_t qmax = 127) {
     return static_cast<int8_t>(requantize_i32(acc, mantissa, exponent, zero_point, qmin, qmax));
+}
+
+// numerics.requantize(..., half_away=True): LiteRT's reference FULLY_CONNECTED for TFLite int8 models,
+//   y = sat(round_half_away(f32(f32(acc) * M)) + zp), emulated exactly in integers.
+inline int8_t requantize_half_away(int64_t acc, int64_t mantissa, int32_t exponent, int32_t zero_point,
+                                   int32_t qmin, int32_t qmax) {
+    return static_cast<int8_t>(requantize_i32(acc, mantissa, exponent, zero_point, qmin, qmax, true));
 }
 
 // numerics.requantize_lean: the requantization datapath of the emitted kernels, equal to requantize
