@@ -33,7 +33,7 @@ TFLITE_MODELS = {
     "tflite_mobilenet": tflite_models.mobilenet, "tflite_autoencoder": tflite_models.autoencoder,
     "tflite_conv_stack_per_tensor": lambda: tflite_models.conv_stack(per_channel=False),
     "tflite_pooled_window": lambda: tflite_models.pooled(global_pool=False),
-    "tflite_float_io": tflite_models.float_io,
+    "tflite_float_io": tflite_models.float_io, "tflite_global_mean": tflite_models.global_mean,
 }
 
 

@@ -220,6 +220,7 @@ class Lifter:
         self.globals: dict[str, np.ndarray] = {}
         self.quantization: dict[str, tuple[float, int]] = {}  # int8 tensor -> the (scale, zero point) it was given
         self.imported = 0  # model inputs imported so far
+        self.sum_offsets: dict[str, int] = {}  # window sums of raw int8 values -> what the model's sum adds
 
     # ---- naming and graph construction ----
 
@@ -682,8 +683,46 @@ class Lifter:
                 return
         elif any(isinstance(v, IntSum) for v in raw):
             raise MingError(f"{where}: the sum of two tensors must be requantized before other operations")
+        payload = _int_payload(block, where)
+        if n_in == 1 and isinstance(out_init, Fill) and out_init.value == 0 and element_type(result) == "i32" \
+                and isinstance(payload, Op) and payload.name == "add" and set(payload.args) == {Arg(0), Arg(1)}:
+            summed = self._sum_reduction(raw[0], maps, iterators, dims, node, result, where)
+            if summed is not None:
+                self.values[result] = summed
+                return
         ins = [self._get(v, where) for v in op.operands[:n_in]]
         self.values[result] = self._int_generic(ins, out_init, maps, iterators, dims, block, node, result, where)
+
+    def _sum_reduction(self, source, maps, iterators, dims, node, result, where) -> IntTensor | None:
+        """TFLite's MEAN as TOSA writes it: int8 values less their zero point (a RESCALE to int32), summed
+        over one axis, then over the next (a second reduction of the first's sums). Read as one window sum of
+        the raw int8 values (a global pool), the zero point times the count kept as the sum's offset."""
+        if isinstance(source, IntChain) and isinstance(source.tensor, str) and source.axis is None \
+                and self.graph.tensors[source.tensor].dtype == "i8":
+            values = np.arange(-128, 128, dtype=np.int64).reshape(-1, 1)
+            offsets = fixed_point.run_steps(source.steps, values, 1)[:, 0] - values[:, 0]
+            if np.any(offsets != offsets[0]):
+                return None
+            name = self._fresh(node if node not in ("?", "main") else "sumpool")
+            out = self._new_tensor(f"{name}_out", tensor_shape(result), "i32")
+            self.graph.nodes.append(Kernel(
+                name=name, source=node, dims=dims, iterators=iterators,
+                inputs=(Operand(source.tensor, maps[0]),), output=Operand(out, maps[1]),
+                payload=Op("add", (Arg(1), Arg(0))), init=0, op="sumpool"))
+            count = int(np.prod([dims[d] for d, it in enumerate(iterators) if it != PARALLEL]))
+            self.sum_offsets[out] = int(offsets[0]) * count
+            return IntTensor(out)
+        producer = self._producer(source.name) if isinstance(source, IntTensor) else None
+        if producer is None or producer.op != "sumpool" or producer.epilogue is not None \
+                or source.name not in self.sum_offsets:
+            return None
+        merged = _merge_reductions(producer, maps, iterators, dims, where)
+        out = self._new_tensor(f"{producer.name}_total", tensor_shape(result), "i32")
+        merged.output = Operand(out, merged.output.map)
+        self.graph.nodes[self.graph.nodes.index(producer)] = merged
+        count = int(np.prod([dims[d] for d, it in enumerate(iterators) if it != PARALLEL]))
+        self.sum_offsets[out] = self.sum_offsets[source.name] * count
+        return IntTensor(out)
 
     # ---- integer element-wise chains (TOSA) ----
 
@@ -720,6 +759,15 @@ class Lifter:
                 and chain.steps[-1].dtype == "i8":
             channel_dim = self._channel_dim(producer, chain)
             producer.epilogue = fixed_point.requant_of(chain, channel_dim, producer.dims[channel_dim], where)
+            self._retype(producer.output.tensor, "i8")
+            return IntTensor(producer.output.tensor)
+        if producer is not None and producer.op == "sumpool" and producer.epilogue is None \
+                and producer.output.tensor in self.sum_offsets:  # a MEAN: the rescale of a global sum
+            channel_dim = self._channel_dim(producer, chain)
+            epilogue = fixed_point.requant_of(chain, channel_dim, producer.dims[channel_dim], where)
+            epilogue.bias = numerics.wrap_i32(epilogue.bias.astype(np.int64)
+                                              + self.sum_offsets[producer.output.tensor]).astype(np.int32)
+            producer.epilogue = epilogue
             self._retype(producer.output.tensor, "i8")
             return IntTensor(producer.output.tensor)
         if producer is not None and producer.op == "sumpool" and producer.epilogue is None:
@@ -1075,6 +1123,24 @@ def _kernel_op(payload: Expr, onnx_op: str, operands: list[Operand], dtype: str)
                 "FULLY_CONNECTED": "gemm"}.get(onnx_op, "matmul")
     sliding = any(len(e.used_dims()) > 1 for o in operands for e in o.map.results)
     return "conv" if sliding else "gemm"
+
+
+def _merge_reductions(first: Kernel, maps, iterators, dims, where) -> Kernel:
+    """`first` followed by a sum over some of its parallel dims (`maps`, `iterators` over `dims`), as one
+    kernel over `first`'s dims: the second's loop dim j is the first's dim producing its operand's axis."""
+    produced = [e.single_dim() for e in first.output.map.results]
+    read = [e.single_dim() for e in maps[0].results]
+    written = [e.single_dim() for e in maps[1].results]
+    if None in produced + read + written or len(read) != len(produced):
+        raise MingError(f"{where}: unsupported sum of sums")
+    to_first = dict(zip(read, produced))
+    merged = list(first.iterators)
+    for d, kind in enumerate(iterators):
+        if kind != PARALLEL:
+            merged[to_first[d]] = kind
+    output = AccessMap(len(first.dims), tuple(AffineExpr(tuple(int(i == to_first[d]) for i in range(len(first.dims))))
+                                              for d in written))
+    return replace(first, iterators=tuple(merged), output=Operand(first.output.tensor, output))
 
 
 def _renumber(expr: Expr, mapping: dict[int, int]) -> Expr:

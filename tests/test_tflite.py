@@ -25,6 +25,7 @@ MODELS = {
     "mobilenet": tflite_models.mobilenet,
     "resnet8": tflite_models.resnet8,
     "autoencoder": tflite_models.autoencoder,
+    "global_mean": tflite_models.global_mean,
 }
 
 
@@ -70,7 +71,7 @@ def test_reference_equals_tflite_reference_kernels(tflite, name):
 
 
 @pytest.mark.parametrize("name", ["conv_stack", "pooled_window", "classifier_float_io", "mobilenet", "resnet8",
-                                  "autoencoder"])
+                                  "autoencoder", "global_mean"])
 def test_csim_equals_tflite_reference_kernels(tflite, tmp_path, name):
     path, graph = tflite(name)
     x = model_input(graph, 11)

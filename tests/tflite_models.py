@@ -450,3 +450,13 @@ def autoencoder() -> bytes:
     for layer, units in enumerate([32, 32, 8, 32, 32]):
         x = b.fully_connected(x, units, activation="relu", name=f"dense{layer}")
     return b.build([b.fully_connected(x, 64, name="output")], "autoencoder")
+
+
+def global_mean() -> bytes:
+    """Keras' GlobalAveragePooling2D as TFLite writes it (MEAN over height and width) before the classifier."""
+    b = TfliteBuilder(seed=13)
+    x = b.input((1, 8, 8, 3))
+    x = b.conv(x, 16, stride=2, name="conv")
+    x = b.conv(x, 16, name="conv2")
+    x = b.mean(x, name="gap")
+    return b.build([b.fully_connected(x, 10, name="dense")], "global_mean")
