@@ -293,6 +293,9 @@ class Lifter:
             raise MingError(f"{where}: operand produced by an unsupported operation")
         if isinstance(self.values[value], IntChain):
             self.values[value] = self._materialize(self.values[value], where)
+        held = self.values[value]
+        if isinstance(held, FloatPieces) and all(isinstance(piece, IntTensor) for _, _, piece in held.pieces):
+            self.values[value] = self._concat(held, held.origin, where, lambda piece: piece.name)  # TFLite's
         return self.values[value]
 
     # ---- simple ops ----
@@ -385,10 +388,10 @@ class Lifter:
 
     def _op_tensor_insert_slice(self, op, where):
         source = self._get(op.operands[0], where)
-        dest = self._get(op.operands[1], where)
+        dest = self.values.get(op.operands[1])  # pieces so far: not yet a Concat
         offsets = tuple(op.attributes["static_offsets"])
         sizes = tuple(op.attributes["static_sizes"])
-        if not isinstance(source, FloatValue):
+        if not isinstance(source, (FloatValue, IntTensor)):
             raise MingError(f"{where}: insert_slice of this value is not supported")
         pieces = dest.pieces if isinstance(dest, FloatPieces) else ()
         if not isinstance(dest, (FloatPieces, Empty)):
@@ -610,11 +613,17 @@ class Lifter:
         return IntTensor(out)
 
     def _quantize_pieces(self, value: FloatPieces, scale, zero_point, node, where):
+        return self._concat(value, node, where, lambda piece: self._quantize(piece, scale, zero_point, node, where).name)
+
+    def _concat(self, value: FloatPieces, node, where, piece_tensor) -> IntTensor:
+        """A Concat node of the pieces (int8 tensors, or float ones `piece_tensor` quantizes)."""
         varying = {i for (offsets, _, _) in value.pieces for i, o in enumerate(offsets) if o}
         if len(varying) != 1:
             raise MingError(f"{where}: only concatenation along one axis is supported")
         axis = varying.pop()
-        lead = len(value.shape) - len(value.pieces[0][2].shape)
+        first = value.pieces[0][2]
+        rank = len(self.graph.tensors[first.name].shape if isinstance(first, IntTensor) else first.shape)
+        lead = len(value.shape) - rank
         if lead < 0 or any(d != 1 for d in value.shape[:lead]):
             raise MingError(f"{where}: unsupported concatenation shape")
         pieces = sorted(value.pieces, key=lambda p: p[0][axis])
@@ -624,8 +633,7 @@ class Lifter:
             if offsets[axis] != position or any(o for i, o in enumerate(offsets) if i != axis):
                 raise MingError(f"{where}: concatenation pieces do not tile the output")
             position += sizes[axis]
-            tensor = self._quantize(piece, scale, zero_point, node, where).name
-            inputs.append(self._reshape_tensor(tensor, tuple(sizes[lead:]), node))
+            inputs.append(self._reshape_tensor(piece_tensor(piece), tuple(sizes[lead:]), node))
         if position != value.shape[axis]:
             raise MingError(f"{where}: concatenation pieces do not cover the output")
         name = self._fresh(node)

@@ -26,6 +26,7 @@ MODELS = {
     "resnet8": tflite_models.resnet8,
     "autoencoder": tflite_models.autoencoder,
     "global_mean": tflite_models.global_mean,
+    "inception": tflite_models.inception,
 }
 
 
@@ -71,7 +72,7 @@ def test_reference_equals_tflite_reference_kernels(tflite, name):
 
 
 @pytest.mark.parametrize("name", ["conv_stack", "pooled_window", "classifier_float_io", "mobilenet", "resnet8",
-                                  "autoencoder", "global_mean"])
+                                  "autoencoder", "global_mean", "inception"])
 def test_csim_equals_tflite_reference_kernels(tflite, tmp_path, name):
     path, graph = tflite(name)
     x = model_input(graph, 11)

@@ -241,7 +241,10 @@ class TfliteBuilder:
         return y
 
     def concat(self, parts: list[Tensor], axis=-1, name="concat") -> Tensor:
-        y = self._activation(f"{name}_out", np.concatenate([p.calibration for p in parts], axis=axis))
+        """TFLite's int8 CONCATENATION keeps its inputs' scale (they must share it)."""
+        if len({self.quant[p.index] for p in parts}) != 1:
+            raise ValueError("the inputs of an int8 CONCATENATION share one scale and zero point")
+        y = self._same_quant(f"{name}_out", parts[0], np.concatenate([p.calibration for p in parts], axis=axis))
         options = schema.ConcatenationOptionsT()
         options.axis = axis
         options.fusedActivationFunction = ACTIVATIONS[None]
@@ -460,3 +463,17 @@ def global_mean() -> bytes:
     x = b.conv(x, 16, name="conv2")
     x = b.mean(x, name="gap")
     return b.build([b.fully_connected(x, 10, name="dense")], "global_mean")
+
+
+def inception() -> bytes:
+    """Two branches concatenated along the channels (TFLite keeps one scale for a CONCATENATION's inputs
+    and output: both branches are max pools of the same map), then a classifier."""
+    b = TfliteBuilder(seed=14)
+    x = b.input((1, 8, 8, 3))
+    x = b.conv(x, 8, name="stem")
+    wide = b.pool(x, 3, stride=2, padding="same", kind="max", name="wide")
+    narrow = b.pool(x, 2, stride=2, kind="max", name="narrow")
+    x = b.concat([wide, narrow], axis=-1, name="concat")
+    x = b.conv(x, 16, kernel=4, padding="valid", name="head")
+    x = b.reshape(x, (1, 16), name="flatten")
+    return b.build([b.fully_connected(x, 10, name="dense")], "inception")
