@@ -172,3 +172,30 @@ def test_dense_layers_round_as_litert_reference_kernels(tmp_path, seed):
     for value in range(-128, 128):
         x = np.full((1, 2), value, np.int8)
         assert np.array_equal(reference.run(graph, x)[graph.outputs[0].name], tflite_reference(path, x))
+
+
+def test_cli_builds_a_tflite_model_and_its_accelerator_equals_tflite(tmp_path):
+    """`ming build model.tflite`, then the C-simulation and the deployment driver on int8 .npy files;
+    two builds are byte-identical."""
+    import subprocess
+    import sys
+
+    model = tmp_path / "ds_cnn.tflite"
+    model.write_bytes(tflite_models.classifier())
+    runs = []
+    for out in ("out", "again"):
+        result = subprocess.run([sys.executable, "-m", "ming_py.cli", "build", str(model), "--board", "kv260",
+                                 "-o", str(tmp_path / out), "--quiet"], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        runs.append({p.relative_to(tmp_path / out): p.read_bytes()
+                     for p in sorted((tmp_path / out).rglob("*")) if p.is_file()})
+    assert runs[0] == runs[1]
+    x = np.random.default_rng(21).integers(-128, 128, (1, 12, 8, 1)).astype(np.int8)
+    np.save(tmp_path / "x.npy", x)
+    expected = tflite_reference(model, x)
+    for command in (["csim", str(tmp_path / "out")], ["deploy", str(tmp_path / "out"), "--backend", "csim"]):
+        result = subprocess.run([sys.executable, "-m", "ming_py.cli", *command, "--input", str(tmp_path / "x.npy"),
+                                 "--output", str(tmp_path / "y.npy")], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        y = np.load(tmp_path / "y.npy")
+        assert y.dtype == np.int8 and np.array_equal(y.reshape(expected.shape), expected), command[0]
