@@ -21,7 +21,15 @@ from ming_py.boards import Board
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of, window_order, window_tile
 from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays
-from ming_py.ir import AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant, Rescale
+from ming_py.ir import (
+    AccRequant,
+    AddRequant,
+    AverageRequant,
+    FixedPointAdd,
+    FixedPointAverage,
+    FixedPointRequant,
+    Rescale,
+)
 
 from .identifiers import CppNames, c_string, comment_text, cpp_names, markdown_cell
 

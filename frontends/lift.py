@@ -244,6 +244,10 @@ class Lifter:
         self.graph.constants[name] = np.ascontiguousarray(array)
         return name
 
+    def _kernel_name(self, node: str, kind: str) -> str:
+        """A fresh name after the model's node, or after what the kernel computes where IREE lost the node."""
+        return self._fresh(node if node not in ("?", "main") else kind)
+
     def _producer(self, tensor: str) -> Kernel | None:
         for node in self.graph.nodes:
             if isinstance(node, Kernel) and node.output.tensor == tensor:
@@ -613,7 +617,10 @@ class Lifter:
         return IntTensor(out)
 
     def _quantize_pieces(self, value: FloatPieces, scale, zero_point, node, where):
-        return self._concat(value, node, where, lambda piece: self._quantize(piece, scale, zero_point, node, where).name)
+        def quantized(piece) -> str:
+            return self._quantize(piece, scale, zero_point, node, where).name
+
+        return self._concat(value, node, where, quantized)
 
     def _concat(self, value: FloatPieces, node, where, piece_tensor) -> IntTensor:
         """A Concat node of the pieces (int8 tensors, or float ones `piece_tensor` quantizes)."""
@@ -711,7 +718,7 @@ class Lifter:
             offsets = fixed_point.run_steps(source.steps, values, 1)[:, 0] - values[:, 0]
             if np.any(offsets != offsets[0]):
                 return None
-            name = self._fresh(node if node not in ("?", "main") else "sumpool")
+            name = self._kernel_name(node, "sumpool")
             out = self._new_tensor(f"{name}_out", tensor_shape(result), "i32")
             self.graph.nodes.append(Kernel(
                 name=name, source=node, dims=dims, iterators=iterators,
@@ -827,7 +834,7 @@ class Lifter:
             raise MingError(f"{where}: element type {dtype} is not supported")
         kind = _kernel_op(payload, self.op_types.get(node, ""), operands, dtype) if init is not None \
             else "elementwise"
-        name = self._fresh(node if node not in ("?", "main") else kind)
+        name = self._kernel_name(node, kind)
         out = self._new_tensor(f"{name}_out", tensor_shape(result), dtype)
         self.graph.nodes.append(Kernel(
             name=name, source=node, dims=dims, iterators=iterators, inputs=tuple(operands),

@@ -29,8 +29,8 @@ from ming_py.ir import FixedPointRequant, Graph, HostOp, MingError
 from .layout import channels_first
 from .lift import Lifter, ModelPort
 
-ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN", "CONCATENATION",
-                             "MAX_POOL_2D", "RESHAPE", "PAD"})
+ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN",
+                             "CONCATENATION", "MAX_POOL_2D", "RESHAPE", "PAD"})
 BOUNDARY_OPS = frozenset({"QUANTIZE", "DEQUANTIZE", "SOFTMAX"})  # on the host, at the input or the output
 SUPPORTED_OPS = ACCELERATED_OPS | BOUNDARY_OPS
 IREE_FLAGS = (

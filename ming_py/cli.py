@@ -23,6 +23,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"ming: error: {message}; see `{self.prog} --help`\n")
 
 
+INPUT_HELP = "the input .npy as the model takes it (float32, or int8 for a model with an int8 input)"
+OUTPUT_HELP = "where to write the output .npy (float32, or int8 for a model with an int8 output)"
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ming", description=__doc__)
     parser.add_argument("--version", action="version", version=f"ming {__version__}")
@@ -34,8 +37,8 @@ def _parser() -> argparse.ArgumentParser:
 
     reference = commands.add_parser("reference", help="run the golden integer model")
     reference.add_argument("model", type=Path)
-    reference.add_argument("--input", required=True, type=Path, help="the input .npy as the model takes it (float32, or int8 for an int8 input)")
-    reference.add_argument("--output", required=True, type=Path, help="where to write the output .npy (float32, or int8 for an int8 output)")
+    reference.add_argument("--input", required=True, type=Path, help=INPUT_HELP)
+    reference.add_argument("--output", required=True, type=Path, help=OUTPUT_HELP)
 
     build = commands.add_parser("build", help="compile a model into a Vitis HLS project")
     build.add_argument("model", type=Path)
@@ -58,8 +61,8 @@ def _parser() -> argparse.ArgumentParser:
 
     csim = commands.add_parser("csim", help="C-simulate a build with g++ on a float input")
     csim.add_argument("build_dir", type=Path)
-    csim.add_argument("--input", required=True, type=Path, help="the input .npy as the model takes it (float32, or int8 for an int8 input)")
-    csim.add_argument("--output", required=True, type=Path, help="where to write the output .npy (float32, or int8 for an int8 output)")
+    csim.add_argument("--input", required=True, type=Path, help=INPUT_HELP)
+    csim.add_argument("--output", required=True, type=Path, help=OUTPUT_HELP)
     csim.add_argument("--sequential", action="store_true",
                       help="call the processes one after another over unbounded FIFOs (as Vitis csim does) instead "
                            "of one thread per process over FIFOs of the built depths, which detects deadlocks")
@@ -70,8 +73,8 @@ def _parser() -> argparse.ArgumentParser:
 
     deploy = commands.add_parser("deploy", help="run a build's deployment driver (OUT/deploy/run.py) on a float input")
     deploy.add_argument("build_dir", type=Path)
-    deploy.add_argument("--input", required=True, type=Path, help="input .npy as the model takes it: one image or N stacked")
-    deploy.add_argument("--output", required=True, type=Path, help="where to write the output .npy (float32, or int8 for an int8 output)")
+    deploy.add_argument("--input", required=True, type=Path, help=INPUT_HELP + ": one image or N stacked")
+    deploy.add_argument("--output", required=True, type=Path, help=OUTPUT_HELP)
     deploy.add_argument("--backend", choices=("pynq", "xrt", "csim"),
                         help="pynq (Zynq boards), xrt (Alveo) or csim (the C-simulation); default: the board's")
     deploy.add_argument("--batch", type=int, help="images per transfer (default: all)")

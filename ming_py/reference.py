@@ -225,7 +225,8 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
                                                epilogue.zero_point, epilogue.qmin, epilogue.qmax)
     if isinstance(epilogue, FixedPointAdd):
         a, b = result
-        total = numerics.wrap_i32(epilogue.a_table.astype(np.int64)[a + 128] + epilogue.b_table.astype(np.int64)[b + 128])
+        tables = epilogue.a_table.astype(np.int64), epilogue.b_table.astype(np.int64)
+        total = numerics.wrap_i32(tables[0][a + 128] + tables[1][b + 128])
         return numerics.fixed_point_requantize(total, epilogue.multiplier, epilogue.shift, epilogue.double_round,
                                                epilogue.zero_point, epilogue.qmin, epilogue.qmax)
     if isinstance(epilogue, AverageRequant):

@@ -108,7 +108,8 @@ def test_float_input_and_output_are_converted_on_the_host_as_tflite_does(tmp_pat
     path = tmp_path / "float_io.tflite"
     path.write_bytes(tflite_models.float_io())
     graph = lift(path)
-    assert (graph.inputs[0].dtype, graph.inputs[0].quantizer, graph.outputs[0].dtype) == ("float32", "tflite", "float32")
+    port = graph.inputs[0]
+    assert (port.dtype, port.quantizer, graph.outputs[0].dtype) == ("float32", "tflite", "float32")
     rng = np.random.default_rng(3)
     for scale in (1.0, 4.0):  # some values round half away from zero, some saturate
         images = (rng.standard_normal((1, 8, 8, 3)) * scale).astype(np.float32)
