@@ -1,6 +1,7 @@
 """Parity of `ming reference` with the models' own runtimes on the test models.
 
-ONNX (the zoo, per-tensor and per-channel weights): onnxruntime. TFLite (the
+ONNX (the zoo, per-tensor and per-channel weights, and some of it rewritten as
+tf2onnx writes int8 TFLite models): onnxruntime. TFLite (the
 test networks of tests/tflite_models.py): TFLite's reference kernels (the
 arithmetic ming follows, and TFLite Micro's) and LiteRT's default CPU path
 (XNNPACK). Prints per model the largest difference in output LSBs and the
@@ -20,6 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+import converted_onnx  # noqa: E402
 import tflite_models  # noqa: E402
 import zoo  # noqa: E402
 
@@ -28,6 +30,8 @@ from ming_py.ir import MingError  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
 from ming_py.reference import run as reference_run  # noqa: E402
 
+CONVERTED = ("tiny_cnn", "residual_block", "lenet", "mlp", "conv3x3_same", "dw_separable")
+CONVERTED_NHWC_OUTPUT = ("conv3x3_same", "dw_separable")
 TFLITE_MODELS = {
     "tflite_resnet8": tflite_models.resnet8, "tflite_ds_cnn": tflite_models.classifier,
     "tflite_mobilenet": tflite_models.mobilenet, "tflite_autoencoder": tflite_models.autoencoder,
@@ -47,6 +51,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         if args.only != "tflite":
             onnx_table([n for n in zoo.MODELS if not chosen or n in chosen], Path(tmp), args.inputs)
+            converted_table([n for n in CONVERTED if not chosen or n in chosen], Path(tmp), args.inputs)
         if args.only != "onnx":
             tflite_table([n for n in TFLITE_MODELS if not chosen or n in chosen], Path(tmp), args.inputs)
 
@@ -67,6 +72,20 @@ def onnx_table(names: list[str], directory: Path, inputs: int) -> None:
                 result = result.merge(parity.compare(graph, path, zoo.random_input(name, seed)))
             expected = "yes" if zoo.MODELS[name].bit_exact else "no"
             print(f"{name:<26} {granularity:<12} {expected:<19} {result.max_lsb:>14} {result.exact_percent:>8.2f}%")
+
+
+def converted_table(names: list[str], directory: Path, inputs: int) -> None:
+    """The zoo's models rewritten as tf2onnx writes int8 TFLite models (tests/converted_onnx.py)."""
+    print(f"\n{'converter-style ONNX model':<34} {'max |diff| LSB':>14} {'% exact':>9}")
+    for name in names:
+        source = zoo.quantized_model(name, directory, per_channel=True)
+        path = converted_onnx.converter_style(source, directory / f"{name}_converted.onnx",
+                                              nhwc_output=name in CONVERTED_NHWC_OUTPUT)
+        graph = lift(path)
+        result = parity.Parity(0, 0, 0)
+        for seed in range(inputs):
+            result = result.merge(parity.compare(graph, path, converted_onnx.model_input(path, seed)))
+        print(f"{name:<34} {result.max_lsb:>14} {result.exact_percent:>8.2f}%")
 
 
 def tflite_table(names: list[str], directory: Path, inputs: int) -> None:
