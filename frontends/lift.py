@@ -163,6 +163,7 @@ class ChainStep:
     position: int
     constants: tuple[tuple[int, np.ndarray], ...]
     dtype: str  # the result's element type
+    node: str  # the model's node it comes from
     where: str
 
 
@@ -690,7 +691,8 @@ class Lifter:
                 source = raw[tensors[0]]
                 if isinstance(source, IntChain) and source.steps[-1].dtype == "i8" and element_type(result) != "i8":
                     raw[tensors[0]] = self._get(op.operands[tensors[0]], where)  # an int8 tensor of the model
-                self.values[result] = self._chain(raw, maps, dims, block, tensors[0], element_type(result), where)
+                self.values[result] = self._chain(raw, maps, dims, block, tensors[0], element_type(result), node,
+                                                  where)
                 return
             if len(raw) == 2 and len(tensors) == 2 and _int_payload(block, where) == Op("add", (Arg(0), Arg(1))):
                 chains = [v if isinstance(v, IntChain) else IntChain(v.name, None, ()) for v in raw]
@@ -746,7 +748,7 @@ class Lifter:
         result = int_body.evaluate(block, args + [np.int64(0)], where=where)[None]
         return _compact(np.broadcast_to(result, dims).copy())
 
-    def _chain(self, values, maps, dims, block, position, dtype, where) -> IntChain:
+    def _chain(self, values, maps, dims, block, position, dtype, node, where) -> IntChain:
         source = values[position]
         chain = source if isinstance(source, IntChain) else \
             IntChain(source if isinstance(source, IntSum) else source.name, None, ())
@@ -762,7 +764,7 @@ class Lifter:
             if varying:
                 axis = varying[0]
             constants.append((i, array))
-        step = ChainStep(block, position, tuple(constants), dtype, where)
+        step = ChainStep(block, position, tuple(constants), dtype, node, where)
         return IntChain(chain.tensor, axis, chain.steps + (step,))
 
     def _materialize(self, chain: IntChain, where: str) -> IntTensor:
@@ -803,11 +805,12 @@ class Lifter:
         shape = total.shape
         if self.graph.tensors[a.tensor].shape != shape or self.graph.tensors[b.tensor].shape != shape:
             raise MingError(f"{where}: broadcasting Add is not supported")
-        name = self._fresh("add")
+        node = chain.steps[-1].node
+        name = self._kernel_name(node, "add")
         out = self._new_tensor(f"{name}_out", shape, "i8")
         identity = AccessMap.identity(len(shape))
         self.graph.nodes.append(Kernel(
-            name=name, source=name, dims=shape, iterators=(PARALLEL,) * len(shape),
+            name=name, source=node, dims=shape, iterators=(PARALLEL,) * len(shape),
             inputs=(Operand(a.tensor, identity), Operand(b.tensor, identity)), output=Operand(out, identity),
             payload=Op("add", (Arg(0), Arg(1))), init=None, op="add",
             epilogue=fixed_point.add_of(a, b, chain.steps, where)))
