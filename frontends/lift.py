@@ -594,16 +594,9 @@ class Lifter:
         shape = value.shape
         if self.graph.tensors[a.tensor].shape != shape or self.graph.tensors[b.tensor].shape != shape:
             raise MingError(f"{where}: broadcasting Add is not supported")
-        name = self._fresh(node)
-        out = self._new_tensor(f"{name}_out", shape, "i8")
-        identity = AccessMap.identity(len(shape))
-        self.graph.nodes.append(Kernel(
-            name=name, source=node, dims=shape, iterators=(PARALLEL,) * len(shape),
-            inputs=(Operand(a.tensor, identity), Operand(b.tensor, identity)), output=Operand(out, identity),
-            payload=Op("add", (Arg(0), Arg(1))), init=None, op="add",
-            epilogue=AddRequant(np.float32(a.factors[0]), int(a.offset), np.float32(b.factors[0]), int(b.offset),
-                                np.float32(scale), zero_point)))
-        return IntTensor(out)
+        epilogue = AddRequant(np.float32(a.factors[0]), int(a.offset), np.float32(b.factors[0]), int(b.offset),
+                              np.float32(scale), zero_point)
+        return self._add_kernel(self._fresh(node), node, a.tensor, b.tensor, shape, epilogue)
 
     def _rescale(self, term: Term, scale, zero_point, node, qmin=-128, qmax=127) -> IntTensor:
         shape = self.graph.tensors[term.tensor].shape
@@ -806,14 +799,17 @@ class Lifter:
         if self.graph.tensors[a.tensor].shape != shape or self.graph.tensors[b.tensor].shape != shape:
             raise MingError(f"{where}: broadcasting Add is not supported")
         node = chain.steps[-1].node
-        name = self._kernel_name(node, "add")
+        return self._add_kernel(self._kernel_name(node, "add"), node, a.tensor, b.tensor, shape,
+                                fixed_point.add_of(a, b, chain.steps, where))
+
+    def _add_kernel(self, name: str, node: str, a: str, b: str, shape, epilogue) -> IntTensor:
+        """The element-wise sum of int8 tensors `a` and `b` of `shape`, requantized by `epilogue`."""
         out = self._new_tensor(f"{name}_out", shape, "i8")
         identity = AccessMap.identity(len(shape))
         self.graph.nodes.append(Kernel(
             name=name, source=node, dims=shape, iterators=(PARALLEL,) * len(shape),
-            inputs=(Operand(a.tensor, identity), Operand(b.tensor, identity)), output=Operand(out, identity),
-            payload=Op("add", (Arg(0), Arg(1))), init=None, op="add",
-            epilogue=fixed_point.add_of(a, b, chain.steps, where)))
+            inputs=(Operand(a, identity), Operand(b, identity)), output=Operand(out, identity),
+            payload=Op("add", (Arg(0), Arg(1))), init=None, op="add", epilogue=epilogue))
         return IntTensor(out)
 
     def _channel_dim(self, kernel: Kernel, chain: IntChain) -> int:

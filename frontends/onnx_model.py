@@ -12,7 +12,6 @@ and matmuls into i8 x i8 -> i32 bodies.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,10 +19,10 @@ import numpy as np
 import onnx
 from iree.compiler import ir
 from iree.compiler.extras import onnx_importer
-from iree.compiler.tools import binaries
 
 from ming_py.ir import Graph, MingError
 
+from . import iree_compile
 from .lift import Lifter, ModelPort
 
 SUPPORTED_OPS = frozenset({
@@ -202,13 +201,7 @@ def import_to_linalg(model: onnx.ModelProto) -> str:
     module = info.create_module(context=context).operation
     onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()
     torch_mlir = module.get_asm(enable_debug_info=True)
-    result = subprocess.run([binaries.find_tool("iree-compile"), "-", *IREE_FLAGS, "-o", "-"],
-                            input=torch_mlir.encode(), capture_output=True)
-    if result.returncode != 0:
-        message = next((line for line in result.stderr.decode().splitlines() if "error" in line),
-                       "iree-compile failed")
-        raise MingError(f"IREE could not lower the model: {message.strip()[:200]}")
-    return result.stdout.decode()
+    return iree_compile.lower(torch_mlir.encode(), IREE_FLAGS)
 
 
 def import_onnx(path: str | Path) -> Graph:

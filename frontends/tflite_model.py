@@ -13,7 +13,6 @@ in the flatbuffer's shape signatures before the conversion.
 from __future__ import annotations
 
 import io
-import subprocess
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,11 +21,11 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 from iree.compiler import ir
-from iree.compiler.tools import binaries
 
 from ming_py.ir import FixedPointRequant, Graph, HostOp, MingError
 
 from .layout import channels_first
+from . import iree_compile
 from .lift import Lifter, ModelPort
 
 ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN",
@@ -190,13 +189,7 @@ def import_to_linalg(model: schema.ModelT, path: Path) -> str:
                                                      converter.TosaConverterDebugInfo.Enable)
         except RuntimeError as exc:
             raise MingError(f"{path}: TOSA conversion failed ({str(exc).splitlines()[0][:160]})") from None
-    result = subprocess.run([binaries.find_tool("iree-compile"), "-", *IREE_FLAGS, "-o", "-"],
-                            input=tosa.getvalue(), capture_output=True)
-    if result.returncode != 0:
-        message = next((line for line in result.stderr.decode().splitlines() if "error" in line),
-                       "iree-compile failed")
-        raise MingError(f"IREE could not lower the model: {message.strip()[:200]}")
-    return result.stdout.decode()
+    return iree_compile.lower(tosa.getvalue(), IREE_FLAGS)
 
 
 def _port(graph, index: int) -> ModelPort:
