@@ -54,7 +54,8 @@ def _per_channel(array: np.ndarray, channels: int) -> np.ndarray:
 def requant_of(chain, channel_dim: int, channels: int, where: str) -> FixedPointRequant:
     """The epilogue the chain computes on the accumulator of a kernel with `channels` output channels
     (indexed by its loop dim `channel_dim`)."""
-    x = np.broadcast_to(probes().reshape(-1, 1), (probes().size, channels))
+    values = probes()
+    x = np.broadcast_to(values.reshape(-1, 1), (values.size, channels))
     bias, multiplier, shift, zero_point, double_round, low, high = requant_parameters(chain.steps, x, where)
     return FixedPointRequant(bias.astype(np.int32), multiplier.astype(np.int32), shift.astype(np.int32),
                              zero_point, channel_dim, double_round, low, high)
@@ -116,6 +117,7 @@ def _rescale_parameters(step, values: np.ndarray, channels: int, indices: list |
         raise MingError(f"{step.where}: not a TOSA RESCALE body")
     multiplier = np.broadcast_to(np.broadcast_to(envs[0][fixed[0]], (1, channels))[0], channels)
     shift = np.broadcast_to(np.broadcast_to(envs[0][shifts[0].operands[1]], (1, channels))[0], channels)
+
     def i32(op) -> bool:
         return str(op.results[0].type) == "i32"
 

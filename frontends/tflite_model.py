@@ -103,7 +103,6 @@ class HostBoundary:
     """A float input's QUANTIZE and a float output's DEQUANTIZE, moved out of the model to the host."""
 
     input: ModelPort | None = None  # the float input, if the model quantized it
-    input_quantization: tuple[float, int] = (1.0, 0)
     output: ModelPort | None = None  # the model's output, if the host computes it
     dequantized: bool = False  # the model's output is float
     softmax_beta: float | None = None  # the model ends with a Softmax, run on the host
@@ -125,11 +124,9 @@ def split_host_boundary(model: schema.ModelT) -> HostBoundary:
     first = next((op for op in graph.operators if graph.inputs[0] in op.inputs), None)
     if first is not None and op_name(model, first) == "QUANTIZE" and \
             graph.tensors[graph.inputs[0]].type == schema.TensorType.FLOAT32:
-        port = _port(graph, graph.inputs[0])
-        quantization = _quantization(graph.tensors[first.outputs[0]])
-        graph.inputs = [first.outputs[0]]
+        boundary = replace(boundary, input=_port(graph, graph.inputs[0]))
+        graph.inputs = [first.outputs[0]]  # its quantization is the accelerator input's
         graph.operators.remove(first)
-        boundary = replace(boundary, input=port, input_quantization=quantization)
     last = next((op for op in graph.operators if graph.outputs[0] in op.outputs), None)
     if last is not None and op_name(model, last) == "DEQUANTIZE":
         boundary = replace(boundary, output=_port(graph, graph.outputs[0]), dequantized=True)

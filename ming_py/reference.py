@@ -201,16 +201,15 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
     epilogue = kernel.epilogue
     if epilogue is None:
         return result
+    if isinstance(epilogue, (AccRequant, FixedPointRequant)):
+        shape = [1] * len(parallel)
+        shape[parallel.index(epilogue.channel_dim)] = -1  # per-channel constants along the output channels
+        acc = result + epilogue.bias.astype(np.int64).reshape(shape)
     if isinstance(epilogue, AccRequant):
-        shape = [1] * len(parallel)
-        shape[parallel.index(epilogue.channel_dim)] = -1
-        bias = epilogue.bias.astype(np.int64).reshape(shape)
         multiplier = numerics.ort_conv_multiplier(epilogue.x_scale, epilogue.w_scale, epilogue.y_scale).reshape(shape)
-        return numerics.requantize(result + bias, multiplier, epilogue.zero_point, epilogue.qmin, epilogue.qmax)
+        return numerics.requantize(acc, multiplier, epilogue.zero_point, epilogue.qmin, epilogue.qmax)
     if isinstance(epilogue, FixedPointRequant):
-        shape = [1] * len(parallel)
-        shape[parallel.index(epilogue.channel_dim)] = -1
-        acc = numerics.wrap_i32(result + epilogue.bias.astype(np.int64).reshape(shape))
+        acc = numerics.wrap_i32(acc)  # TOSA adds the bias in int32
         if epilogue.float32:
             return numerics.requantize(acc, epilogue.float_multipliers.reshape(shape), epilogue.zero_point,
                                        epilogue.qmin, epilogue.qmax, half_away=True)

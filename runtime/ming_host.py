@@ -129,10 +129,8 @@ def accelerator_input(x, port) -> np.ndarray:
 def model_output(q: np.ndarray, port) -> np.ndarray:
     """The model's output for one image from the accelerator's int8 values `q` of output `port`."""
     y = host_tail(q, port.scale, port.zero_point, port.host_ops, port.dtype)
-    if not port.permutation:
-        return y.reshape(port.onnx_shape)
-    permuted = tuple(port.onnx_shape[a] for a in port.permutation)
-    return np.transpose(y.reshape(permuted), np.argsort(port.permutation))
+    y = y.reshape(graph_layout_shape(port.onnx_shape, port.permutation))
+    return np.transpose(y, np.argsort(port.permutation)) if port.permutation else y
 
 
 def graph_layout_shape(model_shape, permutation) -> tuple:
