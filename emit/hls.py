@@ -20,7 +20,7 @@ from ming_py import __version__, numerics
 from ming_py.boards import Board
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of, window_order, window_tile
-from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays
+from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays, tables_per_lane
 from ming_py.ir import (
     AccRequant,
     AddRequant,
@@ -28,6 +28,7 @@ from ming_py.ir import (
     FixedPointAdd,
     FixedPointAverage,
     FixedPointRequant,
+    LookupTable,
     Rescale,
 )
 
@@ -199,7 +200,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
 
 
 _WINDOW = ("conv", "depthwise", "maxpool", "avgpool")
-_TEMPLATE = {kind: "window" for kind in _WINDOW}
+_TEMPLATE = {**{kind: "window" for kind in _WINDOW}, "rescale": "table"}
 
 
 def fold_order(kind: str, weights: np.ndarray, spec: KernelSpec) -> np.ndarray:
@@ -333,9 +334,21 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
                           b_multiplier=b.multiplier, shift=a.shift, zero_point=e.zero_point)
     elif isinstance(e, Rescale):
         table = np.clip(numerics.rescale_table(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point), e.qmin, e.qmax)
+        view.extra["tables_per_lane"] = 1
         constant("table", "int8_t", np.tile(table.astype(np.int8), (view.out_lanes[0], 1)),
                  f"onnxruntime's DequantizeLinear -> QuantizeLinear for every int8 value (index + 128), "
                  f"clamped to [{e.qmin}, {e.qmax}]; one copy per lane")
+    elif isinstance(e, LookupTable):
+        lanes, per_lane = view.out_lanes[0], tables_per_lane(view.spec, e)
+        view.extra["tables_per_lane"] = per_lane
+        # lane l of the t-th token of a pixel carries channel t * lanes + l
+        channels = np.broadcast_to(e.table, (per_lane * lanes, 256)) if e.groups == 1 else e.table
+        rom = channels.reshape(per_lane, lanes, 256).transpose(1, 0, 2).reshape(view.storage["table"].shape)
+        layout = "one copy per lane" if e.groups == 1 else \
+            "[lane][token of a pixel][value]: the table of each channel the lane carries"
+        constant("table", "int8_t", rom.astype(np.int8),
+                 f"onnxruntime's DequantizeLinear -> {e.function} -> QuantizeLinear for every int8 value "
+                 f"(index + 128); {layout}")
     elif p.kind == "maxpool":
         view.epilogue = "max"
 

@@ -653,7 +653,7 @@ class Lifter:
         self.graph.nodes.append(Kernel(
             name=name, source=value.node, dims=shape, iterators=(PARALLEL,) * len(shape),
             inputs=(Operand(value.tensor, identity),), output=Operand(out, identity), payload=Arg(0), init=None,
-            op="table", epilogue=LookupTable(table.values, channel_dim)))
+            op="table", epilogue=LookupTable(table.values, channel_dim, table.op)))
         return IntTensor(out)
 
     def _quantize_pieces(self, value: FloatPieces, scale, zero_point, node, where):
