@@ -22,7 +22,7 @@ from ming_py.ir import MingError
 # Unary element-wise ONNX ops (with constant extra inputs at most) that become tables after a DequantizeLinear.
 TABLE_OPS = frozenset({
     "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Softplus",
-    "Softsign", "ThresholdedRelu", "Exp", "Log", "Erf", "Abs", "Neg", "Sqrt", "Reciprocal", "Sin", "Cos",
+    "ThresholdedRelu", "Exp", "Erf", "Abs", "Neg", "Reciprocal", "Sin", "Cos",
 })
 PROBE_INPUT = "ming_probe"
 
