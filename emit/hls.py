@@ -332,23 +332,22 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
         a, b = numerics.add_fixed_points(e.a_scale, e.b_scale, e.y_scale)
         view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, a_multiplier=a.multiplier,
                           b_multiplier=b.multiplier, shift=a.shift, zero_point=e.zero_point)
-    elif isinstance(e, Rescale):
-        table = np.clip(numerics.rescale_table(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point), e.qmin, e.qmax)
-        view.extra["tables_per_lane"] = 1
-        constant("table", "int8_t", np.tile(table.astype(np.int8), (view.out_lanes[0], 1)),
-                 f"onnxruntime's DequantizeLinear -> QuantizeLinear for every int8 value (index + 128), "
-                 f"clamped to [{e.qmin}, {e.qmax}]; one copy per lane")
-    elif isinstance(e, LookupTable):
+    elif isinstance(e, (Rescale, LookupTable)):
+        if isinstance(e, Rescale):
+            tables = np.clip(numerics.rescale_table(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point), e.qmin,
+                             e.qmax)[None]
+            what = f"DequantizeLinear -> QuantizeLinear, clamped to [{e.qmin}, {e.qmax}],"
+        else:
+            tables, what = e.table, f"DequantizeLinear -> {e.function} -> QuantizeLinear"
         lanes, per_lane = view.out_lanes[0], tables_per_lane(view.spec, e)
         view.extra["tables_per_lane"] = per_lane
         # lane l of the t-th token of a pixel carries channel t * lanes + l
-        channels = np.broadcast_to(e.table, (per_lane * lanes, 256)) if e.groups == 1 else e.table
+        channels = np.broadcast_to(tables, (per_lane * lanes, 256)) if len(tables) == 1 else tables
         rom = channels.reshape(per_lane, lanes, 256).transpose(1, 0, 2).reshape(view.storage["table"].shape)
-        layout = "one copy per lane" if e.groups == 1 else \
+        layout = "one copy per lane" if len(tables) == 1 else \
             "[lane][token of a pixel][value]: the table of each channel the lane carries"
         constant("table", "int8_t", rom.astype(np.int8),
-                 f"onnxruntime's DequantizeLinear -> {e.function} -> QuantizeLinear for every int8 value "
-                 f"(index + 128); {layout}")
+                 f"onnxruntime's {what} for every int8 value (index + 128); {layout}")
     elif p.kind == "maxpool":
         view.epilogue = "max"
 

@@ -642,11 +642,11 @@ class Lifter:
                             "give the node its own QuantizeLinear/DequantizeLinear pairs")
         shape = self.graph.tensors[value.tensor].shape
         channel_dim = None
-        if len(table.values) > 1:  # IREE drops the leading unit dims (the batch) of the model's tensors
-            channel_dim = table.axis - (len(table.shape) - len(shape))
-            if not 0 <= channel_dim < len(shape) or shape[channel_dim] != len(table.values):
-                raise MingError(f"{where}: {label} has {len(table.values)} channel tables along axis {table.axis} "
-                                f"of {table.shape}, which IREE's {shape} does not have")
+        if len(table.values) > 1:
+            channel_dim = _same_axis(table.axis, table.shape, shape)
+            if channel_dim is None:
+                raise MingError(f"{label}: its tables differ along axis {table.axis} of {table.shape}, which IREE's "
+                                f"tensor {shape} does not show; ming tabulates per-tensor and per-channel ops")
         name = self._kernel_name(value.node, "table")
         out = self._new_tensor(f"{name}_out", shape, "i8")
         identity = AccessMap.identity(len(shape))
@@ -1085,6 +1085,15 @@ def _clamp(value, bound, is_max: bool, where) -> FloatValue:
     low, high = value.clamp or (float("-inf"), float("inf"))
     bound = float(bound)
     return replace(value, clamp=(max(low, bound), high) if is_max else (low, min(high, bound)))
+
+
+def _same_axis(axis: int, model_shape: tuple[int, ...], shape: tuple[int, ...]) -> int | None:
+    """The axis of `shape` that is `axis` (of size > 1) of `model_shape`, where IREE dropped unit dims of
+    `model_shape` (the batch, say); None if `shape` is not `model_shape` less unit dims."""
+    sizes = [size for size in shape if size != 1]
+    if sizes != [size for size in model_shape if size != 1]:
+        return None
+    return [a for a, size in enumerate(shape) if size != 1][sum(size != 1 for size in model_shape[:axis])]
 
 
 def _all_scalar(value: FloatValue) -> bool:

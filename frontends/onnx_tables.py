@@ -124,8 +124,8 @@ def _table(graph: _Inferred, node: onnx.NodeProto) -> NodeTable:
     values = _run(graph, node, dequantize, quantize, probe_shape, where).reshape(256, groups).T
     if np.all(values == values[:1]):
         values, axis = values[:1], None
-    x_zero_point = graph.scalar(dequantize.input[2], where) if len(dequantize.input) > 2 else 0
-    y_zero_point = graph.scalar(quantize.input[2], where) if len(quantize.input) > 2 else 0
+    x_zero_point = graph.scalar(dequantize.input[2], where) if len(dequantize.input) > 2 and dequantize.input[2] else 0
+    y_zero_point = graph.scalar(quantize.input[2], where) if len(quantize.input) > 2 and quantize.input[2] else 0
     return NodeTable(node.op_type, np.ascontiguousarray(values, dtype=np.int8), axis, shape or (),
                      np.float32(graph.scalar(dequantize.input[1], where)), int(x_zero_point),
                      np.float32(graph.scalar(quantize.input[1], where)), int(y_zero_point))

@@ -186,7 +186,7 @@ class LookupTable:
 
     table: np.ndarray  # int8 [groups, 256]
     channel_dim: int | None  # the loop dim indexing the groups (None: one group)
-    function: str = ""  # what the tables compute, for people (the model's op: Sigmoid, PRelu, ...)
+    function: str  # what the tables compute, for people (the model's op: Sigmoid, PRelu, ...)
 
     @property
     def groups(self) -> int:

@@ -148,6 +148,26 @@ def test_csim_of_per_channel_tables_with_fewer_lanes_than_channels(network, tmp_
         assert np.array_equal(got, reference.run(graph, x)["y"]), schedule
 
 
+def test_per_channel_table_between_dense_layers(tmp_path):
+    """Gemm -> PRelu (a slope per output) -> Gemm: the tables run along the vector's only axis, which streams
+    as channels; golden model == onnxruntime, C-simulation with two lanes == golden model."""
+    g = zoo._Graph("dense_prelu", (1, 4, 8, 8))
+    h = g.gemm(g.flatten(g.gap(g.conv("x", "conv1", 8, pads=1), "gap"), "flatten"), "fc1", 12)
+    path = zoo.quantize_float_model(g.finish(g.gemm(g.prelu(h, "act"), "fc2", 10)), tmp_path / "dense.onnx",
+                                    (1, 4, 8, 8), per_channel=True)
+    graph = lift(path)
+    assert [(t.groups, t.channel_dim) for t in _tables(graph)] == [(12, 0)]
+    for seed in range(4):
+        x = np.random.default_rng(seed).standard_normal((1, 4, 8, 8)).astype(np.float32)
+        assert np.array_equal(reference.run(graph, x)["y"], _onnxruntime(path, x)), seed
+    stream_graph = stream_graph_of(graph)
+    table = next(p for p in stream_graph.processes if p.kind == "table")
+    rng = random.Random(1)
+    schedule = next(s for s in iter(lambda: random_schedule(stream_graph, rng, max_factor=2), None)
+                    if s.lanes_of(table.inputs[0]) == 2)
+    assert np.array_equal(csim(graph, tmp_path / "out", x, schedule, check_ports=True), reference.run(graph, x)["y"])
+
+
 def test_csim_on_every_int8_value(single_op, tmp_path):
     path, graph, channels = single_op("PRelu")
     x = _every_int8_value(path, channels)
