@@ -18,13 +18,15 @@ import zoo
 from emit_helpers import csim, random_schedule, stream_graph_of
 from ming_py import reference
 from ming_py.boards import load_board
-from ming_py.build import design
+from ming_py.build import BuildOptions, build, design
+from ming_py.csim import run_csim
 from ming_py.dataflow import ProcessSchedule, Schedule
 from ming_py.frontends.onnx_tables import TABLE_OPS
 from ming_py.ilp.cost import Choice, process_cost
 from ming_py.ir import LookupTable, MingError
 from ming_py.kernel import multiplier_choices
 from ming_py.pipeline import lift
+from ming_py.simulate import simulate
 
 ATTRIBUTES = {"LeakyRelu": {"alpha": 0.1}, "Elu": {"alpha": 0.7}, "ThresholdedRelu": {"alpha": 0.3}}
 # op, per-channel PRelu, one-slope PRelu
@@ -126,7 +128,23 @@ def test_per_channel_slope_gives_one_table_per_channel(network):
     assert _tables(scalar)[0].groups == 1
 
 
-def test_csim_of_the_designed_accelerator(network, tmp_path):
+def test_built_design_simulates_costs_and_csims_as_one(network, tmp_path):
+    """`ming build` (the ILP's schedule) of the per-channel PRelu network: the table process takes in
+    `ming simulate` the busy cycles its cost says, its ROM is the plan's, and the C-simulation of the build
+    equals onnxruntime."""
+    path, graph = network("PRelu")
+    out = tmp_path / "build"
+    build(path, out, BuildOptions())
+    report = json.loads((out / "report.json").read_text())
+    node = next(n for n in report["nodes"] if n["kind"] == "table")
+    lanes = node["schedule"]["lanes_in"][0]
+    assert simulate(report).busy[node["name"]] == node["cycles"] == 8 * 8 * 8 // lanes + 2
+    assert node["bram18k"] == lanes * math.ceil(8 // lanes * 256 / 2048)
+    x = np.random.default_rng(5).standard_normal((1, 4, 8, 8)).astype(np.float32)
+    assert np.array_equal(run_csim(out, x, check_ports=True), _onnxruntime(path, x))
+
+
+def test_csim_with_the_default_schedule(network, tmp_path):
     _, graph = network("Sigmoid")
     for seed in (0, 1):
         x = np.random.default_rng(seed).standard_normal((1, 4, 8, 8)).astype(np.float32)
