@@ -78,8 +78,12 @@ class _Inferred:
     def consumers(self, name: str) -> list[onnx.NodeProto]:
         return [n for n in self.model.graph.node if name in n.input]
 
-    def scalar(self, name: str, where: str):
-        """The value of a constant scalar (an initializer)."""
+    def quantization(self, node: onnx.NodeProto, where: str) -> tuple[np.float32, int]:
+        """(scale, zero point) of a per-tensor QuantizeLinear or DequantizeLinear."""
+        zero_point = self._scalar(node.input[2], where) if len(node.input) > 2 and node.input[2] else 0
+        return np.float32(self._scalar(node.input[1], where)), int(zero_point)
+
+    def _scalar(self, name: str, where: str) -> np.ndarray:
         if name not in self.initializers or int(np.prod(self.initializers[name].dims)) != 1:
             raise MingError(f"{where}: its quantization must be per tensor with constant scale and zero point")
         return onnx.numpy_helper.to_array(self.initializers[name]).reshape(())
@@ -117,6 +121,7 @@ def _table(graph: _Inferred, node: onnx.NodeProto) -> NodeTable:
     if graph.element_type(dequantize.input[0]) != TensorProto.INT8:
         raise MingError(f"{where} reads {TensorProto.DataType.Name(graph.element_type(dequantize.input[0]))} "
                         "values; ming needs int8 (activation_type=QuantType.QInt8)")
+    x_quantization, y_quantization = graph.quantization(dequantize, where), graph.quantization(quantize, where)
     shape = graph.shape(node.input[0])
     axis = _channel_axis(graph, node, shape, where)
     groups = shape[axis] if axis is not None else 1
@@ -124,11 +129,8 @@ def _table(graph: _Inferred, node: onnx.NodeProto) -> NodeTable:
     values = _run(graph, node, dequantize, quantize, probe_shape, where).reshape(256, groups).T
     if np.all(values == values[:1]):
         values, axis = values[:1], None
-    x_zero_point = graph.scalar(dequantize.input[2], where) if len(dequantize.input) > 2 and dequantize.input[2] else 0
-    y_zero_point = graph.scalar(quantize.input[2], where) if len(quantize.input) > 2 and quantize.input[2] else 0
-    return NodeTable(node.op_type, np.ascontiguousarray(values, dtype=np.int8), axis, shape or (),
-                     np.float32(graph.scalar(dequantize.input[1], where)), int(x_zero_point),
-                     np.float32(graph.scalar(quantize.input[1], where)), int(y_zero_point))
+    return NodeTable(node.op_type, np.ascontiguousarray(values, dtype=np.int8), axis, shape or (), *x_quantization,
+                     *y_quantization)
 
 
 def _channel_axis(graph: _Inferred, node: onnx.NodeProto, shape, where) -> int | None:
