@@ -20,7 +20,7 @@ from ming_py import __version__, numerics
 from ming_py.boards import Board
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of, window_order, window_tile
-from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays
+from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays, tables_per_lane
 from ming_py.ir import (
     AccRequant,
     AddRequant,
@@ -28,6 +28,7 @@ from ming_py.ir import (
     FixedPointAdd,
     FixedPointAverage,
     FixedPointRequant,
+    LookupTable,
     Rescale,
 )
 
@@ -199,7 +200,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
 
 
 _WINDOW = ("conv", "depthwise", "maxpool", "avgpool")
-_TEMPLATE = {kind: "window" for kind in _WINDOW}
+_TEMPLATE = {**{kind: "window" for kind in _WINDOW}, "rescale": "table"}
 
 
 def fold_order(kind: str, weights: np.ndarray, spec: KernelSpec) -> np.ndarray:
@@ -331,11 +332,22 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
         a, b = numerics.add_fixed_points(e.a_scale, e.b_scale, e.y_scale)
         view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, a_multiplier=a.multiplier,
                           b_multiplier=b.multiplier, shift=a.shift, zero_point=e.zero_point)
-    elif isinstance(e, Rescale):
-        table = np.clip(numerics.rescale_table(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point), e.qmin, e.qmax)
-        constant("table", "int8_t", np.tile(table.astype(np.int8), (view.out_lanes[0], 1)),
-                 f"onnxruntime's DequantizeLinear -> QuantizeLinear for every int8 value (index + 128), "
-                 f"clamped to [{e.qmin}, {e.qmax}]; one copy per lane")
+    elif isinstance(e, (Rescale, LookupTable)):
+        if isinstance(e, Rescale):
+            tables = np.clip(numerics.rescale_table(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point), e.qmin,
+                             e.qmax)[None]
+            what = f"DequantizeLinear -> QuantizeLinear, clamped to [{e.qmin}, {e.qmax}],"
+        else:
+            tables, what = e.table, f"DequantizeLinear -> {e.function} -> QuantizeLinear"
+        lanes, per_lane = view.out_lanes[0], tables_per_lane(view.spec, e)
+        view.extra["tables_per_lane"] = per_lane
+        # lane l of the t-th token of a pixel carries channel t * lanes + l
+        channels = np.broadcast_to(tables, (per_lane * lanes, 256)) if len(tables) == 1 else tables
+        rom = channels.reshape(per_lane, lanes, 256).transpose(1, 0, 2).reshape(view.storage["table"].shape)
+        layout = "one copy per lane" if len(tables) == 1 else \
+            "[lane][token of a pixel][value]: the table of each channel the lane carries"
+        constant("table", "int8_t", rom.astype(np.int8),
+                 f"onnxruntime's {what} for every int8 value (index + 128); {layout}")
     elif p.kind == "maxpool":
         view.epilogue = "max"
 

@@ -28,7 +28,15 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ming_py.dataflow import Process, StreamGraph
-from ming_py.ir import AccRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant, Rescale
+from ming_py.ir import (
+    AccRequant,
+    AverageRequant,
+    FixedPointAdd,
+    FixedPointAverage,
+    FixedPointRequant,
+    LookupTable,
+    Rescale,
+)
 from ming_py.storage import requant_constants
 
 from .system_names import NAMES as SYSTEM_NAMES
@@ -204,7 +212,7 @@ def array_roles(process: Process) -> list[str]:
         roles += [role for role, _ in requant_constants(epilogue)]
     elif isinstance(epilogue, AverageRequant) and not epilogue.global_pool and epilogue.exclude_padding:
         roles += ["divisor_multiplier", "divisor_shift"]
-    elif isinstance(epilogue, Rescale):
+    elif isinstance(epilogue, (Rescale, LookupTable)):
         roles.append("table")
     elif isinstance(epilogue, FixedPointAdd):
         roles += ["a_table", "b_table"]

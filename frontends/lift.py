@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from iree.compiler import ir
@@ -39,6 +40,7 @@ from ming_py.ir import (
     GraphOutput,
     HostOp,
     Kernel,
+    LookupTable,
     MingError,
     Op,
     Operand,
@@ -56,6 +58,9 @@ from .mlir_attrs import (
     location_name,
     tensor_shape,
 )
+
+if TYPE_CHECKING:
+    from .onnx_tables import NodeTable
 
 # ---- symbolic values --------------------------------------------------------
 
@@ -145,6 +150,17 @@ class FloatPieces:
 
 
 @dataclass(frozen=True)
+class Mapped:
+    """The float result of a node that has a table (`Lifter.tables`): some element-wise function of the
+    dequantization of int8 tensor `tensor` with `scale` and `zero_point`, computed by `node`'s generics."""
+
+    tensor: str
+    scale: np.float32
+    zero_point: int
+    node: str
+
+
+@dataclass(frozen=True)
 class HostValue:
     tensor: str
     scale: float
@@ -212,9 +228,10 @@ class ModelPort:
 
 class Lifter:
     def __init__(self, graph_name: str, inputs: list[ModelPort], outputs: list[ModelPort], op_types: dict[str, str],
-                 notes: tuple[str, ...] = ()):
+                 notes: tuple[str, ...] = (), tables: dict[str, NodeTable] | None = None):
         self.graph = Graph(_identifier(graph_name), notes=list(notes))
         self.op_types = op_types  # model node name -> op type, to name kernels for people
+        self.tables = tables or {}  # model node name -> its element-wise function of int8 values
         self.inputs = inputs
         self.outputs = outputs
         self.values: dict[ir.Value, object] = {}
@@ -484,6 +501,8 @@ class Lifter:
             return replace(source, ops=source.ops + (HostOp("quantize", scale=float(scale), zero_point=zero_point),))
         if isinstance(source, FloatPieces):
             return self._quantize_pieces(source, scale, zero_point, node, where)
+        if isinstance(source, Mapped):
+            return self._lookup(source, scale, zero_point, where)
         if not isinstance(source, FloatValue):
             raise MingError(f"{where}: cannot quantize this value")
         if source.clamp is not None and not _is_plain_dequant(replace(source, clamp=None)):
@@ -610,6 +629,33 @@ class Lifter:
                              qmin, qmax)))
         return IntTensor(out)
 
+    def _lookup(self, value: Mapped, scale, zero_point, where) -> IntTensor:
+        """The quantized result of a node that has a table: a kernel looking its input up in the table."""
+        table = self.tables[value.node]
+        label = f"node '{value.node}' ({table.op})"
+        lowered = (value.scale, value.zero_point, np.float32(scale), zero_point)
+        tabulated = (table.x_scale, table.x_zero_point, table.y_scale, table.y_zero_point)
+        if lowered != tabulated:
+            raise MingError(f"{label}: IREE maps scale {lowered[0]} zero point {lowered[1]} to scale {lowered[2]} "
+                            f"zero point {lowered[3]}, not as the model's DequantizeLinear and QuantizeLinear "
+                            f"around it ({tabulated[0]}, {tabulated[1]} to {tabulated[2]}, {tabulated[3]}); "
+                            "give the node its own QuantizeLinear/DequantizeLinear pairs")
+        shape = self.graph.tensors[value.tensor].shape
+        channel_dim = None
+        if len(table.values) > 1:
+            channel_dim = _same_axis(table.axis, table.shape, shape)
+            if channel_dim is None:
+                raise MingError(f"{label}: its tables differ along axis {table.axis} of {table.shape}, which IREE's "
+                                f"tensor {shape} does not show; ming tabulates per-tensor and per-channel ops")
+        name = self._kernel_name(value.node, "table")
+        out = self._new_tensor(f"{name}_out", shape, "i8")
+        identity = AccessMap.identity(len(shape))
+        self.graph.nodes.append(Kernel(
+            name=name, source=value.node, dims=shape, iterators=(PARALLEL,) * len(shape),
+            inputs=(Operand(value.tensor, identity),), output=Operand(out, identity), payload=Arg(0), init=None,
+            op="table", epilogue=LookupTable(table.values, channel_dim, table.op)))
+        return IntTensor(out)
+
     def _quantize_pieces(self, value: FloatPieces, scale, zero_point, node, where):
         def quantized(piece) -> str:
             return self._quantize(piece, scale, zero_point, node, where).name
@@ -669,6 +715,11 @@ class Lifter:
         block = op.regions[0].blocks[0]
         result = op.results[0]
         node = location_name(op)
+        if node in self.tables:
+            mapped = self._mapped(op, n_in, maps, node, where)
+            if mapped is not None:
+                self.values[result] = mapped
+                return
         if element_type(result) == "f32":
             ins = [self._get(v, where) for v in op.operands[:n_in]]
             self.values[result] = self._float_generic(op, ins, out_init, maps, iterators, dims, block, node, where)
@@ -702,6 +753,34 @@ class Lifter:
                 return
         ins = [self._get(v, where) for v in op.operands[:n_in]]
         self.values[result] = self._int_generic(ins, out_init, maps, iterators, dims, block, node, result, where)
+
+    def _mapped(self, op, n_in, maps, node, where) -> Mapped | None:
+        """A generic of a node that has a table, reading the node's dequantized int8 input (or the result of
+        an earlier generic of the node: IREE splits some ops into several) besides constants: the node's
+        value as a function of that input, whatever the body computes (the table is the truth). None for a
+        generic of constants alone."""
+        sources = set()
+        for value, amap in zip(op.operands[:n_in], maps):
+            held = self._get(value, where)
+            if isinstance(held, (np.ndarray, np.generic, Fill, Empty)):
+                continue
+            if isinstance(held, Mapped) and held.node == node:
+                source = held
+            elif isinstance(held, FloatValue) and _is_plain_dequant(held):
+                term = held.terms[0]
+                source = Mapped(term.tensor, np.float32(term.factors[0]), int(term.offset), node)
+            else:
+                raise MingError(f"{where}: node '{node}' ({self.tables[node].op}) computes with a value other "
+                                "than its dequantized int8 input")
+            if not amap.is_identity():
+                raise MingError(f"{where}: node '{node}' ({self.tables[node].op}) reads its input other than "
+                                "element by element")
+            sources.add(source)
+        if len(sources) > 1:
+            raise MingError(f"{where}: node '{node}' ({self.tables[node].op}) reads more than one int8 tensor")
+        if sources and not maps[-1].is_identity():
+            raise MingError(f"{where}: node '{node}' ({self.tables[node].op}) writes its result transposed")
+        return sources.pop() if sources else None
 
     def _sum_reduction(self, source, maps, iterators, dims, node, result, where) -> IntTensor | None:
         """TFLite's MEAN as TOSA writes it: int8 values less their zero point (a RESCALE to int32), summed
@@ -1006,6 +1085,15 @@ def _clamp(value, bound, is_max: bool, where) -> FloatValue:
     low, high = value.clamp or (float("-inf"), float("inf"))
     bound = float(bound)
     return replace(value, clamp=(max(low, bound), high) if is_max else (low, min(high, bound)))
+
+
+def _same_axis(axis: int, model_shape: tuple[int, ...], shape: tuple[int, ...]) -> int | None:
+    """The axis of `shape` that is `axis` (of size > 1) of `model_shape`, where IREE dropped unit dims of
+    `model_shape` (the batch, say); None if `shape` is not `model_shape` less unit dims."""
+    sizes = [size for size in shape if size != 1]
+    if sizes != [size for size in model_shape if size != 1]:
+        return None
+    return [a for a, size in enumerate(shape) if size != 1][sum(size != 1 for size in model_shape[:axis])]
 
 
 def _all_scalar(value: FloatValue) -> bool:

@@ -24,6 +24,7 @@ from ming_py.ir import Graph, MingError
 
 from . import iree_compile
 from .lift import Lifter, ModelPort
+from .onnx_tables import TABLE_OPS, node_tables
 
 SUPPORTED_OPS = frozenset({
     "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "Clip",
@@ -163,9 +164,9 @@ def check_operators(model: onnx.ModelProto) -> None:
         if node.domain not in ("", "ai.onnx"):
             raise MingError(f"node '{node.name}' ({node.domain}.{node.op_type}) is not supported; "
                             "export a QDQ model with standard ONNX ops")
-        if node.op_type not in SUPPORTED_OPS:
+        if node.op_type not in SUPPORTED_OPS | TABLE_OPS:
             raise MingError(f"node '{node.name}' ({node.op_type}) is not supported; supported ops: "
-                            + ", ".join(sorted(SUPPORTED_OPS)))
+                            + ", ".join(sorted(SUPPORTED_OPS | TABLE_OPS)))
     for node in graph.node:
         if node.op_type == "Conv":
             group = next((a.i for a in node.attribute if a.name == "group"), 1)
@@ -216,8 +217,9 @@ def import_onnx(path: str | Path) -> Graph:
     outputs = [replace(port, permutation=fold_output_transpose(model, value))
                for port, value in zip(outputs, model.graph.output)]
     check_operators(model)
+    tables = node_tables(model)
     text = import_to_linalg(model)
     with ir.Context() as context:
         module = ir.Module.parse(text, context)
         op_types = {node.name: node.op_type for node in model.graph.node}
-        return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes).run(module)
+        return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes, tables).run(module)

@@ -115,7 +115,7 @@ def _lanes(kind: str, unroll: dict[str, int], ins, outs):
         for lanes in divisors(ins[0].channels):
             if lanes <= MAX_UNROLL:
                 yield (lanes,), (unroll["n"],)
-    else:  # add, rescale, concat, split: one lane count throughout
+    else:  # add, rescale, table, concat, split: one lane count throughout
         common = math.gcd(*[c.channels for c in ins + outs])
         for lanes in divisors(common):
             if lanes <= MAX_UNROLL:

@@ -26,6 +26,7 @@ from ming_py.ir import (
     FixedPointAdd,
     Graph,
     Kernel,
+    LookupTable,
     MingError,
     Operand,
     Rescale,
@@ -58,6 +59,11 @@ def stream_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
         return tuple(dims)
     raise MingError(f"tensor of shape {shape} cannot be streamed (expected C x H x W or a vector); maps of "
                     "height or width 1 inside the network are not supported yet")
+
+
+def channel_axis(shape: tuple[int, ...]) -> int:
+    """The axis of a tensor that its stream carries as channels (`stream_shape` drops leading unit axes)."""
+    return len(shape) - 3 if len(shape) >= 3 else len(shape) - 1
 
 
 def build_stream_graph(graph: Graph) -> StreamGraph:
@@ -168,9 +174,14 @@ class _Builder:
                 self._map_input(operand.tensor, kernel.name)
             return (Process(kernel.name, "add", kernel.source, (), (), epilogue=kernel.epilogue),
                     [o.tensor for o in kernel.inputs], kernel.output.tensor)
-        if isinstance(kernel.epilogue, Rescale):
+        if isinstance(kernel.epilogue, (Rescale, LookupTable)):
             self._map_input(kernel.inputs[0].tensor, kernel.name)
-            return (Process(kernel.name, "rescale", kernel.source, (), (), epilogue=kernel.epilogue),
+            per_channel = isinstance(kernel.epilogue, LookupTable) and kernel.epilogue.channel_dim is not None
+            if per_channel and kernel.epilogue.channel_dim != channel_axis(out_shape):
+                raise MingError(f"layer {kernel.source}: its per-channel tables run along axis "
+                                f"{kernel.epilogue.channel_dim} of {out_shape}, not along the channels it streams")
+            kind = "rescale" if isinstance(kernel.epilogue, Rescale) else "table"
+            return (Process(kernel.name, kind, kernel.source, (), (), epilogue=kernel.epilogue),
                     [kernel.inputs[0].tensor], kernel.output.tensor)
         raise MingError(f"layer {kernel.source}: {kernel.op} kernels cannot be streamed yet")
 

@@ -25,6 +25,7 @@ UNROLLABLE = {
     "global_avgpool": ("c",),
     "add": (),
     "rescale": (),
+    "table": (),
     "concat": (),
     "split": (),
 }

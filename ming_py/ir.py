@@ -179,6 +179,21 @@ class Rescale:
 
 
 @dataclass(eq=False)
+class LookupTable:
+    """One int8 input mapped through 256-entry tables (an activation between DequantizeLinear and
+    QuantizeLinear): y = table[group, x + 128], the group the index along `channel_dim` where the tables
+    differ per channel (one table per channel), 0 where one table serves all."""
+
+    table: np.ndarray  # int8 [groups, 256]
+    channel_dim: int | None  # the loop dim indexing the groups (None: one group)
+    function: str  # what the tables compute, for people (the model's op: Sigmoid, PRelu, ...)
+
+    @property
+    def groups(self) -> int:
+        return self.table.shape[0]
+
+
+@dataclass(eq=False)
 class FixedPointRequant:
     """int32 accumulator -> int8 in TFLite's integer arithmetic (TOSA RESCALE, scale32): per channel
     y = sat(((acc + bias) * multiplier + round) >> shift) + zero_point), with TFLite's double rounding
@@ -231,7 +246,8 @@ class FixedPointAverage:
     qmax: int = 127
 
 
-Epilogue = AccRequant | AverageRequant | AddRequant | Rescale | FixedPointRequant | FixedPointAdd | FixedPointAverage
+Epilogue = (AccRequant | AverageRequant | AddRequant | Rescale | LookupTable | FixedPointRequant | FixedPointAdd
+            | FixedPointAverage)
 
 
 # ---- graph ---------------------------------------------------------------
@@ -269,7 +285,7 @@ class Kernel:
     init: int | None  # accumulator start value; None for element-wise kernels
     epilogue: Epilogue | None = None
     # What the kernel computes, for people: one of MAC_OPS, "maxpool", "sumpool",
-    # "add", "rescale", "elementwise".
+    # "add", "rescale", "table", "elementwise".
     op: str = ""
 
     @property

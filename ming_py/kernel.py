@@ -46,7 +46,7 @@ def pipeline_depth(kind: str, terms: int) -> int:
         return 4 + tree
     if kind == "add":
         return 2 + REQUANT_STAGES
-    return 2  # rescale (a table lookup), concat, split
+    return 2  # rescale and table (a table lookup), concat, split
 
 
 def static_banks(kind: str, unroll_k: int, lanes_in: int) -> bool:
@@ -333,7 +333,7 @@ def _global_pool_positions(spec: KernelSpec):
 
 
 def _elementwise_positions(spec: KernelSpec):
-    """add, rescale, split: one token of every input and output per iteration; concat: the inputs'
+    """add, rescale, table, split: one token of every input and output per iteration; concat: the inputs'
     tokens one after the other, each written on at once."""
     _, h, w = spec.outputs[0]
     if spec.kind == "concat":

@@ -29,6 +29,7 @@ from .ir import (
     FixedPointRequant,
     Graph,
     Kernel,
+    LookupTable,
     Op,
     Operand,
     Rescale,
@@ -126,7 +127,7 @@ def _eval(expr: Expr, args: list) -> np.ndarray:
 def _elementwise(kernel: Kernel, arrays, parallel) -> np.ndarray:
     gathered = [gather(a, o, parallel, kernel.dims, {}) for a, o in zip(arrays, kernel.inputs)]
     shape = tuple(kernel.dims[d] for d in parallel)
-    if isinstance(kernel.epilogue, (AddRequant, Rescale, FixedPointAdd)):
+    if isinstance(kernel.epilogue, (AddRequant, Rescale, LookupTable, FixedPointAdd)):
         return [np.broadcast_to(g, shape) for g in gathered]  # the epilogue reads the inputs directly
     return np.broadcast_to(_eval(kernel.payload, gathered), shape)
 
@@ -247,6 +248,13 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
     if isinstance(epilogue, Rescale):
         table = numerics.rescale_table(epilogue.x_scale, epilogue.x_zero_point, epilogue.y_scale, epilogue.zero_point)
         return np.clip(numerics.apply_table(result[0], table), epilogue.qmin, epilogue.qmax)
+    if isinstance(epilogue, LookupTable):
+        groups = np.zeros((1,) * len(parallel), dtype=np.int64)
+        if epilogue.groups > 1:
+            shape = [1] * len(parallel)
+            shape[parallel.index(epilogue.channel_dim)] = -1  # one table per channel
+            groups = np.arange(epilogue.groups).reshape(shape)
+        return epilogue.table.astype(np.int64)[groups, result[0] + 128]
     raise TypeError(f"unknown epilogue {type(epilogue).__name__}")
 
 

@@ -13,7 +13,10 @@ code and counts):
   bank is chosen at run time;
 * weights `[fold steps][lanes]`: one word per fold step holds every weight that step multiplies
   (reshape of the lanes), read once per iteration;
-* per-output-channel constants `[tiles][lanes]` likewise; accumulators are registers.
+* per-output-channel constants `[tiles][lanes]` likewise; accumulators are registers;
+* 256-entry tables `[lanes][tables per lane][256]`: a ROM bank per lane, holding the table of every
+  channel the lane carries (lane l of the t-th token of a pixel carries channel t * lanes + l), one
+  read per iteration.
 
 Memory anchors (UltraScale+): BRAM18K 18 Kib, one port of 9/18/36 bits x 2048/1024/512 words; URAM
 4096 x 72 bits; LUTRAM 64 bits per LUT (a ROM), two LUTs per 64 bits for a RAM read and written in
@@ -27,7 +30,7 @@ import math
 from dataclasses import dataclass
 
 from . import numerics
-from .ir import AccRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant
+from .ir import AccRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant, LookupTable
 from .kernel import KernelSpec
 
 LUTRAM_MAX_BITS = 1_024
@@ -176,9 +179,10 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
     if isinstance(epilogue, AverageRequant) and epilogue.exclude_padding and not epilogue.global_pool:
         for role, bits in (("divisor_multiplier", 64), ("divisor_shift", 32)):
             arrays[role] = _array(role, bits, (Dim(epilogue.count + 1),), rom=True)
-    if kind == "rescale":
-        lanes = spec.lanes_in[0]
-        arrays["table"] = _array("table", 8, (spread(lanes, lanes, "partition"), Dim(256)), rom=True)
+    if kind in ("rescale", "table"):
+        lanes, per_lane = spec.lanes_in[0], tables_per_lane(spec, epilogue)
+        per_lane_dims = (Dim(per_lane),) if per_lane > 1 else ()
+        arrays["table"] = _array("table", 8, (spread(lanes, lanes, "partition"), *per_lane_dims, Dim(256)), rom=True)
     if isinstance(epilogue, FixedPointAverage) and kind != "global_avgpool":
         for role, bits in (("divisor_multiplier", 32), ("divisor_shift", 8)):
             arrays[role] = _array(role, bits, (Dim(len(epilogue.multiplier)),), rom=True)
@@ -192,6 +196,12 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
         tokens, lanes = spec.tokens_in[0], spec.lanes_in[0]
         arrays["acc"] = _array("acc", 32, (Dim(tokens), spread(lanes, lanes, "reshape")), rom=False)
     return arrays
+
+
+def tables_per_lane(spec: KernelSpec, epilogue) -> int:
+    """The 256-entry tables each lane of a table process holds: one, or with a table per channel, one for
+    each channel the lane carries (the tokens of a pixel)."""
+    return spec.tokens_in[0] if isinstance(epilogue, LookupTable) and epilogue.groups > 1 else 1
 
 
 def requant_constants(epilogue) -> tuple[tuple[str, int], ...]:

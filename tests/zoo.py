@@ -125,6 +125,17 @@ class _Graph:
     def relu(self, x: str, name: str) -> str:
         return self._node("Relu", name, [x], self.shapes[x])
 
+    def unary(self, x: str, op: str, name: str, **attrs) -> str:
+        """An element-wise op of one input (Sigmoid, Tanh, LeakyRelu(alpha=...), ...)."""
+        return self._node(op, name, [x], self.shapes[x], **attrs)
+
+    def prelu(self, x: str, name: str, per_channel: bool = True) -> str:
+        """PRelu with a seeded slope per channel (axis 1: shape C x 1 x 1 for maps) or one for all (shape 1)."""
+        shape = self.shapes[x]
+        slope_shape = (shape[1],) + (1,) * (len(shape) - 2) if per_channel else (1,)
+        slope = self.rng.uniform(0.05, 0.5, slope_shape).astype(np.float32)
+        return self._node("PRelu", name, [x, self._init(f"{name}.slope", slope)], self.shapes[x])
+
     def clip(self, x: str, name: str, lo: float = 0.0, hi: float = 6.0) -> str:
         mn = self._init(f"{name}.min", np.array(lo, dtype=np.float32))
         mx = self._init(f"{name}.max", np.array(hi, dtype=np.float32))
