@@ -1,5 +1,7 @@
 """ONNX frontend: check the model, import it through IREE, lift it into a Graph.
 
+QOperator and uint8 models are first rewritten into int8 QDQ (`onnx_formats`).
+
 Phases (DESIGN.md, "Frontend facts"):
   ONNX --(iree onnx_importer, node names kept as locations)--> torch dialect
        --(iree-compile --compile-to=global-optimization
@@ -22,7 +24,7 @@ from iree.compiler.extras import onnx_importer
 
 from ming_py.ir import Graph, MingError
 
-from . import iree_compile
+from . import iree_compile, onnx_formats
 from .lift import Lifter, ModelPort
 
 SUPPORTED_OPS = frozenset({
@@ -182,7 +184,7 @@ def check_operators(model: onnx.ModelProto) -> None:
             zero_point = next((i for i in graph.initializer if i.name == node.input[2]), None)
             if zero_point is not None and zero_point.data_type != onnx.TensorProto.INT8:
                 raise MingError(f"node '{node.name}' quantizes to {onnx.TensorProto.DataType.Name(zero_point.data_type)}; "
-                                "ming needs int8 (activation_type=QuantType.QInt8)")
+                                "ming takes int8 or uint8 (activation_type=QuantType.QInt8 or QUInt8)")
 
 
 def _initializer_behind(graph: onnx.GraphProto, name: str) -> onnx.TensorProto | None:
@@ -208,9 +210,10 @@ def import_onnx(path: str | Path) -> Graph:
     path = Path(path)
     model = load_onnx(path)
     notes = fix_symbolic_batch(model)
+    types = onnx_formats.to_int8_qdq(model)
     check_supported(model)
-    inputs = [ModelPort(v.name, _shape(v)) for v in model_inputs(model.graph)]
-    outputs = [ModelPort(v.name, _shape(v)) for v in model.graph.output]
+    inputs = [ModelPort(v.name, _shape(v), integer_dtype=types.input_dtype(v.name)) for v in model_inputs(model.graph)]
+    outputs = [ModelPort(v.name, _shape(v), integer_dtype=types.output_dtype(v.name)) for v in model.graph.output]
     inputs = [replace(port, permutation=fold_input_transpose(model, value))
               for port, value in zip(inputs, model_inputs(model.graph))]
     outputs = [replace(port, permutation=fold_output_transpose(model, value))
