@@ -129,14 +129,13 @@ class _QdqWriter:
         self.nodes: list[onnx.NodeProto] = []
         self.params: dict[str, tuple[str, str]] = {}  # quantized activation -> (scale, zero point)
         self.dequantized: dict[tuple[str, str, str], str] = {}  # (tensor, scale, zero point) -> float tensor
-        self.rewritten = False
         self._note_integer_inputs()
 
     def run(self) -> None:
+        if not any(n.op_type in FLOAT_OPS or n.op_type in _INTEGER_RESULTS for n in self.graph.node):
+            return  # QDQ already
         for node in self.graph.node:
             self._visit(node)
-        if not self.rewritten:
-            return
         del self.graph.node[:]
         self.graph.node.extend(self.nodes)
         del self.graph.value_info[:]  # integer types of rewritten tensors are float now; inferred again
@@ -165,12 +164,18 @@ class _QdqWriter:
         if node.op_type == "QuantizeLinear":
             self.params[node.output[0]] = (node.input[1], _input(node, 2))
         elif read and node.op_type in PASS_THROUGH and read == [node.input[0]]:
-            self._pass_through(node)
-            return
+            self.params[node.output[0]] = self.params[node.input[0]]
+            if not self._at_model_boundary(node):  # a Transpose there is a host permutation (onnx_model)
+                self._pass_through(node)
+                return
         elif read and node.op_type != "DequantizeLinear":
             raise MingError(f"{_label(node)} reads the quantized tensor '{read[0]}' directly; ming reads quantized "
                             "tensors through DequantizeLinear or onnxruntime's QLinear operators")
         self.nodes.append(node)
+
+    def _at_model_boundary(self, node: onnx.NodeProto) -> bool:
+        return node.input[0] in {v.name for v in self.graph.input} or \
+            node.output[0] in {v.name for v in self.graph.output}
 
     def _pass_through(self, node: onnx.NodeProto) -> None:
         scale, zero_point = self.params[node.input[0]]
@@ -180,7 +185,6 @@ class _QdqWriter:
         rewritten.output[0] = self.names.fresh(f"{node.output[0]}_float")
         self.nodes.append(rewritten)
         self._quantize(rewritten.output[0], scale, zero_point, node.output[0])
-        self.rewritten = True
 
     def _rewrite(self, node: onnx.NodeProto) -> None:
         floats = [self._dequantize(t, s, z, self._weight_axis(node) if i == 1 else None)
@@ -195,7 +199,6 @@ class _QdqWriter:
         if output:
             zero_point = _input(node, _OUTPUT.get(node.op_type, 3) + 1) or self._default_zero_point(node)
             self._quantize(result, output, zero_point, node.output[0])
-        self.rewritten = True
 
     def _dequantize(self, tensor: str, scale: str, zero_point: str, axis: int | None = None) -> str:
         key = (tensor, scale, zero_point)
