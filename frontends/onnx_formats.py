@@ -1,11 +1,12 @@
 """The quantized ONNX forms ming reads besides int8 QDQ, rewritten into int8 QDQ before IREE, exactly.
 
-* QOperator (`quantize_static(quant_format=QOperator)`, the ONNX model zoo's int8 models): every quantized
-  operator becomes DequantizeLinear(s) -> the float operator -> QuantizeLinear with the same scales and zero
-  points. onnxruntime fuses such groups back into the same QLinear kernels, so both forms compute the same
-  values. A plain operator that reads quantized values directly (MaxPool, Flatten, ...) gets a
-  DequantizeLinear in front and a QuantizeLinear with the same parameters behind: for data movement and
-  maxima that is the identity on the integers.
+* QOperator (`quantize_static(quant_format=QOperator)`, older int8 exports): every quantized operator
+  becomes DequantizeLinear(s) -> the float operator -> QuantizeLinear with the same scales and zero points,
+  which onnxruntime fuses back into the same QLinear kernels (tests/test_formats.py compares the two op by
+  op). A plain operator that reads quantized values directly (MaxPool, Flatten, ...) gets a
+  DequantizeLinear in front and a QuantizeLinear with the same parameters behind, the identity on the
+  integers for data movement and maxima; at the model's inputs and outputs it stays as it is (a Transpose
+  there is a host permutation, `onnx_model`).
 * uint8: a uint8 tensor q with zero point z holds the values of the int8 tensor q - 128 with zero point
   z - 128 and the same scale (DequantizeLinear gives the same floats, QuantizeLinear the same integers
   shifted, saturation included). Every uint8 constant is shifted; a uint8 model input or output becomes an
@@ -47,15 +48,15 @@ _BIAS = {"QLinearConv": 8, "QGemm": 6}
 # attributes of the quantized op that its float op does not have (checked before they are dropped)
 _QUANTIZED_ONLY_ATTRIBUTES = {"alpha", "channels_last", "opset"}
 _INTEGER_RESULTS = {"ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"}
-WEIGHT_READERS = frozenset({"Conv", "Gemm", "MatMul"})  # their input 1 is the weights
+_WEIGHT_READERS = frozenset({"Conv", "Gemm", "MatMul"})  # their input 1 is the weights
 
 
 @dataclass(frozen=True)
 class ModelTypes:
     """The model's inputs and outputs that were uint8: int8 after the rewrite, their values shifted on the host."""
 
-    uint8_inputs: frozenset[str] = frozenset()
-    uint8_outputs: frozenset[str] = frozenset()
+    uint8_inputs: frozenset[str]
+    uint8_outputs: frozenset[str]
 
     def input_dtype(self, name: str) -> str:
         return "uint8" if name in self.uint8_inputs else "int8"
@@ -387,7 +388,7 @@ def center_weights(model: onnx.ModelProto) -> None:
             continue
         reader = readers.get((node.output[0], 1))
         z = numpy_helper.to_array(constants[zero_point]).astype(np.int64)
-        if reader is None or reader.op_type not in WEIGHT_READERS or not z.any():
+        if reader is None or reader.op_type not in _WEIGHT_READERS or not z.any():
             continue
         w = numpy_helper.to_array(constants[node.input[0]]).astype(np.int64)
         axis = _attributes(node).get("axis", 1) % max(w.ndim, 1)

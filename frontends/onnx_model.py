@@ -163,8 +163,8 @@ def check_operators(model: onnx.ModelProto) -> None:
     graph = model.graph
     for node in graph.node:
         if node.domain not in ("", "ai.onnx"):
-            raise MingError(f"node '{node.name}' ({node.domain}.{node.op_type}) is not supported; "
-                            "export a QDQ model with standard ONNX ops")
+            raise MingError(f"node '{node.name}' ({node.domain}.{node.op_type}) is not supported; export a QDQ "
+                            "model with standard ONNX ops (or QOperator with the ops ming's README lists)")
         if node.op_type not in SUPPORTED_OPS:
             raise MingError(f"node '{node.name}' ({node.op_type}) is not supported; supported ops: "
                             + ", ".join(sorted(SUPPORTED_OPS)))

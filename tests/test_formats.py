@@ -169,6 +169,15 @@ def test_lookup_activations_become_qdq_and_are_refused_by_name(tmp_path, op):
         lift(tmp_path / "qdq.onnx")
 
 
+def test_an_older_opset_is_raised_to_13_for_per_channel_dequantization(tmp_path):
+    path = zoo.quantized_model("conv_flatten_gemm", tmp_path, True, *FORMATS["qop_u8_s8"])
+    model = onnx.load(str(path))
+    next(o for o in model.opset_import if o.domain == "").version = 11
+    graph = lift(_save(model, tmp_path / "opset11.onnx"))
+    for seed in SEEDS:
+        _assert_equals_onnxruntime(graph, tmp_path / "opset11.onnx", zoo.random_input("conv_flatten_gemm", seed))
+
+
 # ---- mixed types, weight zero points, integer model inputs and outputs -------------------------------
 
 
@@ -206,7 +215,8 @@ def test_weights_with_a_zero_point_are_centered_where_they_fit_int8(tmp_path):
     onnx.save(model, str(tmp_path / "moved.onnx"))
     graph = lift(tmp_path / "moved.onnx")
     conv = next(k for k in graph.kernels() if k.source == "conv3x3_s2")
-    assert np.array_equal(graph.constants[conv.inputs[1].tensor].astype(np.int16).reshape(w.shape), w - z[:, None, None, None])
+    centered = graph.constants[conv.inputs[1].tensor].astype(np.int16).reshape(w.shape)
+    assert np.array_equal(centered, w - z[:, None, None, None])
     for seed in SEEDS:
         _assert_equals_onnxruntime(graph, tmp_path / "moved.onnx", zoo.random_input("conv_flatten_gemm", seed))
 
