@@ -161,6 +161,9 @@ class _QdqWriter:
         if node.op_type in FLOAT_OPS and node.domain in ("", "ai.onnx", "com.microsoft"):
             self._rewrite(node)
             return
+        if node.op_type.startswith("QLinear"):
+            raise MingError(f"{_label(node)} is not supported; ming takes these quantized operators: "
+                            + ", ".join(sorted(FLOAT_OPS)))
         read = [t for t in node.input if t in self.params]
         if node.op_type == "QuantizeLinear":
             self.params[node.output[0]] = (node.input[1], _input(node, 2))

@@ -299,6 +299,15 @@ def test_qgemm_alpha_and_channels_last_pooling_are_refused(tmp_path):
         lift(_save(model, tmp_path / "channels_last.onnx"))
 
 
+def test_other_quantized_operators_are_refused_by_name(tmp_path):
+    model = _qoperator("conv_gap", tmp_path, "QUInt8")
+    pool = next(n for n in model.graph.node if n.op_type == "QLinearGlobalAveragePool")
+    pool.op_type = "QLinearReduceMean"
+    with pytest.raises(MingError, match=rf"node '{pool.name}' \(com.microsoft.QLinearReduceMean\) is not supported; "
+                                        "ming takes these quantized operators: QGemm, QLinearAdd"):
+        lift(_save(model, tmp_path / "reduce_mean.onnx"))
+
+
 def test_integer_arithmetic_on_quantized_tensors_is_refused(tmp_path):
     model = _qoperator("conv_relu", tmp_path, "QUInt8")
     conv = next(n for n in model.graph.node if n.op_type == "QLinearConv")
