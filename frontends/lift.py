@@ -219,11 +219,13 @@ def _identifier(text: str) -> str:
 class ModelPort:
     """A model input or output as the model declares it, in the order of the entry function's arguments
     or results. `permutation` takes the model's array to the imported tensor's layout (a Transpose next to
-    the input or output that the frontend folded away)."""
+    the input or output that the frontend folded away). `integer_dtype` is the model's own type where the
+    port holds integers: "int8", or "uint8" imported as int8 (the host shifts the values)."""
 
     name: str
     shape: tuple[int, ...]
     permutation: tuple[int, ...] = ()
+    integer_dtype: str = "int8"
 
 
 class Lifter:
@@ -335,12 +337,13 @@ class Lifter:
         dtype = element_type(op.results[0])
         if dtype == "f32":
             self.values[op.results[0]] = FloatInput(port.name, shape)
-        elif dtype == "i8":  # the model takes int8 values: no quantization on the host
+        elif dtype == "i8":  # the model takes int8 (or uint8) values: no quantization on the host
             tensor = self._new_tensor(port.name, shape, "i8")
-            self.graph.inputs.append(GraphInput(port.name, tensor, port.shape, 1.0, 0, "int8", port.permutation))
+            self.graph.inputs.append(GraphInput(port.name, tensor, port.shape, 1.0, 0, port.integer_dtype,
+                                                port.permutation))
             self.values[op.results[0]] = IntTensor(tensor)
         else:
-            raise MingError(f"input '{port.name}' is {dtype}; ming takes float32 or int8 model inputs")
+            raise MingError(f"input '{port.name}' is {dtype}; ming takes float32, int8 or uint8 model inputs")
 
     def _op_linalg_fill(self, op, where):
         value = self._get(op.operands[0], where)
@@ -428,7 +431,7 @@ class Lifter:
         if isinstance(value, HostValue):
             quantized = [op.kind for op in value.ops if op.kind != "reshape"][-1] == "quantize"
             out = GraphOutput(name, value.tensor, shape, value.scale, value.zero_point, value.ops,
-                              "int8" if quantized else "float32", permutation)
+                              port.integer_dtype if quantized else "float32", permutation)
         elif isinstance(value, FloatValue) and len(value.terms) == 1 and _is_plain_dequant(value):
             term = value.terms[0]
             out = GraphOutput(name, term.tensor, shape, float(term.factors[0]), int(term.offset),
@@ -486,7 +489,7 @@ class Lifter:
     def _note_input_quantization(self, tensor: str, scale: float, zero_point: int) -> None:
         """An int8 model input's scale and zero point, for reports, from the first dequantization of it."""
         for i, graph_input in enumerate(self.graph.inputs):
-            if graph_input.tensor == tensor and graph_input.dtype == "int8" and graph_input.scale == 1.0:
+            if graph_input.tensor == tensor and graph_input.dtype != "float32" and graph_input.scale == 1.0:
                 self.graph.inputs[i] = replace(graph_input, scale=scale, zero_point=zero_point)
 
     def _quantize(self, source, scale, zero_point, node, where):

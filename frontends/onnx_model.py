@@ -1,5 +1,7 @@
 """ONNX frontend: check the model, import it through IREE, lift it into a Graph.
 
+QOperator and uint8 models are first rewritten into int8 QDQ (`onnx_formats`).
+
 Phases (DESIGN.md, "Frontend facts"):
   ONNX --(iree onnx_importer, node names kept as locations)--> torch dialect
        --(iree-compile --compile-to=global-optimization
@@ -22,7 +24,7 @@ from iree.compiler.extras import onnx_importer
 
 from ming_py.ir import Graph, MingError
 
-from . import iree_compile
+from . import iree_compile, onnx_formats
 from .lift import Lifter, ModelPort
 from .onnx_tables import TABLE_OPS, node_tables
 
@@ -162,8 +164,8 @@ def check_operators(model: onnx.ModelProto) -> None:
     graph = model.graph
     for node in graph.node:
         if node.domain not in ("", "ai.onnx"):
-            raise MingError(f"node '{node.name}' ({node.domain}.{node.op_type}) is not supported; "
-                            "export a QDQ model with standard ONNX ops")
+            raise MingError(f"node '{node.name}' ({node.domain}.{node.op_type}) is not supported; export a QDQ "
+                            "model with standard ONNX ops (or QOperator with the ops ming's README lists)")
         if node.op_type not in SUPPORTED_OPS | TABLE_OPS:
             raise MingError(f"node '{node.name}' ({node.op_type}) is not supported; supported ops: "
                             + ", ".join(sorted(SUPPORTED_OPS | TABLE_OPS)))
@@ -183,7 +185,7 @@ def check_operators(model: onnx.ModelProto) -> None:
             zero_point = next((i for i in graph.initializer if i.name == node.input[2]), None)
             if zero_point is not None and zero_point.data_type != onnx.TensorProto.INT8:
                 raise MingError(f"node '{node.name}' quantizes to {onnx.TensorProto.DataType.Name(zero_point.data_type)}; "
-                                "ming needs int8 (activation_type=QuantType.QInt8)")
+                                "ming takes int8 or uint8 (activation_type=QuantType.QInt8 or QUInt8)")
 
 
 def _initializer_behind(graph: onnx.GraphProto, name: str) -> onnx.TensorProto | None:
@@ -209,9 +211,10 @@ def import_onnx(path: str | Path) -> Graph:
     path = Path(path)
     model = load_onnx(path)
     notes = fix_symbolic_batch(model)
+    types = onnx_formats.to_int8_qdq(model)
     check_supported(model)
-    inputs = [ModelPort(v.name, _shape(v)) for v in model_inputs(model.graph)]
-    outputs = [ModelPort(v.name, _shape(v)) for v in model.graph.output]
+    inputs = [ModelPort(v.name, _shape(v), integer_dtype=types.input_dtype(v.name)) for v in model_inputs(model.graph)]
+    outputs = [ModelPort(v.name, _shape(v), integer_dtype=types.output_dtype(v.name)) for v in model.graph.output]
     inputs = [replace(port, permutation=fold_input_transpose(model, value))
               for port, value in zip(inputs, model_inputs(model.graph))]
     outputs = [replace(port, permutation=fold_output_transpose(model, value))

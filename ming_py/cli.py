@@ -23,8 +23,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"ming: error: {message}; see `{self.prog} --help`\n")
 
 
-INPUT_HELP = "the input .npy as the model takes it (float32, or int8 for a model with an int8 input)"
-OUTPUT_HELP = "where to write the output .npy (float32, or int8 for a model with an int8 output)"
+INPUT_HELP = "the input .npy as the model takes it (float32, or int8/uint8 for a model with such an input)"
+OUTPUT_HELP = "where to write the output .npy (float32, or int8/uint8 for a model with such an output)"
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ming", description=__doc__)

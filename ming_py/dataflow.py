@@ -120,7 +120,7 @@ class Port:
     scale: float
     zero_point: int
     host_ops: tuple[HostOp, ...] = ()
-    dtype: str = "float32"  # the model's own element type at this port: "float32" or "int8"
+    dtype: str = "float32"  # the model's own element type at this port: "float32", "int8" or "uint8"
     permutation: tuple[int, ...] = ()  # model array -> array_shape layout (see ir.GraphInput)
     quantizer: str = "onnxruntime"  # whose rounding quantizes a float input: "onnxruntime" or "tflite"
 

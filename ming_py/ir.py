@@ -319,7 +319,8 @@ Node = Kernel | Reshape | Concat
 
 @dataclass(frozen=True)
 class GraphInput:
-    """A model input: float32 quantized on entry, q = sat(rne(x / scale) + zero_point), or int8 as it is.
+    """A model input: float32 quantized on entry, q = sat(rne(x / scale) + zero_point), int8 as it is, or uint8
+    shifted by -128 (the frontend shifted the model's uint8 tensors to int8 alike).
 
     `permutation` (empty: none) takes the model's array to the graph tensor's layout: a Transpose right
     after the input (NHWC models) is a host reordering, not hardware.
@@ -330,14 +331,15 @@ class GraphInput:
     onnx_shape: tuple[int, ...]  # the model's input shape
     scale: float
     zero_point: int
-    dtype: str = "float32"  # the model's input type: "float32" or "int8"
+    dtype: str = "float32"  # the model's input type: "float32", "int8" or "uint8"
     permutation: tuple[int, ...] = ()
     quantizer: str = "onnxruntime"  # whose rounding quantizes a float input: "onnxruntime" or "tflite"
 
 
 @dataclass(frozen=True)
 class GraphOutput:
-    """An int8 tensor leaving the accelerator: dequantized and run through `host_ops`, or int8 as it is.
+    """An int8 tensor leaving the accelerator: dequantized and run through `host_ops`, or int8 as it is (uint8:
+    shifted by +128).
 
     The model's output is the tensor's values with their axes permuted back (see `GraphInput`).
     """
@@ -348,7 +350,7 @@ class GraphOutput:
     scale: float
     zero_point: int
     host_ops: tuple[HostOp, ...] = ()
-    dtype: str = "float32"  # the model's output type: "float32" or "int8"
+    dtype: str = "float32"  # the model's output type: "float32", "int8" or "uint8"
     permutation: tuple[int, ...] = ()
 
 

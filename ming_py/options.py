@@ -117,16 +117,16 @@ def _write_problem(directory: Path) -> str | None:
 
 
 def load_input(path: Path) -> np.ndarray:
-    """The array in the .npy file `path`, as the model's runtime takes it: float32 (no NaN or Inf), or int8
-    for a model whose input is int8."""
+    """The array in the .npy file `path`, as the model's runtime takes it: float32 (no NaN or Inf), or int8 or
+    uint8 for a model whose input is int8 or uint8."""
     if not Path(path).is_file():
         raise MingError(f"{path}: input file not found")
     x = _read_npy(path)
-    if x.dtype == np.int8:
+    if x.dtype in (np.int8, np.uint8):
         return x
     if x.dtype.kind != "f" or x.dtype.itemsize != 4:
-        raise MingError(f"{path}: input is {x.dtype}; give float32 as onnxruntime takes it (or int8 for a model "
-                        "with an int8 input); save x.astype(numpy.float32)")
+        raise MingError(f"{path}: input is {x.dtype}; give float32 as onnxruntime takes it (or int8/uint8 for a "
+                        "model with such an input); save x.astype(numpy.float32)")
     check_finite(x, str(path))
     return x.astype(np.float32)
 
@@ -161,13 +161,13 @@ def check_finite(x: np.ndarray, where: str | None = None) -> None:
 
 def save_output(path: Path, y: np.ndarray) -> None:
     try:
-        np.save(path, y if y.dtype == np.int8 else y.astype(np.float32))
+        np.save(path, y if y.dtype in (np.int8, np.uint8) else y.astype(np.float32))
     except OSError as exc:
         raise MingError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
 
 
 def check_input(x: np.ndarray, onnx_shape: list[int], dtype: str) -> None:
-    """`x` has the shape and element type (`dtype`, "float32" or "int8") of the model's input."""
+    """`x` has the shape and element type (`dtype`: "float32", "int8" or "uint8") of the model's input."""
     if list(x.shape) != list(onnx_shape):
         raise MingError(f"input has shape {tuple(x.shape)}, the model takes {tuple(onnx_shape)}")
     if str(x.dtype) != dtype:

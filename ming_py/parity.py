@@ -47,8 +47,8 @@ def compare(graph: Graph, model: str | Path, x: np.ndarray) -> Parity:
 
 def _output_step(out) -> float:
     """Quantization step of what the output finally holds (the last quantize of a host tail; 1 for the int8
-    values of an int8 output)."""
-    if out.dtype == "int8":
+    values of an int8 or uint8 output)."""
+    if out.dtype != "float32":
         return 1.0
     scale = out.scale
     for op in out.host_ops:

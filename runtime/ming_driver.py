@@ -60,7 +60,7 @@ class Port:
     zero_point: int
     values: int  # int8 values per image
     words: int  # 64-bit bus words per image
-    dtype: str = "float32"  # the model's element type here: "float32" or "int8"
+    dtype: str = "float32"  # the model's element type here: "float32", "int8" or "uint8"
     permutation: tuple = ()  # the model's array -> the accelerator's layout (ming_host.accelerator_input)
     host_ops: tuple = ()  # the steps after the accelerator (outputs)
     quantizer: str = "onnxruntime"  # whose rounding quantizes a float input (ming_host.QUANTIZERS)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 INT8_MIN, INT8_MAX = -128, 127
+# The integer types of model inputs and outputs: how far above the accelerator's int8 values theirs lie
+INTEGER_OFFSETS = {"int8": 0, "uint8": 128}
 VALUES_PER_WORD = 8  # int8 values per 64-bit bus word
 
 
@@ -105,14 +107,17 @@ def model_input_values(x, scale: float, zero_point: int, dtype: str, quantizer: 
 
     A float32 input is quantized as the model's runtime does (`quantizer`: onnxruntime's QuantizeLinear
     rounds half to even, TFLite's QUANTIZE half away from zero); a model whose input is already int8
-    (TFLite, or ONNX converted from it) takes its values as they are.
+    (TFLite, or ONNX converted from it) takes its values as they are, a uint8 one shifted by -128 (the
+    frontend made the model int8 by the same shift).
     """
     if dtype == "float32":
         return QUANTIZERS[quantizer](x, scale, zero_point).astype(np.int64)
+    offset = INTEGER_OFFSETS[dtype]
     values = np.asarray(x)
-    if values.dtype.kind not in "iu" or (values.size and (values.min() < INT8_MIN or values.max() > INT8_MAX)):
-        raise ValueError(f"the model takes int8 values; this input is {values.dtype}")
-    return values.astype(np.int64)
+    if values.dtype.kind not in "iu" or \
+            (values.size and (values.min() < INT8_MIN + offset or values.max() > INT8_MAX + offset)):
+        raise ValueError(f"the model takes {dtype} values; this input is {values.dtype}")
+    return values.astype(np.int64) - offset
 
 
 def accelerator_input(x, port) -> np.ndarray:
@@ -141,11 +146,12 @@ def graph_layout_shape(model_shape, permutation) -> tuple:
 def host_tail(q: np.ndarray, scale: float, zero_point: int, host_ops, dtype: str = "float32") -> np.ndarray:
     """Dequantize an accelerator output and run the float steps that follow it on the host.
 
-    An int8 model output (`dtype` "int8") without host steps is the accelerator's values as they are.
+    An integer model output (`dtype` "int8" or "uint8") without host steps is the accelerator's values as they
+    are (shifted by +128 for uint8).
     """
     ops = list(host_ops)
-    if dtype == "int8" and not ops:
-        return np.asarray(q).astype(np.int8)
+    if dtype in INTEGER_OFFSETS and not ops:
+        return model_integers(q, dtype)
     kinds = [op.kind for op in ops]
     if kinds[:1] == ["tflite_softmax"]:  # int8 in, int8 out (scale 1/256, zero point -128)
         x = tflite_softmax(q, scale, ops[0].scale)
@@ -159,7 +165,12 @@ def host_tail(q: np.ndarray, scale: float, zero_point: int, host_ops, dtype: str
         x = ort_dequantize_linear(q, scale, zero_point)
     for op in ops:
         x = _host_op(x, op)
-    return x.astype(np.int8) if dtype == "int8" else x
+    return model_integers(x, dtype) if dtype in INTEGER_OFFSETS else x
+
+
+def model_integers(q, dtype: str) -> np.ndarray:
+    """int8 values as the model gives them: int8, or uint8 (shifted by +128)."""
+    return (np.asarray(q).astype(np.int64) + INTEGER_OFFSETS[dtype]).astype(np.dtype(dtype))
 
 
 def _host_op(x: np.ndarray, op: HostOp) -> np.ndarray:

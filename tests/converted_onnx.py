@@ -3,8 +3,8 @@
 `converter_style` rewrites a `quantize_static` model the way tf2onnx's output
 differs from it, one option per difference:
 
-* ``int8_io``: the model takes and gives int8 (the input's QuantizeLinear and
-  the output's DequantizeLinear are gone);
+* ``int8_io``: the model takes and gives int8, or uint8 where it quantizes to
+  uint8 (the input's QuantizeLinear and the output's DequantizeLinear are gone);
 * ``nhwc_input``: the input is NHWC, followed by a Transpose to NCHW (on the
   int8 values, or on the float input when ``int8_io`` is off);
 * ``nhwc_output``: a Transpose back to NHWC writes the output;
@@ -49,12 +49,14 @@ def converter_style(source, target, *, int8_io=True, nhwc_input=True, nhwc_outpu
 
 
 def model_input(path, seed: int) -> np.ndarray:
-    """A seeded input as the converted model takes it (int8 or float32, its own shape)."""
+    """A seeded input as the converted model takes it (int8, uint8 or float32, its own shape)."""
     value = onnx.load(str(path)).graph.input[0]
     shape = [d.dim_value or 1 for d in value.type.tensor_type.shape.dim]
     rng = np.random.default_rng(seed)
     if value.type.tensor_type.elem_type == onnx.TensorProto.INT8:
         return rng.integers(-128, 128, shape).astype(np.int8)
+    if value.type.tensor_type.elem_type == onnx.TensorProto.UINT8:
+        return rng.integers(0, 256, shape).astype(np.uint8)
     return (rng.standard_normal(shape) * zoo.INPUT_SCALE).astype(np.float32)
 
 
@@ -102,7 +104,7 @@ def _int8_input(graph):
     assert quantize.op_type == "QuantizeLinear"
     graph.node.remove(quantize)
     x.name = quantize.output[0]
-    x.type.tensor_type.elem_type = onnx.TensorProto.INT8
+    x.type.tensor_type.elem_type = _initializer(graph, quantize.input[2]).data_type
 
 
 def _int8_output(graph):
@@ -112,7 +114,7 @@ def _int8_output(graph):
         return  # a float tail (Softmax) stays
     graph.node.remove(dequantize)
     y.name = dequantize.input[0]
-    y.type.tensor_type.elem_type = onnx.TensorProto.INT8
+    y.type.tensor_type.elem_type = _initializer(graph, dequantize.input[2]).data_type
 
 
 def _nhwc_input(graph):

@@ -540,8 +540,11 @@ QUANTIZE_OPTIONS = {"reduce_range": _ort_saturates()}
 
 def quantize_float_model(model: onnx.ModelProto, out: pathlib.Path, input_shape: Sequence[int],
                          per_channel: bool = False, seed: int = CALIB_SEED,
-                         options: dict | None = None) -> pathlib.Path:
-    """Quantize a float model (input "x") to int8 QDQ at ``out``, calibrated on seeded random data."""
+                         options: dict | None = None, quant_format: str = "QDQ", activation_type: str = "QInt8",
+                         weight_type: str = "QInt8") -> pathlib.Path:
+    """Quantize a float model (input "x") at ``out``, calibrated on seeded random data: int8 QDQ by default;
+    ``quant_format`` names a ``QuantFormat`` ("QDQ", "QOperator"), the types name ``QuantType``s ("QInt8",
+    "QUInt8")."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     rng = np.random.default_rng(seed)
@@ -560,14 +563,19 @@ def quantize_float_model(model: onnx.ModelProto, out: pathlib.Path, input_shape:
     with tempfile.TemporaryDirectory() as tmp:
         float_path = pathlib.Path(tmp) / "float.onnx"
         onnx.save(model, str(float_path))
-        quantize_static(str(float_path), str(out), _Reader(), quant_format=QuantFormat.QDQ,
-                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+        quantize_static(str(float_path), str(out), _Reader(), quant_format=QuantFormat[quant_format],
+                        activation_type=QuantType[activation_type], weight_type=QuantType[weight_type],
                         per_channel=per_channel, **(QUANTIZE_OPTIONS if options is None else options))
     return out
 
 
-def quantized_model(name: str, directory: pathlib.Path, per_channel: bool = False) -> pathlib.Path:
-    """Quantize float model ``name`` to ``<directory>/<name>[_pc].onnx`` and return the path."""
+def quantized_model(name: str, directory: pathlib.Path, per_channel: bool = False, quant_format: str = "QDQ",
+                    activation_type: str = "QInt8", weight_type: str = "QInt8") -> pathlib.Path:
+    """Quantize float model ``name`` to ``<directory>/<name>[_pc][_<format>_<types>].onnx`` (int8 QDQ has no
+    format suffix) and return the path."""
     zm = MODELS[name]
-    out = pathlib.Path(directory) / f"{name}{'_pc' if per_channel else ''}.onnx"
-    return quantize_float_model(zm.build(), out, zm.input_shape, per_channel)
+    formats = (quant_format, activation_type, weight_type)
+    suffix = "" if formats == ("QDQ", "QInt8", "QInt8") else "_" + "_".join(formats)
+    out = pathlib.Path(directory) / f"{name}{'_pc' if per_channel else ''}{suffix}.onnx"
+    return quantize_float_model(zm.build(), out, zm.input_shape, per_channel, quant_format=quant_format,
+                                activation_type=activation_type, weight_type=weight_type)
