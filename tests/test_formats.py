@@ -157,16 +157,21 @@ def test_qdq_rewrite_equals_the_qoperator_model_in_onnxruntime(tmp_path, name, a
 
 
 @pytest.mark.parametrize("op", ["Sigmoid", "LeakyRelu"])
-def test_lookup_activations_become_qdq_and_are_refused_by_name(tmp_path, op):
+def test_qlinear_activations_become_tables_equal_to_onnxruntime(tmp_path, op):
+    """QLinearSigmoid / QLinearLeakyRelu become DequantizeLinear -> op -> QuantizeLinear, which ming compiles as
+    a table onnxruntime computes: the QOperator file's outputs, bit for bit."""
     model = _qoperator(f"conv_{op.lower()}", tmp_path, "QUInt8")
+    path = _save(model, tmp_path / "qoperator.onnx")
     onnx_formats.qoperator_to_qdq(model)
     by_output = {o: n for n in model.graph.node for o in n.output}
     node = next(n for n in model.graph.node if n.op_type == op)
     assert by_output[node.input[0]].op_type == "DequantizeLinear"
     assert [n.op_type for n in model.graph.node if node.output[0] in n.input] == ["QuantizeLinear"]
-    onnx.save(model, str(tmp_path / "qdq.onnx"))
-    with pytest.raises(MingError, match=rf"node '{node.name}' \({op}\) is not supported"):
-        lift(tmp_path / "qdq.onnx")
+    graph = lift(path)
+    assert any(k.op == "table" for k in graph.kernels())
+    for seed in SEEDS:
+        _assert_equals_onnxruntime(graph, path, np.random.default_rng(seed).standard_normal(
+            [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]).astype(np.float32))
 
 
 def test_an_older_opset_is_raised_to_13_for_per_channel_dequantization(tmp_path):
