@@ -27,11 +27,12 @@ class Architecture:
 
 ARCHITECTURES: dict[str, Architecture] = {}
 
-# quantize_static's options per format (activations, weights, format)
+# quantize_static's format and activation type per format (int8 weights, per channel)
 FORMATS = {
-    "qdq_int8": {},
-    "qdq_uint8": {"activation_type": "QUInt8", "weight_type": "QInt8"},
-    "qoperator_int8": {"quant_format": "QOperator"},
+    "qdq_int8": {"quant_format": "QDQ", "activation_type": "QInt8"},
+    "qdq_uint8": {"quant_format": "QDQ", "activation_type": "QUInt8"},
+    "qoperator_int8": {"quant_format": "QOperator", "activation_type": "QInt8"},
+    "qoperator_uint8": {"quant_format": "QOperator", "activation_type": "QUInt8"},
 }
 
 
@@ -70,6 +71,5 @@ def _(g):
 def quantized(name: str, fmt: str, directory: pathlib.Path, per_channel: bool = True) -> pathlib.Path:
     """Architecture `name` quantized in format `fmt` (a key of FORMATS) at <directory>/<name>_<fmt>.onnx."""
     arch = ARCHITECTURES[name]
-    options = dict(zoo.QUANTIZE_OPTIONS) | FORMATS[fmt]
     out = pathlib.Path(directory) / f"{name}_{fmt}.onnx"
-    return zoo.quantize_float_model(arch.build(), out, arch.input_shape, per_channel, options=options)
+    return zoo.quantize_float_model(arch.build(), out, arch.input_shape, per_channel, **FORMATS[fmt])
