@@ -22,7 +22,7 @@ from ming_py.ir import MingError
 # Unary element-wise ONNX ops (with constant extra inputs at most) that become tables after a DequantizeLinear.
 TABLE_OPS = frozenset({
     "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu", "Softplus",
-    "ThresholdedRelu", "Exp", "Erf", "Abs", "Neg", "Reciprocal", "Sin", "Cos",
+    "ThresholdedRelu", "Exp", "Erf", "Abs", "Neg", "Reciprocal", "Sin", "Cos", "BatchNormalization",
 })
 PROBE_INPUT = "ming_probe"
 
@@ -125,7 +125,7 @@ def _table(graph: _Inferred, node: onnx.NodeProto) -> NodeTable:
     shape = graph.shape(node.input[0])
     axis = _channel_axis(graph, node, shape, where)
     groups = shape[axis] if axis is not None else 1
-    probe_shape = (256,) + tuple(shape[a] if a == axis else 1 for a in range(len(shape or ())))
+    probe_shape = _probe_shape(shape, axis, where)
     values = _run(graph, node, dequantize, quantize, probe_shape, where).reshape(256, groups).T
     if np.all(values == values[:1]):
         values, axis = values[:1], None
@@ -133,8 +133,23 @@ def _table(graph: _Inferred, node: onnx.NodeProto) -> NodeTable:
                      *y_quantization)
 
 
+def _probe_shape(shape, axis, where) -> tuple[int, ...]:
+    """The probe input: the 256 int8 values along the batch axis (batch 1 in the model), each a single
+    position with every channel where the table differs per channel, so that an op reading its channel axis
+    by position (BatchNormalization) finds it where the model has it."""
+    if not shape:
+        return (256,)
+    if shape[0] != 1 or axis == 0:
+        raise MingError(f"{where}: its input {shape} has no batch axis of 1 to tabulate along; ming compiles "
+                        "batch-1 models")
+    return (256,) + tuple(shape[a] if a == axis else 1 for a in range(1, len(shape)))
+
+
 def _channel_axis(graph: _Inferred, node: onnx.NodeProto, shape, where) -> int | None:
     """The one axis of the node's input along which its constant inputs vary (None: none varies)."""
+    if node.op_type == "BatchNormalization":  # scale, bias, mean and variance index axis 1
+        per_channel = any(int(np.prod(graph.shape(name) or (1,))) > 1 for name in node.input[1:] if name)
+        return 1 if per_channel else None
     varying = set()
     for name in node.input[1:]:
         if not name:
@@ -157,7 +172,7 @@ def _channel_axis(graph: _Inferred, node: onnx.NodeProto, shape, where) -> int |
 
 
 def _run(graph: _Inferred, node, dequantize, quantize, probe_shape, where) -> np.ndarray:
-    """The int8 output of DQ -> node -> Q in onnxruntime for every int8 value along the probe's first axis."""
+    """The int8 output of DQ -> node -> Q in onnxruntime for every int8 value along the probe's batch axis."""
     constants = [n for n in list(node.input[1:]) + list(dequantize.input[1:]) + list(quantize.input[1:]) if n]
     nodes, initializers = graph.constant_nodes(constants, where)
     probe_dequantize = onnx.NodeProto()

@@ -31,13 +31,16 @@ from ming_py.simulate import simulate
 ATTRIBUTES = {"LeakyRelu": {"alpha": 0.1}, "Elu": {"alpha": 0.7}, "ThresholdedRelu": {"alpha": 0.3}}
 # op, per-channel PRelu, one-slope PRelu
 CASES = sorted(TABLE_OPS - {"PRelu"}) + ["PRelu", "PRelu_scalar"]
+PER_CHANNEL = ("PRelu", "BatchNormalization")
 NETWORK_CASES = ["Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu", "PRelu", "PRelu_scalar", "Elu",
-                 "Softplus", "Exp", "Abs"]
+                 "Softplus", "Exp", "Abs", "BatchNormalization"]
 
 
 def _activation(g: zoo._Graph, x: str, case: str) -> str:
     if case.startswith("PRelu"):
         return g.prelu(x, "act", per_channel=case == "PRelu")
+    if case == "BatchNormalization":
+        return g.batchnorm(x, "act")
     return g.unary(x, case, "act", **ATTRIBUTES.get(case, {}))
 
 
@@ -67,7 +70,7 @@ def single_op(tmp_path_factory):
 
     def build(case: str):
         if case not in cache:
-            channels = 4 if case == "PRelu" else 1
+            channels = 4 if case in PER_CHANNEL else 1
             g = zoo._Graph(f"table_{case}", (1, channels, 16, 16))
             model = g.finish(_activation(g, "x", case))
             options = {"op_types_to_quantize": [model.graph.node[0].op_type], **zoo.QUANTIZE_OPTIONS}

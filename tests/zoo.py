@@ -136,6 +136,14 @@ class _Graph:
         slope = self.rng.uniform(0.05, 0.5, slope_shape).astype(np.float32)
         return self._node("PRelu", name, [x, self._init(f"{name}.slope", slope)], self.shapes[x])
 
+    def batchnorm(self, x: str, name: str) -> str:
+        """BatchNormalization left unfused (inference), seeded per-channel scale, bias, mean and variance."""
+        channels = self.shapes[x][1]
+        params = [self.rng.uniform(0.5, 1.5, channels), self.rng.uniform(-0.3, 0.3, channels),
+                  self.rng.uniform(-0.2, 0.2, channels), self.rng.uniform(0.5, 2.0, channels)]
+        inputs = [self._init(f"{name}.{p}", v.astype(np.float32)) for p, v in zip(("scale", "bias", "mean", "var"), params)]
+        return self._node("BatchNormalization", name, [x, *inputs], self.shapes[x])
+
     def clip(self, x: str, name: str, lo: float = 0.0, hi: float = 6.0) -> str:
         mn = self._init(f"{name}.min", np.array(lo, dtype=np.float32))
         mx = self._init(f"{name}.max", np.array(hi, dtype=np.float32))
