@@ -24,10 +24,12 @@ from ming_py.ir import Graph, MingError
 
 from . import iree_compile
 from .lift import Lifter, ModelPort
+from .onnx_geometry import check_pads, resize_factors
 
 SUPPORTED_OPS = frozenset({
     "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "Clip",
     "Add", "Concat", "Flatten", "Reshape", "Softmax", "QuantizeLinear", "DequantizeLinear", "Identity",
+    "GlobalMaxPool", "Resize", "Pad",
 })
 
 IREE_FLAGS = (
@@ -216,8 +218,10 @@ def import_onnx(path: str | Path) -> Graph:
     outputs = [replace(port, permutation=fold_output_transpose(model, value))
                for port, value in zip(outputs, model.graph.output)]
     check_operators(model)
+    check_pads(model)
+    resizes = resize_factors(model)
     text = import_to_linalg(model)
     with ir.Context() as context:
         module = ir.Module.parse(text, context)
         op_types = {node.name: node.op_type for node in model.graph.node}
-        return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes).run(module)
+        return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes, resizes).run(module)
