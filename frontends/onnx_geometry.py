@@ -60,6 +60,17 @@ def resize_factors(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     return {node.name: _factors(model.graph, node, shapes.get(node.input[0], ())) for node in resizes}
 
 
+def canonicalize_resizes(model: onnx.ModelProto) -> None:
+    """Give every Resize (checked by `resize_factors`: it repeats every value) the coordinate and rounding
+    modes IREE lowers for any factor, asymmetric with floor: the same map, and the lifter takes the factors,
+    not IREE's index arithmetic (IREE 3.13 refuses pytorch_half_pixel and align_corners for nearest)."""
+    for node in (n for n in model.graph.node if n.op_type == "Resize"):
+        kept = [a for a in node.attribute if a.name not in ("coordinate_transformation_mode", "nearest_mode")]
+        del node.attribute[:]
+        node.attribute.extend(kept + [onnx.helper.make_attribute("coordinate_transformation_mode", "asymmetric"),
+                                      onnx.helper.make_attribute("nearest_mode", "floor")])
+
+
 def _factors(graph: onnx.GraphProto, node: onnx.NodeProto, shape: tuple[int, ...]) -> tuple[int, ...]:
     where = f"node '{node.name}' (Resize"
     mode = _attribute(node, "mode", "nearest")
@@ -149,7 +160,5 @@ def check_pads(model: onnx.ModelProto) -> None:
         pads = _constant(graph, node.input[1]) if len(node.input) > 1 and node.input[1] else None
         if pads is None:
             raise MingError(f"{where}: its pads are computed in the graph; ming needs constant pads")
-        if len(node.input) > 2 and node.input[2] and _constant(graph, node.input[2]) is None:
-            raise MingError(f"{where}: its constant_value is computed in the graph; ming needs a constant")
         if np.any(pads < 0):
             raise MingError(f"{where}: negative pads crop the map; ming supports non-negative pads only")
