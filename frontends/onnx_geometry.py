@@ -60,15 +60,22 @@ def resize_factors(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     return {node.name: _factors(model.graph, node, shapes.get(node.input[0], ())) for node in resizes}
 
 
-def canonicalize_resizes(model: onnx.ModelProto) -> None:
-    """Give every Resize (checked by `resize_factors`: it repeats every value) the coordinate and rounding
-    modes IREE lowers for any factor, asymmetric with floor: the same map, and the lifter takes the factors,
-    not IREE's index arithmetic (IREE 3.13 refuses pytorch_half_pixel and align_corners for nearest)."""
+def prepare_resizes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """Check every Resize (`resize_factors`) and return its factors by node name. The lifter finds IREE's
+    generic of a Resize by the node's name, so an unnamed one is named after its output. Every Resize then
+    gets the coordinate and rounding modes IREE lowers for any factor, asymmetric with floor: the same map,
+    and the lifter takes the factors, not IREE's index arithmetic (IREE 3.13 refuses pytorch_half_pixel and
+    align_corners for nearest)."""
+    for node in model.graph.node:
+        if node.op_type == "Resize" and not node.name:
+            node.name = node.output[0]
+    factors = resize_factors(model)
     for node in (n for n in model.graph.node if n.op_type == "Resize"):
         kept = [a for a in node.attribute if a.name not in ("coordinate_transformation_mode", "nearest_mode")]
         del node.attribute[:]
         node.attribute.extend(kept + [onnx.helper.make_attribute("coordinate_transformation_mode", "asymmetric"),
                                       onnx.helper.make_attribute("nearest_mode", "floor")])
+    return factors
 
 
 def _factors(graph: onnx.GraphProto, node: onnx.NodeProto, shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -24,7 +24,7 @@ from ming_py.ir import Graph, MingError
 
 from . import iree_compile
 from .lift import Lifter, ModelPort
-from .onnx_geometry import canonicalize_resizes, check_pads, resize_factors
+from .onnx_geometry import check_pads, prepare_resizes
 
 SUPPORTED_OPS = frozenset({
     "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "Clip",
@@ -219,8 +219,7 @@ def import_onnx(path: str | Path) -> Graph:
                for port, value in zip(outputs, model.graph.output)]
     check_operators(model)
     check_pads(model)
-    resizes = resize_factors(model)
-    canonicalize_resizes(model)
+    resizes = prepare_resizes(model)
     text = import_to_linalg(model)
     with ir.Context() as context:
         module = ir.Module.parse(text, context)
