@@ -88,9 +88,11 @@ def _factors(graph: onnx.GraphProto, node: onnx.NodeProto, shape: tuple[int, ...
     rounding = _attribute(node, "nearest_mode", "round_prefer_floor")
     if coordinates not in COORDINATE_MODES or rounding not in NEAREST_MODES:
         raise MingError(f"{where}, coordinate_transformation_mode={coordinates}, nearest_mode={rounding}) is not "
-                        f"supported; use one of {', '.join(COORDINATE_MODES)}")
+                        f"supported; ming takes {', '.join(COORDINATE_MODES)} with {', '.join(NEAREST_MODES)}")
     if not shape or not all(shape):
         raise MingError(f"{where}): the shape of its input is unknown; export the model with static shapes")
+    if len(node.input) < 3:
+        raise MingError(f"{where}) is the opset 10 form (X, scales); re-export the model with opset 11 or later")
     scales = _scales(graph, node, shape, where)
     factors = []
     for axis, scale in enumerate(scales):
@@ -164,7 +166,10 @@ def check_pads(model: onnx.ModelProto) -> None:
         where = f"node '{node.name}' (Pad, mode={mode})"
         if mode != "constant":
             raise MingError(f"{where} is not supported; ming pads with a constant value (mode=constant)")
-        pads = _constant(graph, node.input[1]) if len(node.input) > 1 and node.input[1] else None
+        if len(node.input) == 1:  # before opset 11 the pads are an attribute
+            pads = np.asarray(_attribute(node, "pads", []))
+        else:
+            pads = _constant(graph, node.input[1]) if node.input[1] else None
         if pads is None:
             raise MingError(f"{where}: its pads are computed in the graph; ming needs constant pads")
         if np.any(pads < 0):
