@@ -20,7 +20,7 @@ from ming_py import __version__, numerics
 from ming_py.boards import Board
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of, window_order, window_tile
-from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays, tables_per_lane
+from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays, tables_per_lane, upsample_factors
 from ming_py.ir import (
     AccRequant,
     AddRequant,
@@ -192,6 +192,8 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
     def constant(role: str, ctype: str, array: np.ndarray, comment: str) -> None:
         constants.append(CConstant(view.arrays[role], ctype, array, comment_text(f"{p.name}: {comment}")))
 
+    if p.kind == "upsample":
+        view.extra["factors"] = upsample_factors(spec)
     if p.weights is not None:
         constant("weights", "int8_t", fold_order(p.kind, p.weights, spec).astype(np.int8),
                  f"weights {_shape_doc(p)}, one row of every weight a fold step multiplies")
@@ -200,7 +202,8 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
 
 
 _WINDOW = ("conv", "depthwise", "maxpool", "avgpool")
-_TEMPLATE = {**{kind: "window" for kind in _WINDOW}, "rescale": "table"}
+_TEMPLATE = {**{kind: "window" for kind in _WINDOW}, "global_avgpool": "global_pool", "global_maxpool": "global_pool",
+             "rescale": "table"}
 
 
 def fold_order(kind: str, weights: np.ndarray, spec: KernelSpec) -> np.ndarray:
@@ -239,6 +242,11 @@ def _comment(p: Process, ins, outs) -> str:
         return f"{p.name} ({p.source}): {p.kind} {geometry}: {shapes}"
     if p.kind == "pointwise":
         return f"{p.name} ({p.source}): 1x1 conv, stride {w.stride[0]}x{w.stride[1]}: {shapes}"
+    if p.kind == "pad":
+        return f"{p.name} ({p.source}): pad {'/'.join(map(str, w.pads))} (t/l/b/r) with {w.pad_value}: {shapes}"
+    if p.kind == "upsample":
+        factors = f"{outs[0].height // ins[0].height}x{outs[0].width // ins[0].width}"
+        return f"{p.name} ({p.source}): nearest upsample {factors}: {shapes}"
     return f"{p.name} ({p.source}): {p.kind}: {shapes}"
 
 
@@ -348,7 +356,7 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
             "[lane][token of a pixel][value]: the table of each channel the lane carries"
         constant("table", "int8_t", rom.astype(np.int8),
                  f"onnxruntime's {what} for every int8 value (index + 128); {layout}")
-    elif p.kind == "maxpool":
+    elif p.kind in ("maxpool", "global_maxpool"):
         view.epilogue = "max"
 
 

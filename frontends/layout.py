@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ming_py.ir import AccessMap, Concat, Graph, Kernel, MingError, Operand, Reshape, TensorInfo
+from ming_py.ir import AccessMap, Concat, Graph, Kernel, MingError, Operand, Pad, Reshape, TensorInfo, Upsample
 
 HWC_TO_CHW = (2, 0, 1)  # new axis i is old axis HWC_TO_CHW[i]
 NHWC_TO_NCHW = (0, 3, 1, 2)
@@ -31,6 +31,10 @@ def channels_first(graph: Graph) -> Graph:
             node.output = _operand(node.output, moved)
         elif isinstance(node, Concat) and node.output in moved:
             node.axis = _PERMUTATIONS[len(graph.tensors[node.output].shape)].index(node.axis)
+        elif isinstance(node, Pad) and node.output in moved:
+            node.padding = _permute(node.padding)
+        elif isinstance(node, Upsample) and node.output in moved:
+            node.factors = _permute(node.factors)
         elif isinstance(node, Reshape):
             _check_reshape(graph, node, moved)
     graph.inputs = [replace(i, permutation=NHWC_TO_NCHW) if i.tensor in moved and len(i.onnx_shape) == 4 else i

@@ -44,9 +44,11 @@ from ming_py.ir import (
     MingError,
     Op,
     Operand,
+    Pad,
     Rescale,
     Reshape,
     TensorInfo,
+    Upsample,
 )
 
 from . import fixed_point, int_body
@@ -72,12 +74,14 @@ class IntTensor:
 
 @dataclass(frozen=True)
 class Padded:
-    """A tensor padded by `tensor.pad`; becomes padding of the consumer's window."""
+    """A tensor padded by `tensor.pad`; becomes padding of the consumer's window, or a `Pad` node where
+    the consumer has no window (`Lifter._get`)."""
 
     base: object  # IntTensor | FloatValue
     low: tuple[int, ...]
     high: tuple[int, ...]
     value: float
+    origin: str = ""  # the model's node that pads
 
 
 @dataclass(frozen=True)
@@ -230,10 +234,12 @@ class ModelPort:
 
 class Lifter:
     def __init__(self, graph_name: str, inputs: list[ModelPort], outputs: list[ModelPort], op_types: dict[str, str],
-                 notes: tuple[str, ...] = (), tables: dict[str, NodeTable] | None = None):
+                 notes: tuple[str, ...] = (), tables: dict[str, NodeTable] | None = None,
+                 resizes: dict[str, tuple[int, ...]] | None = None):
         self.graph = Graph(_identifier(graph_name), notes=list(notes))
         self.op_types = op_types  # model node name -> op type, to name kernels for people
         self.tables = tables or {}  # model node name -> its element-wise function of int8 values
+        self.resizes = resizes or {}  # nearest Resize node name -> its integer factor per axis (onnx_geometry)
         self.inputs = inputs
         self.outputs = outputs
         self.values: dict[ir.Value, object] = {}
@@ -312,11 +318,15 @@ class Lifter:
         else:
             raise MingError(f"{where}: operation {name} is not supported by ming yet")
 
-    def _get(self, value: ir.Value, where: str) -> object:
+    def _get(self, value: ir.Value, where: str, padded: bool = False) -> object:
+        """The symbolic value of an operand; a padded tensor stays `Padded` only for a consumer that takes
+        the padding into its window (`padded`), others read the padded map of a `Pad` node."""
         if value not in self.values:
             raise MingError(f"{where}: operand produced by an unsupported operation")
         if isinstance(self.values[value], IntChain):
             self.values[value] = self._materialize(self.values[value], where)
+        if isinstance(self.values[value], Padded) and not padded:
+            self.values[value] = self._pad_node(self.values[value], where)
         held = self.values[value]
         if isinstance(held, FloatPieces) and all(isinstance(piece, IntTensor) for _, _, piece in held.pieces):
             self.values[value] = self._concat(held, held.origin, where, lambda piece: piece.name)  # TFLite's
@@ -350,14 +360,42 @@ class Lifter:
         self.values[op.results[0]] = Fill(float(value))
 
     def _op_tensor_pad(self, op, where):
-        source = self._get(op.operands[0], where)
+        source = self._get(op.operands[0], where, padded=True)
         low = tuple(op.attributes["static_low"])
         high = tuple(op.attributes["static_high"])
         if any(v < 0 for v in low + high):
             raise MingError(f"{where}: dynamic padding is not supported")
         yield_op = list(op.regions[0].blocks[0].operations)[-1]
-        pad = self._get(yield_op.operands[0], where)
-        self.values[op.results[0]] = Padded(source, low, high, float(pad))
+        pad = float(self._get(yield_op.operands[0], where))
+        if isinstance(source, Padded) and source.value == pad:  # a Pad before a window's own padding: merged
+            low = tuple(a + b for a, b in zip(source.low, low))
+            high = tuple(a + b for a, b in zip(source.high, high))
+            source = source.base
+        elif isinstance(source, Padded):
+            source = self._pad_node(source, where)
+        self.values[op.results[0]] = Padded(source, low, high, pad, location_name(op))
+
+    def _pad_node(self, padded: Padded, where: str) -> IntTensor | FloatValue:
+        """The padded map as a `Pad` node of its int8 tensor (a border no window absorbs)."""
+        base = padded.base
+        if isinstance(base, FloatValue) and _is_plain_dequant(base):
+            term = base.terms[0]
+            value = int(numerics.ort_quantize_linear(np.float32(padded.value), term.factors[0], int(term.offset)))
+            if float(numerics.ort_dequantize_linear(value, term.factors[0], int(term.offset))) != padded.value:
+                raise MingError(f"{where}: padding value {padded.value} is not representable in int8")
+            tensor = self._pad_tensor(term.tensor, padded, value)
+            return FloatValue(self.graph.tensors[tensor].shape, (replace(term, tensor=tensor),))
+        if isinstance(base, IntTensor) and self.graph.tensors[base.name].dtype == "i8":
+            return IntTensor(self._pad_tensor(base.name, padded, int(padded.value)))
+        raise MingError(f"{where}: padding of this value is not supported")
+
+    def _pad_tensor(self, tensor: str, padded: Padded, value: int) -> str:
+        padding = tuple(zip(padded.low, padded.high))
+        shape = tuple(n + low + high for n, (low, high) in zip(self.graph.tensors[tensor].shape, padding))
+        name = self._kernel_name(padded.origin, "pad")
+        out = self._new_tensor(f"{name}_out", shape, "i8")
+        self.graph.nodes.append(Pad(name, padded.origin, tensor, out, padding, value))
+        return out
 
     def _reshape(self, op, where):
         source = self._get(op.operands[0], where)
@@ -394,7 +432,7 @@ class Lifter:
         return out
 
     def _op_tensor_extract_slice(self, op, where):
-        source = self._get(op.operands[0], where)
+        source = self._get(op.operands[0], where, padded=True)
         offsets = tuple(op.attributes["static_offsets"])
         strides = tuple(op.attributes["static_strides"])
         sizes = tuple(op.attributes["static_sizes"])
@@ -453,7 +491,7 @@ class Lifter:
         return scale, zero_point
 
     def _op_iree_linalg_ext_dequantize_affine(self, op, where):
-        source = self._get(op.operands[0], where)
+        source = self._get(op.operands[0], where, padded=True)
         scale, zero_point = self._scale_and_zero_point(op, where)
         if isinstance(source, HostValue):
             self.values[op.results[0]] = replace(
@@ -469,11 +507,11 @@ class Lifter:
                            (Term(source.name, (np.float32(scale),), np.int64(zero_point)),))
         if padded is not None:
             pad = float(numerics.ort_dequantize_linear(int(padded.value), scale, int(zero_point)))
-            value = Padded(value, padded.low, padded.high, pad)
+            value = Padded(value, padded.low, padded.high, pad, padded.origin)
         self.values[op.results[0]] = value
 
     def _op_iree_linalg_ext_quantize_affine(self, op, where):
-        source = self._get(op.operands[0], where)
+        source = self._get(op.operands[0], where, padded=True)
         scale, zero_point = self._scale_and_zero_point(op, where)
         scale, zero_point = np.float32(scale), int(zero_point)
         qmin, qmax = int(op.attributes["quant_min"].value), int(op.attributes["quant_max"].value)
@@ -506,6 +544,10 @@ class Lifter:
             return self._quantize_pieces(source, scale, zero_point, node, where)
         if isinstance(source, Mapped):
             return self._lookup(source, scale, zero_point, where)
+        if isinstance(source, Padded):  # Q(Pad(x, c)) is Pad(Q(x), Q(c))
+            base = self._quantize(source.base, scale, zero_point, node, where)
+            value = numerics.ort_quantize_linear(np.float32(source.value), scale, zero_point)
+            return Padded(base, source.low, source.high, float(value), source.origin)
         if not isinstance(source, FloatValue):
             raise MingError(f"{where}: cannot quantize this value")
         if source.clamp is not None and not _is_plain_dequant(replace(source, clamp=None)):
@@ -718,13 +760,17 @@ class Lifter:
         block = op.regions[0].blocks[0]
         result = op.results[0]
         node = location_name(op)
+        windowed = any(it != PARALLEL for it in iterators)  # a reduction takes padding into its window
+        if n_in == 0 and node in self.resizes:
+            self.values[result] = self._upsample(block, node, tensor_shape(result), where)
+            return
         if node in self.tables:
             mapped = self._mapped(op, n_in, maps, node, where)
             if mapped is not None:
                 self.values[result] = mapped
                 return
         if element_type(result) == "f32":
-            ins = [self._get(v, where) for v in op.operands[:n_in]]
+            ins = [self._get(v, where, padded=windowed) for v in op.operands[:n_in]]
             self.values[result] = self._float_generic(op, ins, out_init, maps, iterators, dims, block, node, where)
             return
         raw = [self.values.get(v) for v in op.operands[:n_in]]
@@ -754,7 +800,7 @@ class Lifter:
             if summed is not None:
                 self.values[result] = summed
                 return
-        ins = [self._get(v, where) for v in op.operands[:n_in]]
+        ins = [self._get(v, where, padded=windowed) for v in op.operands[:n_in]]
         self.values[result] = self._int_generic(ins, out_init, maps, iterators, dims, block, node, result, where)
 
     def _mapped(self, op, n_in, maps, node, where) -> Mapped | None:
@@ -815,6 +861,28 @@ class Lifter:
         count = int(np.prod([dims[d] for d, it in enumerate(iterators) if it != PARALLEL]))
         self.sum_offsets[out] = self.sum_offsets[source.name] * count
         return IntTensor(out)
+
+    def _upsample(self, block, node: str, shape: tuple[int, ...], where: str) -> FloatValue:
+        """A nearest Resize: IREE's generic computes every output element's source index and reads the
+        dequantized source with `tensor.extract`. The index arithmetic is not interpreted; the node's
+        factors come from the model (`self.resizes`), and the int8 source is upsampled before dequantizing."""
+        extracts = [o for o in block.operations if o.operation.name == "tensor.extract"]
+        if len(extracts) != 1:
+            raise MingError(f"{where}: unexpected form of a nearest Resize")
+        source = self._get(extracts[0].operands[0], where)
+        if not (isinstance(source, FloatValue) and _is_plain_dequant(source)):
+            raise MingError(f"{where}: Resize must consume a dequantized int8 tensor")
+        term = source.terms[0]
+        in_shape = self.graph.tensors[term.tensor].shape
+        factors = self.resizes[node][len(self.resizes[node]) - len(in_shape):]  # IREE drops the batch axis
+        if tuple(n * f for n, f in zip(in_shape, factors)) != tuple(shape):
+            raise MingError(f"{where}: Resize of a {in_shape} map to {shape} is not an upsampling by {factors}")
+        if all(f == 1 for f in factors):
+            return source
+        name = self._kernel_name(node, "upsample")
+        out = self._new_tensor(f"{name}_out", shape, "i8")
+        self.graph.nodes.append(Upsample(name, node, term.tensor, out, factors))
+        return FloatValue(tuple(shape), (replace(term, tensor=out),))
 
     # ---- integer element-wise chains (TOSA) ----
 
@@ -966,6 +1034,8 @@ class Lifter:
         source = ins[0]
         padding: tuple[tuple[int, int], ...] = ()
         pad_float = 0.0
+        if isinstance(source, Padded) and body == ["arith.addf", "linalg.yield"] and source.value != 0.0:
+            source = self._pad_node(source, where)  # a sum window pads with zeros: the border is data
         if isinstance(source, Padded):
             padding, pad_float, source = tuple(zip(source.low, source.high)), source.value, source.base
         if not (isinstance(source, FloatValue) and _is_plain_dequant(source) and isinstance(out_init, Fill)):

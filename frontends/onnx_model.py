@@ -26,11 +26,13 @@ from ming_py.ir import Graph, MingError
 
 from . import iree_compile, onnx_formats
 from .lift import Lifter, ModelPort
+from .onnx_geometry import check_pads, prepare_resizes
 from .onnx_tables import TABLE_OPS, node_tables
 
 SUPPORTED_OPS = frozenset({
     "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "Clip",
     "Add", "Concat", "Flatten", "Reshape", "Softmax", "QuantizeLinear", "DequantizeLinear", "Identity",
+    "GlobalMaxPool", "Resize", "Pad",
 })
 
 IREE_FLAGS = (
@@ -221,8 +223,10 @@ def import_onnx(path: str | Path) -> Graph:
                for port, value in zip(outputs, model.graph.output)]
     check_operators(model)
     tables = node_tables(model)
+    check_pads(model)
+    resizes = prepare_resizes(model)
     text = import_to_linalg(model)
     with ir.Context() as context:
         module = ir.Module.parse(text, context)
         op_types = {node.name: node.op_type for node in model.graph.node}
-        return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes, tables).run(module)
+        return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes, tables, resizes).run(module)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 import pulp
 
 from ming_py.boards import Board
-from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
+from ming_py.dataflow import WINDOW_KINDS, ProcessSchedule, Schedule, StreamGraph, divisors
 from ming_py.kernel import multiplier_choices, static_banks
 from ming_py.ir import MingError
 
@@ -92,7 +92,7 @@ def candidates(graph: StreamGraph, process, pins: dict[str, int] | None = None,
     loops = list(trips)
     options = [[pins[loop]] if loop in pins else [d for d in divisors(trips[loop]) if d <= MAX_UNROLL]
                for loop in loops]
-    memories = ["bram", "uram"] if uram and process.window is not None and process.kind != "pointwise" else ["bram"]
+    memories = ["bram", "uram"] if uram and process.kind in WINDOW_KINDS else ["bram"]
     result = []
     for factors in itertools.product(*options):
         unroll = dict(zip(loops, factors))
@@ -109,13 +109,13 @@ def _lanes(kind: str, unroll: dict[str, int], ins, outs):
     """(lanes in, lanes out) options: the parallelism a process consumes and produces per cycle."""
     if kind in ("conv", "pointwise"):
         yield (unroll["ic"],), (unroll["oc"],)
-    elif kind in ("depthwise", "maxpool", "avgpool", "global_avgpool"):
+    elif kind in ("depthwise", "maxpool", "avgpool", "global_avgpool", "global_maxpool"):
         yield (unroll["c"],), (unroll["c"],)
     elif kind == "dense":
         for lanes in divisors(ins[0].channels):
             if lanes <= MAX_UNROLL:
                 yield (lanes,), (unroll["n"],)
-    else:  # add, rescale, table, concat, split: one lane count throughout
+    else:  # add, rescale, table, concat, split, upsample, pad: one lane count throughout
         common = math.gcd(*[c.channels for c in ins + outs])
         for lanes in divisors(common):
             if lanes <= MAX_UNROLL:

@@ -48,8 +48,18 @@ def input_pixels_needed(graph: StreamGraph, p: Process, outputs: int) -> int:
         w = p.window
         oh, ow = divmod(outputs - 1, w.out_width)
         return min(oh * w.stride[0] * w.in_width + ow * w.stride[1] + 2, w.in_height * w.in_width)
-    if p.kind in ("dense", "global_avgpool"):
+    if p.kind in ("dense", "global_avgpool", "global_maxpool"):
         return channel_in.pixels
+    if p.kind == "pad":
+        row, col = divmod(outputs - 1, p.window.padded_width)
+        return _pixels_up_to(p.window, row - p.window.pads[0], col - p.window.pads[1])
+    if p.kind == "upsample":  # a row's first copy reads its pixels as it goes, later copies need all of it
+        channel_out = graph.channels[p.outputs[0]]
+        rows, cols = channel_out.height // channel_in.height, channel_out.width // channel_in.width
+        row, col = divmod(outputs - 1, channel_out.width)
+        if row % rows == 0:
+            return row // rows * channel_in.width + col // cols + 1
+        return (row // rows + 1) * channel_in.width
     return outputs  # element-wise: one pixel in, one pixel out
 
 

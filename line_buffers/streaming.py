@@ -5,7 +5,8 @@ order. Sliding-window processes keep a line buffer of (K_h - 1) * dilation
 previous rows plus the current one and a K_h x K_w x C window; padding is
 generated at the borders. Regular reductions keep a row buffer (dense layers)
 or per-channel accumulators (global pooling); element-wise processes work one
-pixel at a time. A tensor read by several processes goes through a `split`
+pixel at a time. An upsample keeps one input row (and the pixel being
+repeated); a pad process inserts a border no window absorbed and holds nothing. A tensor read by several processes goes through a `split`
 process (one stream per consumer, CODO's fan-out rule). A Flatten feeding a
 dense layer costs nothing: the dense weights are permuted at compile time to
 the stream's (row, column, channel) order.
@@ -29,8 +30,10 @@ from ming_py.ir import (
     LookupTable,
     MingError,
     Operand,
+    Pad,
     Rescale,
     Reshape,
+    Upsample,
 )
 from ming_py.runtime.ming_host import graph_layout_shape
 
@@ -158,15 +161,20 @@ class _Builder:
             if node.axis != 0 or any(s[1:] != shapes[0][1:] for s in shapes):
                 raise MingError(f"layer {node.source}: only channel concatenation of equal-size maps streams")
             return Process(node.name, "concat", node.source, (), ()), list(node.inputs), node.output
+        if isinstance(node, Upsample):
+            return self._upsample(node), [node.input], node.output
+        if isinstance(node, Pad):
+            return self._pad(node), [node.input], node.output
         kernel: Kernel = node
         activations = [o for o in kernel.inputs if o.tensor not in self.graph.constants]
         out_shape = self.graph.shape_of(kernel.output.tensor)
         if kernel.op in MAC_OPS and len(out_shape) == 1:
             return self._dense(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
         if kernel.op in MAC_OPS or kernel.op in ("maxpool", "sumpool"):
-            if kernel.op == "sumpool" and len(out_shape) == 1:
+            if len(out_shape) == 1:  # a pool over the whole map
                 self._map_input(activations[0].tensor, kernel.name)
-                return (Process(kernel.name, "global_avgpool", kernel.source, (), (), epilogue=kernel.epilogue),
+                kind = "global_avgpool" if kernel.op == "sumpool" else "global_maxpool"
+                return (Process(kernel.name, kind, kernel.source, (), (), epilogue=kernel.epilogue),
                         [activations[0].tensor], kernel.output.tensor)
             return self._window(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
         if kernel.op == "add" and isinstance(kernel.epilogue, (AddRequant, FixedPointAdd)):
@@ -192,6 +200,24 @@ class _Builder:
             raise MingError(f"layer {layer}: consumes a reshaped map ({view.shape} viewed as {view.logical}); "
                             "only Flatten into Gemm/MatMul is streamed")
         return view.shape
+
+    def _upsample(self, node: Upsample) -> Process:
+        c, h, w = self._map_input(node.input, node.name)
+        rows, cols = node.factors[-2:]
+        if any(f != 1 for f in node.factors[:-2]) or \
+                stream_shape(self.graph.shape_of(node.output)) != (c, h * rows, w * cols):
+            raise MingError(f"layer {node.source}: only the rows and columns of a C x H x W map are upsampled")
+        return Process(node.name, "upsample", node.source, (), ())
+
+    def _pad(self, node: Pad) -> Process:
+        c, h, w = self._map_input(node.input, node.name)
+        (top, bottom), (left, right) = node.padding[-2:]
+        if any(p != (0, 0) for p in node.padding[:-2]) or len(node.padding) < 2:
+            raise MingError(f"layer {node.source}: padding along channels is not supported; ming pads rows and "
+                            "columns")
+        window = Window(in_channels=c, in_height=h, in_width=w, out_channels=c, out_height=h + top + bottom,
+                        out_width=w + left + right, pads=(top, left, bottom, right), pad_value=node.value)
+        return Process(node.name, "pad", node.source, (), (), window=window)
 
     def _window(self, kernel: Kernel, activation: Operand) -> Process:
         c, h, w = self._map_input(activation.tensor, kernel.name)

@@ -23,11 +23,14 @@ UNROLLABLE = {
     "maxpool": ("c", "k"),
     "avgpool": ("c", "k"),
     "global_avgpool": ("c",),
+    "global_maxpool": ("c",),
     "add": (),
     "rescale": (),
     "table": (),
     "concat": (),
     "split": (),
+    "upsample": (),
+    "pad": (),
 }
 WINDOW_KINDS = ("conv", "depthwise", "maxpool", "avgpool")
 
@@ -55,7 +58,8 @@ class Channel:
 
 @dataclass(frozen=True)
 class Window:
-    """Geometry of a sliding-window (or 1x1 strided) process, in input coordinates."""
+    """Geometry of a sliding-window (or 1x1 strided) process, in input coordinates; a pad process's is
+    a 1x1 window over its padded map."""
 
     in_channels: int
     in_height: int
@@ -149,6 +153,7 @@ class StreamGraph:
             "maxpool": lambda: {"c": w.out_channels, "k": w.window_size},
             "avgpool": lambda: {"c": w.out_channels, "k": w.window_size},
             "global_avgpool": lambda: {"c": ins[0].channels},
+            "global_maxpool": lambda: {"c": ins[0].channels},
         }
         return table[process.kind]() if process.kind in table else {}
 

@@ -5,8 +5,8 @@ int32 accumulators), constant arrays, and nodes. Compute nodes are `Kernel`s,
 each the integer form of one `linalg.generic`: an iteration domain, operands
 with affine access maps, a payload expression DAG applied at every iteration
 point, and an optional requantization epilogue applied to every finished
-output element. Data-movement nodes (`Reshape`, `Concat`) carry no
-arithmetic. What cannot run in integer arithmetic (a final Softmax) is a
+output element. Data-movement nodes (`Reshape`, `Concat`, `Upsample`, `Pad`)
+carry no arithmetic. What cannot run in integer arithmetic (a final Softmax) is a
 `HostOp` tail on a graph output.
 """
 
@@ -314,7 +314,32 @@ class Concat:
     axis: int
 
 
-Node = Kernel | Reshape | Concat
+@dataclass(eq=False)
+class Upsample:
+    """Nearest-neighbour upsampling by integer factors: output index x of axis a reads input index
+    x // factors[a] (each value repeated factors[a] times along the axis; Resize mode=nearest)."""
+
+    name: str
+    source: str
+    input: str
+    output: str
+    factors: tuple[int, ...]  # per tensor axis
+
+
+@dataclass(eq=False)
+class Pad:
+    """A constant border: `padding` (low, high) per tensor axis, filled with the int8 `value` (a
+    standalone Pad that no window consumer absorbs)."""
+
+    name: str
+    source: str
+    input: str
+    output: str
+    padding: tuple[tuple[int, int], ...]
+    value: int
+
+
+Node = Kernel | Reshape | Concat | Upsample | Pad
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@ and what `ming simulate` steps through.
 
 Every process is one flattened loop pipelined at II=1 (emit/templates/process/*.cpp.j2). Its
 iterations are grouped by *position*: a padded input position of a sliding window, an input
-pixel of a 1x1 conv or an element-wise process, the input vector and the fold of a dense layer.
+pixel of a 1x1 conv or an element-wise process, an output pixel of an upsample or pad process,
+the input vector and the fold of a dense layer.
 In each position the loop reads the position's input tokens (at most one per iteration and input,
 spread evenly over the position, the way a producer running at the same pace writes them) and
 writes output tokens at fixed iterations, and it spends `max(tokens read, fold steps, 1)`
@@ -42,11 +43,11 @@ def pipeline_depth(kind: str, terms: int) -> int:
         return 8 + tree + REQUANT_STAGES
     if kind in ("avgpool", "global_avgpool"):
         return 4 + tree + REQUANT_STAGES
-    if kind == "maxpool":
+    if kind in ("maxpool", "global_maxpool"):
         return 4 + tree
     if kind == "add":
         return 2 + REQUANT_STAGES
-    return 2  # rescale and table (a table lookup), concat, split
+    return 2  # rescale and table (a table lookup), concat, split, upsample, pad
 
 
 def static_banks(kind: str, unroll_k: int, lanes_in: int) -> bool:
@@ -159,7 +160,7 @@ class KernelSpec:
         """The lane ties the loop relies on (the ILP's candidates always satisfy them)."""
         if self.kind in ("conv", "pointwise"):
             ok = self.lanes_in[0] == self.factor("ic") and self.lanes_out[0] == self.factor("oc")
-        elif self.kind in ("depthwise", "maxpool", "avgpool", "global_avgpool"):
+        elif self.kind in ("depthwise", "maxpool", "avgpool", "global_avgpool", "global_maxpool"):
             ok = self.lanes_in[0] == self.factor("c") == self.lanes_out[0]
         elif self.kind == "dense":
             ok = self.lanes_out[0] == self.factor("n")
@@ -264,8 +265,12 @@ def loop_of(spec: KernelSpec) -> Loop:
         runs = _window_positions(spec)
     elif spec.kind == "dense":
         runs = _dense_positions(spec)
-    elif spec.kind == "global_avgpool":
+    elif spec.kind in ("global_avgpool", "global_maxpool"):
         runs = _global_pool_positions(spec)
+    elif spec.kind == "upsample":
+        runs = _upsample_positions(spec)
+    elif spec.kind == "pad":
+        runs = _pad_positions(spec)
     else:
         runs = _elementwise_positions(spec)
     return Loop(spec.depth, tuple(_merged(runs)))
@@ -330,6 +335,43 @@ def _global_pool_positions(spec: KernelSpec):
     for _ in range(h * w):
         yield Position(tokens_in, (Access(0, 1, tokens_in),), (Access(),))
     yield Position(tokens_out, (Access(),), (Access(0, 1, tokens_out),))
+
+
+def _upsample_positions(spec: KernelSpec):
+    """One output pixel per position, a token per iteration: the first copy of an input pixel in the first
+    copy of its row reads the pixel's tokens as it writes them; its other copies come from the pixel and
+    row buffers."""
+    (_, h, w), (_, out_h, out_w) = spec.inputs[0], spec.outputs[0]
+    rows, cols = out_h // h, out_w // w
+    tokens = spec.tokens_out[0]
+    arriving = Position(tokens, (Access(0, 1, tokens),), (Access(0, 1, tokens),))
+    repeated = Position(tokens, (Access(),), (Access(0, 1, tokens),))
+    for _ in range(h):
+        for _ in range(w):
+            yield arriving
+            if cols > 1:
+                yield cols - 1, repeated
+        if rows > 1:
+            yield (rows - 1) * out_w, repeated
+
+
+def _pad_positions(spec: KernelSpec):
+    """One padded position per output pixel, a token per iteration: an input pixel's tokens are read as
+    they are written, a border pixel's are the pad value."""
+    w, tokens = spec.window, spec.tokens_out[0]
+    inside = Position(tokens, (Access(0, 1, tokens),), (Access(0, 1, tokens),))
+    border = Position(tokens, (Access(),), (Access(0, 1, tokens),))
+    top, left, bottom, right = w.pads
+    if top:
+        yield top * w.padded_width, border
+    for _ in range(w.in_height):
+        if left:
+            yield left, border
+        yield w.in_width, inside
+        if right:
+            yield right, border
+    if bottom:
+        yield bottom * w.padded_width, border
 
 
 def _elementwise_positions(spec: KernelSpec):

@@ -32,8 +32,10 @@ from .ir import (
     LookupTable,
     Op,
     Operand,
+    Pad,
     Rescale,
     Reshape,
+    Upsample,
 )
 
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -63,7 +65,18 @@ def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.nda
             values[node.output] = values[node.input].reshape(graph.shape_of(node.output))
         elif isinstance(node, Concat):
             values[node.output] = np.concatenate([values[i] for i in node.inputs], axis=node.axis)
+        elif isinstance(node, Upsample):
+            values[node.output] = upsample(values[node.input], node.factors)
+        elif isinstance(node, Pad):
+            values[node.output] = np.pad(values[node.input], node.padding, constant_values=node.value)
     return values
+
+
+def upsample(array: np.ndarray, factors: tuple[int, ...]) -> np.ndarray:
+    """Every value repeated `factors[a]` times along axis a (nearest-neighbour upsampling)."""
+    for axis, factor in enumerate(factors):
+        array = np.repeat(array, factor, axis=axis)
+    return array
 
 
 # ---- kernels -----------------------------------------------------------------

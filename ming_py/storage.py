@@ -192,9 +192,12 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
             arrays[role] = _array(role, 32, (spread(lanes, lanes, "partition"), Dim(256)), rom=True)
     if kind in ("conv", "depthwise", "pointwise", "dense", "maxpool", "avgpool"):
         arrays["acc"] = ArrayPlan("acc", 32, (Dim(spec.lanes_out[0]),), rom=False, memory="register")
-    if kind == "global_avgpool":
+    if kind in ("global_avgpool", "global_maxpool"):
         tokens, lanes = spec.tokens_in[0], spec.lanes_in[0]
-        arrays["acc"] = _array("acc", 32, (Dim(tokens), spread(lanes, lanes, "reshape")), rom=False)
+        bits = 8 if kind == "global_maxpool" else 32  # a running int8 maximum, or an int32 sum
+        arrays["acc"] = _array("acc", bits, (Dim(tokens), spread(lanes, lanes, "reshape")), rom=False)
+    if kind == "upsample":
+        arrays |= _upsample_buffers(spec)
     return arrays
 
 
@@ -250,6 +253,28 @@ def _row_buffer(spec: KernelSpec) -> ArrayPlan:
     iteration (the k tile is a token)."""
     lanes = spec.lanes_in[0]
     return _array("row_buffer", 8, (Dim(spec.tokens_in[0]), spread(lanes, lanes, "reshape")), rom=False)
+
+
+def upsample_factors(spec: KernelSpec) -> tuple[int, int]:
+    """(rows, columns) an upsample process repeats each input pixel."""
+    (_, h, w), (_, out_h, out_w) = spec.inputs[0], spec.outputs[0]
+    return out_h // h, out_w // w
+
+
+def _upsample_buffers(spec: KernelSpec) -> dict[str, ArrayPlan]:
+    """The pixel buffer `[tokens][lanes]` (registers: the copies of a pixel in the row being read follow
+    it by a pixel's tokens, too close to read back from RAM) and the row buffer `[W_in][tokens][lanes]`
+    (a token is one word, written once in the row's first copy and read once in each later one)."""
+    (_, _, w), tokens, lanes = spec.inputs[0], spec.tokens_in[0], spec.lanes_in[0]
+    rows, cols = upsample_factors(spec)
+    arrays = {}
+    if cols > 1:
+        arrays["pixel"] = ArrayPlan("pixel", 8, (Dim(tokens, "complete", factor=tokens),
+                                                 spread(lanes, lanes, "reshape")), rom=False, memory="register")
+    if rows > 1:
+        arrays["row_buffer"] = _array("row_buffer", 8, (Dim(w), Dim(tokens), spread(lanes, lanes, "reshape")),
+                                      rom=False)
+    return arrays
 
 
 def memory_cost(arrays: dict[str, ArrayPlan]) -> tuple[int, int, int, int]:

@@ -154,13 +154,14 @@ class _Graph:
         kh, kw = _pair(kernel)
         sh, sw = _pair(stride)
         pads = [pads] * 4 if isinstance(pads, int) else list(pads)
-        oh = (h + pads[0] + pads[2] - kh) // sh + 1
-        ow = (w + pads[1] + pads[3] - kw) // sw + 1
+        rounding = np.ceil if attrs.get("ceil_mode") else np.floor
+        oh = int(rounding((h + pads[0] + pads[2] - kh) / sh)) + 1
+        ow = int(rounding((w + pads[1] + pads[3] - kw) / sw)) + 1
         return self._node(op, name, [x], (n, c, oh, ow), kernel_shape=[kh, kw],
                           strides=[sh, sw], pads=pads, **attrs)
 
-    def maxpool(self, x: str, name: str, kernel=2, stride=2, pads=0) -> str:
-        return self._pool("MaxPool", x, name, kernel, stride, pads)
+    def maxpool(self, x: str, name: str, kernel=2, stride=2, pads=0, ceil_mode=0) -> str:
+        return self._pool("MaxPool", x, name, kernel, stride, pads, **({"ceil_mode": 1} if ceil_mode else {}))
 
     def avgpool(self, x: str, name: str, kernel=2, stride=2, pads=0, count_include_pad=0) -> str:
         return self._pool("AveragePool", x, name, kernel, stride, pads, count_include_pad=count_include_pad)
@@ -168,6 +169,31 @@ class _Graph:
     def gap(self, x: str, name: str) -> str:
         n, c, _, _ = self.shapes[x]
         return self._node("GlobalAveragePool", name, [x], (n, c, 1, 1))
+
+    def global_max_pool(self, x: str, name: str) -> str:
+        n, c, _, _ = self.shapes[x]
+        return self._node("GlobalMaxPool", name, [x], (n, c, 1, 1))
+
+    def resize(self, x: str, name: str, scales=(2, 2), sizes: bool = False, mode: str = "nearest",
+               **attrs) -> str:
+        """Resize rows and columns by `scales`, given as the node's scales or (`sizes`) its output size;
+        `attrs`: coordinate_transformation_mode, nearest_mode."""
+        n, c, h, w = self.shapes[x]
+        shape = (n, c, int(h * scales[0]), int(w * scales[1]))
+        if sizes:
+            inputs = [x, "", "", self._init(f"{name}.sizes", np.array(shape, dtype=np.int64))]
+        else:
+            inputs = [x, "", self._init(f"{name}.scales", np.array([1, 1, *scales], dtype=np.float32))]
+        return self._node("Resize", name, inputs, shape, mode=mode, **attrs)
+
+    def pad(self, x: str, name: str, pads=(1, 1, 1, 1), value: float | None = None, mode: str = "constant") -> str:
+        """Pad rows and columns by `pads` (top, left, bottom, right) with `value` (default 0)."""
+        n, c, h, w = self.shapes[x]
+        top, left, bottom, right = pads
+        inputs = [x, self._init(f"{name}.pads", np.array([0, 0, top, left, 0, 0, bottom, right], dtype=np.int64))]
+        if value is not None:
+            inputs.append(self._init(f"{name}.value", np.array(value, dtype=np.float32)))
+        return self._node("Pad", name, inputs, (n, c, h + top + bottom, w + left + right), mode=mode)
 
     def add(self, a: str, b: str, name: str) -> str:
         assert self.shapes[a] == self.shapes[b], (self.shapes[a], self.shapes[b])
