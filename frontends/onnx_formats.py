@@ -31,7 +31,8 @@ QDQ = ("QuantizeLinear", "DequantizeLinear")
 
 # Operators whose integer form equals DequantizeLinear -> operator -> QuantizeLinear with the input's
 # scale and zero point: they move values or take maxima, which commute with a monotonic dequantization.
-PASS_THROUGH = frozenset({"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity"})
+PASS_THROUGH = frozenset({"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Resize",
+                          "Pad"})
 
 # QOperator op -> its float op; the quantized operands are (tensor, scale, zero point) triples at
 # `_OPERANDS` (default: one at 0), the output's scale and zero point at `_OUTPUT` (default: 3, 4).
@@ -186,6 +187,8 @@ class _QdqWriter:
         rewritten = onnx.NodeProto()
         rewritten.CopyFrom(node)
         rewritten.input[0] = self._dequantize(node.input[0], scale, zero_point)
+        if node.op_type == "Pad" and _input(node, 2):  # the quantized pad value
+            rewritten.input[2] = self._dequantize(node.input[2], scale, zero_point)
         rewritten.output[0] = self.names.fresh(f"{node.output[0]}_float")
         self.nodes.append(rewritten)
         self._quantize(rewritten.output[0], scale, zero_point, node.output[0])

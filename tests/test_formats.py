@@ -122,8 +122,16 @@ REWRITTEN = {  # model -> the QOperator ops quantize_static writes for it
     "conv_leakyrelu": {"QLinearConv", "QLinearLeakyRelu"},
     "conv_mul": {"QLinearConv", "QLinearMul"},
 }
+def _resize_and_pad() -> onnx.ModelProto:
+    """conv, nearest Resize x2, Pad with a non-zero value, conv: data movement on quantized values, which
+    QOperator models do on the int8/uint8 tensors themselves."""
+    g = zoo._Graph("resize_pad", (1, 4, 6, 6))
+    h = g.resize(g.conv("x", "conv", 6, pads=1), "upsample")
+    return g.finish(g.conv(g.pad(h, "pad", value=0.5), "conv2", 4))
+
+
 FLOAT_MODELS = {"conv_sigmoid": _conv_then("Sigmoid"), "conv_leakyrelu": _conv_then("LeakyRelu"),
-                "conv_mul": _conv_then("Mul")}
+                "conv_mul": _conv_then("Mul"), "resize_pad": _resize_and_pad}
 
 
 def _qoperator(name: str, directory, activation_type: str) -> onnx.ModelProto:
@@ -172,6 +180,19 @@ def test_qlinear_activations_become_tables_equal_to_onnxruntime(tmp_path, op):
     for seed in SEEDS:
         _assert_equals_onnxruntime(graph, path, np.random.default_rng(seed).standard_normal(
             [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]).astype(np.float32))
+
+
+@pytest.mark.parametrize("activation_type", ["QUInt8", "QInt8"])
+def test_qoperator_resize_and_pad_on_quantized_values(tmp_path, activation_type):
+    """A QOperator model resizes and pads its quantized tensors directly (the pad value quantized too): ming reads
+    both through the tensor's quantization and equals the QOperator file."""
+    model = _qoperator("resize_pad", tmp_path, activation_type)
+    assert {"Resize", "Pad"} <= {n.op_type for n in model.graph.node}
+    path = _save(model, tmp_path / "qoperator.onnx")
+    graph = lift(path)
+    for seed in SEEDS:
+        _assert_equals_onnxruntime(graph, path, np.random.default_rng(seed).standard_normal((1, 4, 6, 6))
+                                   .astype(np.float32))
 
 
 def test_an_older_opset_is_raised_to_13_for_per_channel_dequantization(tmp_path):
