@@ -139,11 +139,12 @@ def _csim(args) -> int:
     from .csim import CsimDeadlock, PortConflict, run_csim
     from .options import build_metadata, check_output_count, check_output_files, load_input, save_outputs
     from .progress import Progress
+    from .runtime.ming_driver import output_names
 
     host = build_metadata(args.build_dir)
     x = load_input(args.input)
     check_output_files(args.output)
-    check_output_count(args.output, [o["onnx_name"] for o in sorted(host["outputs"], key=lambda o: o["index"])])
+    check_output_count(args.output, output_names(host))
     try:
         y = run_csim(args.build_dir, x, Progress(args.quiet), concurrent=not args.sequential,
                      check_ports=args.check_ports)

@@ -89,10 +89,7 @@ class Accelerator:
 
     def __init__(self, deploy_dir: str | Path | None = None, backend: str | None = None):
         self.deploy_dir = Path(deploy_dir or Path(__file__).resolve().parent)
-        try:
-            self.meta = json.loads((self.deploy_dir / METADATA).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise DeployError(f"{self.deploy_dir / METADATA}: cannot read the build's metadata ({exc})") from None
+        self.meta = read_metadata(self.deploy_dir)
         self.input = Port.of(self.meta["input"])
         self.outputs = [Port.of(data) for data in self.meta["outputs"]]  # in the order of the output record
         self.record_words = sum(port.words for port in self.outputs)
@@ -125,11 +122,6 @@ class Accelerator:
             return x
         raise DeployError(f"input has shape {x.shape}; the model takes {self.input.onnx_shape} (one image) or "
                           f"(N, {', '.join(map(str, shape))}) for N images")
-
-    @property
-    def output_names(self) -> list[str]:
-        """The model's outputs in its own order."""
-        return [port.onnx_name for port in sorted(self.outputs, key=lambda port: port.index)]
 
     def run(self, x: np.ndarray, batch: int | None = None) -> dict[str, np.ndarray]:
         """The model's outputs (by name, in the model's order) for the images in `x`, `batch` images per
@@ -170,6 +162,19 @@ class Accelerator:
     def _tail(y: np.ndarray, port: Port) -> np.ndarray:
         """One image's output, as `ming reference` gives it (then without the batch dimension)."""
         return ming_host.model_output(y.reshape(port.array_shape), port).reshape(port.image_shape)
+
+
+def read_metadata(deploy_dir: Path) -> dict:
+    """The build's `accelerator.json` in `deploy_dir`."""
+    try:
+        return json.loads((deploy_dir / METADATA).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DeployError(f"{deploy_dir / METADATA}: cannot read the build's metadata ({exc})") from None
+
+
+def output_names(meta: dict) -> list[str]:
+    """The model's outputs in its own order (the metadata lists them in the order of the output record)."""
+    return [data["onnx_name"] for data in sorted(meta["outputs"], key=lambda data: data["index"])]
 
 
 class Timing:

@@ -61,9 +61,10 @@ def benchmark(accelerator: ming_driver.Accelerator, x: np.ndarray, batch: int | 
 def main(argv=None) -> int:
     args = parse(argv)
     try:
-        accelerator = ming_driver.Accelerator(Path(__file__).resolve().parent, args.backend)
+        here = Path(__file__).resolve().parent
         if args.output:
-            ming_driver.check_output_paths(args.output, accelerator.output_names)
+            ming_driver.check_output_paths(args.output, ming_driver.output_names(ming_driver.read_metadata(here)))
+        accelerator = ming_driver.Accelerator(here, args.backend)
         try:
             x = np.load(args.input)
         except (OSError, ValueError) as exc:
