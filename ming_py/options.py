@@ -19,8 +19,7 @@ from ming_py.ilp.budget import OPTIONS, Budget
 from ming_py.ilp.pins import check_key
 
 from .ir import MingError
-from .runtime.ming_driver import DeployError, check_output_paths
-from .runtime.ming_driver import save_outputs as save_outputs_to
+from .runtime import ming_driver
 
 # The board database gives no fabric maximum; HLS tools accept any period, so this only refuses nonsense.
 CLOCK_MHZ = (1.0, 1000.0)
@@ -170,8 +169,8 @@ def check_output_files(paths: list[Path]) -> None:
 def check_output_count(paths: list[Path], names: list[str]) -> None:
     """`--output` once per model output (`names`, in the model's order) or once as an .npz archive."""
     try:
-        check_output_paths(paths, names)
-    except DeployError as exc:
+        ming_driver.check_output_paths(paths, names)
+    except ming_driver.DeployError as exc:
         raise MingError(str(exc)) from None
 
 
@@ -180,7 +179,7 @@ def save_outputs(paths: list[Path], outputs: dict[str, np.ndarray]) -> None:
     output in the model's order or one .npz archive of all."""
     arrays = {name: y if y.dtype == np.int8 else y.astype(np.float32) for name, y in outputs.items()}
     try:
-        save_outputs_to(paths, arrays)
+        ming_driver.save_outputs(paths, arrays)
     except OSError as exc:
         raise MingError(f"--output {exc.filename or paths[0]}: cannot write ({exc.strerror or exc})") from None
 

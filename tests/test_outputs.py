@@ -29,7 +29,8 @@ from ming_py.output import write_tree
 from ming_py.pipeline import lift
 from ming_py.progress import Progress
 from ming_py.runtime.ming_driver import Accelerator
-from ming_py.simulate import simulate
+from ming_py.ilp.cost import pack_adapter
+from ming_py.simulate import record_loop, simulate
 
 INPUT_SHAPE = (1, 3, 8, 8)
 
@@ -129,6 +130,13 @@ def test_later_outputs_fifos_hold_what_is_made_meanwhile_and_the_ilp_counts_them
     assert record_pixels(stream_graph) == {"head_b_to_output": 16}
     assert fifo_bits(stream_graph)["head_b_to_output"] == 16 * 4 * 8
     assert fifo_bits(stream_graph)["head_a_to_output"] == 2 * 6 * 8  # the first output: two pixels as usual
+
+
+@pytest.mark.parametrize("parts", [[(384, 6), (64, 4)], [(10, 2), (3, 1), (64, 8)]])
+def test_the_output_writer_costs_what_the_simulation_runs(parts):
+    """`ming simulate`'s output port runs each output's pack_axis loop after the other; the ILP charges the
+    writer the same: the sum of the loops' cycles."""
+    assert record_loop(parts).cycles == sum(pack_adapter(values, lanes).cycles for values, lanes in parts)
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
