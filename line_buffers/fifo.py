@@ -10,9 +10,10 @@ model with the line-buffer fill as initial delay); the short branch's first FIFO
 gets the difference. The same model sizes the FIFOs of a model's outputs: the
 accelerator sends an image's outputs one after the other on its one output
 stream, so each output's FIFO holds what its producer makes while the outputs
-before it are sent (`record_pixels`, in the order `record_order`). Every other FIFO holds at least two pixels: a process
-writes a pixel's tokens in a burst after computing it and its consumer reads
-them in a burst, so with less the two serialise. `ming build` then deepens all
+before it are sent (`record_pixels`, in the order `record_order`). Every other
+FIFO holds at least two pixels: a process writes a pixel's tokens in a burst
+after computing it and its consumer reads them in a burst, so with less the two
+serialise. `ming build` then deepens all
 FIFOs (4, 8, 16 pixels) while the cycle-level simulation says it pays and the
 budget allows (a strided consumer reads in bursts of rows: tiny_cnn at 5% of the
 KV260's DSPs runs 18% faster with 8 pixels than with 2); `--fifo minimal`

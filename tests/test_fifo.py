@@ -32,8 +32,8 @@ def test_networks_run_concurrently_with_the_computed_depths(lifted, tmp_path, na
     graph = lifted(name)
     out, _ = built(graph, tmp_path, limits={"dsp": "20%"})
     x = zoo.random_input(name, 2)
-    name = graph.outputs[0].name
-    assert np.array_equal(run_csim(out, x, concurrent=True)[name], reference.run(graph, x)[name])
+    output = graph.outputs[0].name
+    assert np.array_equal(run_csim(out, x, concurrent=True)[output], reference.run(graph, x)[output])
 
 
 def test_skip_fifo_holds_the_line_buffer_lag(lifted):

@@ -204,7 +204,8 @@ class _Graph:
         graph = helper.make_graph(
             self.nodes, self.name,
             [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(self.input_shape))],
-            [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(self.shapes[o])) for o, name in renamed.items()],
+            [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(self.shapes[o]))
+             for o, name in renamed.items()],
             initializer=self.inits,
         )
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
