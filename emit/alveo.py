@@ -19,10 +19,9 @@ from ming_py.dataflow import StreamGraph
 from ming_py.ir import MingError
 from ming_py.runtime.ming_host import words_per_image
 
-from .reports import record_words
-
 from .hls import _environment
 from .identifiers import comment_text, cpp_names
+from .reports import record_words
 
 # OUT/vitis/<file> -> its template under emit/templates/
 TEMPLATES = {
