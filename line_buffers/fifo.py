@@ -121,7 +121,7 @@ def record_pixels(graph: StreamGraph) -> dict[str, int]:
     sent = 0  # input pixels the outputs sent so far need
     for port in graph.outputs:
         channel = graph.channels[port.channel]
-        made = pixels_made(graph, channel, source, sent)
+        made = pixels_made(graph, channel, source, sent) if sent else 0
         if made:
             pixels[channel.name] = min(made + SLACK_PIXELS, channel.pixels)
         sent = max(sent, split_pixels_needed(graph, channel, source, channel.pixels))
