@@ -109,8 +109,8 @@ def test_reference_equals_onnxruntime_on_every_output(model, name):
         x = x[None]
         ours = reference.run(graph, x)
         assert list(ours) == names
-        for name_, expected in zip(names, session.run(None, {"x": x})):
-            assert ours[name_].dtype == expected.dtype and np.array_equal(ours[name_], expected), name_
+        for output, expected in zip(names, session.run(None, {"x": x})):
+            assert ours[output].dtype == expected.dtype and np.array_equal(ours[output], expected), output
 
 
 def test_outputs_are_sent_in_the_order_they_finish(model):
