@@ -21,6 +21,7 @@ from ming_py.runtime.ming_host import words_per_image
 
 from .hls import _environment
 from .identifiers import comment_text, cpp_names
+from .reports import record_words
 
 # OUT/vitis/<file> -> its template under emit/templates/
 TEMPLATES = {
@@ -66,12 +67,10 @@ def _context(graph: StreamGraph, board: Board) -> dict:
     names = cpp_names(graph)
     kernels = alveo_kernels(graph)
     in_values = graph.channels[graph.input.channel].values
-    out_values = graph.channels[graph.output.channel].values
     model = {
         "name": names.model, "title": comment_text(graph.name), "top": names.top,
         "input_values": names.input_values, "output_values": names.output_values,
-        "in_values": in_values, "out_values": out_values,
-        "in_words": words_per_image(in_values), "out_words": words_per_image(out_values),
+        "in_values": in_values, "in_words": words_per_image(in_values), "out_words": record_words(graph),
     }
     cu = {role: AlveoKernels.compute_unit(getattr(kernels, role)) for role in ("mm2s", "accelerator", "s2mm")}
     return {

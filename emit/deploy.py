@@ -13,6 +13,7 @@ from importlib import resources
 from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import StreamGraph
+from ming_py.runtime.ming_driver import output_names
 
 from .hls import _environment
 from .identifiers import cpp_names
@@ -32,7 +33,7 @@ def deploy_files(graph: StreamGraph, board: Board) -> dict[str, str]:
     meta = accelerator_metadata(graph, board)
     files["deploy/accelerator.json"] = json.dumps(meta, indent=2) + "\n"
     files["deploy/README.md"] = _environment().get_template("deploy/README.md.j2").render(
-        meta=meta, board=board, version=__version__)
+        meta=meta, board=board, version=__version__, output_names=output_names(meta))
     return files
 
 

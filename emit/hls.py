@@ -147,21 +147,44 @@ def _tidy(text: str) -> str:
 
 
 def _model_view(graph: StreamGraph, schedule: Schedule, names: CppNames) -> dict:
-    inp, out = graph.channels[graph.input.channel], graph.channels[graph.output.channel]
+    inp = graph.channels[graph.input.channel]
+    outputs = [_output_view(graph, schedule, names, port, values)
+               for port, values in zip(graph.outputs, names.output_values)]
     return {
         "name": names.model, "title": comment_text(graph.name), "top": names.top, "dataflow": names.dataflow,
-        "input_values": names.input_values, "output_values": names.output_values,
+        "input_values": names.input_values, "write_outputs": names.write_outputs,
         "summary": f"{len(graph.processes)} processes, {len(graph.channels)} channels; "
-                   f"{_shape_text(inp)} int8 in, {_shape_text(out)} int8 out.",
-        "input_channel": names.channels[inp.name], "output_channel": names.channels[out.name],
-        "input_label": c_string(inp.name), "output_label": c_string(out.name),
-        "in_lanes": schedule.lanes_of(inp.name), "out_lanes": schedule.lanes_of(out.name),
-        "in_depth": schedule.depth_of(inp.name), "out_depth": schedule.depth_of(out.name),
-        "in_values": inp.values, "out_values": out.values,
-        "in_shape_text": _shape_text(inp), "out_shape_text": _shape_text(out),
+                   f"{_shape_text(inp)} int8 in, {' + '.join(o.shape_text for o in outputs)} int8 out.",
+        "input_channel": names.channels[inp.name], "input_label": c_string(inp.name),
+        "in_lanes": schedule.lanes_of(inp.name), "in_depth": schedule.depth_of(inp.name), "in_values": inp.values,
+        "in_shape_text": _shape_text(inp),
         "in_scale": f"{graph.input.scale:.9g}", "in_zero_point": graph.input.zero_point,
-        "out_scale": f"{graph.output.scale:.9g}", "out_zero_point": graph.output.zero_point,
+        "outputs": outputs,
     }
+
+
+@dataclass
+class OutputView:
+    """One output of the accelerator, in the order of the output record, as the templates need it."""
+
+    channel: str  # C++ stream variable
+    label: str
+    lanes: int
+    depth: int
+    count: int  # int8 values per image
+    count_name: str  # its constexpr in <model>.h
+    shape_text: str
+    scale: str
+    zero_point: int
+    title: str
+
+
+def _output_view(graph: StreamGraph, schedule: Schedule, names: CppNames, port, count_name: str) -> OutputView:
+    channel = graph.channels[port.channel]
+    return OutputView(names.channels[channel.name], c_string(channel.name), schedule.lanes_of(channel.name),
+                      schedule.depth_of(channel.name), channel.values, count_name, _shape_text(channel),
+                      f"{port.scale:.9g}", port.zero_point,
+                      comment_text(f"'{port.onnx_name}' (model output {port.index})"))
 
 
 def _shape_text(channel) -> str:

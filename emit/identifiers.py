@@ -198,7 +198,8 @@ class CppNames:
     top: str
     dataflow: str
     input_values: str  # constexpr int: number of int8 input values
-    output_values: str
+    output_values: tuple[str, ...]  # the same of each output, in the order of the output record
+    write_outputs: str | None  # the output writer of several outputs (one output: ming::pack_axis alone)
     processes: dict[str, str]
     channels: dict[str, str]
     arrays: dict[str, dict[str, str]]  # process -> role (array_roles) -> constant array <process>_<role>
@@ -221,8 +222,12 @@ def array_roles(process: Process) -> list[str]:
     return roles
 
 
-def _model_identifiers(stem: str) -> list[str]:
-    return [f"{stem}_top", f"{stem}_dataflow", f"{stem.upper()}_INPUT_VALUES", f"{stem.upper()}_OUTPUT_VALUES"]
+def _model_identifiers(stem: str, outputs: int) -> list[str]:
+    """top, dataflow, the input's values, each output's values and, for several outputs, their writer."""
+    if outputs == 1:
+        return [f"{stem}_top", f"{stem}_dataflow", f"{stem.upper()}_INPUT_VALUES", f"{stem.upper()}_OUTPUT_VALUES"]
+    return ([f"{stem}_top", f"{stem}_dataflow", f"{stem.upper()}_INPUT_VALUES"]
+            + [f"{stem.upper()}_OUTPUT{k}_VALUES" for k in range(outputs)] + [f"{stem}_write_outputs"])
 
 
 def cpp_names(graph: StreamGraph) -> CppNames:
@@ -231,14 +236,16 @@ def cpp_names(graph: StreamGraph) -> CppNames:
     base = identifier_base(graph.name, "model")[:MAX_FILE_STEM].rstrip("_")
     # The stem itself never appears alone in C++ (so a process may share the model's name), but it
     # is held to the same rules so that the file names are identifiers too.
-    model = namer.claim(base, _model_identifiers,
+    outputs = len(graph.outputs)
+    model = namer.claim(base, lambda stem: _model_identifiers(stem, outputs),
                         lambda stem: not is_reserved(stem) and stem.lower() not in RESERVED_FILE_STEMS)
-    top, dataflow, input_values, output_values = _model_identifiers(model)
+    top, dataflow, input_values, *output_values = _model_identifiers(model, outputs)
+    write_outputs = output_values.pop() if outputs > 1 else None
     roles = {p.name: array_roles(p) for p in graph.processes}
     processes = namer.claim_all(roles, "node", lambda name, stem: [stem] + [f"{stem}_{r}" for r in roles[name]])
     channels = namer.claim_all(graph.channels, "channel")
     arrays = {name: {role: f"{processes[name]}_{role}" for role in roles[name]} for name in roles}
-    return CppNames(model, top, dataflow, input_values, output_values,
+    return CppNames(model, top, dataflow, input_values, tuple(output_values), write_outputs,
                     {p.name: processes[p.name] for p in graph.processes},
                     {name: channels[name] for name in graph.channels}, arrays)
 

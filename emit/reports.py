@@ -21,6 +21,7 @@ from ming_py.ir import (
     FixedPointAverage,
     FixedPointRequant,
 )
+from ming_py.runtime.ming_host import words_per_image
 from ming_py.storage import ArrayPlan, plan_arrays, requant_datapath
 
 REQUANTIZING = (AccRequant, AddRequant, AverageRequant, FixedPointRequant, FixedPointAdd, FixedPointAverage)
@@ -67,7 +68,26 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
         totals |= solution.totals
     return {"ming_version": __version__, "model": graph.name, "cpp_name": names.model, "top": names.top,
             "board": board.name, "part": board.part, "clock_mhz": board.clock_mhz, "nodes": nodes,
-            "channels": channels, "totals": totals}
+            "channels": channels, "outputs": record(graph), "totals": totals}
+
+
+def record(graph: StreamGraph) -> list[dict]:
+    """An image's output record: the accelerator's outputs in the order it sends them, each in its own
+    whole 64-bit words from `first_word` on (`index`: its place among the model's outputs)."""
+    entries, first = [], 0
+    for port in graph.outputs:
+        c = graph.channels[port.channel]
+        words = words_per_image(c.values)
+        entries.append({"name": port.onnx_name, "index": port.index, "channel": c.name,
+                        "shape": [c.channels, c.height, c.width], "values": c.values, "words": words,
+                        "first_word": first})
+        first += words
+    return entries
+
+
+def record_words(graph: StreamGraph) -> int:
+    """64-bit words of an image's output record."""
+    return sum(entry["words"] for entry in record(graph))
 
 
 def _arrays(graph: StreamGraph, schedule: Schedule, p) -> dict[str, ArrayPlan]:
@@ -135,8 +155,8 @@ def dataflow_mlir(graph: StreamGraph, schedule: Schedule) -> str:
                           "types": ["!dfg.stream<i8>"] * len(operands), "num_inputs": len(p.inputs),
                           "unroll": [(loop, schedule.of(p.name).factor(loop)) for loop in p.unrollable]})
     model = {"title": comment_text(graph.name), "name": mlir_string(graph.name),
-             "cpp_name": cpp_attribute(graph.name, names.model),
-             "input": mlir_string(graph.input.channel), "output": mlir_string(graph.output.channel)}
+             "cpp_name": cpp_attribute(graph.name, names.model), "input": mlir_string(graph.input.channel),
+             "outputs": [mlir_string(port.channel) for port in graph.outputs]}
     return _environment().get_template("dataflow.mlir.j2").render(
         model=model, channels=channels, processes=processes, version=__version__)
 
@@ -147,20 +167,24 @@ def host_metadata(graph: StreamGraph, board: Board) -> str:
 
 
 def host_data(graph: StreamGraph, board: Board) -> dict:
-    """What the host needs around the accelerator: quantization, layouts, the float tail."""
-    def port(p, channel):
-        c = graph.channels[channel]
+    """What the host needs around the accelerator: quantization, layouts, the float tail of every output.
+
+    "outputs" are in the order of an image's output record (see `record`): the host splits a record into
+    the outputs by their `words` and puts each at its `index` among the model's outputs."""
+    def port(p):
+        c = graph.channels[p.channel]
         return {"onnx_name": p.onnx_name, "onnx_shape": list(p.onnx_shape), "array_shape": list(p.array_shape),
-                "stream_shape": [c.channels, c.height, c.width], "scale": p.scale, "zero_point": p.zero_point,
-                "dtype": p.dtype, "permutation": list(p.permutation), "quantizer": p.quantizer}
+                "stream_shape": [c.channels, c.height, c.width], "words": words_per_image(c.values),
+                "scale": p.scale, "zero_point": p.zero_point, "dtype": p.dtype, "permutation": list(p.permutation),
+                "quantizer": p.quantizer}
 
     names = cpp_names(graph)
     return {
         # "model" is the stem of the C++ file names (hls/<model>.cpp, <model>_tb.cpp), "graph" the model's own name
         "model": names.model, "graph": graph.name, "top": names.top, "board": board.name,
         "interface": board.interface,
-        "input": port(graph.input, graph.input.channel),
-        "output": port(graph.output, graph.output.channel) | {
-            "host_ops": [{"kind": op.kind, "axis": op.axis, "scale": op.scale, "zero_point": op.zero_point,
-                          "shape": list(op.shape)} for op in graph.output.host_ops]},
+        "input": port(graph.input),
+        "outputs": [port(p) | {"index": p.index, "host_ops": [
+            {"kind": op.kind, "axis": op.axis, "scale": op.scale, "zero_point": op.zero_point,
+             "shape": list(op.shape)} for op in p.host_ops]} for p in graph.outputs],
     }

@@ -22,7 +22,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 from iree.compiler import ir
 
-from ming_py.ir import FixedPointRequant, Graph, HostOp, MingError
+from ming_py.ir import FixedPointRequant, Graph, GraphOutput, HostOp, MingError
 
 from .layout import channels_first
 from . import iree_compile
@@ -62,9 +62,8 @@ def check_supported(model: schema.ModelT) -> None:
     if len(model.subgraphs or []) != 1:
         raise MingError(f"model has {len(model.subgraphs or [])} subgraphs; ming compiles single-graph models")
     graph = model.subgraphs[0]
-    if len(graph.inputs) != 1 or len(graph.outputs) != 1:
-        raise MingError(f"model has {len(graph.inputs)} inputs and {len(graph.outputs)} outputs; ming compiles "
-                        "single-input, single-output CNNs")
+    if len(graph.inputs) != 1:
+        raise MingError(f"model has {len(graph.inputs)} inputs; ming compiles single-input CNNs")
     for index, operator in enumerate(graph.operators or []):
         kind = op_name(model, operator)
         if kind not in SUPPORTED_OPS:
@@ -99,14 +98,21 @@ def fix_symbolic_batch(model: schema.ModelT) -> list[str]:
 
 
 @dataclass(frozen=True)
+class OutputBoundary:
+    """A model output's final SOFTMAX and DEQUANTIZE, moved out of the model to the host."""
+
+    port: ModelPort | None = None  # the model's output, if the host computes it
+    dequantized: bool = False  # the model's output is float
+    softmax_beta: float | None = None  # the output ends with a Softmax, run on the host
+    softmax_output: tuple[float, int] = (1.0, 0)
+
+
+@dataclass(frozen=True)
 class HostBoundary:
-    """A float input's QUANTIZE and a float output's DEQUANTIZE, moved out of the model to the host."""
+    """A float input's QUANTIZE and every output's boundary, moved out of the model to the host."""
 
     input: ModelPort | None = None  # the float input, if the model quantized it
-    output: ModelPort | None = None  # the model's output, if the host computes it
-    dequantized: bool = False  # the model's output is float
-    softmax_beta: float | None = None  # the model ends with a Softmax, run on the host
-    softmax_output: tuple[float, int] = (1.0, 0)
+    outputs: tuple[OutputBoundary, ...] = ()  # in the model's order
 
 
 def _quantization(tensor) -> tuple[float, int]:
@@ -117,8 +123,9 @@ def _quantization(tensor) -> tuple[float, int]:
 
 
 def split_host_boundary(model: schema.ModelT) -> HostBoundary:
-    """Remove a QUANTIZE that reads the float input and a DEQUANTIZE that writes the float output: the host
-    does them (TFLite's rounding, `ming_host.tflite_quantize`), the accelerator takes and gives int8."""
+    """Remove a QUANTIZE that reads the float input and, for every output, a DEQUANTIZE that writes it
+    and a SOFTMAX before: the host does them (TFLite's rounding, `ming_host.tflite_quantize`), the
+    accelerator takes and gives int8."""
     graph = model.subgraphs[0]
     boundary = HostBoundary()
     first = next((op for op in graph.operators if graph.inputs[0] in op.inputs), None)
@@ -127,44 +134,62 @@ def split_host_boundary(model: schema.ModelT) -> HostBoundary:
         boundary = replace(boundary, input=_port(graph, graph.inputs[0]))
         graph.inputs = [first.outputs[0]]  # its quantization is the accelerator input's
         graph.operators.remove(first)
-    last = next((op for op in graph.operators if graph.outputs[0] in op.outputs), None)
+    outputs = [_split_output(model, position) for position in range(len(graph.outputs))]
+    return replace(boundary, outputs=tuple(outputs))
+
+
+def _split_output(model: schema.ModelT, position: int) -> OutputBoundary:
+    """The host side of output `position`: its DEQUANTIZE and a SOFTMAX before it taken out of the graph."""
+    graph = model.subgraphs[0]
+    boundary = OutputBoundary()
+
+    def last_op():
+        return next((op for op in graph.operators if graph.outputs[position] in op.outputs), None)
+
+    last = last_op()
     if last is not None and op_name(model, last) == "DEQUANTIZE":
-        boundary = replace(boundary, output=_port(graph, graph.outputs[0]), dequantized=True)
-        graph.outputs = [last.inputs[0]]
+        boundary = replace(boundary, port=_port(graph, graph.outputs[position]), dequantized=True)
+        graph.outputs[position] = last.inputs[0]
         graph.operators.remove(last)
-    last = next((op for op in graph.operators if graph.outputs[0] in op.outputs), None)
+    last = last_op()
     if last is not None and op_name(model, last) == "SOFTMAX":
         if _quantization(graph.tensors[last.outputs[0]]) != (float(np.float32(1 / 256)), -128):
             raise MingError(f"node '{graph.tensors[last.outputs[0]].name.decode()}' (SOFTMAX): an int8 Softmax "
                             "output has scale 1/256 and zero point -128")
         beta = float(np.float32(last.builtinOptions.beta))
-        boundary = replace(boundary, softmax_beta=beta, output=boundary.output or _port(graph, graph.outputs[0]),
+        boundary = replace(boundary, softmax_beta=beta, port=boundary.port or _port(graph, graph.outputs[position]),
                            softmax_output=_quantization(graph.tensors[last.outputs[0]]))
-        graph.outputs = [last.inputs[0]]
+        graph.outputs[position] = last.inputs[0]
         graph.operators.remove(last)
     return boundary
 
 
 def _with_host_boundary(graph: Graph, model: schema.ModelT, boundary: HostBoundary) -> Graph:
-    """The model's own input and output: their quantization, and the float ones the host converts."""
-    tensors = model.subgraphs[0].tensors
-    scale, zero_point = _quantization(tensors[model.subgraphs[0].inputs[0]])
+    """The model's own input and outputs: their quantization, and the float ones the host converts."""
+    subgraph = model.subgraphs[0]
+    scale, zero_point = _quantization(subgraph.tensors[subgraph.inputs[0]])
     graph.inputs = [replace(i, scale=scale, zero_point=zero_point) for i in graph.inputs]
     if boundary.input is not None:
         graph.inputs = [replace(i, name=boundary.input.name, dtype="float32", quantizer="tflite")
                         for i in graph.inputs]
-    scale, zero_point = _quantization(tensors[model.subgraphs[0].outputs[0]])
-    graph.outputs = [replace(o, scale=scale, zero_point=zero_point) for o in graph.outputs]
-    if boundary.output is not None:
-        host_ops: tuple[HostOp, ...] = ()
-        if boundary.softmax_beta is not None:
-            host_ops = (HostOp("tflite_softmax", scale=boundary.softmax_beta),)
-            if boundary.dequantized:
-                scale, zero_point = boundary.softmax_output
-                host_ops += (HostOp("dequantize", scale=scale, zero_point=zero_point),)
-        graph.outputs = [replace(o, name=boundary.output.name, onnx_shape=boundary.output.shape, host_ops=host_ops,
-                                 dtype="float32" if boundary.dequantized else "int8") for o in graph.outputs]
+    graph.outputs = [_with_output_boundary(output, subgraph.tensors[index], output_boundary)
+                     for output, index, output_boundary in zip(graph.outputs, subgraph.outputs, boundary.outputs)]
     return graph
+
+
+def _with_output_boundary(output: GraphOutput, tensor, boundary: OutputBoundary) -> GraphOutput:
+    scale, zero_point = _quantization(tensor)
+    output = replace(output, scale=scale, zero_point=zero_point)
+    if boundary.port is None:
+        return output
+    host_ops: tuple[HostOp, ...] = ()
+    if boundary.softmax_beta is not None:
+        host_ops = (HostOp("tflite_softmax", scale=boundary.softmax_beta),)
+        if boundary.dequantized:
+            scale, zero_point = boundary.softmax_output
+            host_ops += (HostOp("dequantize", scale=scale, zero_point=zero_point),)
+    return replace(output, name=boundary.port.name, onnx_shape=boundary.port.shape, host_ops=host_ops,
+                   dtype="float32" if boundary.dequantized else "int8")
 
 
 def _flatbuffer(model: schema.ModelT) -> bytes:

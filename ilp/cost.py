@@ -11,7 +11,8 @@ output tokens at 1/K, ..., K/K of an image at its own pace and `lags` how long a
 each of those waits for arrives it can write it (the ILP chains these along the channels). `ming simulate` steps through the same loops with
 blocking FIFOs.
 The top function's AXI adapters (`unpack_axis`, `pack_axis`: max(words, tokens) iterations plus
-their depth) are counted in the process they feed or drain, the stage they form with it.
+their depth) are counted in the process they feed or drain, the stage they form with it; with several
+outputs the output writer's `pack_axis` of each, and the ILP adds that they run one after the other.
 
 Resources (DSP48E2, BRAM18K, URAM, LUT, FF):
 * DSP: one int8 multiply-accumulate lane per DSP48E2, none in LUT fabric (48 LUTs a lane, and the
@@ -206,8 +207,9 @@ def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, 
             unpack = unpack_adapter(graph.channels[channel].values, lanes)
             cycles = max(unpack.fill + cycles, unpack.cycles + drain)
             fill += unpack.fill
+    outputs = {port.channel for port in graph.outputs}
     for channel, lanes in zip(p.outputs, choice.lanes_out):
-        if channel == graph.output.channel:
+        if channel in outputs:
             pack = pack_adapter(graph.channels[channel].values, lanes)
             cycles = max(cycles + pack.drain, fill + pack.cycles)
     return cycles, fill

@@ -13,7 +13,8 @@ writes the output token at j/K of an image no sooner than its own pace allows
 nor than the producer's token at j/K plus the process's lag (K points of a
 progress curve: a consumer that takes its input in bursts, such as a strided
 or folded window, waits for the rows it needs); minimise the finish of the
-process feeding the output. Objective `sum` is MING's
+process feeding the output (with several outputs, of the output record: the
+writer sends them one after the other). Objective `sum` is MING's
 original sum of process cycles. Among equally fast designs the cheaper is kept
 (`_thrifty`).
 
@@ -42,7 +43,7 @@ from ming_py.kernel import multiplier_choices, static_banks
 from ming_py.ir import MingError
 
 from .budget import RESOURCES, UNITS, Budget
-from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, process_cost,
+from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, pack_adapter, process_cost,
                    storage_plan)
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing
@@ -251,7 +252,23 @@ class _Model:
                     problem += point[consumer][j] >= arrival + lag, f"lag_{channel.name}_{j}"
             else:
                 problem += done >= finish[channel.producer], f"out_{channel.name}"
+        if len(graph.outputs) > 1:
+            problem += done >= self._record(graph, problem, finish), "record"
         return done
+
+    def _record(self, graph: StreamGraph, problem, finish):
+        """When the output writer has sent an image's record: each output once its producer finished and
+        the writer has sent the outputs before it and its own words."""
+        first, *later = [graph.channels[port.channel] for port in graph.outputs]
+        sent = finish[first.producer]
+        for k, channel in enumerate(later, 1):
+            writing = pulp.lpSum(x * writer_cycles(graph, channel, choice)
+                                 for x, choice in zip(self.pick[channel.producer], self.options[channel.producer]))
+            at = pulp.LpVariable(f"record_{k}", lowBound=0)
+            problem += at >= finish[channel.producer], f"record_{k}_made"
+            problem += at >= sent + writing, f"record_{k}_sent"
+            sent = at
+        return sent
 
     def sample(self, name: str, figure):
         """The chosen candidate's `figure(cost)`."""
@@ -288,7 +305,7 @@ class _Model:
         costs = {name: self.costs[name][j] for name, j in picked.items()}
         if self.objective == "sum":
             return sum(c.cycles for c in costs.values())
-        return estimate(self.graph, costs)[1]
+        return estimate(self.graph, costs, {name: self.options[name][j] for name, j in picked.items()})[1]
 
     def fits(self, picked: dict[str, int]) -> bool:
         return all(sum(getattr(self.costs[name][j], r) for name, j in picked.items()) <= getattr(self.budget, r)
@@ -517,7 +534,7 @@ def schedule_of(graph: StreamGraph, chosen: dict[str, Choice]) -> Schedule:
 
 
 def _solution(graph, board, chosen, costs, objective, budget, status, seconds, size) -> Solution:
-    throughput, latency = estimate(graph, costs)
+    throughput, latency = estimate(graph, costs, chosen)
     macs = sum(_macs(graph, p) for p in graph.processes)
     totals = {r: sum(getattr(c, r) for c in costs.values()) for r in RESOURCES + ("ff",)}
     totals |= {"cycles": latency, "latency_us": round(latency / board.clock_mhz, 3), "throughput_cycles": throughput,
@@ -527,10 +544,11 @@ def _solution(graph, board, chosen, costs, objective, budget, status, seconds, s
     return Solution(schedule_of(graph, chosen), chosen, costs, status, seconds, objective, budget, totals)
 
 
-def estimate(graph: StreamGraph, costs: dict[str, Cost]) -> tuple[int, int]:
+def estimate(graph: StreamGraph, costs: dict[str, Cost], choices: dict[str, Choice]) -> tuple[int, int]:
     """(throughput cycles, end-to-end latency) under the ILP's latency model (see `_Model._latency`)."""
     start = {name: 0 for name in costs}
     point: dict[str, list[int]] = {}
+    finishes: dict[str, float] = {}
     latency = 0
     for p in graph.processes:  # topological order
         cost = costs[p.name]
@@ -546,14 +564,24 @@ def estimate(graph: StreamGraph, costs: dict[str, Cost]) -> tuple[int, int]:
                     times.append(at_share([first] + point[producer], shares[j]) + cost.lags[i][j])
             curve.append(max(times))
         point[p.name] = curve
-        finish = max(start[p.name] + cost.cycles, curve[-1] + cost.cycles - cost.progress[-1])
+        finish = finishes[p.name] = max(start[p.name] + cost.cycles, curve[-1] + cost.cycles - cost.progress[-1])
         for channel in p.outputs:
             consumer = graph.channels[channel].consumer
             if consumer in start:
                 start[consumer] = max(start[consumer], start[p.name] + cost.fill)
             else:
                 latency = max(latency, finish)
-    return max(c.cycles for c in costs.values()), math.ceil(latency)
+    first, *later = [graph.channels[port.channel] for port in graph.outputs]
+    sent = finishes[first.producer]
+    for channel in later:
+        sent = max(finishes[channel.producer], sent + writer_cycles(graph, channel, choices[channel.producer]))
+    return max(c.cycles for c in costs.values()), math.ceil(max(latency, sent))
+
+
+def writer_cycles(graph: StreamGraph, channel, choice: Choice) -> int:
+    """The output writer's cycles for one image of the accelerator output `channel` (its `pack_axis`)."""
+    producer = graph.process(channel.producer)
+    return pack_adapter(channel.values, choice.lanes_out[producer.outputs.index(channel.name)]).cycles
 
 
 def at_share(curve: list, share: float):

@@ -7,9 +7,13 @@ branch, whose FIFO must hold those pixels or the split blocks, the long branch
 starves and the join waits forever. The lag of a branch is counted in pixels of
 the split's output from the geometry of its processes (StreamTensor §5.3's token
 model with the line-buffer fill as initial delay); the short branch's first FIFO
-gets the difference. Every other FIFO holds at least two pixels: a process
-writes a pixel's tokens in a burst after computing it and its consumer reads
-them in a burst, so with less the two serialise. `ming build` then deepens all
+gets the difference. The same model sizes the FIFOs of a model's outputs: the
+accelerator sends an image's outputs one after the other on its one output
+stream, so each output's FIFO holds what its producer makes while the outputs
+before it are sent (`record_pixels`, in the order `record_order`). Every other
+FIFO holds at least two pixels: a process writes a pixel's tokens in a burst
+after computing it and its consumer reads them in a burst, so with less the two
+serialise. `ming build` then deepens all
 FIFOs (4, 8, 16 pixels) while the cycle-level simulation says it pays and the
 budget allows (a strided consumer reads in bursts of rows: tiny_cnn at 5% of the
 KV260's DSPs runs 18% faster with 8 pixels than with 2); `--fifo minimal`
@@ -86,11 +90,61 @@ def split_pixels_needed(graph: StreamGraph, channel: Channel, split: str, pixels
     return max(upstream) if upstream else None
 
 
+def pixels_made(graph: StreamGraph, channel: Channel, split: str, pixels: int) -> int:
+    """The most pixels `channel` can have carried once `split` has emitted `pixels` (the inverse of
+    `split_pixels_needed`)."""
+    low, high = 0, channel.pixels
+    while low < high:
+        middle = (low + high + 1) // 2
+        if split_pixels_needed(graph, channel, split, middle) <= pixels:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def record_order(graph: StreamGraph) -> list[int]:
+    """The order in which an image's outputs leave the accelerator (indexes into `graph.outputs`): by when
+    each is complete, the input pixels its last pixel needs, then the deepest pipeline to it (both
+    whatever the schedule), then the model's order. The output writer sends all of an output before the
+    next, so every later output's FIFO holds what its producer makes meanwhile (`record_pixels`); the
+    order in which they finish keeps that least."""
+    source = graph.channels[graph.input.channel].producer
+    depths = {p.name: depth_bound(p.kind) for p in graph.processes}
+
+    def completion(index: int) -> tuple[int, int, int]:
+        channel = graph.channels[graph.outputs[index].channel]
+        return (split_pixels_needed(graph, channel, source, channel.pixels),
+                split_latency(graph, channel, source, depths), index)
+
+    return sorted(range(len(graph.outputs)), key=completion)
+
+
+def record_pixels(graph: StreamGraph) -> dict[str, int]:
+    """Per output channel, the pixels its FIFO must hold while the output writer sends the outputs before
+    it in the record: all its producer makes from the input pixels those outputs need, plus the slack,
+    at most the whole output. With less, the producer would stop, and with it the processes it shares with
+    the output being sent (a split feeding both) before that output is complete (only outputs that need
+    more than nothing)."""
+    source = graph.channels[graph.input.channel].producer
+    pixels: dict[str, int] = {}
+    sent = 0  # input pixels the outputs sent so far need
+    for port in graph.outputs:
+        channel = graph.channels[port.channel]
+        made = pixels_made(graph, channel, source, sent) if sent else 0
+        if made:
+            pixels[channel.name] = min(made + SLACK_PIXELS, channel.pixels)
+        sent = max(sent, split_pixels_needed(graph, channel, source, channel.pixels))
+    return pixels
+
+
 def depths_in_pixels(graph: StreamGraph) -> dict[str, int]:
-    """Per channel, the pixels its FIFO must hold for the line buffers' lag (only channels that need more
-    than the minimum)."""
-    return _short_branch_excess(graph, lambda channel, split: split_pixels_needed(graph, channel, split, 1),
-                                SLACK_PIXELS)
+    """Per channel, the pixels its FIFO must hold for the line buffers' lag and for the outputs sent before
+    its own (only channels that need more than the minimum)."""
+    skips = _short_branch_excess(graph, lambda channel, split: split_pixels_needed(graph, channel, split, 1),
+                                 SLACK_PIXELS)
+    record = record_pixels(graph)
+    return {name: max(skips.get(name, 0), record.get(name, 0)) for name in sorted(skips.keys() | record.keys())}
 
 
 def latency_tokens(graph: StreamGraph, latency: dict[str, int]) -> dict[str, int]:

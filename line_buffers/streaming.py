@@ -37,6 +37,8 @@ from ming_py.ir import (
 )
 from ming_py.runtime.ming_host import graph_layout_shape
 
+from .fifo import record_order
+
 INPUT, OUTPUT = "input", "output"
 
 
@@ -70,11 +72,11 @@ def channel_axis(shape: tuple[int, ...]) -> int:
 
 
 def build_stream_graph(graph: Graph) -> StreamGraph:
-    if len(graph.inputs) != 1 or len(graph.outputs) != 1:
-        raise MingError(f"ming build supports one input and one output (model has {len(graph.inputs)} "
-                        f"and {len(graph.outputs)})")
-    builder = _Builder(graph)
-    return builder.run()
+    if len(graph.inputs) != 1:
+        raise MingError(f"ming build supports one input (model has {len(graph.inputs)})")
+    stream_graph = _Builder(graph).run()
+    stream_graph.outputs = tuple(stream_graph.outputs[i] for i in record_order(stream_graph))
+    return stream_graph
 
 
 class _Builder:
@@ -102,24 +104,24 @@ class _Builder:
                 self.consumers.setdefault(self.views[tensor].source, []).append((process.name, slot))
             out_shape = graph.shape_of(output_tensor)
             self.views[output_tensor] = _View(process.name, stream_shape(out_shape), out_shape)
-        graph_output = graph.outputs[0]
-        out_view = self.views[graph_output.tensor]
-        self.consumers.setdefault(out_view.source, []).append((OUTPUT, 0))
-        channels = self._connect()
+        for index, graph_output in enumerate(graph.outputs):
+            self.consumers.setdefault(self.views[graph_output.tensor].source, []).append((OUTPUT, index))
+        channels, output_channels = self._connect()
         input_channel = next(c.name for c in channels.values() if c.producer == INPUT)
-        output_channel = next(c.name for c in channels.values() if c.consumer == OUTPUT)
-        ports = (
-            Port(input_channel, shape, graph_input.name, graph_input.onnx_shape, graph_input.scale,
-                 graph_input.zero_point, dtype=graph_input.dtype, permutation=graph_input.permutation,
-                 quantizer=graph_input.quantizer),
-            Port(output_channel, out_view.logical, graph_output.name, graph_output.onnx_shape, graph_output.scale,
-                 graph_output.zero_point, graph_output.host_ops, graph_output.dtype, graph_output.permutation),
-        )
-        return StreamGraph(graph.name, list(self.processes), channels, *ports)
+        input_port = Port(input_channel, shape, graph_input.name, graph_input.onnx_shape, graph_input.scale,
+                          graph_input.zero_point, dtype=graph_input.dtype, permutation=graph_input.permutation,
+                          quantizer=graph_input.quantizer)
+        output_ports = tuple(
+            Port(output_channels[index], self.views[out.tensor].logical, out.name, out.onnx_shape, out.scale,
+                 out.zero_point, out.host_ops, out.dtype, out.permutation, index=index)
+            for index, out in enumerate(graph.outputs))
+        return StreamGraph(graph.name, list(self.processes), channels, input_port, output_ports)
 
     # ---- channels and fan-out ----
 
-    def _connect(self) -> dict[str, Channel]:
+    def _connect(self) -> tuple[dict[str, Channel], dict[int, str]]:
+        """The channels by name, and the channel of each model output (the accelerator's output port reads
+        output i at slot i)."""
         channels: dict[str, Channel] = {}
         inputs: dict[str, dict[int, str]] = {p.name: {} for p in self.processes}  # process -> slot -> channel
         outputs: dict[str, list[str]] = {p.name: [] for p in self.processes}
@@ -151,7 +153,7 @@ class _Builder:
             replace(p, inputs=tuple(inputs[p.name][slot] for slot in sorted(inputs[p.name])),
                     outputs=tuple(outputs[p.name]))
             for p in self.processes + splits])
-        return {name: channels[name] for name in sorted(channels)}
+        return {name: channels[name] for name in sorted(channels)}, inputs[OUTPUT]
 
     # ---- one process per node ----
 

@@ -24,7 +24,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 INPUT_HELP = "the input .npy as the model takes it (float32, or int8/uint8 for a model with such an input)"
-OUTPUT_HELP = "where to write the output .npy (float32, or int8/uint8 for a model with such an output)"
+OUTPUT_HELP = ("where to write the output .npy (float32, or int8/uint8 for a model with such an output); once per "
+               "model output, in the model's order, or one .npz path for all (keys: the output names)")
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ming", description=__doc__)
@@ -38,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     reference = commands.add_parser("reference", help="run the golden integer model")
     reference.add_argument("model", type=Path)
     reference.add_argument("--input", required=True, type=Path, help=INPUT_HELP)
-    reference.add_argument("--output", required=True, type=Path, help=OUTPUT_HELP)
+    reference.add_argument("--output", required=True, type=Path, action="append", help=OUTPUT_HELP)
 
     build = commands.add_parser("build", help="compile a model into a Vitis HLS project")
     build.add_argument("model", type=Path)
@@ -62,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     csim = commands.add_parser("csim", help="C-simulate a build with g++ on a float input")
     csim.add_argument("build_dir", type=Path)
     csim.add_argument("--input", required=True, type=Path, help=INPUT_HELP)
-    csim.add_argument("--output", required=True, type=Path, help=OUTPUT_HELP)
+    csim.add_argument("--output", required=True, type=Path, action="append", help=OUTPUT_HELP)
     csim.add_argument("--sequential", action="store_true",
                       help="call the processes one after another over unbounded FIFOs (as Vitis csim does) instead "
                            "of one thread per process over FIFOs of the built depths, which detects deadlocks")
@@ -74,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     deploy = commands.add_parser("deploy", help="run a build's deployment driver (OUT/deploy/run.py) on a float input")
     deploy.add_argument("build_dir", type=Path)
     deploy.add_argument("--input", required=True, type=Path, help=INPUT_HELP + ": one image or N stacked")
-    deploy.add_argument("--output", required=True, type=Path, help=OUTPUT_HELP)
+    deploy.add_argument("--output", required=True, type=Path, action="append", help=OUTPUT_HELP)
     deploy.add_argument("--backend", choices=("pynq", "xrt", "csim"),
                         help="pynq (Zynq boards), xrt (Alveo) or csim (the C-simulation); default: the board's")
     deploy.add_argument("--batch", type=int, help="images per transfer (default: all)")
@@ -136,12 +137,14 @@ def _sweep(args) -> None:
 
 def _csim(args) -> int:
     from .csim import CsimDeadlock, PortConflict, run_csim
-    from .options import build_metadata, check_output_file, load_input, save_output
+    from .options import build_metadata, check_output_count, check_output_files, load_input, save_outputs
     from .progress import Progress
+    from .runtime.ming_driver import output_names
 
-    build_metadata(args.build_dir)
+    host = build_metadata(args.build_dir)
     x = load_input(args.input)
-    check_output_file(args.output)
+    check_output_files(args.output)
+    check_output_count(args.output, output_names(host))
     try:
         y = run_csim(args.build_dir, x, Progress(args.quiet), concurrent=not args.sequential,
                      check_ports=args.check_ports)
@@ -151,7 +154,7 @@ def _csim(args) -> int:
     except PortConflict as conflict:
         print(f"ming: {conflict}", file=sys.stderr)
         return EXIT_PORT_CONFLICT
-    save_output(args.output, y)
+    save_outputs(args.output, y)
     return 0
 
 
@@ -159,13 +162,14 @@ def _deploy(args) -> None:
     """The short form of `python3 OUT/deploy/run.py ...`: the same script, run with this Python."""
     import subprocess
 
-    from .options import check_output_file
+    from .options import check_output_files
 
     script = args.build_dir / "deploy" / "run.py"
     if not script.is_file():
         raise MingError(f"{args.build_dir}: no deploy/run.py; run `ming build` first")
-    check_output_file(args.output)
-    command = [sys.executable, str(script), "--input", str(args.input), "--output", str(args.output)]
+    check_output_files(args.output)
+    command = [sys.executable, str(script), "--input", str(args.input)]
+    command += [f"--output={path}" for path in args.output]
     command += [f"--backend={args.backend}"] * bool(args.backend) + [f"--batch={args.batch}"] * (args.batch is not None)
     command += ["--benchmark"] * args.benchmark
     result = subprocess.run(command, stderr=subprocess.PIPE, text=True)
@@ -241,17 +245,17 @@ def _fmt(values) -> str:
 
 def _reference(args) -> None:
     from . import reference
-    from .options import check_input, check_model, check_output_file, load_input, save_output
+    from .options import check_input, check_model, check_output_count, check_output_files, load_input, save_outputs
     from .pipeline import lift
 
     check_model(args.model)
     x = load_input(args.input)
-    check_output_file(args.output)
+    check_output_files(args.output)
     graph = lift(args.model)
     _print_notes(graph)
+    check_output_count(args.output, [out.name for out in graph.outputs])
     check_input(x, graph.inputs[0].onnx_shape, graph.inputs[0].dtype)
-    outputs = reference.run(graph, x)
-    save_output(args.output, outputs[graph.outputs[0].name])
+    save_outputs(args.output, reference.run(graph, x))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -161,8 +161,9 @@ def loop_label(source: Path, line: int) -> str | None:
 
 
 def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = None,
-             concurrent: bool = False, check_ports: bool = False) -> np.ndarray:
-    """C-simulate the build in `out_dir` on the float input `x`.
+             concurrent: bool = False, check_ports: bool = False) -> dict[str, np.ndarray]:
+    """C-simulate the build in `out_dir` on the float input `x`: the model's outputs by name, in the model's
+    order, as `ming reference` gives them.
 
     concurrent=False: Vitis-style sequential csim (processes one after another, unbounded FIFOs).
     concurrent=True: one thread per process over FIFOs of the scheduled depth; a deadlock
@@ -173,7 +174,7 @@ def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = Non
     progress = progress or Progress(quiet=True)
     out_dir = Path(out_dir)
     host = build_metadata(out_dir)
-    inp, out = host["input"], host["output"]
+    inp = host["input"]
     x = np.asarray(x)
     if inp["dtype"] == "float32" and x.dtype.kind == "f":
         x = x.astype(np.float32)
@@ -193,5 +194,15 @@ def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = Non
         if result.returncode != 0:
             raise MingError(f"C-simulation failed: {(result.stderr.strip().splitlines() or ['(no message)'])[-1]}")
         values = np.fromfile(out_file, dtype=np.int8).astype(np.int64)
-    y = from_stream_order(values, out["stream_shape"]).reshape(out["array_shape"])
-    return ming_host.model_output(y, Port.of(out))
+    return split_record(values, [Port.of(out) for out in host["outputs"]])
+
+
+def split_record(values: np.ndarray, ports: list[Port]) -> dict[str, np.ndarray]:
+    """The model's outputs (by name, in the model's order) from one image's output values: each output's in
+    turn, in the record's order (`ports`)."""
+    outputs, first = {}, 0
+    for port in ports:
+        y = from_stream_order(values[first:first + port.values], port.stream_shape).reshape(port.array_shape)
+        outputs[port.onnx_name] = ming_host.model_output(y, port)
+        first += port.values
+    return {port.onnx_name: outputs[port.onnx_name] for port in sorted(ports, key=lambda port: port.index)}

@@ -111,7 +111,7 @@ class Process:
 
 @dataclass(frozen=True)
 class Port:
-    """The accelerator's input or output: an int8 (C, H, W) map in raster order.
+    """The accelerator's input or one of its outputs: an int8 (C, H, W) map in raster order.
 
     `array_shape` is the lifted tensor's own shape; the host reorders between it
     and the stream, and does the float quantization and the host tail.
@@ -127,15 +127,19 @@ class Port:
     dtype: str = "float32"  # the model's own element type at this port: "float32", "int8" or "uint8"
     permutation: tuple[int, ...] = ()  # model array -> array_shape layout (see ir.GraphInput)
     quantizer: str = "onnxruntime"  # whose rounding quantizes a float input: "onnxruntime" or "tflite"
+    index: int = 0  # an output's place among the model's outputs
 
 
 @dataclass(eq=False)
 class StreamGraph:
+    """`outputs` are in the order of an image's output record: the accelerator sends all of output 0's
+    words for an image, then output 1's, ... (`line_buffers.fifo.record_order`)."""
+
     name: str
     processes: list[Process]
     channels: dict[str, Channel]
     input: Port
-    output: Port
+    outputs: tuple[Port, ...]
 
     def process(self, name: str) -> Process:
         return next(p for p in self.processes if p.name == name)

@@ -19,6 +19,7 @@ from ming_py.ilp.budget import OPTIONS, Budget
 from ming_py.ilp.pins import check_key
 
 from .ir import MingError
+from .runtime import ming_driver
 
 # The board database gives no fabric maximum; HLS tools accept any period, so this only refuses nonsense.
 CLOCK_MHZ = (1.0, 1000.0)
@@ -159,11 +160,28 @@ def check_finite(x: np.ndarray, where: str | None = None) -> None:
                         "inputs")
 
 
-def save_output(path: Path, y: np.ndarray) -> None:
+def check_output_files(paths: list[Path]) -> None:
+    """Every `--output` can be written (`check_output_file`)."""
+    for path in paths:
+        check_output_file(path)
+
+
+def check_output_count(paths: list[Path], names: list[str]) -> None:
+    """`--output` once per model output (`names`, in the model's order) or once as an .npz archive."""
     try:
-        np.save(path, y if y.dtype in (np.int8, np.uint8) else y.astype(np.float32))
+        ming_driver.check_output_paths(paths, names)
+    except ming_driver.DeployError as exc:
+        raise MingError(str(exc)) from None
+
+
+def save_outputs(paths: list[Path], outputs: dict[str, np.ndarray]) -> None:
+    """The model's outputs (float32, or int8/uint8 as the model gives them) to the `--output` paths, one .npy per
+    output in the model's order or one .npz archive of all."""
+    arrays = {name: y if y.dtype in (np.int8, np.uint8) else y.astype(np.float32) for name, y in outputs.items()}
+    try:
+        ming_driver.save_outputs(paths, arrays)
     except OSError as exc:
-        raise MingError(f"--output {path}: cannot write ({exc.strerror or exc})") from None
+        raise MingError(f"--output {exc.filename or paths[0]}: cannot write ({exc.strerror or exc})") from None
 
 
 def check_input(x: np.ndarray, onnx_shape: list[int], dtype: str) -> None:
@@ -198,9 +216,9 @@ def build_metadata(build_dir: Path) -> dict:
 
 
 _SHAPE, _NUMBER, _INTEGER, _LIST, _TEXT = "a shape", "a number", "an integer", "a list", "a string"
-_PORT_FIELDS = {"onnx_shape": _SHAPE, "stream_shape": _SHAPE, "scale": _NUMBER, "zero_point": _INTEGER,
-                "onnx_name": _TEXT, "dtype": _TEXT, "permutation": _LIST}
-_HOST_FIELDS = {"input": _PORT_FIELDS, "output": _PORT_FIELDS | {"array_shape": _SHAPE, "host_ops": _LIST}}
+_PORT_FIELDS = {"onnx_shape": _SHAPE, "array_shape": _SHAPE, "stream_shape": _SHAPE, "words": _INTEGER,
+                "scale": _NUMBER, "zero_point": _INTEGER, "onnx_name": _TEXT, "dtype": _TEXT, "permutation": _LIST}
+_OUTPUT_FIELDS = _PORT_FIELDS | {"index": _INTEGER, "host_ops": _LIST}
 _HOST_OP_FIELDS = {"kind": _TEXT, "axis": _INTEGER, "scale": _NUMBER, "zero_point": _INTEGER, "shape": _SHAPE}
 
 
@@ -208,14 +226,20 @@ def _host_problem(host: object) -> str | None:
     """What is missing or malformed in a host.json, None when it has every field csim reads."""
     if not isinstance(host, dict) or not isinstance(host.get("model"), str) or not host["model"]:
         return "no model name"
-    for side, fields in _HOST_FIELDS.items():
-        problem = _fields_problem(host.get(side), fields, side)
+    problem = _fields_problem(host.get("input"), _PORT_FIELDS, "input")
+    if problem:
+        return problem
+    outputs = host.get("outputs")
+    if not isinstance(outputs, list) or not outputs:
+        return "no 'outputs' list"
+    for index, output in enumerate(outputs):
+        problem = _fields_problem(output, _OUTPUT_FIELDS, f"outputs[{index}]")
         if problem:
             return problem
-    for index, op in enumerate(host["output"]["host_ops"]):
-        problem = _fields_problem(op, _HOST_OP_FIELDS, f"output.host_ops[{index}]")
-        if problem:
-            return problem
+        for number, op in enumerate(output["host_ops"]):
+            problem = _fields_problem(op, _HOST_OP_FIELDS, f"outputs[{index}].host_ops[{number}]")
+            if problem:
+                return problem
     return None
 
 

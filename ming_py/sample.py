@@ -17,14 +17,16 @@ SEED = 0
 
 
 def sample_files(graph: Graph, stream_graph: StreamGraph) -> dict[str, bytes]:
-    """A deterministic int8 input, uniform over the int8 range, and the accelerator's int8 output for it
-    from the golden model; both raw, in stream order (row, column, channel)."""
-    graph_input, graph_output = graph.inputs[0], graph.outputs[0]
+    """A deterministic int8 input, uniform over the int8 range, and the accelerator's int8 output record for
+    it from the golden model (each output's values in turn, in the record's order); both raw, in stream
+    order (row, column, channel)."""
+    graph_input = graph.inputs[0]
     q = np.random.default_rng(SEED).integers(-128, 128, size=graph.shape_of(graph_input.tensor), dtype=np.int64)
-    result = run_integer(graph, {graph_input.tensor: q})[graph_output.tensor]
+    values = run_integer(graph, {graph_input.tensor: q})
 
-    def raw(values: np.ndarray, port) -> bytes:
+    def raw(array: np.ndarray, port) -> bytes:
         c = stream_graph.channels[port.channel]
-        return to_stream_order(values, [c.channels, c.height, c.width]).astype(np.int8).tobytes()
+        return to_stream_order(array, [c.channels, c.height, c.width]).astype(np.int8).tobytes()
 
-    return {"hls/input.bin": raw(q, stream_graph.input), "hls/expected.bin": raw(result, stream_graph.output)}
+    expected = b"".join(raw(values[graph.outputs[port.index].tensor], port) for port in stream_graph.outputs)
+    return {"hls/input.bin": raw(q, stream_graph.input), "hls/expected.bin": expected}

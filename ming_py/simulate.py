@@ -7,7 +7,9 @@ position, with a pipeline depth. The accelerator's ports are loops of the same k
 each iteration whose value buffer holds L values (it reads a 64-bit word of 8 values whenever it
 holds fewer than L; the words are always there, the DMA streams at line rate), the output port
 (``ming::pack_axis``) reads a token in each iteration in which it holds fewer than 8 values and
-writes a word, `depth` cycles later like any write, in each iteration that completes one.
+writes a word, `depth` cycles later like any write, in each iteration that completes one. With
+several outputs the output port runs their ``pack_axis`` loops one after the other, in the order of
+the output record (`record_loop`).
 
 Cycles are numbered from 0. For every loop:
 
@@ -176,22 +178,40 @@ def unpack_loop(values: int, lanes: int) -> Loop:
 
 
 def pack_loop(values: int, lanes: int) -> Loop:
-    """The output port (``ming::pack_axis``): one iteration per cycle, reading a token while fewer than 8
-    values are held and writing a word once 8 (or the image's last values) are."""
-    idle, reads = Position(1, (Access(),), ()), Position(1, (Access(0, 1, 1),), ())
+    """The output port of one output (``ming::pack_axis``): one iteration per cycle, reading a token while
+    fewer than 8 values are held and writing a word once 8 (or the image's last values) are."""
+    return record_loop([(values, lanes)])
+
+
+def record_loop(parts: list[tuple[int, int]]) -> Loop:
+    """The output port of a record of outputs, (values, lanes) of each in record order: the ``pack_axis``
+    loop of each in turn, reading from its own channel; a loop's pipeline drains (PIPELINE_DEPTH idle
+    iterations) before the next starts."""
+    idle = Position(1, (Access(),) * len(parts), ())
+    iterations = []
+    for index, (values, lanes) in enumerate(parts):
+        if index:
+            iterations += [idle] * PIPELINE_DEPTH
+        reads = Position(1, tuple(Access(0, 1, int(i == index)) for i in range(len(parts))), ())
+        iterations += [reads if read else idle for read in _pack_reads(values, lanes)]
+    return Loop(PIPELINE_DEPTH, _run_lengths(iterations))
+
+
+def _pack_reads(values: int, lanes: int) -> list[bool]:
+    """Per iteration of ``pack_axis``, whether it reads a token."""
     tokens = values // lanes
     held = read = 0
-    iterations = []
+    reads = []
     while read < tokens or held:
         if held < AXIS_VALUES_PER_WORD and read < tokens:
             held += lanes
             read += 1
-            iterations.append(reads)
+            reads.append(True)
         else:
-            iterations.append(idle)
+            reads.append(False)
         if held >= AXIS_VALUES_PER_WORD or read == tokens:
             held -= min(held, AXIS_VALUES_PER_WORD)
-    return Loop(PIPELINE_DEPTH, _run_lengths(iterations))
+    return reads
 
 
 def _first_word_token(ch: _Channel) -> int:
@@ -340,7 +360,7 @@ def _processes(report: dict, channels: dict[str, _Channel]):
         for ch in outputs:
             ch.producer = p
         processes.append(p)
-    in_ports, out_ports = [], []
+    in_ports = []
     for ch in channels.values():
         for side, end, port_name in (("producer", ch.producer, "input"), ("consumer", ch.consumer, "output")):
             if end is None and ch.ends[side == "consumer"] not in (None, port_name):
@@ -348,9 +368,10 @@ def _processes(report: dict, channels: dict[str, _Channel]):
         if ch.producer is None:
             ch.producer = _Process("input", unpack_loop(ch.values, ch.lanes), [], [ch])
             in_ports.append(ch.producer)
-        if ch.consumer is None:
-            ch.consumer = _Process("output", pack_loop(ch.values, ch.lanes), [ch], [])
-            out_ports.append(ch.consumer)
+    record = _record(report, channels)
+    out_ports = [_Process("output", record_loop([(ch.values, ch.lanes) for ch in record]), record, [])]
+    for ch in record:
+        ch.consumer = out_ports[0]
     for p in in_ports + processes + out_ports:
         p.neighbours = tuple((ch, ch.consumer if ch.producer is p else ch.producer) for ch in p.channels)
     names = [p.name for p in in_ports + processes + out_ports]
@@ -359,6 +380,13 @@ def _processes(report: dict, channels: dict[str, _Channel]):
             for i, p in enumerate(ports):
                 p.name = f"{p.name}:{i}" if names.count(p.name) > 1 else p.name
     return in_ports, processes, out_ports
+
+
+def _record(report: dict, channels: dict[str, _Channel]) -> list[_Channel]:
+    """The channels the output port reads, in the order of an image's output record: the report's
+    "outputs", or (a report without them) every channel no process reads, in the report's order."""
+    names = [output["channel"] for output in report.get("outputs", ())]
+    return [channels[name] for name in names] or [ch for ch in channels.values() if ch.consumer is None]
 
 
 def _run_all(everyone: list[_Process], max_cycles: int) -> bool:
@@ -409,7 +437,7 @@ def simulate(report: dict, max_cycles: int = 10**9) -> SimResult:
 
     first = None
     for port in out_ports:
-        ch = port.channels[0]
+        ch = port.channels[0]  # the record's first output
         k = _first_word_token(ch)
         if len(ch.r) > k:
             word = ch.r[k] + 1 + PIPELINE_DEPTH
@@ -428,7 +456,7 @@ def simulate(report: dict, max_cycles: int = 10**9) -> SimResult:
         deadlock=deadlock,
         busy={p.name: time[p.name] - p.stall_read - p.stall_write for p in everyone},
         finish={p.name: p.finish for p in everyone if p.done},
-        output_tokens={port.channels[0].name: len(port.channels[0].r) for port in out_ports},
+        output_tokens={ch.name: len(ch.r) for port in out_ports for ch in port.channels},
         timed_out=timed_out,
         fifo_need={name: _need(ch) for name, ch in channels.items()})
 

@@ -4,7 +4,9 @@
 exactly what `ming reference` does around the integer network: it quantizes the float input
 (onnxruntime's QuantizeLinear), lays every image out as 64-bit bus words (`ming_host.pack_images`),
 moves the batch through the accelerator in transfers of whole images, unpacks, and runs the float tail
-(e.g. Softmax). The backends move the words:
+(e.g. Softmax). An image's output record holds every output of the model, each in its own whole words,
+in the order of the metadata's "outputs"; `run` splits it by their word counts and gives the outputs by
+name, in the model's order. The backends move the words:
 
 * ``pynq``: the bitstream's AXI DMA on a Zynq board, one MM2S and one S2MM transfer per batch (the DMA
   puts TLAST on a transfer's last word; the accelerator closes its output packet there);
@@ -25,6 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +58,7 @@ class Port:
 
     onnx_name: str
     onnx_shape: tuple
+    array_shape: tuple  # the accelerator's layout of the tensor
     stream_shape: tuple  # (C, H, W) of the map on the stream
     scale: float
     zero_point: int
@@ -64,14 +68,15 @@ class Port:
     permutation: tuple = ()  # the model's array -> the accelerator's layout (ming_host.accelerator_input)
     host_ops: tuple = ()  # the steps after the accelerator (outputs)
     quantizer: str = "onnxruntime"  # whose rounding quantizes a float input (ming_host.QUANTIZERS)
+    index: int = 0  # an output's place among the model's outputs
 
     @classmethod
     def of(cls, data: dict) -> "Port":
         c, h, w = data["stream_shape"]
-        return cls(data["onnx_name"], tuple(data["onnx_shape"]), (c, h, w), data["scale"], data["zero_point"],
-                   c * h * w, ming_host.words_per_image(c * h * w), data["dtype"],
+        return cls(data["onnx_name"], tuple(data["onnx_shape"]), tuple(data["array_shape"]), (c, h, w), data["scale"],
+                   data["zero_point"], c * h * w, data["words"], data["dtype"],
                    tuple(data["permutation"]), tuple(map(ming_host.HostOp.of, data.get("host_ops", ()))),
-                   data.get("quantizer", "onnxruntime"))
+                   data.get("quantizer", "onnxruntime"), data.get("index", 0))
 
     @property
     def image_shape(self) -> tuple:
@@ -84,12 +89,10 @@ class Accelerator:
 
     def __init__(self, deploy_dir: str | Path | None = None, backend: str | None = None):
         self.deploy_dir = Path(deploy_dir or Path(__file__).resolve().parent)
-        try:
-            self.meta = json.loads((self.deploy_dir / METADATA).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise DeployError(f"{self.deploy_dir / METADATA}: cannot read the build's metadata ({exc})") from None
+        self.meta = read_metadata(self.deploy_dir)
         self.input = Port.of(self.meta["input"])
-        self.output = Port.of(self.meta["output"])
+        self.outputs = [Port.of(data) for data in self.meta["outputs"]]  # in the order of the output record
+        self.record_words = sum(port.words for port in self.outputs)
         name = backend or DEFAULT_BACKEND[self.meta["interface"]]
         if name not in BACKENDS:
             raise DeployError(f"--backend {name}: choose one of {', '.join(BACKENDS)}")
@@ -100,7 +103,7 @@ class Accelerator:
     @property
     def max_images_per_transfer(self) -> int:
         limit = self.meta.get("max_transfer_bytes")
-        words = max(self.input.words, self.output.words)
+        words = max(self.input.words, self.record_words)
         return max(1, limit // (8 * words)) if limit else 1 << 30
 
     def images_per_transfer(self, images: int, batch: int | None) -> int:
@@ -120,17 +123,22 @@ class Accelerator:
         raise DeployError(f"input has shape {x.shape}; the model takes {self.input.onnx_shape} (one image) or "
                           f"(N, {', '.join(map(str, shape))}) for N images")
 
-    def run(self, x: np.ndarray, batch: int | None = None) -> np.ndarray:
-        """Float outputs of the images in `x`, `batch` images per transfer (all of them by default)."""
+    def run(self, x: np.ndarray, batch: int | None = None) -> dict[str, np.ndarray]:
+        """The model's outputs (by name, in the model's order) for the images in `x`, `batch` images per
+        transfer (all of them by default): float, or int8 where the model's output is int8."""
         images = self.images(x)
         if self.input.dtype == "float32" and not np.isfinite(images.astype(np.float32)).all():
             raise DeployError("input holds NaN or infinite values")
         batch = self.images_per_transfer(len(images), batch)
-        outputs = [self._run_batch(images[i:i + batch]) for i in range(0, len(images), batch)]
-        y = np.concatenate(outputs)
-        return y.reshape(self.output.onnx_shape) if np.asarray(x).shape == self.input.onnx_shape else y
+        batches = [self._run_batch(images[i:i + batch]) for i in range(0, len(images), batch)]
+        one_image = np.asarray(x).shape == self.input.onnx_shape
+        outputs = {}
+        for port in sorted(self.outputs, key=lambda port: port.index):
+            y = np.concatenate([outputs_of_batch[port.onnx_name] for outputs_of_batch in batches])
+            outputs[port.onnx_name] = y.reshape(port.onnx_shape) if one_image else y
+        return outputs
 
-    def _run_batch(self, images: np.ndarray) -> np.ndarray:
+    def _run_batch(self, images: np.ndarray) -> dict[str, np.ndarray]:
         start = time.perf_counter()
         try:
             q = ming_host.accelerator_input(images, self.input)
@@ -141,15 +149,32 @@ class Accelerator:
         packed = time.perf_counter()
         self.backend.run(len(images))
         moved = time.perf_counter()
-        y = ming_host.unpack_images(words_out, self.output.stream_shape)
-        outputs = np.stack([self._tail(y[i]) for i in range(len(images))])
+        records = words_out.reshape(len(images), self.record_words)
+        outputs, first = {}, 0
+        for port in self.outputs:
+            y = ming_host.unpack_images(records[:, first:first + port.words], port.stream_shape)
+            outputs[port.onnx_name] = np.stack([self._tail(y[i], port) for i in range(len(images))])
+            first += port.words
         self.timing.add(len(images), packed - start, moved - packed, time.perf_counter() - moved)
         return outputs
 
-    def _tail(self, y: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _tail(y: np.ndarray, port: Port) -> np.ndarray:
         """One image's output, as `ming reference` gives it (then without the batch dimension)."""
-        array_shape = tuple(self.meta["output"]["array_shape"])
-        return ming_host.model_output(y.reshape(array_shape), self.output).reshape(self.output.image_shape)
+        return ming_host.model_output(y.reshape(port.array_shape), port).reshape(port.image_shape)
+
+
+def read_metadata(deploy_dir: Path) -> dict:
+    """The build's `accelerator.json` in `deploy_dir`."""
+    try:
+        return json.loads((deploy_dir / METADATA).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DeployError(f"{deploy_dir / METADATA}: cannot read the build's metadata ({exc})") from None
+
+
+def output_names(meta: dict) -> list[str]:
+    """The model's outputs in its own order (the metadata lists them in the order of the output record)."""
+    return [data["onnx_name"] for data in sorted(meta["outputs"], key=lambda data: data["index"])]
 
 
 class Timing:
@@ -183,19 +208,19 @@ class PynqBackend:
         self.overlay = Overlay(str(bitstream))
         self.dma = getattr(self.overlay, accelerator.meta["dma"])
         self.allocate = allocate
-        self.input, self.output = accelerator.input, accelerator.output
+        self.input_words, self.record_words = accelerator.input.words, accelerator.record_words
         self.images = 0
 
     def buffers(self, images: int):
         if images != self.images:  # physically contiguous buffers, kept while the batch size stays
-            self.words_in = self.allocate(shape=(images * self.input.words,), dtype=np.uint64)
-            self.words_out = self.allocate(shape=(images * self.output.words,), dtype=np.uint64)
+            self.words_in = self.allocate(shape=(images * self.input_words,), dtype=np.uint64)
+            self.words_out = self.allocate(shape=(images * self.record_words,), dtype=np.uint64)
             self.images = images
         return self.words_in, self.words_out
 
     def run(self, images: int) -> None:
-        channels = ((self.dma.sendchannel, "MM2S (input)", images * self.input.words),
-                    (self.dma.recvchannel, "S2MM (output)", images * self.output.words))
+        channels = ((self.dma.sendchannel, "MM2S (input)", images * self.input_words),
+                    (self.dma.recvchannel, "S2MM (output)", images * self.record_words))
         self.dma.recvchannel.transfer(self.words_out)  # S2MM first: the accelerator may answer at once
         self.dma.sendchannel.transfer(self.words_in)  # flushes the buffer from the CPU caches
         for channel, name, words in channels:
@@ -240,14 +265,14 @@ class XrtBackend:
         uuid = self.device.load_xclbin(pyxrt.xclbin(str(xclbin)))
         self.mm2s = pyxrt.kernel(self.device, uuid, kernels["mm2s"])
         self.s2mm = pyxrt.kernel(self.device, uuid, kernels["s2mm"])
-        self.input, self.output = accelerator.input, accelerator.output
+        self.input_words, self.record_words = accelerator.input.words, accelerator.record_words
         self.images = 0
 
     def buffers(self, images: int):
         if images != self.images:
-            self.bo_in = self.pyxrt.bo(self.device, images * self.input.words * 8, self.pyxrt.bo.normal,
+            self.bo_in = self.pyxrt.bo(self.device, images * self.input_words * 8, self.pyxrt.bo.normal,
                                        self.mm2s.group_id(0))
-            self.bo_out = self.pyxrt.bo(self.device, images * self.output.words * 8, self.pyxrt.bo.normal,
+            self.bo_out = self.pyxrt.bo(self.device, images * self.record_words * 8, self.pyxrt.bo.normal,
                                         self.s2mm.group_id(1))
             self.words_in = np.frombuffer(self.bo_in.map(), dtype=np.uint64)
             self.words_out = np.frombuffer(self.bo_out.map(), dtype=np.uint64)
@@ -275,15 +300,15 @@ class CsimBackend:
     """The C-simulation of this build's C++ in place of the hardware (see the module doc)."""
 
     def __init__(self, accelerator: Accelerator):
-        self.input, self.output = accelerator.input, accelerator.output
+        self.input_words, self.record_words = accelerator.input.words, accelerator.record_words
         self.csim = accelerator.meta["csim"]
         self.binary = compile_csim(accelerator.deploy_dir, self.csim)
         self.images = 0
 
     def buffers(self, images: int):
         if images != self.images:
-            self.words_in = np.zeros(images * self.input.words, dtype=np.uint64)
-            self.words_out = np.zeros(images * self.output.words, dtype=np.uint64)
+            self.words_in = np.zeros(images * self.input_words, dtype=np.uint64)
+            self.words_out = np.zeros(images * self.record_words, dtype=np.uint64)
             self.images = images
         return self.words_in, self.words_out
 
@@ -307,6 +332,28 @@ class CsimBackend:
         if result.returncode != 0:
             last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
             raise DeployError(f"the C-simulation failed: {last}")
+
+
+def check_output_paths(paths: list, names: list[str]) -> None:
+    """`--output` once per model output, in the model's order (`names`), or once as an .npz archive."""
+    if len(paths) == len(names) or (len(paths) == 1 and str(paths[0]).endswith(".npz")):
+        return
+    listed = ", ".join(repr(name) for name in names)
+    raise DeployError(f"--output given {len(paths)} times; the model has {len(names)} outputs ({listed}): give "
+                      "--output once per output in this order, or one .npz path")
+
+
+def save_outputs(paths: list, outputs: dict[str, np.ndarray]) -> None:
+    """Each output (by name, in the model's order) to its own .npy path, or all of them to one .npz archive
+    whose keys are the output names (what numpy.load of it gives)."""
+    if len(paths) == 1 and str(paths[0]).endswith(".npz"):
+        with zipfile.ZipFile(paths[0], "w") as archive:  # numpy.savez's layout; any name is a key
+            for name, y in outputs.items():
+                with archive.open(f"{name}.npy", "w") as member:
+                    np.lib.format.write_array(member, np.asanyarray(y), allow_pickle=False)
+        return
+    for path, y in zip(paths, outputs.values()):
+        np.save(path, y)
 
 
 def mm2s_beats(words: np.ndarray) -> np.ndarray:

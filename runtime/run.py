@@ -4,7 +4,9 @@
     python3 run.py --input x.npy --output y.npy [--batch N] [--benchmark] [--backend pynq|xrt|csim]
 
 x.npy holds one image in the model's input shape, or N images stacked on a first axis; y.npy gets the
-model's output in the same form, equal to `ming reference` (and onnxruntime) for the same input.
+model's output in the same form, equal to `ming reference` (and onnxruntime) for the same input. A model
+with several outputs takes --output once per output, in the model's order, or one .npz path (keys: the
+output names).
 --batch sets the images per DMA transfer (default: all, up to the DMA's transfer limit). --benchmark
 repeats the run and prints images/s and microseconds per image, the accelerator's transfer time apart from
 the host's packing. --backend csim runs the build's C-simulation instead of the hardware (numpy and g++
@@ -29,7 +31,8 @@ BENCHMARK_SECONDS = 2.0
 def parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--input", required=True, help="float input .npy (one image or N stacked)")
-    parser.add_argument("--output", help="float output .npy")
+    parser.add_argument("--output", action="append", default=[],
+                        help="float output .npy, once per model output in its order (or one .npz for all)")
     parser.add_argument("--batch", type=int, help="images per transfer (default: all)")
     parser.add_argument("--benchmark", action="store_true", help="print throughput and per-image times")
     parser.add_argument("--backend", choices=ming_driver.BACKENDS,
@@ -58,14 +61,17 @@ def benchmark(accelerator: ming_driver.Accelerator, x: np.ndarray, batch: int | 
 def main(argv=None) -> int:
     args = parse(argv)
     try:
-        accelerator = ming_driver.Accelerator(Path(__file__).resolve().parent, args.backend)
+        here = Path(__file__).resolve().parent
+        if args.output:
+            ming_driver.check_output_paths(args.output, ming_driver.output_names(ming_driver.read_metadata(here)))
+        accelerator = ming_driver.Accelerator(here, args.backend)
         try:
             x = np.load(args.input)
         except (OSError, ValueError) as exc:
             raise ming_driver.DeployError(f"--input {args.input}: cannot read a .npy array ({exc})") from None
-        y = accelerator.run(x, args.batch)
+        outputs = accelerator.run(x, args.batch)
         if args.output:
-            np.save(args.output, y)
+            ming_driver.save_outputs(args.output, outputs)
         if args.benchmark:
             print(benchmark(accelerator, x, args.batch))
     except ming_driver.DeployError as exc:

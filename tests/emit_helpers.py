@@ -17,11 +17,19 @@ from ming_py.kernel import multiplier_choices
 from ming_py.line_buffers import build_stream_graph
 
 
-def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, concurrent: bool = False,
-         check_ports: bool = False) -> np.ndarray:
+def csim_outputs(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, concurrent: bool = False,
+                 check_ports: bool = False) -> dict[str, np.ndarray]:
+    """Every output of the C-simulation of `graph` (by name, in the model's order) under `schedule`."""
     result = design(graph, load_board("kv260"), schedule)
     write_tree(result.files, out)
     return run_csim(out, x, concurrent=concurrent, check_ports=check_ports)
+
+
+def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, concurrent: bool = False,
+         check_ports: bool = False) -> np.ndarray:
+    """The output of the C-simulation of a single-output `graph`."""
+    (y,) = csim_outputs(graph, out, x, schedule, concurrent, check_ports).values()
+    return y
 
 
 LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "global_avgpool", "global_maxpool", "add", "rescale", "table",

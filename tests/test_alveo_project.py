@@ -94,7 +94,7 @@ def run_system(binary: Path, tmp_path: Path, data: bytes, images: int | str) -> 
 def test_system_csim_gives_the_golden_output_for_every_image(project, system_csim, tmp_path, name, images):
     _, result = project(name)
     graph, stream_graph = result.graph, result.stream_graph
-    inp, outp = _stream_shape(stream_graph, stream_graph.input), _stream_shape(stream_graph, stream_graph.output)
+    inp, outp = _stream_shape(stream_graph, stream_graph.input), _stream_shape(stream_graph, stream_graph.outputs[0])
     rng = np.random.default_rng(images)
     q = rng.integers(-128, 128, size=(images, *graph.shape_of(graph.inputs[0].tensor)), dtype=np.int64)
     golden = np.stack([to_stream_order(reference.run_integer(graph, {graph.inputs[0].tensor: x})[graph.outputs[0].tensor],
@@ -172,7 +172,7 @@ def faulty_system(project, tmp_path_factory):
     ("tlast_per_image", "tiny_cnn_top -> s2mm: TLAST set on word 1 (image 0) of a 6-word packet"),
     ("partial_keep", "tiny_cnn_top -> s2mm: word 1 (image 0) has TKEEP/TSTRB 0x03/0xff, expected 0xff/0xff"),
     ("tuser", "tiny_cnn_top -> s2mm: TUSER set on word 1 (image 0)"),
-    ("padding", "output image 0: padding byte 7 of its last word is not zero"),
+    ("padding", "output image 0: padding byte 7 of output 0's last word is not zero"),
     ("extra_word", "tiny_cnn_top -> s2mm: 9 words, expected 6 (3 images of 2 words)"),
     ("short_read", "tiny_cnn_top input: 3 words left over"),
 ])

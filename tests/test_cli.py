@@ -225,10 +225,11 @@ def _fake_build(tmp_path, host: str | None = None):
         (build / "hls" / name).write_text("this is no C++")
     host = host or json.dumps({
         "model": "net",
-        "input": {"onnx_name": "x", "onnx_shape": [1, 4], "stream_shape": [4, 1, 1], "scale": 0.1, "zero_point": 0,
-                  "dtype": "float32", "permutation": []},
-        "output": {"onnx_name": "y", "onnx_shape": [1, 4], "array_shape": [4], "stream_shape": [4, 1, 1],
-                   "scale": 0.1, "zero_point": 0, "dtype": "float32", "permutation": [], "host_ops": []}})
+        "input": {"onnx_name": "x", "onnx_shape": [1, 4], "array_shape": [4], "stream_shape": [4, 1, 1], "words": 1,
+                  "scale": 0.1, "zero_point": 0, "dtype": "float32", "permutation": []},
+        "outputs": [{"onnx_name": "y", "onnx_shape": [1, 4], "array_shape": [4], "stream_shape": [4, 1, 1],
+                     "words": 1, "scale": 0.1, "zero_point": 0, "dtype": "float32", "permutation": [], "index": 0,
+                     "host_ops": []}]})
     (build / "host.json").write_text(host)
     return build
 

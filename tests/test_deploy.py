@@ -63,7 +63,7 @@ def test_csim_backend_equals_reference(builds, name, batch, board):
     """kv260: the driver's DMA model around the testbench; u55c: the data-mover kernels themselves."""
     out, graph = builds(name, board)
     x = _images(graph, batch, seed=batch)
-    y = Accelerator(out / "deploy", "csim").run(x)
+    (y,) = Accelerator(out / "deploy", "csim").run(x).values()
     assert y.dtype == np.float32 and y.shape == (batch, *graph.outputs[0].onnx_shape[1:])
     assert np.array_equal(y, _reference(graph, x))
 
@@ -71,7 +71,7 @@ def test_csim_backend_equals_reference(builds, name, batch, board):
 def test_one_image_in_the_models_shape_comes_back_in_its_shape(builds):
     out, graph = builds("tiny_cnn")
     x = _images(graph, 1)[0][None]
-    y = Accelerator(out / "deploy", "csim").run(x)
+    (y,) = Accelerator(out / "deploy", "csim").run(x).values()
     assert y.shape == graph.outputs[0].onnx_shape
     assert np.array_equal(y, reference.run(graph, x)[graph.outputs[0].name])
 
@@ -82,15 +82,15 @@ def test_batches_split_into_transfers_of_whole_images(builds, tmp_path):
     x = _images(graph, 8, seed=3)
     expected = _reference(graph, x)
     accelerator = Accelerator(out / "deploy", "csim")
-    assert np.array_equal(accelerator.run(x, batch=3), expected)
+    assert np.array_equal(accelerator.run(x, batch=3)[graph.outputs[0].name], expected)
     assert accelerator.timing.images == 8
 
-    words = max(accelerator.input.words, accelerator.output.words)
+    words = max(accelerator.input.words, accelerator.record_words)
     # two images' words and a little: transfers of 2
     limited = _deploy_copy(out, tmp_path / "deploy", max_transfer_bytes=2 * 8 * words + 7)
     accelerator = Accelerator(limited, "csim")
     assert accelerator.max_images_per_transfer == 2
-    assert np.array_equal(accelerator.run(x), expected)
+    assert np.array_equal(accelerator.run(x)[graph.outputs[0].name], expected)
 
 
 def _deploy_copy(out: Path, deploy: Path, **meta_changes) -> Path:
@@ -174,9 +174,9 @@ def test_an_early_tlast_reaches_the_driver_as_a_framing_error(builds, tmp_path):
     subprocess.run([str(accelerator.backend.binary), "--axis", str(tmp_path / "in"), str(tmp_path / "out")],
                    check=True)
     received = np.fromfile(tmp_path / "out", dtype=AXIS_BEAT)
-    assert list(np.flatnonzero(received["user"])) == [accelerator.output.words - 1]
+    assert list(np.flatnonzero(received["user"])) == [accelerator.record_words - 1]
     with pytest.raises(DeployError, match="TUSER"):
-        s2mm_words(received, 2 * accelerator.output.words)
+        s2mm_words(received, 2 * accelerator.record_words)
 
 
 def test_ming_deploy_is_the_short_form(builds, tmp_path, capsys):
@@ -308,7 +308,7 @@ def test_pynq_backend_streams_a_batch_through_the_dma(fake_pynq):
     deploy, graph = fake_pynq
     x = _images(graph, 8, seed=11)
     accelerator = Accelerator(deploy, "pynq")
-    assert np.array_equal(accelerator.run(x, batch=4), _reference(graph, x))
+    assert np.array_equal(accelerator.run(x, batch=4)[graph.outputs[0].name], _reference(graph, x))
 
 
 def test_pynq_backend_stops_instead_of_hanging_without_tlast(fake_pynq, monkeypatch):

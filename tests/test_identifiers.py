@@ -123,13 +123,12 @@ def _graph(name: str, processes: list[tuple[str, bool]]) -> StreamGraph:
     procs = [Process(p, "conv" if weights else "maxpool", p, (f"{a}_to_{p}",), (f"{p}_to_{b}",),
                      weights=np.zeros((4, 4, 9), np.int8) if weights else None)
              for a, (p, weights), b in zip(chain, processes, chain[2:])]
-    ports = (Port(f"input_to_{chain[1]}", (4, 8, 8), "x", (1, 4, 8, 8), 1.0, 0),
-             Port(f"{chain[-2]}_to_output", (4, 8, 8), "y", (1, 4, 8, 8), 1.0, 0))
-    return StreamGraph(name, procs, channels, *ports)
+    return StreamGraph(name, procs, channels, Port(f"input_to_{chain[1]}", (4, 8, 8), "x", (1, 4, 8, 8), 1.0, 0),
+                       (Port(f"{chain[-2]}_to_output", (4, 8, 8), "y", (1, 4, 8, 8), 1.0, 0),))
 
 
 def _all_identifiers(names) -> list[str]:
-    return ([names.top, names.dataflow, names.input_values, names.output_values] + list(names.processes.values())
+    return ([names.top, names.dataflow, names.input_values, *names.output_values] + list(names.processes.values())
             + list(names.channels.values()) + [a for arrays in names.arrays.values() for a in arrays.values()])
 
 
@@ -317,7 +316,7 @@ def _check_build(out: Path, graph, x: np.ndarray, concurrent: bool = True) -> di
     for node in report["nodes"]:
         assert f"static void {node['cpp_name']}(" in cpp
     expected = reference.run(graph, x)[graph.outputs[0].name]
-    assert np.array_equal(run_csim(out, x), expected)
+    assert np.array_equal(run_csim(out, x)[graph.outputs[0].name], expected)
     if concurrent:
         deep = Schedule(depths={c: 100_000 for c in build_stream_graph(graph).channels})
         assert np.array_equal(csim(graph, out.with_name(out.name + "_deep"), x, deep, concurrent=True), expected)

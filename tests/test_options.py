@@ -196,11 +196,12 @@ def test_an_output_directory_exists_or_can_be_made(tmp_path):
         check_output_dir(tmp_path / "file" / "sub")
 
 
-HOST = {"model": "net", "input": {"onnx_name": "x", "onnx_shape": [1, 3, 4, 4], "stream_shape": [3, 4, 4],
-                                  "scale": 0.1, "zero_point": 0, "dtype": "float32", "permutation": []},
-        "output": {"onnx_name": "y", "onnx_shape": [1, 10], "array_shape": [10], "stream_shape": [10, 1, 1],
-                   "scale": 0.1, "zero_point": 0, "dtype": "float32", "permutation": [],
-                   "host_ops": [{"kind": "softmax", "axis": 0, "scale": 1.0, "zero_point": 0, "shape": []}]}}
+HOST = {"model": "net", "input": {"onnx_name": "x", "onnx_shape": [1, 3, 4, 4], "array_shape": [3, 4, 4],
+                                  "stream_shape": [3, 4, 4], "words": 6, "scale": 0.1, "zero_point": 0,
+                                  "dtype": "float32", "permutation": []},
+        "outputs": [{"onnx_name": "y", "onnx_shape": [1, 10], "array_shape": [10], "stream_shape": [10, 1, 1],
+                     "words": 2, "scale": 0.1, "zero_point": 0, "dtype": "float32", "permutation": [], "index": 0,
+                     "host_ops": [{"kind": "softmax", "axis": 0, "scale": 1.0, "zero_point": 0, "shape": []}]}]}
 
 
 def _build_dir(tmp_path, host_text: str, sources=("net.cpp", "net_tb.cpp")):
@@ -233,10 +234,12 @@ def _without(path: list, value=None) -> dict:
     ("[]", "no model name"),
     ("{}", "no model name"),
     (json.dumps(_without(["input"])), "no 'input' object"),
-    (json.dumps(_without(["output", "scale"])), "'output.scale' is missing or not a number"),
+    (json.dumps(_without(["outputs", 0, "scale"])), "'outputs[0].scale' is missing or not a number"),
+    (json.dumps(_without(["outputs"], [])), "no 'outputs' list"),
+    (json.dumps(_without(["outputs", 0, "words"], 2.0)), "'outputs[0].words' is missing or not an integer"),
     (json.dumps(_without(["input", "zero_point"], 0.5)), "'input.zero_point' is missing or not an integer"),
     (json.dumps(_without(["input", "onnx_shape"], [1, "3"])), "'input.onnx_shape' is missing or not a shape"),
-    (json.dumps(_without(["output", "host_ops"], [{"kind": "softmax"}])), "'output.host_ops[0].axis'"),
+    (json.dumps(_without(["outputs", 0, "host_ops"], [{"kind": "softmax"}])), "'outputs[0].host_ops[0].axis'"),
 ])
 def test_a_damaged_host_json_is_an_incomplete_build(tmp_path, text, why):
     expected = re.escape(f"not a complete ming build (host.json: {why}") + ".*; run `ming build` again$"

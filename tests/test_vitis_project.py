@@ -51,7 +51,7 @@ def test_expected_output_is_the_reference_for_the_sample_input(project):
     graph, stream_graph = result.graph, result.stream_graph
     channel = lambda name: stream_graph.channels[name]
     shape = lambda c: [c.channels, c.height, c.width]
-    inp, outp = channel(stream_graph.input.channel), channel(stream_graph.output.channel)
+    inp, outp = channel(stream_graph.input.channel), channel(stream_graph.outputs[0].channel)
     x = np.fromfile(out / "hls" / "input.bin", dtype=np.int8).astype(np.int64)
     assert x.size == inp.values and len(set(x.tolist())) > 100  # spread over the int8 range
     q = from_stream_order(x, shape(inp)).reshape(graph.shape_of(graph.inputs[0].tensor))

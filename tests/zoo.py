@@ -231,20 +231,26 @@ class _Graph:
         return self._node("Softmax", name, [x], self.shapes[x], axis=1)
 
     # -- finish ------------------------------------------------------------
-    def finish(self, out: str) -> onnx.ModelProto:
-        """Rename tensor ``out`` to ``"y"`` and wrap everything into a checked ModelProto."""
-        shape = self.shapes[out]
+    def finish(self, out: str | Sequence[str]) -> onnx.ModelProto:
+        """Rename tensor ``out`` to ``"y"`` and wrap everything into a checked ModelProto. Several outputs
+        (a list) become ``"y0"``, ``"y1"``, ... in that order, and layers may read them too."""
+        outs = [out] if isinstance(out, str) else list(out)
+        names = ["y"] if isinstance(out, str) else [f"y{i}" for i in range(len(outs))]
+        renamed = dict(zip(outs, names))
         for node in self.nodes:
             for i, o in enumerate(node.output):
-                if o == out:
-                    node.output[i] = "y"
+                if o in renamed:
+                    node.output[i] = renamed[o]
             for i, v in enumerate(node.input):
-                if v == out:
-                    raise ValueError("the graph output must not be consumed inside the graph")
+                if v in renamed:
+                    if isinstance(out, str):
+                        raise ValueError("the graph output must not be consumed inside the graph")
+                    node.input[i] = renamed[v]
         graph = helper.make_graph(
             self.nodes, self.name,
             [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(self.input_shape))],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))],
+            [helper.make_tensor_value_info(name, TensorProto.FLOAT, list(self.shapes[o]))
+             for o, name in renamed.items()],
             initializer=self.inits,
         )
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],

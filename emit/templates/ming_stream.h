@@ -155,8 +155,10 @@ void unpack_axis(hls::stream<AxisWord>& in, hls::stream<Pack<L>>& out, hls::stre
 // write per cycle. Every word is whole (TKEEP/TSTRB all ones, the padding of an image's last
 // word zero): AXI DMA S2MM without realignment takes null bytes on a packet's last beat only.
 // The image's last word carries TLAST when its input image ended a packet (one output packet
-// per input packet) and TUSER when its input was framed wrongly (see unpack_axis).
-template <int N, int L>
+// per input packet) and TUSER when its input was framed wrongly (see unpack_axis). A model with
+// several outputs sends an image's outputs one after the other: all but the last of them are
+// written with kEndsRecord false (no TLAST or TUSER; the last one reads `framing`).
+template <int N, int L, bool kEndsRecord = true>
 void pack_axis(hls::stream<Pack<L>>& in, hls::stream<ImageFraming>& framing, hls::stream<AxisWord>& out) {
   static_assert(N % L == 0, "an image is a whole number of tokens");
   constexpr int kWords = AxisFrame<N>::kWords;
@@ -202,7 +204,7 @@ void pack_axis(hls::stream<Pack<L>>& in, hls::stream<ImageFraming>& framing, hls
       count -= valid;
       words++;
       ImageFraming image = {false, false};
-      if (final_word) {
+      if (kEndsRecord && final_word) {
         image = framing.read();
       }
       AxisWord beat;
