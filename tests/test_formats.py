@@ -291,7 +291,7 @@ def test_uint8_io_through_the_cli_and_the_deploy_driver(uint8_io, tmp_path):
     out = tmp_path / "out"
     write_tree(design(graph, load_board("kv260")).files, out)
     images = np.stack([converted_onnx.model_input(path, seed)[0] for seed in (7, 8, 9)])
-    y = Accelerator(out / "deploy", "csim").run(images)
+    (y,) = Accelerator(out / "deploy", "csim").run(images).values()
     assert y.dtype == np.uint8
     assert np.array_equal(y, np.concatenate([_onnxruntime(path, image[None]) for image in images]))
 
