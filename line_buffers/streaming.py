@@ -27,6 +27,7 @@ from ming_py.ir import (
     Graph,
     Kernel,
     MingError,
+    MulRequant,
     Operand,
     Rescale,
     Reshape,
@@ -52,8 +53,8 @@ def stream_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
         dims.pop(0)
     if len(dims) == 2 and dims[0] == 1:
         dims.pop(0)
-    if len(dims) == 1:
-        return (dims[0], 1, 1)
+    if len(dims) <= 1:  # a vector, or a scalar
+        return (dims[0] if dims else 1, 1, 1)
     if len(dims) == 3:
         return tuple(dims)
     raise MingError(f"tensor of shape {shape} cannot be streamed (expected C x H x W or a vector); maps of "
@@ -163,16 +164,28 @@ class _Builder:
                 return (Process(kernel.name, "global_avgpool", kernel.source, (), (), epilogue=kernel.epilogue),
                         [activations[0].tensor], kernel.output.tensor)
             return self._window(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
-        if kernel.op == "add" and isinstance(kernel.epilogue, (AddRequant, FixedPointAdd)):
-            for operand in kernel.inputs:
-                self._map_input(operand.tensor, kernel.name)
-            return (Process(kernel.name, "add", kernel.source, (), (), epilogue=kernel.epilogue),
+        if kernel.op in ("add", "mul") and isinstance(kernel.epilogue, (AddRequant, MulRequant, FixedPointAdd)):
+            return (Process(kernel.name, self._binary_kind(kernel), kernel.source, (), (), epilogue=kernel.epilogue),
                     [o.tensor for o in kernel.inputs], kernel.output.tensor)
         if isinstance(kernel.epilogue, Rescale):
             self._map_input(kernel.inputs[0].tensor, kernel.name)
             return (Process(kernel.name, "rescale", kernel.source, (), (), epilogue=kernel.epilogue),
                     [kernel.inputs[0].tensor], kernel.output.tensor)
         raise MingError(f"layer {kernel.source}: {kernel.op} kernels cannot be streamed yet")
+
+    def _binary_kind(self, kernel: Kernel) -> str:
+        """"add" or "mul" for two maps of one shape; "broadcast" for a map and a vector (or scalar) read at
+        every pixel."""
+        for operand in kernel.inputs:
+            self._map_input(operand.tensor, kernel.name)
+        broadcast = [o for o in kernel.inputs if not o.map.is_identity()]
+        if not broadcast:
+            return kernel.op
+        read = [e.single_dim() for e in broadcast[0].map.results]
+        if len(kernel.dims) != 3 or read not in ([0], []):
+            raise MingError(f"layer {kernel.source}: only a per-channel vector or a scalar broadcasts over a map "
+                            f"(this operand is read as {broadcast[0].map})")
+        return "broadcast"
 
     def _map_input(self, tensor: str, layer: str) -> tuple[int, int, int]:
         """The (C, H, W) of an input that must arrive as the map it logically is."""

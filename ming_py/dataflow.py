@@ -23,7 +23,9 @@ UNROLLABLE = {
     "maxpool": ("c", "k"),
     "avgpool": ("c", "k"),
     "global_avgpool": ("c",),
-    "add": (),
+    "add": (),  # two maps of one shape: Add, Sub
+    "mul": (),
+    "broadcast": (),  # a map and a per-channel vector (or a scalar): Add, Sub, Mul
     "rescale": (),
     "concat": (),
     "split": (),
