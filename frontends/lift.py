@@ -545,7 +545,7 @@ class Lifter:
         axis = _channel_axis([term.offset, value.bias, *term.factors], out_shape)
         if axis is None:  # nothing varies per channel: the output's channels are its first axis
             axis = 0
-        channels = out_shape[axis]
+        channels = out_shape[axis] if out_shape else 1  # a single output (a scalar) has no channel axis
         x_scale, w_scale = (np.float32(term.factors[0]), _per_channel(term.factors[1], channels, np.float32))
         if np.ndim(term.factors[0]) and np.size(term.factors[0]) > 1:
             x_scale, w_scale = np.float32(term.factors[1]), _per_channel(term.factors[0], channels, np.float32)
@@ -569,7 +569,7 @@ class Lifter:
             raise MingError(f"{where}: bias of {kernel.source} is not an int32 multiple of input*weight scale "
                             f"(channel {worst} is {error_lsb[worst]:.3g} output LSB away); quantize the bias to "
                             "int32 with scale input_scale * weight_scale")
-        channel_dim = kernel.output.map.results[axis].single_dim()
+        channel_dim = kernel.output.map.results[axis].single_dim() if out_shape else None
         kernel.epilogue = AccRequant(
             bias=(bias_int.astype(np.int64) - correction).astype(np.int32),
             x_scale=np.float32(x_scale), w_scale=w_scale.astype(np.float32), y_scale=np.float32(scale),

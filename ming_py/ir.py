@@ -107,7 +107,7 @@ class AccRequant:
     """int32 accumulator -> int8, as onnxruntime's QLinearConv/QGemm does.
 
     `bias` already folds the input zero-point correction; `x_scale * w_scale / y_scale`
-    is the per-channel multiplier. `channel_dim` is the loop dim indexing them.
+    is the per-channel multiplier. `channel_dim` is the loop dim indexing them (None: a single output).
     """
 
     bias: np.ndarray  # int32 [C]
@@ -115,7 +115,7 @@ class AccRequant:
     w_scale: np.ndarray  # float32 [C] (or [1])
     y_scale: np.float32
     zero_point: int
-    channel_dim: int
+    channel_dim: int | None
     qmin: int = -128
     qmax: int = 127
 

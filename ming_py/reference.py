@@ -204,7 +204,8 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
         return result
     if isinstance(epilogue, (AccRequant, FixedPointRequant)):
         shape = [1] * len(parallel)
-        shape[parallel.index(epilogue.channel_dim)] = -1  # per-channel constants along the output channels
+        if epilogue.channel_dim is not None:  # per-channel constants along the output channels
+            shape[parallel.index(epilogue.channel_dim)] = -1
         acc = result + epilogue.bias.astype(np.int64).reshape(shape)
     if isinstance(epilogue, AccRequant):
         multiplier = numerics.ort_conv_multiplier(epilogue.x_scale, epilogue.w_scale, epilogue.y_scale).reshape(shape)

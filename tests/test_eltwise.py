@@ -226,7 +226,7 @@ def _mul_vector_first(g):
 
 def _mul_scalar(g):
     t = g.conv("x", "conv1", 8, pads=1)
-    return g.mul(t, g.vector(g.gemm(g.flatten(g.gap(t, "gap"), "flatten"), "fc", 1), "unflatten"), "mul")
+    return g.mul(t, g.conv(g.gap(t, "gap"), "fc", 1, kernel=1), "mul")
 
 
 def _add_vector(g):
