@@ -156,7 +156,7 @@ class _Builder:
         kernel: Kernel = node
         activations = [o for o in kernel.inputs if o.tensor not in self.graph.constants]
         out_shape = self.graph.shape_of(kernel.output.tensor)
-        if kernel.op in MAC_OPS and len(out_shape) == 1:
+        if kernel.op in MAC_OPS and len(out_shape) <= 1:  # a vector, or a single output
             return self._dense(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
         if kernel.op in MAC_OPS or kernel.op in ("maxpool", "sumpool"):
             if kernel.op == "sumpool" and len(out_shape) == 1:
@@ -242,7 +242,7 @@ class _Builder:
 
     def _dense(self, kernel: Kernel, activation: Operand) -> Process:
         view = self.views[activation.tensor]
-        n_dim = kernel.output.map.results[0].single_dim()
+        n_dim = kernel.output.map.results[0].single_dim() if kernel.output.map.results else None
         k_dims = [e.single_dim() for e in activation.map.results]
         whole_map = len(k_dims) > 1 and None not in k_dims and len(set(k_dims)) == len(k_dims) \
             and tuple(view.logical) == tuple(view.shape) and len(view.logical) == len(k_dims)
