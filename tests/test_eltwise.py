@@ -27,9 +27,10 @@ import zoo
 from emit_helpers import csim, stream_graph_of
 from ming_py import numerics as nx
 from ming_py import reference
+from ming_py.build import BuildOptions, explore
 from ming_py.csim import CsimDeadlock
 from ming_py.dataflow import Schedule
-from ming_py.line_buffers.fifo import depths_in_pixels
+from ming_py.line_buffers.fifo import depths_in_pixels, fifo_bits
 from ming_py.parity import onnxruntime_outputs
 from ming_py.pipeline import lift
 
@@ -296,9 +297,12 @@ def test_csim_equals_reference(network, name, tmp_path):
 
 @pytest.mark.parametrize("name", ["se_network", "mul_scalar", "mul_maps"])
 def test_concurrent_csim_with_the_built_fifos_runs_without_deadlock(network, name, tmp_path):
+    """The ILP's schedule with the FIFO depths `ming build` gives them, every process on its own thread."""
     _, graph = network(name)
+    _, solution = explore(graph, BuildOptions())
     x = network_input(name, 6)
-    assert np.array_equal(csim(graph, tmp_path / "out", x, concurrent=True), reference_output(graph, x))
+    assert np.array_equal(csim(graph, tmp_path / "out", x, solution.schedule, concurrent=True),
+                          reference_output(graph, x))
 
 
 def se_map_channel(stream_graph) -> str:
@@ -312,6 +316,11 @@ def test_the_squeeze_and_excitation_map_fifo_holds_the_whole_image(network):
     stream_graph = stream_graph_of(graph)
     channel = stream_graph.channels[se_map_channel(stream_graph)]
     assert depths_in_pixels(stream_graph)[channel.name] == channel.pixels == 144
+    _, solution = explore(graph, BuildOptions())
+    schedule = solution.schedule
+    assert schedule.depth_of(channel.name) * schedule.lanes_of(channel.name) >= channel.values
+    reserved = fifo_bits(stream_graph)[channel.name]  # the ILP's budget holds it before it chooses
+    assert reserved >= channel.values * 8 and solution.totals["fifo_bits"] >= channel.values * 8
 
 
 def test_half_an_image_in_the_map_fifo_deadlocks(network, tmp_path):
