@@ -24,7 +24,8 @@ def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, conc
     return run_csim(out, x, concurrent=concurrent, check_ports=check_ports)
 
 
-LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "global_avgpool", "add", "rescale", "concat", "split")
+LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "global_avgpool", "add", "mul", "broadcast", "rescale", "concat",
+                "split")
 
 
 def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: int = 8) -> Schedule:
