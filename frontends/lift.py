@@ -613,7 +613,8 @@ class Lifter:
         epilogue = AddRequant(np.float32(a.factors[0]), int(a.offset), np.float32(b.factors[0]), int(b.offset),
                               np.float32(scale), zero_point, subtract=b.negated)
         operands = (self._broadcast_operand(a, value.shape, where), self._broadcast_operand(b, value.shape, where))
-        return self._binary_kernel(self._fresh(node), node, "add", operands, value.shape, epilogue)
+        return self._binary_kernel(self._fresh(node), node, "add", operands, value.shape, epilogue,
+                                   "sub" if b.negated else "add")
 
     def _mul(self, value: FloatProduct, scale, zero_point, node, where):
         a, b = value.a, value.b
@@ -843,11 +844,11 @@ class Lifter:
                                    fixed_point.add_of(a, b, chain.steps, where))
 
     def _binary_kernel(self, name: str, node: str, op: str, operands: tuple[Operand, Operand], shape,
-                       epilogue) -> IntTensor:
-        """The element-wise sum, difference or product (`op` "add" or "mul") of two int8 operands over
-        `shape`, requantized by `epilogue`."""
+                       epilogue, payload: str = "") -> IntTensor:
+        """The element-wise sum or difference (`op` "add", `payload` "add" or "sub") or product ("mul") of
+        two int8 operands over `shape`, requantized by `epilogue`."""
         out = self._new_tensor(f"{name}_out", shape, "i8")
-        payload = Op("sub" if getattr(epilogue, "subtract", False) else op, (Arg(0), Arg(1)))
+        payload = Op(payload or op, (Arg(0), Arg(1)))
         self.graph.nodes.append(Kernel(
             name=name, source=node, dims=shape, iterators=(PARALLEL,) * len(shape), inputs=operands,
             output=Operand(out, AccessMap.identity(len(shape))), payload=payload, init=None, op=op,

@@ -178,11 +178,12 @@ class _Builder:
         every pixel."""
         for operand in kernel.inputs:
             self._map_input(operand.tensor, kernel.name)
-        broadcast = [o for o in kernel.inputs if not o.map.is_identity()]
+        broadcast = [o for o in kernel.inputs if len(o.map.results) < len(kernel.dims)]
         if not broadcast:
             return kernel.op
         read = [e.single_dim() for e in broadcast[0].map.results]
-        if len(kernel.dims) != 3 or read not in ([0], []):
+        channel = kernel.output.map.results[0].single_dim()
+        if len(kernel.dims) != 3 or read not in ([channel], []):
             raise MingError(f"layer {kernel.source}: only a per-channel vector or a scalar broadcasts over a map "
                             f"(this operand is read as {broadcast[0].map})")
         return "broadcast"

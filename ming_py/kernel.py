@@ -351,7 +351,7 @@ def _global_pool_positions(spec: KernelSpec):
 
 
 def _broadcast_positions(spec: KernelSpec):
-    """The vector's tokens into a register array, then one map token in and one out per iteration, the map
+    """The vector's tokens into an array, then one map token in and one out per iteration, the map
     token t of every pixel combined with the vector's token t."""
     v = spec.vector_input
     _, h, w = spec.outputs[0]

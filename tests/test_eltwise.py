@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -27,12 +28,15 @@ import zoo
 from emit_helpers import csim, stream_graph_of
 from ming_py import numerics as nx
 from ming_py import reference
+from ming_py.boards import load_board
 from ming_py.build import BuildOptions, explore
 from ming_py.csim import CsimDeadlock
 from ming_py.dataflow import Schedule
+from ming_py.emit.reports import report
 from ming_py.line_buffers.fifo import depths_in_pixels, fifo_bits
 from ming_py.parity import onnxruntime_outputs
 from ming_py.pipeline import lift
+from ming_py.simulate import simulate
 
 logging.getLogger().setLevel(logging.ERROR)
 
@@ -285,7 +289,8 @@ def test_reference_equals_onnxruntime(network, name):
         assert np.array_equal(reference_output(graph, x), onnxruntime_outputs(path, x)[0]), seed
 
 
-@pytest.mark.parametrize("name", sorted(NETWORKS))
+# every template path: two maps (Add/Sub, Mul), the vector second and first, a scalar, Sub of a vector
+@pytest.mark.parametrize("name", ["mul_maps", "sub_maps", "mul_vector_first", "mul_scalar", "sub_vector", "se_network"])
 def test_csim_equals_reference(network, name, tmp_path):
     _, graph = network(name)
     stream_graph = stream_graph_of(graph)
@@ -321,6 +326,11 @@ def test_the_squeeze_and_excitation_map_fifo_holds_the_whole_image(network):
     assert schedule.depth_of(channel.name) * schedule.lanes_of(channel.name) >= channel.values
     reserved = fifo_bits(stream_graph)[channel.name]  # the ILP's budget holds it before it chooses
     assert reserved >= channel.values * 8 and solution.totals["fifo_bits"] >= channel.values * 8
+    # `ming simulate` steps through the same loops: it completes with these depths, not with half an image
+    board = load_board("kv260")
+    assert simulate(report(stream_graph, schedule, board, solution)).completed
+    half = replace(schedule, depths=schedule.depths | {channel.name: channel.values // 2 // schedule.lanes_of(channel.name)})
+    assert simulate(report(stream_graph, half, board, solution)).deadlock
 
 
 def test_half_an_image_in_the_map_fifo_deadlocks(network, tmp_path):
