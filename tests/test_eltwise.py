@@ -33,6 +33,7 @@ from ming_py.build import BuildOptions, explore
 from ming_py.csim import CsimDeadlock
 from ming_py.dataflow import Schedule
 from ming_py.emit.reports import report
+from ming_py.ir import MingError
 from ming_py.line_buffers.fifo import depths_in_pixels, fifo_bits
 from ming_py.parity import onnxruntime_outputs
 from ming_py.pipeline import lift
@@ -249,10 +250,16 @@ def _se_network(g):
     return g.conv(g.se_block(t, "se", 4), "conv2", 8, kernel=1)
 
 
+def _spatial_attention(g):  # a (1, 1, H, W) map broadcast over the channels: not streamed (yet)
+    t = g.conv("x", "conv1", 8, pads=1)
+    return g.mul(t, g.conv(t, "attention", 1, kernel=1), "mul")
+
+
 NETWORKS = {"mul_maps": (_mul_maps, (1, 4, 8, 8)), "sub_maps": (_sub_maps, (1, 4, 8, 8)),
             "mul_gemm_vector": (_mul_gemm_vector, (1, 4, 8, 8)), "mul_vector_first": (_mul_vector_first, (1, 4, 8, 8)),
             "mul_scalar": (_mul_scalar, (1, 4, 8, 8)), "add_vector": (_add_vector, (1, 4, 8, 8)),
-            "sub_vector": (_sub_vector, (1, 4, 8, 8)), "se_network": (_se_network, (1, 3, 12, 12))}
+            "sub_vector": (_sub_vector, (1, 4, 8, 8)), "se_network": (_se_network, (1, 3, 12, 12)),
+            "spatial_attention": (_spatial_attention, (1, 4, 8, 8))}
 KIND = {"mul_maps": "mul", "sub_maps": "add"}  # the rest: "broadcast"
 
 
@@ -308,6 +315,15 @@ def test_concurrent_csim_with_the_built_fifos_runs_without_deadlock(network, nam
     x = network_input(name, 6)
     assert np.array_equal(csim(graph, tmp_path / "out", x, solution.schedule, concurrent=True),
                           reference_output(graph, x))
+
+
+def test_a_map_broadcast_over_channels_is_refused_with_one_line(network):
+    """The golden model computes it (see test_reference_equals_onnxruntime); streaming refuses it."""
+    _, graph = network("spatial_attention")
+    with pytest.raises(MingError) as caught:
+        stream_graph_of(graph)
+    assert str(caught.value).startswith("layer ") and "not supported" in str(caught.value)
+    assert "\n" not in str(caught.value)
 
 
 def se_map_channel(stream_graph) -> str:
