@@ -29,6 +29,7 @@ from ming_py.ir import (
     FixedPointAverage,
     FixedPointRequant,
     LookupTable,
+    MulRequant,
     Rescale,
 )
 
@@ -226,7 +227,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
 
 _WINDOW = ("conv", "depthwise", "maxpool", "avgpool")
 _TEMPLATE = {**{kind: "window" for kind in _WINDOW}, "global_avgpool": "global_pool", "global_maxpool": "global_pool",
-             "rescale": "table"}
+             "rescale": "table", "add": "eltwise", "mul": "eltwise"}
 
 
 def fold_order(kind: str, weights: np.ndarray, spec: KernelSpec) -> np.ndarray:
@@ -361,8 +362,15 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
                      "(x - zero point) << 20 rescaled; one copy per lane")
     elif isinstance(e, AddRequant):
         a, b = numerics.add_fixed_points(e.a_scale, e.b_scale, e.y_scale)
+        view.epilogue = "add"
         view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, a_multiplier=a.multiplier,
-                          b_multiplier=b.multiplier, shift=a.shift, zero_point=e.zero_point)
+                          b_multiplier=-b.multiplier if e.subtract else b.multiplier, shift=a.shift,
+                          zero_point=e.zero_point)
+    elif isinstance(e, MulRequant):
+        mantissa, shift = numerics.mul_parts(e.multiplier)
+        view.epilogue = "mul"
+        view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, mantissa=mantissa, shift=shift,
+                          zero_point=e.zero_point, domain_offset=numerics.ORT_X86_DOMAIN_OFFSET)
     elif isinstance(e, (Rescale, LookupTable)):
         if isinstance(e, Rescale):
             tables = np.clip(numerics.rescale_table(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point), e.qmin,

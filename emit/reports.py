@@ -20,11 +20,13 @@ from ming_py.ir import (
     FixedPointAdd,
     FixedPointAverage,
     FixedPointRequant,
+    MulRequant,
 )
 from ming_py.runtime.ming_host import words_per_image
 from ming_py.storage import ArrayPlan, plan_arrays, requant_datapath
 
-REQUANTIZING = (AccRequant, AddRequant, AverageRequant, FixedPointRequant, FixedPointAdd, FixedPointAverage)
+REQUANTIZING = (AccRequant, AddRequant, MulRequant, AverageRequant, FixedPointRequant, FixedPointAdd,
+                FixedPointAverage)
 
 from .hls import _environment
 from .identifiers import comment_text, cpp_names, mlir_string
@@ -55,6 +57,9 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
             nodes[-1]["schedule"]["storage"] = dict(sched.storage)
         if p.weights is not None:
             nodes[-1]["schedule"]["multipliers"] = sched.multipliers
+        image = _image_fifo(graph, schedule, p)
+        if image is not None:
+            nodes[-1]["image_fifo"] = image
     channels = [{"name": c.name, "cpp_name": names.channels[c.name], "producer": c.producer, "consumer": c.consumer,
                  "shape": [c.channels, c.height, c.width], "lanes": schedule.lanes_of(c.name),
                  "fifo_depth": schedule.depth_of(c.name)} for c in graph.channels.values()]
@@ -63,6 +68,7 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
         "processes": len(graph.processes), "channels": len(graph.channels),
         "buffers_bits": sum(a.bits for a in arrays),
         "weights_bits": sum(a.bits for a in arrays if a.rom),
+        "image_fifos": [n["image_fifo"]["channel"] for n in nodes if "image_fifo" in n],
     }
     if solution is not None:
         totals |= solution.totals
@@ -96,6 +102,20 @@ def _arrays(graph: StreamGraph, schedule: Schedule, p) -> dict[str, ArrayPlan]:
     spec = kernel_spec(graph, p, sched.unroll, [schedule.lanes_of(c) for c in p.inputs],
                        [schedule.lanes_of(c) for c in p.outputs])
     return plan_arrays(spec, p.epilogue, sched.storage_of("line_buffer"))
+
+
+def _image_fifo(graph: StreamGraph, schedule: Schedule, p) -> dict | None:
+    """A broadcast process's map FIFO where it holds the whole map: the vector the map is combined with is
+    computed from every pixel of the map's own source (squeeze-and-excitation)."""
+    if p.kind != "broadcast":
+        return None
+    v = kernel_spec(graph, p, (), (1, 1), (1,)).vector_input
+    channel = graph.channels[p.inputs[1 - v]]
+    if schedule.depth_of(channel.name) * schedule.lanes_of(channel.name) < channel.values:
+        return None
+    return {"channel": channel.name, "fifo_depth": schedule.depth_of(channel.name),
+            "holds": f"the whole {channel.channels}x{channel.height}x{channel.width} map ({channel.values} values): "
+                     f"the vector {p.inputs[v]} it is combined with needs every pixel before the first one can be"}
 
 
 def _array_json(role: str, a: ArrayPlan) -> dict:

@@ -42,6 +42,7 @@ from ming_py.ir import (
     Kernel,
     LookupTable,
     MingError,
+    MulRequant,
     Op,
     Operand,
     Pad,
@@ -115,6 +116,10 @@ class Term:
     factors: tuple[np.ndarray, ...] = ()
     offset: np.ndarray = field(default_factory=lambda: np.int64(0))
     divisor: float | np.ndarray = 1.0  # an array: per-position counts (average pooling)
+    # how the value's dims index the tensor where it is broadcast (a per-channel vector read at every
+    # pixel); None: the tensor has the value's shape
+    map: AccessMap | None = None
+    negated: bool = False  # subtracted (Sub)
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,16 @@ class FloatValue:
     # (low, high) of a Relu/Clip applied to a single dequantized tensor.
     clamp: tuple[float, float] | None = None
     origin: str = ""  # the ONNX node whose float computation this is (Add, Relu, ...)
+
+
+@dataclass(frozen=True)
+class FloatProduct:
+    """The product of two dequantized int8 tensors (Mul), before its QuantizeLinear."""
+
+    shape: tuple[int, ...]
+    a: Term
+    b: Term
+    origin: str = ""
 
 
 @dataclass(frozen=True)
@@ -548,6 +563,8 @@ class Lifter:
             base = self._quantize(source.base, scale, zero_point, node, where)
             value = numerics.ort_quantize_linear(np.float32(source.value), scale, zero_point)
             return Padded(base, source.low, source.high, float(value), source.origin)
+        if isinstance(source, FloatProduct):
+            return self._mul(source, scale, zero_point, node, where)
         if not isinstance(source, FloatValue):
             raise MingError(f"{where}: cannot quantize this value")
         if source.clamp is not None and not _is_plain_dequant(replace(source, clamp=None)):
@@ -592,7 +609,7 @@ class Lifter:
         axis = _channel_axis([term.offset, value.bias, *term.factors], out_shape)
         if axis is None:  # nothing varies per channel: the output's channels are its first axis
             axis = 0
-        channels = out_shape[axis]
+        channels = out_shape[axis] if out_shape else 1  # a single output (a scalar) has no channel axis
         x_scale, w_scale = (np.float32(term.factors[0]), _per_channel(term.factors[1], channels, np.float32))
         if np.ndim(term.factors[0]) and np.size(term.factors[0]) > 1:
             x_scale, w_scale = np.float32(term.factors[1]), _per_channel(term.factors[0], channels, np.float32)
@@ -616,7 +633,7 @@ class Lifter:
             raise MingError(f"{where}: bias of {kernel.source} is not an int32 multiple of input*weight scale "
                             f"(channel {worst} is {error_lsb[worst]:.3g} output LSB away); quantize the bias to "
                             "int32 with scale input_scale * weight_scale")
-        channel_dim = kernel.output.map.results[axis].single_dim()
+        channel_dim = kernel.output.map.results[axis].single_dim() if out_shape else None
         kernel.epilogue = AccRequant(
             bias=(bias_int.astype(np.int64) - correction).astype(np.int32),
             x_scale=np.float32(x_scale), w_scale=w_scale.astype(np.float32), y_scale=np.float32(scale),
@@ -652,15 +669,37 @@ class Lifter:
         return IntTensor(kernel.output.tensor)
 
     def _add(self, value: FloatValue, scale, zero_point, node, where):
-        if not all(_is_plain_dequant(FloatValue(value.shape, (t,))) for t in value.terms) or np.any(value.bias):
-            raise MingError(f"{where}: only the sum of two dequantized int8 tensors is supported")
+        plain = all(_is_plain_dequant(FloatValue(value.shape, (replace(t, map=None, negated=False),)))
+                    for t in value.terms)
         a, b = value.terms
-        shape = value.shape
-        if self.graph.tensors[a.tensor].shape != shape or self.graph.tensors[b.tensor].shape != shape:
-            raise MingError(f"{where}: broadcasting Add is not supported")
+        if not plain or np.any(value.bias) or a.negated:
+            raise MingError(f"{where}: only the sum or difference of two dequantized int8 tensors is supported")
         epilogue = AddRequant(np.float32(a.factors[0]), int(a.offset), np.float32(b.factors[0]), int(b.offset),
+                              np.float32(scale), zero_point, subtract=b.negated)
+        operands = (self._broadcast_operand(a, value.shape, where), self._broadcast_operand(b, value.shape, where))
+        return self._binary_kernel(self._fresh(node), node, "add", operands, value.shape, epilogue,
+                                   "sub" if b.negated else "add")
+
+    def _mul(self, value: FloatProduct, scale, zero_point, node, where):
+        a, b = value.a, value.b
+        epilogue = MulRequant(np.float32(a.factors[0]), int(a.offset), np.float32(b.factors[0]), int(b.offset),
                               np.float32(scale), zero_point)
-        return self._add_kernel(self._fresh(node), node, a.tensor, b.tensor, shape, epilogue)
+        try:
+            numerics.mul_parts(epilogue.multiplier)
+        except ValueError as error:
+            raise MingError(f"node '{node}' (Mul): {error}; the product of the input scales over the output "
+                            "scale must lie in that range (quantize the output with another scale)") from None
+        operands = (self._broadcast_operand(a, value.shape, where), self._broadcast_operand(b, value.shape, where))
+        return self._binary_kernel(self._fresh(node), node, "mul", operands, value.shape, epilogue)
+
+    def _broadcast_operand(self, term: Term, shape: tuple[int, ...], where: str) -> Operand:
+        """The operand reading `term`'s tensor at every point of `shape` (broadcast along the dims its map
+        leaves out)."""
+        amap = term.map or AccessMap.identity(len(shape))
+        if tuple(self.graph.tensors[term.tensor].shape) != tuple(shape[e.single_dim()] for e in amap.results):
+            raise MingError(f"{where}: operand {self.graph.tensors[term.tensor].shape} does not broadcast to "
+                            f"{shape}")
+        return Operand(term.tensor, amap)
 
     def _rescale(self, term: Term, scale, zero_point, node, qmin=-128, qmax=127) -> IntTensor:
         shape = self.graph.tensors[term.tensor].shape
@@ -949,17 +988,21 @@ class Lifter:
         if self.graph.tensors[a.tensor].shape != shape or self.graph.tensors[b.tensor].shape != shape:
             raise MingError(f"{where}: broadcasting Add is not supported")
         node = chain.steps[-1].node
-        return self._add_kernel(self._kernel_name(node, "add"), node, a.tensor, b.tensor, shape,
-                                fixed_point.add_of(a, b, chain.steps, where))
-
-    def _add_kernel(self, name: str, node: str, a: str, b: str, shape, epilogue) -> IntTensor:
-        """The element-wise sum of int8 tensors `a` and `b` of `shape`, requantized by `epilogue`."""
-        out = self._new_tensor(f"{name}_out", shape, "i8")
         identity = AccessMap.identity(len(shape))
+        return self._binary_kernel(self._kernel_name(node, "add"), node, "add",
+                                   (Operand(a.tensor, identity), Operand(b.tensor, identity)), shape,
+                                   fixed_point.add_of(a, b, chain.steps, where))
+
+    def _binary_kernel(self, name: str, node: str, op: str, operands: tuple[Operand, Operand], shape,
+                       epilogue, payload: str = "") -> IntTensor:
+        """The element-wise sum or difference (`op` "add", `payload` "add" or "sub") or product ("mul") of
+        two int8 operands over `shape`, requantized by `epilogue`."""
+        out = self._new_tensor(f"{name}_out", shape, "i8")
+        payload = Op(payload or op, (Arg(0), Arg(1)))
         self.graph.nodes.append(Kernel(
-            name=name, source=node, dims=shape, iterators=(PARALLEL,) * len(shape),
-            inputs=(Operand(a, identity), Operand(b, identity)), output=Operand(out, identity),
-            payload=Op("add", (Arg(0), Arg(1))), init=None, op="add", epilogue=epilogue))
+            name=name, source=node, dims=shape, iterators=(PARALLEL,) * len(shape), inputs=operands,
+            output=Operand(out, AccessMap.identity(len(shape))), payload=payload, init=None, op=op,
+            epilogue=epilogue))
         return IntTensor(out)
 
     def _channel_dim(self, kernel: Kernel, chain: IntChain) -> int:
@@ -1014,7 +1057,7 @@ class Lifter:
             name = body_op.operation.name
             if name == "linalg.yield":
                 value = env[body_op.operands[0]]
-                if isinstance(value, FloatValue):
+                if isinstance(value, (FloatValue, FloatProduct)):
                     return replace(value, origin=node)
                 return _compact(value) if isinstance(value, np.ndarray) else value
             if name == "linalg.index":
@@ -1169,6 +1212,14 @@ def _same_axis(axis: int, model_shape: tuple[int, ...], shape: tuple[int, ...]) 
     return [a for a, size in enumerate(shape) if size != 1][sum(size != 1 for size in model_shape[:axis])]
 
 
+def _product_factor(value: FloatValue) -> Term | None:
+    """The term of a factor of Mul: one dequantized int8 tensor, possibly broadcast."""
+    term = value.terms[0] if len(value.terms) == 1 else None
+    if term is None or term.negated or not _is_plain_dequant(replace(value, terms=(replace(term, map=None),))):
+        return None
+    return term
+
+
 def _all_scalar(value: FloatValue) -> bool:
     arrays = [value.bias] + [a for t in value.terms for a in (*t.factors, t.offset)]
     return all(np.size(a) == 1 for a in arrays)
@@ -1180,7 +1231,7 @@ def _is_plain_dequant(value: FloatValue) -> bool:
         return False
     term = value.terms[0]
     return len(term.factors) == 1 and np.size(term.factors[0]) == 1 and np.size(term.offset) == 1 \
-        and np.size(term.divisor) == 1 and term.divisor == 1.0
+        and np.size(term.divisor) == 1 and term.divisor == 1.0 and term.map is None and not term.negated
 
 
 def _loop_bounds(maps, values, num_dims, where) -> tuple[int, ...]:
@@ -1209,11 +1260,20 @@ def _broadcast_input(value, amap: AccessMap, dims, where):
         for d, size in zip(sorted(order), moved.shape):
             shape[d] = size
         return _compact(moved.reshape(shape))
+    if isinstance(value, FloatValue) and not amap.is_identity() and _is_plain_dequant(value) \
+            and _is_projection(amap):  # a vector (or scalar) broadcast over the other dims (Mul, Add, Sub)
+        return FloatValue(dims, (replace(value.terms[0], map=amap),))
     if isinstance(value, (IntTensor, FloatValue)):
         if not amap.is_identity():
             raise MingError(f"{where}: non-identity access in a float generic is not supported")
         return value
     raise MingError(f"{where}: unsupported float generic operand")
+
+
+def _is_projection(amap: AccessMap) -> bool:
+    """The map reads some of the dims, each as it is and in order (d0, d1, d2) -> (d0)."""
+    dims = [e.single_dim() for e in amap.results]
+    return None not in dims and dims == sorted(set(dims))
 
 
 def _compact(array: np.ndarray) -> np.ndarray:
@@ -1233,8 +1293,16 @@ def _float_binary(name, lhs, rhs, dims, where):
         raise MingError(f"{where}: unsupported float expression")
     if name == "arith.addf" and isinstance(rhs, FloatValue):
         return FloatValue(dims, lhs.terms + rhs.terms, lhs.bias + rhs.bias)
+    if name == "arith.subf" and isinstance(rhs, FloatValue):
+        negated = tuple(replace(t, negated=not t.negated) for t in rhs.terms)
+        return FloatValue(dims, lhs.terms + negated, lhs.bias - rhs.bias)
+    if name == "arith.mulf" and isinstance(rhs, FloatValue):
+        factors = [_product_factor(v) for v in (lhs, rhs)]
+        if None in factors:
+            raise MingError(f"{where}: only the product of two dequantized int8 tensors has an integer form")
+        return FloatProduct(dims, *factors)
     if isinstance(rhs, FloatValue):
-        raise MingError(f"{where}: product of two activations has no integer form")
+        raise MingError(f"{where}: {name} of two activations has no integer form")
     rhs = np.asarray(rhs)
     if name == "arith.addf":
         return FloatValue(dims, lhs.terms, lhs.bias + rhs.astype(np.float32))

@@ -31,7 +31,7 @@ from .onnx_tables import TABLE_OPS, node_tables
 
 SUPPORTED_OPS = frozenset({
     "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "Clip",
-    "Add", "Concat", "Flatten", "Reshape", "Softmax", "QuantizeLinear", "DequantizeLinear", "Identity",
+    "Add", "Sub", "Mul", "Concat", "Flatten", "Reshape", "Softmax", "QuantizeLinear", "DequantizeLinear", "Identity",
     "GlobalMaxPool", "Resize", "Pad",
 })
 

@@ -38,7 +38,8 @@ import math
 from dataclasses import dataclass
 
 from ming_py.dataflow import Process, StreamGraph
-from ming_py.ir import AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant
+from ming_py.ir import (AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant,
+                        MulRequant)
 from ming_py.kernel import kernel_spec, loop_of
 from ming_py.storage import memory_cost, plan_arrays, requant_datapath
 
@@ -51,7 +52,9 @@ MAC_LANE = {"dsp": (0, 1.0), "fabric": (48, 0.0), "dsp_pair": (10, 0.5)}
 # (LUT, DSP) of one requantization lane by datapath (`ming_py.storage.requant_datapath`)
 REQUANT_LANE = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (1200, 3), "fixed point": (150, 2),
                 # TFLite's rule: a 32 x 31-bit product (four DSP48E2 tiles), rounding, shift and clamp
-                "fixed point 32 x 32": (300, 4)}
+                "fixed point 32 x 32": (300, 4),
+                # Mul: an 8 x 8 and a 17 x 24-bit product, two 56-bit float32 roundings (mask and add)
+                "float32 product": (300, 2)}
 # LUTs of the lean datapath's 24 x 27-bit product built in fabric (a process with fabric multipliers)
 LEAN_PRODUCT_IN_FABRIC = 430
 AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
@@ -216,8 +219,8 @@ def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, 
 
 
 def _has_requant(p: Process) -> bool:
-    return isinstance(p.epilogue, (AccRequant, AddRequant, AverageRequant, FixedPointRequant, FixedPointAdd,
-                                   FixedPointAverage))
+    return isinstance(p.epilogue, (AccRequant, AddRequant, MulRequant, AverageRequant, FixedPointRequant,
+                                   FixedPointAdd, FixedPointAverage))
 
 
 def storage_plan(p: Process, choice: Choice, graph: StreamGraph) -> dict[str, str]:

@@ -116,7 +116,11 @@ def _lanes(kind: str, unroll: dict[str, int], ins, outs):
         for lanes in divisors(ins[0].channels):
             if lanes <= MAX_UNROLL:
                 yield (lanes,), (unroll["n"],)
-    else:  # add, rescale, table, concat, split, upsample, pad: one lane count throughout
+    elif kind == "broadcast" and min(c.channels for c in ins) == 1:  # a scalar: one token of one lane
+        for lanes in divisors(outs[0].channels):
+            if lanes <= MAX_UNROLL:
+                yield tuple(1 if c.channels == 1 else lanes for c in ins), (lanes,)
+    else:  # add, mul, broadcast, rescale, table, concat, split, upsample, pad: one lane count throughout
         common = math.gcd(*[c.channels for c in ins + outs])
         for lanes in divisors(common):
             if lanes <= MAX_UNROLL:

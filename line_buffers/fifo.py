@@ -33,11 +33,13 @@ DEFAULT_PIXELS = 2  # pixels every FIFO holds at least, so bursts overlap
 SLACK_PIXELS = 1  # the pixel a join holds while waiting for its other input
 
 
-def input_pixels_needed(graph: StreamGraph, p: Process, outputs: int) -> int:
-    """Input pixels `p` reads (raster order) before it has written `outputs` output pixels."""
-    channel_in = graph.channels[p.inputs[0]]
+def input_pixels_needed(graph: StreamGraph, p: Process, outputs: int, slot: int = 0) -> int:
+    """Pixels of input `slot` `p` reads (raster order) before it has written `outputs` output pixels."""
+    channel_in = graph.channels[p.inputs[slot]]
     if outputs <= 0:
         return 0
+    if p.kind == "broadcast" and channel_in.pixels == 1 < graph.channels[p.outputs[0]].pixels:
+        return 1  # the vector, read whole before the first pixel
     if p.kind in WINDOW_KINDS:
         # the window ending at padded position (row, col) is computed at the next position, which reads
         # its own pixel first (ming_py/kernel.py)
@@ -84,8 +86,8 @@ def split_pixels_needed(graph: StreamGraph, channel: Channel, split: str, pixels
     producer = next((p for p in graph.processes if p.name == channel.producer), None)
     if producer is None:  # the accelerator input
         return None
-    needed = input_pixels_needed(graph, producer, pixels)
-    upstream = [split_pixels_needed(graph, graph.channels[c], split, needed) for c in producer.inputs]
+    upstream = [split_pixels_needed(graph, graph.channels[c], split, input_pixels_needed(graph, producer, pixels, slot))
+                for slot, c in enumerate(producer.inputs)]
     upstream = [n for n in upstream if n is not None]
     return max(upstream) if upstream else None
 

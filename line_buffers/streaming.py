@@ -29,6 +29,7 @@ from ming_py.ir import (
     Kernel,
     LookupTable,
     MingError,
+    MulRequant,
     Operand,
     Pad,
     Rescale,
@@ -58,8 +59,8 @@ def stream_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
         dims.pop(0)
     if len(dims) == 2 and dims[0] == 1:
         dims.pop(0)
-    if len(dims) == 1:
-        return (dims[0], 1, 1)
+    if len(dims) <= 1:  # a vector, or a scalar
+        return (dims[0] if dims else 1, 1, 1)
     if len(dims) == 3:
         return tuple(dims)
     raise MingError(f"tensor of shape {shape} cannot be streamed (expected C x H x W or a vector); maps of "
@@ -170,7 +171,7 @@ class _Builder:
         kernel: Kernel = node
         activations = [o for o in kernel.inputs if o.tensor not in self.graph.constants]
         out_shape = self.graph.shape_of(kernel.output.tensor)
-        if kernel.op in MAC_OPS and len(out_shape) == 1:
+        if kernel.op in MAC_OPS and len(out_shape) <= 1:  # a vector, or a single output
             return self._dense(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
         if kernel.op in MAC_OPS or kernel.op in ("maxpool", "sumpool"):
             if len(out_shape) == 1:  # a pool over the whole map
@@ -179,10 +180,8 @@ class _Builder:
                 return (Process(kernel.name, kind, kernel.source, (), (), epilogue=kernel.epilogue),
                         [activations[0].tensor], kernel.output.tensor)
             return self._window(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
-        if kernel.op == "add" and isinstance(kernel.epilogue, (AddRequant, FixedPointAdd)):
-            for operand in kernel.inputs:
-                self._map_input(operand.tensor, kernel.name)
-            return (Process(kernel.name, "add", kernel.source, (), (), epilogue=kernel.epilogue),
+        if kernel.op in ("add", "mul") and isinstance(kernel.epilogue, (AddRequant, MulRequant, FixedPointAdd)):
+            return (Process(kernel.name, self._binary_kind(kernel), kernel.source, (), (), epilogue=kernel.epilogue),
                     [o.tensor for o in kernel.inputs], kernel.output.tensor)
         if isinstance(kernel.epilogue, (Rescale, LookupTable)):
             self._map_input(kernel.inputs[0].tensor, kernel.name)
@@ -194,6 +193,21 @@ class _Builder:
             return (Process(kernel.name, kind, kernel.source, (), (), epilogue=kernel.epilogue),
                     [kernel.inputs[0].tensor], kernel.output.tensor)
         raise MingError(f"layer {kernel.source}: {kernel.op} kernels cannot be streamed yet")
+
+    def _binary_kind(self, kernel: Kernel) -> str:
+        """"add" or "mul" for two maps of one shape; "broadcast" for a map and a vector (or scalar) read at
+        every pixel."""
+        for operand in kernel.inputs:
+            self._map_input(operand.tensor, kernel.name)
+        broadcast = [o for o in kernel.inputs if len(o.map.results) < len(kernel.dims)]
+        if not broadcast:
+            return kernel.op
+        read = [e.single_dim() for e in broadcast[0].map.results]
+        channel = kernel.output.map.results[0].single_dim()
+        if len(kernel.dims) != 3 or read not in ([channel], []):
+            raise MingError(f"layer {kernel.source}: only a per-channel vector or a scalar broadcasts over a map "
+                            f"(this operand is read as {broadcast[0].map})")
+        return "broadcast"
 
     def _map_input(self, tensor: str, layer: str) -> tuple[int, int, int]:
         """The (C, H, W) of an input that must arrive as the map it logically is."""
@@ -268,7 +282,7 @@ class _Builder:
 
     def _dense(self, kernel: Kernel, activation: Operand) -> Process:
         view = self.views[activation.tensor]
-        n_dim = kernel.output.map.results[0].single_dim()
+        n_dim = kernel.output.map.results[0].single_dim() if kernel.output.map.results else None
         k_dims = [e.single_dim() for e in activation.map.results]
         whole_map = len(k_dims) > 1 and None not in k_dims and len(set(k_dims)) == len(k_dims) \
             and tuple(view.logical) == tuple(view.shape) and len(view.logical) == len(k_dims)

@@ -24,7 +24,9 @@ UNROLLABLE = {
     "avgpool": ("c", "k"),
     "global_avgpool": ("c",),
     "global_maxpool": ("c",),
-    "add": (),
+    "add": (),  # two maps of one shape: Add, Sub
+    "mul": (),
+    "broadcast": (),  # a map and a per-channel vector (or a scalar): Add, Sub, Mul
     "rescale": (),
     "table": (),
     "concat": (),

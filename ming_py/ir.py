@@ -107,7 +107,7 @@ class AccRequant:
     """int32 accumulator -> int8, as onnxruntime's QLinearConv/QGemm does.
 
     `bias` already folds the input zero-point correction; `x_scale * w_scale / y_scale`
-    is the per-channel multiplier. `channel_dim` is the loop dim indexing them.
+    is the per-channel multiplier. `channel_dim` is the loop dim indexing them (None: a single output).
     """
 
     bias: np.ndarray  # int32 [C]
@@ -115,7 +115,7 @@ class AccRequant:
     w_scale: np.ndarray  # float32 [C] (or [1])
     y_scale: np.float32
     zero_point: int
-    channel_dim: int
+    channel_dim: int | None
     qmin: int = -128
     qmax: int = 127
 
@@ -150,7 +150,7 @@ class AverageRequant:
 
 @dataclass(eq=False)
 class AddRequant:
-    """Two int8 inputs with their own scales -> int8 sum (Add)."""
+    """Two int8 inputs with their own scales -> int8 sum (Add), or difference a - b (Sub, `subtract`)."""
 
     a_scale: np.float32
     a_zero_point: int
@@ -160,6 +160,26 @@ class AddRequant:
     zero_point: int
     qmin: int = -128
     qmax: int = 127
+    subtract: bool = False
+
+
+@dataclass(eq=False)
+class MulRequant:
+    """Two int8 inputs with their own scales -> int8 product (Mul), as onnxruntime's QLinearMul computes it
+    (`numerics.mul_requant`)."""
+
+    a_scale: np.float32
+    a_zero_point: int
+    b_scale: np.float32
+    b_zero_point: int
+    y_scale: np.float32
+    zero_point: int
+    qmin: int = -128
+    qmax: int = 127
+
+    @property
+    def multiplier(self) -> np.float32:
+        return numerics.mul_multiplier(self.a_scale, self.b_scale, self.y_scale)
 
 
 @dataclass(eq=False)
@@ -246,8 +266,8 @@ class FixedPointAverage:
     qmax: int = 127
 
 
-Epilogue = (AccRequant | AverageRequant | AddRequant | Rescale | LookupTable | FixedPointRequant | FixedPointAdd
-            | FixedPointAverage)
+Epilogue = (AccRequant | AverageRequant | AddRequant | MulRequant | Rescale | LookupTable | FixedPointRequant
+            | FixedPointAdd | FixedPointAverage)
 
 
 # ---- graph ---------------------------------------------------------------
@@ -285,7 +305,7 @@ class Kernel:
     init: int | None  # accumulator start value; None for element-wise kernels
     epilogue: Epilogue | None = None
     # What the kernel computes, for people: one of MAC_OPS, "maxpool", "sumpool",
-    # "add", "rescale", "table", "elementwise".
+    # "add" (Add, Sub), "mul", "rescale", "table", "elementwise".
     op: str = ""
 
     @property

@@ -34,6 +34,9 @@ from .dataflow import WINDOW_KINDS, Window
 # stream read 1, buffer read 2, multiply 3, adder tree log2(terms), requantization 6 (the lean
 # datapath: abs and clamp 1, the DSP product 3, fraction compare 1, sign, zero point and saturation 1).
 REQUANT_STAGES = 6
+# Mul's float32 emulation (`ming::mul_requant`): the 8 x 8-bit product 1, the 17 x 24-bit DSP product 3,
+# the two float32 roundings (mask and add) 1 each, the final rounding and saturation 1.
+MUL_STAGES = 7
 
 
 def pipeline_depth(kind: str, terms: int) -> int:
@@ -47,6 +50,10 @@ def pipeline_depth(kind: str, terms: int) -> int:
         return 4 + tree
     if kind == "add":
         return 2 + REQUANT_STAGES
+    if kind == "mul":
+        return 2 + MUL_STAGES
+    if kind == "broadcast":  # the vector's register read, then the deeper of the two datapaths
+        return 3 + max(REQUANT_STAGES, MUL_STAGES)
     return 2  # rescale and table (a table lookup), concat, split, upsample, pad
 
 
@@ -121,6 +128,11 @@ class KernelSpec:
         return tuple(c // lanes for (c, _, _), lanes in zip(self.inputs, self.lanes_in))
 
     @property
+    def vector_input(self) -> int:
+        """A broadcast process's input read once per image: the one that is not the output's shape."""
+        return next(i for i, shape in enumerate(self.inputs) if shape != self.outputs[0])
+
+    @property
     def tokens_out(self) -> tuple[int, ...]:
         return tuple(c // lanes for (c, _, _), lanes in zip(self.outputs, self.lanes_out))
 
@@ -164,6 +176,10 @@ class KernelSpec:
             ok = self.lanes_in[0] == self.factor("c") == self.lanes_out[0]
         elif self.kind == "dense":
             ok = self.lanes_out[0] == self.factor("n")
+        elif self.kind == "broadcast":  # a scalar is one token of one lane
+            v = self.vector_input
+            ok = self.lanes_in[1 - v] == self.lanes_out[0] and \
+                self.lanes_in[v] == (1 if self.inputs[v][0] == 1 else self.lanes_out[0])
         else:
             ok = len(set(self.lanes_in + self.lanes_out)) == 1
         if not ok:
@@ -271,6 +287,8 @@ def loop_of(spec: KernelSpec) -> Loop:
         runs = _upsample_positions(spec)
     elif spec.kind == "pad":
         runs = _pad_positions(spec)
+    elif spec.kind == "broadcast":
+        runs = _broadcast_positions(spec)
     else:
         runs = _elementwise_positions(spec)
     return Loop(spec.depth, tuple(_merged(runs)))
@@ -374,8 +392,22 @@ def _pad_positions(spec: KernelSpec):
         yield bottom * w.padded_width, border
 
 
+def _broadcast_positions(spec: KernelSpec):
+    """The vector's tokens into an array, then one map token in and one out per iteration, the map
+    token t of every pixel combined with the vector's token t."""
+    v = spec.vector_input
+    _, h, w = spec.outputs[0]
+    reads = [Access(), Access()]
+    reads[v] = Access(0, 1, spec.tokens_in[v])
+    yield Position(spec.tokens_in[v], tuple(reads), (Access(),))
+    reads = [Access(), Access()]
+    reads[1 - v] = Access(0, 1, spec.tokens_in[1 - v])
+    for _ in range(h * w):
+        yield Position(spec.tokens_out[0], tuple(reads), (Access(0, 1, spec.tokens_out[0]),))
+
+
 def _elementwise_positions(spec: KernelSpec):
-    """add, rescale, table, split: one token of every input and output per iteration; concat: the inputs'
+    """add, mul, rescale, table, split: one token of every input and output per iteration; concat: the inputs'
     tokens one after the other, each written on at once."""
     _, h, w = spec.outputs[0]
     if spec.kind == "concat":

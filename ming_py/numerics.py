@@ -29,6 +29,9 @@ Rule summary (details in each docstring)
 * Add (QLinearAdd), AveragePool (QLinearAveragePool): ORT computes in float32 and adds
   the output zero point *before* rounding; the integer rules :func:`add_requant`,
   :func:`avgpool_requant` (31-bit multiplier + rne shift) are within 1 LSB.
+* Mul (QLinearMul): ``y = sat(rne(f32(f32(f32(P) * R) + zy')))`` with ``P = (a-za)*(b-zb)``,
+  ``R = f32(f32(sa*sb)/sy)``, the zero point added in float before rounding; exact via :func:`mul_requant`.
+  Sub (float in ORT) uses :func:`add_requant` with the second multiplier negated (<= 1 LSB).
 * Concat (QLinearConcat), DQ->Q chains, standalone float Relu/Clip: a 256-entry table
   built from ``MlasQuantizeLinear(f32(sx*(x-zx)))``; :func:`rescale_table` is exact,
   :func:`rescale` (fixed point) is within 1 LSB.
@@ -58,11 +61,11 @@ __all__ = [
     "float32_parts", "ort_conv_multiplier", "ort_gemm_multiplier", "ort_gap_multiplier",
     "requantize", "requantize_float_reference",
     "FixedPoint", "to_fixed_point", "fixed_point_rescale",
-    "add_fixed_points", "add_requant",
+    "add_fixed_points", "add_requant", "mul_multiplier", "mul_parts", "round_to_float32", "mul_requant",
     "avgpool_fixed_point", "avgpool_requant", "gap_requant",
     "rescale_fixed_point", "rescale", "rescale_table", "apply_table",
     "fma_float32", "ort_dequantize_linear", "ort_quantize_linear",
-    "ort_qlinear_add_reference", "ort_qlinear_avgpool_reference",
+    "ort_qlinear_add_reference", "ort_qlinear_avgpool_reference", "ort_qlinear_mul_reference",
     "ORT_X86_DOMAIN_OFFSET", "LeanRequant", "lean_requant", "lean_channels", "lean_magnitude", "requantize_lean",
 ]
 
@@ -452,10 +455,16 @@ def add_fixed_points(a_scale: ArrayLike, b_scale: ArrayLike, y_scale: ArrayLike,
 
 
 def add_requant(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: ArrayLike, b_scale: ArrayLike, b_zp: int,
-                y_scale: ArrayLike, y_zp: int, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
-    """Integer rule for QLinearAdd (same-shape operands):
+                y_scale: ArrayLike, y_zp: int, qmin: int = INT8_MIN, qmax: int = INT8_MAX,
+                subtract: bool = False) -> np.ndarray:
+    """Integer rule for QLinearAdd (same shape, or ``b`` broadcast: ORT's per-channel and scalar spans
+    run the same arithmetic):
 
     ``y = sat(rne((MA*(a - zA) + MB*(b - zB) + (zY << s)) / 2**s))``
+
+    ``subtract``: Sub, ``-MB`` in place of ``MB`` (ORT has no QLinearSub and runs ``Q(f32(DQ(a) - DQ(b)))``
+    in float, which adds the zero point after rounding: the rules differ at exact ties with odd ``zY``
+    and, like Add, on float32 near-ties; <= 1 LSB).
 
     with ``(MA, s), (MB, s) = add_fixed_points(sA, sB, sY)``.  The output zero point
     is added before the rounding because ORT does (float ``+ FixedPart`` that contains
@@ -466,9 +475,69 @@ def add_requant(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: ArrayLike, b_sca
     """
     fa, fb = add_fixed_points(a_scale, b_scale, y_scale)
     s = fa.shift
-    v = (np.int64(fa.multiplier) * (_i64(a) - int(a_zp)) + np.int64(fb.multiplier) * (_i64(b) - int(b_zp))
+    mb = -fb.multiplier if subtract else fb.multiplier
+    v = (np.int64(fa.multiplier) * (_i64(a) - int(a_zp)) + np.int64(mb) * (_i64(b) - int(b_zp))
          + (np.int64(int(y_zp)) << np.int64(s)))
     return saturate(round_shift_half_even(v, s), qmin, qmax)
+
+
+# ---------------------------------------------------------------------------
+# Mul (QLinearMul), bit-exact
+# ---------------------------------------------------------------------------
+#: The multipliers `mul_requant` takes (``2**-24 <= R < 2**15``): the product stays below 2**31 (ORT's
+#: cvtps2dq would wrap above it) and every intermediate fits int64.
+MUL_MULTIPLIER_RANGE = (2.0 ** -24, 2.0 ** 15)
+
+
+def mul_multiplier(a_scale: ArrayLike, b_scale: ArrayLike, y_scale: ArrayLike) -> np.float32:
+    """MLAS ``MlasQLinearMul``: ``R = f32(f32(ScaleA * ScaleB) / ScaleC)`` (C++, left to right)."""
+    return _F32(ort_conv_multiplier(a_scale, b_scale, y_scale))
+
+
+def mul_parts(multiplier: ArrayLike) -> Tuple[int, int]:
+    """``(mantissa, shift)`` with ``R = mantissa * 2**-shift`` (24-bit mantissa); raises ValueError outside
+    ``MUL_MULTIPLIER_RANGE``."""
+    r = _f32_scalar(multiplier)
+    if not (MUL_MULTIPLIER_RANGE[0] <= float(r) < MUL_MULTIPLIER_RANGE[1]):
+        raise ValueError(f"Mul multiplier {float(r):.6g} outside [2^-24, 2^15)")
+    mant, exp = float32_parts(r)
+    return int(mant), int(-exp)
+
+
+def round_to_float32(v: ArrayLike) -> IntArray:
+    """``v`` rounded to 24 significant bits, half to even (sign-symmetric): the float32 of ``v * 2**k`` in
+    units of ``2**k``, for any fixed ``k``."""
+    v = _i64(v)
+    mag = np.abs(v)
+    d = np.maximum(bit_length(mag) - 24, 0)
+    rounded = round_shift_half_even(mag, d) << d
+    return np.where(v < 0, -rounded, rounded)
+
+
+def mul_requant(a: ArrayLike, a_zp: int, b: ArrayLike, b_zp: int, multiplier: ArrayLike, y_zp: int,
+                qmin: int = INT8_MIN, qmax: int = INT8_MAX,
+                domain_offset: int = ORT_X86_DOMAIN_OFFSET) -> np.ndarray:
+    """Integer rule for QLinearMul, bit-exact (``MlasQLinearMulKernel``, SSE2 and NEON alike):
+
+    ``P = (a - zA) * (b - zB)`` (int32, exact in float32), ``y' = sat(rne(f32(f32(f32(P) * R) + f32(zY'))))``,
+    ``y = y' - off``, with ``R = mul_multiplier(sA, sB, sY)`` and ``zY' = zY + off``.  ``off`` is the domain
+    the kernel runs in: 128 in a default x86 session (``QDQS8ToU8Transformer`` turns the int8 tensors into
+    uint8), 0 with ``session.qdqisint8allowed=1`` or on ARM; ``P`` does not depend on it, the float add of
+    the zero point does.  The output zero point is added *before* rounding, in float.
+
+    Integer form, in units of ``2**-shift`` (``R = mantissa * 2**-shift``): ``V = rn24(P * mantissa)`` is the
+    float32 product, ``W = rn24(V + (zY' << shift))`` the float32 sum (both sums exact in int64),
+    ``y' = rne(W / 2**shift)``; ``rn24`` rounds to 24 significant bits, half to even
+    (:func:`round_to_float32`). In hardware a float32 rounding at a fixed binary point is a mask and an
+    add: the mask is the leading-one smear of the bits above the 24th, no barrel shifter and no
+    normalization (``ming::mul_requant``).
+    """
+    mantissa, shift = mul_parts(multiplier)
+    off = int(domain_offset)
+    product = (_i64(a) - int(a_zp)) * (_i64(b) - int(b_zp))
+    v = round_to_float32(product * np.int64(mantissa))
+    w = round_to_float32(v + (np.int64(int(y_zp) + off) << np.int64(shift)))
+    return saturate(round_shift_half_even(w, shift) - off, qmin, qmax)
 
 
 # ---------------------------------------------------------------------------
@@ -621,6 +690,20 @@ def ort_qlinear_add_reference(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: Ar
     y = np.clip(np.rint(t.astype(np.float64)), -32768, 32767).astype(np.int64)  # cvtps2dq, packs
     y = np.clip(y, INT8_MIN + off, INT8_MAX + off) - off
     return saturate(y)
+
+
+def ort_qlinear_mul_reference(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: ArrayLike, b_scale: ArrayLike,
+                              b_zp: int, y_scale: ArrayLike, y_zp: int,
+                              domain_offset: int = ORT_X86_DOMAIN_OFFSET) -> np.ndarray:
+    """Float32 model of ``MlasQLinearMulKernel`` (qlmul.cpp, SSE2 path): int16 differences, their int32
+    product, ``cvtepi32_ps``, ``mul_ps`` by ``R``, ``add_ps`` of the zero point (no fma), ``cvtps2dq``,
+    saturating packs.  Verified ``==`` on every int8 pair (tests/test_eltwise.py)."""
+    off = int(domain_offset)
+    ratio = mul_multiplier(a_scale, b_scale, y_scale)
+    product = ((_i64(a) - int(a_zp)) * (_i64(b) - int(b_zp))).astype(_F32)
+    t = ((product * ratio).astype(_F32) + _F32(int(y_zp) + off)).astype(_F32)
+    y = np.clip(np.rint(t.astype(np.float64)), INT8_MIN + off, INT8_MAX + off).astype(np.int64)
+    return saturate(y - off)
 
 
 def ort_qlinear_avgpool_reference(x: ArrayLike, x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int,

@@ -30,6 +30,7 @@ from .ir import (
     Graph,
     Kernel,
     LookupTable,
+    MulRequant,
     Op,
     Operand,
     Pad,
@@ -140,7 +141,7 @@ def _eval(expr: Expr, args: list) -> np.ndarray:
 def _elementwise(kernel: Kernel, arrays, parallel) -> np.ndarray:
     gathered = [gather(a, o, parallel, kernel.dims, {}) for a, o in zip(arrays, kernel.inputs)]
     shape = tuple(kernel.dims[d] for d in parallel)
-    if isinstance(kernel.epilogue, (AddRequant, Rescale, LookupTable, FixedPointAdd)):
+    if isinstance(kernel.epilogue, (AddRequant, MulRequant, Rescale, LookupTable, FixedPointAdd)):
         return [np.broadcast_to(g, shape) for g in gathered]  # the epilogue reads the inputs directly
     return np.broadcast_to(_eval(kernel.payload, gathered), shape)
 
@@ -217,7 +218,8 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
         return result
     if isinstance(epilogue, (AccRequant, FixedPointRequant)):
         shape = [1] * len(parallel)
-        shape[parallel.index(epilogue.channel_dim)] = -1  # per-channel constants along the output channels
+        if epilogue.channel_dim is not None:  # per-channel constants along the output channels
+            shape[parallel.index(epilogue.channel_dim)] = -1
         acc = result + epilogue.bias.astype(np.int64).reshape(shape)
     if isinstance(epilogue, AccRequant):
         multiplier = numerics.ort_conv_multiplier(epilogue.x_scale, epilogue.w_scale, epilogue.y_scale).reshape(shape)
@@ -257,7 +259,12 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
     if isinstance(epilogue, AddRequant):
         a, b = result
         return numerics.add_requant(a, epilogue.a_scale, epilogue.a_zero_point, b, epilogue.b_scale,
-                                    epilogue.b_zero_point, epilogue.y_scale, epilogue.zero_point)
+                                    epilogue.b_zero_point, epilogue.y_scale, epilogue.zero_point,
+                                    subtract=epilogue.subtract)
+    if isinstance(epilogue, MulRequant):
+        a, b = result
+        return numerics.mul_requant(a, epilogue.a_zero_point, b, epilogue.b_zero_point, epilogue.multiplier,
+                                    epilogue.zero_point, epilogue.qmin, epilogue.qmax)
     if isinstance(epilogue, Rescale):
         table = numerics.rescale_table(epilogue.x_scale, epilogue.x_zero_point, epilogue.y_scale, epilogue.zero_point)
         return np.clip(numerics.apply_table(result[0], table), epilogue.qmin, epilogue.qmax)

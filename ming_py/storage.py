@@ -30,7 +30,15 @@ import math
 from dataclasses import dataclass
 
 from . import numerics
-from .ir import AccRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant, LookupTable
+from .ir import (
+    AccRequant,
+    AverageRequant,
+    FixedPointAdd,
+    FixedPointAverage,
+    FixedPointRequant,
+    LookupTable,
+    MulRequant,
+)
 from .kernel import KernelSpec
 
 LUTRAM_MAX_BITS = 1_024
@@ -179,6 +187,10 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
     if isinstance(epilogue, AverageRequant) and epilogue.exclude_padding and not epilogue.global_pool:
         for role, bits in (("divisor_multiplier", 64), ("divisor_shift", 32)):
             arrays[role] = _array(role, bits, (Dim(epilogue.count + 1),), rom=True)
+    if kind == "broadcast":  # the per-channel vector, written once per image and read at every pixel
+        v = spec.vector_input
+        lanes = spec.lanes_in[v]
+        arrays["vector"] = _array("vector", 8, (Dim(spec.tokens_in[v]), spread(lanes, lanes, "reshape")), rom=False)
     if kind in ("rescale", "table"):
         lanes, per_lane = spec.lanes_in[0], tables_per_lane(spec, epilogue)
         per_lane_dims = (Dim(per_lane),) if per_lane > 1 else ()
@@ -225,7 +237,8 @@ def requant_constants(epilogue) -> tuple[tuple[str, int], ...]:
 
 def requant_datapath(epilogue) -> str:
     """The requantization datapath a process's lanes carry: "lean" (`ming::requantize_lean` with one
-    shift), "lean, shift by channel", "exact" (`ming::requantize`) or "fixed point" (Add, AveragePool)."""
+    shift), "lean, shift by channel", "exact" (`ming::requantize`), "float32 product" (`ming::mul_requant`)
+    or "fixed point" (Add, Sub, AveragePool)."""
     if isinstance(epilogue, FixedPointRequant) and epilogue.float32:
         return "exact"  # the float32 emulation of `ming::requantize`, rounding half away
     if isinstance(epilogue, (FixedPointRequant, FixedPointAdd, FixedPointAverage)):
@@ -233,6 +246,8 @@ def requant_datapath(epilogue) -> str:
     if isinstance(epilogue, AccRequant):
         roles = [role for role, _ in requant_constants(epilogue)]
         return "exact" if "exponent" in roles else "lean, shift by channel" if "shift" in roles else "lean"
+    if isinstance(epilogue, MulRequant):
+        return "float32 product"
     if isinstance(epilogue, AverageRequant) and epilogue.global_pool:
         multiplier = numerics.ort_gap_multiplier(epilogue.x_scale, epilogue.y_scale, epilogue.count)
         return "lean" if numerics.lean_requant(multiplier) is not None else "exact"

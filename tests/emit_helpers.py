@@ -32,8 +32,8 @@ def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, conc
     return y
 
 
-LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "global_avgpool", "global_maxpool", "add", "rescale", "table",
-                "concat", "split", "upsample", "pad")
+LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "global_avgpool", "global_maxpool", "add", "mul", "broadcast",
+                "rescale", "table", "concat", "split", "upsample", "pad")
 
 
 def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: int = 8) -> Schedule:

@@ -64,6 +64,9 @@ FUNCTIONS = {
     "avgpool_requant_default": (6, "ming::avgpool_requant(r[0], I32(r[1]), I32(r[2]), r[3], I(r[4]), I32(r[5]))"),
     "avgpool_requant_i32": (8, "ming::avgpool_requant_i32(r[0], I32(r[1]), I32(r[2]), r[3], I(r[4]), I32(r[5]), "
                                "I32(r[6]), I32(r[7]))"),
+    # exhaustive over int8 pairs in tests/test_eltwise.py; here for the UB fuzz
+    "mul_requant_i32": (10, "ming::mul_requant_i32(I32(r[0]), I32(r[1]), I32(r[2]), I32(r[3]), "
+                            "static_cast<uint32_t>(r[4]), I(r[5]), I32(r[6]), I32(r[7]), I32(r[8]), I32(r[9]))"),
 }
 
 # Argument columns that are C++ `int` / `int32_t` (kept in range by the UB fuzz test).
@@ -75,6 +78,7 @@ NARROW_ARGS = {
     "add_requant_i32": {0, 1, 2, 3, 6, 7, 8, 9},
     "avgpool_requant": {1, 2, 4, 5, 6, 7}, "avgpool_requant_default": {1, 2, 4, 5},
     "avgpool_requant_i32": {1, 2, 4, 5, 6, 7},
+    "mul_requant_i32": {0, 1, 2, 3, 5, 6, 7, 8, 9},
 }
 
 

@@ -199,6 +199,41 @@ class _Graph:
         assert self.shapes[a] == self.shapes[b], (self.shapes[a], self.shapes[b])
         return self._node("Add", name, [a, b], self.shapes[a])
 
+    def _broadcast(self, a: str, b: str) -> tuple[int, ...]:
+        """ONNX's broadcast of two shapes of one rank (each dim equal, or 1 on one side)."""
+        sa, sb = self.shapes[a], self.shapes[b]
+        assert len(sa) == len(sb) and all(x == y or 1 in (x, y) for x, y in zip(sa, sb)), (sa, sb)
+        return tuple(max(x, y) for x, y in zip(sa, sb))
+
+    def add_broadcast(self, a: str, b: str, name: str) -> str:
+        """Add where one operand broadcasts (a per-channel vector (1, C, 1, 1) or a scalar)."""
+        return self._node("Add", name, [a, b], self._broadcast(a, b))
+
+    def sub(self, a: str, b: str, name: str) -> str:
+        return self._node("Sub", name, [a, b], self._broadcast(a, b))
+
+    def mul(self, a: str, b: str, name: str) -> str:
+        return self._node("Mul", name, [a, b], self._broadcast(a, b))
+
+    def vector(self, x: str, name: str) -> str:
+        """A (1, C) tensor reshaped to (1, C, 1, 1), which broadcasts over a (1, C, H, W) map."""
+        n, c = self.shapes[x]
+        shape = self._init(f"{name}.shape", np.array([n, c, 1, 1], dtype=np.int64))
+        return self._node("Reshape", name, [x, shape], (n, c, 1, 1))
+
+    def se_block(self, x: str, prefix: str, reduced: int, gate: str | None = "clip") -> str:
+        """Squeeze-and-excitation: GlobalAveragePool -> 1x1 conv -> Relu -> 1x1 conv -> gate, times `x`.
+        `gate` is the activation that makes the per-channel vector: "clip" (Clip(0, 6)), "relu" or None."""
+        channels = self.shapes[x][1]
+        h = self.gap(x, f"{prefix}_squeeze")
+        h = self.relu(self.conv(h, f"{prefix}_reduce", reduced, kernel=1), f"{prefix}_relu")
+        h = self.conv(h, f"{prefix}_expand", channels, kernel=1)
+        if gate == "clip":
+            h = self.clip(h, f"{prefix}_gate", 0.0, 6.0)
+        elif gate == "relu":
+            h = self.relu(h, f"{prefix}_gate")
+        return self.mul(x, h, f"{prefix}_excite")
+
     def concat(self, xs: list[str], name: str) -> str:
         shapes = [self.shapes[x] for x in xs]
         out = list(shapes[0])

@@ -250,11 +250,57 @@ inline int32_t add_requant_i32(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp,
 //   y = sat(rne((ma*(a - a_zp) + mb*(b - b_zp) + (y_zp << shift)) / 2^shift))
 //   with (FixedPoint(ma, shift), FixedPoint(mb, shift)) = numerics.add_fixed_points(sa, sb, sy)
 //   precomputed by the compiler.  y_zp is added BEFORE rounding (as ORT).
-//   Contract: ma, mb in [0, 2^31), 1 <= shift <= 62 with y_zp << shift in int64,
+//   Contract: |ma|, |mb| < 2^31 (Sub passes -mb), 1 <= shift <= 62 with y_zp << shift in int64,
 //   -128 <= qmin <= qmax <= 127.
 inline int8_t add_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, int64_t ma, int64_t mb,
                           int shift, int32_t y_zp, int32_t qmin = -128, int32_t qmax = 127) {
     return static_cast<int8_t>(add_requant_i32(a, a_zp, b, b_zp, ma, mb, shift, y_zp, qmin, qmax));
+}
+
+// numerics.round_to_float32 on a magnitude: m rounded to 24 significant bits, half to even, at the same
+//   binary point (the float32 of m * 2^k in units of 2^k). The bits below the 24th are a mask, the smear of
+//   the leading one of m >> 24; rounding is a compare and an add at that mask: no normalization, no
+//   barrel shifter. Exact for every uint64 m below 2^63.
+inline uint64_t round_to_float32(uint64_t m) {
+    uint64_t below = m >> 24;
+    below |= below >> 1;
+    below |= below >> 2;
+    below |= below >> 4;
+    below |= below >> 8;
+    below |= below >> 16;
+    below |= below >> 32;
+    const uint64_t unit = below + 1u;  // weight of the least significant bit kept
+    const uint64_t rest = m & below, kept = m & ~below, half = unit >> 1;
+    const bool up = rest != 0 && (rest > half || (rest == half && (kept & unit) != 0));
+    return kept + (up ? unit : 0);
+}
+
+// numerics.mul_requant (QLinearMul, bit-exact with onnxruntime's MlasQLinearMulKernel):
+//   P = (a - a_zp) * (b - b_zp);  y = sat(rne(f32(f32(f32(P) * R) + (y_zp + offset))) - offset)
+//   with R = mantissa * 2^-shift = float32(float32(sa * sb) / sy) (numerics.mul_parts), offset the domain
+//   onnxruntime runs the kernel in (128: uint8 on x86). In units of 2^-shift: the float32 product
+//   V = rn24(|P| * mantissa), the float32 sum W = rn24(V + (y_zp + offset) << shift), both sums exact.
+//   Per lane: an 8 x 8-bit product, one 17 x 24-bit product (one DSP48E2), two 56-bit mask-and-add
+//   roundings, one rounding at the fixed binary point `shift` (wiring), the offset and the saturation.
+//   Contract: int8 a, b, a_zp, b_zp, y_zp; 0 <= offset <= 128; mantissa < 2^24; 9 <= shift <= 47
+//   (MUL_MULTIPLIER_RANGE); -128 <= qmin <= qmax <= 127.
+inline int32_t mul_requant_i32(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, uint32_t mantissa, int shift,
+                               int32_t y_zp, int32_t offset, int32_t qmin, int32_t qmax) {
+    const int s = shift < 0 ? 0 : (shift > 47 ? 47 : shift);
+    const int64_t product = detail::wrap_mul(static_cast<int64_t>(a) - a_zp, static_cast<int64_t>(b) - b_zp);
+    const uint64_t magnitude = product < 0 ? UINT64_C(0) - detail::s2u(product) : detail::s2u(product);
+    const int64_t v = detail::u2s(round_to_float32((magnitude & 0x1FFFFu) * (mantissa & 0xFFFFFFu)));
+    const int64_t zero = static_cast<int64_t>(y_zp) + offset;
+    const int64_t sum = detail::wrap_add(product < 0 ? -v : v, detail::wrap_shl(zero, s));
+    const uint64_t sum_magnitude = sum < 0 ? UINT64_C(0) - detail::s2u(sum) : detail::s2u(sum);
+    const uint64_t w = round_to_float32(sum_magnitude);
+    const int64_t y = round_shift_half_even(detail::u2s(sum < 0 ? UINT64_C(0) - w : w), s);
+    return static_cast<int32_t>(saturate(detail::wrap_add(y, -static_cast<int64_t>(offset)), qmin, qmax));
+}
+
+inline int8_t mul_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, uint32_t mantissa, int shift,
+                          int32_t y_zp, int32_t offset, int32_t qmin = -128, int32_t qmax = 127) {
+    return static_cast<int8_t>(mul_requant_i32(a, a_zp, b, b_zp, mantissa, shift, y_zp, offset, qmin, qmax));
 }
 
 // Wide-range form of avgpool_requant (any int32 output range).
