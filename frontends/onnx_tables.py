@@ -113,9 +113,11 @@ def _table(graph: _Inferred, node: onnx.NodeProto) -> NodeTable:
     where = f"node '{node.name}' ({node.op_type})"
     dequantize = graph.producers.get(node.input[0])
     readers = graph.consumers(node.output[0])
+    floats = [f"'{r.name}' ({r.op_type})" for r in readers if r.op_type != "QuantizeLinear"]
     if dequantize is None or dequantize.op_type != "DequantizeLinear" or len(readers) != 1 \
             or readers[0].op_type != "QuantizeLinear" or node.output[0] in graph.graph_outputs:
-        raise MingError(f"{where} must read a DequantizeLinear and feed only a QuantizeLinear; quantize the "
+        also = f" (it feeds {', '.join(floats)} in float)" if floats else ""
+        raise MingError(f"{where} must read a DequantizeLinear and feed only a QuantizeLinear{also}; quantize the "
                         "model to int8 QDQ with onnxruntime.quantization.quantize_static")
     quantize = readers[0]
     if graph.element_type(dequantize.input[0]) != TensorProto.INT8:
