@@ -88,6 +88,8 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="update docs/coverage.json and README.md")
     args = parser.parse_args()
     chosen = [n for n in args.architectures.split(",") if n] or list(architectures.ARCHITECTURES)
+    if args.write and chosen != list(architectures.ARCHITECTURES):
+        parser.error("--write records every architecture; leave out --architectures")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in chosen:
