@@ -18,16 +18,18 @@ from pathlib import Path
 import numpy as np
 import onnx
 from iree.compiler import ir
+from onnx import numpy_helper
 from iree.compiler.extras import onnx_importer
 
 from ming_py.ir import Graph, MingError
 
 from . import iree_compile
-from .lift import Lifter, ModelPort
+from .lift import Lifter, ModelPort, QuantizedWeights
 
 SUPPORTED_OPS = frozenset({
     "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "Clip",
-    "Add", "Concat", "Flatten", "Reshape", "Softmax", "QuantizeLinear", "DequantizeLinear", "Identity",
+    "Add", "Concat", "Split", "Slice", "Flatten", "Reshape", "Transpose", "Softmax", "QuantizeLinear",
+    "DequantizeLinear", "Identity",
 })
 
 IREE_FLAGS = (
@@ -166,14 +168,6 @@ def check_operators(model: onnx.ModelProto) -> None:
         if node.op_type not in SUPPORTED_OPS:
             raise MingError(f"node '{node.name}' ({node.op_type}) is not supported; supported ops: "
                             + ", ".join(sorted(SUPPORTED_OPS)))
-    for node in graph.node:
-        if node.op_type == "Conv":
-            group = next((a.i for a in node.attribute if a.name == "group"), 1)
-            weight = _initializer_behind(graph, node.input[1])
-            depthwise = weight is not None and weight.dims[1] == 1
-            if group > 1 and not depthwise:
-                raise MingError(f"node '{node.name}' (Conv, group={group}) is a grouped convolution; ming supports "
-                                "group=1 and depthwise (group=channels) convolutions")
     if not any(n.op_type == "QuantizeLinear" for n in graph.node):
         raise MingError("model is not quantized (no QuantizeLinear); quantize it to int8 QDQ with "
                         "onnxruntime.quantization.quantize_static")
@@ -185,12 +179,27 @@ def check_operators(model: onnx.ModelProto) -> None:
                                 "ming needs int8 (activation_type=QuantType.QInt8)")
 
 
-def _initializer_behind(graph: onnx.GraphProto, name: str) -> onnx.TensorProto | None:
-    """The initializer feeding `name`, looking through a DequantizeLinear."""
+def quantized_weights(graph: onnx.GraphProto) -> dict[str, QuantizedWeights]:
+    """Per Conv node, its int8 weights behind their DequantizeLinear (the lifter turns the float weights IREE
+    leaves grouped convolutions with back into them)."""
     producers = {out: node for node in graph.node for out in node.output}
-    if name in producers and producers[name].op_type == "DequantizeLinear":
-        name = producers[name].input[0]
-    return next((i for i in graph.initializer if i.name == name), None)
+    initializers = {i.name: i for i in graph.initializer}
+
+    def constant(name: str) -> np.ndarray | None:
+        return numpy_helper.to_array(initializers[name]) if name in initializers else None
+
+    table = {}
+    for node in graph.node:
+        dequantize = producers.get(node.input[1]) if node.op_type == "Conv" else None
+        if dequantize is None or dequantize.op_type != "DequantizeLinear":
+            continue
+        values, scale = constant(dequantize.input[0]), constant(dequantize.input[1])
+        zero_point = constant(dequantize.input[2]) if len(dequantize.input) > 2 and dequantize.input[2] else 0
+        if values is None or scale is None or zero_point is None or values.dtype != np.int8:
+            continue
+        axis = next((a.i for a in dequantize.attribute if a.name == "axis"), 1)
+        table[node.name] = QuantizedWeights(values, scale, np.asarray(zero_point), axis % values.ndim)
+    return table
 
 
 def import_to_linalg(model: onnx.ModelProto) -> str:
@@ -220,4 +229,5 @@ def import_onnx(path: str | Path) -> Graph:
     with ir.Context() as context:
         module = ir.Module.parse(text, context)
         op_types = {node.name: node.op_type for node in model.graph.node}
-        return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes).run(module)
+        return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes,
+                      quantized_weights(model.graph)).run(module)

@@ -50,6 +50,8 @@ def input_pixels_needed(graph: StreamGraph, p: Process, outputs: int) -> int:
         return min(oh * w.stride[0] * w.in_width + ow * w.stride[1] + 2, w.in_height * w.in_width)
     if p.kind in ("dense", "global_avgpool"):
         return channel_in.pixels
+    if p.kind == "permute":  # writes a pixel while it reads the next
+        return min(outputs + 1, channel_in.pixels)
     return outputs  # element-wise: one pixel in, one pixel out
 
 

@@ -64,7 +64,7 @@ from .kernel import Access, Loop, Position, loop_of, spec_from_report
 PIPELINE_DEPTH = 4        # the AXI adapters' loops
 AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
 STUCK, MOVED, PAST_LIMIT = range(3)  # what `_advance` did
-KINDS = WINDOW_KINDS + ("pointwise", "dense", "global_avgpool", "add", "rescale", "concat", "split")
+KINDS = WINDOW_KINDS + ("pointwise", "dense", "global_avgpool", "add", "rescale", "concat", "split", "permute")
 
 
 @dataclass
