@@ -82,7 +82,7 @@ class Padded:
 class Sliced:
     """A `tensor.extract_slice` read by kernels: folded into their access maps."""
 
-    base: object  # IntTensor | Padded
+    base: object  # IntTensor | Padded | FloatValue
     offsets: tuple[int, ...]
     strides: tuple[int, ...]
 
@@ -239,10 +239,13 @@ class QuantizedWeights:
 
 class Lifter:
     def __init__(self, graph_name: str, inputs: list[ModelPort], outputs: list[ModelPort], op_types: dict[str, str],
-                 notes: tuple[str, ...] = (), weights: dict[str, QuantizedWeights] | None = None):
+                 notes: tuple[str, ...] = (), weights: dict[str, QuantizedWeights] | None = None,
+                 transposes: dict[str, str] | None = None):
         self.graph = Graph(_identifier(graph_name), notes=list(notes))
         self.op_types = op_types  # model node name -> op type, to name kernels for people
         self.weights = weights or {}  # model node name -> its int8 weights
+        # (de)quantization node -> the Transpose it wraps, whose transposition IREE hands over in its name
+        self.transposes = transposes or {}
         self.inputs = inputs
         self.outputs = outputs
         self.values: dict[ir.Value, object] = {}
@@ -442,7 +445,8 @@ class Lifter:
             self.values[op.results[0]] = self._channel_slice(source, offsets[0], sizes[0], location_name(op), where)
             return
         base = source.base if isinstance(source, Padded) else source
-        if not isinstance(base, IntTensor) or len(offsets) != len(tensor_shape(op.results[0])):
+        if not (isinstance(base, IntTensor) or (isinstance(base, FloatValue) and _is_plain_dequant(base))) \
+                or len(offsets) != len(tensor_shape(op.results[0])):
             raise MingError(f"{where}: this slice is not supported")
         if not all(use.owner.name == "linalg.generic" for use in op.results[0].uses):
             raise MingError(f"{where}: a slice must feed kernels directly (its strides fold into their windows)")
@@ -560,7 +564,8 @@ class Lifter:
         axes = _transposition(maps[0], maps[-1])
         if axes is None:
             raise MingError(f"{where}: access {maps[0]} -> {maps[-1]} is not a transposition")
-        return self._transposed(value, axes, location_name(op), where)
+        node = self.transposes.get(location_name(op), location_name(op))
+        return self._transposed(value, axes, node, f"node '{node}' (Transpose)")
 
     def _transposed(self, value, axes: tuple[int, ...], node: str, where: str):
         """An int8 tensor, or one dequantized per tensor, transposed (numpy.transpose's `axes`)."""
@@ -579,23 +584,25 @@ class Lifter:
         Reshape, ShuffleNet's channel shuffle), reshaped to the transposed shape. Any other transposition
         moves values between pixels, which a stream cannot do."""
         shape = self.graph.tensors[tensor].shape
-        reshape = next((n for n in self.graph.nodes if isinstance(n, Reshape) and n.output == tensor), None)
-        base = reshape.input if reshape is not None else tensor
-        base_shape = self.graph.tensors[base].shape
-        transposed = tuple(shape[a] for a in axes)
-        positions = np.arange(int(np.prod(shape))).reshape(shape).transpose(axes).reshape(base_shape[0], -1)
-        pixel = np.arange(positions.shape[1])
-        order = positions[:, 0] // positions.shape[1]
-        if not np.array_equal(positions, order[:, None] * positions.shape[1] + pixel):
-            raise MingError(f"{where}: this transposition ({shape} -> {transposed}) moves values between pixels; "
-                            "ming supports transpositions that reorder the channels of each pixel (a channel "
-                            "shuffle)")
-        permuted = base
+        origin = tensor  # reshapes keep the order of the values: the tensor a kernel made, as a (C, H, W) map
+        while (reshape := next((n for n in self.graph.nodes if isinstance(n, Reshape) and n.output == origin),
+                               None)) is not None:
+            origin = reshape.input
+        origin_shape = self.graph.tensors[origin].shape
+        map_shape = (int(np.prod(origin_shape[:-2])), *origin_shape[-2:]) if len(origin_shape) >= 3 \
+            else (int(np.prod(origin_shape)),)
+        pixel = int(np.prod(map_shape[1:]))
+        positions = np.arange(int(np.prod(shape))).reshape(shape).transpose(axes).reshape(-1, pixel)
+        order = positions[:, 0] // pixel
+        if not np.array_equal(positions, order[:, None] * pixel + np.arange(pixel)):
+            raise MingError(f"{where}: transposing a {shape} tensor by {axes} moves values between pixels; ming "
+                            "supports transpositions that reorder the channels of each pixel (a channel shuffle)")
+        permuted = self._reshape_tensor(origin, map_shape, node)
         if not np.array_equal(order, np.arange(len(order))):
-            info = self.graph.tensors[base]
-            permuted = self._new_tensor(f"{node}_out", base_shape, info.dtype)
+            base = permuted
+            permuted = self._new_tensor(f"{node}_out", map_shape, self.graph.tensors[base].dtype)
             self.graph.nodes.append(Permute(self._fresh(node), node, base, permuted, tuple(int(c) for c in order)))
-        return self._reshape_tensor(permuted, transposed, node)
+        return self._reshape_tensor(permuted, tuple(shape[a] for a in axes), node)
 
     def _note_input_quantization(self, tensor: str, scale: float, zero_point: int) -> None:
         """An int8 model input's scale and zero point, for reports, from the first dequantization of it."""
@@ -976,10 +983,7 @@ class Lifter:
         return IntTensor(out)
 
     def _operand(self, value, amap: AccessMap, node: str, where: str) -> Operand:
-        if isinstance(value, Sliced):  # index j of the slice is offset + stride * j of its source
-            results = tuple(AffineExpr(tuple(c * stride for c in e.coeffs), e.constant * stride + offset)
-                            for e, offset, stride in zip(amap.results, value.offsets, value.strides))
-            value, amap = value.base, AccessMap(amap.num_dims, results)
+        value, amap = _unsliced(value, amap)
         if isinstance(value, IntTensor):
             return Operand(value.name, amap)
         if isinstance(value, Padded) and isinstance(value.base, IntTensor):
@@ -1060,7 +1064,7 @@ class Lifter:
         """`acc + x * w` over a dequantized int8 activation and dequantized int8 weights: the integer kernel
         sum(x * w) on the int8 values, and the float value IREE's code computes from it, for the
         requantization that follows: (sum - x_zero_point * sum(w)) * x_scale * w_scale + bias."""
-        activation, weights = ins
+        (activation, activation_map), weights = _unsliced(ins[0], maps[0]), ins[1]
         padding: tuple[tuple[int, int], ...] = ()
         pad_value = 0
         if isinstance(activation, Padded):
@@ -1085,7 +1089,7 @@ class Lifter:
                 or np.any(np.abs(kernel_weights) > 127):
             raise MingError(f"{where}: unsupported float convolution layout {weight_map} -> {out_map}")
         name = self._kernel_name(node, "conv")
-        operands = (Operand(term.tensor, maps[0], padding, pad_value),
+        operands = (Operand(term.tensor, activation_map, padding, pad_value),
                     Operand(self._constant(node, kernel_weights.astype(np.int8)), weight_map))
         payload = Op("add", (Arg(2), Op("mul", (Arg(0), Arg(1)))))
         out_shape = tuple(dims[d] for d in out_dims)
@@ -1219,6 +1223,15 @@ def _is_plain_dequant(value: FloatValue) -> bool:
     term = value.terms[0]
     return len(term.factors) == 1 and np.size(term.factors[0]) == 1 and np.size(term.offset) == 1 \
         and np.size(term.divisor) == 1 and term.divisor == 1.0
+
+
+def _unsliced(value, amap: AccessMap) -> tuple[object, AccessMap]:
+    """A slice's source and the access map into it: index j of the slice is offset + stride * j of its source."""
+    if not isinstance(value, Sliced):
+        return value, amap
+    results = tuple(AffineExpr(tuple(c * stride for c in e.coeffs), e.constant * stride + offset)
+                    for e, offset, stride in zip(amap.results, value.offsets, value.strides))
+    return value.base, AccessMap(amap.num_dims, results)
 
 
 def _is_float_mac(block) -> bool:

@@ -202,6 +202,19 @@ def quantized_weights(graph: onnx.GraphProto) -> dict[str, QuantizedWeights]:
     return table
 
 
+def transpose_wrappers(graph: onnx.GraphProto) -> dict[str, str]:
+    """The DequantizeLinear before and the QuantizeLinear after each Transpose, by name -> the Transpose's name
+    (IREE folds a transposition of int8 values into the (de)quantization and keeps only its name)."""
+    wrappers = {}
+    for node in graph.node:
+        if node.op_type == "Transpose":
+            for neighbour in graph.node:
+                if (neighbour.op_type == "DequantizeLinear" and node.input[0] in neighbour.output) or \
+                        (neighbour.op_type == "QuantizeLinear" and node.output[0] in neighbour.input):
+                    wrappers[neighbour.name] = node.name
+    return wrappers
+
+
 def import_to_linalg(model: onnx.ModelProto) -> str:
     """The model as linalg-on-tensors MLIR text (with ONNX node names as locations)."""
     inferred = onnx.shape_inference.infer_shapes(model)
@@ -230,4 +243,4 @@ def import_onnx(path: str | Path) -> Graph:
         module = ir.Module.parse(text, context)
         op_types = {node.name: node.op_type for node in model.graph.node}
         return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes,
-                      quantized_weights(model.graph)).run(module)
+                      quantized_weights(model.graph), transpose_wrappers(model.graph)).run(module)

@@ -169,6 +169,9 @@ class _Graph:
         flat = self._init(f"{name}.shape", np.array([n, c, h, w], dtype=np.int64))
         return self._node("Reshape", name, [t, flat], (n, c, h, w))
 
+    def transpose(self, x: str, name: str, perm: Sequence[int]) -> str:
+        return self._node("Transpose", name, [x], tuple(self.shapes[x][a] for a in perm), perm=list(perm))
+
     def split(self, x: str, name: str, sizes: Sequence[int]) -> list[str]:
         """Split along the channels into pieces of `sizes` (one output tensor each)."""
         n, c, h, w = self.shapes[x]
@@ -486,6 +489,15 @@ def _(g):
     h = g.maxpool(g.relu(g.conv(h, "conv2", 16, kernel=5, pads=0), "relu2"), "pool2")    # 16x2x2
     h = g.relu(g.gemm(g.flatten(h, "flatten"), "fc1", 32), "relu3")
     return g.softmax(g.gemm(h, "fc2", 10), "softmax")
+
+
+# ---- a model ming refuses (not registered: every zoo model compiles) ----------
+
+def rows_and_columns_swapped() -> onnx.ModelProto:
+    """A Transpose between two convs that swaps rows and columns: it moves values between pixels."""
+    g = _Graph("rows_and_columns_swapped", (1, 4, 8, 8))
+    h = g.transpose(g.conv("x", "conv1", 4, kernel=3, pads=1), "swap_hw", [0, 1, 3, 2])
+    return g.finish(g.conv(h, "conv2", 4, kernel=1))
 
 
 # ---- the README example (builder lives in examples/make_example.py) -------
