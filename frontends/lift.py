@@ -461,8 +461,8 @@ class Lifter:
             return IntTensor(self._reshape_tensor(value.name, shape, node))
         if not _is_plain_dequant(value):
             raise MingError(f"{where}: only a tensor dequantized per tensor can be reshaped here")
-        return FloatValue(shape, (replace(value.terms[0], tensor=self._reshape_tensor(value.terms[0].tensor, shape,
-                                                                                       node)),))
+        term = value.terms[0]
+        return FloatValue(shape, (replace(term, tensor=self._reshape_tensor(term.tensor, shape, node)),))
 
     def _channel_slice(self, value: IntTensor | FloatValue, start: int, size: int, node: str,
                        where: str) -> IntTensor | FloatValue:
@@ -1064,21 +1064,10 @@ class Lifter:
         """`acc + x * w` over a dequantized int8 activation and dequantized int8 weights: the integer kernel
         sum(x * w) on the int8 values, and the float value IREE's code computes from it, for the
         requantization that follows: (sum - x_zero_point * sum(w)) * x_scale * w_scale + bias."""
-        (activation, activation_map), weights = _unsliced(ins[0], maps[0]), ins[1]
-        padding: tuple[tuple[int, int], ...] = ()
-        pad_value = 0
-        if isinstance(activation, Padded):
-            padding, pad_float, activation = tuple(zip(activation.low, activation.high)), activation.value, \
-                activation.base
-        if not (isinstance(activation, FloatValue) and _is_plain_dequant(activation)
-                and isinstance(weights, np.ndarray) and weights.dtype == np.float32):
-            raise MingError(f"{where}: a float convolution must read a dequantized int8 tensor and constant weights")
-        term = activation.terms[0]
-        x_scale, x_zero_point = np.float32(term.factors[0]), int(term.offset)
-        if padding:
-            pad_value = int(numerics.ort_quantize_linear(np.float32(pad_float), x_scale, x_zero_point))
-            if float(numerics.ort_dequantize_linear(pad_value, x_scale, x_zero_point)) != pad_float:
-                raise MingError(f"{where}: padding value {pad_float} is not representable in int8")
+        activation, (x_scale, x_zero_point) = _dequantized_operand(ins[0], maps[0], where)
+        weights = ins[1]
+        if not (isinstance(weights, np.ndarray) and weights.dtype == np.float32):
+            raise MingError(f"{where}: a float convolution must multiply by constant weights")
         quantized = self._quantized_weights(node, weights, where)
         kernel_weights = quantized.integers().reshape(weights.shape)
         weight_map, out_map = maps[1], maps[-1]
@@ -1089,8 +1078,7 @@ class Lifter:
                 or np.any(np.abs(kernel_weights) > 127):
             raise MingError(f"{where}: unsupported float convolution layout {weight_map} -> {out_map}")
         name = self._kernel_name(node, "conv")
-        operands = (Operand(term.tensor, activation_map, padding, pad_value),
-                    Operand(self._constant(node, kernel_weights.astype(np.int8)), weight_map))
+        operands = (activation, Operand(self._constant(node, kernel_weights.astype(np.int8)), weight_map))
         payload = Op("add", (Arg(2), Op("mul", (Arg(0), Arg(1)))))
         out_shape = tuple(dims[d] for d in out_dims)
         out = self._new_tensor(f"{name}_out", out_shape, "i32")
@@ -1223,6 +1211,25 @@ def _is_plain_dequant(value: FloatValue) -> bool:
     term = value.terms[0]
     return len(term.factors) == 1 and np.size(term.factors[0]) == 1 and np.size(term.offset) == 1 \
         and np.size(term.divisor) == 1 and term.divisor == 1.0
+
+
+def _dequantized_operand(value, amap: AccessMap, where: str) -> tuple[Operand, tuple[np.float32, int]]:
+    """An int8 tensor read through its per-tensor dequantization (possibly sliced and padded) as an operand of
+    an integer kernel, and its (scale, zero point)."""
+    value, amap = _unsliced(value, amap)
+    padded = value if isinstance(value, Padded) else None
+    if padded is not None:
+        value = padded.base
+    if not (isinstance(value, FloatValue) and _is_plain_dequant(value)):
+        raise MingError(f"{where}: a float convolution must read a dequantized int8 tensor")
+    term = value.terms[0]
+    scale, zero_point = np.float32(term.factors[0]), int(term.offset)
+    if padded is None:
+        return Operand(term.tensor, amap), (scale, zero_point)
+    pad_value = int(numerics.ort_quantize_linear(np.float32(padded.value), scale, zero_point))
+    if float(numerics.ort_dequantize_linear(pad_value, scale, zero_point)) != padded.value:
+        raise MingError(f"{where}: padding value {padded.value} is not representable in int8")
+    return Operand(term.tensor, amap, tuple(zip(padded.low, padded.high)), pad_value), (scale, zero_point)
 
 
 def _unsliced(value, amap: AccessMap) -> tuple[object, AccessMap]:
