@@ -56,9 +56,16 @@ def _shuffle_kept(g: zoo._Graph) -> str:
     return g.conv(h, "dw", 8, kernel=3, pads=1, group=8)
 
 
+def _shuffle_into_dense(g: zoo._Graph) -> str:
+    """A shuffle read by a dense layer (through a Flatten): folded into its weights."""
+    h = g.channel_shuffle(g.conv("x", "conv1", 8, kernel=1), "shuffle", 2)
+    return g.gemm(g.flatten(h, "flatten"), "fc", 10)
+
+
 def _split_concat(g: zoo._Graph) -> str:
-    a, b = g.split(g.conv("x", "conv1", 8, kernel=1), "split", [4, 4])
-    return g.concat([a, g.conv(b, "conv2", 4, kernel=3, pads=1)], "concat")
+    """Three unequal pieces, the middle one through a conv, concatenated in another order."""
+    a, b, c = g.split(g.conv("x", "conv1", 8, kernel=1), "split", [2, 4, 2])
+    return g.concat([c, g.conv(b, "conv2", 4, kernel=3, pads=1), a], "concat")
 
 
 def _slice_channels(g: zoo._Graph) -> str:
@@ -103,6 +110,7 @@ MODELS: dict[str, tuple[tuple[int, ...], Callable[[zoo._Graph], str]]] = {
     "grouped_chain": ((1, 8, 8, 8), _chain),
     "shuffle_folded": ((1, 8, 8, 8), _shuffle_folded),
     "shuffle_kept": ((1, 8, 8, 8), _shuffle_kept),
+    "shuffle_into_dense": ((1, 8, 4, 4), _shuffle_into_dense),
     "split_concat": ((1, 8, 8, 8), _split_concat),
     "slice_channels": ((1, 8, 8, 8), _slice_channels),
     "shufflenet": ((1, 3, 16, 16), _shufflenet),
@@ -177,11 +185,13 @@ def test_grouped_conv_keeps_its_group_loop(graph_of):
 def test_layers_around_groups_are_streamed_as_expected(graph_of):
     kinds = {name: [(p.kind, p.window.groups if p.window else None, tuple(sorted(p.routes)), p.order)
                     for p in stream_graph_of(graph_of(name)).processes]
-             for name in ("grouped_g4_1x1", "shuffle_folded", "shuffle_kept", "split_concat", "slice_channels")}
+             for name in ("grouped_g4_1x1", "shuffle_folded", "shuffle_into_dense", "shuffle_kept", "split_concat",
+                          "slice_channels")}
     assert kinds["grouped_g4_1x1"] == [("pointwise", 4, (), ())]
     assert [k for k, *_ in kinds["shuffle_folded"]] == ["conv", "pointwise"]  # the shuffle costs nothing
+    assert [k for k, *_ in kinds["shuffle_into_dense"]] == ["pointwise", "dense"]
     assert ("permute", None, (), (0, 2, 4, 6, 1, 3, 5, 7)) in kinds["shuffle_kept"]
-    assert ("split", None, ((0, 4), (4, 4)), ()) in kinds["split_concat"]
+    assert ("split", None, ((0, 2), (2, 4), (6, 2)), ()) in kinds["split_concat"]
     assert ("split", None, ((2, 4),), ()) in kinds["slice_channels"]
 
 
@@ -263,7 +273,7 @@ def test_grouped_chain_csim_equals_reference(graph_of, tmp_path, schedule):
     assert np.array_equal(got, _reference(graph, x))
 
 
-@pytest.mark.parametrize("name", ["shuffle_kept", "split_concat", "slice_channels", "shufflenet"])
+@pytest.mark.parametrize("name", ["shuffle_into_dense", "shuffle_kept", "split_concat", "slice_channels", "shufflenet"])
 def test_csim_equals_reference(graph_of, tmp_path, name):
     """Under the ILP's schedule and a random one (random lanes, factors, multipliers and FIFO depths)."""
     graph = graph_of(name)
