@@ -17,14 +17,15 @@ import pytest
 import zoo
 from emit_helpers import csim, random_schedule, stream_graph_of
 from ming_py import reference
+from ming_py.boards import load_board
 from ming_py.build import BuildOptions, explore
 from ming_py.classify import classify
 from ming_py.dataflow import Schedule
-from ming_py.ilp import Budget, solve
+from ming_py.ilp import Budget, Choice, process_cost, solve
 from ming_py.ilp.solve import candidates
 from ming_py.kernel import kernel_spec, loop_of, multiplier_choices
-from ming_py.boards import load_board
 from ming_py.parity import onnxruntime_outputs
+from ming_py.storage import plan_arrays
 
 SEEDS = (0, 1, 2)
 
@@ -230,13 +231,18 @@ def test_ilp_unrolls_among_groups_when_the_budget_allows(graph_of):
 
 
 def test_permute_costs_what_its_loop_runs(graph_of):
-    """The permute process holds two pixels of registers and writes a pixel while it reads the next: (pixels + 1)
-    x tokens iterations."""
+    """The permute process holds two pixels in registers and writes a pixel while it reads the next: (pixels + 1)
+    x tokens iterations, which the ILP charges, and no DSP or BRAM."""
     graph = stream_graph_of(graph_of("shuffle_kept"))
     permute = next(p for p in graph.processes if p.kind == "permute")
     for lanes in (1, 2, 4, 8):
-        loop = loop_of(kernel_spec(graph, permute, (), (lanes,), (lanes,)))
+        spec = kernel_spec(graph, permute, (), (lanes,), (lanes,))
+        loop = loop_of(spec)
         assert loop.iterations == (64 + 1) * (8 // lanes)
+        cost = process_cost(graph, permute, Choice((), (lanes,), (lanes,)))
+        assert (cost.cycles, cost.dsp, cost.bram18k) == (loop.cycles, 0, 0)
+        pixels = plan_arrays(spec)["pixel"]
+        assert pixels.memory == "register" and pixels.bits == 2 * 8 * 8 and cost.ff >= pixels.bits
 
 
 SCHEDULES = {
