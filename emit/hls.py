@@ -197,7 +197,8 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
     if p.kind == "permute":  # where each output channel arrives: (token, lane)
         view.extra["sources"] = [divmod(c, lanes_in[0]) for c in p.order]
     if p.routes:  # per output, its first token and tokens of a pixel
-        view.extra["routes"] = [(first // lanes, count // lanes) for (first, count), lanes in zip(p.routes, lanes_out)]
+        view.extra["routes"] = [(first // lanes, count // lanes)
+                                for (first, count), lanes in zip(p.routes, lanes_out)]
     _epilogue(view, p, constant)
     return view, constants
 

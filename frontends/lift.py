@@ -386,12 +386,14 @@ class Lifter:
                           for t in source.terms)
             self.values[op.results[0]] = FloatValue(shape, terms, source.bias)
         elif isinstance(source, Padded) and isinstance(source.base, IntTensor):
-            self.values[op.results[0]] = self._reshape_padded(source, reassociation(op), op.name == "tensor.expand_shape",
-                                                              shape, location_name(op), where)
+            expand = op.name == "tensor.expand_shape"
+            self.values[op.results[0]] = self._reshape_padded(source, reassociation(op), expand, shape,
+                                                              location_name(op), where)
         elif isinstance(source, np.ndarray) and source.size == np.prod(tensor_shape(op.operands[0])):
             self.values[op.results[0]] = source.reshape(shape)
         elif isinstance(source, np.ndarray):  # a broadcast constant kept compact (a bias)
-            self.values[op.results[0]] = _compact(np.broadcast_to(source, tensor_shape(op.operands[0])).reshape(shape))
+            full = np.broadcast_to(source, tensor_shape(op.operands[0]))
+            self.values[op.results[0]] = _compact(full.reshape(shape))
         else:
             raise MingError(f"{where}: cannot reshape a per-channel float value; unsupported layer pattern")
 
@@ -573,8 +575,6 @@ class Lifter:
             term = value.terms[0]
             permuted = self._transposed(IntTensor(term.tensor), axes, node, where)
             return FloatValue(self.graph.tensors[permuted.name].shape, (replace(term, tensor=permuted.name),))
-        if isinstance(value, np.ndarray):
-            return np.transpose(value, axes)
         if not isinstance(value, IntTensor):
             raise MingError(f"{where}: transposing this value is not supported")
         return IntTensor(self._transpose_tensor(value.name, axes, node, where))
@@ -807,7 +807,8 @@ class Lifter:
         block = op.regions[0].blocks[0]
         result = op.results[0]
         node = location_name(op)
-        axes = _transposition(maps[0], maps[-1]) if n_in == 1 and _copies_its_input(block) else None
+        copied = self.values.get(op.operands[0]) if n_in == 1 and _copies_its_input(block) else None
+        axes = _transposition(maps[0], maps[-1]) if isinstance(copied, (IntTensor, FloatValue)) else None
         if axes is not None:  # a Transpose
             self.values[result] = self._transposed(self._get(op.operands[0], where), axes, node, where)
             return

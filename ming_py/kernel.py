@@ -102,7 +102,8 @@ def whole_groups(window: Window | None, unroll: dict[str, int]) -> bool:
     if unroll.get(GROUP_LOOP, 1) == 1:
         return True
     groups = window.groups
-    return unroll.get("oc", 1) == window.out_channels // groups and unroll.get("ic", 1) == window.in_channels // groups
+    return unroll.get("oc", 1) == window.out_channels // groups \
+        and unroll.get("ic", 1) == window.in_channels // groups
 
 
 def depth_bound(kind: str) -> int:
