@@ -30,6 +30,9 @@ class Classification:
     reduction_dims: tuple[int, ...]
     original_exprs: tuple[str, ...]
     window_dims: tuple[int, ...]
+    # parallel dims indexing both the activation's and the output's channels: a reduction never crosses them
+    # (a grouped convolution's group; every channel of a depthwise convolution or a pooling)
+    group_dims: tuple[int, ...] = ()
 
 
 def detect_sliding_window(kernel: Kernel) -> tuple[bool, int, int]:
@@ -80,6 +83,15 @@ def iterator_sets(kernel: Kernel):
     return tuple(sorted(parallel)), tuple(sorted(reduction)), tuple(original), tuple(sorted(window))
 
 
+def group_dims(kernel: Kernel) -> tuple[int, ...]:
+    """The parallel dims a reduction kernel's activation (first input) and output both index directly."""
+    if all(it == PARALLEL for it in kernel.iterators):
+        return ()
+    read = {e.single_dim() for e in kernel.inputs[0].map.results}
+    written = {e.single_dim() for e in kernel.output.map.results}
+    return tuple(sorted(d for d in read & written if d is not None and kernel.iterators[d] == PARALLEL))
+
+
 def _strides(kernel: Kernel) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Stride and dilation of each spatial axis of the (first) activation input."""
     strides, dilations = [], []
@@ -106,4 +118,4 @@ def classify(kernel: Kernel) -> Classification:
         kind = REDUCTION_KIND
     stride, dilation = _strides(kernel)
     p, r, o, w = iterator_sets(kernel)
-    return Classification(kernel.name, kind, stride, dilation, p, r, o, w)
+    return Classification(kernel.name, kind, stride, dilation, p, r, o, w, group_dims(kernel))

@@ -18,7 +18,7 @@ import numpy as np
 
 from ming_py import __version__, numerics
 from ming_py.boards import Board
-from ming_py.dataflow import Process, Schedule, StreamGraph
+from ming_py.dataflow import GROUP_LOOP, Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of, window_order, window_tile
 from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays, tables_per_lane, upsample_factors
 from ming_py.ir import (
@@ -221,6 +221,11 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
     if p.weights is not None:
         constant("weights", "int8_t", fold_order(p.kind, p.weights, spec).astype(np.int8),
                  f"weights {_shape_doc(p)}, one row of every weight a fold step multiplies")
+    if p.kind == "permute":  # where each output channel arrives: (token, lane)
+        view.extra["sources"] = [divmod(c, lanes_in[0]) for c in p.order]
+    if p.routes:  # per output, its first token and tokens of a pixel
+        view.extra["routes"] = [(first // lanes, count // lanes)
+                                for (first, count), lanes in zip(p.routes, lanes_out)]
     _epilogue(view, p, constant)
     return view, constants
 
@@ -236,11 +241,13 @@ def fold_order(kind: str, weights: np.ndarray, spec: KernelSpec) -> np.ndarray:
     f = spec.factor
     if kind in ("conv", "depthwise"):
         weights = weights[..., window_order(spec.window.kernel, f("k"))]
-    if kind == "conv":
-        c_out, c_in, k = weights.shape
-        tiled = weights.reshape(c_out // f("oc"), f("oc"), c_in // f("ic"), f("ic"), k // f("k"), f("k"))
-        return tiled.transpose(0, 2, 4, 1, 3, 5).reshape(spec.fold, -1)
-    outer, inner = {"depthwise": ("c", "k"), "pointwise": ("oc", "ic"), "dense": ("n", "k")}[kind]
+    if kind in ("conv", "pointwise"):  # [group tile][out tile][in tile][k tile] x [group][out][in][k] lanes
+        c_out, c_in, k = weights.reshape(weights.shape[0], weights.shape[1], -1).shape
+        groups, grouped = spec.window.groups, f(GROUP_LOOP)
+        tiled = weights.reshape(groups // grouped, grouped, c_out // groups // f("oc"), f("oc"), c_in // f("ic"),
+                                f("ic"), k // f("k"), f("k"))
+        return tiled.transpose(0, 2, 4, 6, 1, 3, 5, 7).reshape(spec.fold, -1)
+    outer, inner = {"depthwise": ("c", "k"), "dense": ("n", "k")}[kind]
     rows, cols = weights.shape
     tiled = weights.reshape(rows // f(outer), f(outer), cols // f(inner), f(inner))
     return tiled.transpose(0, 2, 1, 3).reshape(spec.fold, -1)
@@ -252,20 +259,22 @@ def _per_tile(values: np.ndarray, lanes: int) -> np.ndarray:
 
 
 def _shape_doc(p: Process) -> str:
-    return {"conv": "[out channel][in channel][window position]", "depthwise": "[channel][window position]",
-            "pointwise": "[out channel][in channel]",
+    in_channel = "in channel of its group" if p.window is not None and p.window.groups > 1 else "in channel"
+    return {"conv": f"[out channel][{in_channel}][window position]", "depthwise": "[channel][window position]",
+            "pointwise": f"[out channel][{in_channel}]",
             "dense": "[output][input, in stream order (row, column, channel)]"}[p.kind]
 
 
 def _comment(p: Process, ins, outs) -> str:
     shapes = f"{' + '.join(_shape_text(c) for c in ins)} -> {_shape_text(outs[0])}"
     w = p.window
+    groups = f", {w.groups} groups" if w is not None and w.groups > 1 else ""
     if p.kind in ("conv", "depthwise", "maxpool", "avgpool"):
         geometry = (f"{w.kernel[0]}x{w.kernel[1]}, stride {w.stride[0]}x{w.stride[1]}, "
-                    f"dilation {w.dilation[0]}x{w.dilation[1]}, pads {'/'.join(map(str, w.pads))} (t/l/b/r)")
+                    f"dilation {w.dilation[0]}x{w.dilation[1]}, pads {'/'.join(map(str, w.pads))} (t/l/b/r){groups}")
         return f"{p.name} ({p.source}): {p.kind} {geometry}: {shapes}"
     if p.kind == "pointwise":
-        return f"{p.name} ({p.source}): 1x1 conv, stride {w.stride[0]}x{w.stride[1]}: {shapes}"
+        return f"{p.name} ({p.source}): 1x1 conv, stride {w.stride[0]}x{w.stride[1]}{groups}: {shapes}"
     if p.kind == "pad":
         return f"{p.name} ({p.source}): pad {'/'.join(map(str, w.pads))} (t/l/b/r) with {w.pad_value}: {shapes}"
     if p.kind == "upsample":

@@ -41,12 +41,12 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
         nodes.append({
             "name": p.name, "cpp_name": names.processes[p.name], "source": p.source, "kind": p.kind,
             "inputs": list(p.inputs), "outputs": list(p.outputs),
-            "window": asdict(p.window) if p.window is not None else None,
+            "window": _window_json(p.window) if p.window is not None else None,
             "loop_bounds": graph.trip_counts(p) | _pixel_loops(graph, p),
             "schedule": {"unroll": unroll, "lanes_in": [schedule.lanes_of(c) for c in p.inputs],
                          "lanes_out": [schedule.lanes_of(c) for c in p.outputs]},
             "requantization": requant_datapath(p.epilogue) if isinstance(p.epilogue, REQUANTIZING) else None,
-        })
+        } | ({"routes": [list(route) for route in p.routes]} if p.routes else {}))
         arrays = _arrays(graph, schedule, p)
         nodes[-1] |= {"buffers_bits": {role: a.bits for role, a in arrays.items()},
                       "buffers": [_array_json(role, a) for role, a in arrays.items()]}
@@ -94,6 +94,14 @@ def record(graph: StreamGraph) -> list[dict]:
 def record_words(graph: StreamGraph) -> int:
     """64-bit words of an image's output record."""
     return sum(entry["words"] for entry in record(graph))
+
+
+def _window_json(window) -> dict:
+    """The window's geometry; its groups only where there are several (a grouped convolution)."""
+    fields = asdict(window)
+    if fields["groups"] == 1:
+        del fields["groups"]
+    return fields
 
 
 def _arrays(graph: StreamGraph, schedule: Schedule, p) -> dict[str, ArrayPlan]:

@@ -51,14 +51,14 @@ def _per_channel(array: np.ndarray, channels: int) -> np.ndarray:
     return flat.reshape(1, -1) if flat.size == channels else flat[:1].reshape(1, 1)
 
 
-def requant_of(chain, channel_dim: int, channels: int, where: str) -> FixedPointRequant:
+def requant_of(chain, channel_dims: tuple[int, ...], channels: int, where: str) -> FixedPointRequant:
     """The epilogue the chain computes on the accumulator of a kernel with `channels` output channels
-    (indexed by its loop dim `channel_dim`)."""
+    (indexed by its loop dims `channel_dims`)."""
     values = probes()
     x = np.broadcast_to(values.reshape(-1, 1), (values.size, channels))
     bias, multiplier, shift, zero_point, double_round, low, high = requant_parameters(chain.steps, x, where)
     return FixedPointRequant(bias.astype(np.int32), multiplier.astype(np.int32), shift.astype(np.int32),
-                             zero_point, channel_dim, double_round, low, high)
+                             zero_point, channel_dims, double_round, low, high)
 
 
 def add_of(a, b, steps, where: str) -> FixedPointAdd:

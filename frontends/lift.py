@@ -46,8 +46,10 @@ from ming_py.ir import (
     Op,
     Operand,
     Pad,
+    Permute,
     Rescale,
     Reshape,
+    Slice,
     TensorInfo,
     Upsample,
 )
@@ -59,6 +61,7 @@ from .mlir_attrs import (
     element_type,
     iterator_kind,
     location_name,
+    reassociation,
     tensor_shape,
 )
 
@@ -89,7 +92,7 @@ class Padded:
 class Sliced:
     """A `tensor.extract_slice` read by kernels: folded into their access maps."""
 
-    base: object  # IntTensor | Padded
+    base: object  # IntTensor | Padded | FloatValue
     offsets: tuple[int, ...]
     strides: tuple[int, ...]
 
@@ -247,14 +250,42 @@ class ModelPort:
     integer_dtype: str = "int8"
 
 
+@dataclass(frozen=True)
+class QuantizedWeights:
+    """A layer's int8 weights as the model stores them behind its DequantizeLinear. IREE hands a grouped
+    convolution over in float, its weights dequantized; these turn them back into integers."""
+
+    values: np.ndarray  # int8, the initializer's shape
+    scale: np.ndarray  # float32: a scalar, or one per index of `axis`
+    zero_point: np.ndarray  # a scalar, or one per index of `axis`
+    axis: int
+
+    def integers(self) -> np.ndarray:
+        """values - zero point."""
+        return self.values.astype(np.int64) - self._along_axis(self.zero_point).astype(np.int64)
+
+    def dequantized(self) -> np.ndarray:
+        """float32 (values - zero point) * scale, as DequantizeLinear computes it."""
+        return self.integers().astype(np.float32) * self._along_axis(self.scale).astype(np.float32)
+
+    def _along_axis(self, array) -> np.ndarray:
+        shape = [1] * self.values.ndim
+        shape[self.axis] = -1
+        return np.asarray(array).reshape(shape) if np.size(array) > 1 else np.asarray(array)
+
+
 class Lifter:
     def __init__(self, graph_name: str, inputs: list[ModelPort], outputs: list[ModelPort], op_types: dict[str, str],
                  notes: tuple[str, ...] = (), tables: dict[str, NodeTable] | None = None,
-                 resizes: dict[str, tuple[int, ...]] | None = None):
+                 resizes: dict[str, tuple[int, ...]] | None = None,
+                 weights: dict[str, QuantizedWeights] | None = None, transposes: dict[str, str] | None = None):
         self.graph = Graph(_identifier(graph_name), notes=list(notes))
         self.op_types = op_types  # model node name -> op type, to name kernels for people
         self.tables = tables or {}  # model node name -> its element-wise function of int8 values
         self.resizes = resizes or {}  # nearest Resize node name -> its integer factor per axis (onnx_geometry)
+        self.weights = weights or {}  # model node name -> its int8 weights
+        # (de)quantization node -> the Transpose it wraps, whose transposition IREE hands over in its name
+        self.transposes = transposes or {}
         self.inputs = inputs
         self.outputs = outputs
         self.values: dict[ir.Value, object] = {}
@@ -427,8 +458,15 @@ class Lifter:
             terms = tuple(replace(t, tensor=self._reshape_tensor(t.tensor, shape, location_name(op)))
                           for t in source.terms)
             self.values[op.results[0]] = FloatValue(shape, terms, source.bias)
-        elif isinstance(source, np.ndarray):
+        elif isinstance(source, Padded) and isinstance(source.base, IntTensor):
+            expand = op.name == "tensor.expand_shape"
+            self.values[op.results[0]] = self._reshape_padded(source, reassociation(op), expand, shape,
+                                                              location_name(op), where)
+        elif isinstance(source, np.ndarray) and source.size == np.prod(tensor_shape(op.operands[0])):
             self.values[op.results[0]] = source.reshape(shape)
+        elif isinstance(source, np.ndarray):  # a broadcast constant kept compact (a bias)
+            full = np.broadcast_to(source, tensor_shape(op.operands[0]))
+            self.values[op.results[0]] = _compact(full.reshape(shape))
         else:
             raise MingError(f"{where}: cannot reshape a per-channel float value; unsupported layer pattern")
 
@@ -446,23 +484,76 @@ class Lifter:
         self.graph.nodes.append(Reshape(self._fresh(f"{source}_reshape"), source, tensor, out))
         return out
 
+    def _reshape_padded(self, source: Padded, groups: list[list[int]], expand: bool, shape, node, where) -> Padded:
+        """A reshape of a padded tensor that splits or merges only unpadded axes (a grouped convolution's
+        channels into groups): the tensor is reshaped, the padding stays on its axes."""
+        base_shape = self.graph.tensors[source.base.name].shape
+        low, high, unpadded = [], [], []
+        for axis, group in enumerate(groups):  # axis of the collapsed side, `group` its expanded axes
+            pieces = group if expand else [axis]  # axes of the result
+            padded_axes = [axis] if expand else group  # axes of the source
+            if len(group) == 1:
+                low.append(source.low[padded_axes[0]])
+                high.append(source.high[padded_axes[0]])
+                unpadded.append(base_shape[padded_axes[0]])
+                continue
+            if any(source.low[a] or source.high[a] for a in padded_axes):
+                raise MingError(f"{where}: reshaping a padded axis is not supported")
+            low += [0] * len(pieces)
+            high += [0] * len(pieces)
+            unpadded += [shape[a] for a in pieces] if expand else [int(np.prod([base_shape[a] for a in group]))]
+        tensor = self._reshape_tensor(source.base.name, tuple(unpadded), node)
+        return Padded(IntTensor(tensor), tuple(low), tuple(high), source.value)
+
     def _op_tensor_extract_slice(self, op, where):
         source = self._get(op.operands[0], where, padded=True)
         offsets = tuple(op.attributes["static_offsets"])
         strides = tuple(op.attributes["static_strides"])
         sizes = tuple(op.attributes["static_sizes"])
         dropped = len(offsets) - len(tensor_shape(op.results[0]))
-        if dropped > 0 and isinstance(source, IntTensor) and sizes[:dropped] == (1,) * dropped \
+        if dropped > 0 and isinstance(source, (IntTensor, FloatValue)) and sizes[:dropped] == (1,) * dropped \
                 and offsets[:dropped] == (0,) * dropped:  # a rank-reducing slice of leading unit dims
-            shape = self.graph.tensors[source.name].shape[dropped:]
-            source = IntTensor(self._reshape_tensor(source.name, shape, location_name(op)))
-            offsets, strides = offsets[dropped:], strides[dropped:]
+            source = self._reshaped(source, self._shape(source)[dropped:], location_name(op), where)
+            offsets, strides, sizes = offsets[dropped:], strides[dropped:], sizes[dropped:]
+        if isinstance(source, (IntTensor, FloatValue)) and strides == (1,) * len(strides) \
+                and offsets[1:] == (0,) * (len(offsets) - 1) and sizes[1:] == self._shape(source)[1:]:
+            self.values[op.results[0]] = self._channel_slice(source, offsets[0], sizes[0], location_name(op), where)
+            return
         base = source.base if isinstance(source, Padded) else source
-        if not isinstance(base, IntTensor) or len(offsets) != len(tensor_shape(op.results[0])):
+        if not (isinstance(base, IntTensor) or (isinstance(base, FloatValue) and _is_plain_dequant(base))) \
+                or len(offsets) != len(tensor_shape(op.results[0])):
             raise MingError(f"{where}: this slice is not supported")
         if not all(use.owner.name == "linalg.generic" for use in op.results[0].uses):
             raise MingError(f"{where}: a slice must feed kernels directly (its strides fold into their windows)")
         self.values[op.results[0]] = Sliced(source, offsets, strides)
+
+    def _shape(self, value: IntTensor | FloatValue) -> tuple[int, ...]:
+        return self.graph.tensors[value.name].shape if isinstance(value, IntTensor) else value.shape
+
+    def _reshaped(self, value: IntTensor | FloatValue, shape, node: str, where: str) -> IntTensor | FloatValue:
+        """An int8 tensor, or one dequantized per tensor, in another shape."""
+        if isinstance(value, IntTensor):
+            return IntTensor(self._reshape_tensor(value.name, shape, node))
+        if not _is_plain_dequant(value):
+            raise MingError(f"{where}: only a tensor dequantized per tensor can be reshaped here")
+        term = value.terms[0]
+        return FloatValue(shape, (replace(term, tensor=self._reshape_tensor(term.tensor, shape, node)),))
+
+    def _channel_slice(self, value: IntTensor | FloatValue, start: int, size: int, node: str,
+                       where: str) -> IntTensor | FloatValue:
+        """Channels [start, start + size) of an int8 tensor or of one dequantized per tensor (a Slice node)."""
+        if isinstance(value, FloatValue):
+            if not _is_plain_dequant(value):
+                raise MingError(f"{where}: only a tensor dequantized per tensor can be split along its channels")
+            term = value.terms[0]
+            sliced = self._channel_slice(IntTensor(term.tensor), start, size, node, where)
+            return FloatValue((size,) + value.shape[1:], (replace(term, tensor=sliced.name),))
+        info = self.graph.tensors[value.name]
+        if (start, size) == (0, info.shape[0]):
+            return value
+        out = self._new_tensor(f"{node}_{start}_{start + size}", (size,) + info.shape[1:], info.dtype)
+        self.graph.nodes.append(Slice(self._fresh(f"{node}_slice"), node, value.name, out, start))
+        return IntTensor(out)
 
     def _op_tensor_insert_slice(self, op, where):
         source = self._get(op.operands[0], where)
@@ -506,7 +597,7 @@ class Lifter:
         return scale, zero_point
 
     def _op_iree_linalg_ext_dequantize_affine(self, op, where):
-        source = self._get(op.operands[0], where, padded=True)
+        source = self._in_output_order(op, self._get(op.operands[0], where, padded=True), where)
         scale, zero_point = self._scale_and_zero_point(op, where)
         if isinstance(source, HostValue):
             self.values[op.results[0]] = replace(
@@ -526,7 +617,7 @@ class Lifter:
         self.values[op.results[0]] = value
 
     def _op_iree_linalg_ext_quantize_affine(self, op, where):
-        source = self._get(op.operands[0], where, padded=True)
+        source = self._in_output_order(op, self._get(op.operands[0], where, padded=True), where)
         scale, zero_point = self._scale_and_zero_point(op, where)
         scale, zero_point = np.float32(scale), int(zero_point)
         qmin, qmax = int(op.attributes["quant_min"].value), int(op.attributes["quant_max"].value)
@@ -538,6 +629,53 @@ class Lifter:
         if isinstance(result, IntTensor):
             self.quantization.setdefault(result.name, (float(scale), zero_point))
         self.values[op.results[0]] = result
+
+    def _in_output_order(self, op, value, where):
+        """The operand of a (de)quantization in its result's axis order (it may transpose, as a Transpose
+        between a DequantizeLinear and a QuantizeLinear becomes)."""
+        maps = [access_map(a, where) for a in op.attributes["indexing_maps"]]
+        if maps[0] == maps[-1]:
+            return value
+        axes = _transposition(maps[0], maps[-1])
+        if axes is None:
+            raise MingError(f"{where}: access {maps[0]} -> {maps[-1]} is not a transposition")
+        node = self.transposes.get(location_name(op), location_name(op))
+        return self._transposed(value, axes, node, f"node '{node}' (Transpose)")
+
+    def _transposed(self, value, axes: tuple[int, ...], node: str, where: str):
+        """An int8 tensor, or one dequantized per tensor, transposed (numpy.transpose's `axes`)."""
+        if isinstance(value, FloatValue) and _is_plain_dequant(value):
+            term = value.terms[0]
+            permuted = self._transposed(IntTensor(term.tensor), axes, node, where)
+            return FloatValue(self.graph.tensors[permuted.name].shape, (replace(term, tensor=permuted.name),))
+        if not isinstance(value, IntTensor):
+            raise MingError(f"{where}: transposing this value is not supported")
+        return IntTensor(self._transpose_tensor(value.name, axes, node, where))
+
+    def _transpose_tensor(self, tensor: str, axes: tuple[int, ...], node: str, where: str) -> str:
+        """A transposed tensor as a `Permute` of the channels of the map it reshapes (Reshape -> Transpose ->
+        Reshape, ShuffleNet's channel shuffle), reshaped to the transposed shape. Any other transposition
+        moves values between pixels, which a stream cannot do."""
+        shape = self.graph.tensors[tensor].shape
+        origin = tensor  # reshapes keep the order of the values: the tensor a kernel made, as a (C, H, W) map
+        while (reshape := next((n for n in self.graph.nodes if isinstance(n, Reshape) and n.output == origin),
+                               None)) is not None:
+            origin = reshape.input
+        origin_shape = self.graph.tensors[origin].shape
+        map_shape = (int(np.prod(origin_shape[:-2])), *origin_shape[-2:]) if len(origin_shape) >= 3 \
+            else (int(np.prod(origin_shape)),)
+        pixel = int(np.prod(map_shape[1:]))
+        positions = np.arange(int(np.prod(shape))).reshape(shape).transpose(axes).reshape(-1, pixel)
+        order = positions[:, 0] // pixel
+        if not np.array_equal(positions, order[:, None] * pixel + np.arange(pixel)):
+            raise MingError(f"{where}: transposing a {shape} tensor by {axes} moves values between pixels; ming "
+                            "supports transpositions that reorder the channels of each pixel (a channel shuffle)")
+        permuted = self._reshape_tensor(origin, map_shape, node)
+        if not np.array_equal(order, np.arange(len(order))):
+            base = permuted
+            permuted = self._new_tensor(f"{node}_out", map_shape, self.graph.tensors[base].dtype)
+            self.graph.nodes.append(Permute(self._fresh(node), node, base, permuted, tuple(int(c) for c in order)))
+        return self._reshape_tensor(permuted, tuple(shape[a] for a in axes), node)
 
     def _note_input_quantization(self, tensor: str, scale: float, zero_point: int) -> None:
         """An int8 model input's scale and zero point, for reports, from the first dequantization of it."""
@@ -605,16 +743,17 @@ class Lifter:
         term = value.terms[0]
         if len(term.factors) != 2 or term.divisor != 1.0:
             raise MingError(f"{where}: unexpected requantization chain after {kernel.source}")
-        out_shape = self.graph.tensors[kernel.output.tensor].shape
-        axis = _channel_axis([term.offset, value.bias, *term.factors], out_shape)
-        if axis is None:  # nothing varies per channel: the output's channels are its first axis
-            axis = 0
-        channels = out_shape[axis] if out_shape else 1  # a single output (a scalar) has no channel axis
-        x_scale, w_scale = (np.float32(term.factors[0]), _per_channel(term.factors[1], channels, np.float32))
+        # nothing varies per channel: the output's channels are its first axis (a single output has none)
+        axes = _channel_axes([term.offset, value.bias, *term.factors]) or ((0,) if value.shape else ())
+
+        def per_channel(array, dtype) -> np.ndarray:
+            return _per_channel(array, value.shape, axes, dtype)
+
+        x_scale, w_scale = np.float32(term.factors[0]), per_channel(term.factors[1], np.float32)
         if np.ndim(term.factors[0]) and np.size(term.factors[0]) > 1:
-            x_scale, w_scale = np.float32(term.factors[1]), _per_channel(term.factors[0], channels, np.float32)
-        correction = _per_channel(term.offset, channels, np.int64)
-        bias_float = _per_channel(value.bias, channels, np.float64)
+            x_scale, w_scale = np.float32(term.factors[1]), per_channel(term.factors[0], np.float32)
+        correction = per_channel(term.offset, np.int64)
+        bias_float = per_channel(value.bias, np.float64)
         acc_scale = np.float64(x_scale) * w_scale.astype(np.float64)
         # IREE folds the int32 bias's DequantizeLinear into a float32 constant, which holds the integer only
         # to float32 precision (2^-24 relative: tens of units for the huge biases of dead channels). What
@@ -633,11 +772,10 @@ class Lifter:
             raise MingError(f"{where}: bias of {kernel.source} is not an int32 multiple of input*weight scale "
                             f"(channel {worst} is {error_lsb[worst]:.3g} output LSB away); quantize the bias to "
                             "int32 with scale input_scale * weight_scale")
-        channel_dim = kernel.output.map.results[axis].single_dim() if out_shape else None
         kernel.epilogue = AccRequant(
             bias=(bias_int.astype(np.int64) - correction).astype(np.int32),
             x_scale=np.float32(x_scale), w_scale=w_scale.astype(np.float32), y_scale=np.float32(scale),
-            zero_point=zero_point, channel_dim=channel_dim)
+            zero_point=zero_point, channel_dims=tuple(kernel.output.map.results[a].single_dim() for a in axes))
         self._retype(kernel.output.tensor, "i8")
         return IntTensor(kernel.output.tensor)
 
@@ -808,6 +946,11 @@ class Lifter:
             if mapped is not None:
                 self.values[result] = mapped
                 return
+        copied = self.values.get(op.operands[0]) if n_in == 1 and _copies_its_input(block) else None
+        axes = _transposition(maps[0], maps[-1]) if isinstance(copied, (IntTensor, FloatValue)) else None
+        if axes is not None:  # a Transpose
+            self.values[result] = self._transposed(self._get(op.operands[0], where), axes, node, where)
+            return
         if element_type(result) == "f32":
             ins = [self._get(v, where, padded=windowed) for v in op.operands[:n_in]]
             self.values[result] = self._float_generic(op, ins, out_init, maps, iterators, dims, block, node, where)
@@ -957,13 +1100,13 @@ class Lifter:
         if producer is not None and producer.op in MAC_OPS and producer.epilogue is None \
                 and chain.steps[-1].dtype == "i8":
             channel_dim = self._channel_dim(producer, chain)
-            producer.epilogue = fixed_point.requant_of(chain, channel_dim, producer.dims[channel_dim], where)
+            producer.epilogue = fixed_point.requant_of(chain, (channel_dim,), producer.dims[channel_dim], where)
             self._retype(producer.output.tensor, "i8")
             return IntTensor(producer.output.tensor)
         if producer is not None and producer.op == "sumpool" and producer.epilogue is None \
                 and producer.output.tensor in self.sum_offsets:  # a MEAN: the rescale of a global sum
             channel_dim = self._channel_dim(producer, chain)
-            epilogue = fixed_point.requant_of(chain, channel_dim, producer.dims[channel_dim], where)
+            epilogue = fixed_point.requant_of(chain, (channel_dim,), producer.dims[channel_dim], where)
             epilogue.bias = numerics.wrap_i32(epilogue.bias.astype(np.int64)
                                               + self.sum_offsets[producer.output.tensor]).astype(np.int32)
             producer.epilogue = epilogue
@@ -1034,10 +1177,7 @@ class Lifter:
         return IntTensor(out)
 
     def _operand(self, value, amap: AccessMap, node: str, where: str) -> Operand:
-        if isinstance(value, Sliced):  # index j of the slice is offset + stride * j of its source
-            results = tuple(AffineExpr(tuple(c * stride for c in e.coeffs), e.constant * stride + offset)
-                            for e, offset, stride in zip(amap.results, value.offsets, value.strides))
-            value, amap = value.base, AccessMap(amap.num_dims, results)
+        value, amap = _unsliced(value, amap)
         if isinstance(value, IntTensor):
             return Operand(value.name, amap)
         if isinstance(value, Padded) and isinstance(value.base, IntTensor):
@@ -1072,8 +1212,11 @@ class Lifter:
         raise MingError(f"{where}: generic without yield")
 
     def _float_reduction(self, ins, out_init, maps, iterators, dims, block, node, where):
-        """Float max/sum pooling over a dequantized tensor -> integer pooling kernel."""
+        """Float max/sum pooling over a dequantized tensor -> integer pooling kernel; a float convolution
+        (a grouped one, which IREE leaves in float) -> integer convolution."""
         body = [o.operation.name for o in block.operations]
+        if _is_float_mac(block):
+            return self._float_mac(ins, out_init, maps, iterators, dims, node, where)
         source = ins[0]
         padding: tuple[tuple[int, int], ...] = ()
         pad_float = 0.0
@@ -1112,6 +1255,55 @@ class Lifter:
             inputs=(Operand(term.tensor, maps[0], padding, pad_value),),
             output=Operand(out, maps[-1]), payload=payload, init=init, op=kind))
         return FloatValue(out_shape, (replace(new_term, tensor=out),))
+
+    def _float_mac(self, ins, out_init, maps, iterators, dims, node, where) -> FloatValue:
+        """`acc + x * w` over a dequantized int8 activation and dequantized int8 weights: the integer kernel
+        sum(x * w) on the int8 values, and the float value IREE's code computes from it, for the
+        requantization that follows: (sum - x_zero_point * sum(w)) * x_scale * w_scale + bias."""
+        activation, (x_scale, x_zero_point) = _dequantized_operand(ins[0], maps[0], where)
+        weights = ins[1]
+        if not (isinstance(weights, np.ndarray) and weights.dtype == np.float32):
+            raise MingError(f"{where}: a float convolution must multiply by constant weights")
+        quantized = self._quantized_weights(node, weights, where)
+        kernel_weights = quantized.integers().reshape(weights.shape)
+        weight_map, out_map = maps[1], maps[-1]
+        weight_dims = [e.single_dim() for e in weight_map.results]
+        out_dims = [e.single_dim() for e in out_map.results]
+        channel_dims = [d for d in weight_dims if d is not None and iterators[d] == PARALLEL]
+        if None in weight_dims + out_dims or not channel_dims or out_dims[:len(channel_dims)] != channel_dims \
+                or np.any(np.abs(kernel_weights) > 127):
+            raise MingError(f"{where}: unsupported float convolution layout {weight_map} -> {out_map}")
+        name = self._kernel_name(node, "conv")
+        operands = (activation, Operand(self._constant(node, kernel_weights.astype(np.int8)), weight_map))
+        payload = Op("add", (Arg(2), Op("mul", (Arg(0), Arg(1)))))
+        out_shape = tuple(dims[d] for d in out_dims)
+        out = self._new_tensor(f"{name}_out", out_shape, "i32")
+        self.graph.nodes.append(Kernel(
+            name=name, source=node, dims=dims, iterators=iterators, inputs=operands, output=Operand(out, out_map),
+            payload=payload, init=0, op=_kernel_op(payload, self.op_types.get(node, ""), list(operands), "i32")))
+        # per output channel (the leading output axes, which index the weights): w_scale and x_zp * sum(w)
+        channel_shape = out_shape[:len(channel_dims)] + (1,) * (len(out_shape) - len(channel_dims))
+        reduced = tuple(a for a, d in enumerate(weight_dims) if d not in channel_dims)
+        weight_sums = kernel_weights.sum(axis=reduced).reshape(channel_shape)
+        w_scale = np.broadcast_to(np.asarray(quantized.scale, np.float32).reshape(-1), (weight_sums.size,))
+        bias = np.float32(0) if isinstance(out_init, Fill) and out_init.value == 0.0 else out_init
+        if not isinstance(bias, (np.ndarray, np.generic)):
+            raise MingError(f"{where}: a float convolution must start from a constant bias")
+        return FloatValue(out_shape, (Term(out, (x_scale, w_scale.reshape(channel_shape)),
+                                           np.int64(x_zero_point) * weight_sums),), np.asarray(bias, np.float32))
+
+    def _quantized_weights(self, node: str, weights: np.ndarray, where: str) -> QuantizedWeights:
+        """The model's int8 weights of `node`, checked against the float weights IREE computed from them."""
+        quantized = self.weights.get(node)
+        if quantized is None:
+            raise MingError(f"{where}: float weights without an int8 initializer behind a DequantizeLinear")
+        if np.size(quantized.scale) > 1 and quantized.axis != 0:
+            raise MingError(f"{where}: weights quantized along axis {quantized.axis}; ming takes per-output-channel "
+                            "(axis 0) or per-tensor weight scales")
+        dequantized = quantized.dequantized()
+        if dequantized.size != weights.size or not np.array_equal(dequantized.reshape(weights.shape), weights):
+            raise MingError(f"{where}: the float weights are not the model's int8 weights dequantized")
+        return quantized
 
     def _drop_unused(self) -> None:
         """Remove nodes whose results nothing reads (e.g. float bias broadcasts folded away)."""
@@ -1234,6 +1426,62 @@ def _is_plain_dequant(value: FloatValue) -> bool:
         and np.size(term.divisor) == 1 and term.divisor == 1.0 and term.map is None and not term.negated
 
 
+def _dequantized_operand(value, amap: AccessMap, where: str) -> tuple[Operand, tuple[np.float32, int]]:
+    """An int8 tensor read through its per-tensor dequantization (possibly sliced and padded) as an operand of
+    an integer kernel, and its (scale, zero point)."""
+    value, amap = _unsliced(value, amap)
+    padded = value if isinstance(value, Padded) else None
+    if padded is not None:
+        value = padded.base
+    if not (isinstance(value, FloatValue) and _is_plain_dequant(value)):
+        raise MingError(f"{where}: a float convolution must read a dequantized int8 tensor")
+    term = value.terms[0]
+    scale, zero_point = np.float32(term.factors[0]), int(term.offset)
+    if padded is None:
+        return Operand(term.tensor, amap), (scale, zero_point)
+    pad_value = int(numerics.ort_quantize_linear(np.float32(padded.value), scale, zero_point))
+    if float(numerics.ort_dequantize_linear(pad_value, scale, zero_point)) != padded.value:
+        raise MingError(f"{where}: padding value {padded.value} is not representable in int8")
+    return Operand(term.tensor, amap, tuple(zip(padded.low, padded.high)), pad_value), (scale, zero_point)
+
+
+def _unsliced(value, amap: AccessMap) -> tuple[object, AccessMap]:
+    """A slice's source and the access map into it: index j of the slice is offset + stride * j of its source."""
+    if not isinstance(value, Sliced):
+        return value, amap
+    results = tuple(AffineExpr(tuple(c * stride for c in e.coeffs), e.constant * stride + offset)
+                    for e, offset, stride in zip(amap.results, value.offsets, value.strides))
+    return value.base, AccessMap(amap.num_dims, results)
+
+
+def _is_float_mac(block) -> bool:
+    """Whether a generic's body is `out + in0 * in1` in float."""
+    ops = list(block.operations)
+    if [o.operation.name for o in ops] != ["arith.mulf", "arith.addf", "linalg.yield"]:
+        return False
+    a, b, out = block.arguments
+    mul, add, done = ops
+    return set(mul.operands) == {a, b} and set(add.operands) == {out, mul.results[0]} \
+        and done.operands[0] == add.results[0]
+
+
+def _copies_its_input(block) -> bool:
+    """Whether a generic's body is `linalg.yield` of its first argument."""
+    ops = list(block.operations)
+    return len(ops) == 1 and ops[0].operation.name == "linalg.yield" and ops[0].operands[0] == block.arguments[0]
+
+
+def _transposition(source: AccessMap, result: AccessMap) -> tuple[int, ...] | None:
+    """The axes (numpy.transpose's) of an element-wise op that reads its operand by `source` and writes by
+    `result` in another order; None unless both are permutations of the loop dims and differ."""
+    source_dims = [e.single_dim() for e in source.results]
+    result_dims = [e.single_dim() for e in result.results]
+    if source == result or None in source_dims + result_dims or sorted(source_dims) != sorted(result_dims) \
+            or len(set(source_dims)) != len(source_dims):
+        return None
+    return tuple(source_dims.index(d) for d in result_dims)
+
+
 def _loop_bounds(maps, values, num_dims, where) -> tuple[int, ...]:
     bounds: list[int | None] = [None] * num_dims
     for amap, value in zip(maps, values):
@@ -1318,16 +1566,19 @@ def _float_binary(name, lhs, rhs, dims, where):
     return FloatValue(dims, terms, lhs.bias / rhs)
 
 
-def _channel_axis(arrays, shape) -> int | None:
-    axes = {a for arr in arrays for a, size in enumerate(np.shape(arr)) if size > 1}
-    if len(axes) > 1:
-        raise MingError(f"per-channel quantization along more than one axis ({sorted(axes)})")
-    return axes.pop() if axes else None
+def _channel_axes(arrays) -> tuple[int, ...]:
+    """The axes per-channel constants vary along: one, or adjacent ones (a grouped convolution's group and
+    channel in its group, the channel index running row-major over them)."""
+    axes = sorted({a for arr in arrays for a, size in enumerate(np.shape(arr)) if size > 1})
+    if axes != list(range(axes[0], axes[-1] + 1) if axes else []):
+        raise MingError(f"per-channel quantization along axes {axes} that are not adjacent")
+    return tuple(axes)
 
 
-def _per_channel(array, channels, dtype) -> np.ndarray:
-    """A scalar or per-channel constant (varying along one axis at most) as one value per channel."""
-    return np.broadcast_to(np.asarray(array).reshape(-1), (channels,)).astype(dtype)
+def _per_channel(array, shape, axes, dtype) -> np.ndarray:
+    """A scalar or per-channel constant over `shape` (varying along `axes` at most) as one value per channel."""
+    full = np.broadcast_to(np.asarray(array), shape)
+    return full[tuple(slice(None) if a in axes else 0 for a in range(len(shape)))].reshape(-1).astype(dtype)
 
 
 def _int_payload(block, where) -> Expr:

@@ -84,6 +84,12 @@ def tensor_shape(value: ir.Value) -> tuple[int, ...]:
     return tuple(ir.ShapedType(value.type).shape)
 
 
+def reassociation(op: ir.Operation) -> list[list[int]]:
+    """The axis groups of `tensor.expand_shape` / `collapse_shape`: per axis of the collapsed side, the axes of
+    the expanded side it spans."""
+    return [[int(i.value) for i in group] for group in op.attributes["reassociation"]]
+
+
 def location_name(op: ir.Operation) -> str:
     """The ONNX node name the importer attached as a NameLoc (outermost name)."""
     text = str(op.location)

@@ -20,19 +20,20 @@ from pathlib import Path
 import numpy as np
 import onnx
 from iree.compiler import ir
+from onnx import numpy_helper
 from iree.compiler.extras import onnx_importer
 
 from ming_py.ir import Graph, MingError
 
 from . import iree_compile, onnx_formats
-from .lift import Lifter, ModelPort
+from .lift import Lifter, ModelPort, QuantizedWeights
 from .onnx_geometry import check_pads, prepare_resizes
 from .onnx_tables import TABLE_OPS, node_tables
 
 SUPPORTED_OPS = frozenset({
     "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "Clip",
-    "Add", "Sub", "Mul", "Concat", "Flatten", "Reshape", "Softmax", "QuantizeLinear", "DequantizeLinear", "Identity",
-    "GlobalMaxPool", "Resize", "Pad",
+    "Add", "Sub", "Mul", "Concat", "Split", "Slice", "Flatten", "Reshape", "Transpose", "Softmax", "QuantizeLinear",
+    "DequantizeLinear", "Identity", "GlobalMaxPool", "Resize", "Pad",
 })
 
 IREE_FLAGS = (
@@ -171,14 +172,6 @@ def check_operators(model: onnx.ModelProto) -> None:
         if node.op_type not in SUPPORTED_OPS | TABLE_OPS:
             raise MingError(f"node '{node.name}' ({node.op_type}) is not supported; supported ops: "
                             + ", ".join(sorted(SUPPORTED_OPS | TABLE_OPS)))
-    for node in graph.node:
-        if node.op_type == "Conv":
-            group = next((a.i for a in node.attribute if a.name == "group"), 1)
-            weight = _initializer_behind(graph, node.input[1])
-            depthwise = weight is not None and weight.dims[1] == 1
-            if group > 1 and not depthwise:
-                raise MingError(f"node '{node.name}' (Conv, group={group}) is a grouped convolution; ming supports "
-                                "group=1 and depthwise (group=channels) convolutions")
     if not any(n.op_type == "QuantizeLinear" for n in graph.node):
         raise MingError("model is not quantized (no QuantizeLinear); quantize it to int8 QDQ with "
                         "onnxruntime.quantization.quantize_static")
@@ -190,12 +183,40 @@ def check_operators(model: onnx.ModelProto) -> None:
                                 "ming takes int8 or uint8 (activation_type=QuantType.QInt8 or QUInt8)")
 
 
-def _initializer_behind(graph: onnx.GraphProto, name: str) -> onnx.TensorProto | None:
-    """The initializer feeding `name`, looking through a DequantizeLinear."""
+def quantized_weights(graph: onnx.GraphProto) -> dict[str, QuantizedWeights]:
+    """Per Conv node, its int8 weights behind their DequantizeLinear (the lifter turns the float weights IREE
+    leaves grouped convolutions with back into them)."""
     producers = {out: node for node in graph.node for out in node.output}
-    if name in producers and producers[name].op_type == "DequantizeLinear":
-        name = producers[name].input[0]
-    return next((i for i in graph.initializer if i.name == name), None)
+    initializers = {i.name: i for i in graph.initializer}
+
+    def constant(name: str) -> np.ndarray | None:
+        return numpy_helper.to_array(initializers[name]) if name in initializers else None
+
+    table = {}
+    for node in graph.node:
+        dequantize = producers.get(node.input[1]) if node.op_type == "Conv" else None
+        if dequantize is None or dequantize.op_type != "DequantizeLinear":
+            continue
+        values, scale = constant(dequantize.input[0]), constant(dequantize.input[1])
+        zero_point = constant(dequantize.input[2]) if len(dequantize.input) > 2 and dequantize.input[2] else 0
+        if values is None or scale is None or zero_point is None or values.dtype != np.int8:
+            continue
+        axis = next((a.i for a in dequantize.attribute if a.name == "axis"), 1)
+        table[node.name] = QuantizedWeights(values, scale, np.asarray(zero_point), axis % values.ndim)
+    return table
+
+
+def transpose_wrappers(graph: onnx.GraphProto) -> dict[str, str]:
+    """The DequantizeLinear before and the QuantizeLinear after each Transpose, by name -> the Transpose's name
+    (IREE folds a transposition of int8 values into the (de)quantization and keeps only its name)."""
+    wrappers = {}
+    for node in graph.node:
+        if node.op_type == "Transpose":
+            for neighbour in graph.node:
+                if (neighbour.op_type == "DequantizeLinear" and node.input[0] in neighbour.output) or \
+                        (neighbour.op_type == "QuantizeLinear" and node.output[0] in neighbour.input):
+                    wrappers[neighbour.name] = node.name
+    return wrappers
 
 
 def import_to_linalg(model: onnx.ModelProto) -> str:
@@ -229,4 +250,6 @@ def import_onnx(path: str | Path) -> Graph:
     with ir.Context() as context:
         module = ir.Module.parse(text, context)
         op_types = {node.name: node.op_type for node in model.graph.node}
-        return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes, tables, resizes).run(module)
+        return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes, tables=tables,
+                      resizes=resizes, weights=quantized_weights(model.graph),
+                      transposes=transpose_wrappers(model.graph)).run(module)

@@ -26,8 +26,9 @@ Resources (DSP48E2, BRAM18K, URAM, LUT, FF):
   lane 200 for the lean datapath with a shift constant to the process (abs and clamp, a 48-bit
   fraction compare, an 11-bit priority encoder, sign, zero point, saturation), 450 when the shift
   varies by channel (a 51-bit barrel shifter and masks), 1,200 for the exact emulation (two 64-bit
-  normalizations); FF = 1.5 x logic LUT plus the registers of the storage plan. Rough by intent: the
-  ILP needs the trend, the vendor report gives the truth.
+  normalizations); a channel permutation's output multiplexers (each output bit chooses among the
+  2 x T_out register places of its channels, four per LUT6); FF = 1.5 x logic LUT plus the registers
+  of the storage plan. Rough by intent: the ILP needs the trend, the vendor report gives the truth.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ REQUANT_LANE = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (
 # LUTs of the lean datapath's 24 x 27-bit product built in fabric (a process with fabric multipliers)
 LEAN_PRODUCT_IN_FABRIC = 430
 AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
+MUX_INPUTS_PER_LUT = 4  # a LUT6 is a 4:1 multiplexer
 
 
 def mac_lanes_within(budget) -> int:
@@ -112,11 +114,19 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
         requant_lut, requant_dsp = requant_lut + LEAN_PRODUCT_IN_FABRIC, 0
     bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
     mac_lut, mac_dsp = MAC_LANE[choice.multipliers]
-    logic = CONTROL_LUT + (LUT_PER_MAC + mac_lut) * spec.macs + requant_lut * requant_lanes
+    logic = CONTROL_LUT + (LUT_PER_MAC + mac_lut) * spec.macs + requant_lut * requant_lanes + _mux_lut(spec)
     dsp = math.ceil(mac_dsp * spec.macs) + requant_dsp * requant_lanes
     progress, lags = _progress(graph, p, choice, loop)
     return Cost(cycles, fill, dsp, bram, uram, logic + memory_lut, int(1.5 * logic) + registers,
                 progress, lags)
+
+
+def _mux_lut(spec) -> int:
+    """LUTs of a permute process's output multiplexers: each of its L_out x 8 output bits selects among the
+    2 x T_out register places (two pixels, T_out tokens) its channels come from."""
+    if spec.kind != "permute":
+        return 0
+    return spec.lanes_out[0] * 8 * math.ceil(2 * spec.tokens_out[0] / MUX_INPUTS_PER_LUT)
 
 
 def samples(tokens: int) -> list[int]:

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field, replace
 import pulp
 
 from ming_py.boards import Board
-from ming_py.dataflow import WINDOW_KINDS, ProcessSchedule, Schedule, StreamGraph, divisors
-from ming_py.kernel import multiplier_choices, static_banks
+from ming_py.dataflow import GROUP_LOOP, WINDOW_KINDS, ProcessSchedule, Schedule, StreamGraph, divisors
+from ming_py.kernel import multiplier_choices, static_banks, whole_groups
 from ming_py.ir import MingError
 
 from .budget import RESOURCES, UNITS, Budget
@@ -97,7 +97,9 @@ def candidates(graph: StreamGraph, process, pins: dict[str, int] | None = None,
     result = []
     for factors in itertools.product(*options):
         unroll = dict(zip(loops, factors))
-        for lanes_in, lanes_out in _lanes(process.kind, unroll, ins, outs):
+        if not whole_groups(process.window, unroll):
+            continue
+        for lanes_in, lanes_out in _lanes(process.kind, unroll, ins, outs, process.routes):
             if not static_banks(process.kind, unroll.get("k", 1), lanes_in[0]):
                 continue
             for memory in memories:
@@ -106,10 +108,12 @@ def candidates(graph: StreamGraph, process, pins: dict[str, int] | None = None,
     return result
 
 
-def _lanes(kind: str, unroll: dict[str, int], ins, outs):
+def _lanes(kind: str, unroll: dict[str, int], ins, outs, routes=()):
     """(lanes in, lanes out) options: the parallelism a process consumes and produces per cycle."""
     if kind in ("conv", "pointwise"):
-        yield (unroll["ic"],), (unroll["oc"],)
+        groups = unroll.get(GROUP_LOOP, 1)
+        if groups * max(unroll["ic"], unroll["oc"]) <= MAX_UNROLL or groups == 1:
+            yield (groups * unroll["ic"],), (groups * unroll["oc"],)
     elif kind in ("depthwise", "maxpool", "avgpool", "global_avgpool", "global_maxpool"):
         yield (unroll["c"],), (unroll["c"],)
     elif kind == "dense":
@@ -120,8 +124,9 @@ def _lanes(kind: str, unroll: dict[str, int], ins, outs):
         for lanes in divisors(outs[0].channels):
             if lanes <= MAX_UNROLL:
                 yield tuple(1 if c.channels == 1 else lanes for c in ins), (lanes,)
-    else:  # add, mul, broadcast, rescale, table, concat, split, upsample, pad: one lane count throughout
-        common = math.gcd(*[c.channels for c in ins + outs])
+    else:  # add, mul, broadcast, rescale, table, concat, split, upsample, pad, permute: one lane count throughout
+        # (a split's routes start at a token)
+        common = math.gcd(*[c.channels for c in ins + outs], *[first for first, _ in routes])
         for lanes in divisors(common):
             if lanes <= MAX_UNROLL:
                 yield (lanes,) * len(ins), (lanes,) * len(outs)
@@ -603,7 +608,7 @@ def _macs(graph: StreamGraph, p) -> int:
     trips = graph.trip_counts(p)
     if p.kind in ("conv", "pointwise"):
         w = p.window
-        return w.out_height * w.out_width * trips["oc"] * trips["ic"] * trips.get("k", 1)
+        return w.out_height * w.out_width * trips.get(GROUP_LOOP, 1) * trips["oc"] * trips["ic"] * trips.get("k", 1)
     if p.kind == "depthwise":
         return p.window.out_height * p.window.out_width * trips["c"] * trips["k"]
     if p.kind == "dense":

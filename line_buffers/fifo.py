@@ -66,6 +66,8 @@ def input_pixels_needed(graph: StreamGraph, p: Process, outputs: int, slot: int 
         if row % rows == 0:
             return row // rows * channel_in.width + col // cols + 1
         return (row // rows + 1) * channel_in.width
+    if p.kind == "permute":  # writes a pixel while it reads the next
+        return min(outputs + 1, channel_in.pixels)
     return outputs  # element-wise: one pixel in, one pixel out
 
 

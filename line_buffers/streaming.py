@@ -6,10 +6,15 @@ previous rows plus the current one and a K_h x K_w x C window; padding is
 generated at the borders. Regular reductions keep a row buffer (dense layers)
 or per-channel accumulators (global pooling); element-wise processes work one
 pixel at a time. An upsample keeps one input row (and the pixel being
-repeated); a pad process inserts a border no window absorbed and holds nothing. A tensor read by several processes goes through a `split`
-process (one stream per consumer, CODO's fan-out rule). A Flatten feeding a
+repeated); a pad process inserts a border no window absorbed and holds
+nothing. A tensor read by several processes goes through a `split` process
+(one stream per consumer, CODO's fan-out rule); a channel slice (ONNX Split,
+Slice) is a split output carrying a range of the channels. A Flatten feeding a
 dense layer costs nothing: the dense weights are permuted at compile time to
-the stream's (row, column, channel) order.
+the stream's (row, column, channel) order. A channel permutation (a channel
+shuffle) read only by layers that multiply every channel of a pixel by its own
+weights costs nothing either (their weights are permuted); otherwise a
+`permute` process reorders the channels of each pixel.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ming_py.dataflow import Channel, Port, Process, StreamGraph, Window
 from ming_py.ir import (
     MAC_OPS,
     PARALLEL,
+    REDUCTION,
     AddRequant,
     Concat,
     FixedPointAdd,
@@ -32,8 +38,10 @@ from ming_py.ir import (
     MulRequant,
     Operand,
     Pad,
+    Permute,
     Rescale,
     Reshape,
+    Slice,
     Upsample,
 )
 from ming_py.runtime.ming_host import graph_layout_shape
@@ -45,18 +53,25 @@ INPUT, OUTPUT = "input", "output"
 
 @dataclass(frozen=True)
 class _View:
-    """How a graph tensor is carried: by the stream of `source` with map shape `shape` (C, H, W)."""
+    """How a graph tensor is carried: by the stream of `source`, channels [first, first + C) of it, as a map
+    of shape `shape` (C, H, W); with `order`, the tensor's channel c is the stream's channel first + order[c]
+    (a channel permutation folded into the layers that read it)."""
 
     source: str  # producing process name, or INPUT
     shape: tuple[int, int, int]
     logical: tuple[int, ...]  # the tensor's own shape
+    first: int = 0
+    order: tuple[int, ...] | None = None
 
 
 def stream_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
-    """(C, H, W) of a tensor: leading unit dims dropped, vectors are 1 x 1 maps."""
+    """(C, H, W) of a tensor: leading unit dims dropped, vectors are 1 x 1 maps; more leading dims split the
+    channels (a grouped convolution's groups), in the same order."""
     dims = list(shape)
     while len(dims) > 3 and dims[0] == 1:
         dims.pop(0)
+    if len(dims) > 3:
+        dims = [int(np.prod(dims[:-2])), *dims[-2:]]
     if len(dims) == 2 and dims[0] == 1:
         dims.pop(0)
     if len(dims) <= 1:  # a vector, or a scalar
@@ -85,28 +100,30 @@ class _Builder:
         self.graph = graph
         self.views: dict[str, _View] = {}
         self.processes: list[Process] = []
-        # per stream source: (consumer process, input slot), in graph order
-        self.consumers: dict[str, list[tuple[str, int]]] = {}
+        self.streams: dict[str, tuple[int, int, int]] = {}  # per stream source, its map
+        # per stream source: (consumer process, input slot, the channels it reads: (first, count)), in graph order
+        self.consumers: dict[str, list[tuple[str, int, tuple[int, int]]]] = {}
 
     def run(self) -> StreamGraph:
         graph = self.graph
         graph_input = graph.inputs[0]
         shape = graph.shape_of(graph_input.tensor)  # IREE drops unit dims: take the map from the ONNX shape
         model_shape = graph_layout_shape(graph_input.onnx_shape, graph_input.permutation)
-        self.views[graph_input.tensor] = _View(INPUT, stream_shape(model_shape), shape)
+        self.streams[INPUT] = stream_shape(model_shape)
+        self.views[graph_input.tensor] = _View(INPUT, self.streams[INPUT], shape)
         for node in graph.nodes:
-            if isinstance(node, Reshape):
-                view = self.views[node.input]
-                self.views[node.output] = replace(view, logical=graph.shape_of(node.output))
+            if isinstance(node, (Reshape, Slice)) or (isinstance(node, Permute) and self._folds(node.output)):
+                self.views[node.output] = self._moved(node)
                 continue
             process, input_tensors, output_tensor = self._process(node)
             self.processes.append(process)
             for slot, tensor in enumerate(input_tensors):
-                self.consumers.setdefault(self.views[tensor].source, []).append((process.name, slot))
+                self._read(tensor, process.name, slot)
             out_shape = graph.shape_of(output_tensor)
-            self.views[output_tensor] = _View(process.name, stream_shape(out_shape), out_shape)
+            self.streams[process.name] = stream_shape(out_shape)
+            self.views[output_tensor] = _View(process.name, self.streams[process.name], out_shape)
         for index, graph_output in enumerate(graph.outputs):
-            self.consumers.setdefault(self.views[graph_output.tensor].source, []).append((OUTPUT, index))
+            self._read(graph_output.tensor, OUTPUT, index)
         channels, output_channels = self._connect()
         input_channel = next(c.name for c in channels.values() if c.producer == INPUT)
         input_port = Port(input_channel, shape, graph_input.name, graph_input.onnx_shape, graph_input.scale,
@@ -118,6 +135,46 @@ class _Builder:
             for index, out in enumerate(graph.outputs))
         return StreamGraph(graph.name, list(self.processes), channels, input_port, output_ports)
 
+    # ---- views: data movement without a process ----
+
+    def _moved(self, node: Reshape | Slice | Permute) -> _View:
+        """The view of a Reshape, a channel Slice or a folded Permute's output."""
+        view = self.views[node.input]
+        logical = self.graph.shape_of(node.output)
+        if isinstance(node, Reshape):
+            return replace(view, logical=logical)
+        _, h, w = self._map_input(node.input, node.name)
+        if isinstance(node, Permute):
+            order = node.order if view.order is None else tuple(view.order[i] for i in node.order)
+            return replace(view, logical=logical, order=order)
+        if view.order is not None:
+            raise MingError(f"layer {node.source}: a channel slice of a permuted map is not supported")
+        return replace(view, shape=(logical[0], h, w), logical=logical, first=view.first + node.start)
+
+    def _read(self, tensor: str, consumer: str, slot: int) -> None:
+        view = self.views[tensor]
+        self.consumers.setdefault(view.source, []).append((consumer, slot, (view.first, view.shape[0])))
+
+    def _folds(self, tensor: str) -> bool:
+        """Whether every reader of `tensor` (through reshapes) multiplies each channel of a pixel by its own
+        weights (a 1x1 or full conv, a dense layer): a permutation of its channels is then a permutation of
+        their weights."""
+        readers = [n for n in self.graph.nodes if tensor in _node_inputs(n)]
+        if any(o.tensor == tensor for o in self.graph.outputs) or not readers:
+            return False
+        for node in readers:
+            if isinstance(node, Reshape):
+                if not self._folds(node.output):
+                    return False
+                continue
+            activation = next((o for o in node.inputs if o.tensor not in self.graph.constants), None) \
+                if isinstance(node, Kernel) and node.op in MAC_OPS else None
+            channel = activation.map.results[0].single_dim() if activation is not None else None
+            if activation is None or activation.tensor != tensor or channel is None \
+                    or node.iterators[channel] != REDUCTION:
+                return False
+        return True
+
     # ---- channels and fan-out ----
 
     def _connect(self) -> tuple[dict[str, Channel], dict[int, str]]:
@@ -126,7 +183,6 @@ class _Builder:
         channels: dict[str, Channel] = {}
         inputs: dict[str, dict[int, str]] = {p.name: {} for p in self.processes}  # process -> slot -> channel
         outputs: dict[str, list[str]] = {p.name: [] for p in self.processes}
-        shapes = {v.source: v.shape for v in self.views.values()}
 
         def add(producer: str, consumer: str, slot: int, shape) -> None:
             name = f"{producer}_to_{consumer}"
@@ -141,14 +197,17 @@ class _Builder:
             consumers = self.consumers.get(source, [])
             if not consumers:
                 raise MingError(f"layer {source}: its result is never used")
-            shape = shapes[source]
-            if len(consumers) == 1:
-                add(source, *consumers[0], shape)
+            shape = self.streams[source]
+            whole = (0, shape[0])
+            if len(consumers) == 1 and consumers[0][2] == whole:
+                add(source, *consumers[0][:2], shape)
                 continue
-            split = Process(f"{source}_split", "split", source, (), ())
+            routes = tuple(channels_read for _, _, channels_read in consumers)
+            split = Process(f"{source}_split", "split", source, (), (),
+                            routes=() if all(r == whole for r in routes) else routes)
             add(source, split.name, 0, shape)
-            for consumer, slot in consumers:
-                add(split.name, consumer, slot, shape)
+            for consumer, slot, (_, count) in consumers:
+                add(split.name, consumer, slot, (count, *shape[1:]))
             splits.append(split)
         self.processes = _topological([
             replace(p, inputs=tuple(inputs[p.name][slot] for slot in sorted(inputs[p.name])),
@@ -159,6 +218,9 @@ class _Builder:
     # ---- one process per node ----
 
     def _process(self, node) -> tuple[Process, list[str], str]:
+        if isinstance(node, Permute):
+            self._map_input(node.input, node.name)
+            return Process(node.name, "permute", node.source, (), (), order=node.order), [node.input], node.output
         if isinstance(node, Concat):
             shapes = [self._map_input(t, node.name) for t in node.inputs]
             if node.axis != 0 or any(s[1:] != shapes[0][1:] for s in shapes):
@@ -210,9 +272,11 @@ class _Builder:
         return "broadcast"
 
     def _map_input(self, tensor: str, layer: str) -> tuple[int, int, int]:
-        """The (C, H, W) of an input that must arrive as the map it logically is."""
+        """The (C, H, W) of an input that must arrive as the map it logically is (its channels may be split
+        into groups)."""
         view = self.views[tensor]
-        if _squeezed(view.logical) != _squeezed(view.shape):
+        if _squeezed(view.logical) != _squeezed(view.shape) and \
+                (len(view.logical) <= 3 or stream_shape(view.logical) != view.shape):
             raise MingError(f"layer {layer}: consumes a reshaped map ({view.shape} viewed as {view.logical}); "
                             "only Flatten into Gemm/MatMul is streamed")
         return view.shape
@@ -236,49 +300,64 @@ class _Builder:
         return Process(node.name, "pad", node.source, (), (), window=window)
 
     def _window(self, kernel: Kernel, activation: Operand) -> Process:
+        """A sliding window or 1x1 process. The output's channel dims are the group (if any, the one the
+        activation's channels share) and the channel in the group; the activation's are the group and the
+        input channel in the group: a conv (no group), a grouped conv, or a depthwise conv (neither
+        channel dim in the group)."""
         c, h, w = self._map_input(activation.tensor, kernel.name)
-        out = kernel.output.map.results
-        if len(out) != 3 or any(e.single_dim() is None for e in out):
+        out_dims = [e.single_dim() for e in kernel.output.map.results]
+        if len(out_dims) < 3 or None in out_dims:
             raise MingError(f"layer {kernel.source}: output access {kernel.output.map} is not a C x H x W map "
                             "(maps of height or width 1 are not supported yet)")
-        oc_dim, oh_dim, ow_dim = (e.single_dim() for e in out)
-        if len(activation.map.results) == 2:  # single input channel, folded away by IREE
-            if c != 1:
-                raise MingError(f"layer {kernel.source}: maps of height or width 1 are not supported yet")
-            channel_expr, (row_expr, col_expr) = None, activation.map.results
-        else:
-            channel_expr, row_expr, col_expr = activation.map.results
-        channelwise = channel_expr is not None and channel_expr.single_dim() == oc_dim
+        *out_channel_dims, oh_dim, ow_dim = out_dims
+        *channel_exprs, row_expr, col_expr = activation.map.results
+        if not channel_exprs and c != 1:  # a single input channel is folded away by IREE
+            raise MingError(f"layer {kernel.source}: maps of height or width 1 are not supported yet")
+        in_channel_dims = [e.single_dim() for e in channel_exprs]
+        group_dim = in_channel_dims[0] if in_channel_dims and in_channel_dims[0] in out_channel_dims[:1] else None
+        in_group, out_group = in_channel_dims[group_dim is not None:], out_channel_dims[group_dim is not None:]
+        if None in in_group or len(in_group) > 1 or len(out_group) > 1 \
+                or any(kernel.iterators[d] != REDUCTION for d in in_group):
+            raise MingError(f"layer {kernel.source}: channel access {activation.map} -> {kernel.output.map} is not "
+                            "a convolution's")
         kh_dim, stride_h, dilation_h = _spatial(row_expr, oh_dim, kernel, "row")
         kw_dim, stride_w, dilation_w = _spatial(col_expr, ow_dim, kernel, "column")
         padding = activation.padding or ((0, 0),) * len(activation.map.results)
-        if len(padding) == 2:
-            padding = ((0, 0), *padding)
-        if padding[0] != (0, 0):
+        if any(p != (0, 0) for p in padding[:-2]):
             raise MingError(f"layer {kernel.source}: padding along channels is not supported")
+        groups = kernel.dims[group_dim] if group_dim is not None else 1
+        out_channels = int(np.prod([kernel.dims[d] for d in out_channel_dims]))
+        channelwise = not in_group and not out_group and group_dim is not None  # depthwise and pooling
         window = Window(
-            in_channels=c, in_height=h, in_width=w, out_channels=kernel.dims[oc_dim],
+            in_channels=c, in_height=h, in_width=w, out_channels=out_channels,
             out_height=kernel.dims[oh_dim], out_width=kernel.dims[ow_dim],
             kernel=(kernel.dims[kh_dim] if kh_dim is not None else 1, kernel.dims[kw_dim] if kw_dim is not None else 1),
             stride=(stride_h, stride_w), dilation=(dilation_h, dilation_w),
-            pads=(padding[1][0], padding[2][0], padding[1][1], padding[2][1]), pad_value=activation.pad_value)
+            pads=(padding[-2][0], padding[-1][0], padding[-2][1], padding[-1][1]), pad_value=activation.pad_value,
+            groups=1 if channelwise else groups)
         if kernel.op in ("maxpool", "sumpool"):
             kind = "maxpool" if kernel.op == "maxpool" else "avgpool"
             return Process(kernel.name, kind, kernel.source, (), (), window=window, epilogue=kernel.epilogue)
         weight = next(o for o in kernel.inputs if o.tensor in self.graph.constants)
         array = self.graph.constants[weight.tensor]
         if channelwise:
-            weights = _gather(array, weight, kernel.dims, [oc_dim, kh_dim, kw_dim])
+            weights = _gather(array, weight, kernel.dims, [group_dim, kh_dim, kw_dim])
             return Process(kernel.name, "depthwise", kernel.source, (), (), window=window,
                            weights=weights.reshape(window.out_channels, -1), epilogue=kernel.epilogue)
-        ic_dim = channel_expr.single_dim() if channel_expr is not None else None
-        weights = _gather(array, weight, kernel.dims, [oc_dim, ic_dim, kh_dim, kw_dim])
+        order = [group_dim, *(out_group or [None]), *(in_group or [None]), kh_dim, kw_dim]
+        weights = _gather(array, weight, kernel.dims, order).reshape(out_channels, c // groups, -1)
+        weights = weights[:, self._stream_channels(activation.tensor, c // groups)]
         if window.kernel == (1, 1) and window.pads == (0, 0, 0, 0):
             return Process(kernel.name, "pointwise", kernel.source, (), (), window=window,
-                           weights=weights.reshape(window.out_channels, window.in_channels),
-                           epilogue=kernel.epilogue)
-        return Process(kernel.name, "conv", kernel.source, (), (), window=window,
-                       weights=weights.reshape(window.out_channels, window.in_channels, -1), epilogue=kernel.epilogue)
+                           weights=weights.reshape(out_channels, -1), epilogue=kernel.epilogue)
+        return Process(kernel.name, "conv", kernel.source, (), (), window=window, weights=weights,
+                       epilogue=kernel.epilogue)
+
+    def _stream_channels(self, tensor: str, channels: int) -> np.ndarray:
+        """Per stream channel of `tensor`'s view, the tensor channel it carries (a folded permutation; the
+        identity over `channels` without one)."""
+        order = self.views[tensor].order
+        return np.arange(channels) if order is None else np.argsort(order)
 
     def _dense(self, kernel: Kernel, activation: Operand) -> Process:
         view = self.views[activation.tensor]
@@ -295,9 +374,17 @@ class _Builder:
         weights = weights.reshape(weights.shape[0], -1)  # flat index channel * H * W + row * W + col
         c, h, w = view.shape
         # stream position j = (row * W + col) * C + channel holds flat index channel * H * W + row * W + col
-        stream_to_flat = np.arange(c * h * w).reshape(c, h, w).transpose(1, 2, 0).reshape(-1)
+        # (of the tensor channel the stream channel carries)
+        flat = np.arange(c * h * w).reshape(c, h, w)[self._stream_channels(activation.tensor, c)]
+        stream_to_flat = flat.transpose(1, 2, 0).reshape(-1)
         return Process(kernel.name, "dense", kernel.source, (), (), weights=weights[:, stream_to_flat],
                        epilogue=kernel.epilogue)
+
+
+def _node_inputs(node) -> tuple[str, ...]:
+    if isinstance(node, Kernel):
+        return tuple(o.tensor for o in node.inputs)
+    return tuple(node.inputs) if isinstance(node, Concat) else (node.input,)
 
 
 def _squeezed(shape) -> tuple[int, ...]:

@@ -33,7 +33,9 @@ UNROLLABLE = {
     "split": (),
     "upsample": (),
     "pad": (),
+    "permute": (),
 }
+GROUP_LOOP = "g"  # a grouped conv's groups in one output token, unrolled before its UNROLLABLE loops
 WINDOW_KINDS = ("conv", "depthwise", "maxpool", "avgpool")
 
 
@@ -74,6 +76,9 @@ class Window:
     dilation: tuple[int, int] = (1, 1)
     pads: tuple[int, int, int, int] = (0, 0, 0, 0)  # top, left, bottom, right
     pad_value: int = 0
+    # of a conv or 1x1 conv: its channels split into `groups` groups, output channel o reading the input
+    # channels of group o // (out_channels / groups) (1 for every other kind)
+    groups: int = 1
 
     @property
     def window_size(self) -> int:
@@ -101,14 +106,19 @@ class Process:
     inputs: tuple[str, ...]  # channel names
     outputs: tuple[str, ...]
     window: Window | None = None
-    # Weights in the process's own order: conv (C_out, C_in, K), depthwise (C, K),
-    # pointwise (C_out, C_in), dense (N, K) with K in stream order.
+    # Weights in the process's own order: conv (C_out, C_in / groups, K), depthwise (C, K),
+    # pointwise (C_out, C_in / groups), dense (N, K) with K in stream order.
     weights: np.ndarray | None = None
     epilogue: Epilogue | None = None
+    # split: per output, the input channels it carries (first, count); empty: every output carries all
+    routes: tuple[tuple[int, int], ...] = ()
+    # permute: output channel c is input channel order[c]
+    order: tuple[int, ...] = ()
 
     @property
     def unrollable(self) -> tuple[str, ...]:
-        return UNROLLABLE[self.kind]
+        grouped = self.window is not None and self.window.groups > 1
+        return (GROUP_LOOP,) * grouped + UNROLLABLE[self.kind]
 
 
 @dataclass(frozen=True)
@@ -152,9 +162,9 @@ class StreamGraph:
         ins = [self.channels[c] for c in process.inputs]
         outs = [self.channels[c] for c in process.outputs]
         table = {
-            "conv": lambda: {"oc": w.out_channels, "ic": w.in_channels, "k": w.window_size},
+            "conv": lambda: _grouped_trips(w) | {"k": w.window_size},
             "depthwise": lambda: {"c": w.out_channels, "k": w.window_size},
-            "pointwise": lambda: {"oc": w.out_channels, "ic": w.in_channels},
+            "pointwise": lambda: _grouped_trips(w),
             "dense": lambda: {"n": outs[0].channels, "k": ins[0].values},
             "maxpool": lambda: {"c": w.out_channels, "k": w.window_size},
             "avgpool": lambda: {"c": w.out_channels, "k": w.window_size},
@@ -162,6 +172,12 @@ class StreamGraph:
             "global_maxpool": lambda: {"c": ins[0].channels},
         }
         return table[process.kind]() if process.kind in table else {}
+
+
+def _grouped_trips(w: Window) -> dict[str, int]:
+    """A conv's groups (when there are several), output channels and input channels of one group."""
+    trips = {"oc": w.out_channels // w.groups, "ic": w.in_channels // w.groups}
+    return {GROUP_LOOP: w.groups} | trips if w.groups > 1 else trips
 
 
 # ---- schedule -------------------------------------------------------------------

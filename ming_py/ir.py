@@ -5,8 +5,8 @@ int32 accumulators), constant arrays, and nodes. Compute nodes are `Kernel`s,
 each the integer form of one `linalg.generic`: an iteration domain, operands
 with affine access maps, a payload expression DAG applied at every iteration
 point, and an optional requantization epilogue applied to every finished
-output element. Data-movement nodes (`Reshape`, `Concat`, `Upsample`, `Pad`)
-carry no arithmetic. What cannot run in integer arithmetic (a final Softmax) is a
+output element. Data-movement nodes (`Reshape`, `Concat`, `Upsample`, `Pad`,
+`Slice`, `Permute`) carry no arithmetic. What cannot run in integer arithmetic (a final Softmax) is a
 `HostOp` tail on a graph output.
 """
 
@@ -107,7 +107,9 @@ class AccRequant:
     """int32 accumulator -> int8, as onnxruntime's QLinearConv/QGemm does.
 
     `bias` already folds the input zero-point correction; `x_scale * w_scale / y_scale`
-    is the per-channel multiplier. `channel_dim` is the loop dim indexing them (None: a single output).
+    is the per-channel multiplier. `channel_dims` are the loop dims indexing them, outermost
+    first: the output channel, or a grouped convolution's group and channel in its group (none: a
+    single output).
     """
 
     bias: np.ndarray  # int32 [C]
@@ -115,7 +117,7 @@ class AccRequant:
     w_scale: np.ndarray  # float32 [C] (or [1])
     y_scale: np.float32
     zero_point: int
-    channel_dim: int | None
+    channel_dims: tuple[int, ...]
     qmin: int = -128
     qmax: int = 127
 
@@ -217,13 +219,14 @@ class LookupTable:
 class FixedPointRequant:
     """int32 accumulator -> int8 in TFLite's integer arithmetic (TOSA RESCALE, scale32): per channel
     y = sat(((acc + bias) * multiplier + round) >> shift) + zero_point), with TFLite's double rounding
-    where `double_round` and shift > 31 (`numerics.fixed_point_requantize`). TFLite int8 models."""
+    where `double_round` and shift > 31 (`numerics.fixed_point_requantize`). TFLite int8 models.
+    `channel_dims` as in `AccRequant`."""
 
     bias: np.ndarray  # int32 [C], the input zero-point correction folded in
     multiplier: np.ndarray  # int32 [C], Q31
     shift: np.ndarray  # int [C], right shift (31 + TFLite's right shift)
     zero_point: int
-    channel_dim: int
+    channel_dims: tuple[int, ...]
     double_round: bool = True
     qmin: int = -128
     qmax: int = 127
@@ -359,7 +362,30 @@ class Pad:
     value: int
 
 
-Node = Kernel | Reshape | Concat | Upsample | Pad
+@dataclass(eq=False)
+class Slice:
+    """The channels [start, start + size) of a (C, ...) tensor: one piece of an ONNX Split or Slice."""
+
+    name: str
+    source: str
+    input: str
+    output: str
+    start: int
+
+
+@dataclass(eq=False)
+class Permute:
+    """The channels of a (C, ...) tensor reordered: output channel c is input channel `order[c]` (ShuffleNet's
+    channel shuffle, Reshape -> Transpose -> Reshape)."""
+
+    name: str
+    source: str
+    input: str
+    output: str
+    order: tuple[int, ...]
+
+
+Node = Kernel | Reshape | Concat | Upsample | Pad | Slice | Permute
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,11 @@ output-channel tiles outermost: conv (C_out/U_oc) x (C_in/U_ic) x (K/U_k), depth
 accumulators are final in the last iteration of its inner reduction, where its token (U_oc lanes)
 is requantized and written. This is the schedule of FINN's sliding-window unit feeding its MVAU
 (one pipelined loop, no drain per position) folded into a single process.
+
+A grouped conv (G groups, F = C_out/G output and C_g = C_in/G input channels each) folds
+(G/U_g) x (F/U_oc) x (C_g/U_ic) x (K/U_k): an output tile is U_oc channels of one group, or, with
+U_g > 1, U_g whole groups (U_oc = F, U_ic = C_g), so that an output token holds consecutive channels
+and each iteration reads one input token (U_g x U_ic lanes) of the tile's groups.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
-from .dataflow import WINDOW_KINDS, Window
+from .dataflow import GROUP_LOOP, WINDOW_KINDS, Window
 
 # Pipeline depth of each kind's loop (cycles from an iteration's start to its output write):
 # stream read 1, buffer read 2, multiply 3, adder tree log2(terms), requantization 6 (the lean
@@ -99,6 +104,16 @@ def window_order(kernel: tuple[int, int], unroll_k: int) -> list[int]:
             for r in range(rows) for c in range(columns)]
 
 
+def whole_groups(window: Window | None, unroll: dict[str, int]) -> bool:
+    """Whether a grouped conv's tiles that span several groups (U_g > 1) hold whole groups, output and input
+    (every other schedule passes)."""
+    if unroll.get(GROUP_LOOP, 1) == 1:
+        return True
+    groups = window.groups
+    return unroll.get("oc", 1) == window.out_channels // groups \
+        and unroll.get("ic", 1) == window.in_channels // groups
+
+
 def depth_bound(kind: str) -> int:
     """The deepest a kind's loop gets under any schedule (at most 64 x 64 terms per lane)."""
     return pipeline_depth(kind, 64 * 64)
@@ -115,6 +130,7 @@ class KernelSpec:
     lanes_in: tuple[int, ...]
     lanes_out: tuple[int, ...]
     window: Window | None = None
+    routes: tuple[tuple[int, int], ...] = ()  # split: per output, (first channel, channels); empty: all
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)
@@ -148,8 +164,8 @@ class KernelSpec:
         """Iterations of one output tile's reduction."""
         w = self.window
         return {
-            "conv": lambda: (w.in_channels // self.factor("ic")) * (w.window_size // self.factor("k")),
-            "pointwise": lambda: w.in_channels // self.factor("ic"),
+            "conv": lambda: (w.in_channels // w.groups // self.factor("ic")) * (w.window_size // self.factor("k")),
+            "pointwise": lambda: w.in_channels // w.groups // self.factor("ic"),
             "depthwise": lambda: w.window_size // self.factor("k"),
             "maxpool": lambda: w.window_size // self.factor("k"),
             "avgpool": lambda: w.window_size // self.factor("k"),
@@ -171,7 +187,9 @@ class KernelSpec:
     def check(self) -> None:
         """The lane ties the loop relies on (the ILP's candidates always satisfy them)."""
         if self.kind in ("conv", "pointwise"):
-            ok = self.lanes_in[0] == self.factor("ic") and self.lanes_out[0] == self.factor("oc")
+            groups = self.factor(GROUP_LOOP)
+            ok = self.lanes_in[0] == groups * self.factor("ic") and self.lanes_out[0] == groups * self.factor("oc") \
+                and whole_groups(self.window, dict(self.unroll))
         elif self.kind in ("depthwise", "maxpool", "avgpool", "global_avgpool", "global_maxpool"):
             ok = self.lanes_in[0] == self.factor("c") == self.lanes_out[0]
         elif self.kind == "dense":
@@ -185,6 +203,9 @@ class KernelSpec:
         if not ok:
             raise ValueError(f"{self.kind}: lanes {self.lanes_in} -> {self.lanes_out} do not match the unroll "
                              f"factors {dict(self.unroll)}")
+        if any(first % lanes for (first, _), lanes in zip(self.routes, self.lanes_out)):
+            raise ValueError(f"split: lanes {self.lanes_out} do not divide the first channels of its outputs "
+                             f"{[first for first, _ in self.routes]}")
         if not static_banks(self.kind, self.factor("k"), self.lanes_in[0]):
             raise ValueError(f"{self.kind}: unroll k={self.factor('k')} would read its input vector at banks "
                              f"chosen at run time (k must equal the {self.lanes_in[0]} input lanes)")
@@ -289,6 +310,8 @@ def loop_of(spec: KernelSpec) -> Loop:
         runs = _pad_positions(spec)
     elif spec.kind == "broadcast":
         runs = _broadcast_positions(spec)
+    elif spec.kind == "permute":
+        runs = _permute_positions(spec)
     else:
         runs = _elementwise_positions(spec)
     return Loop(spec.depth, tuple(_merged(runs)))
@@ -406,9 +429,22 @@ def _broadcast_positions(spec: KernelSpec):
         yield Position(spec.tokens_out[0], tuple(reads), (Access(0, 1, spec.tokens_out[0]),))
 
 
+def _permute_positions(spec: KernelSpec):
+    """A pixel's tokens are read into one of two pixel registers while the previous pixel's permuted tokens
+    are written from the other; one trailing position writes the last pixel."""
+    _, h, w = spec.inputs[0]
+    tokens_in, tokens_out = spec.tokens_in[0], spec.tokens_out[0]
+    reads, writes = Access(0, 1, tokens_in), Access(0, 1, tokens_out)
+    yield Position(tokens_in, (reads,), (Access(),))
+    if h * w > 1:
+        yield h * w - 1, Position(max(tokens_in, tokens_out), (reads,), (writes,))
+    yield Position(tokens_out, (Access(),), (writes,))
+
+
 def _elementwise_positions(spec: KernelSpec):
-    """add, mul, rescale, table, split: one token of every input and output per iteration; concat: the inputs'
-    tokens one after the other, each written on at once."""
+    """add, mul, rescale, table, split: one token of every input and output per iteration (a split output
+    carrying a range of the channels: the tokens of its range); concat: the inputs' tokens one after the
+    other, each written on at once."""
     _, h, w = spec.outputs[0]
     if spec.kind == "concat":
         offsets = [0]
@@ -417,9 +453,10 @@ def _elementwise_positions(spec: KernelSpec):
         reads = tuple(Access(o, 1, t) for o, t in zip(offsets, spec.tokens_in))
     else:
         reads = tuple(Access(0, 1, t) for t in spec.tokens_in)
-    writes = tuple(Access(0, 1, t) for t in spec.tokens_out)
+    firsts = [first // lanes for (first, _), lanes in zip(spec.routes, spec.lanes_out)] or [0] * len(spec.tokens_out)
+    writes = tuple(Access(first, 1, t) for first, t in zip(firsts, spec.tokens_out))
     for _ in range(h * w):
-        yield Position(spec.tokens_out[0], reads, writes)
+        yield Position(max(spec.tokens_in + spec.tokens_out), reads, writes)
 
 
 def _merged(positions):
@@ -441,7 +478,7 @@ def kernel_spec(graph, process, unroll, lanes_in, lanes_out) -> KernelSpec:
     """The spec of a process of a `StreamGraph` under a schedule."""
     shape = lambda name: (graph.channels[name].channels, graph.channels[name].height, graph.channels[name].width)
     return KernelSpec(process.kind, tuple(shape(c) for c in process.inputs), tuple(shape(c) for c in process.outputs),
-                      tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window)
+                      tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window, process.routes)
 
 
 def spec_from_report(node: dict, channels: dict[str, dict]) -> KernelSpec:
@@ -454,4 +491,5 @@ def spec_from_report(node: dict, channels: dict[str, dict]) -> KernelSpec:
                       tuple(tuple(channels[c]["shape"]) for c in node["outputs"]),
                       tuple(schedule.get("unroll", {}).items()),
                       tuple(channels[c]["lanes"] for c in node["inputs"]),
-                      tuple(channels[c]["lanes"] for c in node["outputs"]), window)
+                      tuple(channels[c]["lanes"] for c in node["outputs"]), window,
+                      tuple(tuple(route) for route in node.get("routes", ())))

@@ -27,7 +27,8 @@ class KernelReport:
             "name": self.kernel.name, "source": self.kernel.source, "op": self.kernel.op, "kind": c.kind,
             "stride": list(c.stride), "dilation": list(c.dilation),
             "P": list(c.parallel_dims), "R": list(c.reduction_dims), "O": list(c.original_exprs),
-            "W": list(c.window_dims), "in_shape": list(self.in_shape), "out_shape": list(self.out_shape),
+            "W": list(c.window_dims), "G": list(c.group_dims), "in_shape": list(self.in_shape),
+            "out_shape": list(self.out_shape),
             "macs": self.macs,
         }
 

@@ -34,8 +34,10 @@ from .ir import (
     Op,
     Operand,
     Pad,
+    Permute,
     Rescale,
     Reshape,
+    Slice,
     Upsample,
 )
 
@@ -70,6 +72,10 @@ def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.nda
             values[node.output] = upsample(values[node.input], node.factors)
         elif isinstance(node, Pad):
             values[node.output] = np.pad(values[node.input], node.padding, constant_values=node.value)
+        elif isinstance(node, Slice):
+            values[node.output] = values[node.input][node.start:node.start + graph.shape_of(node.output)[0]]
+        elif isinstance(node, Permute):
+            values[node.output] = values[node.input][np.array(node.order)]
     return values
 
 
@@ -217,20 +223,20 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
     if epilogue is None:
         return result
     if isinstance(epilogue, (AccRequant, FixedPointRequant)):
-        shape = [1] * len(parallel)
-        if epilogue.channel_dim is not None:  # per-channel constants along the output channels
-            shape[parallel.index(epilogue.channel_dim)] = -1
-        acc = result + epilogue.bias.astype(np.int64).reshape(shape)
+        def per_channel(values: np.ndarray) -> np.ndarray:
+            return _along_channels(values, epilogue.channel_dims, kernel.dims, parallel)
+
+        acc = result + per_channel(epilogue.bias.astype(np.int64))
     if isinstance(epilogue, AccRequant):
-        multiplier = numerics.ort_conv_multiplier(epilogue.x_scale, epilogue.w_scale, epilogue.y_scale).reshape(shape)
+        multiplier = per_channel(numerics.ort_conv_multiplier(epilogue.x_scale, epilogue.w_scale, epilogue.y_scale))
         return numerics.requantize(acc, multiplier, epilogue.zero_point, epilogue.qmin, epilogue.qmax)
     if isinstance(epilogue, FixedPointRequant):
         acc = numerics.wrap_i32(acc)  # TOSA adds the bias in int32
         if epilogue.float32:
-            return numerics.requantize(acc, epilogue.float_multipliers.reshape(shape), epilogue.zero_point,
+            return numerics.requantize(acc, per_channel(epilogue.float_multipliers), epilogue.zero_point,
                                        epilogue.qmin, epilogue.qmax, half_away=True)
-        return numerics.fixed_point_requantize(acc, epilogue.multiplier.astype(np.int64).reshape(shape),
-                                               epilogue.shift.astype(np.int64).reshape(shape),
+        return numerics.fixed_point_requantize(acc, per_channel(epilogue.multiplier.astype(np.int64)),
+                                               per_channel(epilogue.shift.astype(np.int64)),
                                                epilogue.double_round, epilogue.zero_point, epilogue.qmin,
                                                epilogue.qmax)
     if isinstance(epilogue, FixedPointAverage):
@@ -276,6 +282,17 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
             groups = np.arange(epilogue.groups).reshape(shape)
         return epilogue.table.astype(np.int64)[groups, result[0] + 128]
     raise TypeError(f"unknown epilogue {type(epilogue).__name__}")
+
+
+def _along_channels(values: np.ndarray, channel_dims: tuple[int, ...], dims, parallel) -> np.ndarray:
+    """Per-channel constants (one per output channel, or a scalar) broadcastable over the parallel dims: the
+    channel index is the row-major index over `channel_dims` (a grouped convolution's group, then the channel
+    in its group)."""
+    values = np.broadcast_to(values, (int(np.prod([dims[d] for d in channel_dims])),))
+    by_dim = values.reshape([dims[d] for d in channel_dims])
+    order = sorted(range(len(channel_dims)), key=lambda i: parallel.index(channel_dims[i]))
+    shape = [dims[d] if d in channel_dims else 1 for d in parallel]
+    return by_dim.transpose(order).reshape(shape)
 
 
 def _to_output_layout(kernel: Kernel, result: np.ndarray, parallel) -> np.ndarray:

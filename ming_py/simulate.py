@@ -67,7 +67,7 @@ PIPELINE_DEPTH = 4        # the AXI adapters' loops
 AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
 STUCK, MOVED, PAST_LIMIT = range(3)  # what `_advance` did
 KINDS = WINDOW_KINDS + ("pointwise", "dense", "global_avgpool", "global_maxpool", "add", "mul", "broadcast", "rescale",
-                        "table", "concat", "split", "upsample", "pad")
+                        "table", "concat", "split", "upsample", "pad", "permute")
 
 
 @dataclass

@@ -17,6 +17,7 @@ code and counts):
 * 256-entry tables `[lanes][tables per lane][256]`: a ROM bank per lane, holding the table of every
   channel the lane carries (lane l of the t-th token of a pixel carries channel t * lanes + l), one
   read per iteration.
+* a channel permutation's two pixels `[2][tokens][lanes]` are registers, each written from one input lane.
 
 Memory anchors (UltraScale+): BRAM18K 18 Kib, one port of 9/18/36 bits x 2048/1024/512 words; URAM
 4096 x 72 bits; LUTRAM 64 bits per LUT (a ROM), two LUTs per 64 bits for a RAM read and written in
@@ -177,6 +178,10 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
                                               spread(lanes, lanes, "reshape")), rom=False)
     elif kind == "dense":
         arrays["row_buffer"] = _row_buffer(spec)
+    elif kind == "permute":
+        tokens, lanes = spec.tokens_out[0], spec.lanes_out[0]
+        arrays["pixel"] = _array("pixel", 8, (Dim(2, "complete", factor=2), spread(tokens, tokens, "partition"),
+                                              spread(lanes, lanes, "partition")), rom=False)
     if kind in ("conv", "depthwise", "pointwise", "dense"):
         lanes = math.prod(f for _, f in spec.unroll)
         arrays["weights"] = _array("weights", 8, (Dim(spec.fold), spread(lanes, lanes, "reshape")), rom=True)

@@ -33,14 +33,15 @@ def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, conc
 
 
 LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "global_avgpool", "global_maxpool", "add", "mul", "broadcast",
-                "rescale", "table", "concat", "split", "upsample", "pad")
+                "rescale", "table", "concat", "split", "upsample", "pad", "permute")
 
 
 def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: int = 8) -> Schedule:
     """A valid schedule with random divisor lanes, unroll factors, multipliers and FIFO depths. Lanes are the
     parallelism a process consumes and produces (conv: ic in, oc out; depthwise and pooling: c both
     ways; element-wise: one lane count throughout), so they are drawn per group of tied channels; a dense
-    layer's k tile is its input token."""
+    layer's k tile is its input token; a grouped conv's tiles stay in one group (lanes dividing a group's
+    channels) and a split's lanes divide where its outputs start."""
     group = {name: name for name in stream_graph.channels}
 
     def root(name):
@@ -55,12 +56,19 @@ def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: i
     common = {}
     for name, c in sorted(stream_graph.channels.items()):
         common[root(name)] = math.gcd(common.get(root(name), 0), c.channels)
+    for p in stream_graph.processes:
+        if p.window is not None and p.window.groups > 1:
+            for channel, channels in ((p.inputs[0], p.window.in_channels), (p.outputs[0], p.window.out_channels)):
+                common[root(channel)] = math.gcd(common[root(channel)], channels // p.window.groups)
+        for first, _ in p.routes:
+            common[root(p.inputs[0])] = math.gcd(common[root(p.inputs[0])], first)
     group_lanes = {r: rng.choice([d for d in divisors(g) if d <= max_factor]) for r, g in sorted(common.items())}
     lanes = {name: group_lanes[root(name)] for name in stream_graph.channels}
     processes = {}
     for p in stream_graph.processes:
         trips = stream_graph.trip_counts(p)
-        tied = {"oc": lanes[p.outputs[0]], "n": lanes[p.outputs[0]], "ic": lanes[p.inputs[0]], "c": lanes[p.inputs[0]]}
+        tied = {"g": 1, "oc": lanes[p.outputs[0]], "n": lanes[p.outputs[0]], "ic": lanes[p.inputs[0]],
+                "c": lanes[p.inputs[0]]}
         if p.kind == "dense":
             tied["k"] = lanes[p.inputs[0]]  # a k tile is an input token (ming_py.kernel.static_banks)
         unroll = tuple((loop, tied[loop] if loop in tied else rng.choice([d for d in divisors(trip) if d <= max_factor]))

@@ -117,8 +117,9 @@ def test_unsupported_op_names_the_node(tmp_path):
     assert_clean_error(ming("analyze", path), "'layer1'", "Softsign", "not supported")
 
 
-def test_grouped_convolution_names_the_node(quantized):
-    assert_clean_error(ming("analyze", quantized("conv_grouped")), "conv3x3_g2", "group=2")
+def test_transposition_across_pixels_names_the_node(tmp_path):
+    path = zoo.quantize_float_model(zoo.rows_and_columns_swapped(), tmp_path / "swap.onnx", (1, 4, 8, 8))
+    assert_clean_error(ming("analyze", path), "'swap_hw'", "Transpose", "moves values between pixels")
 
 
 def test_int16_activations_are_rejected(tmp_path):

@@ -14,7 +14,6 @@ import zoo
 from ming_py import parity
 
 SEEDS = (0, 1, 2)
-UNSUPPORTED = {"conv_grouped"}
 
 # Max |ming - onnxruntime| in output LSBs for models that are not bit-exact (measured).
 RESIDUAL_LSB = {
@@ -31,7 +30,7 @@ RESIDUAL_LSB = {
     "tiny_cnn": 0,
 }
 
-MODELS = sorted(set(zoo.MODELS) - UNSUPPORTED)
+MODELS = sorted(zoo.MODELS)
 
 
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])

@@ -240,6 +240,37 @@ class _Graph:
         out[1] = sum(s[1] for s in shapes)
         return self._node("Concat", name, xs, tuple(out), axis=1)
 
+    def channel_shuffle(self, x: str, name: str, groups: int) -> str:
+        """ShuffleNet's shuffle: Reshape (N, C, H, W) -> (N, g, C/g, H, W), Transpose (0, 2, 1, 3, 4), Reshape back."""
+        n, c, h, w = self.shapes[x]
+        grouped = self._init(f"{name}.grouped_shape", np.array([n, groups, c // groups, h, w], dtype=np.int64))
+        r = self._node("Reshape", f"{name}_reshape", [x, grouped], (n, groups, c // groups, h, w))
+        t = self._node("Transpose", f"{name}_transpose", [r], (n, c // groups, groups, h, w), perm=[0, 2, 1, 3, 4])
+        flat = self._init(f"{name}.shape", np.array([n, c, h, w], dtype=np.int64))
+        return self._node("Reshape", name, [t, flat], (n, c, h, w))
+
+    def transpose(self, x: str, name: str, perm: Sequence[int]) -> str:
+        return self._node("Transpose", name, [x], tuple(self.shapes[x][a] for a in perm), perm=list(perm))
+
+    def split(self, x: str, name: str, sizes: Sequence[int]) -> list[str]:
+        """Split along the channels into pieces of `sizes` (one output tensor each)."""
+        n, c, h, w = self.shapes[x]
+        assert sum(sizes) == c, (sizes, c)
+        outs = [f"{name}_out{i}" for i in range(len(sizes))]
+        split = self._init(f"{name}.split", np.array(sizes, dtype=np.int64))
+        self.nodes.append(helper.make_node("Split", [x, split], outs, name=name, axis=1))
+        for out, size in zip(outs, sizes):
+            self.shapes[out] = (n, size, h, w)
+        return outs
+
+    def slice_channels(self, x: str, name: str, start: int, stop: int) -> str:
+        """Channels [start, stop) with an ONNX Slice."""
+        n, _, h, w = self.shapes[x]
+        starts = self._init(f"{name}.starts", np.array([start], dtype=np.int64))
+        ends = self._init(f"{name}.ends", np.array([stop], dtype=np.int64))
+        axes = self._init(f"{name}.axes", np.array([1], dtype=np.int64))
+        return self._node("Slice", name, [x, starts, ends, axes], (n, stop - start, h, w))
+
     def flatten(self, x: str, name: str) -> str:
         s = self.shapes[x]
         return self._node("Flatten", name, [x], (s[0], int(np.prod(s[1:]))), axis=1)
@@ -544,6 +575,15 @@ def _(g):
     h = g.maxpool(g.relu(g.conv(h, "conv2", 16, kernel=5, pads=0), "relu2"), "pool2")    # 16x2x2
     h = g.relu(g.gemm(g.flatten(h, "flatten"), "fc1", 32), "relu3")
     return g.softmax(g.gemm(h, "fc2", 10), "softmax")
+
+
+# ---- a model ming refuses (not registered: every zoo model compiles) ----------
+
+def rows_and_columns_swapped() -> onnx.ModelProto:
+    """A Transpose between two convs that swaps rows and columns: it moves values between pixels."""
+    g = _Graph("rows_and_columns_swapped", (1, 4, 8, 8))
+    h = g.transpose(g.conv("x", "conv1", 4, kernel=3, pads=1), "swap_hw", [0, 1, 3, 2])
+    return g.finish(g.conv(h, "conv2", 4, kernel=1))
 
 
 # ---- the README example (builder lives in examples/make_example.py) -------
