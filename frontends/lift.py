@@ -444,7 +444,7 @@ class Lifter:
         return out
 
     def _reshape(self, op, where):
-        source = self._get(op.operands[0], where)
+        source = self._get(op.operands[0], where, padded=True)
         shape = tensor_shape(op.results[0])
         if isinstance(source, IntTensor):
             self.values[op.results[0]] = IntTensor(self._reshape_tensor(source.name, shape, location_name(op)))
