@@ -32,7 +32,7 @@ QDQ = ("QuantizeLinear", "DequantizeLinear")
 # Operators whose integer form equals DequantizeLinear -> operator -> QuantizeLinear with the input's
 # scale and zero point: they move values or take maxima, which commute with a monotonic dequantization.
 PASS_THROUGH = frozenset({"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Identity", "Resize",
-                          "Pad"})
+                          "Pad", "Split", "Slice"})
 
 # QOperator op -> its float op; the quantized operands are (tensor, scale, zero point) triples at
 # `_OPERANDS` (default: one at 0), the output's scale and zero point at `_OUTPUT` (default: 3, 4).
@@ -169,7 +169,8 @@ class _QdqWriter:
         if node.op_type == "QuantizeLinear":
             self.params[node.output[0]] = (node.input[1], _input(node, 2))
         elif read and node.op_type in PASS_THROUGH and read == [node.input[0]]:
-            self.params[node.output[0]] = self.params[node.input[0]]
+            for output in node.output:
+                self.params[output] = self.params[node.input[0]]
             if not self._at_model_boundary(node):  # a Transpose there is a host permutation (onnx_model)
                 self._pass_through(node)
                 return
@@ -189,9 +190,11 @@ class _QdqWriter:
         rewritten.input[0] = self._dequantize(node.input[0], scale, zero_point)
         if node.op_type == "Pad" and _input(node, 2):  # the quantized pad value
             rewritten.input[2] = self._dequantize(node.input[2], scale, zero_point)
-        rewritten.output[0] = self.names.fresh(f"{node.output[0]}_float")
+        for i, output in enumerate(node.output):  # one for most, several for a Split
+            rewritten.output[i] = self.names.fresh(f"{output}_float")
         self.nodes.append(rewritten)
-        self._quantize(rewritten.output[0], scale, zero_point, node.output[0])
+        for float_output, output in zip(rewritten.output, node.output):
+            self._quantize(float_output, scale, zero_point, output)
 
     def _rewrite(self, node: onnx.NodeProto) -> None:
         floats = [self._dequantize(t, s, z, self._weight_axis(node) if i == 1 else None)
