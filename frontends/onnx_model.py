@@ -28,7 +28,7 @@ from ming_py.ir import Graph, MingError
 from . import iree_compile, onnx_formats
 from .lift import Lifter, ModelPort, QuantizedWeights
 from .onnx_geometry import check_pads, prepare_resizes
-from .onnx_tables import TABLE_OPS, node_tables
+from .onnx_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables
 
 SUPPORTED_OPS = frozenset({
     "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "Clip",
@@ -169,9 +169,9 @@ def check_operators(model: onnx.ModelProto) -> None:
         if node.domain not in ("", "ai.onnx"):
             raise MingError(f"node '{node.name}' ({node.domain}.{node.op_type}) is not supported; export a QDQ "
                             "model with standard ONNX ops (or QOperator with the ops ming's README lists)")
-        if node.op_type not in SUPPORTED_OPS | TABLE_OPS:
+        if node.op_type not in SUPPORTED_OPS | TABLE_OPS | CONSTANT_OPERAND_OPS:
             raise MingError(f"node '{node.name}' ({node.op_type}) is not supported; supported ops: "
-                            + ", ".join(sorted(SUPPORTED_OPS | TABLE_OPS)))
+                            + ", ".join(sorted(SUPPORTED_OPS | TABLE_OPS | CONSTANT_OPERAND_OPS)))
     if not any(n.op_type == "QuantizeLinear" for n in graph.node):
         raise MingError("model is not quantized (no QuantizeLinear); quantize it to int8 QDQ with "
                         "onnxruntime.quantization.quantize_static")

@@ -42,11 +42,41 @@ class NodeTable:
     y_zero_point: int
 
 
+# Binary ops that are tables where one operand is a constant (a scalar or per-channel vector); with two maps they
+# are the add/mul processes. Add and Mul also take the constant first.
+CONSTANT_OPERAND_OPS = frozenset({"Add", "Sub", "Mul", "Div"})
+COMMUTATIVE = frozenset({"Add", "Mul"})
+
+
 def node_tables(model: onnx.ModelProto) -> dict[str, NodeTable]:
-    """The table of every node of TABLE_OPS, by node name; a node that is not between a per-tensor int8
-    DequantizeLinear and its only consumer, a QuantizeLinear, stops with its name."""
+    """The table of every node of TABLE_OPS, and of every binary op of CONSTANT_OPERAND_OPS with a constant
+    operand, by node name; a node that is not between a per-tensor int8 DequantizeLinear and its only
+    consumer, a QuantizeLinear, stops with its name."""
     graph = _Inferred(model)
-    return {node.name: _table(graph, node) for node in model.graph.node if node.op_type in TABLE_OPS}
+    tables = {}
+    for node in model.graph.node:
+        if node.op_type in TABLE_OPS:
+            tables[node.name] = _table(graph, node)
+        elif node.op_type in CONSTANT_OPERAND_OPS and (unary := _with_constant_operand(graph, node)) is not None:
+            tables[node.name] = _table(graph, unary)
+    return tables
+
+
+def _with_constant_operand(graph: _Inferred, node: onnx.NodeProto) -> onnx.NodeProto | None:
+    """The node with its map first and its constant second (a copy with the operands swapped where the
+    constant comes first and the op commutes), or None when it does not combine a map with a constant."""
+    constant = [graph.is_constant(name) for name in node.input]
+    if constant == [False, True]:
+        return node
+    if constant == [True, False] and node.op_type in COMMUTATIVE:
+        swapped = onnx.NodeProto()
+        swapped.CopyFrom(node)
+        swapped.input[0], swapped.input[1] = node.input[1], node.input[0]
+        return swapped
+    if constant == [True, False]:
+        raise MingError(f"node '{node.name}' ({node.op_type}) takes a constant first and a map second; ming "
+                        f"tabulates {node.op_type} with the constant second")
+    return None
 
 
 class _Inferred:
@@ -60,6 +90,7 @@ class _Inferred:
         self.initializers = {i.name: i for i in model.graph.initializer}
         self.producers = {out: node for node in model.graph.node for out in node.output}
         self.graph_outputs = {o.name for o in model.graph.output}
+        self.constant: dict[str, bool] = {}  # tensor -> computed from initializers alone
 
     def shape(self, name: str) -> tuple[int, ...] | None:
         if name in self.initializers:
@@ -87,6 +118,14 @@ class _Inferred:
         if name not in self.initializers or int(np.prod(self.initializers[name].dims)) != 1:
             raise MingError(f"{where}: its quantization must be per tensor with constant scale and zero point")
         return onnx.numpy_helper.to_array(self.initializers[name]).reshape(())
+
+    def is_constant(self, name: str) -> bool:
+        """Whether the tensor is computed from initializers alone."""
+        if name not in self.constant:
+            node = self.producers.get(name)
+            self.constant[name] = name in self.initializers or \
+                (node is not None and all(self.is_constant(n) for n in node.input if n))
+        return self.constant[name]
 
     def constant_nodes(self, names: list[str], where: str) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
         """The nodes and initializers computing the tensors `names` from constants alone."""

@@ -32,8 +32,12 @@ ATTRIBUTES = {"LeakyRelu": {"alpha": 0.1}, "Elu": {"alpha": 0.7}, "ThresholdedRe
 # op, per-channel PRelu, one-slope PRelu
 CASES = sorted(TABLE_OPS - {"PRelu"}) + ["PRelu", "PRelu_scalar"]
 PER_CHANNEL = ("PRelu", "BatchNormalization")
+# a binary op with a constant operand: op, per channel or one value, the constant first
+CONSTANT_CASES = {"Mul_channel": ("Mul", True, False), "Add_scalar": ("Add", False, False),
+                  "Sub_channel": ("Sub", True, False), "Div_scalar": ("Div", False, False),
+                  "Mul_channel_first": ("Mul", True, True), "Add_channel_first": ("Add", True, True)}
 NETWORK_CASES = ["Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu", "PRelu", "PRelu_scalar", "Elu",
-                 "Softplus", "Exp", "Abs", "BatchNormalization"]
+                 "Softplus", "Exp", "Abs", "BatchNormalization", *CONSTANT_CASES]
 
 
 def _activation(g: zoo._Graph, x: str, case: str) -> str:
@@ -41,6 +45,11 @@ def _activation(g: zoo._Graph, x: str, case: str) -> str:
         return g.prelu(x, "act", per_channel=case == "PRelu")
     if case == "BatchNormalization":
         return g.batchnorm(x, "act")
+    if case in CONSTANT_CASES:
+        op, per_channel, first = CONSTANT_CASES[case]
+        shape = (g.shapes[x][1], 1, 1) if per_channel else (1,)
+        constant = g._init("act.constant", g.rng.uniform(0.5, 2.0, shape).astype(np.float32))
+        return g._node(op, "act", [constant, x] if first else [x, constant], g.shapes[x])
     return g.unary(x, case, "act", **ATTRIBUTES.get(case, {}))
 
 
@@ -120,6 +129,26 @@ def test_network_equals_onnxruntime(network, case):
     for seed in range(4):
         x = np.random.default_rng(seed).standard_normal((1, 4, 8, 8)).astype(np.float32)
         assert np.array_equal(reference.run(graph, x)["y"], _onnxruntime(path, x)), seed
+
+
+@pytest.mark.parametrize("case", sorted(CONSTANT_CASES))
+def test_a_constant_operand_makes_a_table(network, case):
+    """Add, Sub, Mul and Div of a map and a constant (quantized by quantize_static behind a DequantizeLinear):
+    one table per channel where the constant is per channel."""
+    _, graph = network(case)
+    table, = _tables(graph)
+    assert table.function == CONSTANT_CASES[case][0]
+    assert table.groups == (8 if CONSTANT_CASES[case][1] else 1)
+
+
+def test_a_constant_first_operand_of_sub_is_refused(tmp_path):
+    g = zoo._Graph("sub_first", (1, 4, 8, 8))
+    h = g.conv("x", "conv1", 8, pads=1)
+    constant = g._init("act.constant", np.full((8, 1, 1), 0.5, np.float32))
+    model = g.finish(g.conv(g._node("Sub", "act", [constant, h], g.shapes[h]), "conv2", 4, pads=1))
+    path = zoo.quantize_float_model(model, tmp_path / "sub_first.onnx", (1, 4, 8, 8))
+    with pytest.raises(MingError, match=r"node 'act' \(Sub\) takes a constant first"):
+        lift(path)
 
 
 def test_per_channel_slope_gives_one_table_per_channel(network):
