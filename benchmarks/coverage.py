@@ -64,8 +64,8 @@ def table(rows: list[dict]) -> str:
     for row in rows:
         what = architectures.ARCHITECTURES[row["architecture"]].what
         if row["build"] != "ok":
-            lines.append(f"| {row['architecture']} | {what} | {row['format']} | refused: {row['reason']} "
-                         "| | | | | |")
+            reason = row["reason"].split(";")[0]  # what is refused, without the advice
+            lines.append(f"| {row['architecture']} | {what} | {row['format']} | refused: {reason} | | | | | |")
             continue
         share = row["equal"] / row["values"]
         lines.append(f"| {row['architecture']} | {what} | {row['format']} | ok | {share:.2%} "
