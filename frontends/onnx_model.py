@@ -36,6 +36,9 @@ SUPPORTED_OPS = frozenset({
     "DequantizeLinear", "Identity", "GlobalMaxPool", "Resize", "Pad",
 })
 
+# what the frontend lifts: ops with an integer form, and ops it tabulates (onnx_tables)
+ACCEPTED_OPS = SUPPORTED_OPS | TABLE_OPS | CONSTANT_OPERAND_OPS
+
 IREE_FLAGS = (
     "--iree-input-type=onnx",
     "--compile-to=global-optimization",
@@ -169,9 +172,9 @@ def check_operators(model: onnx.ModelProto) -> None:
         if node.domain not in ("", "ai.onnx"):
             raise MingError(f"node '{node.name}' ({node.domain}.{node.op_type}) is not supported; export a QDQ "
                             "model with standard ONNX ops (or QOperator with the ops ming's README lists)")
-        if node.op_type not in SUPPORTED_OPS | TABLE_OPS | CONSTANT_OPERAND_OPS:
+        if node.op_type not in ACCEPTED_OPS:
             raise MingError(f"node '{node.name}' ({node.op_type}) is not supported; supported ops: "
-                            + ", ".join(sorted(SUPPORTED_OPS | TABLE_OPS | CONSTANT_OPERAND_OPS)))
+                            + ", ".join(sorted(ACCEPTED_OPS)))
     if not any(n.op_type == "QuantizeLinear" for n in graph.node):
         raise MingError("model is not quantized (no QuantizeLinear); quantize it to int8 QDQ with "
                         "onnxruntime.quantization.quantize_static")
