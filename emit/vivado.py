@@ -4,8 +4,10 @@ The script exports the HLS accelerator as an IP (when OUT/hls has not yet), buil
 design around it (the processing system with its board preset and PL clock, an AXI DMA in
 simple mode whose two streams run through the accelerator, SmartConnects to the processing
 system's master and high-performance slave ports, one clock and one reset for everything),
-runs implementation to a bitstream and copies the bitstream and its hardware handoff to
-OUT/deploy/<model>.bit and .hwh, the pair a PYNQ overlay loads.
+runs implementation to a bitstream, reads the routed design's timing summary and utilization
+and, when WNS and WHS are not negative and no resource is over 100 % of the device, copies the
+bitstream and its hardware handoff to OUT/deploy/<model>.bit and .hwh, the pair a PYNQ overlay
+loads (otherwise it stops with an error naming the figures and copies nothing).
 
 Board facts (part, board part, carrier connections, the processing system's ports, pins and
 properties) come from the board database; this module decides the names of the cells and

@@ -1,162 +1,216 @@
 """FIFO depths that keep reconverging dataflow graphs from deadlocking (MING §IV-C).
 
-Where a `split` feeds branches that meet again (a residual Add, a Concat), the
-branch with the line buffers delivers its first pixel to the join only after the
-split has produced many pixels; all that time the split keeps writing the short
-branch, whose FIFO must hold those pixels or the split blocks, the long branch
-starves and the join waits forever. The lag of a branch is counted in pixels of
-the split's output from the geometry of its processes (StreamTensor §5.3's token
-model with the line-buffer fill as initial delay); the short branch's first FIFO
-gets the difference. The same model sizes the FIFOs of a model's outputs: the
-accelerator sends an image's outputs one after the other on its one output
-stream, so each output's FIFO holds what its producer makes while the outputs
-before it are sent (`record_pixels`, in the order `record_order`). Every other
-FIFO holds at least two pixels: a process writes a pixel's tokens in a burst
-after computing it and its consumer reads them in a burst, so with less the two
-serialise. `ming build` then deepens all
-FIFOs (4, 8, 16 pixels) while the cycle-level simulation says it pays and the
-budget allows (a strided consumer reads in bursts of rows: tiny_cnn at 5% of the
-KV260's DSPs runs 18% faster with 8 pixels than with 2); `--fifo minimal`
-shrinks every depth to the least with which, in one simulation, no write waits
-(the simulated latency is kept exactly).
+Where a `split` feeds branches that meet again (a residual Add, a Concat), the branch with the line
+buffers delivers a token to the join only after the split has produced many; all that time the split
+keeps writing the short branch, whose FIFO must hold those tokens or the split blocks, the long branch
+starves and the join waits forever. How many it must hold is read off the loops the processes run, the
+loop description (`ming_py.kernel.loop_of`) the emitted C++, the cost model and `ming simulate` share:
+in which iteration a loop reads every input token and writes every output token. From it, for every
+token a process writes, the input tokens it has read by then; composed along a branch, the tokens of
+the split's output that a channel needs before it can carry n tokens (`Dependences.need`). For every
+output token of a join, the split must have run the iterations its longest branch needs, and meanwhile
+wrote to each shorter branch's head all the tokens of those iterations, of which that branch has taken
+only what its own part of the join's token needs: the most that ever waits, over the whole image, is
+the head's depth (StreamTensor §5.3's token model, evaluated at every token rather than the first,
+since behind 1x1 convs, strides and upsamples the lag grows along rows).
+
+The same counts size the FIFOs of a model's outputs: the accelerator sends an image's outputs one after
+the other on its one output stream, so each output's FIFO holds what its producer makes while the
+outputs before it are sent (`record_tokens`, in the order `record_order`). Every other FIFO holds at
+least two pixels: a process writes a pixel's tokens in a burst after computing it and its consumer
+reads them in a burst, so with less the two serialise. `ming build` then deepens all FIFOs (4, 8, 16
+pixels) while the cycle-level simulation says it pays and the budget allows (a strided consumer reads in
+bursts of rows: tiny_cnn at 5% of the KV260's DSPs runs 18% faster with 8 pixels than with 2); `--fifo
+minimal` shrinks every depth to the least with which, in one simulation, no write waits (the simulated
+latency is kept exactly). Whatever the depths, `ming build` simulates the design and emits none that
+deadlocks.
+
+Before the ILP has chosen lanes, the same model runs on the one-lane schedule (`unit_specs`: a token is
+one value), which gives the FIFOs' memory whatever the schedule.
 """
 
 from __future__ import annotations
 
 import math
+from functools import cached_property
 
-from ming_py.dataflow import Channel, Process, StreamGraph, WINDOW_KINDS
-from ming_py.kernel import depth_bound
+import numpy as np
+
+from ming_py.dataflow import Channel, StreamGraph
+from ming_py.kernel import KernelSpec, Loop, depth_bound, kernel_spec, loop_of
 
 MIN_DEPTH = 2
 DEFAULT_PIXELS = 2  # pixels every FIFO holds at least, so bursts overlap
 SLACK_PIXELS = 1  # the pixel a join holds while waiting for its other input
 
 
-def input_pixels_needed(graph: StreamGraph, p: Process, outputs: int, slot: int = 0) -> int:
-    """Pixels of input `slot` `p` reads (raster order) before it has written `outputs` output pixels."""
-    channel_in = graph.channels[p.inputs[slot]]
-    if outputs <= 0:
-        return 0
-    if p.kind == "broadcast" and channel_in.pixels == 1 < graph.channels[p.outputs[0]].pixels:
-        return 1  # the vector, read whole before the first pixel
-    if p.kind in WINDOW_KINDS:
-        # the window ending at padded position (row, col) is computed at the next position, which reads
-        # its own pixel first (ming_py/kernel.py)
-        w = p.window
-        oh, ow = divmod(outputs - 1, w.out_width)
-        row = oh * w.stride[0] + (w.kernel[0] - 1) * w.dilation[0]
-        col = ow * w.stride[1] + (w.kernel[1] - 1) * w.dilation[1] + 1
-        if col == w.padded_width:
-            row, col = row + 1, 0
-        return _pixels_up_to(w, row - w.pads[0], col - w.pads[1])
-    if p.kind == "pointwise":
-        w = p.window
-        oh, ow = divmod(outputs - 1, w.out_width)
-        return min(oh * w.stride[0] * w.in_width + ow * w.stride[1] + 2, w.in_height * w.in_width)
-    if p.kind in ("dense", "global_avgpool", "global_maxpool"):
-        return channel_in.pixels
-    if p.kind == "pad":
-        row, col = divmod(outputs - 1, p.window.padded_width)
-        return _pixels_up_to(p.window, row - p.window.pads[0], col - p.window.pads[1])
-    if p.kind == "upsample":  # a row's first copy reads its pixels as it goes, later copies need all of it
-        channel_out = graph.channels[p.outputs[0]]
-        rows, cols = channel_out.height // channel_in.height, channel_out.width // channel_in.width
-        row, col = divmod(outputs - 1, channel_out.width)
-        if row % rows == 0:
-            return row // rows * channel_in.width + col // cols + 1
-        return (row // rows + 1) * channel_in.width
-    if p.kind == "permute":  # writes a pixel while it reads the next
-        return min(outputs + 1, channel_in.pixels)
-    return outputs  # element-wise: one pixel in, one pixel out
+def unit_specs(graph: StreamGraph) -> dict[str, KernelSpec]:
+    """Every process on the one-lane schedule (no unrolling; always valid): a token is one value."""
+    return {p.name: kernel_spec(graph, p, (), (1,) * len(p.inputs), (1,) * len(p.outputs)) for p in graph.processes}
 
 
-def _pixels_up_to(w, row: int, col: int) -> int:
-    """Input pixels in raster order up to and including input coordinates (row, col), which may lie
-    in the padding."""
-    if row < 0:
-        return 0
-    if row >= w.in_height:
-        return w.in_height * w.in_width
-    return row * w.in_width + min(max(col + 1, 0), w.in_width)
+def token_iterations(loop: Loop, side: str, index: int) -> np.ndarray:
+    """The iteration in which `loop` moves each token of input or output `index` (`side` "reads" or
+    "writes"), in token order."""
+    parts, done = [], 0
+    for repeat, position in loop.runs:
+        access = getattr(position, side)[index]
+        if access.count:
+            starts = done + position.iterations * np.arange(repeat, dtype=np.int64)
+            parts.append((starts[:, None] + (access.first + access.stride * np.arange(access.count))).ravel())
+        done += repeat * position.iterations
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def split_pixels_needed(graph: StreamGraph, channel: Channel, split: str, pixels: int) -> int | None:
-    """Pixels `split` must emit before `channel` has carried `pixels` pixels; None if `split` does not feed it."""
-    if channel.producer == split:
-        return pixels
-    producer = next((p for p in graph.processes if p.name == channel.producer), None)
-    if producer is None:  # the accelerator input
-        return None
-    upstream = [split_pixels_needed(graph, graph.channels[c], split, input_pixels_needed(graph, producer, pixels, slot))
-                for slot, c in enumerate(producer.inputs)]
-    upstream = [n for n in upstream if n is not None]
-    return max(upstream) if upstream else None
+class Dependences:
+    """Token counts of a stream graph under a schedule (`specs`, one per process)."""
+
+    def __init__(self, graph: StreamGraph, specs: dict[str, KernelSpec]):
+        self.graph = graph
+        self.specs = specs
+        self._producers = {c: p for p in graph.processes for c in p.outputs}
+        self._need: dict[tuple[str, str], np.ndarray | None] = {}
+
+    @cached_property
+    def _loops(self) -> dict[str, Loop]:
+        return {name: loop_of(spec) for name, spec in self.specs.items()}
+
+    def writes(self, process: str, output: int) -> np.ndarray:
+        return token_iterations(self._loops[process], "writes", output)
+
+    def read_before_write(self, process: str, output: int, input_: int) -> np.ndarray:
+        """Per n = 0..tokens of output `output`, the tokens of input `input_` the process has read once it
+        has written n: those read in or before the iteration of the n-th write (an iteration takes its
+        reads before its writes)."""
+        reads = token_iterations(self._loops[process], "reads", input_)
+        counts = np.searchsorted(reads, self.writes(process, output), side="right")
+        return np.concatenate(([0], counts))
+
+    def need(self, source: str, channel: str) -> np.ndarray | None:
+        """Per n = 0..tokens of `channel`, the tokens of channel `source` that must have been carried before
+        `channel` can carry n; None if `source` does not feed it."""
+        key = (source, channel)
+        if key not in self._need:
+            self._need[key] = self._compose(source, channel)
+        return self._need[key]
+
+    def _compose(self, source: str, channel: str) -> np.ndarray | None:
+        producer = self._producers.get(channel)
+        if channel == source:
+            return np.arange(self._channel_tokens(channel) + 1)
+        if producer is None:  # the accelerator input
+            return None
+        output = producer.outputs.index(channel)
+        needs = [upstream[self.read_before_write(producer.name, output, slot)]
+                 for slot, c in enumerate(producer.inputs) if (upstream := self.need(source, c)) is not None]
+        return np.maximum.reduce(needs) if needs else None
+
+    def tokens_per_pixel(self, channel: str) -> int:
+        return self.graph.channels[channel].channels // self.lanes(channel)
+
+    def lanes(self, channel: str) -> int:
+        c = self.graph.channels[channel]
+        for name, slots, side in ((c.producer, "outputs", "lanes_out"), (c.consumer, "inputs", "lanes_in")):
+            if name in self.specs:
+                return getattr(self.specs[name], side)[getattr(self.graph.process(name), slots).index(channel)]
+        raise ValueError(f"channel {channel} joins no process")
+
+    def _compose(self, source: str, channel: str) -> np.ndarray | None:
+        if channel == source:
+            c = self.graph.channels[channel]
+            return np.arange(self.tokens_per_pixel(channel) * c.pixels + 1)
+        producer = self._producers.get(channel)
+        if producer is None:  # the accelerator input
+            return None
+        output = producer.outputs.index(channel)
+        needs = [upstream[self.read_before_write(producer.name, output, slot)]
+                 for slot, c in enumerate(producer.inputs) if (upstream := self.need(source, c)) is not None]
+        return np.maximum.reduce(needs) if needs else None
 
 
-def pixels_made(graph: StreamGraph, channel: Channel, split: str, pixels: int) -> int:
-    """The most pixels `channel` can have carried once `split` has emitted `pixels` (the inverse of
-    `split_pixels_needed`)."""
-    low, high = 0, channel.pixels
-    while low < high:
-        middle = (low + high + 1) // 2
-        if split_pixels_needed(graph, channel, split, middle) <= pixels:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+def skip_tokens(deps: Dependences) -> dict[str, int]:
+    """Per head channel of a split, the most tokens that wait in it at once while the join of its branches
+    waits for a longer branch (over every output token of every join; heads of no shorter branch: 0)."""
+    graph, waiting = deps.graph, {}
+    for split, join, heads in _diverging(graph):
+        writes = {h: deps.writes(split.name, split.outputs.index(h)) for hs in heads.values() for h in hs}
+        taken, needed_iterations = {}, []
+        for slot, hs in heads.items():
+            read = deps.read_before_write(join.name, 0, slot)[1:]
+            for h in hs:
+                taken[h] = deps.need(h, join.inputs[slot])[read]
+                needed_iterations.append(np.concatenate(([0], writes[h] + 1))[taken[h]])
+        longest = np.maximum.reduce(needed_iterations)  # the split's iterations each join token waits for
+        for h, tokens in taken.items():
+            written = np.searchsorted(writes[h], longest, side="left")  # in the iterations before
+            waiting[h] = max(waiting.get(h, 0), int((written - tokens).max()))
+    return waiting
 
 
-def record_order(graph: StreamGraph) -> list[int]:
+def record_order(graph: StreamGraph, deps: Dependences | None = None) -> list[int]:
     """The order in which an image's outputs leave the accelerator (indexes into `graph.outputs`): by when
-    each is complete, the input pixels its last pixel needs, then the deepest pipeline to it (both
+    each is complete, the input tokens its last token needs, then the deepest pipeline to it (both
     whatever the schedule), then the model's order. The output writer sends all of an output before the
-    next, so every later output's FIFO holds what its producer makes meanwhile (`record_pixels`); the
+    next, so every later output's FIFO holds what its producer makes meanwhile (`record_tokens`); the
     order in which they finish keeps that least."""
+    deps = deps or Dependences(graph, unit_specs(graph))
     source = graph.channels[graph.input.channel].producer
     depths = {p.name: depth_bound(p.kind) for p in graph.processes}
 
     def completion(index: int) -> tuple[int, int, int]:
-        channel = graph.channels[graph.outputs[index].channel]
-        return (split_pixels_needed(graph, channel, source, channel.pixels),
-                split_latency(graph, channel, source, depths), index)
+        channel = graph.outputs[index].channel
+        return (int(deps.need(graph.input.channel, channel)[-1]),
+                split_latency(graph, graph.channels[channel], source, depths), index)
 
     return sorted(range(len(graph.outputs)), key=completion)
 
 
-def record_pixels(graph: StreamGraph) -> dict[str, int]:
-    """Per output channel, the pixels its FIFO must hold while the output writer sends the outputs before
-    it in the record: all its producer makes from the input pixels those outputs need, plus the slack,
-    at most the whole output. With less, the producer would stop, and with it the processes it shares with
+def record_tokens(deps: Dependences) -> dict[str, int]:
+    """Per output channel, the tokens its FIFO must hold while the output writer sends the outputs before
+    it in the record: all its producer makes from the input tokens those outputs need, plus the slack, at
+    most the whole output. With less, the producer would stop, and with it the processes it shares with
     the output being sent (a split feeding both) before that output is complete (only outputs that need
     more than nothing)."""
-    source = graph.channels[graph.input.channel].producer
-    pixels: dict[str, int] = {}
-    sent = 0  # input pixels the outputs sent so far need
+    graph, held, sent = deps.graph, {}, 0  # sent: input tokens the outputs sent so far need
     for port in graph.outputs:
-        channel = graph.channels[port.channel]
-        made = pixels_made(graph, channel, source, sent) if sent else 0
+        need = deps.need(graph.input.channel, port.channel)
+        made = int(np.searchsorted(need, sent, side="right")) - 1 if sent else 0
         if made:
-            pixels[channel.name] = min(made + SLACK_PIXELS, channel.pixels)
-        sent = max(sent, split_pixels_needed(graph, channel, source, channel.pixels))
-    return pixels
+            held[port.channel] = min(made + SLACK_PIXELS * deps.tokens_per_pixel(port.channel), len(need) - 1)
+        sent = max(sent, int(need[-1]))
+    return held
 
 
-def depths_in_pixels(graph: StreamGraph) -> dict[str, int]:
-    """Per channel, the pixels its FIFO must hold for the line buffers' lag and for the outputs sent before
-    its own (only channels that need more than the minimum)."""
-    skips = _short_branch_excess(graph, lambda channel, split: split_pixels_needed(graph, channel, split, 1),
-                                 SLACK_PIXELS)
-    record = record_pixels(graph)
+def required_tokens(deps: Dependences) -> dict[str, int]:
+    """Per channel, the tokens its FIFO must hold for the branches' lags and for the outputs sent before
+    its own (only channels that need some)."""
+    whole = {name: deps.tokens_per_pixel(name) * c.pixels for name, c in deps.graph.channels.items()}
+    skips = {h: min(n + SLACK_PIXELS * deps.tokens_per_pixel(h), whole[h]) for h, n in skip_tokens(deps).items()
+             if n > 0}
+    record = record_tokens(deps)
     return {name: max(skips.get(name, 0), record.get(name, 0)) for name in sorted(skips.keys() | record.keys())}
 
 
+def depths_in_pixels(graph: StreamGraph) -> dict[str, int]:
+    """`required_tokens` in whole pixels, whatever the schedule (on the one-lane schedule)."""
+    deps = Dependences(graph, unit_specs(graph))
+    return {name: math.ceil(n / graph.channels[name].channels) for name, n in required_tokens(deps).items()}
+
+
 def latency_tokens(graph: StreamGraph, latency: dict[str, int]) -> dict[str, int]:
-    """Per channel, the tokens its FIFO must hold besides the pixels of `depths_in_pixels` for the pipeline
-    depths (`latency`, cycles per process) on the long branch: for so many cycles after taking a token a
+    """Per channel, the tokens its FIFO must hold besides `required_tokens` for the pipeline depths
+    (`latency`, cycles per process) on the long branch: for so many cycles after taking a token a
     process has not written what it makes of it, while the split goes on writing the short branch, at most
     one token a cycle."""
-    return _short_branch_excess(graph, lambda channel, split: split_latency(graph, channel, split, latency), 0)
+    extra: dict[str, int] = {}
+    for split, join, heads in _diverging(graph):
+        lags = {slot: split_latency(graph, graph.channels[join.inputs[slot]], split.name, latency) for slot in heads}
+        longest = max(lags.values())
+        for slot, lag in lags.items():
+            for head in heads[slot]:
+                if longest > lag:
+                    extra[head] = max(extra.get(head, 0), longest - lag)
+    return extra
 
 
 def split_latency(graph: StreamGraph, channel: Channel, split: str, latency: dict[str, int]) -> int | None:
@@ -171,27 +225,18 @@ def split_latency(graph: StreamGraph, channel: Channel, split: str, latency: dic
     return latency[producer.name] + max(upstream) if upstream else None
 
 
-def _short_branch_excess(graph: StreamGraph, lag_of, slack: int) -> dict[str, int]:
-    """Per head channel of a split's short branch, how far the longest branch to the same join lags behind
-    it (`lag_of(channel, split)`), plus `slack`."""
-    excess: dict[str, int] = {}
+def _diverging(graph: StreamGraph):
+    """(split, join, {join input slot: the split's heads on its paths}) wherever at least two of a join's
+    inputs are fed by a split through disjoint heads (where they share one, a nearer split separates
+    them)."""
     for split in (p for p in graph.processes if p.kind == "split"):
         for join in (p for p in graph.processes if len(p.inputs) > 1):
-            branches = {}
-            for channel_name in join.inputs:
-                lag = lag_of(graph.channels[channel_name], split.name)
-                heads = _branch_heads(graph, split.name, channel_name)
-                if lag is not None:
-                    branches[channel_name] = (lag, heads)
-            head_sets = [heads for _, heads in branches.values()]
-            if len(branches) < 2 or any(a & b for a, b in zip(head_sets, head_sets[1:])):
-                continue  # the branches do not diverge at this split (a nearer split separates them)
-            longest = max(lag for lag, _ in branches.values())
-            for lag, heads in branches.values():
-                for head in heads:
-                    if longest > lag:
-                        excess[head] = max(excess.get(head, 0), longest - lag + slack)
-    return excess
+            heads = {slot: _branch_heads(graph, split.name, c) for slot, c in enumerate(join.inputs)}
+            heads = {slot: h for slot, h in heads.items() if h}
+            sets = list(heads.values())
+            if len(heads) < 2 or any(a & b for i, a in enumerate(sets) for b in sets[i + 1:]):
+                continue
+            yield split, join, {slot: sorted(h) for slot, h in heads.items()}
 
 
 def _branch_heads(graph: StreamGraph, split: str, channel_name: str) -> frozenset[str]:
@@ -205,25 +250,35 @@ def _branch_heads(graph: StreamGraph, split: str, channel_name: str) -> frozense
     return frozenset().union(*(_branch_heads(graph, split, c) for c in producer.inputs))
 
 
-def fifo_depths(graph: StreamGraph, lanes: dict[str, int], latency: dict[str, int],
+class FifoPlan:
+    """The FIFO depths of a stream graph under a schedule (`specs`) and pipeline depths (`latency`)."""
+
+    def __init__(self, graph: StreamGraph, specs: dict[str, KernelSpec], latency: dict[str, int]):
+        self.graph = graph
+        self.deps = Dependences(graph, specs)
+        self.required = required_tokens(self.deps)
+        self.extra = latency_tokens(graph, latency)
+
+    def depths(self, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
+        """Depth in tokens of every channel holding at least `least_pixels` pixels."""
+        return {name: max(MIN_DEPTH, least_pixels * self.deps.tokens_per_pixel(name), self.required.get(name, 0))
+                + self.extra.get(name, 0) for name in self.graph.channels}
+
+    def bits(self, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
+        return {name: depth * self.deps.lanes(name) * 8 for name, depth in self.depths(least_pixels).items()}
+
+
+def fifo_depths(graph: StreamGraph, specs: dict[str, KernelSpec], latency: dict[str, int],
                 least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
-    """Depth in tokens of every channel under the given lane counts and pipeline depths."""
-    pixels = depths_in_pixels(graph)
-    extra = latency_tokens(graph, latency)
-    depths = {}
-    for name, channel in graph.channels.items():
-        tokens_per_pixel = channel.channels // lanes.get(name, 1)
-        depths[name] = max(MIN_DEPTH, max(pixels.get(name, 0), least_pixels) * tokens_per_pixel) + extra.get(name, 0)
-    return depths
+    """Depth in tokens of every channel under the given schedule and pipeline depths."""
+    return FifoPlan(graph, specs, latency).depths(least_pixels)
 
 
 def fifo_bits(graph: StreamGraph, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
-    """Storage of every channel's sized FIFO in bits whatever the schedule: pixels x channels x 8, with the
-    pipeline depths at their deepest and a token as wide as a pixel."""
-    pixels = depths_in_pixels(graph)
-    extra = latency_tokens(graph, {p.name: depth_bound(p.kind) for p in graph.processes})
-    return {name: (max(pixels.get(name, 0), least_pixels) + extra.get(name, 0)) * c.channels * 8
-            for name, c in graph.channels.items()}
+    """Storage of every channel's sized FIFO in bits whatever the schedule: on the one-lane schedule, with
+    the pipeline depths at their deepest."""
+    plan = FifoPlan(graph, unit_specs(graph), {p.name: depth_bound(p.kind) for p in graph.processes})
+    return plan.bits(least_pixels)
 
 
 def fifo_memory(bits: int, width_bits: int = 8) -> tuple[int, int]:

@@ -16,7 +16,7 @@ from ming_py.emit.reports import dataflow_mlir, host_metadata, report, report_js
 from ming_py.ilp import Budget, Solution, solve
 from ming_py.ilp.pins import resolve
 from ming_py.line_buffers import build_stream_graph
-from ming_py.line_buffers.fifo import DEFAULT_PIXELS, fifo_bits, fifo_depths, fifo_memory
+from ming_py.line_buffers.fifo import DEFAULT_PIXELS, FifoPlan, fifo_bits, fifo_memory
 
 from .dataflow import Schedule, StreamGraph, validate_schedule
 from .ir import Graph, MingError
@@ -24,7 +24,7 @@ from .pipeline import lift
 from .progress import Progress
 from .options import check_design, check_model, target_board
 from .output import check_output, output_lock, replace_tree
-from .kernel import kernel_spec
+from .kernel import KernelSpec, kernel_spec
 from .sample import sample_files
 from .simulate import simulate
 
@@ -93,16 +93,72 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     reserved = {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
     solution = solve(stream_graph, board, budget, options.objective, pins.unroll, reserved=reserved)
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
-    least_pixels = decoupling_pixels(stream_graph, solution, board, budget, pins.depths)
-    depths = fifo_depths(stream_graph, lanes, pipeline_depths(stream_graph, solution), least_pixels)
-    solution.schedule = replace(solution.schedule, depths=depths | pins.depths)
+    plan = FifoPlan(stream_graph, schedule_specs(stream_graph, solution), pipeline_depths(stream_graph, solution))
+    least_pixels = decoupling_pixels(stream_graph, solution, board, budget, plan, pins.depths)
+    solution.schedule = replace(solution.schedule, depths=plan.depths(least_pixels) | pins.depths)
     if options.minimal_fifos:
         solution.schedule = minimal_fifos(stream_graph, solution, board, set(pins.depths))
     fifo = _fifo_totals({c: solution.schedule.depth_of(c) * lanes[c] * 8 for c in stream_graph.channels})
     totals = solution.totals
     totals |= fifo | {"bram18k": totals["bram18k"] + fifo["fifo_bram18k"], "lut": totals["lut"] + fifo["fifo_lut"]}
     totals["solver"]["budget"] = vars(budget)
+    check_fifo_budget(stream_graph, solution, budget, pins.depths)
+    check_completes(stream_graph, solution, board, plan.depths(least_pixels), pins.depths)
     return board, solution
+
+
+def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pinned: dict[str, int]) -> None:
+    """Stops when the FIFOs take the design past its BRAM18K or LUT budget, naming the deepest pinned FIFO."""
+    totals = solution.totals
+    for resource, unit in (("bram18k", "BRAM18K"), ("lut", "LUTs")):
+        if totals[resource] <= getattr(budget, resource):
+            continue
+        used = f"the design needs {totals[resource]:,} {unit} of its budget of {getattr(budget, resource):,}"
+        if pinned:
+            channel = max(pinned, key=lambda c: pinned[c] * solution.schedule.lanes_of(c))
+            raise MingError(f"--set {channel}.depth={pinned[channel]}: with it {used}; give a smaller depth")
+        raise MingError(f"the FIFOs ming sized take the design past its budget ({used}); raise the "
+                        f"{unit} budget or lower another")
+
+
+def check_completes(graph: StreamGraph, solution: Solution, board: Board, sized: dict[str, int],
+                    pinned: dict[str, int]) -> None:
+    """Stops unless the cycle-level simulation of the design runs to the end: naming the pinned FIFO that
+    deadlocks it and the least depth with which it completes, or (with ming's own depths) as a bug."""
+    schedule = solution.schedule
+    result = simulate(report(graph, schedule, board, solution))
+    if result.deadlock is None:
+        return
+    for channel in sorted(pinned, key=lambda c: (not any(c in line for line in result.deadlock), c)):
+        least = _least_completing_depth(graph, solution, board, channel, pinned[channel], sized[channel])
+        if least is not None:
+            wait = next((line for line in result.deadlock if channel in line), result.deadlock[0])
+            raise MingError(f"--set {channel}.depth={pinned[channel]}: the design deadlocks with it "
+                            f"(ming simulate: {wait}); the least depth that completes is {least}")
+    if pinned:
+        raise MingError(f"the pinned FIFO depths deadlock the design (ming simulate: {result.deadlock[0]}); "
+                        f"remove the .depth settings")
+    raise MingError(f"the FIFO depths ming sized deadlock the design (ming simulate: {result.deadlock[0]}); "
+                    f"this is a bug in ming: please report it with the model")
+
+
+def _least_completing_depth(graph: StreamGraph, solution: Solution, board: Board, channel: str, pinned: int,
+                            sized: int) -> int | None:
+    """The least depth of `channel` above `pinned` with which the design completes, the other depths kept;
+    None if not even the whole tensor or ming's own depth does."""
+    def completes(depth: int) -> bool:
+        schedule = replace(solution.schedule, depths=solution.schedule.depths | {channel: depth})
+        return simulate(report(graph, schedule, board, solution)).deadlock is None
+
+    tokens = graph.channels[channel].values // solution.schedule.lanes_of(channel)
+    high = next((d for d in sorted({sized, tokens + 1}) if d > pinned and completes(d)), None)
+    if high is None:
+        return None
+    low = pinned  # deadlocks
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if completes(middle) else (middle, high)
+    return high
 
 
 def fifo_cost(graph: StreamGraph, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
@@ -116,10 +172,15 @@ def _fifo_totals(bits: dict[str, int]) -> dict[str, int]:
             "fifo_lut": sum(m[1] for m in memory)}
 
 
+def schedule_specs(graph: StreamGraph, solution: Solution) -> dict[str, KernelSpec]:
+    """Each process's loop spec under the chosen schedule."""
+    return {p.name: kernel_spec(graph, p, c.unroll, c.lanes_in, c.lanes_out)
+            for p in graph.processes for c in (solution.choices[p.name],)}
+
+
 def pipeline_depths(graph: StreamGraph, solution: Solution) -> dict[str, int]:
     """Each process's pipeline depth under the chosen schedule."""
-    return {p.name: kernel_spec(graph, p, c.unroll, c.lanes_in, c.lanes_out).depth
-            for p in graph.processes for c in (solution.choices[p.name],)}
+    return {name: spec.depth for name, spec in schedule_specs(graph, solution).items()}
 
 
 def simulated_cycles(graph: StreamGraph, schedule: Schedule, board: Board, solution: Solution) -> int | None:
@@ -128,14 +189,12 @@ def simulated_cycles(graph: StreamGraph, schedule: Schedule, board: Board, solut
     return None if result.deadlock else result.cycles
 
 
-def decoupling_pixels(graph: StreamGraph, solution: Solution, board: Board, budget: Budget,
+def decoupling_pixels(graph: StreamGraph, solution: Solution, board: Board, budget: Budget, plan: FifoPlan,
                       pinned: dict[str, int]) -> int:
     """The least pixels every FIFO holds: doubled while the simulated latency drops by 2% and the budget allows."""
-    lanes = {c: solution.schedule.lanes_of(c) for c in graph.channels}
-    latency = pipeline_depths(graph, solution)
 
     def cycles(pixels: int) -> int | None:
-        depths = fifo_depths(graph, lanes, latency, pixels) | pinned
+        depths = plan.depths(pixels) | pinned
         return simulated_cycles(graph, replace(solution.schedule, depths=depths), board, solution)
 
     best, best_cycles = DEFAULT_PIXELS, cycles(DEFAULT_PIXELS)

@@ -21,8 +21,17 @@ import zoo
 class Architecture:
     name: str
     input_shape: tuple[int, ...]
-    build: Callable[[], onnx.ModelProto]  # the float model
+    layers: Callable[[zoo._Graph], str | list[str]]  # builds the float model's layers, returns its outputs
     what: str  # what the network exercises, for the coverage table
+
+    def shape(self, size: int | None = None) -> tuple[int, ...]:
+        """The input shape, with maps of `size` x `size` if given."""
+        return self.input_shape if size is None else (*self.input_shape[:2], size, size)
+
+    def build(self, size: int | None = None) -> onnx.ModelProto:
+        """The float model (input maps of `size` x `size` if given)."""
+        g = zoo._Graph(self.name, self.shape(size))
+        return g.finish(self.layers(g))
 
 
 ARCHITECTURES: dict[str, Architecture] = {}
@@ -43,12 +52,8 @@ FORMATS = {
 
 
 def _architecture(name: str, input_shape: tuple[int, ...], what: str):
-    def register(fn: Callable[[zoo._Graph], str]):
-        def build() -> onnx.ModelProto:
-            g = zoo._Graph(name, input_shape)
-            return g.finish(fn(g))
-
-        ARCHITECTURES[name] = Architecture(name, input_shape, build, what)
+    def register(fn: Callable[[zoo._Graph], str | list[str]]):
+        ARCHITECTURES[name] = Architecture(name, input_shape, fn, what)
         return fn
 
     return register
@@ -163,8 +168,10 @@ def _(g):
     return g.conv(h, "segment", 4, kernel=1)
 
 
-def quantized(name: str, fmt: str, directory: pathlib.Path, per_channel: bool = True) -> pathlib.Path:
-    """Architecture `name` quantized in format `fmt` (a key of FORMATS) at <directory>/<name>_<fmt>.onnx."""
+def quantized(name: str, fmt: str, directory: pathlib.Path, per_channel: bool = True,
+              size: int | None = None) -> pathlib.Path:
+    """Architecture `name` quantized in format `fmt` (a key of FORMATS) at <directory>/<name>_<fmt>.onnx
+    (<name>_<size>_<fmt>.onnx with input maps of `size` x `size`)."""
     arch = ARCHITECTURES[name]
-    out = pathlib.Path(directory) / f"{name}_{fmt}.onnx"
-    return zoo.quantize_float_model(arch.build(), out, arch.input_shape, per_channel, **FORMATS[fmt])
+    out = pathlib.Path(directory) / f"{name}{'' if size is None else f'_{size}'}_{fmt}.onnx"
+    return zoo.quantize_float_model(arch.build(size), out, arch.shape(size), per_channel, **FORMATS[fmt])

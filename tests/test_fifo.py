@@ -48,14 +48,24 @@ def test_skip_fifo_holds_the_line_buffer_lag(lifted):
     assert stages == {"input_split_to_stage1_add": 21, "stage1_add_split_to_stage2_proj": 30}
 
 
+def forced(graph, tmp_path, depths: dict[str, int]):
+    """The design ming builds for `graph`, written with some FIFO depths forced past `ming build`'s checks."""
+    board, solution = explore(graph, BuildOptions(limits={"dsp": "20%"}))
+    schedule = replace(solution.schedule, depths=solution.schedule.depths | depths)
+    out = tmp_path / "out"
+    write_tree(design(graph, board, schedule=schedule, solution=solution).files, out)
+    return out
+
+
+SKIP = "input_split_to_block1_add"
+
+
 def test_short_skip_fifo_deadlocks_and_the_report_names_it(lifted, tmp_path):
     graph = lifted("residual_block")
-    skip = "input_split_to_block1_add"
-    out, solution = built(graph, tmp_path, settings={f"{skip}.depth": 3})
-    assert solution.schedule.depth_of(skip) == 3
+    out = forced(graph, tmp_path, {SKIP: 3})
     with pytest.raises(CsimDeadlock) as error:
         run_csim(out, zoo.random_input("residual_block", 0), concurrent=True)
-    assert any(f"write to {skip} (full" in line for line in error.value.report)
+    assert any(f"write to {SKIP} (full" in line for line in error.value.report)
 
 
 def ming(*args):
@@ -65,14 +75,37 @@ def ming(*args):
     return subprocess.run([sys.executable, "-m", "ming_py.cli", *map(str, args)], capture_output=True, text=True)
 
 
-def test_simulate_reports_the_forced_deadlock_too(quantized, tmp_path):
-    skip = "input_split_to_block1_add"
-    build = ming("build", quantized("residual_block"), "--set", f"{skip}.depth=3", "-q", "-o", tmp_path / "out")
-    assert build.returncode == 0, build.stderr
-    result = ming("simulate", tmp_path / "out", "--json")
+def test_simulate_reports_the_forced_deadlock_too(lifted, tmp_path):
+    out = forced(lifted("residual_block"), tmp_path, {SKIP: 3})
+    result = ming("simulate", out, "--json")
     assert result.returncode == 3
     data = __import__("json").loads(result.stdout)
-    assert any(f"write to {skip} (full" in line for line in data["deadlock"])
+    assert any(f"write to {SKIP} (full" in line for line in data["deadlock"])
+
+
+def test_a_pinned_depth_that_deadlocks_stops_the_build_with_the_least_that_completes(quantized, lifted, tmp_path):
+    build = ming("build", quantized("residual_block"), "--dsp", "20%", "--set", f"{SKIP}.depth=3", "-q",
+                 "-o", tmp_path / "out")
+    assert build.returncode == 2 and not (tmp_path / "out").exists()
+    (line,) = build.stderr.strip().splitlines()
+    assert line.startswith(f"ming: error: --set {SKIP}.depth=3: the design deadlocks with it") and SKIP in line
+    least = int(line.rsplit(" ", 1)[1])
+    graph = lifted("residual_block")
+    board, solution = explore(graph, BuildOptions(limits={"dsp": "20%"}, settings={f"{SKIP}.depth": least}))
+    stream_graph = build_stream_graph(graph)
+
+    def deadlocks(depth: int) -> bool:
+        schedule = replace(solution.schedule, depths=solution.schedule.depths | {SKIP: depth})
+        return simulate(report(stream_graph, schedule, board, solution)).deadlock is not None
+
+    assert 3 < least and not deadlocks(least) and deadlocks(least - 1)
+
+
+def test_a_pinned_depth_past_the_budget_stops_the_build(quantized, tmp_path):
+    build = ming("build", quantized("residual_block"), "--set", f"{SKIP}.depth=100000000", "-q", "-o", tmp_path / "out")
+    assert build.returncode == 2 and not (tmp_path / "out").exists()
+    (line,) = build.stderr.strip().splitlines()
+    assert line.startswith(f"ming: error: --set {SKIP}.depth=100000000: with it the design needs ") and "BRAM18K" in line
 
 
 def test_simulate_json_and_minimal_fifos(quantized, lifted, tmp_path):

@@ -3,7 +3,7 @@ model, the C-simulation, the CLI and the deployment driver.
 
 The accelerator sends an image's outputs one after the other on its one AXI4-Stream output (the output
 record), in the order they finish; the FIFO of every later output holds what its producer makes while the
-outputs before it are sent, or the processes it shares with them stop (`line_buffers.fifo.record_pixels`).
+outputs before it are sent, or the processes it shares with them stop (`line_buffers.fifo.record_tokens`).
 """
 
 from __future__ import annotations
@@ -22,9 +22,10 @@ import zoo
 from ming_py import reference
 from ming_py.build import BuildOptions, design, explore
 from ming_py.csim import CsimDeadlock, compile_csim, run_csim
+from ming_py.ir import MingError
 from ming_py.emit.reports import report
 from ming_py.line_buffers import build_stream_graph
-from ming_py.line_buffers.fifo import fifo_bits, record_pixels
+from ming_py.line_buffers.fifo import Dependences, fifo_bits, record_tokens, unit_specs
 from ming_py.output import write_tree
 from ming_py.pipeline import lift
 from ming_py.progress import Progress
@@ -127,7 +128,7 @@ def test_later_outputs_fifos_hold_what_is_made_meanwhile_and_the_ilp_counts_them
     """Both heads of two_heads need the last input pixel, so all of head_b (4x4) is made before head_a is
     sent; that FIFO's memory is reserved before the ILP runs."""
     stream_graph = build_stream_graph(model("two_heads")[1])
-    assert record_pixels(stream_graph) == {"head_b_to_output": 16}
+    assert record_tokens(Dependences(stream_graph, unit_specs(stream_graph))) == {"head_b_to_output": 16 * 4}
     assert fifo_bits(stream_graph)["head_b_to_output"] == 16 * 4 * 8
     assert fifo_bits(stream_graph)["head_a_to_output"] == 2 * 6 * 8  # the first output: two pixels as usual
 
@@ -162,9 +163,13 @@ def test_testbench_and_concurrent_csim_equal_the_reference_on_every_output(built
 
 def test_a_shallow_fifo_for_a_later_output_deadlocks(model, tmp_path):
     """With head_b's FIFO at two tokens, head_b stops while head_a is sent, and with it the stem's split
-    that head_a waits for: the concurrent C-simulation and `ming simulate` both see the deadlock."""
+    that head_a waits for: `ming build` refuses the pinned depth, and the design forced past it deadlocks in
+    the concurrent C-simulation and in `ming simulate`."""
     _, graph = model("two_heads")
-    board, solution = explore(graph, BuildOptions(settings={"head_b_to_output.depth": 2}))
+    with pytest.raises(MingError, match="^--set head_b_to_output.depth=2: the design deadlocks with it"):
+        explore(graph, BuildOptions(settings={"head_b_to_output.depth": 2}))
+    board, solution = explore(graph, BuildOptions())
+    solution.schedule = replace(solution.schedule, depths=solution.schedule.depths | {"head_b_to_output": 2})
     assert simulate(report(build_stream_graph(graph), solution.schedule, board, solution)).deadlock
     out = tmp_path / "out"
     write_tree(design(graph, board, solution=solution).files, out)

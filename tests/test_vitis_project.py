@@ -5,9 +5,7 @@ through tclsh with stub procedures), and Vitis compiles the real headers, never 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -20,10 +18,7 @@ from ming_py.boards import load_board
 from ming_py.build import design
 from ming_py.csim import from_stream_order, to_stream_order
 from ming_py.output import write_tree
-
-VITIS_COMMANDS = ("open_project", "set_top", "add_files", "open_solution", "set_part", "create_clock", "csim_design",
-                  "csynth_design", "cosim_design", "export_design")
-SEPARATOR = "\x1f"
+from tcl_stubs import csynth_files, run_hls_script, write_csynth
 
 
 @pytest.fixture(scope="module")
@@ -89,31 +84,15 @@ def test_testbench_refuses_a_short_expected_file(project, testbench, tmp_path):
     assert run.returncode == 1 and "cannot read 10 values" in run.stderr
 
 
-def _tcl(script: str, cwd: Path) -> subprocess.CompletedProcess:
-    """Runs a Tcl script with tclsh, or with Python's own Tcl interpreter where no tclsh is installed."""
-    path = Path(tempfile.mkdtemp()) / "stub_vitis.tcl"
-    path.write_text(script)
-    tclsh = shutil.which("tclsh")
-    if tclsh:
-        return subprocess.run([tclsh, str(path)], capture_output=True, text=True, cwd=cwd)
-    program = "import sys, tkinter\ntkinter.Tcl().evalfile(sys.argv[1])\n"
-    return subprocess.run([sys.executable, "-c", program, str(path)], capture_output=True, text=True, cwd=cwd)
-
-
 def vitis_calls(hls: Path, *tclargs: str) -> list[list[str]]:
-    """The Vitis commands run_hls.tcl calls with `-tclargs tclargs`, each as its list of words."""
-    stubs = "".join(f"proc {c} {{args}} {{ lappend ::calls [list {c} {{*}}$args] }}\n" for c in VITIS_COMMANDS)
-    script = (f"set calls {{}}\n{stubs}"
-              "if {[llength [info commands exit]]} { rename exit ming_exit } else {\n"
-              "  proc ming_exit {code} { if {$code} { error \"exit $code\" } }\n"  # Python's Tcl has no exit
-              "}\n"
-              f"proc exit {{{{code 0}}}} {{ foreach c $::calls {{ puts [join $c \"\\x1f\"] }}; ming_exit $code }}\n"
-              f"set argv [list {' '.join(tclargs)}]\n"
-              f"source run_hls.tcl\n")
-    run = _tcl(script, hls)
+    """The Vitis commands run_hls.tcl calls with `-tclargs tclargs`, each as its list of words; synthesis
+    reports every loop as report.json plans it."""
+    reports = write_csynth(Path(tempfile.mkdtemp()) / "csynth",
+                           csynth_files(json.loads((hls.parent / "report.json").read_text())))
+    run, calls = run_hls_script(hls, *tclargs, reports=reports)
     if run.returncode != 0:
         raise RuntimeError(run.stderr.strip())
-    return [line.split(SEPARATOR) for line in run.stdout.splitlines()]
+    return calls
 
 
 def test_tcl_sets_up_the_project_from_the_build(project):
@@ -180,7 +159,7 @@ def test_vitis_compiles_its_own_headers_and_ming_csim_the_stand_ins(project, tmp
     hls = project[0] / "hls"
     vitis = tmp_path / "vitis_include"
     vitis.mkdir()
-    for header in ("hls_stream.h", "ap_axi_sdata.h"):
+    for header in ("hls_stream.h", "ap_axi_sdata.h", "ap_int.h"):
         (vitis / header).write_text(f"#pragma once\n// {header}\n")  # distinct: #pragma once compares contents
     for flags in ((), ("-D__SYNTHESIS__",)):
         included = _included(hls, *flags, vitis=vitis)

@@ -1,7 +1,8 @@
 """OUT/vivado/build_bitstream.tcl of every Zynq board, run through tclsh with a stub procedure for each Vivado
 command: the trace of calls shows the project, the block design (processing system, DMA, accelerator, what
 connects to what) and the flow, in order; the HLS export runs a fake vitis_hls for real, and the bitstream
-and hardware handoff the stubs leave where Vivado would are really copied to OUT/deploy."""
+and hardware handoff the stubs leave where Vivado would are really copied to OUT/deploy once the post-route
+reports (tests/test_report_checks.py checks their refusals) show a design that meets timing and fits."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from ming_py.boards import all_boards, load_board
 from ming_py.emit.vivado import vivado_files
 from ming_py.ir import MingError
 from ming_py.line_buffers import build_stream_graph
-from tcl_stubs import RECORDER, read_trace, run_tcl
+from tcl_stubs import RECORDER, VIVADO_REPORT_STUBS, read_trace, run_tcl, timing_summary_report, utilization_report
 
 MODEL = "tiny_cnn"
 IP_DIR = Path("hls", f"{MODEL}_prj", "solution1", "impl", "ip")
@@ -24,7 +25,8 @@ ZYNQ_BOARDS = [b for b in all_boards() if b.interface == "zynq_axis_dma"]
 
 # Actions are recorded; queries return their arguments tagged with the kind of object they stand for.
 # create_project, set_property top and create_bd_design remember where Vivado would write the run's
-# results, and wait_on_run leaves a bitstream and a hardware handoff there.
+# results, and wait_on_run leaves a bitstream and a hardware handoff there; the post-route reports are
+# the fixtures of tcl_stubs.VIVADO_REPORT_STUBS.
 VIVADO_STUBS = r"""
 foreach command {update_ip_catalog create_bd_cell apply_bd_automation connect_bd_intf_net connect_bd_net
                  assign_bd_address validate_bd_design save_bd_design add_files update_compile_order launch_runs} {
@@ -103,14 +105,26 @@ def build_tree(out: Path, stream_graph, board, vitis_hls: str = FAKE_VITIS_HLS) 
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
 
 
-def run_script(out: Path, progress: str = "100%", jobs: str | None = None):
-    """Sources OUT/vivado/build_bitstream.tcl after the stubs, from a directory of its own: (the finished
-    process, the trace of calls)."""
+# A routed design that meets timing and fits every device: (WNS, WHS) and used LUT, FF, BRAM tiles, URAM, DSP.
+MET = ("0.412", "0.010")
+SMALL = {"LUT": 9480, "FF": 12715, "BRAM": 9.5, "URAM": 0, "DSP": 17}
+
+
+def run_script(out: Path, progress: str = "100%", jobs: str | None = None, board=None, slack=MET, used=SMALL):
+    """Sources OUT/vivado/build_bitstream.tcl after the stubs, from a directory of its own, the post-route
+    reports showing `slack` (WNS, WHS) and `used` on the board's device: (the finished process, the trace of
+    calls)."""
     elsewhere = out.parent / "elsewhere"
     elsewhere.mkdir(exist_ok=True)
     trace = elsewhere / "trace"
     script = elsewhere / "stub_vivado.tcl"
-    script.write_text(f"set ::trace_path {{{trace}}}\nset ::impl_progress {{{progress}}}\n{RECORDER}{VIVADO_STUBS}"
+    timing, utilization = elsewhere / "timing.rpt", elsewhere / "utilization.rpt"
+    board = board or load_board("kv260")
+    timing.write_text(timing_summary_report(*slack, part=board.part))
+    utilization.write_text(utilization_report(board, used))
+    script.write_text(f"set ::trace_path {{{trace}}}\nset ::impl_progress {{{progress}}}\n"
+                      f"set ::timing_fixture {{{timing}}}\nset ::utilization_fixture {{{utilization}}}\n"
+                      f"{RECORDER}{VIVADO_STUBS}{VIVADO_REPORT_STUBS}"
                       f"source {{{out / 'vivado' / 'build_bitstream.tcl'}}}\n")
     env = {**os.environ, "PATH": f"{out.parent / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     env.pop("MING_VIVADO_JOBS", None)
@@ -125,7 +139,7 @@ def built(request, stream_graph, tmp_path_factory):
     board = request.param
     out = tmp_path_factory.mktemp(board.name) / "out"
     build_tree(out, stream_graph, board)
-    run, trace = run_script(out)
+    run, trace = run_script(out, board=board)
     assert run.returncode == 0, run.stderr
     return board, out, trace
 
@@ -179,7 +193,8 @@ def test_the_script_runs_the_whole_flow_in_order(built):
     assert max(last("connect_bd_intf_net"), last("connect_bd_net")) < first("assign_bd_address")
     assert order[first("assign_bd_address"):] == [
         "assign_bd_address", "validate_bd_design", "save_bd_design", "make_wrapper", "add_files", "set_property",
-        "update_compile_order", "launch_runs", "wait_on_run"]
+        "update_compile_order", "launch_runs", "wait_on_run", "open_run", "report_timing_summary",
+        "report_utilization"]
 
 
 def test_the_project_targets_the_board(built):
@@ -338,7 +353,7 @@ def test_a_failed_export_stops_the_script(stream_graph, tmp_path):
 def test_an_unfinished_implementation_stops_the_script(stream_graph, tmp_path):
     out = tmp_path / "out"
     build_tree(out, stream_graph, load_board("pynq-z2"))
-    run, trace = run_script(out, progress="42%")
+    run, trace = run_script(out, progress="42%", board=load_board("pynq-z2"))
     assert run.returncode != 0 and "implementation stopped at 42%" in run.stderr
     assert trace[-1][0] == "wait_on_run"
     assert not (out / "deploy").exists()
