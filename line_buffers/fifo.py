@@ -128,9 +128,10 @@ class Dependences:
         return np.maximum.reduce(needs) if needs else None
 
 
-def skip_tokens(deps: Dependences) -> dict[str, int]:
-    """Per head channel of a split, the most tokens that wait in it at once while the join of its branches
-    waits for a longer branch (over every output token of every join; heads of no shorter branch: 0)."""
+def waiting_tokens(deps: Dependences) -> dict[tuple[str, str], np.ndarray]:
+    """Per head channel of a split and join of its branches, the tokens waiting in the head when the join
+    has written each of its output tokens, at the least the branch must have taken by then (on the longest
+    branch: none)."""
     graph, waiting = deps.graph, {}
     for split, join, heads in _diverging(graph):
         writes = {h: deps.writes(split.name, split.outputs.index(h)) for hs in heads.values() for h in hs}
@@ -143,8 +144,16 @@ def skip_tokens(deps: Dependences) -> dict[str, int]:
         longest = np.maximum.reduce(needed_iterations)  # the split's iterations each join token waits for
         for h, tokens in taken.items():
             written = np.searchsorted(writes[h], longest, side="left")  # in the iterations before
-            waiting[h] = max(waiting.get(h, 0), int((written - tokens).max()))
+            waiting[h, join.name] = written - tokens
     return waiting
+
+
+def skip_tokens(deps: Dependences) -> dict[str, int]:
+    """Per head channel of a split, the most tokens that wait in it at once, over the whole image."""
+    most: dict[str, int] = {}
+    for (head, _), waiting in waiting_tokens(deps).items():
+        most[head] = max(most.get(head, 0), int(waiting.max()))
+    return most
 
 
 def record_order(graph: StreamGraph, deps: Dependences | None = None) -> list[int]:
