@@ -114,12 +114,16 @@ def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, 
     context = {"model": model, "processes": views, "channels": channels, "constants": constants,
                "version": __version__, "board": board, "ip": ip_identity(names.model, board)}
     name = names.model
+    from .reports import pipeline_loops  # (reports imports this module)
+
+    # every process's pipelined loop as report.json states it, for run_hls.tcl to check after synthesis
+    planned_loops = pipeline_loops(graph, schedule)
     files = {
         f"{name}.cpp": _tidy(env.get_template("model.cpp.j2").render(context)),
         f"{name}.h": env.get_template("model.h.j2").render(context),
         f"{name}_weights.h": env.get_template("weights.h.j2").render(context),
         f"{name}_tb.cpp": env.get_template("testbench.cpp.j2").render(context),
-        "run_hls.tcl": env.get_template("run_hls.tcl.j2").render(context),
+        "run_hls.tcl": env.get_template("run_hls.tcl.j2").render(context | {"planned_loops": planned_loops}),
     }
     for header in STATIC_HEADERS:
         files[header] = (TEMPLATES / header).read_text()
@@ -216,6 +220,10 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
     def constant(role: str, ctype: str, array: np.ndarray, comment: str) -> None:
         constants.append(CConstant(view.arrays[role], ctype, array, comment_text(f"{p.name}: {comment}")))
 
+    if p.kind in _WINDOW:  # the greatest line buffer row a window's first row is in: (top - PAD_TOP) mod ROWS
+        w = p.window
+        view.extra["last_top_slot"] = max((top * w.stride[0] - w.pads[0]) % view.line_buffer_rows
+                                          for top in range(w.out_height))
     if p.kind == "upsample":
         view.extra["factors"] = upsample_factors(spec)
     if p.weights is not None:
@@ -328,7 +336,12 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
                  "right shift of the 64-bit product (31 + TFLite's right shift), [output tile][lane]")
     elif isinstance(e, AverageRequant):
         view.extra.update(zero_point=e.zero_point, x_zero_point=e.x_zero_point, count=e.count)
-        if e.global_pool:
+        shift = numerics.average_shift(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point, e.count, e.global_pool,
+                                       e.exclude_padding)
+        if shift is not None:  # a power-of-two multiplier
+            view.epilogue = "shift"
+            view.extra.update(offset=shift.offset, shift=shift.shift, zero_point=shift.zero_point)
+        elif e.global_pool:
             multiplier = numerics.ort_gap_multiplier(e.x_scale, e.y_scale, e.count)
             lean = numerics.lean_requant(multiplier)
             view.epilogue = "requantize_global"

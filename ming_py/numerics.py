@@ -379,6 +379,57 @@ def gap_requant(window_sum: ArrayLike, count: int, x_scale: ArrayLike, x_zp: int
 
 
 # ---------------------------------------------------------------------------
+# A power-of-two multiplier: a rounding shift, no product
+# ---------------------------------------------------------------------------
+SHIFT_MAX = 62  # round_shift_half_even's exact range
+
+
+def requantize_shift(acc: ArrayLike, shift: ArrayLike, zero_point: ArrayLike, qmin: int = INT8_MIN,
+                     qmax: int = INT8_MAX) -> IntArray:
+    """Requantization by the multiplier ``2**-shift``: ``sat(rne(acc / 2**shift) + zp)``, a rounding shift by a
+    constant (wiring, a compare and an increment) and no product."""
+    return saturate(round_shift_half_even(_i64(acc), shift) + _i64(zero_point), qmin, qmax)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShiftRequant:
+    """An average's requantization as :func:`requantize_shift` of ``window_sum + offset``."""
+
+    offset: int
+    shift: int
+    zero_point: int
+
+
+def average_shift(x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int, count: int, global_pool: bool,
+                  exclude_padding: bool = False) -> ShiftRequant | None:
+    """An average's requantization (``window_sum`` of ``count`` int8 values in, int8 out) as a shift where its
+    multiplier is a power of two ``2**-s``, else None (and where, excluding padding, the divisor varies):
+
+    * GlobalAveragePool (:func:`gap_requant`): ``requantize(acc, M)``, ``acc = sum - count * x_zp``, with the
+      float32 ``M = 2**-s`` is ``rne(acc * 2**-s) + zp`` wherever ``float32(acc)`` is exact:
+      ``|acc| <= 255 * count < 2**24``;
+    * AveragePool by the constant divisor ``count`` (:func:`avgpool_requant`): the fixed point
+      ``(2**30, 30 + s)`` gives ``rne((acc * 2**30 + (zp << 30 + s)) / 2**(30 + s)) = rne((acc + (zp << s)) / 2**s)``,
+      the zero point added before the rounding.
+    """
+    if exclude_padding and not global_pool:
+        return None
+    if global_pool:
+        mantissa, exponent = (int(v) for v in float32_parts(ort_gap_multiplier(x_scale, y_scale, count)))
+        shift = -(exponent + mantissa.bit_length() - 1)
+        exact = 255 * count < 1 << 24 and mantissa != 0 and mantissa & (mantissa - 1) == 0
+    else:
+        point = avgpool_fixed_point(x_scale, y_scale, count)
+        shift = point.shift - 30
+        exact = point.multiplier == 1 << 30
+    if not (exact and 0 <= shift <= SHIFT_MAX):
+        return None
+    if global_pool:
+        return ShiftRequant(-count * int(x_zp), shift, int(y_zp))
+    return ShiftRequant(-count * int(x_zp) + (int(y_zp) << shift), shift, 0)
+
+
+# ---------------------------------------------------------------------------
 # Fixed point (int32 multiplier + right shift)
 # ---------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)

@@ -64,6 +64,7 @@ FUNCTIONS = {
     "avgpool_requant_default": (6, "ming::avgpool_requant(r[0], I32(r[1]), I32(r[2]), r[3], I(r[4]), I32(r[5]))"),
     "avgpool_requant_i32": (8, "ming::avgpool_requant_i32(r[0], I32(r[1]), I32(r[2]), r[3], I(r[4]), I32(r[5]), "
                                "I32(r[6]), I32(r[7]))"),
+    "requantize_shift": (5, "ming::requantize_shift(r[0], I(r[1]), I32(r[2]), I32(r[3]), I32(r[4]))"),
     # exhaustive over int8 pairs in tests/test_eltwise.py; here for the UB fuzz
     "mul_requant_i32": (10, "ming::mul_requant_i32(I32(r[0]), I32(r[1]), I32(r[2]), I32(r[3]), "
                             "static_cast<uint32_t>(r[4]), I(r[5]), I32(r[6]), I32(r[7]), I32(r[8]), I32(r[9]))"),
@@ -79,6 +80,7 @@ NARROW_ARGS = {
     "avgpool_requant": {1, 2, 4, 5, 6, 7}, "avgpool_requant_default": {1, 2, 4, 5},
     "avgpool_requant_i32": {1, 2, 4, 5, 6, 7},
     "mul_requant_i32": {0, 1, 2, 3, 5, 6, 7, 8, 9},
+    "requantize_shift": {1, 2, 3, 4},
 }
 
 
@@ -296,7 +298,7 @@ def _code_only(text: str) -> str:
 
 def test_numerics_header_is_hls_friendly():
     code = _code_only(NUMERICS_H.read_text())
-    assert re.findall(r"#\s*include\s*(\S+)", code) == ["<cstdint>"]
+    assert re.findall(r"#\s*include\s*(\S+)", code) == ["<cstdint>", "<ap_int.h>"]  # the latter for Vitis only
     forbidden = re.findall(r"\b(float|double|long double|__builtin\w*|new|delete|malloc|free|"
                            r"static\s+int|goto|throw|std::\w+)\b", code)
     assert forbidden == [], forbidden
@@ -640,6 +642,23 @@ def test_avgpool_requant(driver):
     assert driver.cases["avgpool_requant_i32"] >= 25_000
 
 
+def test_requantize_shift(driver):
+    """ming::requantize_shift (an average's requantization by a power of two) equals numerics.requantize_shift
+    on accumulators of every size and every shift of its contract, ties included."""
+    rng = np.random.default_rng(12)
+    n = 100_000
+    acc = np.concatenate([_random_bits_i64(rng, n) >> rng.integers(0, 63, n),
+                          rng.integers(-(1 << 20), 1 << 20, n), np.array([I64_MIN, I64_MAX, -1, 0, 1], np.int64)])
+    shift = rng.integers(0, nx.SHIFT_MAX + 1, acc.size)
+    acc = np.where(rng.random(acc.size) < 0.3, (acc >> 20) << shift | (np.int64(1) << shift) >> 1, acc)  # ties
+    zp = rng.integers(-128, 128, acc.size)
+    relu = rng.random(acc.size) < 0.2  # a ReLU's range: [zp, 127]
+    got = driver.run("requantize_shift", acc, shift, zp, np.where(relu, zp, -128), 127)
+    want = nx.requantize_shift(acc, shift, zp)
+    want = np.where(relu, np.maximum(want, zp), want)
+    _assert_equal("requantize_shift", got, want, {"acc": acc, "shift": shift, "zp": zp})
+
+
 # ---------------------------------------------------------------------------
 # no undefined behaviour, whatever the arguments
 # ---------------------------------------------------------------------------
@@ -650,7 +669,7 @@ def test_no_undefined_behaviour(cpp_work):
     if probe.returncode != 0:
         pytest.skip("UBSan not available")
     exe = _compile(_driver_source(), cpp_work, "driver_ubsan",
-                   ["-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-fsanitize=undefined",
+                   ["-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-DMING_CSIM", "-fsanitize=undefined",
                     "-fno-sanitize-recover=undefined"])
     ub = _Driver(exe, cpp_work)
     rng = np.random.default_rng(10)

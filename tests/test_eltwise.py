@@ -178,8 +178,8 @@ def pairs_program(tmp_path_factory) -> Path:
         pytest.skip("g++ not available")
     work = tmp_path_factory.mktemp("pairs")
     (work / "pairs.cpp").write_text(PAIRS_PROGRAM)
-    subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{TEMPLATES}", "pairs.cpp", "-o",
-                    "pairs"], cwd=work, check=True)
+    subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-DMING_CSIM", f"-I{TEMPLATES}",
+                    "pairs.cpp", "-o", "pairs"], cwd=work, check=True)
     return work / "pairs"
 
 

@@ -134,7 +134,8 @@ def test_cpp_equals_python(tmp_path):
         "      std::putchar(ming::requantize_lean(acc, mantissa, shift, limit, zero_point) & 0xFF);\n"
         "    }\n  }\n}\n")
     binary = tmp_path / "lean"
-    subprocess.run(["g++", "-std=c++17", "-O2", f"-I{TEMPLATES}", str(source), "-o", str(binary)], check=True)
+    subprocess.run(["g++", "-std=c++17", "-O2", "-DMING_CSIM", f"-I{TEMPLATES}", str(source), "-o", str(binary)],
+                   check=True)
     lines, expected = [], []
     for m in GRID[::3] + [np.float32(0.003)]:
         c = nx.lean_requant(m)

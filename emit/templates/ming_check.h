@@ -30,6 +30,9 @@
 //   ming port check: conv1 line_buffer tiny_cnn.cpp:57 3 accesses (3 reads, 0 writes) per iteration
 //   to bank (0,1), 2 ports
 // State is per thread, so the concurrent C-simulation (one thread per process) is checked too.
+// Compiled with -DMING_TRACE_TOKENS as well, every stream read and write in a pipelined loop prints
+//   ming trace: <function> <stream> <read|write> <iteration of the loop in this thread, from 0>
+// so that a test can compare when each token moves with the loop's description (ming_py/kernel.py).
 #ifndef MING_CHECK_H
 #define MING_CHECK_H
 
@@ -46,6 +49,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace ming_check {
@@ -254,8 +258,13 @@ class Iteration {
     if (open()) return false;
     owner_ = owner;
     loop_ = loop;
+    number_ = started_[{loop.file, loop.line}]++;
     return true;
   }
+
+  const Site& loop() const { return loop_; }
+  // The iteration's place among those of its loop in this thread, from 0.
+  long long number() const { return number_; }
 
   void end() {
     if (!open()) return;
@@ -358,6 +367,8 @@ class Iteration {
 
   const void* owner_ = nullptr;  // the PIPELINE pragma that opened it
   Site loop_{"", "", "", 0};
+  long long number_ = 0;
+  std::map<std::pair<std::string, int>, long long> started_;  // iterations begun, by loop
   std::vector<Access> accesses_;
   // Per array, as long as it lives: its access sites (line, write, n-th access from the line in an
   // iteration) and the banks they have reached.
@@ -527,9 +538,12 @@ struct Index {
   int line;    // of the access: where the first subscript is
 };
 
-// An array's first subscript, which notes the source line it is written on.
+// An array's first subscript, which notes the source line it is written on: an integer, or a register of
+// a width of its own (ming::UInt).
 struct Subscript {
-  Subscript(int value, int line = __builtin_LINE()) : value(value), line(line) {}  // NOLINT: implicit on purpose
+  template <typename Integer>
+  Subscript(const Integer& value, int line = __builtin_LINE())  // NOLINT: implicit on purpose
+      : value(static_cast<int>(value)), line(line) {}
   int value;
   int line;
 };
@@ -692,7 +706,12 @@ class StreamPorts : public Resource {
   // Every access is to a new address: each one counts.
   void note(bool write) const {
     Iteration& iteration = current_iteration();
-    if (iteration.open()) iteration.add(this, 0, iteration.size(), write);
+    if (!iteration.open()) return;
+    iteration.add(this, 0, iteration.size(), write);
+#ifdef MING_TRACE_TOKENS
+    std::fprintf(stderr, "ming trace: %s %s %s %lld\n", iteration.loop().function, stream_name_->c_str(),
+                 write ? "write" : "read", iteration.number());
+#endif
   }
 
  private:

@@ -6,7 +6,7 @@
 // functions on >= 200k random and edge-case inputs per function.
 //
 // Constraints (both g++ and Vitis HLS):
-//   * only <cstdint>; integer-only; no floats, no dynamic memory, no recursion, no
+//   * only <cstdint> (and Vitis's <ap_int.h> without MING_CSIM); integer-only; no floats, no dynamic memory, no recursion, no
 //     compiler builtins, no loops (count-leading-zeros is a 6-step binary search);
 //   * warning-free under -std=c++14/17/20 -Wall -Wextra -Wconversion -Wsign-conversion;
 //   * no undefined behaviour for ANY argument values: left shifts and additions that
@@ -26,6 +26,9 @@
 #define MING_NUMERICS_H
 
 #include <cstdint>
+#ifndef MING_CSIM
+#include <ap_int.h>
+#endif
 
 namespace ming {
 
@@ -214,13 +217,32 @@ inline int8_t requantize_lean(int32_t acc, uint32_t mantissa, uint32_t shift, ui
 
 // Two int8 products that share their input in one DSP48E2 multiply (AMD WP486): the 27-bit port
 // carries w_high * 2^18 + w_low, the 18-bit port x; |x * w| <= 2^14, so the low product is the
-// sign-extended low 18 bits of the result and the high one what remains, shifted down.
+// sign-extended low 18 bits of the result and the high one what remains, shifted down. The operands
+// and the product have their exact widths under Vitis (27 x 8 bits, a 35-bit product: one DSP48E2,
+// bound by BIND_OP); `ming csim` computes the same values in int64_t.
+#ifdef MING_CSIM
+typedef int64_t PairWeights;
+typedef int64_t PairProduct;
+#else
+typedef ap_int<27> PairWeights;
+typedef ap_int<35> PairProduct;
+#endif
+
 inline void multiply_pair(int8_t x, int8_t w_low, int8_t w_high, int32_t& low, int32_t& high) {
-    const int32_t packed = w_high * 262144 + w_low;
-    const int64_t product = static_cast<int64_t>(packed) * x;
+    const PairWeights packed = w_high * 262144 + w_low;
+    const PairProduct product = packed * x;
+    MING_BIND_MUL(product, dsp)
     const int32_t bits = static_cast<int32_t>(product & 0x3FFFF);
     low = bits >= 0x20000 ? bits - 0x40000 : bits;
-    high = static_cast<int32_t>(detail::floor_shift(product - low, 18));
+    high = static_cast<int32_t>(detail::floor_shift(static_cast<int64_t>(product) - low, 18));
+}
+
+// numerics.requantize_shift: requantization by the multiplier 2^-shift, y = sat(rne(acc / 2^shift) + zp):
+//   a rounding shift and no product (numerics.average_shift gives the shift of an average whose
+//   multiplier is a power of two). Contract: 0 <= shift <= 62.
+inline int8_t requantize_shift(int64_t acc, int shift, int32_t zero_point, int32_t qmin = -128,
+                               int32_t qmax = 127) {
+    return static_cast<int8_t>(saturate(detail::wrap_add(round_shift_half_even(acc, shift), zero_point), qmin, qmax));
 }
 
 // numerics.fixed_point_rescale(x, FixedPoint(multiplier, shift), "half_even", pre_round_offset)

@@ -6,9 +6,19 @@
 // MING_CSIM (defined by `ming csim` only) selects ming's stand-ins for g++; Vitis csim, cosim and
 // synthesis, which never define it, get the real hls::stream and hls::axis.
 #ifdef MING_CSIM
+#include <cstdio>
+#include <cstdlib>
+
 #include "ming_hls_stream.h"
+#ifdef MING_CHECK_WIDTHS
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+#endif
 #else
 #include <ap_axi_sdata.h>
+#include <ap_int.h>
 #include <hls_stream.h>
 #endif
 
@@ -34,6 +44,118 @@
 #endif
 
 namespace ming {
+
+// Counters, indices and predicates carried from one iteration of a pipelined loop to the next are
+// registers with the logic computing their next value: each gets the width of its range,
+// ming::uint_for<MAX> for 0..MAX (ap_uint of that width under Vitis).
+constexpr int magnitude_bits(long long value) { return value == 0 ? 0 : 1 + magnitude_bits(value / 2); }
+constexpr int unsigned_bits(long long max) { return max < 2 ? 1 : magnitude_bits(max); }
+
+#ifdef MING_CSIM
+#ifdef MING_CHECK_WIDTHS
+// The values each declared variable held, by declaration line: compiled with -DMING_CHECK_WIDTHS, the
+// C-simulation prints at exit one line per line of a declaration,
+//   ming widths: <function> <line> <bits> <least value> <greatest value>
+// so that a test can compare every register's width with the range it needed.
+class WidthReport {
+ public:
+  static WidthReport& instance() {
+    static WidthReport report;
+    return report;
+  }
+  void note(const char* function, int line, int bits, long long low, long long high) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto key = std::make_pair(line, std::string(function));
+    const auto found = ranges_.find(key);
+    if (found == ranges_.end()) {
+      ranges_[key] = Range{bits, low, high};
+    } else {
+      found->second.low = low < found->second.low ? low : found->second.low;
+      found->second.high = high > found->second.high ? high : found->second.high;
+    }
+  }
+  ~WidthReport() {
+    for (const auto& entry : ranges_) {
+      std::fprintf(stderr, "ming widths: %s %d %d %lld %lld\n", entry.first.second.c_str(), entry.first.first,
+                   entry.second.bits, entry.second.low, entry.second.high);
+    }
+  }
+
+ private:
+  struct Range {
+    int bits;
+    long long low, high;
+  };
+  std::mutex mutex_;
+  std::map<std::pair<int, std::string>, Range> ranges_;
+};
+#endif
+
+// ap_uint<W> as `ming csim` simulates it: a value outside W bits ends the simulation (a register
+// declared too narrow) instead of wrapping around.
+template <int W>
+class UInt {
+ public:
+  static_assert(W >= 1 && W <= 62, "a register of 1 to 62 bits");
+
+  // Declared as `ming::uint_for<MAX> name = value;` the variable knows where it is declared.
+  UInt(long long value = 0, const char* function = __builtin_FUNCTION(), int line = __builtin_LINE())  // NOLINT
+      : function_(function), line_(line) {
+    set(value);
+  }
+  UInt(const UInt& other) : function_(other.function_), line_(0) { set(other.value_); }
+  UInt& operator=(const UInt& other) {
+    set(other.value_);
+    return *this;
+  }
+  UInt& operator=(long long value) {
+    set(value);
+    return *this;
+  }
+#ifdef MING_CHECK_WIDTHS
+  ~UInt() {
+    if (line_ != 0) WidthReport::instance().note(function_, line_, W, low_, high_);
+  }
+#endif
+
+  operator long long() const { return value_; }  // NOLINT: converts like ap_uint
+  UInt& operator++() { return *this = value_ + 1; }
+  UInt operator++(int) {
+    const UInt old = *this;
+    *this = value_ + 1;
+    return old;
+  }
+  UInt& operator+=(long long step) { return *this = value_ + step; }
+
+ private:
+  void set(long long value) {
+    if (value < 0 || value >= (1LL << W)) {
+      std::fprintf(stderr, "ming csim: %s: %lld does not fit the ap_uint<%d> declared at line %d\n", function_,
+                   value, W, line_);
+      std::fflush(stderr);
+      std::abort();
+    }
+    value_ = value;
+#ifdef MING_CHECK_WIDTHS
+    low_ = value < low_ ? value : low_;
+    high_ = value > high_ ? value : high_;
+#endif
+  }
+
+  long long value_ = 0;
+  const char* function_;
+  int line_;  // of the declaration; 0 for a copy
+#ifdef MING_CHECK_WIDTHS
+  long long low_ = 1LL << W, high_ = -1;  // the values it held
+#endif
+};
+#else
+template <int W>
+using UInt = ap_uint<W>;
+#endif
+
+template <long long MAX>
+using uint_for = UInt<unsigned_bits(MAX)>;
 
 // ming::Array<T, N0, N1, ...> is the plain array T[N0][N1]...; the port check makes it a class that
 // counts the accesses to each bank (ming_check::Array). Declare a local array as one, followed by its
@@ -103,35 +225,39 @@ template <int N, int L>
 void unpack_axis(hls::stream<AxisWord>& in, hls::stream<Pack<L>>& out, hls::stream<ImageFraming>& framing) {
   static_assert(N % L == 0, "an image is a whole number of tokens");
   constexpr int kWords = AxisFrame<N>::kWords;
+  constexpr int kLastValues = AxisFrame<N>::kLastValues;
   constexpr int kTokens = N / L;
   constexpr int kTrips = kWords > kTokens ? kWords : kTokens;
   constexpr int kHeld = L - 1 + kValuesPerWord;  // at most L - 1 values wait when a word arrives
   ming::Array<int8_t, kHeld> held = {};
   HLS_PRAGMA(ARRAY_PARTITION variable=held type=complete)
-  int count = 0;  // values in `held`
-  int words = 0;
+  uint_for<kHeld> count = 0;  // values in `held`
+  uint_for<kWords> words = 0;
   ImageFraming image = {false, false};
   unpack_words:
-  for (int i = 0; i < kTrips; i++) {
+  for (uint_for<kTrips> i = 0; i < kTrips; i++) {
     HLS_PRAGMA(PIPELINE II=1)
     MING_AXIS_ITERATION();
-    if (count < L && words < kWords) {
+    // From this iteration's registers: a word arrives, a token leaves (counting the word's values).
+    const bool final_word = words == kWords - 1;
+    const bool reading = count < L && words != kWords;
+    const bool writing = count >= L || (reading && ((final_word && count >= L - kLastValues) ||
+                                                    (!final_word && count >= L - kValuesPerWord)));
+    if (reading) {
       const AxisWord beat = in.read();
       const uint64_t data = static_cast<uint64_t>(beat.data);
-      const bool final_word = words == kWords - 1;
       image.error |= static_cast<bool>(beat.last) && !final_word;
       image.ends_packet = static_cast<bool>(beat.last) && final_word;
       for (int j = 0; j < kHeld; j++) {
         HLS_PRAGMA(UNROLL)
-        const int v = j - count;
+        const int v = j - static_cast<int>(count);
         if (v >= 0 && v < kValuesPerWord) {
           held[j] = static_cast<int8_t>((data >> (8 * v)) & 0xFF);
         }
       }
-      count += final_word ? AxisFrame<N>::kLastValues : kValuesPerWord;
       words++;
     }
-    if (count >= L) {
+    if (writing) {
       Pack<L> token;
       for (int l = 0; l < L; l++) {
         HLS_PRAGMA(UNROLL)
@@ -141,9 +267,11 @@ void unpack_axis(hls::stream<AxisWord>& in, hls::stream<Pack<L>>& out, hls::stre
         HLS_PRAGMA(UNROLL)
         held[j] = held[j + L];
       }
-      count -= L;
       out.write(token);
     }
+    count += reading ? (writing ? (final_word ? kLastValues - L : kValuesPerWord - L)
+                                : (final_word ? kLastValues : kValuesPerWord))
+                     : (writing ? -L : 0);
   }
   framing.write(image);
 }
@@ -162,34 +290,39 @@ template <int N, int L, bool kEndsRecord = true>
 void pack_axis(hls::stream<Pack<L>>& in, hls::stream<ImageFraming>& framing, hls::stream<AxisWord>& out) {
   static_assert(N % L == 0, "an image is a whole number of tokens");
   constexpr int kWords = AxisFrame<N>::kWords;
+  constexpr int kLastValues = AxisFrame<N>::kLastValues;
   constexpr int kTokens = N / L;
-  constexpr int kShared = L < kValuesPerWord && AxisFrame<N>::kLastValues < L ? 1 : 0;
+  constexpr int kShared = L < kValuesPerWord && kLastValues < L ? 1 : 0;
   constexpr int kTrips = kWords > kTokens + kShared ? kWords : kTokens + kShared;
   constexpr int kHeld = kValuesPerWord - 1 + L;  // at most 7 values wait when a token arrives
   ming::Array<int8_t, kHeld> held = {};
   HLS_PRAGMA(ARRAY_PARTITION variable=held type=complete)
-  int count = 0;  // values in `held`
-  int tokens = 0;
-  int words = 0;
+  uint_for<kHeld> count = 0;  // values in `held`
+  uint_for<kTokens> tokens = 0;
+  uint_for<kWords> words = 0;
   pack_words:
-  for (int i = 0; i < kTrips; i++) {
+  for (uint_for<kTrips> i = 0; i < kTrips; i++) {
     HLS_PRAGMA(PIPELINE II=1)
     MING_AXIS_ITERATION();
-    if (count < kValuesPerWord && tokens < kTokens) {
+    // From this iteration's registers: a token arrives, a word leaves (counting the token's values): eight
+    // values, or the image's last ones.
+    const bool reading = count < kValuesPerWord && tokens != kTokens;
+    const bool final_word = words == kWords - 1;
+    const bool writing = count >= kValuesPerWord || (reading && count >= kValuesPerWord - L) ||
+                         ((tokens == kTokens || (reading && tokens == kTokens - 1)) && (count > 0 || reading));
+    if (reading) {
       const Pack<L> token = in.read();
       for (int j = 0; j < kHeld; j++) {
         HLS_PRAGMA(UNROLL)
-        const int l = j - count;
+        const int l = j - static_cast<int>(count);
         if (l >= 0 && l < L) {
           held[j] = token.lane[l];
         }
       }
-      count += L;
       tokens++;
     }
-    if (count >= kValuesPerWord || (tokens == kTokens && count > 0)) {
-      const bool final_word = words == kWords - 1;
-      const int valid = final_word ? AxisFrame<N>::kLastValues : kValuesPerWord;
+    if (writing) {
+      const int valid = final_word ? kLastValues : kValuesPerWord;
       uint64_t data = 0;
       for (int v = 0; v < kValuesPerWord; v++) {
         HLS_PRAGMA(UNROLL)
@@ -201,7 +334,6 @@ void pack_axis(hls::stream<Pack<L>>& in, hls::stream<ImageFraming>& framing, hls
         HLS_PRAGMA(UNROLL)
         held[j] = held[j + kValuesPerWord];
       }
-      count -= valid;
       words++;
       ImageFraming image = {false, false};
       if (kEndsRecord && final_word) {
@@ -215,6 +347,8 @@ void pack_axis(hls::stream<Pack<L>>& in, hls::stream<ImageFraming>& framing, hls
       beat.last = image.ends_packet;
       out.write(beat);
     }
+    count += reading ? (writing ? (final_word ? L - kLastValues : L - kValuesPerWord) : L)
+                     : (writing ? (final_word ? -kLastValues : -kValuesPerWord) : 0);
   }
 }
 
