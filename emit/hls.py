@@ -114,8 +114,6 @@ def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, 
     context = {"model": model, "processes": views, "channels": channels, "constants": constants,
                "version": __version__, "board": board, "ip": ip_identity(names.model, board)}
     name = names.model
-    from .reports import pipeline_loops  # (reports imports this module)
-
     # every process's pipelined loop as report.json states it, for run_hls.tcl to check after synthesis
     planned_loops = pipeline_loops(graph, schedule)
     files = {
@@ -241,6 +239,33 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
 _WINDOW = ("conv", "depthwise", "maxpool", "avgpool")
 _TEMPLATE = {**{kind: "window" for kind in _WINDOW}, "global_avgpool": "global_pool", "global_maxpool": "global_pool",
              "rescale": "table", "add": "eltwise", "mul": "eltwise"}
+
+
+# The label of the one pipelined loop of each process template (emit/templates/process/<template>.cpp.j2: the
+# line before the `for` over ITERATIONS whose body opens with the PIPELINE pragma; tests/test_report_checks.py
+# holds the two together). Vitis HLS names the loop so in its reports (SummaryOfLoopLatency/<label>, in the
+# function's report or in that of the module <function>_Pipeline_<label>); run_hls.tcl looks it up there.
+PIPELINE_LABELS = {
+    "window": "window_positions", "pointwise": "pixels", "dense": "vector", "global_pool": "channels",
+    "eltwise": "tokens", "table": "tokens", "concat": "tokens", "split": "tokens", "broadcast": "tokens",
+    "pad": "tokens", "permute": "tokens", "upsample": "tokens",
+}
+PLANNED_II = 1  # every process loop is pipelined at II=1 (ming_py/kernel.py)
+
+
+def pipeline_loops(graph: StreamGraph, schedule: Schedule) -> list[dict]:
+    """Per process, in the graph's order, its pipelined loop as the emitted C++ has it: the C++ function, the
+    loop's label, the planned initiation interval and the trip count (`loop_of(...).iterations`, the
+    ITERATIONS of the template)."""
+    names = cpp_names(graph)
+    loops = []
+    for p in graph.processes:
+        sched = schedule.of(p.name)
+        spec = kernel_spec(graph, p, sched.unroll, [schedule.lanes_of(c) for c in p.inputs],
+                           [schedule.lanes_of(c) for c in p.outputs])
+        loops.append({"function": names.processes[p.name], "loop": PIPELINE_LABELS[_TEMPLATE.get(p.kind, p.kind)],
+                      "trip_count": loop_of(spec).iterations, "ii": PLANNED_II})
+    return loops
 
 
 def fold_order(kind: str, weights: np.ndarray, spec: KernelSpec) -> np.ndarray:

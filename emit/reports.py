@@ -12,7 +12,7 @@ from dataclasses import asdict
 from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
-from ming_py.kernel import kernel_spec, loop_of
+from ming_py.kernel import kernel_spec
 from ming_py.ir import (
     AccRequant,
     AddRequant,
@@ -28,35 +28,8 @@ from ming_py.storage import ArrayPlan, plan_arrays, requant_datapath
 REQUANTIZING = (AccRequant, AddRequant, MulRequant, AverageRequant, FixedPointRequant, FixedPointAdd,
                 FixedPointAverage)
 
-from .hls import _TEMPLATE, _environment
+from .hls import _environment, pipeline_loops
 from .identifiers import comment_text, cpp_names, mlir_string
-
-# The label of the one pipelined loop of each process template (emit/templates/process/<template>.cpp.j2: the
-# line before the `for` over ITERATIONS whose body opens with the PIPELINE pragma; tests/test_report_checks.py
-# holds the two together). Vitis HLS names the loop so in its reports (SummaryOfLoopLatency/<label>, in the
-# function's report or in that of the module <function>_Pipeline_<label>); run_hls.tcl looks it up there.
-PIPELINE_LABELS = {
-    "window": "window_positions", "pointwise": "pixels", "dense": "vector", "global_pool": "channels",
-    "eltwise": "tokens", "table": "tokens", "concat": "tokens", "split": "tokens", "broadcast": "tokens",
-    "pad": "tokens", "permute": "tokens", "upsample": "tokens",
-}
-PLANNED_II = 1  # every process loop is pipelined at II=1 (ming_py/kernel.py)
-
-
-def pipeline_loops(graph: StreamGraph, schedule: Schedule) -> list[dict]:
-    """Per process, in the graph's order, its pipelined loop as the emitted C++ has it: the C++ function, the
-    loop's label, the planned initiation interval and the trip count (`loop_of(...).iterations`, the
-    ITERATIONS of the template)."""
-    names = cpp_names(graph)
-    loops = []
-    for p in graph.processes:
-        sched = schedule.of(p.name)
-        spec = kernel_spec(graph, p, sched.unroll, [schedule.lanes_of(c) for c in p.inputs],
-                           [schedule.lanes_of(c) for c in p.outputs])
-        loops.append({"function": names.processes[p.name], "loop": PIPELINE_LABELS[_TEMPLATE.get(p.kind, p.kind)],
-                      "trip_count": loop_of(spec).iterations, "ii": PLANNED_II})
-    return loops
-
 
 def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) -> dict:
     """Per-process kind, loop bounds, schedule and buffers; with an ILP solution also its estimates."""

@@ -19,8 +19,7 @@ import zoo
 from emit_helpers import random_schedule
 from ming_py.boards import load_board
 from ming_py.build import design
-from ming_py.emit.hls import TEMPLATES, _TEMPLATE
-from ming_py.emit.reports import PIPELINE_LABELS, PLANNED_II
+from ming_py.emit.hls import PIPELINE_LABELS, PLANNED_II, TEMPLATES, _TEMPLATE
 from ming_py.line_buffers import build_stream_graph
 from ming_py.output import write_tree
 from ming_py.pipeline import lift
