@@ -94,19 +94,12 @@ class Dependences:
             self._need[key] = self._compose(source, channel)
         return self._need[key]
 
-    def _compose(self, source: str, channel: str) -> np.ndarray | None:
-        producer = self._producers.get(channel)
-        if channel == source:
-            return np.arange(self._channel_tokens(channel) + 1)
-        if producer is None:  # the accelerator input
-            return None
-        output = producer.outputs.index(channel)
-        needs = [upstream[self.read_before_write(producer.name, output, slot)]
-                 for slot, c in enumerate(producer.inputs) if (upstream := self.need(source, c)) is not None]
-        return np.maximum.reduce(needs) if needs else None
-
     def tokens_per_pixel(self, channel: str) -> int:
         return self.graph.channels[channel].channels // self.lanes(channel)
+
+    def tokens(self, channel: str) -> int:
+        """Tokens of one image."""
+        return self.tokens_per_pixel(channel) * self.graph.channels[channel].pixels
 
     def lanes(self, channel: str) -> int:
         c = self.graph.channels[channel]
@@ -117,8 +110,7 @@ class Dependences:
 
     def _compose(self, source: str, channel: str) -> np.ndarray | None:
         if channel == source:
-            c = self.graph.channels[channel]
-            return np.arange(self.tokens_per_pixel(channel) * c.pixels + 1)
+            return np.arange(self.tokens(channel) + 1)
         producer = self._producers.get(channel)
         if producer is None:  # the accelerator input
             return None
@@ -156,13 +148,13 @@ def skip_tokens(deps: Dependences) -> dict[str, int]:
     return most
 
 
-def record_order(graph: StreamGraph, deps: Dependences | None = None) -> list[int]:
+def record_order(graph: StreamGraph) -> list[int]:
     """The order in which an image's outputs leave the accelerator (indexes into `graph.outputs`): by when
     each is complete, the input tokens its last token needs, then the deepest pipeline to it (both
     whatever the schedule), then the model's order. The output writer sends all of an output before the
     next, so every later output's FIFO holds what its producer makes meanwhile (`record_tokens`); the
     order in which they finish keeps that least."""
-    deps = deps or Dependences(graph, unit_specs(graph))
+    deps = Dependences(graph, unit_specs(graph))
     source = graph.channels[graph.input.channel].producer
     depths = {p.name: depth_bound(p.kind) for p in graph.processes}
 
@@ -193,8 +185,7 @@ def record_tokens(deps: Dependences) -> dict[str, int]:
 def required_tokens(deps: Dependences) -> dict[str, int]:
     """Per channel, the tokens its FIFO must hold for the branches' lags and for the outputs sent before
     its own (only channels that need some)."""
-    whole = {name: deps.tokens_per_pixel(name) * c.pixels for name, c in deps.graph.channels.items()}
-    skips = {h: min(n + SLACK_PIXELS * deps.tokens_per_pixel(h), whole[h]) for h, n in skip_tokens(deps).items()
+    skips = {h: min(n + SLACK_PIXELS * deps.tokens_per_pixel(h), deps.tokens(h)) for h, n in skip_tokens(deps).items()
              if n > 0}
     record = record_tokens(deps)
     return {name: max(skips.get(name, 0), record.get(name, 0)) for name in sorted(skips.keys() | record.keys())}
@@ -275,12 +266,6 @@ class FifoPlan:
 
     def bits(self, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
         return {name: depth * self.deps.lanes(name) * 8 for name, depth in self.depths(least_pixels).items()}
-
-
-def fifo_depths(graph: StreamGraph, specs: dict[str, KernelSpec], latency: dict[str, int],
-                least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
-    """Depth in tokens of every channel under the given schedule and pipeline depths."""
-    return FifoPlan(graph, specs, latency).depths(least_pixels)
 
 
 def fifo_bits(graph: StreamGraph, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
