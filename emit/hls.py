@@ -20,7 +20,8 @@ from ming_py import __version__, numerics
 from ming_py.boards import Board
 from ming_py.dataflow import GROUP_LOOP, Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of, window_order, window_tile
-from ming_py.storage import ArrayPlan, line_buffer_rows, plan_arrays, tables_per_lane, upsample_factors
+from ming_py.storage import (ArrayPlan, average_shift, line_buffer_rows, plan_arrays, tables_per_lane,
+                             upsample_factors)
 from ming_py.ir import (
     AccRequant,
     AddRequant,
@@ -361,8 +362,7 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
                  "right shift of the 64-bit product (31 + TFLite's right shift), [output tile][lane]")
     elif isinstance(e, AverageRequant):
         view.extra.update(zero_point=e.zero_point, x_zero_point=e.x_zero_point, count=e.count)
-        shift = numerics.average_shift(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point, e.count, e.global_pool,
-                                       e.exclude_padding)
+        shift = average_shift(e)
         if shift is not None:  # a power-of-two multiplier
             view.epilogue = "shift"
             view.extra.update(offset=shift.offset, shift=shift.shift, zero_point=shift.zero_point)

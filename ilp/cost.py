@@ -21,7 +21,7 @@ Resources (DSP48E2, BRAM18K, URAM, LUT, FF):
   each requantization lane (24 x 27-bit product of `ming::requantize_lean`, two 31-bit products of
   `ming::add_requant`, one 32 x 31-bit of `ming::avgpool_requant`) costs 2 DSPs, the exact float32
   emulation `ming::requantize` (a channel without a lean datapath) 3; an average whose multiplier is a
-  power of two (`numerics.average_shift`: `ming::requantize_shift`, a rounding shift) none. Adders and
+  power of two (`storage.requant_datapath` "shift": `ming::requantize_shift`, a rounding shift) none. Adders and
   comparators are LUTs.
 * Memories: the storage plan's own count (`ming_py.storage`).
 * LUT/FF of logic: a per-process control base, 12 LUTs per MAC lane (adder tree), per requantization
@@ -40,7 +40,6 @@ import functools
 import math
 from dataclasses import dataclass
 
-from ming_py import numerics
 from ming_py.dataflow import Process, StreamGraph
 from ming_py.ir import (AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant,
                         MulRequant)
@@ -58,10 +57,10 @@ REQUANT_LANE = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (
                 # TFLite's rule: a 32 x 31-bit product (four DSP48E2 tiles), rounding, shift and clamp
                 "fixed point 32 x 32": (300, 4),
                 # Mul: an 8 x 8 and a 17 x 24-bit product, two 56-bit float32 roundings (mask and add)
-                "float32 product": (300, 2)}
-# (LUT, DSP) of a requantization lane by a power of two: the rounding of a shift by a constant (wiring), a
-# compare of the bits shifted out with one half and an increment, the zero point and the saturation
-SHIFT_REQUANT_LANE = (60, 0)
+                "float32 product": (300, 2),
+                # an average by a power of two: the rounding of a shift by a constant (wiring), a compare of
+                # the bits shifted out with one half and an increment, the zero point and the saturation
+                "shift": (60, 0)}
 # LUTs of the lean datapath's 24 x 27-bit product built in fabric (a process with fabric multipliers)
 LEAN_PRODUCT_IN_FABRIC = 430
 AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
@@ -116,9 +115,7 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
     cycles, fill = _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain)
     requant_lanes = choice.lanes_out[0] if _has_requant(p) else 0
     requant_lut, requant_dsp = REQUANT_LANE[requant_datapath(p.epilogue)] if requant_lanes else (0, 0)
-    if requant_lanes and _power_of_two(p.epilogue):
-        requant_lut, requant_dsp = SHIFT_REQUANT_LANE
-    elif requant_lanes and choice.multipliers == "fabric" and requant_datapath(p.epilogue).startswith("lean"):
+    if requant_lanes and choice.multipliers == "fabric" and requant_datapath(p.epilogue).startswith("lean"):
         requant_lut, requant_dsp = requant_lut + LEAN_PRODUCT_IN_FABRIC, 0
     bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
     mac_lut, mac_dsp = MAC_LANE[choice.multipliers]
@@ -234,13 +231,6 @@ def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, 
             pack = pack_adapter(graph.channels[channel].values, lanes)
             cycles = max(cycles + pack.drain, fill + pack.cycles)
     return cycles, fill
-
-
-def _power_of_two(epilogue) -> bool:
-    """An average whose requantization multiplier is a power of two: a shift, as emitted (emit/hls.py)."""
-    e = epilogue
-    return isinstance(e, AverageRequant) and numerics.average_shift(
-        e.x_scale, e.x_zero_point, e.y_scale, e.zero_point, e.count, e.global_pool, e.exclude_padding) is not None
 
 
 def _has_requant(p: Process) -> bool:

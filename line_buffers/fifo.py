@@ -268,11 +268,15 @@ class FifoPlan:
         return {name: depth * self.deps.lanes(name) * 8 for name, depth in self.depths(least_pixels).items()}
 
 
-def fifo_bits(graph: StreamGraph, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
-    """Storage of every channel's sized FIFO in bits whatever the schedule: on the one-lane schedule, with
+def reservation_plan(graph: StreamGraph) -> FifoPlan:
+    """The FIFOs' plan whatever the schedule, for the memory the ILP reserves: on the one-lane schedule, with
     the pipeline depths at their deepest."""
-    plan = FifoPlan(graph, unit_specs(graph), {p.name: depth_bound(p.kind) for p in graph.processes})
-    return plan.bits(least_pixels)
+    return FifoPlan(graph, unit_specs(graph), {p.name: depth_bound(p.kind) for p in graph.processes})
+
+
+def fifo_bits(graph: StreamGraph, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
+    """Storage of every channel's sized FIFO in bits whatever the schedule (`reservation_plan`)."""
+    return reservation_plan(graph).bits(least_pixels)
 
 
 def fifo_memory(bits: int, width_bits: int = 8) -> tuple[int, int]:

@@ -16,7 +16,7 @@ from ming_py.emit.reports import dataflow_mlir, host_metadata, report, report_js
 from ming_py.ilp import Budget, Solution, solve
 from ming_py.ilp.pins import resolve
 from ming_py.line_buffers import build_stream_graph
-from ming_py.line_buffers.fifo import DEFAULT_PIXELS, FifoPlan, fifo_bits, fifo_memory
+from ming_py.line_buffers.fifo import DEFAULT_PIXELS, FifoPlan, fifo_memory, reservation_plan
 
 from .dataflow import Schedule, StreamGraph, validate_schedule
 from .ir import Graph, MingError
@@ -88,13 +88,15 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     stream_graph = build_stream_graph(graph)
     pins = resolve(options.settings, stream_graph)
     budget = Budget.of(board, options.limits)
-    fifo = fifo_cost(stream_graph)
+    reservation = reservation_plan(stream_graph)
+    fifo = fifo_cost(reservation)
     # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
     reserved = {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
     solution = solve(stream_graph, board, budget, options.objective, pins.unroll, reserved=reserved)
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
-    plan = FifoPlan(stream_graph, schedule_specs(stream_graph, solution), pipeline_depths(stream_graph, solution))
-    least_pixels = decoupling_pixels(stream_graph, solution, board, budget, plan, pins.depths)
+    specs = schedule_specs(stream_graph, solution)
+    plan = FifoPlan(stream_graph, specs, {name: spec.depth for name, spec in specs.items()})
+    least_pixels = decoupling_pixels(stream_graph, solution, board, budget, plan, reservation, pins.depths)
     solution.schedule = replace(solution.schedule, depths=plan.depths(least_pixels) | pins.depths)
     if options.minimal_fifos:
         solution.schedule = minimal_fifos(stream_graph, solution, board, set(pins.depths))
@@ -148,7 +150,7 @@ def _least_completing_depth(graph: StreamGraph, solution: Solution, board: Board
     None if not even the whole tensor or ming's own depth does."""
     def completes(depth: int) -> bool:
         schedule = replace(solution.schedule, depths=solution.schedule.depths | {channel: depth})
-        return simulate(report(graph, schedule, board, solution)).deadlock is None
+        return simulated_cycles(graph, schedule, board, solution) is not None
 
     tokens = graph.channels[channel].values // solution.schedule.lanes_of(channel)
     high = next((d for d in sorted({sized, tokens + 1}) if d > pinned and completes(d)), None)
@@ -161,9 +163,9 @@ def _least_completing_depth(graph: StreamGraph, solution: Solution, board: Board
     return high
 
 
-def fifo_cost(graph: StreamGraph, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
-    """Bits of all sized FIFOs holding at least `least_pixels` pixels and the BRAM18K / LUTs they take."""
-    return _fifo_totals(fifo_bits(graph, least_pixels))
+def fifo_cost(plan: FifoPlan, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
+    """Bits of all of `plan`'s FIFOs holding at least `least_pixels` pixels and the BRAM18K / LUTs they take."""
+    return _fifo_totals(plan.bits(least_pixels))
 
 
 def _fifo_totals(bits: dict[str, int]) -> dict[str, int]:
@@ -178,11 +180,6 @@ def schedule_specs(graph: StreamGraph, solution: Solution) -> dict[str, KernelSp
             for p in graph.processes for c in (solution.choices[p.name],)}
 
 
-def pipeline_depths(graph: StreamGraph, solution: Solution) -> dict[str, int]:
-    """Each process's pipeline depth under the chosen schedule."""
-    return {name: spec.depth for name, spec in schedule_specs(graph, solution).items()}
-
-
 def simulated_cycles(graph: StreamGraph, schedule: Schedule, board: Board, solution: Solution) -> int | None:
     """The cycle-level simulation's latency of a schedule; None when it deadlocks."""
     result = simulate(report(graph, schedule, board, solution))
@@ -190,8 +187,9 @@ def simulated_cycles(graph: StreamGraph, schedule: Schedule, board: Board, solut
 
 
 def decoupling_pixels(graph: StreamGraph, solution: Solution, board: Board, budget: Budget, plan: FifoPlan,
-                      pinned: dict[str, int]) -> int:
-    """The least pixels every FIFO holds: doubled while the simulated latency drops by 2% and the budget allows."""
+                      reservation: FifoPlan, pinned: dict[str, int]) -> int:
+    """The least pixels every FIFO holds: doubled while the simulated latency drops by 2% and the budget (for
+    the FIFOs of `reservation`, as the ILP reserved them) allows."""
 
     def cycles(pixels: int) -> int | None:
         depths = plan.depths(pixels) | pinned
@@ -199,7 +197,7 @@ def decoupling_pixels(graph: StreamGraph, solution: Solution, board: Board, budg
 
     best, best_cycles = DEFAULT_PIXELS, cycles(DEFAULT_PIXELS)
     for pixels in (4, 8, 16):
-        fifo = fifo_cost(graph, pixels)
+        fifo = fifo_cost(reservation, pixels)
         if solution.totals["bram18k"] + fifo["fifo_bram18k"] > budget.bram18k or \
                 solution.totals["lut"] + fifo["fifo_lut"] > budget.lut:
             break

@@ -240,10 +240,20 @@ def requant_constants(epilogue) -> tuple[tuple[str, int], ...]:
     return ("bias", 32), ("mantissa", 32), ("shift", 8), ("limit", 32)
 
 
+def average_shift(epilogue) -> numerics.ShiftRequant | None:
+    """The rounding shift an average's requantization is when its multiplier is a power of two."""
+    e = epilogue
+    if not isinstance(e, AverageRequant):
+        return None
+    return numerics.average_shift(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point, e.count, e.global_pool,
+                                  e.exclude_padding)
+
+
 def requant_datapath(epilogue) -> str:
     """The requantization datapath a process's lanes carry: "lean" (`ming::requantize_lean` with one
-    shift), "lean, shift by channel", "exact" (`ming::requantize`), "float32 product" (`ming::mul_requant`)
-    or "fixed point" (Add, Sub, AveragePool)."""
+    shift), "lean, shift by channel", "exact" (`ming::requantize`), "float32 product" (`ming::mul_requant`),
+    "shift" (`ming::requantize_shift`, an average by a power of two) or "fixed point" (Add, Sub,
+    AveragePool)."""
     if isinstance(epilogue, FixedPointRequant) and epilogue.float32:
         return "exact"  # the float32 emulation of `ming::requantize`, rounding half away
     if isinstance(epilogue, (FixedPointRequant, FixedPointAdd, FixedPointAverage)):
@@ -253,6 +263,8 @@ def requant_datapath(epilogue) -> str:
         return "exact" if "exponent" in roles else "lean, shift by channel" if "shift" in roles else "lean"
     if isinstance(epilogue, MulRequant):
         return "float32 product"
+    if average_shift(epilogue) is not None:
+        return "shift"
     if isinstance(epilogue, AverageRequant) and epilogue.global_pool:
         multiplier = numerics.ort_gap_multiplier(epilogue.x_scale, epilogue.y_scale, epilogue.count)
         return "lean" if numerics.lean_requant(multiplier) is not None else "exact"
