@@ -19,7 +19,7 @@ import numpy as np
 
 from .ir import MingError
 from .options import build_metadata, check_input
-from .output import cache_root
+from .cache import private_dir
 from .progress import Progress
 from .runtime import ming_host
 from .runtime.ming_driver import CSIM_FLAGS, DeployError, Port, compile_program
@@ -68,7 +68,7 @@ class PortConflict(MingError):
 
 
 def cache_dir() -> Path:
-    return cache_root() / "csim"
+    return private_dir("csim")
 
 
 def compile_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool = False,

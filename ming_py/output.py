@@ -11,8 +11,8 @@ tree interrupted while being removed is still recognisably ming's. Whatever
 moment a signal (even SIGKILL) arrives, OUT is the old tree or the complete new
 one, and the next build removes the staging directories left behind.
 
-Concurrency: a build holds an exclusive lock on OUT (a lock file in ming's cache
-directory, keyed by OUT's real path) from before the import until the swap; a
+Concurrency: a build holds an exclusive lock on OUT (a lock file in ming's private
+cache directory, see cache.py, keyed by OUT's real path) from before the import until the swap; a
 second build into the same OUT stops at once with one line.
 """
 
@@ -29,17 +29,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import interrupt
+from .cache import open_lock, private_dir
 from .ir import MingError
 
 MARKER = ".ming-build"
 MARKER_TEXT = "This directory was written by `ming build`; ming replaces it on the next build into it.\n"
 _RENAME_EXCHANGE = 2  # linux/fs.h
-
-
-def cache_root() -> Path:
-    root = os.environ.get("MING_CACHE_DIR") or os.path.join(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"),
-                                                           "ming")
-    return Path(root)
 
 
 def staging_paths(out: Path) -> tuple[Path, Path]:
@@ -90,20 +85,16 @@ def _existing_ancestor(path: Path) -> Path:
 @contextmanager
 def output_lock(out: Path):
     """Exclusive ownership of OUT for one build; a second build into OUT stops with one line."""
-    locks = cache_root() / "locks"
+    fd = open_lock(private_dir("locks"), hashlib.sha256(str(out).encode()).hexdigest()[:32] + ".lock")
     try:
-        locks.mkdir(parents=True, exist_ok=True)
-        handle = open(locks / (hashlib.sha256(str(out).encode()).hexdigest()[:32] + ".lock"), "a")
-    except OSError as exc:
-        raise MingError(f"cannot create the build lock in {locks} ({exc.strerror}); set MING_CACHE_DIR to a "
-                        "writable directory") from None
-    with handle:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise MingError(f"-o {out}: another ming build is writing this directory; wait for it or pass "
                             "another -o") from None
         yield
+    finally:
+        os.close(fd)
 
 
 def write_tree(files: dict[str, str | bytes], out: str | Path, inputs: list[str | Path] = ()) -> None:
