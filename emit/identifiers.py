@@ -12,7 +12,9 @@ same model always gets the same identifiers.
 Reserved: C and C++ keywords (up to C23 / C++23, alternative tokens such as `and`), `main`,
 names with a leading underscore or `__` (reserved to the implementation), the names ming's
 headers and the emitted code declare (`ming`, `hls`, `HLS_PRAGMA`, `unpack_axis`, ...), the
-global names of the standard headers (`system_names.py`) and of Vitis HLS (`ap_int`, ...).
+global names of the standard headers (`system_names.py`) and of Vitis HLS (`ap_int`, ...), and the
+macros of the headers only Vitis compiles: its own (`INLINE`, `FLOAT_MAN`, ...) and those of the C
+headers they include (`NAN`, `M_PI`, `FE_ALL_EXCEPT`, `INT_MAX`, ...; see `system_names.py`).
 Uniqueness ignores case: Vitis names RTL files after functions and arrays, and file systems
 may not tell `conv` from `Conv`.
 
@@ -62,9 +64,12 @@ CPP_KEYWORDS = frozenset("""
 """.split())  # the alternative tokens, identifiers with a special meaning, and those of the technical specifications
 
 # Names the emitted sources use themselves, besides those their headers declare (see _header_names):
-# main and its arguments, the top function's AXI4-Stream ports, namespaces, the C-simulation's macro.
-EMITTED_NAMES = frozenset("main argc argv s_axis m_axis framing std posix hls ming ming_csim MING_CSIM MING_CSIM_CONCURRENT"
-                          .split())
+# main and its arguments, the top function's AXI4-Stream ports, namespaces, the C-simulation's macros
+# (the modes `ming csim` defines with -D, and the switches ming's headers read).
+EMITTED_NAMES = frozenset("""
+    main argc argv s_axis m_axis framing std posix hls ming ming_csim
+    MING_CSIM MING_CSIM_CONCURRENT MING_CHECK_PORTS MING_CHECK_WIDTHS MING_TRACE_TOKENS
+""".split())
 
 # Vitis HLS headers (ap_int.h, ap_fixed.h, ap_axi_sdata.h, hls_stream.h) at synthesis; macros of GNU
 # dialects and of headers the emitted code does not include itself but a toolchain may (assert).

@@ -48,15 +48,96 @@ IREE_FLAGS = (
 
 
 def load_onnx(path: Path) -> onnx.ModelProto:
-    if not path.is_file():
+    if path.is_dir():
+        raise MingError(f"{path}: is a directory; pass the path of an int8 QDQ .onnx model")
+    if not path.exists():
         raise MingError(f"{path}: file not found; pass the path of an int8 QDQ .onnx model")
     try:
-        model = onnx.load(str(path))
-        onnx.checker.check_model(model)
+        with open(path, "rb") as file:
+            file.read(1)
+    except OSError as exc:
+        raise MingError(f"{path}: cannot read the model ({exc.strerror or exc}); check its permissions") from None
+    try:
+        model = onnx.load(str(path))  # with its external data, if any
     except Exception as exc:  # onnx raises several unrelated types for bad files
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise MingError(f"{path}: not a valid ONNX model ({first[:120]})") from None
+    check_names(model)
+    check_opsets(model)
+    try:
+        onnx.checker.check_model(model)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise MingError(f"{path}: not a valid ONNX model ({first[:120]})") from None
     return model
+
+
+def check_names(model: onnx.ModelProto) -> None:
+    """Every name UTF-8 text (protobuf hands a name that is not as bytes, which the importer cannot take)."""
+    graph = model.graph
+
+    def check(kind: str, name, where: str = "") -> None:
+        if isinstance(name, bytes):
+            shown = name.decode(errors="backslashreplace")
+            raise MingError(f"{kind} '{shown}'{where} has a name that is not UTF-8; rename it (ONNX names are "
+                            "UTF-8 text)")
+
+    check("graph", graph.name)
+    for value in (*graph.input, *graph.output, *graph.value_info, *graph.initializer):
+        check("tensor", value.name)
+    for node in graph.node:
+        check("node", node.name)
+        label = f" (node '{node.name}')" if isinstance(node.name, str) else ""
+        for tensor in (*node.input, *node.output):
+            check("tensor", tensor, label)
+
+
+def supported_opsets() -> dict[str, int]:
+    """The newest opset of each domain the installed onnx package knows ('' is ai.onnx)."""
+    try:
+        return {domain: int(versions[1]) for domain, versions in onnx.defs.C.schema_version_map().items()}
+    except Exception:  # an onnx without the map: its default domain's newest opset
+        return {"": onnx.defs.onnx_opset_version()}
+
+
+def check_opsets(model: onnx.ModelProto) -> None:
+    """Refuse an opset newer than the installed onnx knows: its ops' meaning is unknown to every tool here."""
+    supported = supported_opsets()
+    for opset in model.opset_import:
+        domain = "" if opset.domain in ("", "ai.onnx") else opset.domain
+        highest = supported.get(domain)
+        if highest is not None and opset.version > highest:
+            raise MingError(f"model imports opset {opset.version} of {domain or 'ai.onnx'}, newer than the "
+                            f"{highest} the installed onnx {onnx.__version__} supports; re-export it with opset "
+                            f"{highest} or older")
+
+
+def check_scales(model: onnx.ModelProto) -> None:
+    """Every constant quantization scale (QDQ and QOperator) finite and positive, naming the node: a zero or
+    NaN scale has no integer form (and onnxruntime or TFLite refuse it)."""
+    constants = onnx_formats._constants(model.graph)
+    for node in model.graph.node:
+        if node.domain not in ("", "ai.onnx", "com.microsoft"):
+            continue
+        if node.op_type in onnx_formats.QDQ:
+            scales = [onnx_formats._input(node, 1)]
+        elif node.op_type in onnx_formats.FLOAT_OPS:
+            scales = [scale for _, scale, _ in onnx_formats._operands(node)]
+            scales.append(onnx_formats._input(node, onnx_formats._OUTPUT.get(node.op_type, 3)))
+        else:
+            continue
+        for name in scales:
+            if name not in constants:
+                continue
+            try:
+                values = numpy_helper.to_array(constants[name]).astype(np.float64).reshape(-1)
+            except Exception:  # a tensor of the wrong type or size: the checker or the importer names it
+                continue
+            bad = values[~(np.isfinite(values) & (values > 0))]
+            if bad.size:
+                raise MingError(f"node '{node.name}' ({node.op_type}) has quantization scale {float(bad[0])} "
+                                f"('{name}'); scales must be finite and positive (re-quantize the model with "
+                                "a representative dataset)")
 
 
 def model_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
@@ -155,8 +236,14 @@ def check_supported(model: onnx.ModelProto) -> None:
     inputs = model_inputs(graph)
     if len(inputs) != 1:
         raise MingError(f"model has {len(inputs)} inputs; ming compiles single-input CNNs")
+    if not graph.output:
+        raise MingError("model has no outputs; ming compiles a model with at least one output (re-export it with "
+                        "its outputs in graph.output)")
     for value in list(inputs) + list(graph.output):
         dims = value.type.tensor_type.shape.dim
+        if any(d.HasField("dim_value") and d.dim_value == 0 for d in dims):
+            raise MingError(f"tensor '{value.name}' has a zero dimension {list(_shape(value))}; every dimension "
+                            "of a CNN tensor is at least 1 (re-export the model with its real input size)")
         if any(not d.HasField("dim_value") or d.dim_value <= 0 for d in dims):
             raise MingError(f"tensor '{value.name}' has a dynamic shape; export the model with static shapes "
                             "(batch 1)")
@@ -222,7 +309,7 @@ def transpose_wrappers(graph: onnx.GraphProto) -> dict[str, str]:
     return wrappers
 
 
-def import_to_linalg(model: onnx.ModelProto) -> str:
+def import_to_linalg(model: onnx.ModelProto, path: Path | None = None) -> str:
     """The model as linalg-on-tensors MLIR text (with ONNX node names as locations)."""
     inferred = onnx.shape_inference.infer_shapes(model)
     context = ir.Context()
@@ -230,12 +317,13 @@ def import_to_linalg(model: onnx.ModelProto) -> str:
     module = info.create_module(context=context).operation
     onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()
     torch_mlir = module.get_asm(enable_debug_info=True)
-    return iree_compile.lower(torch_mlir.encode(), IREE_FLAGS)
+    return iree_compile.lower(torch_mlir.encode(), IREE_FLAGS, str(path) if path else "the model")
 
 
 def import_onnx(path: str | Path) -> Graph:
     path = Path(path)
     model = load_onnx(path)
+    check_scales(model)
     notes = fix_symbolic_batch(model)
     types = onnx_formats.to_int8_qdq(model)
     check_supported(model)
@@ -249,9 +337,9 @@ def import_onnx(path: str | Path) -> Graph:
     tables = node_tables(model)
     check_pads(model)
     resizes = prepare_resizes(model)
-    text = import_to_linalg(model)
+    text = import_to_linalg(model, path)
     with ir.Context() as context:
-        module = ir.Module.parse(text, context)
+        module = iree_compile.parse(text, context, str(path))
         op_types = {node.name: node.op_type for node in model.graph.node}
         return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes, tables=tables,
                       resizes=resizes, weights=quantized_weights(model.graph),

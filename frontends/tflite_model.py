@@ -12,7 +12,8 @@ in the flatbuffer's shape signatures before the conversion.
 
 from __future__ import annotations
 
-import io
+import math
+import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from iree.compiler import ir
 from ming_py.ir import FixedPointRequant, Graph, GraphOutput, HostOp, MingError
 
 from .layout import channels_first
-from . import iree_compile
+from . import iree_compile, isolated
 from .lift import Lifter, ModelPort
 
 ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN",
@@ -42,9 +43,14 @@ _TYPE_NAMES = {value: name for name, value in vars(schema.TensorType).items() if
 
 
 def load_tflite(path: Path) -> schema.ModelT:
-    if not path.is_file():
+    if path.is_dir():
+        raise MingError(f"{path}: is a directory; pass the path of an int8 .tflite model")
+    if not path.exists():
         raise MingError(f"{path}: file not found; pass the path of an int8 .tflite model")
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MingError(f"{path}: cannot read the model ({exc.strerror or exc}); check its permissions") from None
     if len(data) < 8 or data[4:8] != b"TFL3":
         raise MingError(f"{path}: not a TFLite flatbuffer (no TFL3 identifier)")
     try:
@@ -58,25 +64,156 @@ def op_name(model: schema.ModelT, operator) -> str:
     return _OP_NAMES.get(max(code.builtinCode, code.deprecatedBuiltinCode), str(code.builtinCode))
 
 
+def tensor_name(tensor) -> str:
+    return (tensor.name or b"").decode(errors="backslashreplace")
+
+
 def check_supported(model: schema.ModelT) -> None:
     if len(model.subgraphs or []) != 1:
         raise MingError(f"model has {len(model.subgraphs or [])} subgraphs; ming compiles single-graph models")
+    check_structure(model)
     graph = model.subgraphs[0]
     if len(graph.inputs) != 1:
         raise MingError(f"model has {len(graph.inputs)} inputs; ming compiles single-input CNNs")
-    for index, operator in enumerate(graph.operators or []):
+    if len(graph.outputs) == 0:
+        raise MingError("model has no outputs; ming compiles a model with at least one output (re-export it "
+                        "with the outputs marked)")
+    for index, operator in enumerate(graph.operators):
         kind = op_name(model, operator)
         if kind not in SUPPORTED_OPS:
-            output = graph.tensors[operator.outputs[0]].name.decode() if operator.outputs else str(index)
+            output = tensor_name(graph.tensors[operator.outputs[0]]) if len(operator.outputs) else str(index)
             raise MingError(f"node '{output}' ({kind}) is not supported; supported TFLite ops: "
                             + ", ".join(sorted(SUPPORTED_OPS)))
     for index in list(graph.inputs) + list(graph.outputs):
         tensor = graph.tensors[index]
         if tensor.type not in (schema.TensorType.INT8, schema.TensorType.FLOAT32):
-            raise MingError(f"tensor '{tensor.name.decode()}' is {_TYPE_NAMES.get(tensor.type, tensor.type)}; "
+            raise MingError(f"tensor '{tensor_name(tensor)}' is {_TYPE_NAMES.get(tensor.type, tensor.type)}; "
                             "ming compiles int8 models (int8 or float32 inputs and outputs)")
     if not any(t.type == schema.TensorType.INT8 for t in graph.tensors):
         raise MingError("model is not quantized (no int8 tensor); convert it with full integer quantization")
+    check_tensors(model)
+
+
+# ---- the flatbuffer's structure, checked before the (native) TOSA converter reads it ----------------------
+
+# the builtin options an op reads (absent or of another type: the converter fails or reads garbage)
+_OPTIONS = {
+    "CONV_2D": schema.BuiltinOptions.Conv2DOptions, "DEPTHWISE_CONV_2D": schema.BuiltinOptions.DepthwiseConv2DOptions,
+    "FULLY_CONNECTED": schema.BuiltinOptions.FullyConnectedOptions, "ADD": schema.BuiltinOptions.AddOptions,
+    "AVERAGE_POOL_2D": schema.BuiltinOptions.Pool2DOptions, "MAX_POOL_2D": schema.BuiltinOptions.Pool2DOptions,
+    "MEAN": schema.BuiltinOptions.ReducerOptions, "CONCATENATION": schema.BuiltinOptions.ConcatenationOptions,
+    "RESHAPE": schema.BuiltinOptions.ReshapeOptions, "PAD": schema.BuiltinOptions.PadOptions,
+    "SOFTMAX": schema.BuiltinOptions.SoftmaxOptions, "QUANTIZE": schema.BuiltinOptions.QuantizeOptions,
+    "DEQUANTIZE": schema.BuiltinOptions.DequantizeOptions,
+}
+# ops whose options carry geometry or parameters without a usable default: required
+_REQUIRED_OPTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION",
+                               "SOFTMAX"})
+# (fewest, most) inputs per op and the positions that may be absent (-1)
+_INPUTS = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "ADD": (2, 2),
+           "AVERAGE_POOL_2D": (1, 1), "MAX_POOL_2D": (1, 1), "MEAN": (2, 2), "CONCATENATION": (1, None),
+           "RESHAPE": (1, 2), "PAD": (2, 2), "SOFTMAX": (1, 1), "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1)}
+_OPTIONAL_INPUTS = {"CONV_2D": {2}, "DEPTHWISE_CONV_2D": {2}, "FULLY_CONNECTED": {2}}
+_ITEM_SIZES = {schema.TensorType.INT8: 1, schema.TensorType.UINT8: 1, schema.TensorType.BOOL: 1,
+               schema.TensorType.INT16: 2, schema.TensorType.FLOAT16: 2, schema.TensorType.INT32: 4,
+               schema.TensorType.FLOAT32: 4, schema.TensorType.INT64: 8, schema.TensorType.FLOAT64: 8}
+_DAMAGED = "the flatbuffer is damaged or hand-edited; re-export the model with the TFLite converter"
+
+
+def check_structure(model: schema.ModelT) -> None:
+    """Every index in range, the options each op reads present, every name UTF-8: the TOSA converter
+    trusts all of them (an output tensor index out of range crashes it)."""
+    graph = model.subgraphs[0]
+    graph.tensors, graph.operators = list(graph.tensors or []), list(graph.operators or [])
+    graph.inputs = [] if graph.inputs is None else graph.inputs
+    graph.outputs = [] if graph.outputs is None else graph.outputs
+    codes, buffers, tensors = model.operatorCodes or [], model.buffers or [], graph.tensors
+    for index, tensor in enumerate(tensors):
+        try:
+            (tensor.name or b"").decode()
+        except UnicodeDecodeError:
+            raise MingError(f"tensor {index} ('{tensor_name(tensor)}') has a name that is not UTF-8; rename it "
+                            "(TFLite names are UTF-8 text)") from None
+        if not 0 <= tensor.buffer < len(buffers):
+            raise MingError(f"tensor '{tensor_name(tensor)}': its buffer index {tensor.buffer} is out of range "
+                            f"(the model has {len(buffers)} buffers); {_DAMAGED}")
+    for role, indices in (("input", graph.inputs), ("output", graph.outputs)):
+        for index in indices:
+            if not 0 <= index < len(tensors):
+                raise MingError(f"model {role} tensor index {index} is out of range (the model has {len(tensors)} "
+                                f"tensors); {_DAMAGED}")
+    for position, operator in enumerate(graph.operators):
+        outputs = [] if operator.outputs is None else list(operator.outputs)
+        inputs = [] if operator.inputs is None else list(operator.inputs)
+        label = f"operator {position}"
+        if outputs and all(0 <= i < len(tensors) for i in outputs):
+            label = f"node '{tensor_name(tensors[outputs[0]])}'"
+        if not 0 <= operator.opcodeIndex < len(codes):
+            raise MingError(f"{label}: its opcode index {operator.opcodeIndex} is out of range (the model has "
+                            f"{len(codes)} operator codes); {_DAMAGED}")
+        kind = op_name(model, operator)
+        label = f"{label} ({kind})"
+        if len(outputs) != 1:
+            raise MingError(f"{label} has {len(outputs)} outputs, TFLite's {kind} has one; {_DAMAGED}")
+        for field, values in (("output", outputs), ("input", inputs)):
+            for slot, index in enumerate(values):
+                if index == -1 and field == "input" and slot in _OPTIONAL_INPUTS.get(kind, ()):
+                    continue
+                if not 0 <= index < len(tensors):
+                    raise MingError(f"{label}: {field} {slot} is tensor index {index}, out of range (the model has "
+                                    f"{len(tensors)} tensors); {_DAMAGED}")
+        if kind not in _INPUTS:
+            continue  # an op ming does not take: check_supported names it
+        fewest, most = _INPUTS[kind]
+        if len(inputs) < fewest or (most is not None and len(inputs) > most):
+            expected = f"{fewest}" if fewest == most else f"{fewest} or more" if most is None else f"{fewest}-{most}"
+            raise MingError(f"{label} has {len(inputs)} inputs, TFLite's {kind} takes {expected}; {_DAMAGED}")
+        options_type = operator.builtinOptionsType or 0
+        if options_type and (options_type != _OPTIONS[kind] or operator.builtinOptions is None):
+            raise MingError(f"{label}: its builtin options are of another op's type ({options_type}); {_DAMAGED}")
+        if kind in _REQUIRED_OPTIONS and (not options_type or operator.builtinOptions is None):
+            raise MingError(f"{label} has no builtin options ({kind} needs its strides, padding or axis); "
+                            f"{_DAMAGED}")
+
+
+def check_tensors(model: schema.ModelT) -> None:
+    """Shapes without zero dimensions, constant data of the size the shape says, and every int8 tensor
+    quantized with finite positive scales (a zero scale makes every output -128; TFLite refuses it)."""
+    graph = model.subgraphs[0]
+    for tensor in graph.tensors:
+        name, shape = tensor_name(tensor), [int(d) for d in (tensor.shape if tensor.shape is not None else [])]
+        if 0 in shape:
+            raise MingError(f"tensor '{name}' has a zero dimension {shape}; every dimension of a CNN tensor is at "
+                            "least 1 (re-export the model with its real input size)")
+        data = model.buffers[tensor.buffer].data
+        size = _ITEM_SIZES.get(tensor.type)
+        if data is not None and len(data) and size is not None and all(d > 0 for d in shape) and \
+                len(data) != math.prod(shape) * size:
+            raise MingError(f"tensor '{name}' has {len(data)} bytes of data, its shape {shape} needs "
+                            f"{math.prod(shape) * size}; {_DAMAGED}")
+        q = tensor.quantization
+        scales = [] if q is None or q.scale is None else [float(s) for s in q.scale]
+        zero_points = [] if q is None or q.zeroPoint is None else [int(z) for z in q.zeroPoint]
+        if tensor.type == schema.TensorType.INT8 and not scales:
+            raise MingError(f"tensor '{name}' is int8 without quantization parameters (scale, zero point); "
+                            "convert the model with full integer quantization")
+        if not scales:
+            continue
+        bad = next((s for s in scales if not (math.isfinite(s) and s > 0)), None)
+        if bad is not None:
+            raise MingError(f"tensor '{name}' has quantization scale {str(np.float32(bad))}; scales must be finite and "
+                            "positive (re-quantize the model with a representative dataset)")
+        if len(zero_points) != len(scales):
+            raise MingError(f"tensor '{name}' has {len(scales)} scales and {len(zero_points)} zero points; "
+                            f"{_DAMAGED}")
+        if tensor.type == schema.TensorType.INT8 and any(not -128 <= z <= 127 for z in zero_points):
+            raise MingError(f"tensor '{name}' has an int8 zero point outside -128..127 ({zero_points[:4]}); "
+                            f"{_DAMAGED}")
+        if len(scales) > 1:
+            axis = q.quantizedDimension
+            if not 0 <= axis < len(shape) or shape[axis] != len(scales):
+                raise MingError(f"tensor '{name}' has {len(scales)} per-channel scales along dimension {axis} of "
+                                f"shape {shape}; {_DAMAGED}")
 
 
 def fix_symbolic_batch(model: schema.ModelT) -> list[str]:
@@ -89,10 +226,10 @@ def fix_symbolic_batch(model: schema.ModelT) -> list[str]:
             tensor.shapeSignature = [1] + list(signature[1:])
             tensor.shape = [1] + list(tensor.shape[1:])
             if index in graph.inputs:
-                notes.append(f"'{tensor.name.decode()}' has a symbolic batch dimension; compiled for batch 1")
+                notes.append(f"'{tensor_name(tensor)}' has a symbolic batch dimension; compiled for batch 1")
     for tensor in graph.tensors:
         if tensor.shapeSignature is not None and any(d < 0 for d in tensor.shapeSignature):
-            raise MingError(f"tensor '{tensor.name.decode()}' has a dynamic shape {list(tensor.shapeSignature)}; "
+            raise MingError(f"tensor '{tensor_name(tensor)}' has a dynamic shape {list(tensor.shapeSignature)}; "
                             "convert the model with static shapes")
     return notes
 
@@ -118,7 +255,7 @@ class HostBoundary:
 def _quantization(tensor) -> tuple[float, int]:
     q = tensor.quantization
     if q is None or q.scale is None or len(q.scale) != 1:
-        raise MingError(f"tensor '{tensor.name.decode()}' is not quantized per tensor")
+        raise MingError(f"tensor '{tensor_name(tensor)}' is not quantized per tensor")
     return float(np.float32(q.scale[0])), int(q.zeroPoint[0])
 
 
@@ -154,7 +291,7 @@ def _split_output(model: schema.ModelT, position: int) -> OutputBoundary:
     last = last_op()
     if last is not None and op_name(model, last) == "SOFTMAX":
         if _quantization(graph.tensors[last.outputs[0]]) != (float(np.float32(1 / 256)), -128):
-            raise MingError(f"node '{graph.tensors[last.outputs[0]].name.decode()}' (SOFTMAX): an int8 Softmax "
+            raise MingError(f"node '{tensor_name(graph.tensors[last.outputs[0]])}' (SOFTMAX): an int8 Softmax "
                             "output has scale 1/256 and zero point -128")
         beta = float(np.float32(last.builtinOptions.beta))
         boundary = replace(boundary, softmax_beta=beta, port=boundary.port or _port(graph, graph.outputs[position]),
@@ -199,24 +336,20 @@ def _flatbuffer(model: schema.ModelT) -> bytes:
 
 
 def import_to_linalg(model: schema.ModelT, path: Path) -> str:
-    """The model as integer linalg-on-tensors MLIR text, through TOSA bytecode."""
-    import tosa_converter_for_tflite as converter
-
-    tosa = io.BytesIO()
-    with tempfile.TemporaryDirectory(prefix="ming-") as scratch:  # the converter reads a file
-        staged = Path(scratch) / "model.tflite"
+    """The model as integer linalg-on-tensors MLIR text, through TOSA bytecode; the converter runs in a
+    child process (`isolated`): a malformed model that crashes it costs the child, not ming."""
+    with tempfile.TemporaryDirectory(prefix="ming-") as scratch:  # the converter reads and writes files
+        staged, tosa = Path(scratch) / "model.tflite", Path(scratch) / "model.mlirbc"
         staged.write_bytes(_flatbuffer(model))
-        try:  # with locations: IREE keeps each op's TFLite output tensor name, which names ming's kernels
-            converter.tflite_flatbuffer_to_tosa_mlir(str(staged), tosa, converter.TosaConverterOutputFormat.Bytecode,
-                                                     converter.TosaConverterDebugInfo.Enable)
-        except RuntimeError as exc:
-            raise MingError(f"{path}: TOSA conversion failed ({str(exc).splitlines()[0][:160]})") from None
-    return iree_compile.lower(tosa.getvalue(), IREE_FLAGS)
+        isolated.run([sys.executable, "-m", "ming_py.frontends.tosa_convert", str(staged), str(tosa)],
+                     "the TFLite converter", str(path))
+        bytecode = tosa.read_bytes()
+    return iree_compile.lower(bytecode, IREE_FLAGS, str(path))
 
 
 def _port(graph, index: int) -> ModelPort:
     tensor = graph.tensors[index]
-    return ModelPort(tensor.name.decode(), tuple(int(d) for d in tensor.shape))
+    return ModelPort(tensor_name(tensor), tuple(int(d) for d in tensor.shape))
 
 
 def import_tflite(path: str | Path) -> Graph:
@@ -228,13 +361,13 @@ def import_tflite(path: str | Path) -> Graph:
     graph = model.subgraphs[0]
     for operator in graph.operators:
         if op_name(model, operator) in BOUNDARY_OPS:
-            raise MingError(f"node '{graph.tensors[operator.outputs[0]].name.decode()}' ({op_name(model, operator)}) "
+            raise MingError(f"node '{tensor_name(graph.tensors[operator.outputs[0]])}' ({op_name(model, operator)}) "
                             "is supported only as the model's first (QUANTIZE) or last (SOFTMAX, DEQUANTIZE) op")
     text = import_to_linalg(model, path)
-    name = (model.description or b"").decode() or path.stem
-    op_types = {graph.tensors[op.outputs[0]].name.decode(): op_name(model, op) for op in graph.operators}
+    name = (model.description or b"").decode(errors="replace") or path.stem
+    op_types = {tensor_name(graph.tensors[op.outputs[0]]): op_name(model, op) for op in graph.operators}
     with ir.Context() as context:
-        module = ir.Module.parse(text, context)
+        module = iree_compile.parse(text, context, str(path))
         lifted = Lifter(name, [_port(graph, i) for i in graph.inputs], [_port(graph, i) for i in graph.outputs],
                         op_types, notes).run(module)
     return _with_host_boundary(_reference_rounding(channels_first(lifted), op_types), model, boundary)

@@ -1,4 +1,9 @@
-"""`ming sweep`: the DSE at several budgets, as a table, CSV, JSON and a latency-vs-DSP plot."""
+"""`ming sweep`: the DSE at several budgets, as a table, CSV, JSON and a latency-vs-DSP plot.
+
+The three files go to their own directory (`-o`, default `sweep/`), written like a build's OUT
+(`ming_py.output.write_tree`): a new, empty or former sweep/build directory only, replaced atomically,
+never through a symbolic link, never over a file ming did not write.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from pathlib import Path
 from ming_py.line_buffers import build_stream_graph
 from ming_py.pipeline import lift
 from ming_py.options import target_board
+from ming_py.output import check_output, output_lock, replace_tree
 from ming_py.progress import Progress
 
 from .budget import Budget
@@ -29,7 +35,19 @@ def budget_points(lists: dict[str, str | None]) -> list[dict[str, str | None]]:
 
 
 def run_sweep(model: str | Path, options, lists: dict[str, str | None], out_dir: Path,
-              progress: Progress) -> list[dict]:
+              progress: Progress, inputs: list[str | Path] = ()) -> list[dict]:
+    """The sweep's rows; sweep.csv, sweep.json and sweep.png written as the directory `out_dir` (checked, and
+    locked, before the import; `inputs`: the settings files, which it must not hold either)."""
+    out = check_output(out_dir, [model, *inputs])
+    with output_lock(out):
+        rows, files = _sweep(model, options, lists, progress)
+        replace_tree(files, out)
+    progress.note(f"wrote sweep.csv, sweep.json and sweep.png to {out}")
+    return rows
+
+
+def _sweep(model: str | Path, options, lists: dict[str, str | None],
+           progress: Progress) -> tuple[list[dict], dict[str, str | bytes]]:
     board = target_board(options)
     with progress.step(f"importing {Path(model).name} through IREE"):
         graph = lift(model)
@@ -57,13 +75,11 @@ def run_sweep(model: str | Path, options, lists: dict[str, str | None], out_dir:
                     "solve_seconds": round(solution.solve_seconds, 3)}
         rows.append(row)
         _print_row(progress, row, index, len(points))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "sweep.csv").write_text(to_csv(rows))
-    (out_dir / "sweep.json").write_text(json.dumps({"model": graph.name, "board": board.name,
-                                                    "objective": options.objective, "points": rows}, indent=2) + "\n")
-    plot(rows, out_dir / "sweep.png", f"{graph.name} on {board.name}")
-    progress.note(f"wrote sweep.csv, sweep.json and sweep.png to {out_dir}")
-    return rows
+    files = {"sweep.csv": to_csv(rows),
+             "sweep.json": json.dumps({"model": graph.name, "board": board.name, "objective": options.objective,
+                                       "points": rows}, indent=2) + "\n",
+             "sweep.png": plot(rows, f"{graph.name} on {board.name}")}
+    return rows, files
 
 
 def to_csv(rows: list[dict]) -> str:
@@ -95,7 +111,8 @@ def _print_row(progress: Progress, row: dict, index: int, total: int) -> None:
     sys.stdout.flush()
 
 
-def plot(rows: list[dict], path: Path, title: str) -> None:
+def plot(rows: list[dict], title: str) -> bytes:
+    """The latency-vs-DSP plot as PNG bytes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -118,5 +135,7 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     axis.grid(True, which="both", alpha=0.3)
     axis.legend()
     figure.tight_layout()
-    figure.savefig(path, metadata={"Software": None})
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
     plt.close(figure)
+    return buffer.getvalue()

@@ -224,11 +224,12 @@ def minimal_fifos(graph: StreamGraph, solution: Solution, board: Board, pinned: 
 
 
 def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
-          progress: Progress | None = None) -> Design:
+          progress: Progress | None = None, inputs: list[str | Path] = ()) -> Design:
+    """`inputs`: the files read besides the model (--settings), which OUT must not hold either."""
     progress = progress or Progress(quiet=True)
     check_design(options)  # every option fails before the slow import
     check_model(model)
-    out = check_output(out, [model])
+    out = check_output(out, [model, *inputs])
     with output_lock(out):
         with progress.step(f"importing {Path(model).name} through IREE"):
             graph = lift(model)

@@ -35,9 +35,14 @@ def private_dir(*parts: str) -> Path:
 
 
 def _make_private(path: Path, parents: bool = False) -> None:
-    try:
-        if parents:
+    if parents:
+        try:
             path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # FileExistsError: a file on the way
+            why = "a file is in the way" if isinstance(exc, FileExistsError) else exc.strerror
+            raise MingError(f"cannot create ming's cache directory {path} ({why}); set MING_CACHE_DIR to a "
+                            "writable directory of your own") from None
+    try:
         os.mkdir(path, PRIVATE_MODE)
     except FileExistsError:
         pass

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
+import signal
 import sys
-from pathlib import Path
 
-from . import __version__, interrupt
-from .ir import MingError
+# SIGINT/SIGTERM as one line and exit code 130/143 from the first moment ming's code runs. The imports below
+# (numpy, the IR) take a tenth of a second; a signal meanwhile waits until they are done (an exception raised
+# inside a C extension's import would come out as an ImportError and a traceback), then ends ming.
+_STARTING = signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT, signal.SIGTERM))
+from ming_py import interrupt  # noqa: E402  (signal and contextlib only)
+
+try:
+    interrupt.install()
+    import argparse
+    import codecs
+    import importlib
+    import json
+    import os
+    from pathlib import Path
+
+    from . import __version__
+    from .ir import MingError
+    signal.pthread_sigmask(signal.SIG_SETMASK, _STARTING)  # a signal that came meanwhile is raised here
+except interrupt.Interrupted as _stop:
+    print(f"ming: interrupted ({_stop})", file=sys.stderr)
+    sys.exit(_stop.exit_code)
 
 EXIT_USAGE = 2
 EXIT_DEADLOCK = 3
@@ -47,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--fifo", choices=("sized", "minimal"), default="sized",
                        help="sized: skip FIFOs hold the line-buffer lag, others two pixels (default); minimal: the "
                             "least depths that keep the simulated latency")
-    build.add_argument("-o", "--output", required=True, type=Path, help="output directory (replaced on success)")
+    build.add_argument("-o", "--output", required=True, type=Path, help="output directory: new, empty or a former build, replaced on success; a file in it that "
+                            "ming did not write stops the build (ming removes only what it wrote)")
     build.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
     simulate = commands.add_parser("simulate", help="cycle-level simulation of a build's dataflow schedule")
@@ -57,7 +74,9 @@ def _parser() -> argparse.ArgumentParser:
     sweep = commands.add_parser("sweep", help="explore latency against resource budgets (no C++)")
     sweep.add_argument("model", type=Path)
     _design_options(sweep, lists=True)
-    sweep.add_argument("-o", "--output", type=Path, default=Path("."), help="where sweep.csv/json/png go")
+    sweep.add_argument("-o", "--output", type=Path, default=Path("sweep"),
+                       help="directory for sweep.csv/json/png (default: sweep; written like a build's OUT: a new, "
+                            "empty or former sweep directory, replaced on success)")
     sweep.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
     csim = commands.add_parser("csim", help="C-simulate a build with g++ on a float input")
@@ -86,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _design_options(parser, lists: bool = False) -> None:
-    share = "comma-separated budgets, e.g. 5%,20%,100%" if lists else "N units or P%% of the board"
+    share = "comma-separated budgets, e.g. 5%%,20%%,100%%" if lists else "N units or P%% of the board"
     parser.add_argument("--board", default="kv260", help="target board (see `ming boards`)")
     for resource in ("dsp", "bram", "uram", "lut"):
         parser.add_argument(f"--{resource}", help=f"{resource.upper()} budget: {share}")
@@ -119,20 +138,21 @@ def _build(args) -> None:
     from .build import build
     from .progress import Progress
 
-    build(args.model, args.output, _options(args, _limits(args)), progress=Progress(args.quiet))
+    build(args.model, args.output, _options(args, _limits(args)), progress=Progress(args.quiet), inputs=args.settings)
 
 
 def _sweep(args) -> None:
     from ming_py.boards import load_board
     from ming_py.ilp.sweep import run_sweep
-    from .options import check_budget_lists, check_model, check_output_dir
+    from .options import check_budget_lists, check_model
+    from .output import check_output
     from .progress import Progress
 
     options = _options(args, {})
     check_budget_lists(load_board(args.board), _limits(args))
     check_model(args.model)
-    check_output_dir(args.output)
-    run_sweep(args.model, options, _limits(args), args.output, Progress(args.quiet))
+    check_output(args.output, [args.model, *args.settings])  # before the import; again when it writes
+    run_sweep(args.model, options, _limits(args), args.output, Progress(args.quiet), inputs=args.settings)
 
 
 def _csim(args) -> int:
@@ -172,9 +192,15 @@ def _deploy(args) -> None:
     command += [f"--output={path}" for path in args.output]
     command += [f"--backend={args.backend}"] * bool(args.backend) + [f"--batch={args.batch}"] * (args.batch is not None)
     command += ["--benchmark"] * args.benchmark
-    result = subprocess.run(command, stderr=subprocess.PIPE, text=True)
-    if result.returncode != 0:
-        last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as driver:
+        try:
+            _, stderr = driver.communicate()
+        except BaseException:  # Ctrl-C, SIGTERM: the driver cleans up its compile (run.py ends on SIGTERM)
+            driver.terminate()
+            driver.wait()
+            raise
+    if driver.returncode != 0:
+        last = (stderr.strip().splitlines() or ["(no message)"])[-1]
         raise MingError(last.removeprefix("error: "))
 
 
@@ -258,12 +284,47 @@ def _reference(args) -> None:
     save_outputs(args.output, reference.run(graph, x))
 
 
+# What each command imports (numpy, scipy, IREE, matplotlib through them), loaded while signals wait
+_MODULES = {
+    "analyze": ("ming_py.pipeline",),
+    "reference": ("ming_py.reference", "ming_py.options", "ming_py.pipeline"),
+    "build": ("ming_py.build", "ming_py.progress", "ming_py.options", "ming_py.ilp.pins"),
+    "sweep": ("ming_py.boards", "ming_py.ilp.sweep", "ming_py.options", "ming_py.output", "ming_py.progress"),
+    "csim": ("ming_py.csim", "ming_py.options", "ming_py.progress", "ming_py.runtime.ming_driver"),
+    "simulate": ("ming_py.simulate",),
+    "deploy": ("ming_py.options",),
+    "boards": ("ming_py.boards",),
+}
+
+
+def _escaped(error: UnicodeError):
+    """A character the terminal's encoding lacks, shown as an escape; a path's byte that is not UTF-8 (held as
+    a lone surrogate) as the byte, \\xff."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start:error.end]
+    return "".join(f"\\x{ord(c) - 0xDC00:02x}" if 0xDC80 <= ord(c) <= 0xDCFF else c.encode("ascii", "backslashreplace")
+                   .decode() for c in text), error.end
+
+
+def _printable_streams() -> None:
+    """Paths that are not UTF-8 (or not in the locale's encoding) print as escapes instead of failing."""
+    codecs.register_error("ming.escape", _escaped)
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="ming.escape")
+
+
 def main(argv: list[str] | None = None) -> int:
-    interrupt.install()
     try:
+        interrupt.install()
+        _printable_streams()
         args = _parser().parse_args(argv)
         handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "sweep": _sweep, "csim": _csim,
                     "simulate": _simulate, "deploy": _deploy, "boards": _boards}
+        with interrupt.deferred():  # the command's modules, imported whole before a signal is raised (see above)
+            for module in _MODULES.get(args.command, ()):
+                importlib.import_module(module)
         return handlers[args.command](args) or 0
     except interrupt.Interrupted as stop:
         print(f"ming: interrupted ({stop})", file=sys.stderr)

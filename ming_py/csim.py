@@ -7,10 +7,16 @@ accelerator, reorder the output back and run the host tail (e.g. Softmax).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import functools
 import hashlib
+import hmac
 import json
 import os
 import re
+import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -19,7 +25,7 @@ import numpy as np
 
 from .ir import MingError
 from .options import build_metadata, check_input
-from .cache import private_dir
+from .cache import open_lock, private_dir
 from .progress import Progress
 from .runtime import ming_host
 from .runtime.ming_driver import CSIM_FLAGS, DeployError, Port, compile_program
@@ -71,18 +77,96 @@ def cache_dir() -> Path:
     return private_dir("csim")
 
 
+# The cache of C-simulation binaries: <cache>/csim/<key>/<model>_csim, beside it <model>_csim.sha256, the
+# sha256 of the binary as ming compiled it. The key hashes the compiler's identity (the resolved $CXX and
+# its --version), the flags and the sources, so a changed compiler or mode compiles anew. Before a cached
+# binary runs, it is hashed and compared with its record; a binary that differs (tampered with, truncated)
+# or has no record is compiled again into place. What runs is the very file that was hashed: the verified
+# descriptor is executed through /proc/self/fd (Linux); elsewhere its path, which is safe because every
+# directory of the cache is the user's own and nobody else can write in it (cache.private_dir).
+RECORD_SUFFIX = ".sha256"
+KEY_VERSION = b"ming csim cache 2"
+
+
+@functools.lru_cache(maxsize=None)
+def _compiler_identity(cxx: str) -> tuple[str, str, str]:
+    """(the path $CXX resolves to, its real path, its --version output), once per process and $CXX."""
+    compiler = shutil.which(cxx)
+    if compiler is None:
+        raise MingError(f"no C++ compiler found (CXX={cxx}); install g++ or set CXX to a C++ compiler")
+    try:
+        result = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise MingError(f"the C++ compiler {compiler} (CXX={cxx}) does not run ({exc}); install g++ or set CXX "
+                        "to a working C++ compiler") from None
+    return compiler, os.path.realpath(compiler), result.stdout + result.stderr
+
+
+def csim_flags(concurrent: bool = False, check_ports: bool = False) -> tuple[str, ...]:
+    return CXX_FLAGS + (CONCURRENT_FLAGS if concurrent else ()) + (CHECK_PORTS_FLAGS if check_ports else ())
+
+
+def csim_key(hls_dir: Path, model: str, concurrent: bool = False, check_ports: bool = False) -> str:
+    """The cache key of the C-simulation of `hls_dir`: compiler, flags, model and sources."""
+    digest = hashlib.sha256(KEY_VERSION + b"\0")
+    for part in (*_compiler_identity(os.environ.get("CXX", "g++")), model, *csim_flags(concurrent, check_ports)):
+        digest.update(part.encode() + b"\0")
+    digest.update(b"\0")
+    for path in sorted(p for p in hls_dir.iterdir() if p.suffix in (".cpp", ".h")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def record_path(binary: Path) -> Path:
+    """Where the sha256 of `binary` as ming compiled it is kept."""
+    return binary.with_name(binary.name + RECORD_SUFFIX)
+
+
 def compile_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool = False,
                  check_ports: bool = False) -> Path:
-    """The testbench binary for `hls_dir`, compiled once per distinct source tree and mode."""
-    flags = CXX_FLAGS + (CONCURRENT_FLAGS if concurrent else ()) + (CHECK_PORTS_FLAGS if check_ports else ())
-    sources = sorted(p for p in hls_dir.iterdir() if p.suffix in (".cpp", ".h"))
-    digest = hashlib.sha256(" ".join(flags).encode())
-    for path in sources:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    binary = cache_dir() / digest.hexdigest()[:24] / f"{model}_csim"
-    if binary.exists():
-        progress.note(f"using the cached C-simulation binary {binary}")
-        return binary
+    """The testbench binary for `hls_dir`, compiled once per compiler, mode and source tree, and verified
+    against the record of what ming compiled before it is handed out (see `open_csim`)."""
+    binary, fd = open_csim(hls_dir, model, progress, concurrent, check_ports)
+    os.close(fd)
+    return binary
+
+
+def open_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool = False,
+              check_ports: bool = False) -> tuple[Path, int]:
+    """The testbench binary for `hls_dir` and a read-only descriptor of the file that was verified (or just
+    compiled): its sha256 equals the record written when ming compiled it. The caller closes it."""
+    cache_dir()  # refuses a cache another user can write in, before anything is read from it
+    key = csim_key(hls_dir, model, concurrent, check_ports)
+    lock = open_lock(private_dir("locks"), f"csim-{key}.lock")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one compile per key at a time; verification sees no half-written record
+        binary = private_dir("csim", key) / f"{model}_csim"
+        fd, problem = _verified(binary)
+        if fd is not None:
+            progress.note(f"using the cached C-simulation binary {binary}")
+            return binary, fd
+        if problem:
+            progress.note(f"the cached C-simulation binary {binary} {problem}; compiling it again")
+        _compile(hls_dir, model, binary, csim_flags(concurrent, check_ports), concurrent, check_ports, progress)
+        fd = _open_binary(binary, private=True)
+        if fd is None:
+            raise MingError(f"the C-simulation binary {binary} is not a regular file of yours after compiling it; "
+                            "remove it and run again")
+        try:
+            _write_record(binary, _sha256(fd))
+        except BaseException:
+            os.close(fd)
+            raise
+        return binary, fd
+    finally:
+        os.close(lock)
+
+
+def _compile(hls_dir: Path, model: str, binary: Path, flags: tuple[str, ...], concurrent: bool, check_ports: bool,
+             progress: Progress) -> None:
+    if os.path.lexists(binary) and not binary.is_symlink() and not binary.is_file():
+        raise MingError(f"the cached C-simulation binary {binary} is not a file; remove it, ming compiles it again")
+    record_path(binary).unlink(missing_ok=True)  # no record while the binary changes
     modes = [name for name, on in (("concurrent", concurrent), ("port check", check_ports)) if on]
     mode = f" ({', '.join(modes)})" if modes else ""
     with progress.step(f"compiling the C-simulation{mode} with {os.environ.get('CXX', 'g++')}"):
@@ -90,7 +174,100 @@ def compile_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool
             compile_program([hls_dir / f"{model}.cpp", hls_dir / f"{model}_tb.cpp"], [hls_dir], flags, binary)
         except DeployError as exc:
             raise MingError(str(exc)) from None
-    return binary
+        except OSError as exc:
+            raise MingError(f"cannot write the C-simulation binary {binary} ({exc.strerror}); set MING_CACHE_DIR "
+                            "to a writable directory of your own") from None
+
+
+def _open_binary(binary: Path, private: bool = False) -> int | None:
+    """A read-only descriptor of `binary` if it is a regular file of this user's that nobody else can write
+    (never through a symbolic link), else None. private=True first makes a file of the user's mode 0700
+    (a binary just compiled gets the umask's mode)."""
+    try:
+        fd = os.open(binary, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if private and stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid():
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o700)
+            info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _sha256(fd: int) -> str:
+    digest, offset = hashlib.sha256(), 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        digest.update(chunk)
+        offset += len(chunk)
+    return digest.hexdigest()
+
+
+def _read_record(binary: Path) -> str | None:
+    try:
+        fd = os.open(record_path(binary), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        text = os.read(fd, 256).decode("ascii", "replace").strip()
+    finally:
+        os.close(fd)
+    return text if re.fullmatch(r"[0-9a-f]{64}", text) else None
+
+
+def _verified(binary: Path) -> tuple[int | None, str | None]:
+    """(a descriptor of `binary` whose content matches its record, None) or (None, why it cannot be used;
+    None when there is no binary at all)."""
+    if not os.path.lexists(binary):
+        return None, None
+    fd = _open_binary(binary)
+    if fd is None:
+        return None, "is not a regular file of yours that only you can write"
+    recorded = _read_record(binary)
+    if recorded is not None and hmac.compare_digest(recorded, _sha256(fd)):
+        return fd, None
+    os.close(fd)
+    if recorded is None:
+        return None, "has no record of what ming compiled"
+    return None, "differs from what ming compiled"
+
+
+def _write_record(binary: Path, digest: str) -> None:
+    """The record of `binary`, written atomically: a reader finds the old record, none, or the new one."""
+    record = record_path(binary)
+    staging = record.with_name(f".{record.name}.{os.getpid()}")
+    try:
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            os.write(fd, f"{digest}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(staging, record)
+    except OSError as exc:
+        raise MingError(f"cannot write {record} ({exc.strerror}); set MING_CACHE_DIR to a writable directory of "
+                        "your own") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(staging)
+
+
+@contextlib.contextmanager
+def _closing(fd: int):
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def csim_command(binary: Path, fd: int) -> tuple[list[str], dict]:
+    """The command line start and subprocess arguments that run the verified descriptor `fd` of `binary`."""
+    if os.path.isdir("/proc/self/fd"):
+        return [str(binary)], {"executable": f"/proc/self/fd/{fd}", "pass_fds": (fd,)}
+    return [str(binary)], {}
 
 
 def to_stream_order(array: np.ndarray, stream_shape: list[int]) -> np.ndarray:
@@ -179,13 +356,14 @@ def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = Non
     if inp["dtype"] == "float32" and x.dtype.kind == "f":
         x = x.astype(np.float32)
     check_input(x, inp["onnx_shape"], inp["dtype"])
-    binary = compile_csim(out_dir / "hls", host["model"], progress, concurrent, check_ports)
     q = ming_host.accelerator_input(x, Port.of(inp))
-    with tempfile.TemporaryDirectory() as tmp:
+    binary, fd = open_csim(out_dir / "hls", host["model"], progress, concurrent, check_ports)
+    with _closing(fd), tempfile.TemporaryDirectory() as tmp:
         in_file, out_file = Path(tmp) / "input.bin", Path(tmp) / "output.bin"
         to_stream_order(q, inp["stream_shape"]).astype(np.int8).tofile(in_file)
+        command, how = csim_command(binary, fd)
         with progress.step("running the C-simulation"):
-            result = subprocess.run([str(binary), str(in_file), str(out_file)], capture_output=True, text=True)
+            result = subprocess.run([*command, str(in_file), str(out_file)], capture_output=True, text=True, **how)
         conflict = port_conflict_from(result.stderr, out_dir) if check_ports else None
         if conflict is not None and result.returncode == PORT_CONFLICT_EXIT_CODE:
             raise conflict

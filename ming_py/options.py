@@ -83,6 +83,9 @@ def check_model(path: Path) -> None:
 def check_output_file(path: Path, option: str = "--output") -> None:
     """`path` can be written: not a directory, in an existing directory ming may write in."""
     path = Path(path)
+    if path.is_symlink():  # outputs are renamed into place (ming_driver.save_outputs), never written through
+        raise MingError(f"{option} {path}: is a symbolic link; give the path of a regular file (outputs are "
+                        "written beside it and renamed into place, never through a link)")
     if path.is_dir():
         raise MingError(f"{option} {path}: is a directory; give a file name such as {path / 'y.npy'}")
     directory = path.parent
@@ -119,37 +122,12 @@ def _write_problem(directory: Path) -> str | None:
 
 def load_input(path: Path) -> np.ndarray:
     """The array in the .npy file `path`, as the model's runtime takes it: float32 (no NaN or Inf), or int8 or
-    uint8 for a model whose input is int8 or uint8."""
-    if not Path(path).is_file():
-        raise MingError(f"{path}: input file not found")
-    x = _read_npy(path)
-    if x.dtype in (np.int8, np.uint8):
-        return x
-    if x.dtype.kind != "f" or x.dtype.itemsize != 4:
-        raise MingError(f"{path}: input is {x.dtype}; give float32 as onnxruntime takes it (or int8/uint8 for a "
-                        "model with such an input); save x.astype(numpy.float32)")
-    check_finite(x, str(path))
-    return x.astype(np.float32)
-
-
-def _read_npy(path: Path) -> np.ndarray:
-    not_npy = MingError(f"{path}: not a .npy array; save the input with numpy.save")
+    uint8 for a model whose input is int8 or uint8, and not empty. The policy is the deployment driver's
+    (`ming_driver.load_input`), so `ming reference`, `ming csim` and OUT/deploy/run.py refuse the same files."""
     try:
-        with open(path, "rb") as file:
-            if file.read(len(np.lib.format.MAGIC_PREFIX)) != np.lib.format.MAGIC_PREFIX:
-                raise not_npy
-            file.seek(0)
-            return np.lib.format.read_array(file, allow_pickle=False)
-    except MingError:
-        raise
-    except OSError as exc:
-        raise MingError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        if "allow_pickle" in str(exc):
-            raise MingError(f"{path}: holds Python objects; save a float32 array with numpy.save") from None
-        raise not_npy from None
-    except Exception:  # numpy raises several unrelated types for a damaged header or data
-        raise not_npy from None
+        return ming_driver.load_input(path)
+    except ming_driver.DeployError as exc:
+        raise MingError(str(exc)) from None
 
 
 def check_finite(x: np.ndarray, where: str | None = None) -> None:
@@ -178,10 +156,10 @@ def save_outputs(paths: list[Path], outputs: dict[str, np.ndarray]) -> None:
     """The model's outputs (float32, or int8/uint8 as the model gives them) to the `--output` paths, one .npy per
     output in the model's order or one .npz archive of all."""
     arrays = {name: y if y.dtype in (np.int8, np.uint8) else y.astype(np.float32) for name, y in outputs.items()}
-    try:
+    try:  # atomically: a temporary file beside each path, renamed into place (see ming_driver.save_outputs)
         ming_driver.save_outputs(paths, arrays)
-    except OSError as exc:
-        raise MingError(f"--output {exc.filename or paths[0]}: cannot write ({exc.strerror or exc})") from None
+    except ming_driver.DeployError as exc:
+        raise MingError(str(exc)) from None
 
 
 def check_input(x: np.ndarray, onnx_shape: list[int], dtype: str) -> None:
@@ -215,48 +193,8 @@ def build_metadata(build_dir: Path) -> dict:
     return host
 
 
-_SHAPE, _NUMBER, _INTEGER, _LIST, _TEXT = "a shape", "a number", "an integer", "a list", "a string"
-_PORT_FIELDS = {"onnx_shape": _SHAPE, "array_shape": _SHAPE, "stream_shape": _SHAPE, "words": _INTEGER,
-                "scale": _NUMBER, "zero_point": _INTEGER, "onnx_name": _TEXT, "dtype": _TEXT, "permutation": _LIST}
-_OUTPUT_FIELDS = _PORT_FIELDS | {"index": _INTEGER, "host_ops": _LIST}
-_HOST_OP_FIELDS = {"kind": _TEXT, "axis": _INTEGER, "scale": _NUMBER, "zero_point": _INTEGER, "shape": _SHAPE}
-
-
 def _host_problem(host: object) -> str | None:
-    """What is missing or malformed in a host.json, None when it has every field csim reads."""
-    if not isinstance(host, dict) or not isinstance(host.get("model"), str) or not host["model"]:
-        return "no model name"
-    problem = _fields_problem(host.get("input"), _PORT_FIELDS, "input")
-    if problem:
-        return problem
-    outputs = host.get("outputs")
-    if not isinstance(outputs, list) or not outputs:
-        return "no 'outputs' list"
-    for index, output in enumerate(outputs):
-        problem = _fields_problem(output, _OUTPUT_FIELDS, f"outputs[{index}]")
-        if problem:
-            return problem
-        for number, op in enumerate(output["host_ops"]):
-            problem = _fields_problem(op, _HOST_OP_FIELDS, f"outputs[{index}].host_ops[{number}]")
-            if problem:
-                return problem
-    return None
-
-
-def _fields_problem(section: object, fields: dict, name: str) -> str | None:
-    if not isinstance(section, dict):
-        return f"no '{name}' object"
-    for key, kind in fields.items():
-        if not _is(section.get(key), kind):
-            return f"'{name}.{key}' is missing or not {kind}"
-    return None
-
-
-def _is(value: object, kind: str) -> bool:
-    if kind == _SHAPE:
-        return isinstance(value, list) and all(_is(d, _INTEGER) and d >= 0 for d in value)
-    if kind == _INTEGER:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == _NUMBER:
-        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return isinstance(value, list if kind == _LIST else str)
+    """What is missing, malformed or inconsistent in a host.json, None when every field csim reads has its
+    type and range and agrees with the others (the driver's checks of the same fields: `ming_driver.host_problem`;
+    "model" must be a C identifier, as it names hls/<model>.cpp and the cached binary)."""
+    return ming_driver.host_problem(host)

@@ -22,8 +22,12 @@ Needs numpy, and on the board PYNQ (Zynq) or pyxrt (Alveo); the csim backend nee
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
+import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -46,6 +50,21 @@ CSIM_FLAGS = ("-std=c++17", "-O2", "-DMING_CSIM")
 # One beat of the testbench's --axis files: 64-bit data, TKEEP, TLAST, TUSER, padding to 16 bytes.
 AXIS_BEAT = np.dtype([("data", "<u8"), ("keep", "u1"), ("last", "u1"), ("user", "u1"), ("pad", "V5")])
 DMA_TIMEOUT_SECONDS = 10.0
+# The element types a model input may have: what `ming reference` and `ming csim` take (options.load_input
+# is this module's load_input).
+INPUT_DTYPES = ("float32", "int8", "uint8")
+QUANTIZERS = ("onnxruntime", "tflite")
+HOST_OP_KINDS = ("softmax", "quantize", "dequantize", "reshape", "tflite_softmax")
+CSIM_MODES = {"zynq_axis_dma": "axis", "alveo_xrt": "memory"}
+REBUILD = "run `ming build` again"
+# The file names the metadata may give: C identifiers (model, kernels, the overlay's DMA), plain file names
+# (no directory, no leading dot), and the exact shapes of the C-simulation's paths that emit/deploy.py writes.
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.+-]*"
+_PLAIN_NAME = re.compile(_NAME)
+_CSIM_BINARY = re.compile(rf"csim/{_NAME}")  # in deploy/csim/
+_CSIM_SOURCE = re.compile(rf"\.\./{_NAME}/{_NAME}\.cpp")  # in a directory of the build beside deploy/
+_CSIM_INCLUDE = re.compile(rf"\.\./{_NAME}")
 
 
 class DeployError(Exception):
@@ -84,6 +103,29 @@ class Port:
         return self.onnx_shape[1:] if len(self.onnx_shape) > 1 and self.onnx_shape[0] == 1 else self.onnx_shape
 
 
+def input_images(x, port: Port) -> np.ndarray:
+    """`x` as (images, *image shape) for the input `port`: the model's own shape is one image. `x` has the
+    model's element type (a float array is taken as float32 for a float32 input, as `ming csim` does) and,
+    if float, only finite values."""
+    x = np.asarray(x)
+    if port.dtype == "float32" and x.dtype.kind == "f" and x.dtype.fields is None:
+        x = x.astype(np.float32)
+    if str(x.dtype) != port.dtype:
+        raise DeployError(f"input is {x.dtype}, the model takes {port.dtype}; save x.astype(numpy.{port.dtype})")
+    shape = port.image_shape
+    if x.shape == port.onnx_shape:
+        images = x.reshape((1,) + shape)
+    elif x.shape[1:] == shape and x.shape[0] > 0:
+        images = x
+    else:
+        raise DeployError(f"input has shape {x.shape}; the model takes {port.onnx_shape} (one image) or "
+                          f"(N, {', '.join(map(str, shape))}) for N images")
+    bad = int(images.size - np.count_nonzero(np.isfinite(images))) if port.dtype == "float32" else 0
+    if bad:
+        raise DeployError(f"input has {bad} non-finite values (NaN or Inf); int8 quantization needs finite inputs")
+    return images
+
+
 class Accelerator:
     """The accelerator of one build, driven through one backend."""
 
@@ -114,21 +156,12 @@ class Accelerator:
 
     def images(self, x: np.ndarray) -> np.ndarray:
         """`x` as (images, *image shape): the model's own shape is one image."""
-        x = np.asarray(x)
-        shape = self.input.image_shape
-        if x.shape == self.input.onnx_shape:
-            return x.reshape((1,) + shape)
-        if x.shape[1:] == shape and x.shape[0] > 0:
-            return x
-        raise DeployError(f"input has shape {x.shape}; the model takes {self.input.onnx_shape} (one image) or "
-                          f"(N, {', '.join(map(str, shape))}) for N images")
+        return input_images(x, self.input)
 
     def run(self, x: np.ndarray, batch: int | None = None) -> dict[str, np.ndarray]:
         """The model's outputs (by name, in the model's order) for the images in `x`, `batch` images per
         transfer (all of them by default): float, or int8 where the model's output is int8."""
         images = self.images(x)
-        if self.input.dtype == "float32" and not np.isfinite(images.astype(np.float32)).all():
-            raise DeployError("input holds NaN or infinite values")
         batch = self.images_per_transfer(len(images), batch)
         batches = [self._run_batch(images[i:i + batch]) for i in range(0, len(images), batch)]
         one_image = np.asarray(x).shape == self.input.onnx_shape
@@ -165,11 +198,264 @@ class Accelerator:
 
 
 def read_metadata(deploy_dir: Path) -> dict:
-    """The build's `accelerator.json` in `deploy_dir`."""
+    """The build's `accelerator.json` in `deploy_dir`, every field checked (`accelerator_problem`): the
+    metadata is data, and a damaged or edited value stops here, before anything runs."""
+    deploy_dir = Path(deploy_dir)
     try:
-        return json.loads((deploy_dir / METADATA).read_text(encoding="utf-8"))
+        meta = json.loads((deploy_dir / METADATA).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise DeployError(f"{deploy_dir / METADATA}: cannot read the build's metadata ({exc})") from None
+    problem = accelerator_problem(meta, deploy_dir)
+    if problem:
+        raise DeployError(f"{deploy_dir / METADATA}: {problem}; the metadata was damaged or edited: {REBUILD}")
+    return meta
+
+
+# ---- the metadata's checks (host.json's are a part: ming's options.build_metadata uses host_problem) ------
+
+_SHAPE, _NUMBER, _INTEGER, _LIST, _TEXT, _OBJECT = "a shape", "a number", "an integer", "a list", "a string", \
+    "an object"
+_PORT_FIELDS = {"onnx_shape": _SHAPE, "array_shape": _SHAPE, "stream_shape": _SHAPE, "words": _INTEGER,
+                "scale": _NUMBER, "zero_point": _INTEGER, "onnx_name": _TEXT, "dtype": _TEXT, "permutation": _LIST}
+_OUTPUT_FIELDS = _PORT_FIELDS | {"index": _INTEGER, "host_ops": _LIST}
+_HOST_OP_FIELDS = {"kind": _TEXT, "axis": _INTEGER, "scale": _NUMBER, "zero_point": _INTEGER, "shape": _SHAPE}
+
+
+def host_problem(host: object) -> str | None:
+    """What is missing, malformed or inconsistent in the host side of the metadata (host.json, and the same
+    fields of accelerator.json): None when every field has its type, range and agrees with the others."""
+    if not isinstance(host, dict) or not isinstance(host.get("model"), str) or not host["model"]:
+        return "no model name"
+    if not _IDENTIFIER.fullmatch(host["model"]):
+        return f"'model' is {host['model']!r}, not a C identifier (the stem of hls/<model>.cpp)"
+    if "interface" in host and host["interface"] not in DEFAULT_BACKEND:
+        return f"'interface' is {host['interface']!r}, not one of {', '.join(DEFAULT_BACKEND)}"
+    problem = _fields_problem(host.get("input"), _PORT_FIELDS, "input") or _port_problem(host["input"], "input")
+    if problem:
+        return problem
+    outputs = host.get("outputs")
+    if not isinstance(outputs, list) or not outputs:
+        return "no 'outputs' list"
+    for index, output in enumerate(outputs):
+        name = f"outputs[{index}]"
+        problem = _fields_problem(output, _OUTPUT_FIELDS, name)
+        if problem:
+            return problem
+        for number, op in enumerate(output["host_ops"]):
+            problem = _fields_problem(op, _HOST_OP_FIELDS, f"{name}.host_ops[{number}]")
+            if problem:
+                return problem
+        problem = _port_problem(output, name) or _host_ops_problem(output, name)
+        if problem:
+            return problem
+    indexes = sorted(output["index"] for output in outputs)
+    if indexes != list(range(len(outputs))):
+        return f"the outputs' 'index' values are {indexes}, not {list(range(len(outputs)))}"
+    names = [output["onnx_name"] for output in outputs]
+    if len(set(names)) != len(names):
+        return f"two outputs share an 'onnx_name' ({names})"
+    return None
+
+
+def accelerator_problem(meta: object, deploy_dir: Path) -> str | None:
+    """What is wrong with accelerator.json in `deploy_dir` (`host_problem`, the transfer limit, the hardware
+    files and the C-simulation's paths), None when nothing is."""
+    problem = host_problem(meta)
+    if problem:
+        return problem
+    interface = meta.get("interface")
+    if interface not in DEFAULT_BACKEND:
+        return f"'interface' is {interface!r}, not one of {', '.join(DEFAULT_BACKEND)}"
+    if not isinstance(meta.get("target"), str):
+        return "'target' is missing or not a string"
+    limit = meta.get("max_transfer_bytes")
+    if not _is(limit, _INTEGER) or limit < 1:
+        return f"'max_transfer_bytes' is {limit!r}, not a positive integer"
+    image_bytes = 8 * max(meta["input"]["words"], sum(output["words"] for output in meta["outputs"]))
+    if limit < image_bytes:
+        return f"'max_transfer_bytes' is {limit}, less than one image's {image_bytes} bytes"
+    if "clock_mhz" in meta and (not _is(meta["clock_mhz"], _NUMBER) or meta["clock_mhz"] <= 0):
+        return f"'clock_mhz' is {meta['clock_mhz']!r}, not a number above 0"
+    if interface == "zynq_axis_dma":
+        problem = _name_problem(meta, "bitstream", ".bit") or _identifier_problem(meta.get("dma"), "dma")
+    else:
+        problem = _name_problem(meta, "xclbin", ".xclbin")
+        kernels = meta.get("kernels")
+        if not problem and not isinstance(kernels, dict):
+            problem = "'kernels' is missing or not an object"
+        for role in ("mm2s", "s2mm"):
+            problem = problem or _identifier_problem(kernels.get(role), f"kernels.{role}")
+    return problem or csim_problem(meta.get("csim"), deploy_dir, CSIM_MODES[interface])
+
+
+def csim_problem(csim: object, deploy_dir: Path, mode: str | None = None) -> str | None:
+    """What is wrong with the metadata's "csim" paths: the binary must be a plain file name in deploy/csim/,
+    the sources and include directories `../<directory>/...` of the build around deploy/, all of them
+    staying inside the build once symbolic links are followed."""
+    if not isinstance(csim, dict):
+        return "'csim' is missing or not an object"
+    if csim.get("mode") not in CSIM_MODES.values() or (mode is not None and csim["mode"] != mode):
+        return f"'csim.mode' is {csim.get('mode')!r}, not {mode or ' or '.join(CSIM_MODES.values())!r}"
+    deploy_dir = Path(deploy_dir)
+    deploy_real = deploy_dir.resolve()
+    build_real = deploy_real.parent
+    binary = csim.get("binary")
+    if not isinstance(binary, str) or not _CSIM_BINARY.fullmatch(binary):
+        return f"'csim.binary' is {binary!r}, not csim/<file name> (a file of deploy/csim/)"
+    csim_dir = deploy_dir / "csim"
+    if csim_dir.is_symlink() or (deploy_dir / binary).is_symlink() or \
+            (deploy_dir / binary).resolve() != deploy_real / binary:
+        return f"'csim.binary' {binary} leads out of {deploy_dir / 'csim'} (a symbolic link)"
+    for key, pattern, shape in (("sources", _CSIM_SOURCE, "../<directory>/<file>.cpp"),
+                                ("include", _CSIM_INCLUDE, "../<directory>")):
+        paths = csim.get(key)
+        if not isinstance(paths, list) or (key == "sources" and not paths):
+            return f"'csim.{key}' is missing or not a list"
+        for path in paths:
+            if not isinstance(path, str) or not pattern.fullmatch(path):
+                return f"'csim.{key}' holds {path!r}, not a path of the shape {shape} inside the build"
+            real = (deploy_dir / path).resolve()
+            if real != build_real and build_real not in real.parents:
+                return f"'csim.{key}' {path} leads out of the build {build_real} (a symbolic link)"
+    return None
+
+
+def _fields_problem(section: object, fields: dict, name: str) -> str | None:
+    if not isinstance(section, dict):
+        return f"no '{name}' object"
+    for key, kind in fields.items():
+        if not _is(section.get(key), kind):
+            return f"'{name}.{key}' is missing or not {kind}"
+    return None
+
+
+def _is(value: object, kind: str) -> bool:
+    if kind == _SHAPE:
+        return isinstance(value, list) and all(_is(d, _INTEGER) and d >= 0 for d in value)
+    if kind == _INTEGER:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == _NUMBER:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return isinstance(value, {_LIST: list, _OBJECT: dict}.get(kind, str))
+
+
+def _scale_problem(value: float, name: str) -> str | None:
+    low, high = float(np.finfo(np.float32).tiny), float(np.finfo(np.float32).max)
+    if not low <= value <= high:  # a float32 number above 0 (normal: no underflow to 0 or overflow to inf)
+        return f"'{name}' is {value!r}, not a finite float32 number above 0"
+    return None
+
+
+def _zero_point_problem(value: int, name: str) -> str | None:
+    # The accelerator's values are int8 whatever the model's type: a uint8 model's zero points are shifted
+    # into int8 by the frontend (onnx_formats), so every zero point of the metadata lies in int8's range.
+    low, high = ming_host.INT8_MIN, ming_host.INT8_MAX
+    return None if low <= value <= high else f"'{name}' is {value}, outside int8's range {low}..{high}"
+
+
+def _port_problem(port: dict, name: str) -> str | None:
+    """Ranges and consistency of one port's numbers (their types are checked)."""
+    if not port["onnx_name"]:
+        return f"'{name}.onnx_name' is empty"
+    if port["dtype"] not in INPUT_DTYPES:
+        return f"'{name}.dtype' is {port['dtype']!r}, not one of {', '.join(INPUT_DTYPES)}"
+    if port.get("quantizer", "onnxruntime") not in QUANTIZERS:
+        return f"'{name}.quantizer' is {port.get('quantizer')!r}, not one of {', '.join(QUANTIZERS)}"
+    stream = port["stream_shape"]
+    if len(stream) != 3 or 0 in stream:
+        return f"'{name}.stream_shape' is {stream}, not three positive sizes (C, H, W)"
+    values = math.prod(stream)
+    for key in ("onnx_shape", "array_shape"):
+        if not port[key] or 0 in port[key] or math.prod(port[key]) != values:
+            return (f"'{name}.{key}' is {port[key]}: its {math.prod(port[key])} values are not the "
+                    f"{values} of 'stream_shape' {stream}")
+    if port["words"] != ming_host.words_per_image(values):
+        return (f"'{name}.words' is {port['words']}, not {ming_host.words_per_image(values)} (the {values} values "
+                f"of 'stream_shape' {stream}, {ming_host.VALUES_PER_WORD} to a word)")
+    permutation = port["permutation"]
+    if permutation and sorted(p if _is(p, _INTEGER) else -1 for p in permutation) != \
+            list(range(len(port["onnx_shape"]))):
+        return f"'{name}.permutation' is {permutation}, not a permutation of the {len(port['onnx_shape'])} axes"
+    return _scale_problem(port["scale"], f"{name}.scale") or \
+        _zero_point_problem(port["zero_point"], f"{name}.zero_point")
+
+
+def _host_ops_problem(port: dict, name: str) -> str | None:
+    shape = port["array_shape"]
+    for number, op in enumerate(port["host_ops"]):
+        where = f"{name}.host_ops[{number}]"
+        if op["kind"] not in HOST_OP_KINDS:
+            return f"'{where}.kind' is {op['kind']!r}, not one of {', '.join(HOST_OP_KINDS)}"
+        if op["kind"] in ("softmax", "tflite_softmax") and not -len(shape) <= op["axis"] < len(shape):
+            return f"'{where}.axis' is {op['axis']}, not an axis of the shape {shape}"
+        if op["kind"] == "reshape":
+            if not op["shape"] or 0 in op["shape"] or math.prod(op["shape"]) != math.prod(shape):
+                return f"'{where}.shape' is {op['shape']}, not a shape of {math.prod(shape)} values"
+            shape = op["shape"]
+        problem = _scale_problem(op["scale"], f"{where}.scale") or \
+            _zero_point_problem(op["zero_point"], f"{where}.zero_point")
+        if problem:
+            return problem
+    return None
+
+
+def _name_problem(meta: dict, key: str, suffix: str) -> str | None:
+    value = meta.get(key)
+    if not isinstance(value, str) or not _PLAIN_NAME.fullmatch(value) or not value.endswith(suffix):
+        return f"'{key}' is {value!r}, not a plain file name ending {suffix} (a file of deploy/)"
+    return None
+
+
+def _identifier_problem(value: object, key: str) -> str | None:
+    if not isinstance(value, str) or not _IDENTIFIER.fullmatch(value):
+        return f"'{key}' is {value!r}, not an identifier"
+    return None
+
+
+# ---- the input file and the output files --------------------------------------------------------------------
+
+def load_input(path) -> np.ndarray:
+    """The array in the .npy file `path`, as `ming reference` and `ming csim` take it: float32 (no NaN or
+    Inf; either byte order), int8 or uint8, at least one value. Anything else is refused in one line:
+    float64, float16, other integers, bool, complex, datetime, strings, structured and object arrays,
+    .npz archives and files that are not .npy."""
+    if not Path(path).is_file():
+        raise DeployError(f"{path}: input file not found")
+    x = _read_npy(path)
+    if x.dtype.fields is None and x.dtype in (np.int8, np.uint8):
+        pass
+    elif x.dtype.fields is not None or x.dtype.kind != "f" or x.dtype.itemsize != 4:
+        raise DeployError(f"{path}: input is {x.dtype}; give float32 as onnxruntime takes it (or int8/uint8 for a "
+                          "model with such an input); save x.astype(numpy.float32)")
+    if x.size == 0:
+        raise DeployError(f"{path}: input has shape {x.shape}, no values; give at least one image")
+    if x.dtype.kind == "f":
+        x = x.astype(np.float32)
+        bad = int(x.size - np.count_nonzero(np.isfinite(x)))
+        if bad:
+            raise DeployError(f"{path}: input has {bad} non-finite values (NaN or Inf); int8 quantization needs "
+                              "finite inputs")
+    return x
+
+
+def _read_npy(path) -> np.ndarray:
+    not_npy = DeployError(f"{path}: not a .npy array; save the input with numpy.save")
+    try:
+        with open(path, "rb") as file:
+            if file.read(len(np.lib.format.MAGIC_PREFIX)) != np.lib.format.MAGIC_PREFIX:
+                raise not_npy
+            file.seek(0)
+            return np.lib.format.read_array(file, allow_pickle=False)
+    except DeployError:
+        raise
+    except OSError as exc:
+        raise DeployError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):
+            raise DeployError(f"{path}: holds Python objects; save a float32 array with numpy.save") from None
+        raise not_npy from None
+    except Exception:  # numpy raises several unrelated types for a damaged header or data
+        raise not_npy from None
 
 
 def output_names(meta: dict) -> list[str]:
@@ -335,7 +621,10 @@ class CsimBackend:
 
 
 def check_output_paths(paths: list, names: list[str]) -> None:
-    """`--output` once per model output, in the model's order (`names`), or once as an .npz archive."""
+    """`--output` once per model output, in the model's order (`names`), or once as an .npz archive; none of
+    them a directory or a symbolic link."""
+    for path in paths:
+        _check_destination(path)
     if len(paths) == len(names) or (len(paths) == 1 and str(paths[0]).endswith(".npz")):
         return
     listed = ", ".join(repr(name) for name in names)
@@ -343,17 +632,73 @@ def check_output_paths(paths: list, names: list[str]) -> None:
                       "--output once per output in this order, or one .npz path")
 
 
+def _check_destination(path) -> None:
+    if os.path.islink(path):
+        raise DeployError(f"--output {path}: is a symbolic link; give the path of a regular file (outputs are "
+                          "written beside it and renamed into place, never through a link)")
+    if os.path.isdir(path):
+        raise DeployError(f"--output {path}: is a directory; give a file name such as {Path(path) / 'y.npy'}")
+
+
 def save_outputs(paths: list, outputs: dict[str, np.ndarray]) -> None:
-    """Each output (by name, in the model's order) to its own .npy path, or all of them to one .npz archive
-    whose keys are the output names (what numpy.load of it gives)."""
+    """Each output (by name, in the model's order) to its own .npy path (numpy.save's name: .npy added when
+    missing), or all of them to one .npz archive whose keys are the output names (what numpy.load of it gives).
+
+    Atomically: each file is written to a new temporary file in its directory (O_EXCL) and renamed into
+    place once all are complete, so a full disk or an interrupt leaves the old files (or none), never a
+    short one. A destination that is a symbolic link is refused (DeployError), not written through."""
     if len(paths) == 1 and str(paths[0]).endswith(".npz"):
-        with zipfile.ZipFile(paths[0], "w") as archive:  # numpy.savez's layout; any name is a key
-            for name, y in outputs.items():
-                with archive.open(f"{name}.npy", "w") as member:
-                    np.lib.format.write_array(member, np.asanyarray(y), allow_pickle=False)
-        return
-    for path, y in zip(paths, outputs.values()):
-        np.save(path, y)
+        def write_archive(file):
+            with zipfile.ZipFile(file, "w") as archive:  # numpy.savez's layout; any name is a key
+                for name, y in outputs.items():
+                    with archive.open(f"{name}.npy", "w") as member:
+                        np.lib.format.write_array(member, np.asanyarray(y), allow_pickle=False)
+
+        writes = [(Path(paths[0]), write_archive)]
+    else:
+        writes = [(Path(str(path) if str(path).endswith(".npy") else f"{path}.npy"),
+                   lambda file, y=y: np.lib.format.write_array(file, np.asanyarray(y), allow_pickle=False))
+                  for path, y in zip(paths, outputs.values())]
+    staged = []
+    try:
+        for destination, write in writes:
+            _check_destination(destination)
+            staged.append((_write_new(destination, write), destination))
+        for temporary, destination in staged:
+            _check_destination(destination)
+            try:
+                os.replace(temporary, destination)
+            except OSError as exc:
+                raise DeployError(f"--output {destination}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        for temporary, _ in staged:
+            Path(temporary).unlink(missing_ok=True)
+
+
+def _write_new(destination: Path, write) -> Path:
+    """A new file beside `destination` (O_EXCL, the umask's permissions) holding what `write` writes."""
+    fd = path = None
+    try:
+        while fd is None:
+            path = destination.with_name(f".{destination.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileExistsError:
+                continue
+        with os.fdopen(fd, "wb") as file:
+            fd = -1  # the file object owns it now
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        return path
+    except BaseException as exc:
+        if fd is not None:
+            if fd >= 0:
+                os.close(fd)
+            path.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise DeployError(f"--output {destination}: cannot write ({exc.strerror or exc})") from None
+        raise
 
 
 def mm2s_beats(words: np.ndarray) -> np.ndarray:
@@ -383,6 +728,10 @@ def s2mm_words(beats: np.ndarray, length: int) -> np.ndarray:
 
 def compile_csim(deploy_dir: Path, csim: dict) -> Path:
     """The C-simulation binary named in the metadata, compiled when missing or older than a source."""
+    deploy_dir = Path(deploy_dir)
+    problem = csim_problem(csim, deploy_dir)
+    if problem:
+        raise DeployError(f"{deploy_dir / METADATA}: {problem}; the metadata was damaged or edited: {REBUILD}")
     binary = deploy_dir / csim["binary"]
     sources = [deploy_dir / s for s in csim["sources"]]
     headers = [h for d in csim["include"] for h in sorted((deploy_dir / d).glob("*.h"))]
@@ -397,21 +746,65 @@ def compile_csim(deploy_dir: Path, csim: dict) -> Path:
 
 def compile_program(sources: list, includes: list, flags: tuple, binary: Path) -> None:
     """g++ (or $CXX) `sources` into `binary`, atomically: whoever runs it meanwhile finds no binary or a
-    complete one, and a failed or interrupted compile leaves none."""
+    complete one, and a failed or interrupted compile leaves none.
+
+    The compiler runs in a process group of its own with a private TMPDIR (and -pipe): on any exception,
+    KeyboardInterrupt and ming's Interrupted included, the whole group (cc1plus, as, ld) is killed and
+    waited for, and the staging binary and the temporary directory are removed."""
     compiler = shutil.which(os.environ.get("CXX", "g++"))
     if compiler is None:
         raise DeployError("no C++ compiler found; install g++ (or set CXX)")
-    binary.parent.mkdir(parents=True, exist_ok=True)
+    binary = Path(binary)
     staging = binary.with_name(f".{binary.name}.{os.getpid()}")
     try:
-        result = subprocess.run([compiler, *flags, *(f"-I{d}" for d in includes), *map(str, sources), "-o",
-                                 str(staging)], capture_output=True, text=True)
-        if result.returncode != 0:
-            first = next((line for line in result.stderr.splitlines() if "error" in line), result.stderr[:200])
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755))
+    except OSError as exc:
+        raise DeployError(f"cannot write the C-simulation binary in {binary.parent} ({exc.strerror or exc}): "
+                          "copy the build to a directory you can write in") from None
+    process = temporary = None
+    try:
+        temporary = tempfile.mkdtemp(prefix="ming-cxx-")
+        command = [compiler, "-pipe", *flags, *(f"-I{d}" for d in includes), *map(str, sources), "-o", str(staging)]
+        # SIGINT/SIGTERM held back while Popen starts the compiler (an exception inside Popen would lose the
+        # child), delivered once `process` is known; the compiler itself starts with them unblocked.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       start_new_session=True, env=os.environ | {"TMPDIR": temporary},
+                                       preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, held))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        _, stderr = process.communicate()
+        if process.returncode != 0:
+            first = next((line for line in stderr.splitlines() if "error" in line), stderr[:200])
             raise DeployError(f"the generated C++ did not compile: {first.strip()}")
         staging.replace(binary)
+    except BaseException:
+        if process is not None and process.returncode is None:
+            _kill_group(process)
+        raise
     finally:
         staging.unlink(missing_ok=True)
+        if temporary is not None:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    """Kill `process` and every process of its group (it leads one: start_new_session), and reap it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    while True:
+        try:
+            process.wait()
+            break
+        except BaseException:  # a second interrupt while reaping: reap anyway, the first one propagates
+            continue
 
 
 _BACKENDS = {"pynq": PynqBackend, "xrt": XrtBackend, "csim": CsimBackend}

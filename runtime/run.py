@@ -3,10 +3,13 @@
 
     python3 run.py --input x.npy --output y.npy [--batch N] [--benchmark] [--backend pynq|xrt|csim]
 
-x.npy holds one image in the model's input shape, or N images stacked on a first axis; y.npy gets the
-model's output in the same form, equal to `ming reference` (and onnxruntime) for the same input. A model
-with several outputs takes --output once per output, in the model's order, or one .npz path (keys: the
-output names).
+x.npy (numpy.save) holds one image in the model's input shape, or N images stacked on a first axis: float32
+(finite), or int8/uint8 for a model whose input is int8/uint8, as `ming reference` takes it (other types,
+empty arrays and files that are not .npy are refused). y.npy gets the model's output in the same form,
+equal to `ming reference` (and onnxruntime) for the same input. A model with several outputs takes
+--output once per output, in the model's order, or one .npz path (keys: the output names). Outputs are
+written to a temporary file beside each path and renamed into place; an --output that is a symbolic link
+is refused.
 --batch sets the images per DMA transfer (default: all, up to the DMA's transfer limit). --benchmark
 repeats the run and prints images/s and microseconds per image, the accelerator's transfer time apart from
 the host's packing. --backend csim runs the build's C-simulation instead of the hardware (numpy and g++
@@ -16,6 +19,7 @@ only), with the same packing, batching and framing.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from pathlib import Path
@@ -58,17 +62,28 @@ def benchmark(accelerator: ming_driver.Accelerator, x: np.ndarray, batch: int | 
     return "\n".join(lines)
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised so that every `finally` runs: the compiler's process group is killed and the staging
+    binary and temporary files are removed (ming_driver.compile_program)."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None) -> int:
     args = parse(argv)
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         here = Path(__file__).resolve().parent
+        meta = ming_driver.read_metadata(here)  # every field checked before anything runs
         if args.output:
-            ming_driver.check_output_paths(args.output, ming_driver.output_names(ming_driver.read_metadata(here)))
+            ming_driver.check_output_paths(args.output, ming_driver.output_names(meta))
+        if args.batch is not None and args.batch < 1:
+            raise ming_driver.DeployError(f"--batch {args.batch}: give a positive number of images per transfer")
+        x = ming_driver.load_input(args.input)
+        ming_driver.input_images(x, ming_driver.Port.of(meta["input"]))  # before any compile or transfer
         accelerator = ming_driver.Accelerator(here, args.backend)
-        try:
-            x = np.load(args.input)
-        except (OSError, ValueError) as exc:
-            raise ming_driver.DeployError(f"--input {args.input}: cannot read a .npy array ({exc})") from None
         outputs = accelerator.run(x, args.batch)
         if args.output:
             ming_driver.save_outputs(args.output, outputs)
@@ -77,6 +92,14 @@ def main(argv=None) -> int:
     except ming_driver.DeployError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except Terminated:
+        print("error: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0
 
 

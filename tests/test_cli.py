@@ -201,7 +201,7 @@ def test_a_setting_given_twice_in_a_file_is_refused_before_the_import(tmp_path):
 ])
 def test_sweep_options_are_checked_before_the_import(tmp_path, args, message):
     assert_clean_error(ming("sweep", _not_onnx(tmp_path), *args, cwd=tmp_path), message)
-    assert not (tmp_path / "sweep.csv").exists()
+    assert not (tmp_path / "sweep").exists() and not (tmp_path / "sweep.csv").exists()
 
 
 @pytest.mark.parametrize("x, message", [

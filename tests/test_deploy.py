@@ -94,11 +94,11 @@ def test_batches_split_into_transfers_of_whole_images(builds, tmp_path):
 
 
 def _deploy_copy(out: Path, deploy: Path, **meta_changes) -> Path:
-    """A copy of OUT/deploy/ at `deploy` whose C-simulation still compiles OUT/hls, with `meta_changes`."""
+    """A copy of OUT at `deploy`'s parent (its C-simulation paths stay inside that build: the driver refuses
+    any other), the copy's deploy/ at `deploy`, with `meta_changes` to its accelerator.json."""
+    shutil.copytree(out, deploy.parent, dirs_exist_ok=True, ignore=shutil.ignore_patterns("deploy"))
     shutil.copytree(out / "deploy", deploy)
     meta = json.loads((deploy / "accelerator.json").read_text())
-    meta["csim"] = {**meta["csim"], "sources": [f"{out}/hls/{Path(s).name}" for s in meta["csim"]["sources"]],
-                    "include": [str(out / "hls")]}
     (deploy / "accelerator.json").write_text(json.dumps(meta | meta_changes))
     return deploy
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from ming_py import output
 from ming_py.ir import MingError
 from ming_py.output import MARKER, check_output, output_lock, staging_paths, write_tree
 
@@ -124,7 +125,7 @@ def test_a_path_under_a_file_is_a_clean_error(tmp_path):
     (tmp_path / "f").write_text("precious\n")
     result = ming("build", EXAMPLE, "-q", "-o", tmp_path / "f" / "out")
     assert result.returncode == 2
-    assert_one_line(result.stderr, "cannot write")
+    assert_one_line(result.stderr, f"{tmp_path / 'f'} is not a directory")
     assert (tmp_path / "f").read_text() == "precious\n"
 
 
@@ -147,13 +148,19 @@ def test_an_empty_directory_and_a_former_build_are_replaced(tmp_path):
     assert ming("build", EXAMPLE, "-q", "-o", out).returncode == 0
     first = tree(out)
     assert MARKER in first and "hls/tiny_cnn.cpp" in first
-    for i in range(50):  # what a Vitis run inside OUT/hls leaves
-        (out / "hls" / "proj" / f"f{i}.log").parent.mkdir(parents=True, exist_ok=True)
-        (out / "hls" / "proj" / f"f{i}.log").write_text("log\n")
+    (out / "hls" / "tiny_cnn.cpp").write_text("// edited\n")  # ming's own file, edited: replaced
     result = ming("build", EXAMPLE, "-q", "-o", out)
     assert result.returncode == 0, result.stderr
     assert tree(out) == first
     assert leftovers(out) == []
+    for i in range(50):  # what a Vitis run inside OUT/hls leaves: not ming's, so a rebuild stops and keeps it
+        (out / "hls" / "proj" / f"f{i}.log").parent.mkdir(parents=True, exist_ok=True)
+        (out / "hls" / "proj" / f"f{i}.log").write_text("log\n")
+    vitis = tree(out)
+    result = ming("build", EXAMPLE, "-q", "-o", out)
+    assert result.returncode == 2
+    assert_one_line(result.stderr, f"{out / 'hls' / 'proj'} was not written by ming", "move it out")
+    assert tree(out) == vitis and leftovers(out) == []
 
 
 def test_check_output_unit_cases(tmp_path, monkeypatch):
@@ -205,9 +212,9 @@ KILLER = textwrap.dedent("""
 
     if moment == "no-exchange":
         output._exchange = lambda a, b: False
-        moment = "rename"
-    target = {"write": (Path, "write_text"), "rename": (Path, "rename"), "exchange": (output, "_exchange"),
-              "remove": (os, "unlink")}[moment]
+        moment = "os-rename"
+    target = {"write": (output, "_write_file"), "rename": (output, "_rename"), "os-rename": (os, "rename"),
+              "exchange": (output, "_exchange"), "remove": (os, "unlink")}[moment]
     setattr(target[0], target[1], kill_on_call(getattr(*target)))
     output.write_tree(files, out)
 """)
@@ -220,11 +227,14 @@ def _kill_during(out: Path, moment: str, n: int, files: dict[str, str]) -> int:
 
 
 def _old_tree(out: Path) -> dict[str, bytes]:
-    write_tree(OLD, out)
-    for i in range(30):
-        (out / "hls" / "run" / f"{i}.log").parent.mkdir(parents=True, exist_ok=True)
-        (out / "hls" / "run" / f"{i}.log").write_text("x")
+    write_tree(OLD | {f"hls/run/{i}.log": "x" for i in range(30)}, out)
     return tree(out)
+
+
+def _new_tree(tmp_path: Path) -> dict[str, bytes]:
+    """The tree write_tree(NEW) gives, the marker (its list of files) included."""
+    write_tree(NEW, tmp_path / "reference_new")
+    return tree(tmp_path / "reference_new")
 
 
 @pytest.mark.parametrize("moment,calls", [("write", 1), ("write", 3), ("exchange", 1), ("rename", 1),
@@ -232,7 +242,7 @@ def _old_tree(out: Path) -> dict[str, bytes]:
 def test_sigkill_at_any_moment_leaves_the_old_or_the_new_tree(tmp_path, moment, calls):
     out = tmp_path / "out"
     old = _old_tree(out)
-    new = encoded(NEW) | {MARKER: old[MARKER]}
+    new = _new_tree(tmp_path)
     code = _kill_during(out, moment, calls, NEW)
     assert code == -signal.SIGKILL
     if moment == "no-exchange" and calls == 2:
@@ -325,10 +335,8 @@ def test_sigterm_while_the_old_tree_is_removed(tmp_path):
     reference = tmp_path / "reference"
     assert ming("build", EXAMPLE, "-q", "-o", reference).returncode == 0
     out = tmp_path / "out"
-    write_tree({name: content for name, content in tree(reference).items() if name != MARKER}, out)
-    for i in range(6000):
-        (out / "hls" / "proj" / str(i % 40) / f"{i}.log").parent.mkdir(parents=True, exist_ok=True)
-        (out / "hls" / "proj" / str(i % 40) / f"{i}.log").write_text("x")
+    files = {name: content for name, content in tree(reference).items() if name != MARKER}
+    write_tree(files | {f"hls/proj/{i % 40}/{i}.log": "x" for i in range(6000)}, out)
     process = start_ming("build", EXAMPLE, "-q", "-o", out)
     _, old = staging_paths(out)
     deadline = time.monotonic() + 60
@@ -393,14 +401,14 @@ def test_two_concurrent_builds_into_one_out(tmp_path):
 def test_a_full_disk_while_writing_is_one_line_and_keeps_out(tmp_path, monkeypatch):
     out = tmp_path / "out"
     old = _old_tree(out)
-    written = Path.write_text
+    written = output._write_file
 
-    def full_disk(path, text, *args, **kwargs):
+    def full_disk(dir_fd, name, data, path):
         if path.name == "top.cpp":
             raise OSError(28, os.strerror(28), str(path))
-        return written(path, text, *args, **kwargs)
+        return written(dir_fd, name, data, path)
 
-    monkeypatch.setattr(Path, "write_text", full_disk)
+    monkeypatch.setattr(output, "_write_file", full_disk)
     with pytest.raises(MingError, match="No space left"):
         write_tree(NEW, out)
     assert tree(out) == old and leftovers(out) == []
@@ -412,14 +420,14 @@ def test_an_interrupt_while_writing_removes_the_staging_tree(tmp_path, monkeypat
 
     out = tmp_path / "out"
     old = _old_tree(out)
-    written = Path.write_text
+    written = output._write_file
 
-    def interrupted(path, text, *args, **kwargs):
+    def interrupted(dir_fd, name, data, path):
         if path.name == victim:
             raise Interrupted(signal.SIGTERM)
-        return written(path, text, *args, **kwargs)
+        return written(dir_fd, name, data, path)
 
-    monkeypatch.setattr(Path, "write_text", interrupted)
+    monkeypatch.setattr(output, "_write_file", interrupted)
     with pytest.raises(Interrupted):
         write_tree(NEW, out)
     assert tree(out) == old and leftovers(out) == []
