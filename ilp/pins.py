@@ -71,15 +71,31 @@ def _as_json(value: object) -> str:
         return repr(value)
 
 
+MAX_SETTINGS_BYTES = 2 ** 20  # a settings file names a few keys; 1 MiB is thousands of them
+
+
 def _load(path: Path) -> dict:
     if not path.is_file():
         raise MingError(f"{path}: settings file not found")
+    size = path.stat().st_size
+    if size > MAX_SETTINGS_BYTES:
+        raise MingError(f"{path}: settings file is {size:,} bytes; ming reads settings files up to "
+                        f"{MAX_SETTINGS_BYTES:,} bytes (a few keys such as conv2.unroll.oc: 8)")
     try:
-        text = path.read_text()
+        with path.open("rb") as file:  # the file may have grown since stat
+            raw = file.read(MAX_SETTINGS_BYTES + 1)
+        if len(raw) > MAX_SETTINGS_BYTES:
+            raise MingError(f"{path}: settings file is over {MAX_SETTINGS_BYTES:,} bytes; ming reads settings "
+                            f"files up to {MAX_SETTINGS_BYTES:,} bytes (a few keys such as conv2.unroll.oc: 8)")
+        text = raw.decode()
         if path.suffix in (".yaml", ".yml"):
             data = _load_yaml(text)
         else:
             data = json.loads(text, object_pairs_hook=_Mapping)
+    except MingError:
+        raise
+    except _AliasRefused as exc:
+        raise MingError(f"{path}: {exc}") from None
     except Exception as exc:
         raise MingError(f"{path}: cannot parse settings ({str(exc).splitlines()[0][:100]})") from None
     if not isinstance(data, dict):
@@ -95,10 +111,27 @@ class _Mapping(dict):
         self.pairs = pairs
 
 
+class _AliasRefused(Exception):
+    pass
+
+
 def _load_yaml(text: str) -> object:
+    """YAML without anchors and aliases: nested aliases expand exponentially (a few hundred bytes
+    of "billion laughs" become gigabytes), and settings never need them. Refused as the composer meets
+    them, before anything is expanded."""
     import yaml
 
     class KeepPairs(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent):
+                raise _AliasRefused(f"YAML alias *{event.anchor} (line {event.start_mark.line + 1}) is not "
+                                    "allowed in a settings file; write every setting out")
+            if getattr(event, "anchor", None) is not None:
+                raise _AliasRefused(f"YAML anchor &{event.anchor} (line {event.start_mark.line + 1}) is not "
+                                    "allowed in a settings file; write every setting out")
+            return super().compose_node(parent, index)
+
         def construct_mapping(self, node, deep=False):
             self.flatten_mapping(node)  # resolve `<<` merges first
             return _Mapping([(self.construct_object(k, deep=True), self.construct_object(v, deep=True))

@@ -213,25 +213,36 @@ def latency_tokens(graph: StreamGraph, latency: dict[str, int]) -> dict[str, int
     return extra
 
 
-def split_latency(graph: StreamGraph, channel: Channel, split: str, latency: dict[str, int]) -> int | None:
-    """Pipeline cycles from `split` to `channel` along the deepest path; None if `split` does not feed it."""
+def split_latency(graph: StreamGraph, channel: Channel, split: str, latency: dict[str, int],
+                  _known: dict[str, int | None] | None = None) -> int | None:
+    """Pipeline cycles from `split` to `channel` along the deepest path; None if `split` does not feed it.
+    Each channel is visited once (`_known`): following every path would take 2**n steps behind n
+    residual blocks."""
+    known = {} if _known is None else _known
+    if channel.name in known:
+        return known[channel.name]
     if channel.producer == split:
+        known[channel.name] = 0
         return 0
     producer = next((p for p in graph.processes if p.name == channel.producer), None)
     if producer is None:
+        known[channel.name] = None
         return None
-    upstream = [split_latency(graph, graph.channels[c], split, latency) for c in producer.inputs]
+    upstream = [split_latency(graph, graph.channels[c], split, latency, known) for c in producer.inputs]
     upstream = [n for n in upstream if n is not None]
-    return latency[producer.name] + max(upstream) if upstream else None
+    known[channel.name] = latency[producer.name] + max(upstream) if upstream else None
+    return known[channel.name]
 
 
 def _diverging(graph: StreamGraph):
     """(split, join, {join input slot: the split's heads on its paths}) wherever at least two of a join's
     inputs are fed by a split through disjoint heads (where they share one, a nearer split separates
     them)."""
+    processes = {p.name: p for p in graph.processes}
     for split in (p for p in graph.processes if p.kind == "split"):
+        known: dict[str, frozenset[str]] = {}  # per channel, once per split
         for join in (p for p in graph.processes if len(p.inputs) > 1):
-            heads = {slot: _branch_heads(graph, split.name, c) for slot, c in enumerate(join.inputs)}
+            heads = {slot: _branch_heads(graph, split.name, c, processes, known) for slot, c in enumerate(join.inputs)}
             heads = {slot: h for slot, h in heads.items() if h}
             sets = list(heads.values())
             if len(heads) < 2 or any(a & b for i, a in enumerate(sets) for b in sets[i + 1:]):
@@ -239,15 +250,20 @@ def _diverging(graph: StreamGraph):
             yield split, join, {slot: sorted(h) for slot, h in heads.items()}
 
 
-def _branch_heads(graph: StreamGraph, split: str, channel_name: str) -> frozenset[str]:
-    """The split's output channels on the paths that end in `channel_name`."""
+def _branch_heads(graph: StreamGraph, split: str, channel_name: str, processes: dict, known: dict) -> frozenset[str]:
+    """The split's output channels on the paths that end in `channel_name`; each channel visited once
+    (`known`), not once per path."""
+    if channel_name in known:
+        return known[channel_name]
     channel = graph.channels[channel_name]
     if channel.producer == split:
-        return frozenset({channel.name})
-    producer = next((p for p in graph.processes if p.name == channel.producer), None)
-    if producer is None:
-        return frozenset()
-    return frozenset().union(*(_branch_heads(graph, split, c) for c in producer.inputs))
+        heads = frozenset({channel.name})
+    else:
+        producer = processes.get(channel.producer)
+        heads = frozenset() if producer is None else \
+            frozenset().union(*(_branch_heads(graph, split, c, processes, known) for c in producer.inputs))
+    known[channel_name] = heads
+    return heads
 
 
 class FifoPlan:

@@ -25,6 +25,7 @@ from .progress import Progress
 from .options import check_design, check_model, target_board
 from .output import check_output, output_lock, replace_tree
 from .kernel import KernelSpec, kernel_spec
+from .limits import check_fifo_bits
 from .sample import sample_files
 from .simulate import simulate
 
@@ -89,6 +90,7 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     pins = resolve(options.settings, stream_graph)
     budget = Budget.of(board, options.limits)
     reservation = reservation_plan(stream_graph)
+    check_fifo_bits(reservation.bits(DEFAULT_PIXELS))
     fifo = fifo_cost(reservation)
     # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
     reserved = {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}

@@ -347,20 +347,76 @@ def _window_positions(spec: KernelSpec):
 @functools.lru_cache(maxsize=256)
 def _position_kinds(w: Window, kind: str) -> tuple[tuple[int, bool, bool], ...]:
     """The positions of a window loop in order, run-length: (count, a pixel arrives, the previous position
-    ends an output window)."""
+    ends an output window).
+
+    Counted by row class x column class, never position by position: whether position (row, col) holds
+    a pixel and whether it ends an output window are each a row condition and a column condition (see
+    `_window_axis`), so a row's runs depend only on its row's two conditions and whether the row before
+    ended on an output window; each such row class's runs come from the columns' runs once. The result
+    has as many runs as the rows' runs together (O(rows) for stride 1), not one item per position."""
     pointwise = kind == "pointwise"
     rows, cols = (w.in_height, w.in_width) if pointwise else (w.padded_height, w.padded_width)
-    top_pad, left_pad = (0, 0) if pointwise else (w.pads[0], w.pads[1])
-    kinds, emits_before = [], False
-    for row in range(rows + 1):
-        for col in range(cols if row < rows else 1):
-            real = row < rows and 0 <= row - top_pad < w.in_height and 0 <= col - left_pad < w.in_width
-            if kinds and kinds[-1][1:] == (real, emits_before):
-                kinds[-1][0] += 1
+    row_real, row_emits = _window_axis(w, kind, 0, rows)
+    col_real, col_emits = _window_axis(w, kind, 1, cols)
+    # the columns 1.. of a row: (count, a pixel arrives in the column, the column before ends a window)
+    col_runs: list[list] = []
+    for col in range(1, cols):
+        key = (col_real(col), col_emits(col - 1))
+        if col_runs and col_runs[-1][1:] == list(key):
+            col_runs[-1][0] += 1
+        else:
+            col_runs.append([1, *key])
+    last_col_emits = col_emits(cols - 1)
+    row_runs: dict[tuple[bool, bool, bool], tuple[tuple[int, bool, bool], ...]] = {}
+    kinds: list[tuple[int, bool, bool]] = []
+
+    def extend(runs) -> None:
+        for count, real, emits_before in runs:
+            if kinds and kinds[-1][1] == real and kinds[-1][2] == emits_before:
+                kinds[-1] = (kinds[-1][0] + count, real, emits_before)
             else:
-                kinds.append([1, real, emits_before])
-            emits_before = row < rows and window_emits(w, kind, row, col)
-    return tuple(tuple(k) for k in kinds)
+                kinds.append((count, real, emits_before))
+
+    emits_before = False  # the last position of the row before ends a window
+    for row in range(rows):
+        real, emits = row_real(row), row_emits(row)
+        key = (real, emits, emits_before)
+        if key not in row_runs:
+            runs = [(1, real and col_real(0), emits_before)]
+            for count, col_is_real, col_emitted in col_runs:
+                runs.append((count, real and col_is_real, emits and col_emitted))
+            merged: list[tuple[int, bool, bool]] = []
+            for run in runs:
+                if merged and merged[-1][1:] == run[1:]:
+                    merged[-1] = (merged[-1][0] + run[0], *run[1:])
+                else:
+                    merged.append(run)
+            row_runs[key] = tuple(merged)
+        extend(row_runs[key])
+        emits_before = emits and last_col_emits
+    extend(((1, False, emits_before),))  # the trailing position after the last input
+    return tuple(kinds)
+
+
+def _window_axis(w: Window, kind: str, axis: int, size: int):
+    """Of one axis (0 rows, 1 columns) of a window loop's positions: whether index i (< size) lies in the
+    input map, and whether it ends an output window along this axis (`window_emits` is the conjunction
+    of the two axes')."""
+    if kind == "pointwise":
+        lead, pad = 0, 0
+    else:
+        lead, pad = (w.kernel[axis] - 1) * w.dilation[axis], w.pads[axis]
+    extent = (w.in_height, w.in_width)[axis]
+    stride, outs = w.stride[axis], (w.out_height, w.out_width)[axis]
+
+    def real(i: int) -> bool:
+        return 0 <= i - pad < extent
+
+    def emits(i: int) -> bool:
+        start = i - lead
+        return start >= 0 and start % stride == 0 and start // stride < outs
+
+    return real, emits
 
 
 def _dense_positions(spec: KernelSpec):

@@ -11,6 +11,7 @@ from ming_py.classify import Classification, classify
 from ming_py.frontends.onnx_model import import_onnx
 
 from .ir import MAC_OPS, Graph, Kernel
+from .limits import check_limits
 
 
 @dataclass(frozen=True)
@@ -34,12 +35,15 @@ class KernelReport:
 
 
 def lift(model: str | Path) -> Graph:
-    """The model's graph IR: .tflite through the TFLite frontend, anything else as ONNX."""
+    """The model's graph IR (.tflite through the TFLite frontend, anything else as ONNX), within ming's limits."""
     if Path(model).suffix.lower() == ".tflite":
         from ming_py.frontends.tflite_model import import_tflite
 
-        return import_tflite(model)
-    return import_onnx(model)
+        graph = import_tflite(model)
+    else:
+        graph = import_onnx(model)
+    check_limits(graph)  # before any stage walks the image token by token
+    return graph
 
 
 def analyze(graph: Graph) -> list[KernelReport]:

@@ -777,6 +777,9 @@ def compile_program(sources: list, includes: list, flags: tuple, binary: Path) -
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
         _, stderr = process.communicate()
         if process.returncode != 0:
+            if "No space left on device" in stderr:
+                raise DeployError(f"no space left on the device while compiling {binary.name} (in "
+                                  f"{binary.parent} or the temporary directory); free some space and run again")
             first = next((line for line in stderr.splitlines() if "error" in line), stderr[:200])
             raise DeployError(f"the generated C++ did not compile: {first.strip()}")
         staging.replace(binary)

@@ -647,3 +647,17 @@ def test_the_readme_states_what_run_py_accepts(built):
     for refused in ("float64", "float16", "bool", "complex", "datetime", "object", "empty", "symbolic link"):
         assert refused in readme, refused
     assert "numpy.save" in readme and "x.astype(numpy.float32)" in readme and REBUILD in readme
+
+
+def test_a_full_disk_during_the_compile_is_named(tmp_path, monkeypatch):
+    """Before: "the generated C++ did not compile: ... No space left on device", read as a bug in the C++.
+    After: one line saying the disk is full and what to do, no staging binary left."""
+    cxx = tmp_path / "full-disk-cxx"
+    cxx.write_text("#!/bin/sh\necho 'cc1plus: fatal error: error writing to /tmp/ccX.s: No space left on device' >&2\n"
+                   "exit 1\n")
+    cxx.chmod(0o755)
+    monkeypatch.setenv("CXX", str(cxx))
+    binary = tmp_path / "bin" / "program"
+    with pytest.raises(ming_driver.DeployError, match=r"^no space left on the device while compiling program"):
+        ming_driver.compile_program([tmp_path / "a.cpp"], [], ("-O2",), binary)
+    assert list(binary.parent.iterdir()) == []
