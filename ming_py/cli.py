@@ -325,7 +325,12 @@ def main(argv: list[str] | None = None) -> int:
         with interrupt.deferred():  # the command's modules, imported whole before a signal is raised (see above)
             for module in _MODULES.get(args.command, ()):
                 importlib.import_module(module)
-        return handlers[args.command](args) or 0
+        code = handlers[args.command](args) or 0
+        sys.stdout.flush()  # here, so that a reader that left (`ming simulate | head`) is seen below
+        return code
+    except BrokenPipeError:  # the reader of stdout left: nothing more to say, as other tools end on SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python exits
+        return 128 + signal.SIGPIPE
     except interrupt.Interrupted as stop:
         print(f"ming: interrupted ({stop})", file=sys.stderr)
         return stop.exit_code

@@ -312,6 +312,7 @@ def replace_tree(files: dict[str, str | bytes], out: Path) -> None:
             with interrupt.deferred():
                 _check_replaceable(out, str(out))  # again: OUT may have changed while the build ran
                 previous = _swap(new, out, old)
+            _sync_directory(out.parent)  # the swap itself on disk
         except BaseException:
             remove_owned(new)
             raise
@@ -357,6 +358,8 @@ def _write_staging(files: dict[str, str | bytes], new: Path) -> None:
                 dir_fd = opened[key]
             data = content if isinstance(content, bytes) else content.encode("utf-8")
             _write_file(dir_fd, name, data, new / relative)
+        for fd in opened.values():  # the directories' entries on disk too
+            os.fsync(fd)
     finally:
         for fd in opened.values():
             os.close(fd)
@@ -371,10 +374,19 @@ def _write_file(dir_fd: int, name: str, data: bytes, path: Path) -> None:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
+            os.fsync(fd)  # on disk before the swap makes it OUT's (a power cut leaves no empty file)
         finally:
             os.close(fd)
     except OSError as exc:
         raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+
+def _sync_directory(path: Path) -> None:
+    fd = os.open(path, _DIR_FLAGS)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _swap(new: Path, out: Path, old: Path) -> Path | None:

@@ -529,3 +529,14 @@ def test_the_lock_of_an_out_that_is_not_utf8(tmp_path):
     out = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"out\xff")))
     with output_lock(check_output(out)):
         pass
+
+
+def test_a_reader_that_leaves_the_pipe_early_is_no_traceback():
+    """Before: `ming boards | head -0` ended in a BrokenPipeError traceback when Python flushed stdout at exit.
+    After: no output on stderr and the exit code of a process ended by SIGPIPE."""
+    process = subprocess.Popen([sys.executable, "-m", "ming_py.cli", "boards"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    process.stdout.close()  # long before ming, still starting, writes its table
+    stderr = process.stderr.read()
+    assert process.wait(timeout=60) == 128 + signal.SIGPIPE
+    assert stderr == ""
