@@ -27,7 +27,7 @@ import architectures  # noqa: E402
 
 from ming_py.build import BuildOptions, build  # noqa: E402
 from ming_py.csim import run_csim  # noqa: E402
-from ming_py.ir import MingError  # noqa: E402
+from ming_py.errors import MingError  # noqa: E402
 
 COVERAGE_JSON = REPO / "docs" / "coverage.json"
 README = REPO / "README.md"

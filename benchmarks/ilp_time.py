@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import networks  # noqa: E402
 
 from ming_py.build import BuildOptions, explore, minimal_fifos  # noqa: E402
-from ming_py.ir import MingError  # noqa: E402
+from ming_py.errors import MingError  # noqa: E402
 from ming_py.line_buffers import build_stream_graph  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
 

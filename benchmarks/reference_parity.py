@@ -26,7 +26,7 @@ import tflite_models  # noqa: E402
 import zoo  # noqa: E402
 
 from ming_py import parity  # noqa: E402
-from ming_py.ir import MingError  # noqa: E402
+from ming_py.errors import MingError  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
 from ming_py.reference import run as reference_run  # noqa: E402
 

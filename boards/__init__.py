@@ -25,7 +25,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 INTERFACES = ("zynq_axis_dma", "alveo_xrt")
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import StreamGraph
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.runtime.ming_host import words_per_image
 
 from .hls import _environment

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ming_py import __version__
 from ming_py.boards import Board, ProcessingSystem, Zynq, check_clock
 from ming_py.dataflow import StreamGraph
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 from .hls import _environment, ip_identity
 from .identifiers import cpp_names

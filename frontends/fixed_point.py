@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ming_py import numerics
-from ming_py.ir import FixedPointAdd, FixedPointAverage, FixedPointRequant, MingError
+from ming_py.errors import MingError
+from ming_py.ir import FixedPointAdd, FixedPointAverage, FixedPointRequant
 
 from . import int_body
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from iree.compiler import ir
 
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 from .mlir_attrs import constant_value
 

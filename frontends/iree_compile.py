@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from iree.compiler.tools import binaries
 
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 from . import isolated
 

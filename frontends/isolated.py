@@ -24,7 +24,7 @@ import resource
 import signal
 import subprocess
 
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 MEMORY_VARIABLE = "MING_IMPORT_MEMORY_MB"
 SECONDS_VARIABLE = "MING_IMPORT_SECONDS"

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ming_py.ir import AccessMap, Concat, Graph, Kernel, MingError, Operand, Pad, Reshape, TensorInfo, Upsample
+from ming_py.errors import MingError
+from ming_py.ir import AccessMap, Concat, Graph, Kernel, Operand, Pad, Reshape, TensorInfo, Upsample
 
 HWC_TO_CHW = (2, 0, 1)  # new axis i is old axis HWC_TO_CHW[i]
 NHWC_TO_NCHW = (0, 3, 1, 2)

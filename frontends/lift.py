@@ -23,6 +23,7 @@ import numpy as np
 from iree.compiler import ir
 
 from ming_py import numerics, reference
+from ming_py.errors import MingError
 from ming_py.ir import (
     MAC_OPS,
     AffineExpr,
@@ -41,7 +42,6 @@ from ming_py.ir import (
     HostOp,
     Kernel,
     LookupTable,
-    MingError,
     MulRequant,
     Op,
     Operand,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from iree.compiler import ir
 
-from ming_py.ir import AccessMap, AffineExpr, MingError
+from ming_py.errors import MingError
+from ming_py.ir import AccessMap, AffineExpr
 
 
 def affine_expr(expr: ir.AffineExpr, num_dims: int, where: str) -> AffineExpr:

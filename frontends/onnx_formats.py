@@ -25,7 +25,7 @@ import onnx
 import onnx.version_converter
 from onnx import TensorProto, helper, numpy_helper
 
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 QDQ = ("QuantizeLinear", "DequantizeLinear")
 

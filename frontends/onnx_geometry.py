@@ -18,7 +18,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 # the coordinate transformations whose map ming checks; tf_crop_and_resize reads a region of interest and
 # onnxruntime rejects tf_half_pixel_for_nearest

@@ -23,7 +23,8 @@ from iree.compiler import ir
 from onnx import numpy_helper
 from iree.compiler.extras import onnx_importer
 
-from ming_py.ir import Graph, MingError
+from ming_py.errors import MingError
+from ming_py.ir import Graph
 
 from . import iree_compile, onnx_formats
 from .lift import Lifter, ModelPort, QuantizedWeights

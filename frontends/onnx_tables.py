@@ -17,7 +17,7 @@ import onnx
 import onnxruntime
 from onnx import TensorProto, helper
 
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 # Unary element-wise ONNX ops (with constant extra inputs at most) that become tables after a DequantizeLinear.
 TABLE_OPS = frozenset({

@@ -23,7 +23,8 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 from iree.compiler import ir
 
-from ming_py.ir import FixedPointRequant, Graph, GraphOutput, HostOp, MingError
+from ming_py.errors import MingError
+from ming_py.ir import FixedPointRequant, Graph, GraphOutput, HostOp
 
 from .layout import channels_first
 from . import iree_compile, isolated

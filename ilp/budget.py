@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ming_py.boards import Board
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 RESOURCES = ("dsp", "bram18k", "uram", "lut")
 OPTIONS = {"dsp": "--dsp", "bram18k": "--bram", "uram": "--uram", "lut": "--lut"}

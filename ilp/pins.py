@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ming_py.dataflow import StreamGraph
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 
 @dataclass

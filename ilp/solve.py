@@ -40,7 +40,7 @@ import pulp
 from ming_py.boards import Board
 from ming_py.dataflow import GROUP_LOOP, WINDOW_KINDS, ProcessSchedule, Schedule, StreamGraph, divisors
 from ming_py.kernel import multiplier_choices, static_banks, whole_groups
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 from .budget import RESOURCES, UNITS, Budget
 from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, pack_adapter, process_cost,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ming_py.dataflow import Channel, Port, Process, StreamGraph, Window
+from ming_py.errors import MingError
 from ming_py.ir import (
     MAC_OPS,
     PARALLEL,
@@ -34,7 +35,6 @@ from ming_py.ir import (
     Graph,
     Kernel,
     LookupTable,
-    MingError,
     MulRequant,
     Operand,
     Pad,

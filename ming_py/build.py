@@ -19,7 +19,8 @@ from ming_py.line_buffers import build_stream_graph
 from ming_py.line_buffers.fifo import DEFAULT_PIXELS, FifoPlan, fifo_memory, reservation_plan
 
 from .dataflow import Schedule, StreamGraph, validate_schedule
-from .ir import Graph, MingError
+from .errors import MingError
+from .ir import Graph
 from .pipeline import lift
 from .progress import Progress
 from .options import check_design, check_model, target_board

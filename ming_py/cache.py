@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from .ir import MingError
+from .errors import MingError
 
 PRIVATE_MODE = 0o700
 

@@ -21,7 +21,7 @@ try:
     from pathlib import Path
 
     from . import __version__
-    from .ir import MingError
+    from .errors import MingError
     signal.pthread_sigmask(signal.SIG_SETMASK, _STARTING)  # a signal that came meanwhile is raised here
 except interrupt.Interrupted as _stop:
     print(f"ming: interrupted ({_stop})", file=sys.stderr)

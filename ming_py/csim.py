@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .ir import MingError
+from .errors import MingError
 from .options import build_metadata, check_input
 from .cache import open_lock, private_dir
 from .progress import Progress

@@ -443,6 +443,3 @@ class Graph:
             return tuple(self.constants[name].shape)
         return self.tensors[name].shape
 
-
-class MingError(Exception):
-    """A user-facing error: one line naming the model node/op and what to do."""

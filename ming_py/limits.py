@@ -46,7 +46,8 @@ from __future__ import annotations
 
 import math
 
-from .ir import Graph, Kernel, MingError, Reshape
+from .errors import MingError
+from .ir import Graph, Kernel, Reshape
 
 # Measured (module docstring): ~105 bytes of `ming build` per value streamed per image.
 MAX_STREAMED_VALUES = 24_000_000

@@ -18,7 +18,7 @@ from ming_py.boards import Board, check_clock, load_board
 from ming_py.ilp.budget import OPTIONS, Budget
 from ming_py.ilp.pins import check_key
 
-from .ir import MingError
+from .errors import MingError
 from .runtime import ming_driver
 
 # The board database gives no fabric maximum; HLS tools accept any period, so this only refuses nonsense.

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from . import interrupt
 from .cache import open_lock, private_dir
-from .ir import MingError
+from .errors import MingError
 
 MARKER = ".ming-build"
 MARKER_TEXT = ("This directory was written by ming (`ming build` or `ming sweep`). The next build into it removes\n"

@@ -62,7 +62,7 @@ from pathlib import Path
 import numpy as np
 
 from .dataflow import WINDOW_KINDS, Window
-from .ir import MingError
+from .errors import MingError
 from .kernel import Access, Loop, Position, loop_of, spec_from_report
 
 PIPELINE_DEPTH = 4        # the AXI adapters' loops

@@ -21,7 +21,7 @@ from ming_py.build import design
 from ming_py.csim import to_stream_order
 from ming_py.emit.alveo import alveo_files, alveo_kernels
 from ming_py.emit.identifiers import cpp_names
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.line_buffers import build_stream_graph
 from ming_py.output import write_tree
 

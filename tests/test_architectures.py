@@ -12,7 +12,7 @@ import pytest
 import architectures
 from emit_helpers import csim_outputs
 from ming_py import reference
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.pipeline import lift
 
 SEEDS = range(3)

@@ -9,7 +9,7 @@ import pytest
 
 from ming_py.boards import (PROCESSING_SYSTEMS_FILE, Board, all_boards, board_names, boards_table, load_board,
                              parse_board, processing_systems)
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 EXPECTED = ["kv260", "pynq-z2", "u250", "u280", "u50", "u55c", "ultra96v2", "zcu102", "zcu104"]
 

@@ -12,7 +12,7 @@ import converted_onnx
 import zoo
 from emit_helpers import csim
 from ming_py import parity
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.pipeline import lift
 
 MODELS = ["tiny_cnn", "residual_block", "conv_maxpool2", "mlp", "lenet"]

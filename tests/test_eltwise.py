@@ -33,7 +33,7 @@ from ming_py.build import BuildOptions, explore
 from ming_py.csim import CsimDeadlock
 from ming_py.dataflow import Schedule
 from ming_py.emit.reports import report
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.line_buffers.fifo import depths_in_pixels, fifo_bits
 from ming_py.parity import onnxruntime_outputs
 from ming_py.pipeline import lift

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ming_py import output
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.output import MARKER, check_output, output_lock, staging_paths, write_tree
 
 REPO = Path(__file__).resolve().parent.parent

@@ -27,7 +27,8 @@ from onnx import TensorProto, helper, numpy_helper
 from ming_py import limits
 from ming_py.dataflow import Window
 from ming_py.ilp.pins import MAX_SETTINGS_BYTES, parse_assignments
-from ming_py.ir import Graph, MingError, Reshape, TensorInfo
+from ming_py.errors import MingError
+from ming_py.ir import Graph, Reshape, TensorInfo
 from ming_py.kernel import KernelSpec, Loop, _merged, _position_kinds, loop_of, window_emits
 from ming_py.simulate import AXIS_VALUES_PER_WORD, PIPELINE_DEPTH, _run_lengths, record_loop, unpack_loop
 from ming_py.kernel import Access, Position
@@ -285,7 +286,7 @@ def test_a_billion_laughs_settings_file_is_refused_in_one_line(tmp_path):
     path = tmp_path / "laughs.yaml"
     path.write_text(_laughs())
     assert path.stat().st_size < 1000
-    code = ("import sys\nfrom ming_py.ilp.pins import parse_assignments\nfrom ming_py.ir import MingError\n"
+    code = ("import sys\nfrom ming_py.ilp.pins import parse_assignments\nfrom ming_py.errors import MingError\n"
             f"try:\n    parse_assignments([], [{str(path)!r}])\nexcept MingError as e:\n    print(e)\n")
     result = _run_bounded([sys.executable, "-c", code], seconds=30, memory=1 * 2 ** 30)
     assert result.returncode == 0, result.stderr[-500:]

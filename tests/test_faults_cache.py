@@ -25,7 +25,7 @@ import pytest
 from ming_py import csim
 from ming_py.cache import open_lock, private_dir
 from ming_py.csim import compile_csim, csim_key, open_csim, record_path
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.output import output_lock
 from ming_py.progress import Progress
 from ming_py.simulate import simulate_dir

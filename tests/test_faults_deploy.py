@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py import options
 from ming_py.runtime import ming_driver
 from ming_py.runtime.ming_driver import DeployError

@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import tflite_models
 from ming_py.frontends import iree_compile, isolated, tflite_model
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.pipeline import lift
 
 REPO = Path(__file__).resolve().parent.parent

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from ming_py import output
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.output import MARKER, check_output, output_lock, staging_paths, write_tree
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,7 +71,7 @@ def unprivileged() -> list[str]:
 WRITE = """
 import sys
 from pathlib import Path
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.output import write_tree
 try:
     write_tree({"report.json": "new report\\n", "hls/top.cpp": "// new\\n", "host.json": "{}\\n"}, Path(sys.argv[1]))

@@ -19,7 +19,7 @@ from ming_py.boards import load_board
 from ming_py.build import design
 from ming_py.cli import main
 from ming_py.frontends import onnx_formats
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.output import write_tree
 from ming_py.pipeline import lift
 from ming_py.runtime import ming_host

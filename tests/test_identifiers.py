@@ -38,7 +38,7 @@ from ming_py.emit.identifiers import (
     markdown_cell,
     mlir_string,
 )
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.line_buffers import build_stream_graph
 from ming_py.pipeline import lift
 

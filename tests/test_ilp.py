@@ -23,7 +23,7 @@ from ming_py.csim import run_csim
 from ming_py.dataflow import validate_schedule
 from ming_py.ilp import Budget, Choice, process_cost, solve
 from ming_py.ilp.solve import smallest_design
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 
 NETWORKS = ["tiny_cnn", "lenet", "two_residual_stages", "dw_separable", "residual_block", "concat_branches"]
 

@@ -13,7 +13,7 @@ from ming_py.boards import load_board
 from ming_py.build import BuildOptions, build
 from ming_py.ilp.budget import Budget
 from ming_py.ilp.pins import parse_assignments
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.options import (build_metadata, check_budget_lists, check_design, check_output_dir, check_output_file,
                              clock_mhz, load_input)
 

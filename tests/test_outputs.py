@@ -22,7 +22,7 @@ import zoo
 from ming_py import reference
 from ming_py.build import BuildOptions, design, explore
 from ming_py.csim import CsimDeadlock, compile_csim, run_csim
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.emit.reports import report
 from ming_py.line_buffers import build_stream_graph
 from ming_py.line_buffers.fifo import Dependences, fifo_bits, record_tokens, unit_specs

@@ -20,7 +20,8 @@ from ming_py import reference
 from ming_py.boards import load_board
 from ming_py.build import BuildOptions, design, explore
 from ming_py.frontends.onnx_geometry import COORDINATE_MODES, NEAREST_MODES
-from ming_py.ir import MingError, Pad, Upsample
+from ming_py.errors import MingError
+from ming_py.ir import Pad, Upsample
 from ming_py.output import write_tree
 from ming_py.pipeline import lift
 from ming_py.csim import run_csim

@@ -23,7 +23,8 @@ from ming_py.csim import run_csim
 from ming_py.dataflow import ProcessSchedule, Schedule
 from ming_py.frontends.onnx_tables import TABLE_OPS
 from ming_py.ilp.cost import Choice, process_cost
-from ming_py.ir import LookupTable, MingError
+from ming_py.errors import MingError
+from ming_py.ir import LookupTable
 from ming_py.kernel import multiplier_choices
 from ming_py.pipeline import lift
 from ming_py.simulate import simulate

@@ -10,7 +10,8 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 import tflite_models
 from emit_helpers import csim
 from ming_py import reference
-from ming_py.ir import FixedPointAdd, FixedPointAverage, FixedPointRequant, MingError
+from ming_py.errors import MingError
+from ming_py.ir import FixedPointAdd, FixedPointAverage, FixedPointRequant
 from ming_py.pipeline import lift
 
 MODELS = {

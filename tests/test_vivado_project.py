@@ -15,7 +15,7 @@ import pytest
 
 from ming_py.boards import all_boards, load_board
 from ming_py.emit.vivado import vivado_files
-from ming_py.ir import MingError
+from ming_py.errors import MingError
 from ming_py.line_buffers import build_stream_graph
 from tcl_stubs import RECORDER, VIVADO_REPORT_STUBS, read_trace, run_tcl, timing_summary_report, utilization_report
 
