@@ -18,14 +18,14 @@ from ming_py.ilp.pins import resolve
 from ming_py.line_buffers import build_stream_graph
 from ming_py.line_buffers.fifo import DEFAULT_PIXELS, FifoPlan, fifo_memory, reservation_plan
 
-from .dataflow import Schedule, StreamGraph, validate_schedule
+from .dataflow import Schedule, StreamGraph
 from .errors import MingError
 from .ir import Graph
 from .pipeline import lift
 from .progress import Progress
 from .options import check_design, check_model, target_board
 from .output import check_output, output_lock, replace_tree
-from .kernel import KernelSpec, kernel_spec
+from .kernel import KernelSpec, kernel_spec, validate_schedule
 from .limits import check_fifo_bits
 from .sample import sample_files
 from .simulate import simulate

@@ -216,38 +216,3 @@ class Schedule:
 
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def validate_schedule(graph: StreamGraph, schedule: Schedule) -> list[str]:
-    """Problems that make a schedule invalid for `graph` (empty when valid)."""
-    problems = []
-    for process in graph.processes:
-        trips = graph.trip_counts(process)
-        for loop, factor in schedule.of(process.name).unroll:
-            if loop not in trips:
-                problems.append(f"{process.name}: loop '{loop}' cannot be unrolled (choose from {sorted(trips)})")
-            elif factor < 1 or trips[loop] % factor:
-                problems.append(f"{process.name}: unroll {loop}={factor} does not divide its trip count "
-                                f"{trips[loop]}")
-    if not problems:
-        from .kernel import kernel_spec, multiplier_choices  # the loop description builds on this module
-
-        for process in graph.processes:
-            sched = schedule.of(process.name)
-            spec = kernel_spec(graph, process, sched.unroll,
-                               [schedule.lanes_of(c) for c in process.inputs],
-                               [schedule.lanes_of(c) for c in process.outputs])
-            try:
-                spec.check()
-            except ValueError as error:
-                problems.append(f"{process.name}: {error}")
-            choices = multiplier_choices(process.kind, dict(sched.unroll))
-            if sched.multipliers not in choices:
-                problems.append(f"{process.name}: multipliers '{sched.multipliers}' (choose from {', '.join(choices)})")
-    for name, channel in graph.channels.items():
-        lanes = schedule.lanes_of(name)
-        if lanes < 1 or channel.channels % lanes:
-            problems.append(f"channel {name}: {lanes} lanes do not divide its {channel.channels} channels")
-        if schedule.depth_of(name) < 1:
-            problems.append(f"channel {name}: FIFO depth must be at least 1")
-    return problems

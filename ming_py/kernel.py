@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
-from .dataflow import GROUP_LOOP, WINDOW_KINDS, Window
+from .dataflow import GROUP_LOOP, WINDOW_KINDS, Schedule, StreamGraph, Window
 
 # Pipeline depth of each kind's loop (cycles from an iteration's start to its output write):
 # stream read 1, buffer read 2, multiply 3, adder tree log2(terms), requantization 6 (the lean
@@ -549,3 +549,36 @@ def spec_from_report(node: dict, channels: dict[str, dict]) -> KernelSpec:
                       tuple(channels[c]["lanes"] for c in node["inputs"]),
                       tuple(channels[c]["lanes"] for c in node["outputs"]), window,
                       tuple(tuple(route) for route in node.get("routes", ())))
+
+
+def validate_schedule(graph: StreamGraph, schedule: Schedule) -> list[str]:
+    """Problems that make a schedule invalid for `graph` (empty when valid)."""
+    problems = []
+    for process in graph.processes:
+        trips = graph.trip_counts(process)
+        for loop, factor in schedule.of(process.name).unroll:
+            if loop not in trips:
+                problems.append(f"{process.name}: loop '{loop}' cannot be unrolled (choose from {sorted(trips)})")
+            elif factor < 1 or trips[loop] % factor:
+                problems.append(f"{process.name}: unroll {loop}={factor} does not divide its trip count "
+                                f"{trips[loop]}")
+    if not problems:
+        for process in graph.processes:
+            sched = schedule.of(process.name)
+            spec = kernel_spec(graph, process, sched.unroll,
+                               [schedule.lanes_of(c) for c in process.inputs],
+                               [schedule.lanes_of(c) for c in process.outputs])
+            try:
+                spec.check()
+            except ValueError as error:
+                problems.append(f"{process.name}: {error}")
+            choices = multiplier_choices(process.kind, dict(sched.unroll))
+            if sched.multipliers not in choices:
+                problems.append(f"{process.name}: multipliers '{sched.multipliers}' (choose from {', '.join(choices)})")
+    for name, channel in graph.channels.items():
+        lanes = schedule.lanes_of(name)
+        if lanes < 1 or channel.channels % lanes:
+            problems.append(f"channel {name}: {lanes} lanes do not divide its {channel.channels} channels")
+        if schedule.depth_of(name) < 1:
+            problems.append(f"channel {name}: FIFO depth must be at least 1")
+    return problems

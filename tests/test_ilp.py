@@ -20,7 +20,7 @@ from ming_py.boards import load_board
 from ming_py.build import BuildOptions, design, explore
 from ming_py.output import write_tree
 from ming_py.csim import run_csim
-from ming_py.dataflow import validate_schedule
+from ming_py.kernel import validate_schedule
 from ming_py.ilp import Budget, Choice, process_cost, solve
 from ming_py.ilp.solve import smallest_design
 from ming_py.errors import MingError
