@@ -40,13 +40,13 @@ import functools
 import math
 from dataclasses import dataclass
 
+from ming_py.adapters import pack_adapter, unpack_adapter
 from ming_py.dataflow import Process, StreamGraph
 from ming_py.ir import (AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant,
                         MulRequant)
 from ming_py.kernel import kernel_spec, loop_of
 from ming_py.storage import memory_cost, plan_arrays, requant_datapath
 
-PIPELINE_DEPTH = 4  # the AXI adapters' pipeline depth
 CONTROL_LUT = 300
 LUT_PER_MAC = 12
 # (LUT beyond the adder tree, DSP) of one MAC lane by multiplier: an 8 x 8-bit signed product in LUTs,
@@ -63,7 +63,6 @@ REQUANT_LANE = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (
                 "shift": (60, 0)}
 # LUTs of the lean datapath's 24 x 27-bit product built in fabric (a process with fabric multipliers)
 LEAN_PRODUCT_IN_FABRIC = 430
-AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
 MUX_INPUTS_PER_LUT = 4  # a LUT6 is a 4:1 multiplexer
 
 
@@ -172,46 +171,6 @@ def _progress(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tup
         reads = loop.token_iterations("reads", i, [max(math.ceil(s * count) - 1, 0) for s in shares])
         lags.append(tuple(w - r + loop.depth + 1 for w, r in zip(writes, reads)))
     return progress, tuple(lags)
-
-
-@dataclass(frozen=True)
-class Adapter:
-    """An AXI4-Stream adapter of the top function (`ming::unpack_axis` / `pack_axis`): one pipelined
-    loop (II=1) moving at most one 64-bit word and one token per iteration."""
-
-    cycles: int  # trip count + pipeline depth
-    fill: int    # unpack: cycles to its first token (the process behind it starts then)
-    drain: int   # pack: cycles from reading its last token to its last word
-
-
-def unpack_adapter(values: int, lanes: int) -> Adapter:
-    """Words -> tokens: max(words, tokens) iterations; a token leaves as soon as its last value arrived."""
-    words, tokens = -(-values // AXIS_VALUES_PER_WORD), values // lanes
-    first_token = -(-lanes // AXIS_VALUES_PER_WORD)  # iterations until L values are in
-    return Adapter(max(words, tokens) + PIPELINE_DEPTH, first_token + PIPELINE_DEPTH, 0)
-
-
-def pack_adapter(values: int, lanes: int) -> Adapter:
-    """Tokens -> words: max(words, tokens) iterations, one more when the final token completes two words
-    (one write per cycle); the last token is read in the iteration its buffer has room for it."""
-    words, tokens = -(-values // AXIS_VALUES_PER_WORD), values // lanes
-    completed_by_last = words - (values - lanes) // AXIS_VALUES_PER_WORD
-    trips = max(words, tokens + max(completed_by_last - 1, 0))
-    last_read = _pack_last_read(values, lanes)
-    return Adapter(trips + PIPELINE_DEPTH, 0, trips - last_read + PIPELINE_DEPTH)
-
-
-def _pack_last_read(values: int, lanes: int) -> int:
-    """The iteration of pack_axis that reads the last token (it reads while fewer than 8 values wait)."""
-    held = read = 0
-    for i in range(values // lanes + values):
-        if held < AXIS_VALUES_PER_WORD:
-            held += lanes
-            read += 1
-            if read == values // lanes:
-                return i
-        held -= min(held, AXIS_VALUES_PER_WORD)
-    raise AssertionError("unreachable")
 
 
 def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, fill: int,

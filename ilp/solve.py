@@ -37,13 +37,14 @@ from dataclasses import dataclass, field, replace
 
 import pulp
 
+from ming_py.adapters import pack_adapter
 from ming_py.boards import Board
 from ming_py.dataflow import GROUP_LOOP, WINDOW_KINDS, ProcessSchedule, Schedule, StreamGraph, divisors
-from ming_py.kernel import multiplier_choices, static_banks, whole_groups
 from ming_py.errors import MingError
+from ming_py.kernel import multiplier_choices, static_banks, whole_groups
 
 from .budget import RESOURCES, UNITS, Budget
-from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, pack_adapter, process_cost,
+from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, process_cost,
                    storage_plan)
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing

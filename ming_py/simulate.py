@@ -61,12 +61,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .adapters import AXIS_VALUES_PER_WORD, PIPELINE_DEPTH, record_loop, unpack_loop
 from .dataflow import WINDOW_KINDS, Window
 from .errors import MingError
-from .kernel import Access, Loop, Position, loop_of, spec_from_report
+from .kernel import Loop, Position, loop_of, spec_from_report
 
-PIPELINE_DEPTH = 4        # the AXI adapters' loops
-AXIS_VALUES_PER_WORD = 8  # int8 values per 64-bit AXI4-Stream word
 STUCK, MOVED, PAST_LIMIT = range(3)  # what `_advance` did
 KINDS = WINDOW_KINDS + ("pointwise", "dense", "global_avgpool", "global_maxpool", "add", "mul", "broadcast", "rescale",
                         "table", "concat", "split", "upsample", "pad", "permute")
@@ -148,73 +147,6 @@ def _program(loop: Loop, inputs: list[_Channel], outputs: list[_Channel]) -> tup
 
 def _tokens_moved(loop: Loop, side: str, index: int) -> int:
     return sum(repeat * getattr(position, side)[index].count for repeat, position in loop.runs)
-
-
-def _run_lengths(positions) -> tuple[tuple[int, Position], ...]:
-    runs: list[list] = []
-    for position in positions:
-        if runs and runs[-1][1] == position:
-            runs[-1][0] += 1
-        else:
-            runs.append([1, position])
-    return tuple((repeat, position) for repeat, position in runs)
-
-
-def unpack_loop(values: int, lanes: int) -> Loop:
-    """The input port (``ming::unpack_axis``): max(words, tokens) iterations, each reading a word while
-    fewer than L values are held and writing a token once L are."""
-    idle, writes = Position(1, (), (Access(),)), Position(1, (), (Access(0, 1, 1),))
-    words = -(-values // AXIS_VALUES_PER_WORD)
-
-    def iterations():  # one at a time into the runs: no list of every iteration
-        held = read = 0
-        for _ in range(max(words, values // lanes)):
-            if held < lanes and read < words:
-                held += min(AXIS_VALUES_PER_WORD, values - AXIS_VALUES_PER_WORD * read)
-                read += 1
-            if held >= lanes:
-                held -= lanes
-                yield writes
-            else:
-                yield idle
-    return Loop(PIPELINE_DEPTH, _run_lengths(iterations()))
-
-
-def pack_loop(values: int, lanes: int) -> Loop:
-    """The output port of one output (``ming::pack_axis``): one iteration per cycle, reading a token while
-    fewer than 8 values are held and writing a word once 8 (or the image's last values) are."""
-    return record_loop([(values, lanes)])
-
-
-def record_loop(parts: list[tuple[int, int]]) -> Loop:
-    """The output port of a record of outputs, (values, lanes) of each in record order: the ``pack_axis``
-    loop of each in turn, reading from its own channel; a loop's pipeline drains (PIPELINE_DEPTH idle
-    iterations) before the next starts."""
-    idle = Position(1, (Access(),) * len(parts), ())
-
-    def iterations():  # one at a time into the runs: no list of every iteration
-        for index, (values, lanes) in enumerate(parts):
-            if index:
-                yield from [idle] * PIPELINE_DEPTH
-            reads = Position(1, tuple(Access(0, 1, int(i == index)) for i in range(len(parts))), ())
-            for read in _pack_reads(values, lanes):
-                yield reads if read else idle
-    return Loop(PIPELINE_DEPTH, _run_lengths(iterations()))
-
-
-def _pack_reads(values: int, lanes: int):
-    """Per iteration of ``pack_axis``, whether it reads a token (a generator)."""
-    tokens = values // lanes
-    held = read = 0
-    while read < tokens or held:
-        if held < AXIS_VALUES_PER_WORD and read < tokens:
-            held += lanes
-            read += 1
-            yield True
-        else:
-            yield False
-        if held >= AXIS_VALUES_PER_WORD or read == tokens:
-            held -= min(held, AXIS_VALUES_PER_WORD)
 
 
 def _first_word_token(ch: _Channel) -> int:

@@ -25,13 +25,12 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from ming_py import limits
+from ming_py.adapters import AXIS_VALUES_PER_WORD, PIPELINE_DEPTH, record_loop, run_lengths, unpack_loop
 from ming_py.dataflow import Window
-from ming_py.ilp.pins import MAX_SETTINGS_BYTES, parse_assignments
 from ming_py.errors import MingError
+from ming_py.ilp.pins import MAX_SETTINGS_BYTES, parse_assignments
 from ming_py.ir import Graph, Reshape, TensorInfo
-from ming_py.kernel import KernelSpec, Loop, _merged, _position_kinds, loop_of, window_emits
-from ming_py.simulate import AXIS_VALUES_PER_WORD, PIPELINE_DEPTH, _run_lengths, record_loop, unpack_loop
-from ming_py.kernel import Access, Position
+from ming_py.kernel import Access, KernelSpec, Loop, Position, _position_kinds, loop_of, window_emits
 
 REPO = Path(__file__).resolve().parent.parent
 CHILD_MEMORY = 3 * 2 ** 30  # the child's address space: ming refuses a huge model in a few hundred MB
@@ -326,7 +325,7 @@ def _unpack_listed(values: int, lanes: int) -> Loop:
             iterations.append(writes)
         else:
             iterations.append(idle)
-    return Loop(PIPELINE_DEPTH, _run_lengths(iterations))
+    return Loop(PIPELINE_DEPTH, run_lengths(iterations))
 
 
 def _record_listed(parts) -> Loop:
@@ -345,7 +344,7 @@ def _record_listed(parts) -> Loop:
                 iterations.append(idle)
             if held >= AXIS_VALUES_PER_WORD or read == tokens:
                 held -= min(held, AXIS_VALUES_PER_WORD)
-    return Loop(PIPELINE_DEPTH, _run_lengths(iterations))
+    return Loop(PIPELINE_DEPTH, run_lengths(iterations))
 
 
 @pytest.mark.parametrize("lanes", [1, 2, 3, 4, 5, 8, 16, 24])

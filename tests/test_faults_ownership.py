@@ -310,7 +310,7 @@ def test_a_marker_that_is_a_symlink_or_lists_no_files_does_not_make_out_mings(tm
     out.mkdir()
     (out / "notes.txt").write_text("mine\n")
     (out / MARKER).symlink_to(real / MARKER)
-    with pytest.raises(MingError, match=f"is not empty and was not written by ming"):
+    with pytest.raises(MingError, match="is not empty and was not written by ming"):
         write_tree(NEW, out)
     (out / MARKER).unlink()
     (out / MARKER).write_text("This directory was written by `ming build`; ming replaces it on the next build "

@@ -30,8 +30,8 @@ from ming_py.output import write_tree
 from ming_py.pipeline import lift
 from ming_py.progress import Progress
 from ming_py.runtime.ming_driver import Accelerator
-from ming_py.ilp.cost import pack_adapter
-from ming_py.simulate import record_loop, simulate
+from ming_py.adapters import pack_adapter, record_loop
+from ming_py.simulate import simulate
 
 INPUT_SHAPE = (1, 3, 8, 8)
 

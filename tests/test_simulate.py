@@ -12,9 +12,8 @@ import pytest
 
 import zoo
 from ming_py.build import BuildOptions, build
-from ming_py.ilp.cost import pack_adapter, unpack_adapter
-from ming_py.simulate import (PIPELINE_DEPTH, SimResult, as_json, pack_loop, process_loop, simulate, simulate_dir,
-                              unpack_loop)
+from ming_py.adapters import AXIS_VALUES_PER_WORD, PIPELINE_DEPTH, pack_adapter, pack_loop, unpack_adapter, unpack_loop
+from ming_py.simulate import SimResult, as_json, process_loop, simulate, simulate_dir
 
 NETWORKS = ["tiny_cnn", "lenet", "residual_block", "two_residual_stages", "dw_separable"]
 GENEROUS = 10**6
@@ -200,16 +199,29 @@ def test_lanes_that_do_not_match_the_unroll_factors_are_refused():
         simulate(report)
 
 
+def _unpack_closed_form(values: int, lanes: int) -> tuple[int, int]:
+    """(cycles, fill) of unpack_axis: max(words, tokens) iterations; a token leaves once its L values are in."""
+    words, tokens = -(-values // AXIS_VALUES_PER_WORD), values // lanes
+    return max(words, tokens) + PIPELINE_DEPTH, -(-lanes // AXIS_VALUES_PER_WORD) + PIPELINE_DEPTH
+
+
+def _pack_closed_form(values: int, lanes: int) -> int:
+    """Cycles of pack_axis: max(words, tokens) iterations, one more when the final token completes two words."""
+    words, tokens = -(-values // AXIS_VALUES_PER_WORD), values // lanes
+    completed_by_last = words - (values - lanes) // AXIS_VALUES_PER_WORD
+    return max(words, tokens + max(completed_by_last - 1, 0)) + PIPELINE_DEPTH
+
+
 @pytest.mark.parametrize("lanes", [1, 2, 3, 5, 8, 12, 16, 24])
-def test_adapters_take_the_cycles_the_cost_model_charges(lanes):
+def test_adapters_charged_from_their_loops_take_the_closed_form_cycles(lanes):
     for tokens in (1, 2, 3, 7, 40):
         values = lanes * tokens
-        unpack, modelled = unpack_loop(values, lanes), unpack_adapter(values, lanes)
-        assert (unpack.cycles, unpack.fill) == (modelled.cycles, modelled.fill)
-        pack, modelled = pack_loop(values, lanes), pack_adapter(values, lanes)
+        unpack, charged = unpack_loop(values, lanes), unpack_adapter(values, lanes)
+        assert (charged.cycles, charged.fill) == (unpack.cycles, unpack.fill) == _unpack_closed_form(values, lanes)
+        pack, charged = pack_loop(values, lanes), pack_adapter(values, lanes)
         reads = [i for i, reads in enumerate(_iteration_events(pack)) if reads]
-        assert pack.cycles == modelled.cycles
-        assert pack.iterations - reads[-1] + PIPELINE_DEPTH == modelled.drain
+        assert charged.cycles == pack.cycles == _pack_closed_form(values, lanes)
+        assert charged.drain == pack.iterations - reads[-1] + PIPELINE_DEPTH
 
 
 # ---------------------------------------------------------------------------
