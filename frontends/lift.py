@@ -351,12 +351,12 @@ class Lifter:
     def _visit(self, op: ir.Operation) -> None:
         name = op.name
         where = f"node '{location_name(op)}' ({name})"
-        handler = getattr(self, "_op_" + name.replace(".", "_"), None)
+        handler = self.HANDLERS.get(name)
         if name in _PASS_THROUGH:
             for src, res in zip(op.operands, op.results):
                 self.values[res] = self.values.get(src)
         elif handler is not None:
-            handler(op, where)
+            handler(self, op, where)
         elif name in ("tensor.empty",):
             self.values[op.results[0]] = Empty(tensor_shape(op.results[0]))
         elif name in ("util.null", "hal.fence.create", "hal.devices.get", "util.return"):
@@ -469,9 +469,6 @@ class Lifter:
             self.values[op.results[0]] = _compact(full.reshape(shape))
         else:
             raise MingError(f"{where}: cannot reshape a per-channel float value; unsupported layer pattern")
-
-    _op_tensor_collapse_shape = _reshape
-    _op_tensor_expand_shape = _reshape
 
     def _reshape_tensor(self, tensor: str, shape: tuple[int, ...], source: str) -> str:
         info = self.graph.tensors[tensor]
@@ -1318,6 +1315,24 @@ class Lifter:
         used = live | {i.tensor for i in self.graph.inputs}
         self.graph.tensors = {k: v for k, v in self.graph.tensors.items() if k in used}
         self.graph.constants = {k: v for k, v in self.graph.constants.items() if k in used}
+
+    # The MLIR operations the lifter reads, by name; `_visit` refuses any other (after the pass-through ones).
+    HANDLERS = {
+        "arith.constant": _op_arith_constant,
+        "util.global.load": _op_util_global_load,
+        "hal.tensor.import": _op_hal_tensor_import,
+        "hal.tensor.export": _op_hal_tensor_export,
+        "linalg.fill": _op_linalg_fill,
+        "linalg.generic": _op_linalg_generic,
+        "linalg.softmax": _op_linalg_softmax,
+        "tensor.pad": _op_tensor_pad,
+        "tensor.collapse_shape": _reshape,
+        "tensor.expand_shape": _reshape,
+        "tensor.extract_slice": _op_tensor_extract_slice,
+        "tensor.insert_slice": _op_tensor_insert_slice,
+        "iree_linalg_ext.dequantize_affine": _op_iree_linalg_ext_dequantize_affine,
+        "iree_linalg_ext.quantize_affine": _op_iree_linalg_ext_quantize_affine,
+    }
 
 
 # ---- helpers ---------------------------------------------------------------
