@@ -21,6 +21,20 @@ def csim_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def example_build(tmp_path_factory) -> Path:
+    """OUT of `ming build examples/tiny_cnn.onnx` (kv260), without a compiled C-simulation; shared: copy it
+    before changing anything in it."""
+    import subprocess
+
+    out = tmp_path_factory.mktemp("example_build") / "out"
+    model = Path(__file__).resolve().parent.parent / "examples" / "tiny_cnn.onnx"
+    result = subprocess.run([sys.executable, "-m", "ming_py.cli", "build", str(model), "-q", "-o", str(out)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture(scope="session")
 def zoo_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("zoo")
 

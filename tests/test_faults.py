@@ -29,9 +29,11 @@ OLD = {"report.json": "old report\n", "hls/top.cpp": "// old\n", "hls/sub/deep.t
 NEW = {"report.json": "new report\n", "hls/top.cpp": "// new\n", "host.json": "{}\n"}
 
 
-def ming(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ming_py.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=env)
+def ming(*args, **options) -> subprocess.CompletedProcess:
+    """`python -m ming_py.cli ARGS` (a bytes argument passed as it is, e.g. a path that is not UTF-8); `options`
+    go to subprocess.run (cwd, env, timeout)."""
+    return subprocess.run([sys.executable, "-m", "ming_py.cli", *(a if isinstance(a, bytes) else str(a) for a in args)],
+                          capture_output=True, text=True, **options)
 
 
 def start_ming(*args, cwd=None) -> subprocess.Popen:

@@ -30,7 +30,7 @@ from ming_py.output import output_lock
 from ming_py.progress import Progress
 from ming_py.simulate import simulate_dir
 
-from test_faults import EXAMPLE, REPO, assert_one_line, ming
+from test_faults import REPO, assert_one_line, ming
 
 INPUT = REPO / "examples" / "input.npy"
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -165,26 +165,18 @@ def test_a_missing_compiler_is_one_line(cache, fake_compile, hls, monkeypatch):
     assert fake_compile == []
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("faults_cache") / "out"
-    result = ming("build", EXAMPLE, "-q", "-o", out)
-    assert result.returncode == 0, result.stderr
-    return out
-
-
 @needs_gxx
-def test_ming_csim_recompiles_a_tampered_binary_instead_of_running_it(built, tmp_path):
-    first = ming("csim", built, "--input", INPUT, "--output", tmp_path / "y1.npy")
+def test_ming_csim_recompiles_a_tampered_binary_instead_of_running_it(example_build, tmp_path):
+    first = ming("csim", example_build, "--input", INPUT, "--output", tmp_path / "y1.npy")
     assert first.returncode == 0, first.stderr
-    binary = csim.cache_dir() / csim_key(built / "hls", "tiny_cnn", concurrent=True) / "tiny_cnn_csim"
+    binary = csim.cache_dir() / csim_key(example_build / "hls", "tiny_cnn", concurrent=True) / "tiny_cnn_csim"
     assert binary.is_file()
     marker = tmp_path / "tampered_binary_ran"
     y = np.load(tmp_path / "y1.npy")
     # a binary that writes wrong numbers (and leaves a marker)
     binary.write_text(f"#!/bin/sh\ntouch {marker}\nexec {sys.executable} -c 'import sys; "
                       f"open(sys.argv[2], \"wb\").write(bytes({y.size}))' \"$@\"\n")
-    second = ming("csim", built, "--input", INPUT, "--output", tmp_path / "y2.npy")
+    second = ming("csim", example_build, "--input", INPUT, "--output", tmp_path / "y2.npy")
     assert second.returncode == 0, second.stderr
     assert f"the cached C-simulation binary {binary} differs from what ming compiled; compiling it again" \
         in second.stderr
@@ -193,9 +185,9 @@ def test_ming_csim_recompiles_a_tampered_binary_instead_of_running_it(built, tmp
 
 
 @needs_gxx
-def test_what_runs_is_the_file_that_was_verified(built, tmp_path):
+def test_what_runs_is_the_file_that_was_verified(example_build, tmp_path):
     """A binary swapped after the check (there is no window: the verified descriptor is what runs)."""
-    path, fd = open_csim(built / "hls", "tiny_cnn", Notes(), concurrent=False)
+    path, fd = open_csim(example_build / "hls", "tiny_cnn", Notes(), concurrent=False)
     try:
         genuine = path.read_bytes()
         marker = tmp_path / "swapped_binary_ran"
@@ -204,7 +196,7 @@ def test_what_runs_is_the_file_that_was_verified(built, tmp_path):
         swapped.chmod(0o700)
         swapped.replace(path)
         command, how = csim.csim_command(path, fd)
-        hls = built / "hls"
+        hls = example_build / "hls"
         run = subprocess.run([*command, str(hls / "input.bin"), str(tmp_path / "y.bin"), str(hls / "expected.bin")],
                              capture_output=True, text=True, **how)
         assert run.returncode == 0 and run.stdout.startswith("PASS"), run.stderr
@@ -231,7 +223,7 @@ def _as(user, command: list[str], input: bytes | None = None) -> None:
 
 
 @pytest.mark.parametrize("shared", ["mode_1777", "owned_by_nobody"])
-def test_a_cache_dir_another_user_can_write_is_refused_and_nothing_planted_runs(built, tmp_path, shared):
+def test_a_cache_dir_another_user_can_write_is_refused_and_nothing_planted_runs(example_build, tmp_path, shared):
     nobody = _nobody()
     root = Path(tempfile.mkdtemp(prefix="ming-shared-cache-", dir="/tmp"))
     try:
@@ -240,7 +232,7 @@ def test_a_cache_dir_another_user_can_write_is_refused_and_nothing_planted_runs(
         else:
             root.chmod(0o755)
             os.chown(root, nobody.pw_uid, nobody.pw_gid)
-        key = csim_key(built / "hls", "tiny_cnn", concurrent=True)  # what `ming csim` uses by default
+        key = csim_key(example_build / "hls", "tiny_cnn", concurrent=True)  # what `ming csim` uses by default
         binary = root / "csim" / key / "tiny_cnn_csim"
         marker = tmp_path / "planted_binary_ran"
         planted = f"#!/bin/sh\ntouch {marker}\n".encode()
@@ -249,7 +241,7 @@ def test_a_cache_dir_another_user_can_write_is_refused_and_nothing_planted_runs(
         # even a record that matches: the cache's privacy is what keeps it out, not the hash
         _as(nobody, ["sh", "-c", f"cat > {record_path(binary)}"], hashlib.sha256(planted).hexdigest().encode())
         assert binary.stat().st_uid == nobody.pw_uid
-        result = ming("csim", built, "--input", INPUT, "--output", tmp_path / "y.npy",
+        result = ming("csim", example_build, "--input", INPUT, "--output", tmp_path / "y.npy",
                       env=os.environ | {"MING_CACHE_DIR": str(root)})
         assert result.returncode == 2
         why = "can be written by other users" if shared == "mode_1777" else "belongs to another user"
@@ -259,13 +251,13 @@ def test_a_cache_dir_another_user_can_write_is_refused_and_nothing_planted_runs(
         shutil.rmtree(root)
 
 
-def test_a_subdirectory_of_the_cache_planted_by_another_user_is_refused(built, tmp_path):
+def test_a_subdirectory_of_the_cache_planted_by_another_user_is_refused(example_build, tmp_path):
     nobody = _nobody()
     root = Path(tempfile.mkdtemp(prefix="ming-cache-", dir="/tmp"))  # root's own, 0700: only root could plant
     try:
         (root / "csim").mkdir()
         os.chown(root / "csim", nobody.pw_uid, nobody.pw_gid)
-        result = ming("csim", built, "--input", INPUT, "--output", tmp_path / "y.npy",
+        result = ming("csim", example_build, "--input", INPUT, "--output", tmp_path / "y.npy",
                       env=os.environ | {"MING_CACHE_DIR": str(root)})
         assert result.returncode == 2
         assert_one_line(result.stderr, f"{root / 'csim'}", "belongs to another user")
@@ -302,7 +294,7 @@ def test_a_planted_lock_symlink_is_not_followed(cache, fake_compile, hls, tmp_pa
 
 @pytest.mark.parametrize("case", ["a_file", "below_a_file", "csim_is_a_file", "a_symlink", "group_writable",
                                   "unwritable"])
-def test_an_unusable_cache_dir_is_one_line(built, tmp_path, case):
+def test_an_unusable_cache_dir_is_one_line(example_build, tmp_path, case):
     if case == "unwritable" and os.geteuid() == 0:
         pytest.skip("root writes in a directory of mode 0500 all the same")
     root = tmp_path / "cache"
@@ -326,7 +318,7 @@ def test_an_unusable_cache_dir_is_one_line(built, tmp_path, case):
     else:
         root.mkdir()
         root.chmod(0o500)
-    result = ming("csim", built, "--input", INPUT, "--output", tmp_path / "y.npy",
+    result = ming("csim", example_build, "--input", INPUT, "--output", tmp_path / "y.npy",
                   env=os.environ | {"MING_CACHE_DIR": str(root)})
     assert result.returncode == 2
     assert_one_line(result.stderr, "ming: error:", expected, "MING_CACHE_DIR")
@@ -335,15 +327,15 @@ def test_an_unusable_cache_dir_is_one_line(built, tmp_path, case):
 
 # --- D: a damaged report.json --------------------------------------------------------------------------------------
 
-def _report(built: Path) -> dict:
-    return json.loads((built / "report.json").read_text())
+def _report(example_build: Path) -> dict:
+    return json.loads((example_build / "report.json").read_text())
 
 
 def _channel_of(report: dict, i: int) -> dict:
     return report["channels"][i]
 
 
-DAMAGED = {  # name: (change of the built report, or its whole text; fragments of the one line)
+DAMAGED = {  # name: (change of the report as built, or its whole text; fragments of the one line)
     "a_list": ("[]", ["not a ming report", "found a list"]),
     "empty_object": ("{}", ["nodes: missing"]),
     "no_nodes": (lambda r: r.pop("nodes"), ["nodes: missing"]),
@@ -377,7 +369,7 @@ DAMAGED = {  # name: (change of the built report, or its whole text; fragments o
 
 
 @pytest.mark.parametrize("case", sorted(DAMAGED))
-def test_a_damaged_report_is_one_line_naming_the_file_and_the_field(built, tmp_path, case):
+def test_a_damaged_report_is_one_line_naming_the_file_and_the_field(example_build, tmp_path, case):
     change, fragments = DAMAGED[case]
     out = tmp_path / "out"
     out.mkdir()
@@ -387,7 +379,7 @@ def test_a_damaged_report_is_one_line_naming_the_file_and_the_field(built, tmp_p
     elif isinstance(change, str):
         report.write_text(change)
     else:
-        content = _report(built)
+        content = _report(example_build)
         change(content)
         report.write_text(json.dumps(content))
     with pytest.raises(MingError) as error:
@@ -406,5 +398,5 @@ def test_ming_simulate_on_a_damaged_report_is_one_line(tmp_path, text):
     assert_one_line(result.stderr, "ming: error:", str(tmp_path / "report.json"), "ming build")
 
 
-def test_the_built_report_still_simulates(built):
-    assert simulate_dir(built).completed
+def test_the_built_report_still_simulates(example_build):
+    assert simulate_dir(example_build).completed

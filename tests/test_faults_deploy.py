@@ -30,15 +30,9 @@ from ming_py.errors import MingError
 from ming_py import options
 from ming_py.runtime import ming_driver
 from ming_py.runtime.ming_driver import DeployError
+from test_faults import ming
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "examples" / "tiny_cnn.onnx"
 REBUILD = "run `ming build` again"
-
-
-def ming(*args, env=None, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ming_py.cli", *map(str, args)], capture_output=True, text=True,
-                          env=env, **kwargs)
 
 
 def assert_one_line(result: subprocess.CompletedProcess, code: int, prefix: str, *fragments: str) -> str:
@@ -57,19 +51,10 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
-    """OUT of `ming build examples/tiny_cnn.onnx` (kv260), without a compiled C-simulation."""
-    out = tmp_path_factory.mktemp("faults_deploy") / "out"
-    result = ming("build", EXAMPLE, "-q", "-o", out)
-    assert result.returncode == 0, result.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
-def compiled(built, tmp_path_factory) -> Path:
+def compiled(example_build, tmp_path_factory) -> Path:
     """A copy of OUT whose deploy/csim/ holds the compiled C-simulation (the one real compile of the module)."""
     out = tmp_path_factory.mktemp("faults_deploy_compiled") / "out"
-    shutil.copytree(built, out)
+    shutil.copytree(example_build, out)
     x = out.parent / "x.npy"
     np.save(x, np.zeros((1, 3, 16, 16), np.float32))
     result = run_py(out, "--backend", "csim", "--input", x, "--output", out.parent / "y.npy")
@@ -95,9 +80,9 @@ def run_py(out: Path, *args, env=None, **kwargs) -> subprocess.CompletedProcess:
                            text=True, env=env, **kwargs)
 
 
-def copy_build(built: Path, tmp_path: Path) -> Path:
+def copy_build(example_build: Path, tmp_path: Path) -> Path:
     out = tmp_path / "build" / "out"
-    shutil.copytree(built, out, symlinks=True)
+    shutil.copytree(example_build, out, symlinks=True)
     return out
 
 
@@ -142,11 +127,11 @@ PATH_EDITS = [
 
 
 @pytest.mark.parametrize("change, field", [p[1:] for p in PATH_EDITS], ids=[p[0] for p in PATH_EDITS])
-def test_accelerator_json_paths_stay_inside_the_build(built, tmp_path, no_compiler, change, field):
+def test_accelerator_json_paths_stay_inside_the_build(example_build, tmp_path, no_compiler, change, field):
     """Before: "binary": "run.py" compiled over deploy/run.py; an absolute or ../ binary or source wrote or
     compiled outside deploy/. After: one line naming the field, before any compile; nothing written."""
     env, marker = no_compiler
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     edit(out / "deploy" / "accelerator.json", change)
     before = tree(out)
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.float32))
@@ -158,10 +143,10 @@ def test_accelerator_json_paths_stay_inside_the_build(built, tmp_path, no_compil
 
 
 @pytest.mark.parametrize("link", ["deploy/csim", "hls"])
-def test_a_symlink_leading_out_of_the_build_is_refused(built, tmp_path, no_compiler, link):
+def test_a_symlink_leading_out_of_the_build_is_refused(example_build, tmp_path, no_compiler, link):
     """deploy/csim -> a directory outside (the binary would land there), hls -> sources outside the build."""
     env, marker = no_compiler
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     outside = tmp_path / "outside"
     if link == "hls":
         shutil.move(out / "hls", outside)
@@ -173,24 +158,24 @@ def test_a_symlink_leading_out_of_the_build_is_refused(built, tmp_path, no_compi
     assert_one_line(result, 2, "error: ", "leads out of", "symbolic link", REBUILD)
     assert not marker.exists()
     assert sorted(p.name for p in outside.iterdir()) == ([] if link == "deploy/csim" else
-                                                         sorted(p.name for p in (built / "hls").iterdir()))
+                                                         sorted(p.name for p in (example_build / "hls").iterdir()))
 
 
-def test_compile_csim_checks_the_paths_itself(built, tmp_path):
+def test_compile_csim_checks_the_paths_itself(example_build, tmp_path):
     """compile_csim (also used apart from Accelerator) refuses a binary outside deploy/csim before compiling."""
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     meta = json.loads((out / "deploy" / "accelerator.json").read_text())
     with pytest.raises(DeployError, match=r"'csim.binary' is 'run.py'.*run `ming build` again"):
         ming_driver.compile_csim(out / "deploy", meta["csim"] | {"binary": "run.py"})
-    assert (out / "deploy" / "run.py").read_bytes() == (built / "deploy" / "run.py").read_bytes()
+    assert (out / "deploy" / "run.py").read_bytes() == (example_build / "deploy" / "run.py").read_bytes()
 
 
 @pytest.mark.parametrize("model", ["../evil", "/tmp/evil", "hls/../x", "tiny cnn", ""])
-def test_host_json_model_is_a_plain_name(built, tmp_path, no_compiler, model):
+def test_host_json_model_is_a_plain_name(example_build, tmp_path, no_compiler, model):
     """Before: "model": "../evil" made `ming csim` compile ../evil.cpp and write the binary outside its cache.
     After: one line naming 'model', nothing compiled, the cache untouched."""
     env, marker = no_compiler
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     (out / "evil.cpp").write_text("int main() { return 0; }\n")
     (out / "evil_tb.cpp").write_text("\n")
     edit(out / "host.json", setter("model", model))
@@ -262,12 +247,12 @@ NUMBER_EDITS = [
 
 
 @pytest.mark.parametrize("change, message", [e[1:] for e in NUMBER_EDITS], ids=[e[0] for e in NUMBER_EDITS])
-def test_every_number_of_accelerator_json_is_checked_before_anything_runs(built, tmp_path, no_compiler, change,
+def test_every_number_of_accelerator_json_is_checked_before_anything_runs(example_build, tmp_path, no_compiler, change,
                                                                          message):
     """Before: edited shapes, scales, zero points and limits gave silently different outputs or a traceback.
     After: one line naming the field, exit 2, before the compile; no output written."""
     env, marker = no_compiler
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     edit(out / "deploy" / "accelerator.json", change)
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.float32))
     result = run_py(out, "--backend", "csim", "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy", env=env)
@@ -275,9 +260,9 @@ def test_every_number_of_accelerator_json_is_checked_before_anything_runs(built,
     assert not marker.exists() and not (tmp_path / "y.npy").exists() and not (out / "deploy" / "csim").exists()
 
 
-def test_accelerator_json_that_is_no_object_is_one_line(built, tmp_path, no_compiler):
+def test_accelerator_json_that_is_no_object_is_one_line(example_build, tmp_path, no_compiler):
     env, _ = no_compiler
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     for text in ("[1, 2]", "null", '"text"', "{"):
         (out / "deploy" / "accelerator.json").write_text(text)
         np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.float32))
@@ -293,9 +278,10 @@ def test_accelerator_json_that_is_no_object_is_one_line(built, tmp_path, no_comp
     (setter("input", "words", 95), "'input.words' is 95, not 96"),
     (_output("host_ops", 0, "kind", "exec"), "'outputs[0].host_ops[0].kind' is 'exec'"),
 ], ids=["scale", "zero_point", "stream_shape", "words", "host_op"])
-def test_every_number_of_host_json_is_checked_before_csim_compiles(built, tmp_path, no_compiler, change, message):
+def test_every_number_of_host_json_is_checked_before_csim_compiles(example_build, tmp_path, no_compiler, change,
+                                                                    message):
     env, marker = no_compiler
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     edit(out / "host.json", change)
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.float32))
     result = ming("csim", out, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy",
@@ -304,9 +290,9 @@ def test_every_number_of_host_json_is_checked_before_csim_compiles(built, tmp_pa
     assert not marker.exists() and not (tmp_path / "y.npy").exists()
 
 
-def test_ming_deploy_reports_damaged_metadata_in_one_line(built, tmp_path, no_compiler):
+def test_ming_deploy_reports_damaged_metadata_in_one_line(example_build, tmp_path, no_compiler):
     env, marker = no_compiler
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     edit(out / "deploy" / "accelerator.json", setter("input", "scale", -1))
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.float32))
     result = ming("deploy", out, "--backend", "csim", "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy",
@@ -350,11 +336,11 @@ INPUT_CASES = [(kind, message) for kind, (_, message) in BAD_INPUTS.items()] + [
 
 
 @pytest.mark.parametrize("kind, message", INPUT_CASES, ids=[c[0] for c in INPUT_CASES])
-def test_run_py_takes_what_ming_reference_takes(built, tmp_path, no_compiler, kind, message):
+def test_run_py_takes_what_ming_reference_takes(example_build, tmp_path, no_compiler, kind, message):
     """Before: run.py ran float64, bool, datetime, complex, ... inputs and wrote outputs, and suggested
     allow_pickle for a garbage file. After: the same one line as `ming csim`/`ming reference`, before compiling."""
     env, marker = no_compiler
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     x = tmp_path / "x.npy"
     _write_input(x, kind)
     result = run_py(out, "--backend", "csim", "--input", x, "--output", tmp_path / "y.npy", env=env)
@@ -385,9 +371,9 @@ def test_the_driver_and_ming_refuse_the_same_dtypes(tmp_path, dtype):
                                                               and np.dtype(dtype).fields is None)
 
 
-def test_an_input_of_the_wrong_type_for_the_model_is_refused_before_compiling(built, tmp_path, no_compiler):
+def test_an_input_of_the_wrong_type_for_the_model_is_refused_before_compiling(example_build, tmp_path, no_compiler):
     env, marker = no_compiler
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.int8))
     result = run_py(out, "--backend", "csim", "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy", env=env)
     assert_one_line(result, 2, "error: ", "input is int8, the model takes float32; save x.astype(numpy.float32)")
@@ -417,11 +403,11 @@ READ_ONLY = textwrap.dedent("""
 """)
 
 
-def test_a_read_only_deploy_directory_is_one_line(built, tmp_path, no_compiler):
+def test_a_read_only_deploy_directory_is_one_line(example_build, tmp_path, no_compiler):
     """deploy/ cannot be written (a read-only mount; simulated, as the tests may run as root): the csim
     binary cannot be made. Before: a PermissionError traceback. After: one line."""
     env, marker = no_compiler
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     (tmp_path / "read_only.py").write_text(READ_ONLY)
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.float32))
     result = subprocess.run([sys.executable, str(tmp_path / "read_only.py"), str(out / "deploy"), "--backend", "csim",
@@ -472,16 +458,10 @@ def slow_compiler(tmp_path) -> tuple[dict, Path, Path]:
     return os.environ | {"CXX": str(cxx), "TMPDIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"}, pids, tmp
 
 
-def test_sigterm_during_the_csim_compile_leaves_nothing(built, tmp_path, slow_compiler):
-    """Before: run.py died at once; the compiler's children ran on, its temporary files and the staging
-    binary deploy/csim/.tiny_cnn_csim.<pid> stayed. After: exit 143 in one line, the compiler's process group
-    killed and reaped, no staging binary, no temporary file."""
-    env, pids, tmp = slow_compiler
-    out = copy_build(built, tmp_path)
-    np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.float32))
-    process = subprocess.Popen([sys.executable, str(out / "deploy" / "run.py"), "--backend", "csim", "--input",
-                                str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy")],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+def _terminated_while_compiling(command: list[str], env: dict, pids: Path) -> tuple[subprocess.CompletedProcess, int]:
+    """`command` run until the slow compiler's grandchild started, then sent SIGTERM: (its result, the
+    grandchild's pid)."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert _wait_for(lambda: pids.exists() and pids.read_text().strip())
         grandchild = int(pids.read_text())
@@ -490,33 +470,37 @@ def test_sigterm_during_the_csim_compile_leaves_nothing(built, tmp_path, slow_co
     finally:
         if process.poll() is None:
             process.kill()
-    result = subprocess.CompletedProcess(process.args, process.returncode, "", stderr)
+    return subprocess.CompletedProcess(process.args, process.returncode, "", stderr), grandchild
+
+
+def test_sigterm_during_the_csim_compile_leaves_nothing(example_build, tmp_path, slow_compiler):
+    """Before: run.py died at once; the compiler's children ran on, its temporary files and the staging
+    binary deploy/csim/.tiny_cnn_csim.<pid> stayed. After: exit 143 in one line, the compiler's process group
+    killed and reaped, no staging binary, no temporary file."""
+    env, pids, tmp = slow_compiler
+    out = copy_build(example_build, tmp_path)
+    np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.float32))
+    result, grandchild = _terminated_while_compiling([sys.executable, str(out / "deploy" / "run.py"), "--backend",
+                                                      "csim", "--input", str(tmp_path / "x.npy"), "--output",
+                                                      str(tmp_path / "y.npy")], env, pids)
     assert_one_line(result, 128 + signal.SIGTERM, "error: terminated")
     assert _wait_for(lambda: not _alive(grandchild), 5.0), "the compiler's child still runs"
     assert list(tmp.iterdir()) == []
     assert list((out / "deploy" / "csim").iterdir()) == [] and not (tmp_path / "y.npy").exists()
 
 
-def test_sigterm_to_ming_csim_during_the_compile_leaves_nothing(built, tmp_path, slow_compiler):
+def test_sigterm_to_ming_csim_during_the_compile_leaves_nothing(example_build, tmp_path, slow_compiler):
     """ming's Interrupted (a BaseException) reaches compile_program: the same clean-up as run.py's."""
     env, pids, tmp = slow_compiler
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     cache = tmp_path / "cache"
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 16, 16), np.float32))
-    process = subprocess.Popen([sys.executable, "-m", "ming_py.cli", "csim", str(out), "-q", "--input",
-                                str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy")],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=env | {"MING_CACHE_DIR": str(cache)})
-    try:
-        assert _wait_for(lambda: pids.exists() and pids.read_text().strip())
-        grandchild = int(pids.read_text())
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=20)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 128 + signal.SIGTERM, stderr
-    assert "Traceback" not in stderr
+    result, grandchild = _terminated_while_compiling([sys.executable, "-m", "ming_py.cli", "csim", str(out), "-q",
+                                                      "--input", str(tmp_path / "x.npy"), "--output",
+                                                      str(tmp_path / "y.npy")],
+                                                     env | {"MING_CACHE_DIR": str(cache)}, pids)
+    assert result.returncode == 128 + signal.SIGTERM, result.stderr
+    assert "Traceback" not in result.stderr
     assert _wait_for(lambda: not _alive(grandchild), 5.0), "the compiler's child still runs"
     assert list(tmp.iterdir()) == []
     assert [p for p in (cache / "csim").rglob("*") if p.is_file()] == [] and not (tmp_path / "y.npy").exists()
@@ -614,11 +598,11 @@ def test_outputs_replace_old_files_whole(tmp_path):
     assert mode == 0o666 & ~umask
 
 
-def test_an_output_that_is_a_symlink_is_refused(built, tmp_path, no_compiler):
+def test_an_output_that_is_a_symlink_is_refused(example_build, tmp_path, no_compiler):
     """Never written through: run.py, `ming deploy` and `ming csim` refuse a symbolic link as --output, before
     running; the link's target keeps its bytes."""
     env, marker = no_compiler
-    out = copy_build(built, tmp_path)
+    out = copy_build(example_build, tmp_path)
     target = tmp_path / "precious.txt"
     target.write_text("keep me\n")
     link = tmp_path / "y.npy"
@@ -636,10 +620,10 @@ def test_an_output_that_is_a_symlink_is_refused(built, tmp_path, no_compiler):
 
 # --- 5. the README matches run.py ----------------------------------------------------------------------------
 
-def test_the_readme_states_what_run_py_accepts(built):
-    readme = (built / "deploy" / "README.md").read_text()
+def test_the_readme_states_what_run_py_accepts(example_build):
+    readme = (example_build / "deploy" / "README.md").read_text()
     usage = readme.split("```sh\n", 1)[1].split("```", 1)[0]
-    run_py_text = (built / "deploy" / "run.py").read_text()
+    run_py_text = (example_build / "deploy" / "run.py").read_text()
     for option in re.findall(r'add_argument\("(--[a-z]+)"', run_py_text):
         assert option in usage, option
     for backend in ming_driver.BACKENDS:

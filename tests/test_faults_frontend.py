@@ -25,14 +25,12 @@ import tflite_models
 from ming_py.frontends import iree_compile, isolated, tflite_model
 from ming_py.errors import MingError
 from ming_py.pipeline import lift
+from test_faults import EXAMPLE, ming as run_ming
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "examples" / "tiny_cnn.onnx"
 
 
 def ming(*args, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ming_py.cli", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=300)
+    return run_ming(*args, env=env, timeout=300)
 
 
 def assert_refused(result: subprocess.CompletedProcess, *fragments: str) -> str:

@@ -21,25 +21,9 @@ import pytest
 from ming_py import output
 from ming_py.errors import MingError
 from ming_py.output import MARKER, check_output, output_lock, staging_paths, write_tree
+from test_faults import EXAMPLE, NEW, OLD, assert_one_line, ming
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "examples" / "tiny_cnn.onnx"
-OLD = {"report.json": "old report\n", "hls/top.cpp": "// old\n", "hls/sub/deep.txt": "old deep\n"}
-NEW = {"report.json": "new report\n", "hls/top.cpp": "// new\n", "host.json": "{}\n"}
 SWEEP_FILES = {MARKER, "sweep.csv", "sweep.json", "sweep.png"}
-
-
-def ming(*args, cwd=None, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ming_py.cli", *(a if isinstance(a, bytes) else str(a) for a in args)],
-                          capture_output=True, text=True, cwd=cwd, env=env)
-
-
-def assert_one_line(stderr: str, *fragments: str) -> None:
-    lines = stderr.strip().splitlines()
-    assert "Traceback" not in stderr, stderr
-    assert len(lines) == 1, stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def tree(root: Path) -> dict[str, bytes]:
