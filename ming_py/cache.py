@@ -65,6 +65,12 @@ def _not_private(path: Path) -> str | None:
         return "is a symbolic link"
     if not stat.S_ISDIR(info.st_mode):
         return "is not a directory"
+    return not_only_yours(info)
+
+
+def not_only_yours(info: os.stat_result) -> str | None:
+    """Why another user could change what `info` describes, None when it is this user's and only they can
+    write it."""
     if info.st_uid != os.geteuid():
         return "belongs to another user"
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):

@@ -25,7 +25,7 @@ import numpy as np
 
 from .errors import MingError
 from .options import build_metadata, check_input
-from .cache import open_lock, private_dir
+from .cache import not_only_yours, open_lock, private_dir
 from .progress import Progress
 from .runtime import ming_host
 from .runtime.ming_driver import CSIM_FLAGS, DeployError, Port, compile_program
@@ -192,7 +192,7 @@ def _open_binary(binary: Path, private: bool = False) -> int | None:
         with contextlib.suppress(OSError):
             os.fchmod(fd, 0o700)
             info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if not stat.S_ISREG(info.st_mode) or not_only_yours(info):
         os.close(fd)
         return None
     return fd
