@@ -77,16 +77,18 @@ MAX_SETTINGS_BYTES = 2 ** 20  # a settings file names a few keys; 1 MiB is thous
 def _load(path: Path) -> dict:
     if not path.is_file():
         raise MingError(f"{path}: settings file not found")
+    def too_large(size: str) -> MingError:
+        return MingError(f"{path}: settings file is {size} bytes; ming reads settings files up to "
+                         f"{MAX_SETTINGS_BYTES:,} bytes (a few keys such as conv2.unroll.oc: 8)")
+
     size = path.stat().st_size
     if size > MAX_SETTINGS_BYTES:
-        raise MingError(f"{path}: settings file is {size:,} bytes; ming reads settings files up to "
-                        f"{MAX_SETTINGS_BYTES:,} bytes (a few keys such as conv2.unroll.oc: 8)")
+        raise too_large(f"{size:,}")
     try:
         with path.open("rb") as file:  # the file may have grown since stat
             raw = file.read(MAX_SETTINGS_BYTES + 1)
         if len(raw) > MAX_SETTINGS_BYTES:
-            raise MingError(f"{path}: settings file is over {MAX_SETTINGS_BYTES:,} bytes; ming reads settings "
-                            f"files up to {MAX_SETTINGS_BYTES:,} bytes (a few keys such as conv2.unroll.oc: 8)")
+            raise too_large(f"over {MAX_SETTINGS_BYTES:,}")
         text = raw.decode()
         if path.suffix in (".yaml", ".yml"):
             data = _load_yaml(text)
