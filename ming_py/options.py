@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -80,35 +79,22 @@ def check_model(path: Path) -> None:
         raise MingError(f"{path}: file not found; pass the path of an int8 QDQ .onnx or int8 .tflite model")
 
 
-def check_output_file(path: Path, option: str = "--output") -> None:
-    """`path` can be written: not a directory, in an existing directory ming may write in."""
+def check_output_file(path: Path) -> None:
+    """`path` can be written: not a directory or a symbolic link (the driver's rule: outputs are renamed into
+    place, never written through a link), in an existing directory ming may write in."""
     path = Path(path)
-    if path.is_symlink():  # outputs are renamed into place (ming_driver.save_outputs), never written through
-        raise MingError(f"{option} {path}: is a symbolic link; give the path of a regular file (outputs are "
-                        "written beside it and renamed into place, never through a link)")
-    if path.is_dir():
-        raise MingError(f"{option} {path}: is a directory; give a file name such as {path / 'y.npy'}")
+    try:
+        ming_driver.check_destination(path)
+    except ming_driver.DeployError as exc:
+        raise MingError(str(exc)) from None
     directory = path.parent
     if directory.exists() and not directory.is_dir():
-        raise MingError(f"{option} {path}: {directory} is not a directory")
+        raise MingError(f"--output {path}: {directory} is not a directory")
     if not directory.is_dir():
-        raise MingError(f"{option} {path}: the directory {directory} does not exist; create it first")
+        raise MingError(f"--output {path}: the directory {directory} does not exist; create it first")
     problem = _write_problem(directory)
     if problem:
-        raise MingError(f"{option} {path}: cannot write in {directory} ({problem})")
-
-
-def check_output_dir(path: Path, option: str = "-o") -> None:
-    """`path` is a directory ming can write in, or can be created."""
-    absolute = Path(os.path.abspath(path))
-    if absolute.exists() and not absolute.is_dir():
-        raise MingError(f"{option} {path}: exists and is not a directory; pass a directory")
-    existing = next(p for p in (absolute, *absolute.parents) if p.exists())
-    if not existing.is_dir():
-        raise MingError(f"{option} {path}: {existing} is not a directory; pass a directory")
-    problem = _write_problem(existing)
-    if problem:
-        raise MingError(f"{option} {path}: cannot write in {existing} ({problem})")
+        raise MingError(f"--output {path}: cannot write in {directory} ({problem})")
 
 
 def _write_problem(directory: Path) -> str | None:

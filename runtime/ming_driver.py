@@ -624,7 +624,7 @@ def check_output_paths(paths: list, names: list[str]) -> None:
     """`--output` once per model output, in the model's order (`names`), or once as an .npz archive; none of
     them a directory or a symbolic link."""
     for path in paths:
-        _check_destination(path)
+        check_destination(path)
     if len(paths) == len(names) or (len(paths) == 1 and str(paths[0]).endswith(".npz")):
         return
     listed = ", ".join(repr(name) for name in names)
@@ -632,7 +632,8 @@ def check_output_paths(paths: list, names: list[str]) -> None:
                       "--output once per output in this order, or one .npz path")
 
 
-def _check_destination(path) -> None:
+def check_destination(path) -> None:
+    """An output path is neither a symbolic link (outputs are renamed into place) nor a directory."""
     if os.path.islink(path):
         raise DeployError(f"--output {path}: is a symbolic link; give the path of a regular file (outputs are "
                           "written beside it and renamed into place, never through a link)")
@@ -662,10 +663,10 @@ def save_outputs(paths: list, outputs: dict[str, np.ndarray]) -> None:
     staged = []
     try:
         for destination, write in writes:
-            _check_destination(destination)
+            check_destination(destination)
             staged.append((_write_new(destination, write), destination))
         for temporary, destination in staged:
-            _check_destination(destination)
+            check_destination(destination)
             try:
                 os.replace(temporary, destination)
             except OSError as exc:

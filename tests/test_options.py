@@ -14,7 +14,7 @@ from ming_py.build import BuildOptions, build
 from ming_py.ilp.budget import Budget
 from ming_py.ilp.pins import parse_assignments
 from ming_py.errors import MingError
-from ming_py.options import (build_metadata, check_budget_lists, check_design, check_output_dir, check_output_file,
+from ming_py.options import (build_metadata, check_budget_lists, check_design, check_output_file,
                              clock_mhz, load_input)
 
 KV260 = load_board("kv260")
@@ -184,16 +184,6 @@ def test_an_output_file_goes_into_an_existing_directory(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(MingError, match="file is not a directory"):
         check_output_file(tmp_path / "file" / "y.npy")
-
-
-def test_an_output_directory_exists_or_can_be_made(tmp_path):
-    check_output_dir(tmp_path)
-    check_output_dir(tmp_path / "new" / "deeper")
-    (tmp_path / "file").write_text("")
-    with pytest.raises(MingError, match="exists and is not a directory"):
-        check_output_dir(tmp_path / "file")
-    with pytest.raises(MingError, match="file is not a directory"):
-        check_output_dir(tmp_path / "file" / "sub")
 
 
 HOST = {"model": "net", "input": {"onnx_name": "x", "onnx_shape": [1, 3, 4, 4], "array_shape": [3, 4, 4],
