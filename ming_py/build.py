@@ -91,8 +91,9 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     pins = resolve(options.settings, stream_graph)
     budget = Budget.of(board, options.limits)
     reservation = reservation_plan(stream_graph)
-    check_fifo_bits(reservation.bits(DEFAULT_PIXELS))
-    fifo = fifo_cost(reservation)
+    reserved_bits = reservation.bits(DEFAULT_PIXELS)
+    check_fifo_bits(reserved_bits)
+    fifo = _fifo_totals(reserved_bits)
     # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
     reserved = {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
     solution = solve(stream_graph, board, budget, options.objective, pins.unroll, reserved=reserved)
