@@ -18,10 +18,11 @@ import numpy as np
 
 from ming_py import __version__, numerics
 from ming_py.boards import Board
-from ming_py.dataflow import GROUP_LOOP, Process, Schedule, StreamGraph
-from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of, window_order, window_tile
-from ming_py.storage import (ArrayPlan, average_shift, line_buffer_rows, plan_arrays, tables_per_lane,
-                             upsample_factors)
+from ming_py.array_layout import ArrayPlan
+from ming_py.dataflow import Process, Schedule, StreamGraph
+from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of
+from ming_py.kinds import kind_of, unrollable
+from ming_py.storage import average_shift, plan_arrays
 from ming_py.ir import (
     AccRequant,
     AddRequant,
@@ -75,12 +76,10 @@ class ProcessView:
     storage: dict[str, ArrayPlan]  # role -> layout; local arrays are named by their role
     window: object = None
     in_pixels: int = 0
-    line_buffer_rows: int = 0
-    window_tile: tuple[int, int] = (1, 1)  # rows x columns of the window in one k tile
-    multipliers: str = "dsp"  # ming_py.kernel.MULTIPLIERS
+    multipliers: str = "dsp"  # ming_py.kinds.window.MULTIPLIERS
     epilogue: str = ""
     arrays: dict[str, str] = field(default_factory=dict)  # role -> C++ constant array
-    extra: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # the kind's own values (`ProcessKind.view_values`) and the epilogue's
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)
@@ -191,10 +190,6 @@ def _output_view(graph: StreamGraph, schedule: Schedule, names: CppNames, port, 
                       comment_text(f"'{port.onnx_name}' (model output {port.index})"))
 
 
-def _shape_text(channel) -> str:
-    return f"{channel.channels}x{channel.height}x{channel.width}"
-
-
 def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
                   names: CppNames) -> tuple[ProcessView, list[CConstant]]:
     ins = [graph.channels[c] for c in p.inputs]
@@ -202,55 +197,34 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
     sched = schedule.of(p.name)
     lanes_in, lanes_out = [schedule.lanes_of(c) for c in p.inputs], [schedule.lanes_of(c) for c in p.outputs]
     spec = kernel_spec(graph, p, sched.unroll, lanes_in, lanes_out)
+    kind = kind_of(p.kind)
+    shapes = f"{' + '.join(_shape_text(c) for c in ins)} -> {_shape_text(outs[0])}"
     view = ProcessView(
-        name=names.processes[p.name], label=c_string(p.name), kind=p.kind, template=_TEMPLATE.get(p.kind, p.kind),
-        comment=comment_text(_comment(p, ins, outs)),
+        name=names.processes[p.name], label=c_string(p.name), kind=p.kind, template=kind.template,
+        comment=comment_text(kind.describe(p, ins, outs, shapes)),
         inputs=[names.channels[c] for c in p.inputs], outputs=[names.channels[c] for c in p.outputs],
         in_lanes=lanes_in, out_lanes=lanes_out,
-        unroll=[(loop, sched.factor(loop)) for loop in p.unrollable], spec=spec, loop=loop_of(spec),
+        unroll=[(loop, sched.factor(loop)) for loop in unrollable(p)], spec=spec, loop=loop_of(spec),
         storage=plan_arrays(spec, p.epilogue, sched.storage_of("line_buffer")), window=p.window,
-        in_pixels=ins[0].pixels,
-        line_buffer_rows=line_buffer_rows(spec) if p.kind in _WINDOW else 0,
-        window_tile=window_tile(p.window.kernel, sched.factor("k")) if p.kind in _WINDOW else (1, 1),
-        multipliers=sched.multipliers,
-        arrays=names.arrays[p.name])
+        in_pixels=ins[0].pixels, multipliers=sched.multipliers, arrays=names.arrays[p.name],
+        extra=kind.view_values(spec, p, lanes_in, lanes_out))
     constants: list[CConstant] = []
 
     def constant(role: str, ctype: str, array: np.ndarray, comment: str) -> None:
         constants.append(CConstant(view.arrays[role], ctype, array, comment_text(f"{p.name}: {comment}")))
 
-    if p.kind in _WINDOW:  # the greatest line buffer row a window's first row is in: (top - PAD_TOP) mod ROWS
-        w = p.window
-        view.extra["last_top_slot"] = max((top * w.stride[0] - w.pads[0]) % view.line_buffer_rows
-                                          for top in range(w.out_height))
-    if p.kind == "upsample":
-        view.extra["factors"] = upsample_factors(spec)
     if p.weights is not None:
-        constant("weights", "int8_t", fold_order(p.kind, p.weights, spec).astype(np.int8),
-                 f"weights {_shape_doc(p)}, one row of every weight a fold step multiplies")
-    if p.kind == "permute":  # where each output channel arrives: (token, lane)
-        view.extra["sources"] = [divmod(c, lanes_in[0]) for c in p.order]
-    if p.routes:  # per output, its first token and tokens of a pixel
-        view.extra["routes"] = [(first // lanes, count // lanes)
-                                for (first, count), lanes in zip(p.routes, lanes_out)]
+        constant("weights", "int8_t", kind.weight_rows(p.weights, spec).astype(np.int8),
+                 f"weights {kind.weights_layout(p)}, one row of every weight a fold step multiplies")
     _epilogue(view, p, constant)
     return view, constants
 
 
-_WINDOW = ("conv", "depthwise", "maxpool", "avgpool")
-_TEMPLATE = {**{kind: "window" for kind in _WINDOW}, "global_avgpool": "global_pool", "global_maxpool": "global_pool",
-             "rescale": "table", "add": "eltwise", "mul": "eltwise"}
-
-
-# The label of the one pipelined loop of each process template (emit/templates/process/<template>.cpp.j2: the
-# line before the `for` over ITERATIONS whose body opens with the PIPELINE pragma; tests/test_report_checks.py
-# holds the two together). Vitis HLS names the loop so in its reports (SummaryOfLoopLatency/<label>, in the
-# function's report or in that of the module <function>_Pipeline_<label>); run_hls.tcl looks it up there.
-PIPELINE_LABELS = {
-    "window": "window_positions", "pointwise": "pixels", "dense": "vector", "global_pool": "channels",
-    "eltwise": "tokens", "table": "tokens", "concat": "tokens", "split": "tokens", "broadcast": "tokens",
-    "pad": "tokens", "permute": "tokens", "upsample": "tokens",
-}
+# The label of the one pipelined loop of each process template is its kind's `pipeline_label` (emit/templates/
+# process/<template>.cpp.j2: the line before the `for` over ITERATIONS whose body opens with the PIPELINE pragma;
+# tests/test_report_checks.py holds the two together). Vitis HLS names the loop so in its reports
+# (SummaryOfLoopLatency/<label>, in the function's report or in that of the module <function>_Pipeline_<label>);
+# run_hls.tcl looks it up there.
 PLANNED_II = 1  # every process loop is pipelined at II=1 (ming_py/kernel.py)
 
 
@@ -264,27 +238,9 @@ def pipeline_loops(graph: StreamGraph, schedule: Schedule) -> list[dict]:
         sched = schedule.of(p.name)
         spec = kernel_spec(graph, p, sched.unroll, [schedule.lanes_of(c) for c in p.inputs],
                            [schedule.lanes_of(c) for c in p.outputs])
-        loops.append({"function": names.processes[p.name], "loop": PIPELINE_LABELS[_TEMPLATE.get(p.kind, p.kind)],
+        loops.append({"function": names.processes[p.name], "loop": kind_of(p.kind).pipeline_label,
                       "trip_count": loop_of(spec).iterations, "ii": PLANNED_II})
     return loops
-
-
-def fold_order(kind: str, weights: np.ndarray, spec: KernelSpec) -> np.ndarray:
-    """Weights as [fold step][lane]: the row a step reads holds every weight its MAC lanes multiply,
-    output tiles outermost, window elements in the loop's order (`ming_py.kernel`)."""
-    f = spec.factor
-    if kind in ("conv", "depthwise"):
-        weights = weights[..., window_order(spec.window.kernel, f("k"))]
-    if kind in ("conv", "pointwise"):  # [group tile][out tile][in tile][k tile] x [group][out][in][k] lanes
-        c_out, c_in, k = weights.reshape(weights.shape[0], weights.shape[1], -1).shape
-        groups, grouped = spec.window.groups, f(GROUP_LOOP)
-        tiled = weights.reshape(groups // grouped, grouped, c_out // groups // f("oc"), f("oc"), c_in // f("ic"),
-                                f("ic"), k // f("k"), f("k"))
-        return tiled.transpose(0, 2, 4, 6, 1, 3, 5, 7).reshape(spec.fold, -1)
-    outer, inner = {"depthwise": ("c", "k"), "dense": ("n", "k")}[kind]
-    rows, cols = weights.shape
-    tiled = weights.reshape(rows // f(outer), f(outer), cols // f(inner), f(inner))
-    return tiled.transpose(0, 2, 1, 3).reshape(spec.fold, -1)
 
 
 def _per_tile(values: np.ndarray, lanes: int) -> np.ndarray:
@@ -292,29 +248,8 @@ def _per_tile(values: np.ndarray, lanes: int) -> np.ndarray:
     return values.reshape(-1, lanes)
 
 
-def _shape_doc(p: Process) -> str:
-    in_channel = "in channel of its group" if p.window is not None and p.window.groups > 1 else "in channel"
-    return {"conv": f"[out channel][{in_channel}][window position]", "depthwise": "[channel][window position]",
-            "pointwise": f"[out channel][{in_channel}]",
-            "dense": "[output][input, in stream order (row, column, channel)]"}[p.kind]
-
-
-def _comment(p: Process, ins, outs) -> str:
-    shapes = f"{' + '.join(_shape_text(c) for c in ins)} -> {_shape_text(outs[0])}"
-    w = p.window
-    groups = f", {w.groups} groups" if w is not None and w.groups > 1 else ""
-    if p.kind in ("conv", "depthwise", "maxpool", "avgpool"):
-        geometry = (f"{w.kernel[0]}x{w.kernel[1]}, stride {w.stride[0]}x{w.stride[1]}, "
-                    f"dilation {w.dilation[0]}x{w.dilation[1]}, pads {'/'.join(map(str, w.pads))} (t/l/b/r){groups}")
-        return f"{p.name} ({p.source}): {p.kind} {geometry}: {shapes}"
-    if p.kind == "pointwise":
-        return f"{p.name} ({p.source}): 1x1 conv, stride {w.stride[0]}x{w.stride[1]}{groups}: {shapes}"
-    if p.kind == "pad":
-        return f"{p.name} ({p.source}): pad {'/'.join(map(str, w.pads))} (t/l/b/r) with {w.pad_value}: {shapes}"
-    if p.kind == "upsample":
-        factors = f"{outs[0].height // ins[0].height}x{outs[0].width // ins[0].width}"
-        return f"{p.name} ({p.source}): nearest upsample {factors}: {shapes}"
-    return f"{p.name} ({p.source}): {p.kind}: {shapes}"
+def _shape_text(channel) -> str:
+    return f"{channel.channels}x{channel.height}x{channel.width}"
 
 
 def _epilogue(view: ProcessView, p: Process, constant) -> None:
@@ -425,8 +360,7 @@ def _epilogue(view: ProcessView, p: Process, constant) -> None:
             what = f"DequantizeLinear -> QuantizeLinear, clamped to [{e.qmin}, {e.qmax}],"
         else:
             tables, what = e.table, f"DequantizeLinear -> {e.function} -> QuantizeLinear"
-        lanes, per_lane = view.out_lanes[0], tables_per_lane(view.spec, e)
-        view.extra["tables_per_lane"] = per_lane
+        lanes, per_lane = view.out_lanes[0], view.tables_per_lane
         # lane l of the t-th token of a pixel carries channel t * lanes + l
         channels = np.broadcast_to(tables, (per_lane * lanes, 256)) if len(tables) == 1 else tables
         rom = channels.reshape(per_lane, lanes, 256).transpose(1, 0, 2).reshape(view.storage["table"].shape)

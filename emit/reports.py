@@ -13,6 +13,7 @@ from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
 from ming_py.kernel import kernel_spec
+from ming_py.kinds import trip_counts, unrollable
 from ming_py.ir import (
     AccRequant,
     AddRequant,
@@ -23,7 +24,8 @@ from ming_py.ir import (
     MulRequant,
 )
 from ming_py.runtime.ming_host import words_per_image
-from ming_py.storage import ArrayPlan, plan_arrays, requant_datapath
+from ming_py.array_layout import ArrayPlan
+from ming_py.storage import plan_arrays, requant_datapath
 
 REQUANTIZING = (AccRequant, AddRequant, MulRequant, AverageRequant, FixedPointRequant, FixedPointAdd,
                 FixedPointAverage)
@@ -38,12 +40,12 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
     pipelines = pipeline_loops(graph, schedule)
     for p, pipeline in zip(graph.processes, pipelines):
         sched = schedule.of(p.name)
-        unroll = {loop: sched.factor(loop) for loop in p.unrollable}
+        unroll = {loop: sched.factor(loop) for loop in unrollable(p)}
         nodes.append({
             "name": p.name, "cpp_name": names.processes[p.name], "source": p.source, "kind": p.kind,
             "inputs": list(p.inputs), "outputs": list(p.outputs),
             "window": _window_json(p.window) if p.window is not None else None,
-            "loop_bounds": graph.trip_counts(p) | _pixel_loops(graph, p),
+            "loop_bounds": trip_counts(graph, p) | _pixel_loops(graph, p),
             "pipeline": {key: pipeline[key] for key in ("loop", "trip_count", "ii")},
             "schedule": {"unroll": unroll, "lanes_in": [schedule.lanes_of(c) for c in p.inputs],
                          "lanes_out": [schedule.lanes_of(c) for c in p.outputs]},
@@ -183,7 +185,7 @@ def dataflow_mlir(graph: StreamGraph, schedule: Schedule) -> str:
         processes.append({"name": mlir_string(p.name), "cpp_name": cpp_attribute(p.name, names.processes[p.name]),
                           "kind": p.kind, "source": mlir_string(p.source), "operands": operands,
                           "types": ["!dfg.stream<i8>"] * len(operands), "num_inputs": len(p.inputs),
-                          "unroll": [(loop, schedule.of(p.name).factor(loop)) for loop in p.unrollable]})
+                          "unroll": [(loop, schedule.of(p.name).factor(loop)) for loop in unrollable(p)]})
     model = {"title": comment_text(graph.name), "name": mlir_string(graph.name),
              "cpp_name": cpp_attribute(graph.name, names.model), "input": mlir_string(graph.input.channel),
              "outputs": [mlir_string(port.channel) for port in graph.outputs]}

@@ -28,8 +28,8 @@ Resources (DSP48E2, BRAM18K, URAM, LUT, FF):
   lane 200 for the lean datapath with a shift constant to the process (abs and clamp, a 48-bit
   fraction compare, an 11-bit priority encoder, sign, zero point, saturation), 450 when the shift
   varies by channel (a 51-bit barrel shifter and masks), 1,200 for the exact emulation (two 64-bit
-  normalizations); a channel permutation's output multiplexers (each output bit chooses among the
-  2 x T_out register places of its channels, four per LUT6); FF = 1.5 x logic LUT plus the registers
+  normalizations); the kind's own datapath (`ProcessKind.logic_lut`: a channel permutation's output
+  multiplexers); FF = 1.5 x logic LUT plus the registers
   of the storage plan. Rough by intent: the ILP needs the trend, the vendor report gives the truth.
 """
 
@@ -45,7 +45,9 @@ from ming_py.dataflow import Process, StreamGraph
 from ming_py.ir import (AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant,
                         MulRequant)
 from ming_py.kernel import kernel_spec, loop_of
-from ming_py.storage import memory_cost, plan_arrays, requant_datapath
+from ming_py.kinds import trip_counts
+from ming_py.array_layout import memory_cost
+from ming_py.storage import plan_arrays, requant_datapath
 
 CONTROL_LUT = 300
 LUT_PER_MAC = 12
@@ -63,7 +65,6 @@ REQUANT_LANE = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (
                 "shift": (60, 0)}
 # LUTs of the lean datapath's 24 x 27-bit product built in fabric (a process with fabric multipliers)
 LEAN_PRODUCT_IN_FABRIC = 430
-MUX_INPUTS_PER_LUT = 4  # a LUT6 is a 4:1 multiplexer
 
 
 def mac_lanes_within(budget) -> int:
@@ -118,19 +119,12 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
         requant_lut, requant_dsp = requant_lut + LEAN_PRODUCT_IN_FABRIC, 0
     bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
     mac_lut, mac_dsp = MAC_LANE[choice.multipliers]
-    logic = CONTROL_LUT + (LUT_PER_MAC + mac_lut) * spec.macs + requant_lut * requant_lanes + _mux_lut(spec)
+    logic = CONTROL_LUT + (LUT_PER_MAC + mac_lut) * spec.macs + requant_lut * requant_lanes \
+        + spec.process_kind.logic_lut(spec)
     dsp = math.ceil(mac_dsp * spec.macs) + requant_dsp * requant_lanes
     progress, lags = _progress(graph, p, choice, loop)
     return Cost(cycles, fill, dsp, bram, uram, logic + memory_lut, int(1.5 * logic) + registers,
                 progress, lags)
-
-
-def _mux_lut(spec) -> int:
-    """LUTs of a permute process's output multiplexers: each of its L_out x 8 output bits selects among the
-    2 x T_out register places (two pixels, T_out tokens) its channels come from."""
-    if spec.kind != "permute":
-        return 0
-    return spec.lanes_out[0] * 8 * math.ceil(2 * spec.tokens_out[0] / MUX_INPUTS_PER_LUT)
 
 
 def samples(tokens: int) -> list[int]:
@@ -143,7 +137,7 @@ def input_fractions(graph: StreamGraph, p: Process) -> tuple[tuple[float, ...], 
     """Per input, the share of its tokens read before the output token at j/K is written (j = 1..K): what
     the output at j/K waits for, from the geometry alone (the loop with one lane and no unrolling), so the
     same for every candidate and the ILP can chain it linearly."""
-    trips = graph.trip_counts(p)
+    trips = trip_counts(graph, p)
     ones = tuple((loop, 1) for loop in trips)
     loop = loop_of(kernel_spec(graph, p, ones, (1,) * len(p.inputs), (1,) * len(p.outputs)))
     writes = loop.token_iterations("writes", 0, samples(graph.channels[p.outputs[0]].values))

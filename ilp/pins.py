@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ming_py.dataflow import StreamGraph
 from ming_py.errors import MingError
+from ming_py.kinds import trip_counts
 
 
 @dataclass
@@ -166,7 +167,7 @@ def resolve(settings: dict[str, int], graph: StreamGraph) -> Pins:
         parts = key.split(".")
         if len(parts) == 3 and parts[1] == "unroll" and parts[0] in processes:
             process, loop = processes[parts[0]], parts[2]
-            trips = graph.trip_counts(process)
+            trips = trip_counts(graph, process)
             if loop not in trips:
                 raise MingError(f"{key}: process {process.name} ({process.kind}) unrolls "
                                 f"{', '.join(sorted(trips)) or 'nothing'}")

@@ -39,9 +39,10 @@ import pulp
 
 from ming_py.adapters import pack_adapter
 from ming_py.boards import Board
-from ming_py.dataflow import GROUP_LOOP, WINDOW_KINDS, ProcessSchedule, Schedule, StreamGraph, divisors
+from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
 from ming_py.errors import MingError
-from ming_py.kernel import multiplier_choices, static_banks, whole_groups
+from ming_py.kinds import kind_of, trip_counts
+from ming_py.kinds.window import whole_groups
 
 from .budget import RESOURCES, UNITS, Budget
 from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, process_cost,
@@ -88,49 +89,26 @@ def candidates(graph: StreamGraph, process, pins: dict[str, int] | None = None,
                uram: bool = False) -> list[Choice]:
     """Every valid schedule of one process (lanes tied to the parallelism they feed)."""
     pins = pins or {}
-    trips = graph.trip_counts(process)
+    kind = kind_of(process.kind)
+    trips = trip_counts(graph, process)
     ins = [graph.channels[c] for c in process.inputs]
     outs = [graph.channels[c] for c in process.outputs]
     loops = list(trips)
     options = [[pins[loop]] if loop in pins else [d for d in divisors(trips[loop]) if d <= MAX_UNROLL]
                for loop in loops]
-    memories = ["bram", "uram"] if uram and process.kind in WINDOW_KINDS else ["bram"]
+    memories = ["bram", "uram"] if uram and kind.line_buffer else ["bram"]
     result = []
     for factors in itertools.product(*options):
         unroll = dict(zip(loops, factors))
         if not whole_groups(process.window, unroll):
             continue
-        for lanes_in, lanes_out in _lanes(process.kind, unroll, ins, outs, process.routes):
-            if not static_banks(process.kind, unroll.get("k", 1), lanes_in[0]):
+        for lanes_in, lanes_out in kind.lane_options(unroll, ins, outs, process.routes, MAX_UNROLL):
+            if not kind.static_banks(unroll.get("k", 1), lanes_in[0]):
                 continue
             for memory in memories:
-                for multipliers in multiplier_choices(process.kind, unroll):
+                for multipliers in kind.multiplier_choices(unroll):
                     result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory, multipliers))
     return result
-
-
-def _lanes(kind: str, unroll: dict[str, int], ins, outs, routes=()):
-    """(lanes in, lanes out) options: the parallelism a process consumes and produces per cycle."""
-    if kind in ("conv", "pointwise"):
-        groups = unroll.get(GROUP_LOOP, 1)
-        if groups * max(unroll["ic"], unroll["oc"]) <= MAX_UNROLL or groups == 1:
-            yield (groups * unroll["ic"],), (groups * unroll["oc"],)
-    elif kind in ("depthwise", "maxpool", "avgpool", "global_avgpool", "global_maxpool"):
-        yield (unroll["c"],), (unroll["c"],)
-    elif kind == "dense":
-        for lanes in divisors(ins[0].channels):
-            if lanes <= MAX_UNROLL:
-                yield (lanes,), (unroll["n"],)
-    elif kind == "broadcast" and min(c.channels for c in ins) == 1:  # a scalar: one token of one lane
-        for lanes in divisors(outs[0].channels):
-            if lanes <= MAX_UNROLL:
-                yield tuple(1 if c.channels == 1 else lanes for c in ins), (lanes,)
-    else:  # add, mul, broadcast, rescale, table, concat, split, upsample, pad, permute: one lane count throughout
-        # (a split's routes start at a token)
-        common = math.gcd(*[c.channels for c in ins + outs], *[first for first, _ in routes])
-        for lanes in divisors(common):
-            if lanes <= MAX_UNROLL:
-                yield (lanes,) * len(ins), (lanes,) * len(outs)
 
 
 def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "latency",
@@ -496,9 +474,9 @@ def smallest_design(graph: StreamGraph) -> dict[str, int]:
     need least of it: what any build needs."""
     needs = dict.fromkeys(RESOURCES, 0)
     for p in graph.processes:
-        ones = tuple((loop, 1) for loop in graph.trip_counts(p))
+        ones = tuple((loop, 1) for loop in trip_counts(graph, p))
         costs = [process_cost(graph, p, Choice(ones, (1,) * len(p.inputs), (1,) * len(p.outputs), multipliers=m))
-                 for m in multiplier_choices(p.kind, dict(ones))]
+                 for m in kind_of(p.kind).multiplier_choices(dict(ones))]
         for r in RESOURCES:
             needs[r] += min(getattr(c, r) for c in costs)
     return needs
@@ -606,12 +584,4 @@ def at_share(curve: list, share: float):
 
 
 def _macs(graph: StreamGraph, p) -> int:
-    trips = graph.trip_counts(p)
-    if p.kind in ("conv", "pointwise"):
-        w = p.window
-        return w.out_height * w.out_width * trips.get(GROUP_LOOP, 1) * trips["oc"] * trips["ic"] * trips.get("k", 1)
-    if p.kind == "depthwise":
-        return p.window.out_height * p.window.out_width * trips["c"] * trips["k"]
-    if p.kind == "dense":
-        return trips["n"] * trips["k"]
-    return 0
+    return kind_of(p.kind).macs_per_image(p.window, trip_counts(graph, p))

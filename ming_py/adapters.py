@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from .kernel import Access, Loop, Position
+from .loops import Access, Loop, Position
 from .runtime.ming_host import VALUES_PER_WORD as AXIS_VALUES_PER_WORD
 
 PIPELINE_DEPTH = 4

@@ -14,29 +14,7 @@ import numpy as np
 
 from .ir import Epilogue, HostOp
 
-# Process kinds and the loops each may unroll (name -> what it counts).
-UNROLLABLE = {
-    "conv": ("oc", "ic", "k"),  # output channels, input channels, window positions
-    "depthwise": ("c", "k"),
-    "pointwise": ("oc", "ic"),
-    "dense": ("n", "k"),  # outputs, inputs
-    "maxpool": ("c", "k"),
-    "avgpool": ("c", "k"),
-    "global_avgpool": ("c",),
-    "global_maxpool": ("c",),
-    "add": (),  # two maps of one shape: Add, Sub
-    "mul": (),
-    "broadcast": (),  # a map and a per-channel vector (or a scalar): Add, Sub, Mul
-    "rescale": (),
-    "table": (),
-    "concat": (),
-    "split": (),
-    "upsample": (),
-    "pad": (),
-    "permute": (),
-}
-GROUP_LOOP = "g"  # a grouped conv's groups in one output token, unrolled before its UNROLLABLE loops
-WINDOW_KINDS = ("conv", "depthwise", "maxpool", "avgpool")
+GROUP_LOOP = "g"  # a grouped conv's groups in one output token, unrolled before its kind's own loops
 
 
 @dataclass(frozen=True)
@@ -101,7 +79,7 @@ class Window:
 @dataclass(eq=False)
 class Process:
     name: str
-    kind: str
+    kind: str  # its `ming_py.kinds` entry
     source: str  # the ONNX node
     inputs: tuple[str, ...]  # channel names
     outputs: tuple[str, ...]
@@ -114,11 +92,6 @@ class Process:
     routes: tuple[tuple[int, int], ...] = ()
     # permute: output channel c is input channel order[c]
     order: tuple[int, ...] = ()
-
-    @property
-    def unrollable(self) -> tuple[str, ...]:
-        grouped = self.window is not None and self.window.groups > 1
-        return (GROUP_LOOP,) * grouped + UNROLLABLE[self.kind]
 
 
 @dataclass(frozen=True)
@@ -155,29 +128,6 @@ class StreamGraph:
 
     def process(self, name: str) -> Process:
         return next(p for p in self.processes if p.name == name)
-
-    def trip_counts(self, process: Process) -> dict[str, int]:
-        """Trip count of each unrollable loop of a process."""
-        w = process.window
-        ins = [self.channels[c] for c in process.inputs]
-        outs = [self.channels[c] for c in process.outputs]
-        table = {
-            "conv": lambda: _grouped_trips(w) | {"k": w.window_size},
-            "depthwise": lambda: {"c": w.out_channels, "k": w.window_size},
-            "pointwise": lambda: _grouped_trips(w),
-            "dense": lambda: {"n": outs[0].channels, "k": ins[0].values},
-            "maxpool": lambda: {"c": w.out_channels, "k": w.window_size},
-            "avgpool": lambda: {"c": w.out_channels, "k": w.window_size},
-            "global_avgpool": lambda: {"c": ins[0].channels},
-            "global_maxpool": lambda: {"c": ins[0].channels},
-        }
-        return table[process.kind]() if process.kind in table else {}
-
-
-def _grouped_trips(w: Window) -> dict[str, int]:
-    """A conv's groups (when there are several), output channels and input channels of one group."""
-    trips = {"oc": w.out_channels // w.groups, "ic": w.in_channels // w.groups}
-    return {GROUP_LOOP: w.groups} | trips if w.groups > 1 else trips
 
 
 # ---- schedule -------------------------------------------------------------------

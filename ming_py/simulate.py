@@ -62,13 +62,14 @@ from pathlib import Path
 import numpy as np
 
 from .adapters import AXIS_VALUES_PER_WORD, PIPELINE_DEPTH, record_loop, unpack_loop
-from .dataflow import WINDOW_KINDS, Window
+from .dataflow import Window
 from .errors import MingError
-from .kernel import Loop, Position, loop_of, spec_from_report
+from .kernel import loop_of, spec_from_report
+from .kinds import WINDOW_GEOMETRY_KINDS, registered
+from .loops import Loop, Position
 
 STUCK, MOVED, PAST_LIMIT = range(3)  # what `_advance` did
-KINDS = WINDOW_KINDS + ("pointwise", "dense", "global_avgpool", "global_maxpool", "add", "mul", "broadcast", "rescale",
-                        "table", "concat", "split", "upsample", "pad", "permute")
+KINDS = tuple(registered())
 
 
 @dataclass
@@ -544,7 +545,7 @@ def check_report(report, path) -> None:
                 fail(f"{field}.schedule.unroll.{loop}", f"a positive number expected, found {factor!r}")
         if node.get("window") is not None:
             _check_window(need(node["window"], f"{field}.window", dict, "an object"), f"{field}.window", fail)
-        elif node["kind"] in WINDOW_KINDS + ("pointwise", "pad"):
+        elif node["kind"] in WINDOW_GEOMETRY_KINDS:
             fail(field, f"a {node['kind']} process needs its \"window\"")
         for k, route in enumerate(need(node.get("routes", []), f"{field}.routes", list, "a list")):
             if not isinstance(route, list) or len(route) != 2 or not all(is_int(x) and x >= 0 for x in route):

@@ -13,7 +13,7 @@ from ming_py.build import design
 from ming_py.output import write_tree
 from ming_py.csim import run_csim
 from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
-from ming_py.kernel import multiplier_choices
+from ming_py.kinds import kind_of, trip_counts
 from ming_py.line_buffers import build_stream_graph
 
 
@@ -66,14 +66,14 @@ def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: i
     lanes = {name: group_lanes[root(name)] for name in stream_graph.channels}
     processes = {}
     for p in stream_graph.processes:
-        trips = stream_graph.trip_counts(p)
+        trips = trip_counts(stream_graph, p)
         tied = {"g": 1, "oc": lanes[p.outputs[0]], "n": lanes[p.outputs[0]], "ic": lanes[p.inputs[0]],
                 "c": lanes[p.inputs[0]]}
         if p.kind == "dense":
-            tied["k"] = lanes[p.inputs[0]]  # a k tile is an input token (ming_py.kernel.static_banks)
+            tied["k"] = lanes[p.inputs[0]]  # a k tile is an input token (the dense kind's static_banks)
         unroll = tuple((loop, tied[loop] if loop in tied else rng.choice([d for d in divisors(trip) if d <= max_factor]))
                        for loop, trip in trips.items())
-        processes[p.name] = ProcessSchedule(unroll, multipliers=rng.choice(multiplier_choices(p.kind, dict(unroll))))
+        processes[p.name] = ProcessSchedule(unroll, multipliers=rng.choice(kind_of(p.kind).multiplier_choices(dict(unroll))))
     depths = {name: rng.choice([1, 2, 3, 16]) for name in stream_graph.channels}
     return Schedule(processes, lanes, depths)
 

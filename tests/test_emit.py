@@ -13,7 +13,8 @@ import pytest
 import zoo
 from emit_helpers import csim, random_schedule, stream_graph_of
 from ming_py.dataflow import ProcessSchedule, Schedule
-from ming_py.kernel import MULTIPLIERS, multiplier_choices
+from ming_py.kinds import kind_of, trip_counts
+from ming_py.kinds.window import MULTIPLIERS
 from ming_py import reference
 
 MODELS = sorted(zoo.MODELS)
@@ -65,8 +66,8 @@ def test_every_multiplier_choice_is_bit_exact(lifted, tmp_path, multipliers):
     for p in stream_graph.processes:
         tied = {"oc": lanes[p.outputs[0]], "n": lanes[p.outputs[0]], "ic": lanes[p.inputs[0]],
                 "c": lanes[p.inputs[0]], "k": lanes[p.inputs[0]] if p.kind == "dense" else 1}
-        unroll = tuple((loop, tied.get(loop, 1)) for loop in stream_graph.trip_counts(p))
-        choices = multiplier_choices(p.kind, dict(unroll))
+        unroll = tuple((loop, tied.get(loop, 1)) for loop in trip_counts(stream_graph, p))
+        choices = kind_of(p.kind).multiplier_choices(dict(unroll))
         chosen = multipliers if multipliers in choices else choices[0]
         processes[p.name] = ProcessSchedule(unroll, multipliers=chosen)
     schedule = Schedule(processes, lanes, schedule.depths)

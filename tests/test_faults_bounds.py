@@ -30,7 +30,10 @@ from ming_py.dataflow import Window
 from ming_py.errors import MingError
 from ming_py.ilp.pins import MAX_SETTINGS_BYTES, parse_assignments
 from ming_py.ir import Graph, Reshape, TensorInfo
-from ming_py.kernel import Access, KernelSpec, Loop, Position, _position_kinds, loop_of, window_emits
+from ming_py.kernel import KernelSpec, Loop, loop_of
+from ming_py.kinds import window as window_kind
+from ming_py.kinds.window import position_kinds, window_emits
+from ming_py.loops import Access, Position
 
 REPO = Path(__file__).resolve().parent.parent
 CHILD_MEMORY = 3 * 2 ** 30  # the child's address space: ming refuses a huge model in a few hundred MB
@@ -86,9 +89,8 @@ def huge_model(tmp_path_factory) -> Path:
 # 1a. Window positions in closed form
 # ---------------------------------------------------------------------------
 
-def _enumerated_kinds(w: Window, kind: str) -> tuple[tuple[int, bool, bool], ...]:
-    """The former per-position enumeration of `_position_kinds`, its runs merged."""
-    pointwise = kind == "pointwise"
+def _enumerated_kinds(w: Window, pointwise: bool) -> tuple[tuple[int, bool, bool], ...]:
+    """The former per-position enumeration of `position_kinds`, its runs merged."""
     rows, cols = (w.in_height, w.in_width) if pointwise else (w.padded_height, w.padded_width)
     top_pad, left_pad = (0, 0) if pointwise else (w.pads[0], w.pads[1])
     kinds, emits_before = [], False
@@ -99,7 +101,7 @@ def _enumerated_kinds(w: Window, kind: str) -> tuple[tuple[int, bool, bool], ...
                 kinds[-1] = (kinds[-1][0] + 1, real, emits_before)
             else:
                 kinds.append((1, real, emits_before))
-            emits_before = row < rows and window_emits(w, kind, row, col)
+            emits_before = row < rows and window_emits(w, pointwise, row, col)
     return tuple(kinds)
 
 
@@ -128,8 +130,8 @@ def windows(draw):
 @given(windows())
 def test_position_kinds_closed_form_equals_the_enumeration(case):
     kind, w = case
-    kinds = _position_kinds(w, kind)
-    assert kinds == _enumerated_kinds(w, kind)
+    kinds = position_kinds(w, kind == "pointwise")
+    assert kinds == _enumerated_kinds(w, kind == "pointwise")
     rows, cols = (w.in_height, w.in_width) if kind == "pointwise" else (w.padded_height, w.padded_width)
     assert sum(count for count, _, _ in kinds) == rows * cols + 1
     assert all(a[1:] != b[1:] for a, b in zip(kinds, kinds[1:]))  # runs, never two equal neighbours
@@ -147,14 +149,12 @@ def test_window_loops_are_unchanged(monkeypatch_free_case, channels_in, channels
     spec = KernelSpec(kind, ((channels_in, w.in_height, w.in_width),), ((c_out, w.out_height, w.out_width),),
                       (), (1,), (1,), w)
     loop = loop_of(spec)
-    import ming_py.kernel as kernel
-
-    saved = kernel._position_kinds
+    saved = window_kind.position_kinds
     try:
-        kernel._position_kinds = _enumerated_kinds
+        window_kind.position_kinds = _enumerated_kinds
         reference = loop_of(spec)
     finally:
-        kernel._position_kinds = saved
+        window_kind.position_kinds = saved
     assert loop == reference
 
 
@@ -163,10 +163,10 @@ def test_position_kinds_of_a_huge_map_take_rows_not_pixels():
     code = textwrap.dedent("""
         import time
         from ming_py.dataflow import Window
-        from ming_py.kernel import _position_kinds
+        from ming_py.kinds.window import position_kinds
         w = Window(3, 100000, 100000, 8, 100000, 100000, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1))
         start = time.perf_counter()
-        kinds = _position_kinds(w, "conv")
+        kinds = position_kinds(w, False)
         print(len(kinds), sum(k[0] for k in kinds), time.perf_counter() - start)
     """)
     result = _run_bounded([sys.executable, "-c", code], seconds=60, memory=2 * 2 ** 30)

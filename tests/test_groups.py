@@ -23,7 +23,8 @@ from ming_py.classify import classify
 from ming_py.dataflow import Schedule
 from ming_py.ilp import Budget, Choice, process_cost, solve
 from ming_py.ilp.solve import candidates
-from ming_py.kernel import kernel_spec, loop_of, multiplier_choices
+from ming_py.kernel import kernel_spec, loop_of
+from ming_py.kinds import kind_of
 from ming_py.parity import onnxruntime_outputs
 from ming_py.storage import plan_arrays
 
@@ -261,7 +262,7 @@ def _every_multiplier(graph, schedule: Schedule) -> Schedule:
     processes = {}
     for turn, process in enumerate(graph.processes):
         sched = schedule.of(process.name)
-        choices = multiplier_choices(process.kind, dict(sched.unroll))
+        choices = kind_of(process.kind).multiplier_choices(dict(sched.unroll))
         processes[process.name] = replace(sched, multipliers=choices[turn % len(choices)])
     return replace(schedule, processes=processes)
 

@@ -19,7 +19,8 @@ import zoo
 from emit_helpers import random_schedule
 from ming_py.boards import load_board
 from ming_py.build import design
-from ming_py.emit.hls import PIPELINE_LABELS, PLANNED_II, TEMPLATES, _TEMPLATE
+from ming_py.emit.hls import PLANNED_II, TEMPLATES
+from ming_py.kinds import kind_of, registered
 from ming_py.line_buffers import build_stream_graph
 from ming_py.output import write_tree
 from ming_py.pipeline import lift
@@ -67,11 +68,14 @@ def pipelined_loops(body: str) -> list[tuple[str, str, str]]:
 
 
 def test_every_template_labels_one_pipelined_loop_as_the_report_names_it():
-    assert sorted(PIPELINE_LABELS) == PROCESS_TEMPLATES
+    labels = {kind.template: kind.pipeline_label for kind in registered().values()}
+    assert sorted(labels) == PROCESS_TEMPLATES  # every template serves a kind, and every kind has one
+    for kind in registered().values():
+        assert labels[kind.template] == kind.pipeline_label, kind.name  # kinds sharing a template share its label
     for template in PROCESS_TEMPLATES:
         text = (TEMPLATES / "process" / f"{template}.cpp.j2").read_text()
         assert text.count("HLS_PRAGMA(PIPELINE") == 1, template
-        assert pipelined_loops(text) == [(PIPELINE_LABELS[template], "ITERATIONS", str(PLANNED_II))], template
+        assert pipelined_loops(text) == [(labels[template], "ITERATIONS", str(PLANNED_II))], template
         assert "ITERATIONS = {{ p.loop.iterations }};" in text, template
 
 
@@ -91,7 +95,7 @@ def test_each_report_label_is_the_pipelined_loop_of_its_process_function(network
             assert pipelined_loops(body) == [(pipeline["loop"], "ITERATIONS", str(pipeline["ii"]))], node["name"]
             assert re.search(rf"\bITERATIONS = {pipeline['trip_count']};", body), node["name"]
             assert pipeline["ii"] == PLANNED_II and pipeline["trip_count"] > 0
-            seen.add(_TEMPLATE.get(process.kind, process.kind))
+            seen.add(kind_of(process.kind).template)
     assert sorted(seen) == PROCESS_TEMPLATES  # the networks exercise every template
 
 

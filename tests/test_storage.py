@@ -7,7 +7,9 @@ import pytest
 
 from ming_py.dataflow import Window
 from ming_py.kernel import KernelSpec
-from ming_py.storage import ArrayPlan, Dim, line_buffer_rows, plan_arrays
+from ming_py.array_layout import ArrayPlan, Dim
+from ming_py.kinds.window import line_buffer_rows
+from ming_py.storage import plan_arrays
 
 
 def conv(unroll_oc=1, unroll_ic=1, unroll_k=1, width=16, channels=8, kernel=(3, 3), pads=(1, 1, 1, 1), dilation=(1, 1)):

@@ -25,7 +25,7 @@ from ming_py.frontends.onnx_tables import TABLE_OPS
 from ming_py.ilp.cost import Choice, process_cost
 from ming_py.errors import MingError
 from ming_py.ir import LookupTable
-from ming_py.kernel import multiplier_choices
+from ming_py.kinds import kind_of
 from ming_py.pipeline import lift
 from ming_py.simulate import simulate
 
@@ -235,7 +235,7 @@ def test_rom_cost_is_the_emitted_array(network, lanes):
     conv1 = next(p for p in stream_graph.processes if table.inputs[0] in p.outputs)
     conv2 = next(p for p in stream_graph.processes if table.outputs[0] in p.inputs)
     unroll = {conv1.name: (("oc", lanes),), conv2.name: (("ic", lanes),)}
-    schedule = Schedule({name: ProcessSchedule(loops, multipliers=multiplier_choices("conv", dict(loops))[0])
+    schedule = Schedule({name: ProcessSchedule(loops, multipliers=kind_of("conv").multiplier_choices(dict(loops))[0])
                          for name, loops in unroll.items()}, {table.inputs[0]: lanes, table.outputs[0]: lanes})
     built = design(graph, load_board("kv260"), schedule)
     per_lane = 8 // lanes

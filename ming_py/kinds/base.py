@@ -1,0 +1,307 @@
+"""What a process kind is: every aspect the back end asks of it, and the registry it is asked through.
+
+A process kind (`ProcessKind`) holds everything about one sort of streaming process, in the manner of
+FINN's one `HWCustomOp` per op: the loops it may unroll and their trip counts, the lane options a
+schedule may give it, its pipeline depth and multipliers, the positions of its loop (what the emitted
+C++ runs, `ilp/cost.py` charges and `ming simulate` steps through), its arrays, its cost beyond them,
+and what its C++ template needs. `register` refuses a kind that leaves an aspect undefined, so adding a
+kind is its module, its template (emit/templates/process/) and the import in `ming_py/kinds/__init__.py`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ming_py.dataflow import Window, divisors
+from ming_py.loops import Position
+
+# Pipeline stages of the requantization datapaths that end most loops: the lean datapath (abs and clamp 1,
+# the DSP product 3, fraction compare 1, sign, zero point and saturation 1) and Mul's float32 emulation
+# (`ming::mul_requant`: the 8 x 8-bit product 1, the 17 x 24-bit DSP product 3, the two float32 roundings
+# (mask and add) 1 each, the final rounding and saturation 1).
+REQUANT_STAGES = 6
+MUL_STAGES = 7
+DEEPEST_TERMS = 64 * 64  # the most products (or window elements) a lane sums under any schedule
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What decides a process's loop: its kind, geometry and schedule."""
+
+    kind: str
+    inputs: tuple[tuple[int, int, int], ...]  # (channels, height, width) of each input stream
+    outputs: tuple[tuple[int, int, int], ...]
+    unroll: tuple[tuple[str, int], ...]
+    lanes_in: tuple[int, ...]
+    lanes_out: tuple[int, ...]
+    window: Window | None = None
+    routes: tuple[tuple[int, int], ...] = ()  # split: per output, (first channel, channels); empty: all
+
+    @property
+    def process_kind(self) -> ProcessKind:
+        return kind_of(self.kind)
+
+    def factor(self, loop: str) -> int:
+        return dict(self.unroll).get(loop, 1)
+
+    @property
+    def tokens_in(self) -> tuple[int, ...]:
+        """Tokens of one input pixel (of the whole input vector for dense), per input."""
+        return self.process_kind.tokens_in(self)
+
+    @property
+    def vector_input(self) -> int:
+        """A broadcast process's input read once per image: the one that is not the output's shape."""
+        return next(i for i, shape in enumerate(self.inputs) if shape != self.outputs[0])
+
+    @property
+    def tokens_out(self) -> tuple[int, ...]:
+        return tuple(c // lanes for (c, _, _), lanes in zip(self.outputs, self.lanes_out))
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulate lanes (DSPs of the MAC array)."""
+        return self.process_kind.macs(self)
+
+    @property
+    def reduction_tiles(self) -> int:
+        """Iterations of one output tile's reduction."""
+        return self.process_kind.reduction_tiles(self)
+
+    @property
+    def fold(self) -> int:
+        """Iterations that compute one output position (all its output tiles)."""
+        return self.reduction_tiles * self.tokens_out[0]
+
+    @property
+    def depth(self) -> int:
+        """Pipeline depth of the loop."""
+        kind = self.process_kind
+        return kind.pipeline_depth(kind.summed_terms(self))
+
+    def check(self) -> None:
+        """The lane ties the loop relies on (the ILP's candidates always satisfy them)."""
+        kind = self.process_kind
+        if not kind.lanes_match(self):
+            raise ValueError(f"{self.kind}: lanes {self.lanes_in} -> {self.lanes_out} do not match the unroll "
+                             f"factors {dict(self.unroll)}")
+        if any(first % lanes for (first, _), lanes in zip(self.routes, self.lanes_out)):
+            raise ValueError(f"split: lanes {self.lanes_out} do not divide the first channels of its outputs "
+                             f"{[first for first, _ in self.routes]}")
+        if not kind.static_banks(self.factor("k"), self.lanes_in[0]):
+            raise ValueError(f"{self.kind}: unroll k={self.factor('k')} would read its input vector at banks "
+                             f"chosen at run time (k must equal the {self.lanes_in[0]} input lanes)")
+
+
+class ProcessKind:
+    """One kind of streaming process. Subclasses define every attribute and method in `ASPECTS`; the
+    family bases below (`DataMovement`, `Reduction`) define the ones their kinds share."""
+
+    # --- what it is ---
+    name: str = None  # the `Process.kind` it serves
+    unrollable: tuple[str, ...] = None  # the loops a schedule may unroll (name -> what it counts in `trip_counts`)
+    needs_window: bool = None  # its process carries a `Window` (its geometry)
+    line_buffer: bool = None  # it keeps input rows in a line buffer (BRAM or URAM)
+    mac: bool = None  # it multiplies weights in MAC lanes (DSPs or fabric) and requantizes their sums
+    # --- emission: emit/templates/process/<template>.cpp.j2 and the label of its one pipelined loop ---
+    template: str = None
+    pipeline_label: str = None
+
+    def trip_counts(self, window: Window | None, ins, outs) -> dict[str, int]:
+        """Trip count of each unrollable loop (`ins`/`outs`: the process's `Channel`s)."""
+        raise NotImplementedError
+
+    def lane_options(self, unroll: dict[str, int], ins, outs, routes, limit: int):
+        """(lanes in, lanes out) a schedule with `unroll` may give it: the parallelism it consumes and
+        produces per cycle (no more than `limit` lanes)."""
+        raise NotImplementedError
+
+    def lanes_match(self, spec: KernelSpec) -> bool:
+        """Whether the spec's lanes are one of `lane_options` for its unroll factors."""
+        raise NotImplementedError
+
+    def multiplier_choices(self, unroll: dict[str, int]) -> tuple[str, ...]:
+        """Where its int8 products may be computed (`ming_py.kernel.MULTIPLIERS`)."""
+        raise NotImplementedError
+
+    def static_banks(self, unroll_k: int, lanes_in: int) -> bool:
+        """Whether every buffer read of the loop goes to a bank known at compile time."""
+        raise NotImplementedError
+
+    def summed_terms(self, spec: KernelSpec) -> int:
+        """Products (or window elements) one output lane sums per iteration."""
+        raise NotImplementedError
+
+    def pipeline_depth(self, terms: int) -> int:
+        """Cycles from an iteration's start to its output write, summing `terms` per lane."""
+        raise NotImplementedError
+
+    def tokens_in(self, spec: KernelSpec) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def macs(self, spec: KernelSpec) -> int:
+        raise NotImplementedError
+
+    def macs_per_image(self, window: Window | None, trips: dict[str, int]) -> int:
+        """Multiply-accumulates of one image."""
+        raise NotImplementedError
+
+    def reduction_tiles(self, spec: KernelSpec) -> int:
+        raise NotImplementedError
+
+    def positions(self, spec: KernelSpec):
+        """The positions of its loop in order: `Position`s or runs (count, Position) (`ming_py.loops`)."""
+        raise NotImplementedError
+
+    def arrays(self, spec: KernelSpec, epilogue, line_buffer_memory: str, constants: dict) -> dict:
+        """Its arrays by role in declaration order (`ming_py.array_layout.ArrayPlan`), with `constants`
+        (its epilogue's per-channel arrays, `ming_py.storage.epilogue_arrays`) where they belong."""
+        raise NotImplementedError
+
+    def logic_lut(self, spec: KernelSpec) -> int:
+        """LUTs of its own datapath beyond control, MAC lanes, requantization and arrays."""
+        raise NotImplementedError
+
+    def view_values(self, spec: KernelSpec, process, lanes_in, lanes_out) -> dict:
+        """The numbers its template needs beyond every process's (`emit.hls.ProcessView`)."""
+        raise NotImplementedError
+
+    def describe(self, process, ins, outs, shapes: str) -> str:
+        """The comment above its C++ function (`shapes`: "C x H x W + ... -> C x H x W")."""
+        raise NotImplementedError
+
+    def weight_rows(self, weights, spec: KernelSpec):
+        """Its weights (`Process.weights`) as [fold step][lane]: the row a fold step reads holds every
+        weight its MAC lanes multiply, in the loop's order."""
+        raise NotImplementedError
+
+    def weights_layout(self, process) -> str:
+        """The index order of `Process.weights`, for the comment of its constant array."""
+        raise NotImplementedError
+
+    @property
+    def depth_bound(self) -> int:
+        """The deepest its loop gets under any schedule."""
+        return self.pipeline_depth(DEEPEST_TERMS)
+
+
+# every attribute and method above but `depth_bound`, which follows from `pipeline_depth`
+ASPECTS = ("name", "unrollable", "needs_window", "line_buffer", "mac", "template", "pipeline_label", "trip_counts",
+           "lane_options", "lanes_match", "multiplier_choices", "static_banks", "summed_terms", "pipeline_depth",
+           "tokens_in", "macs", "macs_per_image", "reduction_tiles", "positions", "arrays", "logic_lut",
+           "view_values", "describe", "weight_rows", "weights_layout")
+
+
+def _undefined(cls: type, aspect: str) -> bool:
+    return getattr(cls, aspect) is getattr(ProcessKind, aspect)
+
+
+class DataMovement(ProcessKind):
+    """A kind that moves or maps values without a reduction: nothing to unroll beyond its lanes, one lane
+    count on every stream, int8 lanes with no product (a two-stage loop: read, write), no weights."""
+
+    unrollable = ()
+    needs_window = False
+    line_buffer = False
+    mac = False
+
+    def trip_counts(self, window, ins, outs):
+        return {}
+
+    def lanes_match(self, spec):
+        return len(set(spec.lanes_in + spec.lanes_out)) == 1
+
+    def multiplier_choices(self, unroll):
+        return ("dsp",)
+
+    def static_banks(self, unroll_k, lanes_in):
+        return True
+
+    def summed_terms(self, spec):
+        return 1
+
+    def pipeline_depth(self, terms):
+        return 2
+
+    def tokens_in(self, spec):
+        return per_pixel_tokens(spec)
+
+    def macs(self, spec):
+        return 0
+
+    def macs_per_image(self, window, trips):
+        return 0
+
+    def reduction_tiles(self, spec):
+        raise ValueError(f"a {self.name} process has no reduction")
+
+    def arrays(self, spec, epilogue, line_buffer_memory, constants):
+        return dict(constants)
+
+    def logic_lut(self, spec):
+        return 0
+
+    def view_values(self, spec, process, lanes_in, lanes_out):
+        return {}
+
+    def describe(self, process, ins, outs, shapes):
+        return f"{process.name} ({process.source}): {self.name}: {shapes}"
+
+    def weight_rows(self, weights, spec):
+        raise ValueError(f"a {self.name} process has no weights")
+
+    def weights_layout(self, process):
+        raise ValueError(f"a {self.name} process has no weights")
+
+
+def per_pixel_tokens(spec: KernelSpec) -> tuple[int, ...]:
+    """Tokens of one pixel of each input."""
+    return tuple(c // lanes for (c, _, _), lanes in zip(spec.inputs, spec.lanes_in))
+
+
+def one_lane_count(ins, outs, routes, limit: int):
+    """Lane options of a process with one lane count throughout (a split's routes start at a token)."""
+    common = math.gcd(*[c.channels for c in ins + outs], *[first for first, _ in routes])
+    for lanes in divisors(common):
+        if lanes <= limit:
+            yield (lanes,) * len(ins), (lanes,) * len(outs)
+
+
+def pixel_positions(spec: KernelSpec, reads, writes):
+    """A loop of one position per pixel that moves `reads` and `writes` (an `Access` per input and output)
+    and takes as many iterations as its most tokens."""
+    _, h, w = spec.outputs[0]
+    yield h * w, Position(max(spec.tokens_in + spec.tokens_out), tuple(reads), tuple(writes))
+
+
+def adder_tree(terms: int) -> int:
+    """Stages of an adder tree over `terms` values."""
+    return math.ceil(math.log2(max(terms, 1)))
+
+
+# ---- the registry -----------------------------------------------------------------
+
+_REGISTRY: dict[str, ProcessKind] = {}
+
+
+def register(cls: type[ProcessKind]) -> type[ProcessKind]:
+    """Class decorator: one instance of `cls` serves processes of kind `cls.name`."""
+    missing = [aspect for aspect in ASPECTS if _undefined(cls, aspect)]
+    if missing:
+        raise TypeError(f"process kind {cls.__name__} does not define {', '.join(missing)}")
+    if cls.name in _REGISTRY:
+        raise TypeError(f"process kind {cls.name!r} is registered twice")
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+def kind_of(name: str) -> ProcessKind:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown process kind {name!r}") from None
+
+
+def registered() -> dict[str, ProcessKind]:
+    return dict(_REGISTRY)

@@ -1,0 +1,99 @@
+"""Pooling over the whole map (GlobalAveragePool, GlobalMaxPool, a ReduceMean over rows and columns): a
+running maximum or sum per channel while the map streams in, then the pixel out."""
+
+from __future__ import annotations
+
+from ming_py.array_layout import array, spread, Dim
+from ming_py.loops import Access, Position
+
+from .base import REQUANT_STAGES, ProcessKind, adder_tree, per_pixel_tokens, register
+from .window import POOL_DEPTH
+
+
+class GlobalPool(ProcessKind):
+    unrollable = ("c",)
+    needs_window = False
+    line_buffer = False
+    mac = False
+    template = "global_pool"
+    pipeline_label = "channels"
+    accumulator_bits: int = None
+
+    def trip_counts(self, window, ins, outs):
+        return {"c": ins[0].channels}
+
+    def lane_options(self, unroll, ins, outs, routes, limit):
+        yield (unroll["c"],), (unroll["c"],)
+
+    def lanes_match(self, spec):
+        return spec.lanes_in[0] == spec.factor("c") == spec.lanes_out[0]
+
+    def multiplier_choices(self, unroll):
+        return ("dsp",)
+
+    def static_banks(self, unroll_k, lanes_in):
+        return True
+
+    def summed_terms(self, spec):
+        return 1
+
+    def tokens_in(self, spec):
+        return per_pixel_tokens(spec)
+
+    def macs(self, spec):
+        return 0
+
+    def macs_per_image(self, window, trips):
+        return 0
+
+    def reduction_tiles(self, spec):
+        raise ValueError(f"a {self.name} process reduces over the whole map, not a fold")
+
+    def positions(self, spec):
+        c, h, w = spec.inputs[0]
+        tokens_in, tokens_out = spec.tokens_in[0], spec.tokens_out[0]
+        for _ in range(h * w):
+            yield Position(tokens_in, (Access(0, 1, tokens_in),), (Access(),))
+        yield Position(tokens_out, (Access(),), (Access(0, 1, tokens_out),))
+
+    def arrays(self, spec, epilogue, line_buffer_memory, constants):
+        """One accumulator per channel `[tokens][lanes]`; its epilogue's divisor is a constant of the code
+        (every window is the whole map), so `constants` has no place here."""
+        if constants:
+            raise ValueError(f"a {self.name} process has no place for the arrays {', '.join(constants)}")
+        tokens, lanes = spec.tokens_in[0], spec.lanes_in[0]
+        return {"acc": array("acc", self.accumulator_bits, (Dim(tokens), spread(lanes, lanes, "reshape")),
+                             rom=False)}
+
+    def logic_lut(self, spec):
+        return 0
+
+    def view_values(self, spec, process, lanes_in, lanes_out):
+        return {}
+
+    def describe(self, process, ins, outs, shapes):
+        return f"{process.name} ({process.source}): {self.name}: {shapes}"
+
+    def weight_rows(self, weights, spec):
+        raise ValueError(f"a {self.name} process has no weights")
+
+    def weights_layout(self, process):
+        raise ValueError(f"a {self.name} process has no weights")
+
+
+@register
+class GlobalAvgPool(GlobalPool):
+    name = "global_avgpool"
+    accumulator_bits = 32  # an int32 sum
+
+    def pipeline_depth(self, terms):
+        return POOL_DEPTH + adder_tree(terms) + REQUANT_STAGES
+
+
+@register
+class GlobalMaxPool(GlobalPool):
+    name = "global_maxpool"
+    accumulator_bits = 8  # a running int8 maximum
+
+    def pipeline_depth(self, terms):
+        return POOL_DEPTH + adder_tree(terms)

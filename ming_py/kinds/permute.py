@@ -1,0 +1,49 @@
+"""A channel permutation (a ShuffleNet channel shuffle, a Transpose of channels): a pixel's tokens are read
+into one of two pixel registers while the previous pixel's permuted tokens are written from the other;
+one trailing position writes the last pixel."""
+
+from __future__ import annotations
+
+import math
+
+from ming_py.array_layout import Dim, array, spread
+from ming_py.loops import Access, Position
+
+from .base import DataMovement, one_lane_count, register
+
+MUX_INPUTS_PER_LUT = 4  # a LUT6 is a 4:1 multiplexer
+
+
+@register
+class Permute(DataMovement):
+    name = "permute"
+    template = "permute"
+    pipeline_label = "tokens"
+
+    def lane_options(self, unroll, ins, outs, routes, limit):
+        return one_lane_count(ins, outs, routes, limit)
+
+    def positions(self, spec):
+        _, h, w = spec.inputs[0]
+        tokens_in, tokens_out = spec.tokens_in[0], spec.tokens_out[0]
+        reads, writes = Access(0, 1, tokens_in), Access(0, 1, tokens_out)
+        yield Position(tokens_in, (reads,), (Access(),))
+        if h * w > 1:
+            yield h * w - 1, Position(max(tokens_in, tokens_out), (reads,), (writes,))
+        yield Position(tokens_out, (Access(),), (writes,))
+
+    def arrays(self, spec, epilogue, line_buffer_memory, constants):
+        """The two pixels `[2][tokens][lanes]` are registers, each written from one input lane."""
+        tokens, lanes = spec.tokens_out[0], spec.lanes_out[0]
+        pixel = array("pixel", 8, (Dim(2, "complete", factor=2), spread(tokens, tokens, "partition"),
+                                   spread(lanes, lanes, "partition")), rom=False)
+        return {"pixel": pixel} | constants
+
+    def logic_lut(self, spec):
+        """Its output multiplexers: each of its L_out x 8 output bits selects among the 2 x T_out register
+        places (two pixels, T_out tokens) its channels come from."""
+        return spec.lanes_out[0] * 8 * math.ceil(2 * spec.tokens_out[0] / MUX_INPUTS_PER_LUT)
+
+    def view_values(self, spec, process, lanes_in, lanes_out):
+        """Where each output channel arrives: (token, lane)."""
+        return {"sources": [divmod(c, lanes_in[0]) for c in process.order]}

@@ -1,0 +1,53 @@
+"""A function of one int8 value looked up in a 256-entry table per lane: a requantization between two
+scales (`rescale`: DequantizeLinear -> QuantizeLinear) or an activation (`table`: Sigmoid, HardSwish,
+LeakyRelu, ...; one table per channel where the function differs by channel)."""
+
+from __future__ import annotations
+
+from ming_py.array_layout import Dim, array, spread
+from ming_py.ir import LookupTable
+from ming_py.loops import Access
+
+from .base import DataMovement, one_lane_count, pixel_positions, register
+
+
+def tables_per_lane(spec, epilogue) -> int:
+    """The 256-entry tables each lane holds: one, or with a table per channel, one for each channel the lane
+    carries (the tokens of a pixel)."""
+    return spec.tokens_in[0] if isinstance(epilogue, LookupTable) and epilogue.groups > 1 else 1
+
+
+class TableKind(DataMovement):
+    template = "table"
+    pipeline_label = "tokens"
+
+    def lane_options(self, unroll, ins, outs, routes, limit):
+        return one_lane_count(ins, outs, routes, limit)
+
+    def pipeline_depth(self, terms):
+        return 2  # a stream read, a table read
+
+    def positions(self, spec):
+        return pixel_positions(spec, (Access(0, 1, t) for t in spec.tokens_in),
+                               (Access(0, 1, t) for t in spec.tokens_out))
+
+    def arrays(self, spec, epilogue, line_buffer_memory, constants):
+        """`[lanes][tables per lane][256]`: a ROM bank per lane, holding the table of every channel the lane
+        carries (lane l of the t-th token of a pixel carries channel t * lanes + l), one read per iteration."""
+        lanes, per_lane = spec.lanes_in[0], tables_per_lane(spec, epilogue)
+        per_lane_dims = (Dim(per_lane),) if per_lane > 1 else ()
+        table = array("table", 8, (spread(lanes, lanes, "partition"), *per_lane_dims, Dim(256)), rom=True)
+        return {"table": table} | constants
+
+    def view_values(self, spec, process, lanes_in, lanes_out):
+        return {"tables_per_lane": tables_per_lane(spec, process.epilogue)}
+
+
+@register
+class Rescale(TableKind):
+    name = "rescale"
+
+
+@register
+class Table(TableKind):
+    name = "table"
