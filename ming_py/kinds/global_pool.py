@@ -57,13 +57,11 @@ class GlobalPool(ProcessKind):
         yield Position(tokens_out, (Access(),), (Access(0, 1, tokens_out),))
 
     def arrays(self, spec, epilogue, line_buffer_memory, constants):
-        """One accumulator per channel `[tokens][lanes]`; its epilogue's divisor is a constant of the code
-        (every window is the whole map), so `constants` has no place here."""
-        if constants:
-            raise ValueError(f"a {self.name} process has no place for the arrays {', '.join(constants)}")
+        """Its epilogue's constants (a requantization's per channel; an average's divisor is a constant of the
+        code, every window being the whole map), then one accumulator per channel `[tokens][lanes]`."""
         tokens, lanes = spec.tokens_in[0], spec.lanes_in[0]
-        return {"acc": array("acc", self.accumulator_bits, (Dim(tokens), spread(lanes, lanes, "reshape")),
-                             rom=False)}
+        return constants | {"acc": array("acc", self.accumulator_bits, (Dim(tokens), spread(lanes, lanes, "reshape")),
+                                         rom=False)}
 
     def logic_lut(self, spec):
         return 0
