@@ -16,24 +16,14 @@ from pathlib import Path
 import jinja2
 import numpy as np
 
-from ming_py import __version__, numerics
+from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.array_layout import ArrayPlan
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of
+from ming_py.epilogues import rule_of
 from ming_py.kinds import kind_of, unrollable
-from ming_py.storage import average_shift, plan_arrays
-from ming_py.ir import (
-    AccRequant,
-    AddRequant,
-    AverageRequant,
-    FixedPointAdd,
-    FixedPointAverage,
-    FixedPointRequant,
-    LookupTable,
-    MulRequant,
-    Rescale,
-)
+from ming_py.storage import plan_arrays
 
 from .identifiers import CppNames, c_string, comment_text, cpp_names, markdown_cell
 
@@ -216,7 +206,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
     if p.weights is not None:
         constant("weights", "int8_t", kind.weight_rows(p.weights, spec).astype(np.int8),
                  f"weights {kind.weights_layout(p)}, one row of every weight a fold step multiplies")
-    _epilogue(view, p, constant)
+    rule_of(p.epilogue).emit(p.epilogue, view, constant)
     return view, constants
 
 
@@ -243,141 +233,8 @@ def pipeline_loops(graph: StreamGraph, schedule: Schedule) -> list[dict]:
     return loops
 
 
-def _per_tile(values: np.ndarray, lanes: int) -> np.ndarray:
-    """Per-output-channel constants as [output tile][lane]."""
-    return values.reshape(-1, lanes)
-
-
 def _shape_text(channel) -> str:
     return f"{channel.channels}x{channel.height}x{channel.width}"
-
-
-def _epilogue(view: ProcessView, p: Process, constant) -> None:
-    """The epilogue's template values; its constant arrays go to `constant(role, ctype, array, comment)`."""
-    e = p.epilogue
-    if isinstance(e, AccRequant):
-        lanes = view.out_lanes[0]
-        view.extra["zero_point"] = e.zero_point
-        constant("bias", "int32_t", _per_tile(e.bias.astype(np.int32), lanes),
-                 "int32 bias with the input zero-point correction folded in, [output tile][lane]")
-        lean = numerics.lean_channels(e.multipliers)
-        view.epilogue = "requantize"
-        view.extra["lean"] = lean is not None
-        if lean is not None:
-            ctypes = {"mantissa": "uint32_t", "shift": "uint8_t", "limit": "uint32_t"}
-            for role in view.arrays:
-                if role in ctypes:
-                    values = np.array([getattr(c, role) for c in lean], dtype=ctypes[role].removesuffix("_t"))
-                    constant(role, ctypes[role], _per_tile(values, lanes), _LEAN_COMMENTS[role])
-            if "shift" not in view.arrays:
-                view.extra["shift"] = lean[0].shift
-        else:
-            mantissa, exponent = numerics.float32_parts(e.multipliers)
-            constant("mantissa", "int32_t", _per_tile(mantissa.astype(np.int32), lanes),
-                     "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^exponent "
-                     "(exact float32 emulation: some channel's multiplier is below 2^-15)")
-            constant("exponent", "int32_t", _per_tile(exponent.astype(np.int32), lanes), "requantization exponent")
-    elif isinstance(e, FixedPointRequant):
-        lanes = view.out_lanes[0]
-        view.epilogue = "fixed_point"
-        view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax)
-        constant("bias", "int32_t", _per_tile(e.bias.astype(np.int32), lanes),
-                 "int32 bias with the input zero-point correction folded in, [output tile][lane]")
-        if e.float32:
-            view.epilogue = "fixed_point_float"
-            mantissa, exponent = numerics.float32_parts(e.float_multipliers)
-            constant("mantissa", "int32_t", _per_tile(mantissa.astype(np.int32), lanes),
-                     "float32(multiplier * 2^-shift) = mantissa * 2^exponent (LiteRT's FULLY_CONNECTED rounds "
-                     "f32(acc) times it half away from zero)")
-            constant("exponent", "int32_t", _per_tile(exponent.astype(np.int32), lanes), "its exponent")
-            return
-        constant("multiplier", "int32_t", _per_tile(e.multiplier.astype(np.int32), lanes),
-                 "TFLite's Q31 requantization multiplier, [output tile][lane]")
-        constant("shift", "uint8_t", _per_tile(e.shift.astype(np.uint8), lanes),
-                 "right shift of the 64-bit product (31 + TFLite's right shift), [output tile][lane]")
-    elif isinstance(e, AverageRequant):
-        view.extra.update(zero_point=e.zero_point, x_zero_point=e.x_zero_point, count=e.count)
-        shift = average_shift(e)
-        if shift is not None:  # a power-of-two multiplier
-            view.epilogue = "shift"
-            view.extra.update(offset=shift.offset, shift=shift.shift, zero_point=shift.zero_point)
-        elif e.global_pool:
-            multiplier = numerics.ort_gap_multiplier(e.x_scale, e.y_scale, e.count)
-            lean = numerics.lean_requant(multiplier)
-            view.epilogue = "requantize_global"
-            view.extra["lean"] = lean is not None
-            if lean is not None:
-                view.extra.update(mantissa=lean.mantissa, shift=lean.shift, limit=lean.limit)
-            else:
-                mantissa, exponent = numerics.float32_parts(multiplier)
-                view.extra.update(mantissa=int(mantissa), exponent=int(exponent))
-        elif e.exclude_padding:
-            view.epilogue = "average_valid"
-            points = [numerics.avgpool_fixed_point(e.x_scale, e.y_scale, max(d, 1)) for d in range(e.count + 1)]
-            constant("divisor_multiplier", "int64_t", np.array([f.multiplier for f in points]),
-                     "fixed-point x_scale / (y_scale * valid) by number of valid window positions")
-            constant("divisor_shift", "int32_t", np.array([f.shift for f in points], dtype=np.int32),
-                     "matching right shifts")
-        else:
-            point = numerics.avgpool_fixed_point(e.x_scale, e.y_scale, e.count)
-            view.epilogue = "average"
-            view.extra.update(multiplier=point.multiplier, shift=point.shift)
-    elif isinstance(e, FixedPointAverage):
-        view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax)
-        if p.kind == "global_avgpool":  # every window holds the whole map
-            count = len(e.multiplier) - 1
-            view.epilogue = "fixed_point_scalar"
-            view.extra.update(multiplier=int(e.multiplier[count]), shift=int(e.shift[count]))
-        else:
-            view.epilogue = "fixed_point_average"
-            constant("divisor_multiplier", "int32_t", e.multiplier.astype(np.int32),
-                     "TOSA's Q30 reciprocal of the number of valid window elements, by that number")
-            constant("divisor_shift", "uint8_t", e.shift.astype(np.uint8), "matching right shifts")
-    elif isinstance(e, FixedPointAdd):
-        lanes = view.out_lanes[0]
-        view.epilogue = "fixed_point"
-        view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax,
-                          multiplier=e.multiplier, shift=e.shift)
-        for role, table in (("a_table", e.a_table), ("b_table", e.b_table)):
-            constant(role, "int32_t", np.tile(table.astype(np.int32), (lanes, 1)),
-                     f"input {role[0]} scaled to int32 for every int8 value (index + 128), TFLite's "
-                     "(x - zero point) << 20 rescaled; one copy per lane")
-    elif isinstance(e, AddRequant):
-        a, b = numerics.add_fixed_points(e.a_scale, e.b_scale, e.y_scale)
-        view.epilogue = "add"
-        view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, a_multiplier=a.multiplier,
-                          b_multiplier=-b.multiplier if e.subtract else b.multiplier, shift=a.shift,
-                          zero_point=e.zero_point)
-    elif isinstance(e, MulRequant):
-        mantissa, shift = numerics.mul_parts(e.multiplier)
-        view.epilogue = "mul"
-        view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, mantissa=mantissa, shift=shift,
-                          zero_point=e.zero_point, domain_offset=numerics.ORT_X86_DOMAIN_OFFSET)
-    elif isinstance(e, (Rescale, LookupTable)):
-        if isinstance(e, Rescale):
-            tables = np.clip(numerics.rescale_table(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point), e.qmin,
-                             e.qmax)[None]
-            what = f"DequantizeLinear -> QuantizeLinear, clamped to [{e.qmin}, {e.qmax}],"
-        else:
-            tables, what = e.table, f"DequantizeLinear -> {e.function} -> QuantizeLinear"
-        lanes, per_lane = view.out_lanes[0], view.tables_per_lane
-        # lane l of the t-th token of a pixel carries channel t * lanes + l
-        channels = np.broadcast_to(tables, (per_lane * lanes, 256)) if len(tables) == 1 else tables
-        rom = channels.reshape(per_lane, lanes, 256).transpose(1, 0, 2).reshape(view.storage["table"].shape)
-        layout = "one copy per lane" if len(tables) == 1 else \
-            "[lane][token of a pixel][value]: the table of each channel the lane carries"
-        constant("table", "int8_t", rom.astype(np.int8),
-                 f"onnxruntime's {what} for every int8 value (index + 128); {layout}")
-    elif p.kind in ("maxpool", "global_maxpool"):
-        view.epilogue = "max"
-
-
-_LEAN_COMMENTS = {
-    "mantissa": "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^-shift, "
-                "scaled to the common shift where one fits",
-    "shift": "requantization shift",
-    "limit": "least |accumulator| whose output saturates (ming::requantize_lean clamps to it)",
-}
 
 
 def _c_initializer(array: np.ndarray, width: int = 110) -> str:

@@ -30,16 +30,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ming_py.dataflow import Process, StreamGraph
-from ming_py.ir import (
-    AccRequant,
-    AverageRequant,
-    FixedPointAdd,
-    FixedPointAverage,
-    FixedPointRequant,
-    LookupTable,
-    Rescale,
-)
-from ming_py.storage import requant_constants
+from ming_py.kernel import kernel_spec
+from ming_py.storage import plan_arrays
 
 from .system_names import NAMES as SYSTEM_NAMES
 
@@ -210,21 +202,11 @@ class CppNames:
     arrays: dict[str, dict[str, str]]  # process -> role (array_roles) -> constant array <process>_<role>
 
 
-def array_roles(process: Process) -> list[str]:
-    """The constant arrays `process` has in <model>_weights.h."""
-    roles = ["weights"] if process.weights is not None else []
-    epilogue = process.epilogue
-    if isinstance(epilogue, (AccRequant, FixedPointRequant)):
-        roles += [role for role, _ in requant_constants(epilogue)]
-    elif isinstance(epilogue, AverageRequant) and not epilogue.global_pool and epilogue.exclude_padding:
-        roles += ["divisor_multiplier", "divisor_shift"]
-    elif isinstance(epilogue, (Rescale, LookupTable)):
-        roles.append("table")
-    elif isinstance(epilogue, FixedPointAdd):
-        roles += ["a_table", "b_table"]
-    elif isinstance(epilogue, FixedPointAverage) and process.kind != "global_avgpool":
-        roles += ["divisor_multiplier", "divisor_shift"]
-    return roles
+def array_roles(graph: StreamGraph, process: Process) -> list[str]:
+    """The constant arrays `process` has in <model>_weights.h: the ROMs of its storage plan (the same under every
+    schedule)."""
+    spec = kernel_spec(graph, process, (), (1,) * len(process.inputs), (1,) * len(process.outputs))
+    return [role for role, plan in plan_arrays(spec, process.epilogue).items() if plan.rom]
 
 
 def _model_identifiers(stem: str, outputs: int) -> list[str]:
@@ -246,7 +228,7 @@ def cpp_names(graph: StreamGraph) -> CppNames:
                         lambda stem: not is_reserved(stem) and stem.lower() not in RESERVED_FILE_STEMS)
     top, dataflow, input_values, *output_values = _model_identifiers(model, outputs)
     write_outputs = output_values.pop() if outputs > 1 else None
-    roles = {p.name: array_roles(p) for p in graph.processes}
+    roles = {p.name: array_roles(graph, p) for p in graph.processes}
     processes = namer.claim_all(roles, "node", lambda name, stem: [stem] + [f"{stem}_{r}" for r in roles[name]])
     channels = namer.claim_all(graph.channels, "channel")
     arrays = {name: {role: f"{processes[name]}_{role}" for role in roles[name]} for name in roles}

@@ -14,21 +14,10 @@ from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
 from ming_py.kernel import kernel_spec
 from ming_py.kinds import trip_counts, unrollable
-from ming_py.ir import (
-    AccRequant,
-    AddRequant,
-    AverageRequant,
-    FixedPointAdd,
-    FixedPointAverage,
-    FixedPointRequant,
-    MulRequant,
-)
 from ming_py.runtime.ming_host import words_per_image
 from ming_py.array_layout import ArrayPlan
-from ming_py.storage import plan_arrays, requant_datapath
-
-REQUANTIZING = (AccRequant, AddRequant, MulRequant, AverageRequant, FixedPointRequant, FixedPointAdd,
-                FixedPointAverage)
+from ming_py.epilogues import rule_of
+from ming_py.storage import plan_arrays
 
 from .hls import _environment, pipeline_loops
 from .identifiers import comment_text, cpp_names, mlir_string
@@ -49,7 +38,7 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
             "pipeline": {key: pipeline[key] for key in ("loop", "trip_count", "ii")},
             "schedule": {"unroll": unroll, "lanes_in": [schedule.lanes_of(c) for c in p.inputs],
                          "lanes_out": [schedule.lanes_of(c) for c in p.outputs]},
-            "requantization": requant_datapath(p.epilogue) if isinstance(p.epilogue, REQUANTIZING) else None,
+            "requantization": rule_of(p.epilogue).datapath(p.epilogue),
         } | ({"routes": [list(route) for route in p.routes]} if p.routes else {}))
         arrays = _arrays(graph, schedule, p)
         nodes[-1] |= {"buffers_bits": {role: a.bits for role, a in arrays.items()},

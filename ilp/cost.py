@@ -21,8 +21,9 @@ Resources (DSP48E2, BRAM18K, URAM, LUT, FF):
   each requantization lane (24 x 27-bit product of `ming::requantize_lean`, two 31-bit products of
   `ming::add_requant`, one 32 x 31-bit of `ming::avgpool_requant`) costs 2 DSPs, the exact float32
   emulation `ming::requantize` (a channel without a lean datapath) 3; an average whose multiplier is a
-  power of two (`storage.requant_datapath` "shift": `ming::requantize_shift`, a rounding shift) none. Adders and
+  power of two (the datapath "shift": `ming::requantize_shift`, a rounding shift) none. Adders and
   comparators are LUTs.
+  The figures per datapath are `ming_py.epilogues.base.LANE_COST`; each epilogue rule names its datapath.
 * Memories: the storage plan's own count (`ming_py.storage`).
 * LUT/FF of logic: a per-process control base, 12 LUTs per MAC lane (adder tree), per requantization
   lane 200 for the lean datapath with a shift constant to the process (abs and clamp, a 48-bit
@@ -42,31 +43,17 @@ from dataclasses import dataclass
 
 from ming_py.adapters import pack_adapter, unpack_adapter
 from ming_py.dataflow import Process, StreamGraph
-from ming_py.ir import (AccRequant, AddRequant, AverageRequant, FixedPointAdd, FixedPointAverage, FixedPointRequant,
-                        MulRequant)
 from ming_py.kernel import kernel_spec, loop_of
 from ming_py.kinds import trip_counts
 from ming_py.array_layout import memory_cost
-from ming_py.storage import plan_arrays, requant_datapath
+from ming_py.epilogues import lane_cost, rule_of
+from ming_py.storage import plan_arrays
 
 CONTROL_LUT = 300
 LUT_PER_MAC = 12
 # (LUT beyond the adder tree, DSP) of one MAC lane by multiplier: an 8 x 8-bit signed product in LUTs,
 # or half a DSP48E2 and the split of its result (AMD WP486)
 MAC_LANE = {"dsp": (0, 1.0), "fabric": (48, 0.0), "dsp_pair": (10, 0.5)}
-# (LUT, DSP) of one requantization lane by datapath (`ming_py.storage.requant_datapath`)
-REQUANT_LANE = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (1200, 3), "fixed point": (150, 2),
-                # TFLite's rule: a 32 x 31-bit product (four DSP48E2 tiles), rounding, shift and clamp
-                "fixed point 32 x 32": (300, 4),
-                # Mul: an 8 x 8 and a 17 x 24-bit product, two 56-bit float32 roundings (mask and add)
-                "float32 product": (300, 2),
-                # an average by a power of two: the rounding of a shift by a constant (wiring), a compare of
-                # the bits shifted out with one half and an increment, the zero point and the saturation
-                "shift": (60, 0)}
-# LUTs of the lean datapath's 24 x 27-bit product built in fabric (a process with fabric multipliers)
-LEAN_PRODUCT_IN_FABRIC = 430
-
-
 def mac_lanes_within(budget) -> int:
     """The most MAC lanes a budget could hold: two per DSP48E2 (pairs) and the rest in its LUTs (the roofline
     is total MACs over these; a lower bound on the cycles of any design within the budget)."""
@@ -113,10 +100,9 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
     spec = kernel_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out)
     loop = loop_of(spec)
     cycles, fill = _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain)
-    requant_lanes = choice.lanes_out[0] if _has_requant(p) else 0
-    requant_lut, requant_dsp = REQUANT_LANE[requant_datapath(p.epilogue)] if requant_lanes else (0, 0)
-    if requant_lanes and choice.multipliers == "fabric" and requant_datapath(p.epilogue).startswith("lean"):
-        requant_lut, requant_dsp = requant_lut + LEAN_PRODUCT_IN_FABRIC, 0
+    datapath = rule_of(p.epilogue).datapath(p.epilogue)
+    requant_lanes = choice.lanes_out[0] if datapath is not None else 0
+    requant_lut, requant_dsp = lane_cost(datapath, choice.multipliers) if requant_lanes else (0, 0)
     bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
     mac_lut, mac_dsp = MAC_LANE[choice.multipliers]
     logic = CONTROL_LUT + (LUT_PER_MAC + mac_lut) * spec.macs + requant_lut * requant_lanes \
@@ -184,11 +170,6 @@ def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, 
             pack = pack_adapter(graph.channels[channel].values, lanes)
             cycles = max(cycles + pack.drain, fill + pack.cycles)
     return cycles, fill
-
-
-def _has_requant(p: Process) -> bool:
-    return isinstance(p.epilogue, (AccRequant, AddRequant, MulRequant, AverageRequant, FixedPointRequant,
-                                   FixedPointAdd, FixedPointAverage))
 
 
 def storage_plan(p: Process, choice: Choice, graph: StreamGraph) -> dict[str, str]:

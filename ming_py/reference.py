@@ -14,28 +14,19 @@ import itertools
 
 import numpy as np
 
-from . import numerics
+from .epilogues import Golden, rule_of
 from .runtime.ming_host import accelerator_input, model_output
 from .ir import (
-    AccRequant,
-    AddRequant,
     Arg,
-    AverageRequant,
     Concat,
     Const,
     Expr,
-    FixedPointAdd,
-    FixedPointAverage,
-    FixedPointRequant,
     Graph,
     Kernel,
-    LookupTable,
-    MulRequant,
     Op,
     Operand,
     Pad,
     Permute,
-    Rescale,
     Reshape,
     Slice,
     Upsample,
@@ -147,7 +138,7 @@ def _eval(expr: Expr, args: list) -> np.ndarray:
 def _elementwise(kernel: Kernel, arrays, parallel) -> np.ndarray:
     gathered = [gather(a, o, parallel, kernel.dims, {}) for a, o in zip(arrays, kernel.inputs)]
     shape = tuple(kernel.dims[d] for d in parallel)
-    if isinstance(kernel.epilogue, (AddRequant, MulRequant, Rescale, LookupTable, FixedPointAdd)):
+    if rule_of(kernel.epilogue).reads_inputs():
         return [np.broadcast_to(g, shape) for g in gathered]  # the epilogue reads the inputs directly
     return np.broadcast_to(_eval(kernel.payload, gathered), shape)
 
@@ -219,69 +210,12 @@ def _unpadded_shape(operand: Operand, constants, values) -> tuple[int, ...]:
 
 
 def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray:
+    """The kernel's epilogue rule (`ming_py.epilogues`) on its result."""
     epilogue = kernel.epilogue
-    if epilogue is None:
-        return result
-    if isinstance(epilogue, (AccRequant, FixedPointRequant)):
-        def per_channel(values: np.ndarray) -> np.ndarray:
-            return _along_channels(values, epilogue.channel_dims, kernel.dims, parallel)
-
-        acc = result + per_channel(epilogue.bias.astype(np.int64))
-    if isinstance(epilogue, AccRequant):
-        multiplier = per_channel(numerics.ort_conv_multiplier(epilogue.x_scale, epilogue.w_scale, epilogue.y_scale))
-        return numerics.requantize(acc, multiplier, epilogue.zero_point, epilogue.qmin, epilogue.qmax)
-    if isinstance(epilogue, FixedPointRequant):
-        acc = numerics.wrap_i32(acc)  # TOSA adds the bias in int32
-        if epilogue.float32:
-            return numerics.requantize(acc, per_channel(epilogue.float_multipliers), epilogue.zero_point,
-                                       epilogue.qmin, epilogue.qmax, half_away=True)
-        return numerics.fixed_point_requantize(acc, per_channel(epilogue.multiplier.astype(np.int64)),
-                                               per_channel(epilogue.shift.astype(np.int64)),
-                                               epilogue.double_round, epilogue.zero_point, epilogue.qmin,
-                                               epilogue.qmax)
-    if isinstance(epilogue, FixedPointAverage):
-        valid = valid_window_counts(kernel, input_shape)
-        return numerics.fixed_point_requantize(result, epilogue.multiplier.astype(np.int64)[valid],
-                                               epilogue.shift.astype(np.int64)[valid], epilogue.double_round,
-                                               epilogue.zero_point, epilogue.qmin, epilogue.qmax)
-    if isinstance(epilogue, FixedPointAdd):
-        a, b = result
-        tables = epilogue.a_table.astype(np.int64), epilogue.b_table.astype(np.int64)
-        total = numerics.wrap_i32(tables[0][a + 128] + tables[1][b + 128])
-        return numerics.fixed_point_requantize(total, epilogue.multiplier, epilogue.shift, epilogue.double_round,
-                                               epilogue.zero_point, epilogue.qmin, epilogue.qmax)
-    if isinstance(epilogue, AverageRequant):
-        if epilogue.global_pool:
-            return numerics.gap_requant(result, epilogue.count, epilogue.x_scale, epilogue.x_zero_point,
-                                        epilogue.y_scale, epilogue.zero_point)
-        if epilogue.exclude_padding:
-            # padded positions hold the zero point: drop them from the sum and from the divisor
-            valid = valid_window_counts(kernel, input_shape)
-            return numerics.avgpool_requant(result - (epilogue.count - valid) * epilogue.x_zero_point, valid,
-                                            epilogue.x_scale, epilogue.x_zero_point, epilogue.y_scale,
-                                            epilogue.zero_point)
-        return numerics.avgpool_requant(result, epilogue.count, epilogue.x_scale, epilogue.x_zero_point,
-                                        epilogue.y_scale, epilogue.zero_point)
-    if isinstance(epilogue, AddRequant):
-        a, b = result
-        return numerics.add_requant(a, epilogue.a_scale, epilogue.a_zero_point, b, epilogue.b_scale,
-                                    epilogue.b_zero_point, epilogue.y_scale, epilogue.zero_point,
-                                    subtract=epilogue.subtract)
-    if isinstance(epilogue, MulRequant):
-        a, b = result
-        return numerics.mul_requant(a, epilogue.a_zero_point, b, epilogue.b_zero_point, epilogue.multiplier,
-                                    epilogue.zero_point, epilogue.qmin, epilogue.qmax)
-    if isinstance(epilogue, Rescale):
-        table = numerics.rescale_table(epilogue.x_scale, epilogue.x_zero_point, epilogue.y_scale, epilogue.zero_point)
-        return np.clip(numerics.apply_table(result[0], table), epilogue.qmin, epilogue.qmax)
-    if isinstance(epilogue, LookupTable):
-        groups = np.zeros((1,) * len(parallel), dtype=np.int64)
-        if epilogue.groups > 1:
-            shape = [1] * len(parallel)
-            shape[parallel.index(epilogue.channel_dim)] = -1  # one table per channel
-            groups = np.arange(epilogue.groups).reshape(shape)
-        return epilogue.table.astype(np.int64)[groups, result[0] + 128]
-    raise TypeError(f"unknown epilogue {type(epilogue).__name__}")
+    channel_dims = getattr(epilogue, "channel_dims", ())
+    context = Golden(per_channel=lambda values: _along_channels(values, channel_dims, kernel.dims, parallel),
+                     valid=lambda: valid_window_counts(kernel, input_shape), parallel=tuple(parallel))
+    return rule_of(epilogue).golden(epilogue, result, context)
 
 
 def _along_channels(values: np.ndarray, channel_dims: tuple[int, ...], dims, parallel) -> np.ndarray:

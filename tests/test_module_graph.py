@@ -10,7 +10,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 # the package ming_py and the folders setuptools maps into it (pyproject.toml: package-dir)
-PACKAGES = {"ming_py": "ming_py", "ming_py.kinds": "ming_py/kinds", "ming_py.frontends": "frontends", "ming_py.classify": "classify",
+PACKAGES = {"ming_py": "ming_py", "ming_py.kinds": "ming_py/kinds", "ming_py.epilogues": "ming_py/epilogues",
+            "ming_py.frontends": "frontends", "ming_py.classify": "classify",
             "ming_py.line_buffers": "line_buffers", "ming_py.ilp": "ilp", "ming_py.emit": "emit",
             "ming_py.boards": "boards", "ming_py.runtime": "runtime"}
 

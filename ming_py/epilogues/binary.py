@@ -1,0 +1,98 @@
+"""Two int8 values with their own scales combined into an int8 result: onnxruntime's Add and Sub
+(`AddRequant`) and Mul (`MulRequant`), and TFLite's ADD (`FixedPointAdd`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ming_py import numerics
+from ming_py.array_layout import Dim, array, spread
+from ming_py.ir import AddRequant, FixedPointAdd, MulRequant
+
+from .base import EpilogueRule, register
+
+
+@register
+class OnnxAdd(EpilogueRule):
+    ir_type = AddRequant
+
+    def golden(self, e, result, context):
+        a, b = result
+        return numerics.add_requant(a, e.a_scale, e.a_zero_point, b, e.b_scale, e.b_zero_point, e.y_scale,
+                                    e.zero_point, subtract=e.subtract)
+
+    def reads_inputs(self):
+        return True
+
+    def arrays(self, e, spec):
+        return {}
+
+    def datapath(self, e):
+        return "fixed point"
+
+    def emit(self, e, view, constant):
+        a, b = numerics.add_fixed_points(e.a_scale, e.b_scale, e.y_scale)
+        view.epilogue = "add"
+        view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, a_multiplier=a.multiplier,
+                          b_multiplier=-b.multiplier if e.subtract else b.multiplier, shift=a.shift,
+                          zero_point=e.zero_point)
+
+
+@register
+class OnnxMul(EpilogueRule):
+    ir_type = MulRequant
+
+    def golden(self, e, result, context):
+        a, b = result
+        return numerics.mul_requant(a, e.a_zero_point, b, e.b_zero_point, e.multiplier, e.zero_point, e.qmin, e.qmax)
+
+    def reads_inputs(self):
+        return True
+
+    def arrays(self, e, spec):
+        return {}
+
+    def datapath(self, e):
+        return "float32 product"
+
+    def emit(self, e, view, constant):
+        mantissa, shift = numerics.mul_parts(e.multiplier)
+        view.epilogue = "mul"
+        view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, mantissa=mantissa, shift=shift,
+                          zero_point=e.zero_point, domain_offset=numerics.ORT_X86_DOMAIN_OFFSET)
+
+
+@register
+class TfliteAdd(EpilogueRule):
+    """Each input scaled to int32 by a table of its 256 values, the int32 sum requantized in fixed point."""
+
+    ir_type = FixedPointAdd
+
+    def golden(self, e, result, context):
+        a, b = result
+        tables = e.a_table.astype(np.int64), e.b_table.astype(np.int64)
+        total = numerics.wrap_i32(tables[0][a + 128] + tables[1][b + 128])
+        return numerics.fixed_point_requantize(total, e.multiplier, e.shift, e.double_round, e.zero_point, e.qmin,
+                                               e.qmax)
+
+    def reads_inputs(self):
+        return True
+
+    def arrays(self, e, spec):
+        """A copy of each input's table per lane `[lanes][256]` (a ROM bank each, one read per iteration)."""
+        lanes = spec.lanes_in[0]
+        return {role: array(role, 32, (spread(lanes, lanes, "partition"), Dim(256)), rom=True)
+                for role in ("a_table", "b_table")}
+
+    def datapath(self, e):
+        return "fixed point 32 x 32"
+
+    def emit(self, e, view, constant):
+        lanes = view.out_lanes[0]
+        view.epilogue = "fixed_point"
+        view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax,
+                          multiplier=e.multiplier, shift=e.shift)
+        for role, table in (("a_table", e.a_table), ("b_table", e.b_table)):
+            constant(role, "int32_t", np.tile(table.astype(np.int32), (lanes, 1)),
+                     f"input {role[0]} scaled to int32 for every int8 value (index + 128), TFLite's "
+                     "(x - zero point) << 20 rescaled; one copy per lane")

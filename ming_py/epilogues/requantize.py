@@ -1,0 +1,134 @@
+"""The requantization of a MAC process's int32 accumulators to int8: onnxruntime's QLinearConv/QGemm rule
+(`AccRequant`) and TFLite's fixed-point rule (`FixedPointRequant`, TOSA RESCALE)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ming_py import numerics
+from ming_py.array_layout import Dim, array, spread
+from ming_py.ir import AccRequant, FixedPointRequant
+
+from .base import EpilogueRule, per_tile, register
+
+_BIAS_COMMENT = "int32 bias with the input zero-point correction folded in, [output tile][lane]"
+_LEAN_COMMENTS = {
+    "mantissa": "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^-shift, "
+                "scaled to the common shift where one fits",
+    "shift": "requantization shift",
+    "limit": "least |accumulator| whose output saturates (ming::requantize_lean clamps to it)",
+}
+
+
+def per_tile_arrays(constants: tuple[tuple[str, int], ...], spec) -> dict:
+    """Per-output-channel constants `[tiles][lanes]`: one word per output tile holds its lanes' constants."""
+    tiles, lanes = spec.tokens_out[0], spec.lanes_out[0]
+    return {role: array(role, bits, (Dim(tiles), spread(lanes, lanes, "reshape")), rom=True)
+            for role, bits in constants}
+
+
+@register
+class OnnxRequant(EpilogueRule):
+    """onnxruntime's rule (`numerics.requantize`), computed by the lean datapath (`ming::requantize_lean`:
+    a 24 x 27-bit product and a shift) where every channel has one (`numerics.lean_channels`), else by the
+    exact float32 emulation (`ming::requantize`)."""
+
+    ir_type = AccRequant
+
+    def golden(self, e, result, context):
+        acc = result + context.per_channel(e.bias.astype(np.int64))
+        multiplier = context.per_channel(numerics.ort_conv_multiplier(e.x_scale, e.w_scale, e.y_scale))
+        return numerics.requantize(acc, multiplier, e.zero_point, e.qmin, e.qmax)
+
+    def reads_inputs(self):
+        return False
+
+    @staticmethod
+    def constants(e) -> tuple[tuple[str, int], ...]:
+        """(role, bits) of its per-channel constants: the lean datapath's (a shift common to all channels is a
+        constant of the code, not a table) where every channel has them, else the exact emulation's."""
+        lean = numerics.lean_channels(e.multipliers)
+        if lean is None:
+            return ("bias", 32), ("mantissa", 32), ("exponent", 32)
+        if len({c.shift for c in lean}) == 1:
+            return ("bias", 32), ("mantissa", 32), ("limit", 32)
+        return ("bias", 32), ("mantissa", 32), ("shift", 8), ("limit", 32)
+
+    def arrays(self, e, spec):
+        return per_tile_arrays(self.constants(e), spec)
+
+    def datapath(self, e):
+        roles = [role for role, _ in self.constants(e)]
+        return "exact" if "exponent" in roles else "lean, shift by channel" if "shift" in roles else "lean"
+
+    def emit(self, e, view, constant):
+        lanes = view.out_lanes[0]
+        view.extra["zero_point"] = e.zero_point
+        constant("bias", "int32_t", per_tile(e.bias.astype(np.int32), lanes), _BIAS_COMMENT)
+        lean = numerics.lean_channels(e.multipliers)
+        view.epilogue = "requantize"
+        view.extra["lean"] = lean is not None
+        if lean is not None:
+            ctypes = {"mantissa": "uint32_t", "shift": "uint8_t", "limit": "uint32_t"}
+            for role in view.arrays:
+                if role in ctypes:
+                    values = np.array([getattr(c, role) for c in lean], dtype=ctypes[role].removesuffix("_t"))
+                    constant(role, ctypes[role], per_tile(values, lanes), _LEAN_COMMENTS[role])
+            if "shift" not in view.arrays:
+                view.extra["shift"] = lean[0].shift
+        else:
+            mantissa, exponent = numerics.float32_parts(e.multipliers)
+            constant("mantissa", "int32_t", per_tile(mantissa.astype(np.int32), lanes),
+                     "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^exponent "
+                     "(exact float32 emulation: some channel's multiplier is below 2^-15)")
+            constant("exponent", "int32_t", per_tile(exponent.astype(np.int32), lanes), "requantization exponent")
+
+
+@register
+class TfliteRequant(EpilogueRule):
+    """TFLite's rule: a Q31 multiplier and a shift per channel (`numerics.fixed_point_requantize`), or LiteRT's
+    FULLY_CONNECTED rounding in float32 (`float32`)."""
+
+    ir_type = FixedPointRequant
+
+    def golden(self, e, result, context):
+        acc = numerics.wrap_i32(result + context.per_channel(e.bias.astype(np.int64)))  # TOSA adds the bias in int32
+        if e.float32:
+            return numerics.requantize(acc, context.per_channel(e.float_multipliers), e.zero_point, e.qmin, e.qmax,
+                                       half_away=True)
+        return numerics.fixed_point_requantize(acc, context.per_channel(e.multiplier.astype(np.int64)),
+                                               context.per_channel(e.shift.astype(np.int64)), e.double_round,
+                                               e.zero_point, e.qmin, e.qmax)
+
+    def reads_inputs(self):
+        return False
+
+    @staticmethod
+    def constants(e) -> tuple[tuple[str, int], ...]:
+        if e.float32:
+            return ("bias", 32), ("mantissa", 32), ("exponent", 32)
+        return ("bias", 32), ("multiplier", 32), ("shift", 8)
+
+    def arrays(self, e, spec):
+        return per_tile_arrays(self.constants(e), spec)
+
+    def datapath(self, e):
+        return "exact" if e.float32 else "fixed point 32 x 32"  # the float32 emulation rounds half away
+
+    def emit(self, e, view, constant):
+        lanes = view.out_lanes[0]
+        view.epilogue = "fixed_point"
+        view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax)
+        constant("bias", "int32_t", per_tile(e.bias.astype(np.int32), lanes), _BIAS_COMMENT)
+        if e.float32:
+            view.epilogue = "fixed_point_float"
+            mantissa, exponent = numerics.float32_parts(e.float_multipliers)
+            constant("mantissa", "int32_t", per_tile(mantissa.astype(np.int32), lanes),
+                     "float32(multiplier * 2^-shift) = mantissa * 2^exponent (LiteRT's FULLY_CONNECTED rounds "
+                     "f32(acc) times it half away from zero)")
+            constant("exponent", "int32_t", per_tile(exponent.astype(np.int32), lanes), "its exponent")
+            return
+        constant("multiplier", "int32_t", per_tile(e.multiplier.astype(np.int32), lanes),
+                 "TFLite's Q31 requantization multiplier, [output tile][lane]")
+        constant("shift", "uint8_t", per_tile(e.shift.astype(np.uint8), lanes),
+                 "right shift of the 64-bit product (31 + TFLite's right shift), [output tile][lane]")
