@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import networks  # noqa: E402
 
-from ming_py.build import BuildOptions, explore, minimal_fifos  # noqa: E402
+from ming_py.build import BuildOptions, explore  # noqa: E402
+from ming_py.ilp.explore import minimal_fifos  # noqa: E402
 from ming_py.errors import MingError  # noqa: E402
 from ming_py.line_buffers import build_stream_graph  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
@@ -86,7 +87,7 @@ def measure(graph, board: str, limits: dict, solver: str) -> dict:
         return row | {"ilp": time.perf_counter() - began, "status": str(error).split(";")[0][:40]}
     stream_graph = build_stream_graph(graph)
     began = time.perf_counter()
-    minimal_fifos(stream_graph, solution, target, set())
+    minimal_fifos(stream_graph, solution, set())
     return row | {"ilp": solution.solve_seconds, "status": solution.status, "cycles": solution.totals["cycles"],
                   "fifo": time.perf_counter() - began}
 

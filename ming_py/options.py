@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +23,18 @@ from .runtime import ming_driver
 # The board database gives no fabric maximum; HLS tools accept any period, so this only refuses nonsense.
 CLOCK_MHZ = (1.0, 1000.0)
 OBJECTIVES = ("latency", "sum")
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """What a user chooses for a build besides the model."""
+
+    board: str = "kv260"
+    limits: dict[str, str | None] = field(default_factory=dict)  # resource -> "N" | "P%"
+    objective: str = "latency"
+    settings: dict[str, int] = field(default_factory=dict)  # PROCESS.unroll.LOOP / CHANNEL.depth pins
+    clock_mhz: float | None = None
+    minimal_fifos: bool = False  # shrink FIFOs to the least depth that keeps the simulated latency
 
 
 def clock_mhz(value: str | float | None) -> float | None:

@@ -64,7 +64,8 @@ import numpy as np
 from .adapters import AXIS_VALUES_PER_WORD, PIPELINE_DEPTH, record_loop, unpack_loop
 from .dataflow import Window
 from .errors import MingError
-from .kernel import loop_of, spec_from_report
+from .dataflow import Schedule, StreamGraph
+from .kernel import kernel_spec, loop_of, spec_from_report
 from .kinds import WINDOW_GEOMETRY_KINDS, registered
 from .loops import Loop, Position
 
@@ -101,19 +102,24 @@ def as_json(result: SimResult) -> dict:
 class _Channel:
     __slots__ = ("name", "depth", "shape", "tokens", "lanes", "w", "r", "producer", "consumer", "ends")
 
-    def __init__(self, spec: dict):
-        self.name = spec["name"]
-        self.depth = int(spec["fifo_depth"])
+    def __init__(self, name: str, depth: int, shape: tuple[int, int, int], lanes: int, ends: tuple):
+        self.name = name
+        self.depth = depth
         if self.depth < 1:
             raise ValueError(f"channel {self.name}: depth {self.depth} < 1")
-        c, h, w = self.shape = tuple(int(x) for x in spec["shape"])
-        self.lanes = int(spec["lanes"])
+        c, h, w = self.shape = shape
+        self.lanes = lanes
         self.tokens = (c // self.lanes) * h * w
         self.w = array("q")  # write cycle of every token written so far
         self.r = array("q")  # read cycle of every token read so far
         self.producer = None  # _Process
         self.consumer = None
-        self.ends = (spec.get("producer"), spec.get("consumer"))  # names in the report
+        self.ends = ends  # (producer, consumer) names in the design
+
+    @classmethod
+    def from_report(cls, spec: dict) -> _Channel:
+        return cls(spec["name"], int(spec["fifo_depth"]), tuple(int(x) for x in spec["shape"]), int(spec["lanes"]),
+                   (spec.get("producer"), spec.get("consumer")))
 
     @property
     def values(self) -> int:
@@ -276,21 +282,20 @@ def _take_events(p: _Process, events: tuple, depth: int) -> bool:
     return True
 
 
-def _processes(report: dict, channels: dict[str, _Channel]):
-    """The report's processes and the ports' adapters: (input ports, processes, output ports)."""
-    specs = {c["name"]: c for c in report["channels"]}
+def _processes(nodes, channels: dict[str, _Channel], record: list[str]):
+    """The design's processes (`nodes`: (name, loop, input channels, output channels) in order) and the ports'
+    adapters: (input ports, processes, output ports)."""
     processes = []
-    for node in report["nodes"]:
-        inputs = [channels[c] for c in node["inputs"]]
-        outputs = [channels[c] for c in node["outputs"]]
-        loop = process_loop(node, specs)
+    for name, loop, input_names, output_names in nodes:
+        inputs = [channels[c] for c in input_names]
+        outputs = [channels[c] for c in output_names]
         for side, chans in (("reads", inputs), ("writes", outputs)):
             for index, ch in enumerate(chans):
                 moved = _tokens_moved(loop, side, index)
                 if moved != ch.tokens:
-                    raise ValueError(f"process {node['name']} {side[:-1]}s {moved} tokens of {ch.name}, "
+                    raise ValueError(f"process {name} {side[:-1]}s {moved} tokens of {ch.name}, "
                                      f"which carries {ch.tokens}")
-        p = _Process(node["name"], loop, inputs, outputs)
+        p = _Process(name, loop, inputs, outputs)
         for ch in inputs:
             ch.consumer = p
         for ch in outputs:
@@ -304,9 +309,10 @@ def _processes(report: dict, channels: dict[str, _Channel]):
         if ch.producer is None:
             ch.producer = _Process("input", unpack_loop(ch.values, ch.lanes), [], [ch])
             in_ports.append(ch.producer)
-    record = _record(report, channels)
-    out_ports = [_Process("output", record_loop([(ch.values, ch.lanes) for ch in record]), record, [])]
-    for ch in record:
+    # the output record: the design's outputs in order, or (a report without them) every channel no process reads
+    recorded = [channels[name] for name in record] or [ch for ch in channels.values() if ch.consumer is None]
+    out_ports = [_Process("output", record_loop([(ch.values, ch.lanes) for ch in recorded]), recorded, [])]
+    for ch in recorded:
         ch.consumer = out_ports[0]
     for p in in_ports + processes + out_ports:
         p.neighbours = tuple((ch, ch.consumer if ch.producer is p else ch.producer) for ch in p.channels)
@@ -316,13 +322,6 @@ def _processes(report: dict, channels: dict[str, _Channel]):
             for i, p in enumerate(ports):
                 p.name = f"{p.name}:{i}" if names.count(p.name) > 1 else p.name
     return in_ports, processes, out_ports
-
-
-def _record(report: dict, channels: dict[str, _Channel]) -> list[_Channel]:
-    """The channels the output port reads, in the order of an image's output record: the report's
-    "outputs", or (a report without them) every channel no process reads, in the report's order."""
-    names = [output["channel"] for output in report.get("outputs", ())]
-    return [channels[name] for name in names] or [ch for ch in channels.values() if ch.consumer is None]
 
 
 def _run_all(everyone: list[_Process], max_cycles: int) -> bool:
@@ -349,8 +348,28 @@ def _run_all(everyone: list[_Process], max_cycles: int) -> bool:
 
 def simulate(report: dict, max_cycles: int = 10**9) -> SimResult:
     """Simulate the design described by a parsed report.json."""
-    channels = {spec["name"]: _Channel(spec) for spec in report["channels"]}
-    in_ports, processes, out_ports = _processes(report, channels)
+    channels = {spec["name"]: _Channel.from_report(spec) for spec in report["channels"]}
+    specs = {c["name"]: c for c in report["channels"]}
+    nodes = [(node["name"], process_loop(node, specs), node["inputs"], node["outputs"]) for node in report["nodes"]]
+    record = [output["channel"] for output in report.get("outputs", ())]
+    return _simulate(channels, nodes, record, max_cycles)
+
+
+def simulate_schedule(graph: StreamGraph, schedule: Schedule, max_cycles: int = 10**9) -> SimResult:
+    """Simulate a design from the build's own stream graph and schedule (what its report.json states)."""
+    channels = {name: _Channel(name, schedule.depth_of(name), (c.channels, c.height, c.width),
+                               schedule.lanes_of(name), (c.producer, c.consumer))
+                for name, c in graph.channels.items()}
+    nodes = []
+    for p in graph.processes:
+        spec = kernel_spec(graph, p, schedule.of(p.name).unroll, [schedule.lanes_of(c) for c in p.inputs],
+                           [schedule.lanes_of(c) for c in p.outputs])
+        nodes.append((p.name, loop_of(spec), p.inputs, p.outputs))
+    return _simulate(channels, nodes, [port.channel for port in graph.outputs], max_cycles)
+
+
+def _simulate(channels: dict[str, _Channel], nodes, record: list[str], max_cycles: int) -> SimResult:
+    in_ports, processes, out_ports = _processes(nodes, channels, record)
     everyone = in_ports + processes + out_ports
     timed_out = _run_all(everyone, max_cycles)
 

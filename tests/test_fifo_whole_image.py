@@ -15,7 +15,8 @@ import pytest
 
 import architectures
 from ming_py import reference
-from ming_py.build import BuildOptions, design, explore, schedule_specs
+from ming_py.build import BuildOptions, design, explore
+from ming_py.ilp.explore import schedule_specs
 from ming_py.csim import run_csim
 from ming_py.emit.reports import report
 from ming_py.line_buffers import build_stream_graph

@@ -119,3 +119,18 @@ def test_each_kinds_loop_moves_every_token_once(name):
         arrays = plan_arrays(spec)
         assert ("weights" in arrays) == kind.mac
         assert ("line_buffer" in arrays) == kind.line_buffer
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_the_simulator_reads_the_same_design_from_the_graph_and_from_report_json(name):
+    """`simulate_schedule` (the build's own graph and schedule) and `simulate` (report.json) agree."""
+    from ming_py.boards import load_board
+    from ming_py.dataflow import Schedule
+    from ming_py.emit.reports import report
+    from ming_py.simulate import simulate, simulate_schedule
+
+    graph, process = _process(name)
+    schedule = Schedule(depths={c: 3 for c in graph.channels})
+    from_graph, from_report = simulate_schedule(graph, schedule), simulate(report(graph, schedule, load_board("kv260")))
+    assert from_graph.deadlock is None and from_graph.cycles > 0
+    assert from_graph == from_report
