@@ -11,6 +11,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import zoo  # noqa: E402
 
+# a test marked `unit` fails if it imports IREE or starts a C++ compiler (tests/unit_guard.py)
+pytest_plugins = ["unit_guard"]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def csim_cache(tmp_path_factory):

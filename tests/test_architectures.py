@@ -75,6 +75,7 @@ def test_csim_equals_onnxruntime(quantized, tmp_path, name, fmt):
     _assert_equal(csim_outputs(graph, tmp_path / "out", x, check_ports=True), _onnxruntime(path, x))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name,fmt", sorted(architectures.LEFT_IN_FLOAT))
 def test_a_model_the_quantizer_left_partly_in_float_is_refused_by_name(tmp_path, name, fmt):
     node = architectures.LEFT_IN_FLOAT[name, fmt]
@@ -82,6 +83,7 @@ def test_a_model_the_quantizer_left_partly_in_float_is_refused_by_name(tmp_path,
         lift(architectures.quantized(name, fmt, tmp_path))
 
 
+@pytest.mark.unit
 def test_every_format_is_c_simulated():
     assert set(CSIM_FORMATS) == set(architectures.ARCHITECTURES)
     assert set(CSIM_FORMATS.values()) | {"qdq_int8"} == set(architectures.FORMATS)

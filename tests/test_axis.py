@@ -125,6 +125,7 @@ def results(tmp_path_factory) -> dict[tuple[int, int, int], dict]:
     return rows
 
 
+@pytest.mark.unit
 def test_cases_cover_the_shapes():
     sizes = {n for n, _ in CASES}
     assert any(n < 8 for n in sizes) and any(n % 8 for n in sizes) and any(n % 8 == 0 for n in sizes)

@@ -11,6 +11,8 @@ from ming_py.boards import (PROCESSING_SYSTEMS_FILE, Board, all_boards, board_na
                              parse_board, processing_systems)
 from ming_py.errors import MingError
 
+pytestmark = pytest.mark.unit
+
 EXPECTED = ["kv260", "pynq-z2", "u250", "u280", "u50", "u55c", "ultra96v2", "zcu102", "zcu104"]
 
 GOOD = """\

@@ -35,6 +35,7 @@ def conv2d(kh_coeff=(1, 1), stride=(1, 1), dilation=(1, 1)):
     return kernel([P, P, P, R, R, R], [inp, amap(n, 0, 3, 4, 5)], amap(n, 0, 1, 2))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("stride,dilation", [((1, 1), (1, 1)), ((2, 2), (1, 1)), ((1, 1), (2, 2)),
                                              ((2, 2), (2, 2)), ((2, 1), (1, 2))])
 def test_conv_is_sliding_window_with_stride_and_dilation(stride, dilation):
@@ -45,6 +46,7 @@ def test_conv_is_sliding_window_with_stride_and_dilation(stride, dilation):
     assert c.stride == stride and c.dilation == dilation
 
 
+@pytest.mark.unit
 def test_iterator_sets_of_conv_follow_alg2():
     p, r, o, w = iterator_sets(conv2d(stride=(2, 2)))
     assert p == (0,)  # oc indexes the weight directly
@@ -53,6 +55,7 @@ def test_iterator_sets_of_conv_follow_alg2():
     assert w == (1, 2)  # output spatial dims only reachable through the window
 
 
+@pytest.mark.unit
 def test_depthwise_conv_channel_is_parallel_in_input():
     n = 5  # (oh, ow, c, kh, kw) as IREE orders a depthwise conv
     inp = amap(n, 2, expr(n, (0, 1), (3, 2)), expr(n, (1, 1), (4, 2)))
@@ -63,12 +66,14 @@ def test_depthwise_conv_channel_is_parallel_in_input():
     assert c.parallel_dims == (2,) and c.window_dims == (0, 1)
 
 
+@pytest.mark.unit
 def test_rectangular_kernel_10x4():
     k = conv2d()
     k = Kernel("k", "k", (8, 7, 5, 3, 10, 4), k.iterators, k.inputs, k.output, k.payload, 0)
     assert classify(k).kind == "sliding_window"
 
 
+@pytest.mark.unit
 def test_pooling_with_window_operand_is_sliding():
     n = 5  # (c, oh, ow, kh, kw); the second operand only carries the window shape
     inp = amap(n, 0, expr(n, (1, 2), (3, 1)), expr(n, (2, 2), (4, 1)))
@@ -77,6 +82,7 @@ def test_pooling_with_window_operand_is_sliding():
     assert classify(k).stride == (2, 2)
 
 
+@pytest.mark.unit
 def test_gemm_and_pointwise_conv_are_regular_reductions():
     gemm = kernel([P, R], [amap(2, 1), amap(2, 0, 1)], amap(2, 0))
     assert detect_sliding_window(gemm) == (False, 0, 0)
@@ -85,6 +91,7 @@ def test_gemm_and_pointwise_conv_are_regular_reductions():
     assert classify(pointwise).kind == "reduction"
 
 
+@pytest.mark.unit
 def test_strided_pointwise_conv_is_reduction_with_stride():
     n = 4
     inp = amap(n, 3, expr(n, (1, 2)), expr(n, (2, 2)))
@@ -93,6 +100,7 @@ def test_strided_pointwise_conv_is_reduction_with_stride():
     assert c.stride == (2, 2)
 
 
+@pytest.mark.unit
 def test_global_pooling_is_reduction():
     k = kernel([P, R, R], [amap(3, 0, 1, 2)], amap(3, 0))
     c = classify(k)
@@ -100,12 +108,14 @@ def test_global_pooling_is_reduction():
     assert c.parallel_dims == (0,) and c.reduction_dims == (1, 2)
 
 
+@pytest.mark.unit
 def test_elementwise_is_parallel():
     k = kernel([P, P, P], [amap(3, 0, 1, 2), amap(3, 0, 1, 2)], amap(3, 0, 1, 2))
     assert detect_sliding_window(k) == (False, 0, 0)
     assert classify(k).kind == "parallel"
 
 
+@pytest.mark.unit
 def test_sum_of_two_parallel_dims_is_not_a_window():
     k = kernel([P, P, R], [amap(3, expr(3, (0, 1), (1, 1)), 2)], amap(3, 0, 1))
     assert classify(k).kind == "reduction"

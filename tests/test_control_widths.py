@@ -174,6 +174,7 @@ def test_tokens_move_at_the_iterations_the_loop_description_says(simulated, name
                     f"{p.name}: the {side}s of {channel} differ from its loop's"
 
 
+@pytest.mark.unit
 def test_the_axi_adapters_registers_are_narrow_and_their_logic_short():
     """unpack_axis and pack_axis (ming_stream.h), the top function's pipelined loops, obey the same rule (their
     value counts are bounded by the buffer that holds the values)."""
@@ -185,6 +186,7 @@ def test_the_axi_adapters_registers_are_narrow_and_their_logic_short():
     assert set(loops["pack_axis"].registers) == {"count", "tokens", "words", "i"}
 
 
+@pytest.mark.unit
 def test_an_int_register_and_a_long_chain_fail_the_check():
     """The check can fail: the window process's next-position logic as it was (plain ints; the next position's
     predicates computed from the counters updated earlier in the same iteration)."""
@@ -219,6 +221,7 @@ static void window(hls::stream<ming::Pack<1>>& in) {
     assert not excess(chains["step"]) and not excess(chains["window"])
 
 
+@pytest.mark.unit
 def test_a_tree_of_selects_or_of_boolean_operators_is_one_level_a_select_on_a_select_two():
     source = """
 static void f() {

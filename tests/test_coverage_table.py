@@ -7,6 +7,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 import architectures
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,6 +28,7 @@ def test_readme_table_is_rendered_from_the_recorded_coverage():
     assert coverage.readme_with(readme, rows) == readme
 
 
+@pytest.mark.unit
 def test_the_record_covers_every_architecture_in_every_format():
     rows = json.loads((REPO / "docs" / "coverage.json").read_text())
     recorded = [(row["architecture"], row["format"]) for row in rows]

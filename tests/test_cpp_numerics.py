@@ -296,6 +296,7 @@ def _code_only(text: str) -> str:
     return re.sub(r"//[^\n]*", "", text)
 
 
+@pytest.mark.unit
 def test_numerics_header_is_hls_friendly():
     code = _code_only(NUMERICS_H.read_text())
     assert re.findall(r"#\s*include\s*(\S+)", code) == ["<cstdint>", "<ap_int.h>"]  # the latter for Vitis only

@@ -141,6 +141,7 @@ def test_the_package_holds_the_runtime_verbatim(builds):
     assert "pynq 3.0" in meta["target"] and "tiny_cnn.bit" in (out / "deploy" / "README.md").read_text()
 
 
+@pytest.mark.unit
 def test_dma_model_frames_a_transfer_as_the_ip_expects():
     words = np.arange(5, dtype=np.uint64) * 0x0101010101010101
     beats = mm2s_beats(words)
@@ -149,6 +150,7 @@ def test_dma_model_frames_a_transfer_as_the_ip_expects():
     assert np.array_equal(s2mm_words(beats, 5), words)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("change, message", [
     (lambda b: b["last"].__setitem__(2, 1), r"TLAST after 3 of 5 output words: the S2MM transfer would end early"),
     (lambda b: b["last"].__setitem__(4, 0), r"no TLAST in the first 5 output words"),

@@ -78,6 +78,7 @@ def test_integer_mul_rule_equals_the_float32_kernel_on_every_pair(domain_offset)
     assert checked == 63 * 65536
 
 
+@pytest.mark.unit
 def test_the_zero_point_is_added_in_float_before_rounding():
     """Power-of-two scales give exact .5 products: rounding after adding the zero point (ORT) and before it
     differ there, so the rule is not `requantize`'s (zero point after rounding)."""
@@ -127,6 +128,7 @@ def run_pairs(model: onnx.ModelProto, a: np.ndarray, b: np.ndarray, sy, zy, conf
     return q
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("broadcast", [False, True], ids=["maps", "vector"])
 @pytest.mark.parametrize("config,offset", [({}, nx.ORT_X86_DOMAIN_OFFSET), ({"session.qdqisint8allowed": "1"}, 0)],
                          ids=["default_session", "int8_session"])

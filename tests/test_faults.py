@@ -165,6 +165,7 @@ def test_an_empty_directory_and_a_former_build_are_replaced(tmp_path):
     assert tree(out) == vitis and leftovers(out) == []
 
 
+@pytest.mark.unit
 def test_check_output_unit_cases(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "proj").mkdir()
@@ -182,6 +183,7 @@ def test_check_output_unit_cases(tmp_path, monkeypatch):
 
 # --- mode ---------------------------------------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_out_gets_the_umask_mode_and_a_rebuild_keeps_it(tmp_path):
     previous = os.umask(0o027)
     try:
@@ -239,6 +241,7 @@ def _new_tree(tmp_path: Path) -> dict[str, bytes]:
     return tree(tmp_path / "reference_new")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("moment,calls", [("write", 1), ("write", 3), ("exchange", 1), ("rename", 1),
                                           ("no-exchange", 1), ("no-exchange", 2), ("remove", 1), ("remove", 20)])
 def test_sigkill_at_any_moment_leaves_the_old_or_the_new_tree(tmp_path, moment, calls):
@@ -258,6 +261,7 @@ def test_sigkill_at_any_moment_leaves_the_old_or_the_new_tree(tmp_path, moment, 
     assert leftovers(out) == []
 
 
+@pytest.mark.unit
 def test_a_staging_directory_ming_did_not_write_is_not_removed(tmp_path):
     out = tmp_path / "out"
     fresh, _ = staging_paths(out)
@@ -400,6 +404,7 @@ def test_two_concurrent_builds_into_one_out(tmp_path):
     assert tree(out) == tree(reference) and leftovers(out) == []
 
 
+@pytest.mark.unit
 def test_a_full_disk_while_writing_is_one_line_and_keeps_out(tmp_path, monkeypatch):
     out = tmp_path / "out"
     old = _old_tree(out)
@@ -416,6 +421,7 @@ def test_a_full_disk_while_writing_is_one_line_and_keeps_out(tmp_path, monkeypat
     assert tree(out) == old and leftovers(out) == []
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("victim", ["top.cpp", "host.json"])
 def test_an_interrupt_while_writing_removes_the_staging_tree(tmp_path, monkeypatch, victim):
     from ming_py.interrupt import Interrupted

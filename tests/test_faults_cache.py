@@ -157,6 +157,7 @@ def test_the_key_names_the_compiler_and_the_flags(cache, fake_compile, hls, tmp_
             "-DMING_CSIM_CONCURRENT" in binary.read_text(), "-DMING_CHECK_PORTS" in binary.read_text()))
 
 
+@pytest.mark.unit
 def test_a_missing_compiler_is_one_line(cache, fake_compile, hls, monkeypatch):
     monkeypatch.setenv("CXX", "no-such-c++-compiler")
     with pytest.raises(MingError) as error:

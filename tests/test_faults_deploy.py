@@ -354,6 +354,7 @@ def test_run_py_takes_what_ming_reference_takes(example_build, tmp_path, no_comp
     assert str(ming_error.value) == str(deploy_error.value) == line.removeprefix("error: ")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("dtype", ["float32", ">f4", "int8", "uint8", "float64", "float16", "int16", "int32",
                                    "int64", "uint16", "bool", "complex64", "datetime64[s]", "timedelta64[s]",
                                    "U1", "S1", "V4", [("a", "<f4")], [("a", "i1")]])
@@ -565,6 +566,7 @@ def test_a_full_disk_leaves_the_old_output_not_a_short_one(compiled, tmp_path, o
     assert all(t.read_bytes() == b"the user's old output\n" for t in targets)
 
 
+@pytest.mark.unit
 def test_a_failed_write_of_the_second_output_leaves_neither(tmp_path, monkeypatch):
     """save_outputs (the driver's, and options' on top of it) renames only once every file is complete."""
     calls = []
@@ -585,6 +587,7 @@ def test_a_failed_write_of_the_second_output_leaves_neither(tmp_path, monkeypatc
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.unit
 def test_outputs_replace_old_files_whole(tmp_path):
     paths = [tmp_path / "a.npy", tmp_path / "b"]
     paths[0].write_text("old")

@@ -158,6 +158,7 @@ def test_a_corrupted_tflite_model_is_one_line_naming_the_field(tmp_path, case):
     assert_refused(ming("analyze", path), *fragments)
 
 
+@pytest.mark.unit
 def test_a_corrupted_tflite_model_fails_in_validation_before_any_conversion(tmp_path, monkeypatch):
     """Every corruption above is caught before the TOSA converter or IREE runs (fast, and nothing native
     reads a damaged flatbuffer)."""
@@ -204,6 +205,7 @@ def test_an_unreadable_model_file_is_one_line(tmp_path):
         assert_refused(ming("analyze", path), "cannot read the model", "permissions")
 
 
+@pytest.mark.unit
 def test_a_read_error_is_one_message(tmp_path, monkeypatch):
     """The permission case as root: the read itself fails."""
     path = tmp_path / "model.tflite"

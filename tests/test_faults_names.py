@@ -29,12 +29,14 @@ VITIS_ONLY = ["NAN", "INFINITY", "M_PI", "HUGE_VAL", "FP_NAN", "math_errhandling
               "float_t", "double_t", "fenv_t", "sig_atomic_t", "jmp_buf"]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", VITIS_ONLY)
 def test_macros_of_the_vitis_headers_and_their_c_headers_get_a_suffix(name):
     assert is_reserved(name)
     assert Namer().claim_all([name], "node") == {name: f"{name}_1"}
 
 
+@pytest.mark.unit
 def test_processes_and_the_model_named_like_vitis_macros_are_renamed():
     processes = [(name, True) for name in ("NAN", "INLINE", "FLOAT_MAN", "M_PI", "FE_ALL_EXCEPT", "EOF", "INT8_MAX")]
     names = cpp_names(_graph("INFINITY", processes))
@@ -46,6 +48,7 @@ def test_processes_and_the_model_named_like_vitis_macros_are_renamed():
         assert_clean(identifier)
 
 
+@pytest.mark.unit
 def test_ordinary_names_stay():
     for name in ("nan_guard", "inline_conv", "pi", "m_pi_scale", "float_man", "conv1", "relu", "fc", "pool1"):
         assert not is_reserved(name), name

@@ -175,6 +175,7 @@ def _during_the_build(monkeypatch, action) -> None:
     monkeypatch.setattr(output, "_write_staging", staging)
 
 
+@pytest.mark.unit
 def test_a_file_put_in_out_during_the_build_survives_and_is_named(tmp_path, monkeypatch):
     out = tmp_path / "out"
     write_tree(OLD, out)
@@ -188,6 +189,7 @@ def test_a_file_put_in_out_during_the_build_survives_and_is_named(tmp_path, monk
     assert leftovers(out) == []
 
 
+@pytest.mark.unit
 def test_a_symlink_put_in_out_during_the_build_survives_and_is_named(tmp_path, monkeypatch):
     out = tmp_path / "out"
     write_tree(OLD, out)
@@ -205,6 +207,7 @@ def test_a_symlink_put_in_out_during_the_build_survives_and_is_named(tmp_path, m
     assert leftovers(out) == []
 
 
+@pytest.mark.unit
 def test_an_out_created_by_someone_else_during_the_build_is_refused(tmp_path, monkeypatch):
     out = tmp_path / "out"
 
@@ -220,6 +223,7 @@ def test_an_out_created_by_someone_else_during_the_build_is_refused(tmp_path, mo
     assert tree(out) == {"theirs.txt": b"theirs\n"} and leftovers(out) == []
 
 
+@pytest.mark.unit
 def test_an_empty_out_created_during_the_build_is_replaced(tmp_path, monkeypatch):
     out = tmp_path / "out"
     reference = written(NEW, tmp_path)
@@ -228,6 +232,7 @@ def test_an_empty_out_created_during_the_build_is_replaced(tmp_path, monkeypatch
     assert tree(out) == reference and leftovers(out) == []
 
 
+@pytest.mark.unit
 def test_an_out_created_between_the_check_and_the_rename_is_left_alone(tmp_path, monkeypatch):
     out = tmp_path / "out"
     real = output._rename
@@ -246,6 +251,7 @@ def test_an_out_created_between_the_check_and_the_rename_is_left_alone(tmp_path,
     assert tree(out) == {"theirs.txt": b"theirs\n"} and leftovers(out) == []
 
 
+@pytest.mark.unit
 def test_a_file_put_in_out_between_the_check_and_the_swap_is_kept_and_named(tmp_path, monkeypatch):
     out = tmp_path / "out"
     write_tree(OLD, out)
@@ -287,6 +293,7 @@ def test_a_file_of_the_users_in_a_former_build_stops_the_cli_before_the_import(t
     assert tree(out) == before and leftovers(out) == []
 
 
+@pytest.mark.unit
 def test_a_marker_that_is_a_symlink_or_lists_no_files_does_not_make_out_mings(tmp_path):
     real = tmp_path / "real"
     write_tree(OLD, real)
@@ -332,6 +339,7 @@ def test_a_symlink_to_the_model_inside_out_is_refused_and_kept(tmp_path):
     assert tree(out) == before
 
 
+@pytest.mark.unit
 def test_inputs_are_checked_as_given_and_resolved(tmp_path):
     (tmp_path / "real").mkdir()
     (tmp_path / "real" / "pins.json").write_text("{}")
@@ -347,6 +355,7 @@ def test_inputs_are_checked_as_given_and_resolved(tmp_path):
 
 # --- 4. a failed rebuild leaves OUT as it was, or names what is left -----------------------------------------------
 
+@pytest.mark.unit
 def test_a_read_only_directory_in_out_stops_the_rebuild_before_the_swap(tmp_path):
     out = tmp_path / "out"
     write_tree(OLD, out)
@@ -365,6 +374,7 @@ def test_a_read_only_directory_in_out_stops_the_rebuild_before_the_swap(tmp_path
     assert write_unprivileged(out).returncode == 0
 
 
+@pytest.mark.unit
 def test_a_previous_tree_that_cannot_be_removed_after_the_swap_is_named(tmp_path, monkeypatch):
     out = tmp_path / "out"
     write_tree(OLD, out)
@@ -389,6 +399,7 @@ def test_a_previous_tree_that_cannot_be_removed_after_the_swap_is_named(tmp_path
     assert tree(out) == written(NEW, tmp_path) and leftovers(out) == []
 
 
+@pytest.mark.unit
 def test_a_leftover_old_tree_that_cannot_be_removed_is_named(tmp_path):
     out = tmp_path / "out"
     write_tree(NEW, out)
@@ -411,6 +422,7 @@ def test_a_leftover_old_tree_that_cannot_be_removed_is_named(tmp_path):
 
 # --- 5. files are created, never opened through a symbolic link ---------------------------------------------------
 
+@pytest.mark.unit
 def test_a_symlink_planted_in_the_staging_tree_is_not_written_through(tmp_path, monkeypatch):
     out = tmp_path / "out"
     new, _ = staging_paths(out)
@@ -437,6 +449,7 @@ def test_a_symlink_planted_in_the_staging_tree_is_not_written_through(tmp_path, 
                                 f"written by ming: move what you need out of {new}, then remove it and build again")
 
 
+@pytest.mark.unit
 def test_a_symlink_in_place_of_a_staging_directory_is_refused(tmp_path):
     out = tmp_path / "out"
     new, _ = staging_paths(out)
@@ -509,6 +522,7 @@ def test_a_sweep_with_paths_that_are_not_utf8(tmp_path):
     assert {p.name for p in out.iterdir()} == SWEEP_FILES
 
 
+@pytest.mark.unit
 def test_the_lock_of_an_out_that_is_not_utf8(tmp_path):
     out = Path(os.fsdecode(os.path.join(os.fsencode(tmp_path), b"out\xff")))
     with output_lock(check_output(out)):

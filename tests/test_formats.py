@@ -142,6 +142,7 @@ def _qoperator(name: str, directory, activation_type: str) -> onnx.ModelProto:
     return onnx.load(str(path))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("activation_type", ["QUInt8", "QInt8"])
 @pytest.mark.parametrize("name", sorted(REWRITTEN))
 def test_qdq_rewrite_equals_the_qoperator_model_in_onnxruntime(tmp_path, name, activation_type):
@@ -270,6 +271,7 @@ def test_uint8_model_input_and_output(uint8_io):
         _assert_equals_onnxruntime(graph, path, x)
 
 
+@pytest.mark.unit
 def test_uint8_input_is_shifted_on_the_host_and_checked():
     assert np.array_equal(ming_host.model_input_values(np.array([0, 128, 255], np.uint8), 1.0, 0, "uint8"),
                           [-128, 0, 127])
@@ -304,6 +306,7 @@ def _save(model: onnx.ModelProto, path) -> str:
     return str(path)
 
 
+@pytest.mark.unit
 def test_asymmetric_uint8_weights_beyond_int8_are_refused(tmp_path):
     path = zoo.quantized_model("conv_relu", tmp_path, False, *FORMATS["qdq_u8_u8"])  # per tensor: asymmetric
     with pytest.raises(MingError, match=r"node 'conv3x3' \(Conv\): its weights 'conv3x3.weight_quantized' minus "
@@ -311,6 +314,7 @@ def test_asymmetric_uint8_weights_beyond_int8_are_refused(tmp_path):
         lift(path)
 
 
+@pytest.mark.unit
 def test_qgemm_alpha_and_channels_last_pooling_are_refused(tmp_path):
     model = _qoperator("tiny_cnn", tmp_path, "QUInt8")
     gemm = next(n for n in model.graph.node if n.op_type == "QGemm")
@@ -325,6 +329,7 @@ def test_qgemm_alpha_and_channels_last_pooling_are_refused(tmp_path):
         lift(_save(model, tmp_path / "channels_last.onnx"))
 
 
+@pytest.mark.unit
 def test_other_quantized_operators_are_refused_by_name(tmp_path):
     model = _qoperator("conv_gap", tmp_path, "QUInt8")
     pool = next(n for n in model.graph.node if n.op_type == "QLinearGlobalAveragePool")
@@ -334,6 +339,7 @@ def test_other_quantized_operators_are_refused_by_name(tmp_path):
         lift(_save(model, tmp_path / "reduce_mean.onnx"))
 
 
+@pytest.mark.unit
 def test_integer_arithmetic_on_quantized_tensors_is_refused(tmp_path):
     model = _qoperator("conv_relu", tmp_path, "QUInt8")
     conv = next(n for n in model.graph.node if n.op_type == "QLinearConv")
@@ -344,6 +350,7 @@ def test_integer_arithmetic_on_quantized_tensors_is_refused(tmp_path):
         lift(_save(model, tmp_path / "relu.onnx"))
 
 
+@pytest.mark.unit
 def test_dynamic_quantization_is_refused(tmp_path):
     from onnxruntime.quantization import quantize_dynamic
 

@@ -25,7 +25,7 @@ from ming_py import reference
 from ming_py.boards import load_board
 from ming_py.build import design
 from ming_py.csim import CsimDeadlock, run_csim
-from ming_py.dataflow import Channel, Port, Process, Schedule, StreamGraph
+from ming_py.dataflow import Channel, Port, Process, Schedule, StreamGraph, Window
 from ming_py.emit.identifiers import (
     HEADER_NAMES,
     TEMPLATES,
@@ -54,6 +54,7 @@ def assert_clean(identifier: str) -> None:
 # ---- the sanitizer ---------------------------------------------------------------------
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", ["conv1", "relu", "pool1", "fc2", "block1_conv1", "Conv", "x", "dw1_relu",
                                   "conv3x3_s2", "n_1conv", "layer_t", "stride"])
 def test_valid_names_are_kept(name):
@@ -61,6 +62,7 @@ def test_valid_names_are_kept(name):
     assert Namer().claim_all([name], "node") == {name: name}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", [
     # C, C++ keywords and alternative tokens, main
     "int", "for", "class", "main", "and", "or", "not", "xor_eq", "bitand", "co_await", "concept", "restrict",
@@ -78,12 +80,14 @@ def test_keywords_and_reserved_names_get_a_suffix(name):
     assert Namer().claim_all([name], "node") == {name: f"{name}_1"}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", ["_Upper", "_lower", "__x", "a__b", "x__", "std1", "a-b", "1x", "", "a b"])
 def test_reserved_patterns_and_invalid_names(name):
     assert is_reserved(name)
     assert_clean(Namer().claim_all([name], "node")[name])
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name, base", [
     ("a-b", "a_b"), ("conv/1", "conv_1"), ("/model/conv1/Conv", "model_conv1_Conv"), ("1conv", "n_1conv"),
     ("123", "n_123"), ("__x", "x"), ("_Upper", "Upper"), ("a__b", "a_b"), ("x__", "x"), ("a.b", "a_b"),
@@ -95,6 +99,7 @@ def test_identifier_base(name, base):
     assert_clean(base)
 
 
+@pytest.mark.unit
 def test_collisions_get_numeric_suffixes_in_sorted_order():
     names = ["a.b", "a_b", "a-b", "int", "int_1", "Conv", "conv", "x", "x_1", "x_2"]
     expected = {"a_b": "a_b", "a-b": "a_b_1", "a.b": "a_b_2",  # the name that is its own identifier keeps it
@@ -107,6 +112,7 @@ def test_collisions_get_numeric_suffixes_in_sorted_order():
         assert Namer().claim_all(shuffled, "node") == expected
 
 
+@pytest.mark.unit
 def test_derived_identifiers_are_claimed_with_their_stem():
     namer = Namer()
     assert namer.claim("conv", lambda stem: [stem, f"{stem}_weights"]) == "conv"
@@ -120,7 +126,8 @@ def _graph(name: str, processes: list[tuple[str, bool]]) -> StreamGraph:
     """A chain input -> processes -> output; (name, has weights)."""
     chain = ["input"] + [p for p, _ in processes] + ["output"]
     channels = {f"{a}_to_{b}": Channel(f"{a}_to_{b}", a, b, 4, 8, 8) for a, b in zip(chain, chain[1:])}
-    procs = [Process(p, "conv" if weights else "maxpool", p, (f"{a}_to_{p}",), (f"{p}_to_{b}",),
+    window = Window(4, 8, 8, 4, 8, 8, kernel=(3, 3), pads=(1, 1, 1, 1))
+    procs = [Process(p, "conv" if weights else "maxpool", p, (f"{a}_to_{p}",), (f"{p}_to_{b}",), window=window,
                      weights=np.zeros((4, 4, 9), np.int8) if weights else None)
              for a, (p, weights), b in zip(chain, processes, chain[2:])]
     return StreamGraph(name, procs, channels, Port(f"input_to_{chain[1]}", (4, 8, 8), "x", (1, 4, 8, 8), 1.0, 0),
@@ -132,6 +139,7 @@ def _all_identifiers(names) -> list[str]:
             + list(names.channels.values()) + [a for arrays in names.arrays.values() for a in arrays.values()])
 
 
+@pytest.mark.unit
 def test_cpp_names_of_a_stream_graph_are_unique_and_stable():
     processes = [("conv", True), ("conv_weights", True), ("net_top", False), ("input_to_conv", False),
                  ("int", True), ("NET_INPUT_VALUES", False), ("relu", False)]
@@ -158,6 +166,7 @@ def test_cpp_names_of_a_stream_graph_are_unique_and_stable():
         assert all(again.processes[p] == names.processes[p] for p, _ in processes)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("graph_name, stem", [
     ("net", "net"), ("class", "class_1"), ("int", "int_1"), ("my-model", "my_model"), ("123", "n_123"),
     ("", "model"), ("ming_stream", "ming_stream_1"), ("Hls_Stream", "Hls_Stream_1"),
@@ -169,11 +178,13 @@ def test_model_names_give_safe_file_stems(graph_name, stem):
     assert names.processes["conv"] == "conv"  # the model name itself is not an identifier a node competes for
 
 
+@pytest.mark.unit
 def test_a_process_may_share_the_model_name():
     names = cpp_names(_graph("conv", [("conv", True)]))
     assert names.model == "conv" and names.processes["conv"] == "conv" and names.top == "conv_top"
 
 
+@pytest.mark.unit
 def test_text_escapes():
     nasty = 'a"b\\c\nd|e??=f\u2028'
     comment = comment_text(nasty + "\\")
@@ -199,6 +210,7 @@ def test_c_string_prints_the_name(tmp_path):
 # ---- the reserved names against the local compiler ----------------------------------------
 
 
+@pytest.mark.unit
 def test_header_names_are_found():
     assert {"ming", "ming_csim", "hls", "HLS_PRAGMA", "MING_PRAGMA_TEXT", "Pack", "AxisWord", "kValuesPerWord",
             "ArrayOf", "Array", "unpack_axis", "pack_axis", "requantize", "add_requant", "avgpool_requant",

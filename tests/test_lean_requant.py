@@ -56,6 +56,7 @@ def test_lean_equals_exact_over_every_accumulator_for_a_grid_of_multipliers():
     assert checked > 10_000_000
 
 
+@pytest.mark.unit
 def test_the_common_shift_scales_mantissas_without_changing_a_result():
     multipliers = np.array([0.003, 0.0021, 0.0052, 0.0011], np.float32)
     lean = nx.lean_channels(multipliers)
@@ -64,12 +65,14 @@ def test_the_common_shift_scales_mantissas_without_changing_a_result():
         assert_lean_exact(m, c)
 
 
+@pytest.mark.unit
 def test_multipliers_without_a_lean_datapath():
     assert nx.lean_requant(np.float32(2.0 ** -16)) is None  # the limit would pass 2^24: float32(acc) rounds
     assert nx.lean_requant(np.float32(0.0)) is None
     assert nx.lean_channels(np.array([0.01, 2.0 ** -20], np.float32)) is None
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("zero_point, qmin, qmax", [(-128, -128, 127), (0, -128, 127), (127, -128, 127),
                                                      (-37, -128, 127), (0, 0, 255), (200, 0, 255)])
 def test_signs_zero_points_and_saturation(zero_point, qmin, qmax):

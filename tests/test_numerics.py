@@ -239,6 +239,7 @@ def _rne_fraction(fr: Fraction) -> int:
 # ---------------------------------------------------------------------------
 # integer primitives
 # ---------------------------------------------------------------------------
+@pytest.mark.unit
 def test_bit_length_and_round_shift():
     rng = np.random.default_rng(0)
     a = np.concatenate([rng.integers(0, 2 ** 62, 5000), [0, 1, 2, 3, 2 ** 24 - 1, 2 ** 24, 2 ** 62 - 1]])
@@ -253,6 +254,7 @@ def test_bit_length_and_round_shift():
     assert list(nm.round_shift_half_up([5, -5, 3], 1)) == [3, -2, 2]
 
 
+@pytest.mark.unit
 def test_float32_parts_roundtrip():
     rng = np.random.default_rng(1)
     m = np.concatenate([np.exp(rng.uniform(-80, 40, 10000)), [1e-45, 2.0 ** -149, 2.0 ** -126, 1.0, 0.0]]).astype(F32)
@@ -273,6 +275,7 @@ def _check_requant(acc, mult, zp, qmin=-128, qmax=127):
     return a.size
 
 
+@pytest.mark.unit
 def test_requantize_matches_float32_random():
     rng = np.random.default_rng(2)
     n = 1_500_000
@@ -287,6 +290,7 @@ def test_requantize_matches_float32_random():
     print(f"[requantize] random pairs: {total} elements equal")
 
 
+@pytest.mark.unit
 def test_requantize_matches_float32_near_ties():
     rng = np.random.default_rng(3)
     n = 1_000_000
@@ -304,6 +308,7 @@ def test_requantize_matches_float32_near_ties():
     print(f"[requantize] near-tie / exact-tie pairs: {total} elements equal")
 
 
+@pytest.mark.unit
 def test_requantize_edge_cases():
     base = [0, 1, 2, 3, 2 ** 24 - 1, 2 ** 24, 2 ** 24 + 1, 2 ** 24 + 2, 2 ** 24 + 3, 2 ** 25 + 1, 2 ** 25 + 3,
             2 ** 25 + 6, 2 ** 30 + 65, 12345677, 16777217, 33554435, 2 ** 31 - 1, 2 ** 31 - 64, 2 ** 31 - 65]
@@ -324,6 +329,7 @@ def test_requantize_edge_cases():
     print(f"[requantize] edge grid: {total} elements equal")
 
 
+@pytest.mark.unit
 def test_ort_multipliers_op_order():
     sx, sw, sy = F32(0.0123), np.array([0.0031, 0.071], F32), F32(0.0456)
     assert np.array_equal(nm.ort_conv_multiplier(sx, sw, sy), ((sx * sw).astype(F32) / sy).astype(F32))
@@ -334,6 +340,7 @@ def test_ort_multipliers_op_order():
 # ---------------------------------------------------------------------------
 # fixed point
 # ---------------------------------------------------------------------------
+@pytest.mark.unit
 def test_fixed_point():
     rng = np.random.default_rng(4)
     for r in np.exp(rng.uniform(np.log(1e-9), np.log(1e3), 2000)):
@@ -355,6 +362,7 @@ def test_fixed_point():
     assert list(nm.fixed_point_rescale([1, 3], half, pre_round_offset=1)) == [2, 2]  # rne(1.5), rne(2.5)
 
 
+@pytest.mark.unit
 def test_fma_float32_is_correctly_rounded():
     rng = np.random.default_rng(5)
     a, b, c = (rng.standard_normal(3000).astype(F32) for _ in range(3))
@@ -388,6 +396,7 @@ _CONV_CASES = {
 }
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per_tensor", "per_channel"])
 @pytest.mark.parametrize("case", list(_CONV_CASES))
 def test_conv_bit_exact(tmp_path, case, per_channel):
@@ -444,6 +453,7 @@ def test_conv_bit_exact(tmp_path, case, per_channel):
           f"({100 * sat / n_el:.1f}% saturated)")
 
 
+@pytest.mark.unit
 def test_conv_exact_ties_zero_point_after_rounding(tmp_path):
     """Power-of-two scales make f32(acc)*M land exactly on .5: ORT rounds half-even and
     adds the (odd) output zero point after rounding."""
@@ -597,6 +607,7 @@ def _hand_qdq(op, in_params, out_param, in_shapes, attrs=None, extra_inits=(), e
     return _model(nodes, inputs, [_vi("Y", None)], inits)
 
 
+@pytest.mark.unit
 def test_add(tmp_path):
     """QLinearAdd: float reference bit-exact; integer rule within the measured bound."""
     a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
@@ -643,6 +654,7 @@ _POOL_CASES = [((2, 2), (2, 2), (0, 0, 0, 0), 0), ((3, 3), (1, 1), (1, 1, 1, 1),
                ((3, 3), (2, 2), (1, 1, 1, 1), 0), ((3, 3), (2, 2), (0, 1, 0, 1), 1), ((5, 5), (1, 1), (2, 2, 2, 2), 0)]
 
 
+@pytest.mark.unit
 def test_avgpool_quantize_static(tmp_path):
     """Conv -> AveragePool (-> Relu) from quantize_static: same in/out scale, and a
     folded Relu giving a different output scale with zp=-128."""
@@ -678,6 +690,7 @@ def test_avgpool_quantize_static(tmp_path):
                          _RATE_AVG_DIFF_SCALE if relu else _RATE_AVG_SAME_SCALE)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("same_scale", [True, False], ids=["same_scale", "diff_scale"])
 def test_avgpool_configs(tmp_path, same_scale):
     rng = np.random.default_rng(10 + same_scale)
@@ -702,6 +715,7 @@ def test_avgpool_configs(tmp_path, same_scale):
                      _RATE_AVG_SAME_SCALE if same_scale else _RATE_AVG_DIFF_SCALE)
 
 
+@pytest.mark.unit
 def test_global_average_pool(tmp_path):
     """QLinearGlobalAveragePool (and AveragePool with kernel == image) are bit-exact."""
     rng = np.random.default_rng(11)
@@ -734,6 +748,7 @@ def test_global_average_pool(tmp_path):
     print(f"[gap] {n} elements bit-exact")
 
 
+@pytest.mark.unit
 def test_concat(tmp_path):
     """QLinearConcat: rescale_table bit-exact, fixed-point rescale within bound."""
     rng = np.random.default_rng(12)
@@ -767,6 +782,7 @@ def test_concat(tmp_path):
     _assert_residual("Concat rescale (fixed point) vs ORT", np.concatenate(got_fp), want, _RATE_RESCALE_RANDOM)
 
 
+@pytest.mark.unit
 def test_maxpool_exact(tmp_path):
     rng = np.random.default_rng(13)
     c, hh = 8, 11
@@ -790,6 +806,7 @@ def test_maxpool_exact(tmp_path):
         assert np.array_equal(_maxpool_int(a.astype(np.int64), k, st, pads), y)
 
 
+@pytest.mark.unit
 def test_standalone_relu_clip_tables(tmp_path):
     """DQ -> Relu/Clip -> Q that ORT cannot fuse runs in float; the 256-entry table is exact.
     (Relu with output zp=-128 is removed by ORT; the table is the same.)"""

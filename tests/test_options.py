@@ -17,6 +17,8 @@ from ming_py.errors import MingError
 from ming_py.options import (build_metadata, check_budget_lists, check_design, check_output_file,
                              clock_mhz, load_input)
 
+pytestmark = pytest.mark.unit
+
 KV260 = load_board("kv260")
 
 

@@ -133,6 +133,7 @@ def test_later_outputs_fifos_hold_what_is_made_meanwhile_and_the_ilp_counts_them
     assert fifo_bits(stream_graph)["head_a_to_output"] == 2 * 6 * 8  # the first output: two pixels as usual
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("parts", [[(384, 6), (64, 4)], [(10, 2), (3, 1), (64, 8)]])
 def test_the_output_writer_costs_what_the_simulation_runs(parts):
     """`ming simulate`'s output port runs each output's pack_axis loop after the other; the ILP charges the

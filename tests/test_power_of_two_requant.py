@@ -36,6 +36,7 @@ def test_a_global_average_by_a_power_of_two_is_its_shift_for_every_sum(count):
             assert np.array_equal(got, expected), (x_zp, y_zp)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("count", [2, 4, 8, 16, 64])
 def test_an_average_pool_by_a_power_of_two_is_its_shift_for_every_sum(count):
     scale = np.float32(0.25)
@@ -49,6 +50,7 @@ def test_an_average_pool_by_a_power_of_two_is_its_shift_for_every_sum(count):
             assert np.array_equal(got, expected), (x_zp, y_zp)
 
 
+@pytest.mark.unit
 def test_other_multipliers_and_padding_excluded_are_no_shift():
     s = np.float32(0.05)
     assert numerics.average_shift(s, 0, s, 0, 12, global_pool=True) is None  # 1/12

@@ -48,5 +48,6 @@ def test_reference_matches_onnxruntime(lifted, quantized, name, per_channel):
         assert result.max_lsb <= RESIDUAL_LSB[name]
 
 
+@pytest.mark.unit
 def test_every_non_exact_model_has_a_documented_bound():
     assert {n for n in MODELS if not zoo.MODELS[n].bit_exact} == set(RESIDUAL_LSB)

@@ -261,6 +261,7 @@ def _refused(tmp_path, build, shape=(1, 3, 8, 8)) -> str:
     return message
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("resize, expected", [
     ({"mode": "linear"}, "node 'up' (Resize, mode=linear) is not supported"),
     ({"scales": (1.5, 1.5)}, "node 'up' (Resize): scale 1.5 along axis 2 is not an integer factor"),
@@ -272,6 +273,7 @@ def test_unsupported_resize_is_refused(tmp_path, resize, expected):
     assert expected in _refused(tmp_path, _conv_resize(**resize))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("mode", ["reflect", "edge"])
 def test_unsupported_pad_mode_is_refused(tmp_path, mode):
     def build(g):
@@ -281,6 +283,7 @@ def test_unsupported_pad_mode_is_refused(tmp_path, mode):
     assert message.startswith(f"node 'pad' (Pad, mode={mode}) is not supported")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("factor", [2, 3])
 @pytest.mark.parametrize("length", [5, 8])
 def test_accepted_resize_modes_repeat_every_pixel_in_onnxruntime(tmp_path, factor, length):

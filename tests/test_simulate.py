@@ -105,6 +105,7 @@ HAND_REPORT = {
 }
 
 
+@pytest.mark.unit
 def test_hand_computed_chain_with_fifos_of_one_token():
     # input: writes token 0 in 0 + 4 = 4; token 1 needs a's read of token 0 (cycle 5) before it: issued in 2
     #   instead of 1, written in 6; likewise tokens 2, 3 in 8, 10 (issues 4, 6): finish 6 + 1 + 4 = 11.
@@ -126,6 +127,7 @@ def test_hand_computed_chain_with_fifos_of_one_token():
     assert result.output_tokens == {"b_to_output": 4}
 
 
+@pytest.mark.unit
 def test_hand_computed_chain_with_deep_fifos():
     # every process now moves a token per cycle once its first one is there:
     # input writes in 4-7 (finish 8); a reads in 5-8 and writes in 7-10 (finish 11); b reads in 8-11 and
@@ -141,6 +143,7 @@ def test_hand_computed_chain_with_deep_fifos():
     assert result.fifo_need == {"input_to_a": 2, "a_to_b": 2, "b_to_output": 2}
 
 
+@pytest.mark.unit
 def test_a_write_waits_for_its_slot_depth_cycles_after_its_issue():
     # b (rescale, depth 2) writes into a FIFO of one token that `output` reads late: output reads token k in
     # the cycle after its write at the earliest, so b's write of token k + 1 waits for that read
@@ -153,6 +156,7 @@ def test_a_write_waits_for_its_slot_depth_cycles_after_its_issue():
     assert result.cycles == 22
 
 
+@pytest.mark.unit
 def test_hand_deadlock():
     # a cycle: a (add) needs b's output, b (split) needs a's output; nothing ever reaches the output port
     report = {
@@ -186,12 +190,14 @@ def test_hand_deadlock():
     assert json.loads(json.dumps(data)) == data
 
 
+@pytest.mark.unit
 def test_max_cycles_stops():
     result = simulate(HAND_REPORT, max_cycles=10)
     assert result.timed_out and not result.completed and result.deadlock is None
     assert result.cycles == 10
 
 
+@pytest.mark.unit
 def test_lanes_that_do_not_match_the_unroll_factors_are_refused():
     report = copy.deepcopy(HAND_REPORT)
     report["channels"][1]["lanes"] = 4
@@ -212,6 +218,7 @@ def _pack_closed_form(values: int, lanes: int) -> int:
     return max(words, tokens + max(completed_by_last - 1, 0)) + PIPELINE_DEPTH
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("lanes", [1, 2, 3, 5, 8, 12, 16, 24])
 def test_adapters_charged_from_their_loops_take_the_closed_form_cycles(lanes):
     for tokens in (1, 2, 3, 7, 40):
@@ -372,6 +379,7 @@ def _assert_matches_stepping(report: dict) -> None:
     assert result.fifo_peak == ref["fifo_peak"]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("depths", [{}, {"a_to_b": 4}, {"input_to_a": 3, "b_to_output": 1}])
 def test_engine_matches_cycle_stepping_by_hand(depths):
     _assert_matches_stepping(_with_depths(HAND_REPORT, 1, **depths))
@@ -556,6 +564,7 @@ def _mobilenet_like_report(size: int = 96, width: int = 20) -> dict:
     return {"nodes": nodes, "channels": channels}
 
 
+@pytest.mark.unit
 def test_a_96x96_mobilenet_like_design_simulates_in_seconds():
     report = _mobilenet_like_report()
     events = 2 * sum(_tokens(c) for c in report["channels"])

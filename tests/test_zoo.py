@@ -68,6 +68,7 @@ def _assert_qdq_around_compute_nodes(model: onnx.ModelProto) -> None:
 # Float models
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_registry_covers_requirements():
     assert len(NAMES) >= 30
     for required in ("residual_block", "dw_separable", "lenet", "two_residual_stages", "tiny_cnn"):
@@ -87,6 +88,7 @@ def test_registry_covers_requirements():
             "Flatten", "Reshape", "Gemm", "MatMul", "Softmax"} <= ops
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name", NAMES)
 def test_float_model(name):
     zm = zoo.MODELS[name]
@@ -157,6 +159,7 @@ def test_quantized_model(name, per_channel, tmp_path):
 # The README example
 # ---------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_example_files():
     model_path, input_path = EXAMPLES / "tiny_cnn.onnx", EXAMPLES / "input.npy"
     q = onnx.load(model_path)
@@ -169,6 +172,7 @@ def test_example_files():
     assert abs(float(y.sum()) - 1.0) < 0.05                              # softmax output
 
 
+@pytest.mark.unit
 def test_example_matches_zoo(tmp_path):
     """examples/tiny_cnn.onnx is the zoo's per-channel tiny_cnn (same graph, same weights, 8-bit)."""
     committed = onnx.load(EXAMPLES / "tiny_cnn.onnx")
