@@ -35,6 +35,29 @@ class Classification:
     group_dims: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True)
+class WindowAxis:
+    """One spatial axis of a sliding-window access `stride * o + dilation * k`: the window's loop dim k (None:
+    the window is one element wide along the axis), the stride and the dilation."""
+
+    window_dim: int | None
+    stride: int
+    dilation: int
+
+
+def window_axis(expr: AffineExpr, out_dim: int, iterators) -> WindowAxis:
+    """The window along one input axis read as `expr`, whose output position is loop dim `out_dim`; a
+    ValueError says what the access is instead ("has an offset", "is not a sliding window")."""
+    if expr.constant:
+        raise ValueError("has an offset")
+    others = [d for d in expr.used_dims() if d != out_dim]
+    if expr.coeffs[out_dim] <= 0 or len(others) > 1 or (others and iterators[others[0]] == PARALLEL):
+        raise ValueError("is not a sliding window")
+    if not others:
+        return WindowAxis(None, expr.coeffs[out_dim], 1)
+    return WindowAxis(others[0], expr.coeffs[out_dim], expr.coeffs[others[0]])
+
+
 def detect_sliding_window(kernel: Kernel) -> tuple[bool, int, int]:
     """MING Alg. 1: (is_sliding_window, stride, dilation) from the first matching access."""
     if all(it == PARALLEL for it in kernel.iterators):

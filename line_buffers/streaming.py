@@ -23,11 +23,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ming_py.classify import window_axis
 from ming_py.dataflow import Channel, Port, Process, StreamGraph, Window
 from ming_py.errors import MingError
 from ming_py.ir import (
     MAC_OPS,
-    PARALLEL,
     REDUCTION,
     AddRequant,
     Concat,
@@ -392,15 +392,12 @@ def _squeezed(shape) -> tuple[int, ...]:
 
 
 def _spatial(expr, out_dim: int, kernel: Kernel, what: str) -> tuple[int | None, int, int]:
-    """(window dim, stride, dilation) of a `stride * o + dilation * k` access."""
-    if expr.constant:
-        raise MingError(f"layer {kernel.source}: {what} access `{expr}` has an offset")
-    others = [d for d in expr.used_dims() if d != out_dim]
-    if expr.coeffs[out_dim] <= 0 or len(others) > 1 or (others and kernel.iterators[others[0]] == PARALLEL):
-        raise MingError(f"layer {kernel.source}: {what} access `{expr}` is not a sliding window")
-    if not others:
-        return None, expr.coeffs[out_dim], 1
-    return others[0], expr.coeffs[out_dim], expr.coeffs[others[0]]
+    """(window dim, stride, dilation) of a `stride * o + dilation * k` access (`classify.window_axis`)."""
+    try:
+        axis = window_axis(expr, out_dim, kernel.iterators)
+    except ValueError as reason:
+        raise MingError(f"layer {kernel.source}: {what} access `{expr}` {reason}") from None
+    return axis.window_dim, axis.stride, axis.dilation
 
 
 def _gather(array: np.ndarray, operand: Operand, dims: tuple[int, ...], order: list[int | None]) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ming_py.classify import classify, detect_sliding_window, iterator_sets
+from ming_py.classify import WindowAxis, classify, detect_sliding_window, iterator_sets, window_axis
 from ming_py.ir import PARALLEL, REDUCTION, AccessMap, AffineExpr, Arg, Kernel, Op, Operand
 
 P, R = PARALLEL, REDUCTION
@@ -153,3 +153,17 @@ def test_lifted_strides_and_dilations(lifted):
     assert (c.kind, c.stride, c.dilation) == ("sliding_window", (2, 2), (2, 2))
     (rect,) = lifted("conv10x4_rect").kernels()
     assert rect.dims[-2:] == (10, 4)
+
+
+@pytest.mark.unit
+def test_window_axis_reads_stride_and_dilation_off_one_access():
+    """The window geometry the streaming stage builds a sliding-window process from (`line_buffers.streaming`)."""
+    iterators = (PARALLEL, PARALLEL, REDUCTION)  # d0 output row, d1 another output dim, d2 window row
+    assert window_axis(expr(3, (0, 2), (2, 3)), 0, iterators) == WindowAxis(2, 2, 3)  # 2 * o + 3 * k
+    assert window_axis(expr(3, (0, 1)), 0, iterators) == WindowAxis(None, 1, 1)  # a 1-wide window
+    with pytest.raises(ValueError, match="has an offset"):
+        window_axis(expr(3, (0, 1), (2, 1), constant=1), 0, iterators)
+    with pytest.raises(ValueError, match="is not a sliding window"):
+        window_axis(expr(3, (0, 1), (1, 1)), 0, iterators)  # reads along another parallel dim
+    with pytest.raises(ValueError, match="is not a sliding window"):
+        window_axis(expr(3, (0, -1), (2, 1)), 0, iterators)  # a reversed output axis
