@@ -70,7 +70,7 @@ class Choice:
     lanes_in: tuple[int, ...]
     lanes_out: tuple[int, ...]
     line_buffer_in: str = "bram"  # "bram" | "uram" (weights are ROMs: BRAM or LUTRAM, URAM has no init)
-    multipliers: str = "dsp"  # ming_py.kernel.MULTIPLIERS
+    multipliers: str = "dsp"  # ming_py.kinds.window.MULTIPLIERS
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)

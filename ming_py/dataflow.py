@@ -137,7 +137,7 @@ class StreamGraph:
 class ProcessSchedule:
     unroll: tuple[tuple[str, int], ...] = ()  # (loop, factor); missing loops are not unrolled
     storage: tuple[tuple[str, str], ...] = ()  # (buffer, "bram" | "uram" | "lutram"); default BRAM
-    multipliers: str = "dsp"  # where the int8 products are computed (ming_py.kernel.MULTIPLIERS)
+    multipliers: str = "dsp"  # where the int8 products are computed (ming_py.kinds.window.MULTIPLIERS)
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)

@@ -8,10 +8,7 @@ the input vector and the fold of a dense layer.
 In each position the loop reads the position's input tokens (at most one per iteration and input,
 spread evenly over the position, the way a producer running at the same pace writes them) and
 writes output tokens at fixed iterations, and it spends `max(tokens read, fold steps, 1)`
-iterations there. A window process computes, during position
-p, the window whose bottom-right element arrived at position p - 1 (so the window is complete in
-the line buffer before the first MAC reads it) and has one trailing position after the last
-input.
+iterations there.
 
 Each kind builds its positions itself (`ming_py.kinds`); this module runs them into a `Loop` and
 checks a schedule against them.

@@ -6,19 +6,9 @@ The layouts serve the loops of `ming_py.kernel` at II=1 with at most one read an
 bank and iteration (simple dual-port RAMs, single-port ROMs; `ming csim --check-ports` runs the
 code and counts):
 
-* line buffer `[copies][rows][W_in][tokens][lanes]`: the lanes of a token are one word (ARRAY_RESHAPE),
-  so a token is one write and a window element's U_ic channels one read; the U_k window elements of
-  an iteration read U_k copies (complete partition), each written with every token: Vitis HLS does
-  not prove that reads at run-time indices fall into different banks of a partitioned array, so no
-  bank is chosen at run time;
-* weights `[fold steps][lanes]`: one word per fold step holds every weight that step multiplies
-  (reshape of the lanes), read once per iteration;
-* per-output-channel constants `[tiles][lanes]` likewise; accumulators are registers;
-* 256-entry tables `[lanes][tables per lane][256]`: a ROM bank per lane, holding the table of every
-  channel the lane carries (lane l of the t-th token of a pixel carries channel t * lanes + l), one
-  read per iteration.
-* a channel permutation's two pixels `[2][tokens][lanes]` are registers, each written from one input lane.
-
+Each kind lays out its own arrays (`ProcessKind.arrays` in `ming_py/kinds/`: the line buffer, pixel and
+row buffers, weights `[fold steps][lanes]`, tables, accumulators) and each epilogue rule its constants
+(`EpilogueRule.arrays` in `ming_py/epilogues/`: per output channel `[tiles][lanes]`, a word per tile).
 Each array's layout and cost: `ming_py.array_layout`.
 """
 

@@ -122,7 +122,7 @@ class ProcessKind:
         raise NotImplementedError
 
     def multiplier_choices(self, unroll: dict[str, int]) -> tuple[str, ...]:
-        """Where its int8 products may be computed (`ming_py.kernel.MULTIPLIERS`)."""
+        """Where its int8 products may be computed (`ming_py.kinds.window.MULTIPLIERS`)."""
         raise NotImplementedError
 
     def static_banks(self, unroll_k: int, lanes_in: int) -> bool:
