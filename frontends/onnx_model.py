@@ -2,7 +2,7 @@
 
 QOperator and uint8 models are first rewritten into int8 QDQ (`onnx_formats`).
 
-Phases (DESIGN.md, "Frontend facts"):
+Phases:
   ONNX --(iree onnx_importer, node names kept as locations)--> torch dialect
        --(iree-compile --compile-to=global-optimization
           --iree-global-opt-enable-qdq-to-integer-math)--> linalg on tensors
@@ -27,7 +27,8 @@ from ming_py.errors import MingError
 from ming_py.ir import Graph
 
 from . import iree_compile, onnx_formats
-from .lift import Lifter, ModelPort, QuantizedWeights
+from .facts import FrontendFacts, ModelPort, QuantizedWeights
+from .lift import Lifter
 from .onnx_geometry import check_pads, prepare_resizes
 from .onnx_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables
 
@@ -342,6 +343,6 @@ def import_onnx(path: str | Path) -> Graph:
     with ir.Context() as context:
         module = iree_compile.parse(text, context, str(path))
         op_types = {node.name: node.op_type for node in model.graph.node}
-        return Lifter(model.graph.name or path.stem, inputs, outputs, op_types, notes, tables=tables,
-                      resizes=resizes, weights=quantized_weights(model.graph),
-                      transposes=transpose_wrappers(model.graph)).run(module)
+        facts = FrontendFacts(op_types, tuple(notes), tables=tables, resizes=resizes,
+                              weights=quantized_weights(model.graph), transposes=transpose_wrappers(model.graph))
+        return Lifter(model.graph.name or path.stem, inputs, outputs, facts).run(module)

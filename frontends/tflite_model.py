@@ -1,6 +1,6 @@
 """TFLite frontend: check the model, import it through IREE's TOSA input, lift it into a Graph.
 
-Phases (DESIGN.md, "Frontend facts"):
+Phases:
   TFLite flatbuffer --(tosa-converter-for-tflite, MLIR bytecode)--> TOSA
       --(iree-compile --iree-input-type=tosa --compile-to=global-optimization)--> integer linalg
       --(lift.Lifter; layout.channels_first)--> ming Graph.
@@ -28,7 +28,8 @@ from ming_py.ir import FixedPointRequant, Graph, GraphOutput, HostOp
 
 from .layout import channels_first
 from . import iree_compile, isolated
-from .lift import Lifter, ModelPort
+from .facts import FrontendFacts, ModelPort
+from .lift import Lifter
 
 ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN",
                              "CONCATENATION", "MAX_POOL_2D", "RESHAPE", "PAD"})
@@ -370,7 +371,7 @@ def import_tflite(path: str | Path) -> Graph:
     with ir.Context() as context:
         module = iree_compile.parse(text, context, str(path))
         lifted = Lifter(name, [_port(graph, i) for i in graph.inputs], [_port(graph, i) for i in graph.outputs],
-                        op_types, notes).run(module)
+                        FrontendFacts(op_types, tuple(notes))).run(module)
     return _with_host_boundary(_reference_rounding(channels_first(lifted), op_types), model, boundary)
 
 

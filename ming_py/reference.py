@@ -14,6 +14,7 @@ import itertools
 
 import numpy as np
 
+from .access import gather, valid_window_counts
 from .epilogues import Golden, rule_of
 from .runtime.ming_host import accelerator_input, model_output
 from .ir import (
@@ -102,31 +103,6 @@ def _operand_array(operand: Operand, constants, values) -> np.ndarray:
     return array
 
 
-def gather(array: np.ndarray, operand: Operand, free: tuple[int, ...], dims: tuple[int, ...],
-           fixed: dict[int, int]) -> np.ndarray:
-    """The operand's values over the `free` loop dims (one axis each, in order), with `fixed` dims pinned.
-
-    Axes of free dims the operand does not use have size 1 (broadcastable).
-    """
-    ranges = {}
-    for axis, d in enumerate(free):
-        shape = [1] * len(free)
-        shape[axis] = dims[d]
-        ranges[d] = np.arange(dims[d]).reshape(shape)
-    index = []
-    for expr in operand.map.results:
-        value = expr.constant + sum(c * fixed[d] for d, c in enumerate(expr.coeffs) if c and d in fixed)
-        for d, c in enumerate(expr.coeffs):
-            if c and d in ranges:
-                value = value + c * ranges[d]
-        index.append(np.asarray(value))
-    if not index:
-        return array.reshape((1,) * len(free))
-    gathered = array[tuple(index)]
-    return gathered.reshape(gathered.shape + (1,) * (len(free) - gathered.ndim)) if gathered.ndim < len(free) \
-        else gathered
-
-
 def _eval(expr: Expr, args: list) -> np.ndarray:
     if isinstance(expr, Arg):
         return args[expr.index]
@@ -192,17 +168,6 @@ def _reduce(kernel: Kernel, arrays, parallel) -> np.ndarray:
         args = [gather(a, o, parallel, kernel.dims, fixed) for a, o in zip(arrays, kernel.inputs)]
         acc = np.broadcast_to(_eval(kernel.payload, args + [acc]), acc.shape).copy()
     return acc
-
-
-def valid_window_counts(kernel: Kernel, input_shape: tuple[int, ...]) -> np.ndarray:
-    """Per output position (parallel dims order): window elements that are not padding."""
-    operand = kernel.inputs[0]
-    ones = np.pad(np.ones(input_shape, dtype=np.int64), operand.padding or ((0, 0),) * len(input_shape))
-    parallel, reduction = kernel.parallel_dims, kernel.reduction_dims
-    counts = np.zeros(tuple(kernel.dims[d] for d in parallel), dtype=np.int64)
-    for point in itertools.product(*(range(kernel.dims[d]) for d in reduction)):
-        counts += gather(ones, operand, parallel, kernel.dims, dict(zip(reduction, point)))
-    return counts
 
 
 def _unpadded_shape(operand: Operand, constants, values) -> tuple[int, ...]:

@@ -1,0 +1,273 @@
+"""`linalg.generic` analysis: which of its forms a generic is (a table's node, a nearest Resize, a
+Transpose, float code, TOSA's integer element-wise chains and sums, an integer kernel), and the integer
+kernels IREE hands over as such (convolutions, matmuls, pooling)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from iree.compiler import ir
+
+from ming_py.errors import MingError
+from ming_py.ir import PARALLEL, AccessMap, Arg, Const, Expr, Kernel, Op, Operand, Upsample
+
+from .lift_shapes import transposition, unsliced
+from .lift_values import (
+    Empty,
+    Fill,
+    FloatValue,
+    IntChain,
+    IntSum,
+    IntTensor,
+    Mapped,
+    Padded,
+    compact,
+    is_plain_dequant,
+)
+from .mlir_attrs import access_map, element_type, iterator_kind, location_name, tensor_shape
+
+
+class GenericMixin:
+    """Of `lift.Lifter`: `linalg.generic`, dispatched by its form (`_op_linalg_generic`) to the other parts."""
+
+    def _op_linalg_generic(self, op, where):
+        segments = list(op.attributes["operandSegmentSizes"])
+        n_in = segments[0]
+        out_init = self._get(op.operands[n_in], where)
+        maps = [access_map(a, where) for a in op.attributes["indexing_maps"]]
+        iterators = tuple(iterator_kind(a) for a in op.attributes["iterator_types"])
+        dims = _loop_bounds(maps, [v for v in op.operands[:n_in + 1]], len(iterators), where)
+        block = op.regions[0].blocks[0]
+        result = op.results[0]
+        node = location_name(op)
+        windowed = any(it != PARALLEL for it in iterators)  # a reduction takes padding into its window
+        if n_in == 0 and node in self.facts.resizes:
+            self.values[result] = self._upsample(block, node, tensor_shape(result), where)
+            return
+        if node in self.facts.tables:
+            mapped = self._mapped(op, n_in, maps, node, where)
+            if mapped is not None:
+                self.values[result] = mapped
+                return
+        copied = self.values.get(op.operands[0]) if n_in == 1 and _copies_its_input(block) else None
+        axes = transposition(maps[0], maps[-1]) if isinstance(copied, (IntTensor, FloatValue)) else None
+        if axes is not None:  # a Transpose
+            self.values[result] = self._transposed(self._get(op.operands[0], where), axes, node, where)
+            return
+        if element_type(result) == "f32":
+            ins = [self._get(v, where, padded=windowed) for v in op.operands[:n_in]]
+            self.values[result] = self._float_generic(op, ins, out_init, maps, iterators, dims, block, node, where)
+            return
+        raw = [self.values.get(v) for v in op.operands[:n_in]]
+        if all(it == PARALLEL for it in iterators) and all(m.is_identity() or isinstance(v, np.ndarray)
+                                                           for v, m in zip(raw, maps)):
+            tensors = [i for i, v in enumerate(raw) if isinstance(v, (IntTensor, IntChain, IntSum))]
+            if not tensors:
+                self.values[result] = self._fold_constants(raw, maps, dims, block, where)
+                return
+            if len(tensors) == 1 and all(isinstance(v, np.ndarray) for i, v in enumerate(raw) if i != tensors[0]):
+                source = raw[tensors[0]]
+                if isinstance(source, IntChain) and source.steps[-1].dtype == "i8" and element_type(result) != "i8":
+                    raw[tensors[0]] = self._get(op.operands[tensors[0]], where)  # an int8 tensor of the model
+                self.values[result] = self._chain(raw, maps, dims, block, tensors[0], element_type(result), node,
+                                                  where)
+                return
+            if len(raw) == 2 and len(tensors) == 2 and _int_payload(block, where) == Op("add", (Arg(0), Arg(1))):
+                chains = [v if isinstance(v, IntChain) else IntChain(v.name, None, ()) for v in raw]
+                self.values[result] = IntSum(*chains, dims)
+                return
+        elif any(isinstance(v, IntSum) for v in raw):
+            raise MingError(f"{where}: the sum of two tensors must be requantized before other operations")
+        payload = _int_payload(block, where)
+        if n_in == 1 and isinstance(out_init, Fill) and out_init.value == 0 and element_type(result) == "i32" \
+                and isinstance(payload, Op) and payload.name == "add" and set(payload.args) == {Arg(0), Arg(1)}:
+            summed = self._sum_reduction(raw[0], maps, iterators, dims, node, result, where)
+            if summed is not None:
+                self.values[result] = summed
+                return
+        ins = [self._get(v, where, padded=windowed) for v in op.operands[:n_in]]
+        self.values[result] = self._int_generic(ins, out_init, maps, iterators, dims, block, node, result, where)
+
+    def _mapped(self, op, n_in, maps, node, where) -> Mapped | None:
+        """A generic of a node that has a table, reading the node's dequantized int8 input (or the result of
+        an earlier generic of the node: IREE splits some ops into several) besides constants: the node's
+        value as a function of that input, whatever the body computes (the table is the truth). None for a
+        generic of constants alone."""
+        sources = set()
+        for value, amap in zip(op.operands[:n_in], maps):
+            held = self._get(value, where)
+            if isinstance(held, (np.ndarray, np.generic, Fill, Empty)):
+                continue
+            if isinstance(held, Mapped) and held.node == node:
+                source = held
+            elif isinstance(held, FloatValue) and is_plain_dequant(held):
+                term = held.terms[0]
+                source = Mapped(term.tensor, np.float32(term.factors[0]), int(term.offset), node)
+            else:
+                raise MingError(f"{where}: node '{node}' ({self.facts.tables[node].op}) computes with a value other "
+                                "than its dequantized int8 input")
+            if not amap.is_identity():
+                raise MingError(f"{where}: node '{node}' ({self.facts.tables[node].op}) reads its input other than "
+                                "element by element")
+            sources.add(source)
+        if len(sources) > 1:
+            raise MingError(f"{where}: node '{node}' ({self.facts.tables[node].op}) reads more than one int8 tensor")
+        if sources and not maps[-1].is_identity():
+            raise MingError(f"{where}: node '{node}' ({self.facts.tables[node].op}) writes its result transposed")
+        return sources.pop() if sources else None
+
+    def _upsample(self, block, node: str, shape: tuple[int, ...], where: str) -> FloatValue:
+        """A nearest Resize: IREE's generic computes every output element's source index and reads the
+        dequantized source with `tensor.extract`. The index arithmetic is not interpreted; the node's
+        factors come from the model (`self.facts.resizes`), and the int8 source is upsampled before dequantizing."""
+        extracts = [o for o in block.operations if o.operation.name == "tensor.extract"]
+        if len(extracts) != 1:
+            raise MingError(f"{where}: unexpected form of a nearest Resize")
+        source = self._get(extracts[0].operands[0], where)
+        if not (isinstance(source, FloatValue) and is_plain_dequant(source)):
+            raise MingError(f"{where}: Resize must consume a dequantized int8 tensor")
+        term = source.terms[0]
+        in_shape = self.graph.tensors[term.tensor].shape
+        factors = self.facts.resizes[node][len(self.facts.resizes[node]) - len(in_shape):]  # IREE drops the batch axis
+        if tuple(n * f for n, f in zip(in_shape, factors)) != tuple(shape):
+            raise MingError(f"{where}: Resize of a {in_shape} map to {shape} is not an upsampling by {factors}")
+        if all(f == 1 for f in factors):
+            return source
+        name = self.builder.kernel_name(node, "upsample")
+        out = self.builder.new_tensor(f"{name}_out", shape, "i8")
+        self.graph.nodes.append(Upsample(name, node, term.tensor, out, factors))
+        return FloatValue(tuple(shape), (replace(term, tensor=out),))
+
+    def _int_generic(self, ins, out_init, maps, iterators, dims, block, node, result, where) -> IntTensor:
+        payload = _int_payload(block, where)
+        # TOSA's pooling passes the window's shape as an empty tensor the body never reads
+        args = list(block.arguments)
+        kept = [i for i, value in enumerate(ins) if not (isinstance(value, Empty) and not list(args[i].uses))]
+        payload = _renumber(payload, {old: new for new, old in enumerate(kept + [len(ins)])})
+        operands = [self._operand(ins[i], maps[i], node, where) for i in kept]
+        init = int(out_init.value) if isinstance(out_init, Fill) else None
+        if not isinstance(out_init, (Fill, Empty)):
+            raise MingError(f"{where}: in-place update of a computed tensor is not supported")
+        dtype = element_type(result)
+        if dtype not in ("i8", "i32"):
+            raise MingError(f"{where}: element type {dtype} is not supported")
+        kind = kernel_op(payload, self.facts.op_types.get(node, ""), operands, dtype) if init is not None \
+            else "elementwise"
+        name = self.builder.kernel_name(node, kind)
+        out = self.builder.new_tensor(f"{name}_out", tensor_shape(result), dtype)
+        self.graph.nodes.append(Kernel(
+            name=name, source=node, dims=dims, iterators=iterators, inputs=tuple(operands),
+            output=Operand(out, maps[-1]), payload=payload, init=init, op=kind))
+        return IntTensor(out)
+
+    def _operand(self, value, amap: AccessMap, node: str, where: str) -> Operand:
+        value, amap = unsliced(value, amap)
+        if isinstance(value, IntTensor):
+            return Operand(value.name, amap)
+        if isinstance(value, Padded) and isinstance(value.base, IntTensor):
+            return Operand(value.base.name, amap, tuple(zip(value.low, value.high)), int(value.value))
+        if isinstance(value, np.ndarray) and value.dtype.kind == "i":
+            return Operand(self.builder.constant(node, value), amap)
+        raise MingError(f"{where}: unsupported operand for an integer kernel")
+
+
+# ---- helpers ----------------------------------------------------------------
+
+
+_INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul",
+               "arith.maxsi": "max", "arith.minsi": "min"}
+
+
+def _copies_its_input(block) -> bool:
+    """Whether a generic's body is `linalg.yield` of its first argument."""
+    ops = list(block.operations)
+    return len(ops) == 1 and ops[0].operation.name == "linalg.yield" and ops[0].operands[0] == block.arguments[0]
+
+
+def _loop_bounds(maps, values, num_dims, where) -> tuple[int, ...]:
+    bounds: list[int | None] = [None] * num_dims
+    for amap, value in zip(maps, values):
+        shape = tensor_shape(value) if "tensor<" in str(value.type) else ()
+        for expr, size in zip(amap.results, shape):
+            d = expr.single_dim()
+            if d is not None and bounds[d] is None:
+                bounds[d] = size
+    if any(b is None for b in bounds):
+        raise MingError(f"{where}: cannot infer loop bounds from the access maps")
+    return tuple(bounds)
+
+
+def broadcast_input(value, amap: AccessMap, dims, where):
+    """Constants become arrays broadcastable to the iteration space; tensors pass through."""
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return value
+        order = [e.single_dim() for e in amap.results]
+        if None in order:
+            raise MingError(f"{where}: unsupported constant access map {amap}")
+        moved = np.moveaxis(value, list(range(value.ndim)), np.argsort(np.argsort(order)).tolist())
+        shape = [1] * len(dims)
+        for d, size in zip(sorted(order), moved.shape):
+            shape[d] = size
+        return compact(moved.reshape(shape))
+    if isinstance(value, FloatValue) and not amap.is_identity() and is_plain_dequant(value) \
+            and _is_projection(amap):  # a vector (or scalar) broadcast over the other dims (Mul, Add, Sub)
+        return FloatValue(dims, (replace(value.terms[0], map=amap),))
+    if isinstance(value, (IntTensor, FloatValue)):
+        if not amap.is_identity():
+            raise MingError(f"{where}: non-identity access in a float generic is not supported")
+        return value
+    raise MingError(f"{where}: unsupported float generic operand")
+
+
+def _is_projection(amap: AccessMap) -> bool:
+    """The map reads some of the dims, each as it is and in order (d0, d1, d2) -> (d0)."""
+    dims = [e.single_dim() for e in amap.results]
+    return None not in dims and dims == sorted(set(dims))
+
+
+def _int_payload(block, where) -> Expr:
+    args = list(block.arguments)
+    env: dict[ir.Value, Expr] = {a: Arg(i) for i, a in enumerate(args)}
+    for body_op in block.operations:
+        name = body_op.operation.name
+        if name == "linalg.yield":
+            return env[body_op.operands[0]]
+        if name in ("arith.extsi", "arith.trunci"):
+            env[body_op.results[0]] = env[body_op.operands[0]]
+        elif name in _INT_BINARY:
+            env[body_op.results[0]] = Op(_INT_BINARY[name], tuple(env[v] for v in body_op.operands))
+        elif name == "arith.constant":
+            env[body_op.results[0]] = Const(int(body_op.attributes["value"].value))
+        else:
+            raise MingError(f"{where}: operation {name} in a kernel body is not supported")
+    raise MingError(f"{where}: kernel body without yield")
+
+
+def kernel_op(payload: Expr, onnx_op: str, operands: list[Operand], dtype: str) -> str:
+    """'conv', 'gemm' or 'matmul' for `acc + a * b` bodies (named after the model's op, or by the shape of
+    the access when there is none); 'maxpool' for an int8 running max, 'sumpool' for an int8 window sum;
+    'reduce' otherwise."""
+    is_mac = isinstance(payload, Op) and payload.name == "add" and any(
+        isinstance(a, Op) and a.name == "mul" for a in payload.args)
+    if isinstance(payload, Op) and payload.name == "max" and dtype == "i8" and len(operands) == 1:
+        return "maxpool"
+    if isinstance(payload, Op) and payload.name == "add" and set(payload.args) == {Arg(0), Arg(1)} \
+            and dtype == "i32" and len(operands) == 1:
+        return "sumpool"
+    if not is_mac:
+        return "reduce"
+    if onnx_op:
+        return {"Conv": "conv", "Gemm": "gemm", "CONV_2D": "conv", "DEPTHWISE_CONV_2D": "conv",
+                "FULLY_CONNECTED": "gemm"}.get(onnx_op, "matmul")
+    sliding = any(len(e.used_dims()) > 1 for o in operands for e in o.map.results)
+    return "conv" if sliding else "gemm"
+
+
+def _renumber(expr: Expr, mapping: dict[int, int]) -> Expr:
+    if isinstance(expr, Arg):
+        return Arg(mapping[expr.index])
+    if isinstance(expr, Op):
+        return Op(expr.name, tuple(_renumber(a, mapping) for a in expr.args))
+    return expr

@@ -1,0 +1,255 @@
+"""The lifter's shape and layout operations: padding, reshapes, slices, concatenation pieces and
+transpositions of int8 tensors (or of ones dequantized per tensor)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ming_py import numerics
+from ming_py.errors import MingError
+from ming_py.ir import AccessMap, AffineExpr, HostOp, Pad, Permute, Reshape, Slice
+
+from .lift_values import (
+    Empty,
+    FloatInput,
+    FloatPieces,
+    FloatValue,
+    HostValue,
+    IntTensor,
+    Padded,
+    Sliced,
+    compact,
+    is_plain_dequant,
+)
+from .mlir_attrs import location_name, reassociation, tensor_shape
+
+
+class ShapeMixin:
+    """Of `lift.Lifter`: `tensor.pad`, `tensor.collapse_shape`/`expand_shape`, `tensor.extract_slice`/
+    `insert_slice`, and transpositions (as `Permute` nodes)."""
+
+    def _op_tensor_pad(self, op, where):
+        source = self._get(op.operands[0], where, padded=True)
+        low = tuple(op.attributes["static_low"])
+        high = tuple(op.attributes["static_high"])
+        if any(v < 0 for v in low + high):
+            raise MingError(f"{where}: dynamic padding is not supported")
+        yield_op = list(op.regions[0].blocks[0].operations)[-1]
+        pad = float(self._get(yield_op.operands[0], where))
+        if isinstance(source, Padded) and source.value == pad:  # a Pad before a window's own padding: merged
+            low = tuple(a + b for a, b in zip(source.low, low))
+            high = tuple(a + b for a, b in zip(source.high, high))
+            source = source.base
+        elif isinstance(source, Padded):
+            source = self._pad_node(source, where)
+        self.values[op.results[0]] = Padded(source, low, high, pad, location_name(op))
+
+    def _pad_node(self, padded: Padded, where: str) -> IntTensor | FloatValue:
+        """The padded map as a `Pad` node of its int8 tensor (a border no window absorbs)."""
+        base = padded.base
+        if isinstance(base, FloatValue) and is_plain_dequant(base):
+            term = base.terms[0]
+            value = int(numerics.ort_quantize_linear(np.float32(padded.value), term.factors[0], int(term.offset)))
+            if float(numerics.ort_dequantize_linear(value, term.factors[0], int(term.offset))) != padded.value:
+                raise MingError(f"{where}: padding value {padded.value} is not representable in int8")
+            tensor = self._pad_tensor(term.tensor, padded, value)
+            return FloatValue(self.graph.tensors[tensor].shape, (replace(term, tensor=tensor),))
+        if isinstance(base, IntTensor) and self.graph.tensors[base.name].dtype == "i8":
+            return IntTensor(self._pad_tensor(base.name, padded, int(padded.value)))
+        raise MingError(f"{where}: padding of this value is not supported")
+
+    def _pad_tensor(self, tensor: str, padded: Padded, value: int) -> str:
+        padding = tuple(zip(padded.low, padded.high))
+        shape = tuple(n + low + high for n, (low, high) in zip(self.graph.tensors[tensor].shape, padding))
+        name = self.builder.kernel_name(padded.origin, "pad")
+        out = self.builder.new_tensor(f"{name}_out", shape, "i8")
+        self.graph.nodes.append(Pad(name, padded.origin, tensor, out, padding, value))
+        return out
+
+    def _reshape(self, op, where):
+        source = self._get(op.operands[0], where, padded=True)
+        shape = tensor_shape(op.results[0])
+        if isinstance(source, IntTensor):
+            self.values[op.results[0]] = IntTensor(self._reshape_tensor(source.name, shape, location_name(op)))
+        elif isinstance(source, FloatInput):
+            self.values[op.results[0]] = FloatInput(source.name, shape)
+        elif isinstance(source, Empty):
+            self.values[op.results[0]] = Empty(shape)
+        elif isinstance(source, HostValue):
+            self.values[op.results[0]] = replace(source, ops=source.ops + (HostOp("reshape", shape=shape),))
+        elif isinstance(source, FloatValue) and _all_scalar(source):
+            terms = tuple(replace(t, tensor=self._reshape_tensor(t.tensor, shape, location_name(op)))
+                          for t in source.terms)
+            self.values[op.results[0]] = FloatValue(shape, terms, source.bias)
+        elif isinstance(source, Padded) and isinstance(source.base, IntTensor):
+            expand = op.name == "tensor.expand_shape"
+            self.values[op.results[0]] = self._reshape_padded(source, reassociation(op), expand, shape,
+                                                              location_name(op), where)
+        elif isinstance(source, np.ndarray) and source.size == np.prod(tensor_shape(op.operands[0])):
+            self.values[op.results[0]] = source.reshape(shape)
+        elif isinstance(source, np.ndarray):  # a broadcast constant kept compact (a bias)
+            full = np.broadcast_to(source, tensor_shape(op.operands[0]))
+            self.values[op.results[0]] = compact(full.reshape(shape))
+        else:
+            raise MingError(f"{where}: cannot reshape a per-channel float value; unsupported layer pattern")
+
+    def _reshape_tensor(self, tensor: str, shape: tuple[int, ...], source: str) -> str:
+        info = self.graph.tensors[tensor]
+        if info.shape == tuple(shape):
+            return tensor
+        for node in self.graph.nodes:
+            if isinstance(node, Reshape) and node.output == tensor and self.graph.tensors[node.input].shape == shape:
+                return node.input
+        out = self.builder.new_tensor(f"{tensor}_reshaped", shape, info.dtype)
+        self.graph.nodes.append(Reshape(self.builder.fresh(f"{source}_reshape"), source, tensor, out))
+        return out
+
+    def _reshape_padded(self, source: Padded, groups: list[list[int]], expand: bool, shape, node, where) -> Padded:
+        """A reshape of a padded tensor that splits or merges only unpadded axes (a grouped convolution's
+        channels into groups): the tensor is reshaped, the padding stays on its axes."""
+        base_shape = self.graph.tensors[source.base.name].shape
+        low, high, unpadded = [], [], []
+        for axis, group in enumerate(groups):  # axis of the collapsed side, `group` its expanded axes
+            pieces = group if expand else [axis]  # axes of the result
+            padded_axes = [axis] if expand else group  # axes of the source
+            if len(group) == 1:
+                low.append(source.low[padded_axes[0]])
+                high.append(source.high[padded_axes[0]])
+                unpadded.append(base_shape[padded_axes[0]])
+                continue
+            if any(source.low[a] or source.high[a] for a in padded_axes):
+                raise MingError(f"{where}: reshaping a padded axis is not supported")
+            low += [0] * len(pieces)
+            high += [0] * len(pieces)
+            unpadded += [shape[a] for a in pieces] if expand else [int(np.prod([base_shape[a] for a in group]))]
+        tensor = self._reshape_tensor(source.base.name, tuple(unpadded), node)
+        return Padded(IntTensor(tensor), tuple(low), tuple(high), source.value)
+
+    def _op_tensor_extract_slice(self, op, where):
+        source = self._get(op.operands[0], where, padded=True)
+        offsets = tuple(op.attributes["static_offsets"])
+        strides = tuple(op.attributes["static_strides"])
+        sizes = tuple(op.attributes["static_sizes"])
+        dropped = len(offsets) - len(tensor_shape(op.results[0]))
+        if dropped > 0 and isinstance(source, (IntTensor, FloatValue)) and sizes[:dropped] == (1,) * dropped \
+                and offsets[:dropped] == (0,) * dropped:  # a rank-reducing slice of leading unit dims
+            source = self._reshaped(source, self._shape(source)[dropped:], location_name(op), where)
+            offsets, strides, sizes = offsets[dropped:], strides[dropped:], sizes[dropped:]
+        if isinstance(source, (IntTensor, FloatValue)) and strides == (1,) * len(strides) \
+                and offsets[1:] == (0,) * (len(offsets) - 1) and sizes[1:] == self._shape(source)[1:]:
+            self.values[op.results[0]] = self._channel_slice(source, offsets[0], sizes[0], location_name(op), where)
+            return
+        base = source.base if isinstance(source, Padded) else source
+        if not (isinstance(base, IntTensor) or (isinstance(base, FloatValue) and is_plain_dequant(base))) \
+                or len(offsets) != len(tensor_shape(op.results[0])):
+            raise MingError(f"{where}: this slice is not supported")
+        if not all(use.owner.name == "linalg.generic" for use in op.results[0].uses):
+            raise MingError(f"{where}: a slice must feed kernels directly (its strides fold into their windows)")
+        self.values[op.results[0]] = Sliced(source, offsets, strides)
+
+    def _shape(self, value: IntTensor | FloatValue) -> tuple[int, ...]:
+        return self.graph.tensors[value.name].shape if isinstance(value, IntTensor) else value.shape
+
+    def _reshaped(self, value: IntTensor | FloatValue, shape, node: str, where: str) -> IntTensor | FloatValue:
+        """An int8 tensor, or one dequantized per tensor, in another shape."""
+        if isinstance(value, IntTensor):
+            return IntTensor(self._reshape_tensor(value.name, shape, node))
+        if not is_plain_dequant(value):
+            raise MingError(f"{where}: only a tensor dequantized per tensor can be reshaped here")
+        term = value.terms[0]
+        return FloatValue(shape, (replace(term, tensor=self._reshape_tensor(term.tensor, shape, node)),))
+
+    def _channel_slice(self, value: IntTensor | FloatValue, start: int, size: int, node: str,
+                       where: str) -> IntTensor | FloatValue:
+        """Channels [start, start + size) of an int8 tensor or of one dequantized per tensor (a Slice node)."""
+        if isinstance(value, FloatValue):
+            if not is_plain_dequant(value):
+                raise MingError(f"{where}: only a tensor dequantized per tensor can be split along its channels")
+            term = value.terms[0]
+            sliced = self._channel_slice(IntTensor(term.tensor), start, size, node, where)
+            return FloatValue((size,) + value.shape[1:], (replace(term, tensor=sliced.name),))
+        info = self.graph.tensors[value.name]
+        if (start, size) == (0, info.shape[0]):
+            return value
+        out = self.builder.new_tensor(f"{node}_{start}_{start + size}", (size,) + info.shape[1:], info.dtype)
+        self.graph.nodes.append(Slice(self.builder.fresh(f"{node}_slice"), node, value.name, out, start))
+        return IntTensor(out)
+
+    def _op_tensor_insert_slice(self, op, where):
+        source = self._get(op.operands[0], where)
+        dest = self.values.get(op.operands[1])  # pieces so far: not yet a Concat
+        offsets = tuple(op.attributes["static_offsets"])
+        sizes = tuple(op.attributes["static_sizes"])
+        if not isinstance(source, (FloatValue, IntTensor)):
+            raise MingError(f"{where}: insert_slice of this value is not supported")
+        pieces = dest.pieces if isinstance(dest, FloatPieces) else ()
+        if not isinstance(dest, (FloatPieces, Empty)):
+            raise MingError(f"{where}: insert_slice into a computed tensor is not supported")
+        self.values[op.results[0]] = FloatPieces(tensor_shape(op.results[0]), pieces + ((offsets, sizes, source),),
+                                                 location_name(op))
+
+    def _transposed(self, value, axes: tuple[int, ...], node: str, where: str):
+        """An int8 tensor, or one dequantized per tensor, transposed (numpy.transpose's `axes`)."""
+        if isinstance(value, FloatValue) and is_plain_dequant(value):
+            term = value.terms[0]
+            permuted = self._transposed(IntTensor(term.tensor), axes, node, where)
+            return FloatValue(self.graph.tensors[permuted.name].shape, (replace(term, tensor=permuted.name),))
+        if not isinstance(value, IntTensor):
+            raise MingError(f"{where}: transposing this value is not supported")
+        return IntTensor(self._transpose_tensor(value.name, axes, node, where))
+
+    def _transpose_tensor(self, tensor: str, axes: tuple[int, ...], node: str, where: str) -> str:
+        """A transposed tensor as a `Permute` of the channels of the map it reshapes (Reshape -> Transpose ->
+        Reshape, ShuffleNet's channel shuffle), reshaped to the transposed shape. Any other transposition
+        moves values between pixels, which a stream cannot do."""
+        shape = self.graph.tensors[tensor].shape
+        origin = tensor  # reshapes keep the order of the values: the tensor a kernel made, as a (C, H, W) map
+        while (reshape := next((n for n in self.graph.nodes if isinstance(n, Reshape) and n.output == origin),
+                               None)) is not None:
+            origin = reshape.input
+        origin_shape = self.graph.tensors[origin].shape
+        map_shape = (int(np.prod(origin_shape[:-2])), *origin_shape[-2:]) if len(origin_shape) >= 3 \
+            else (int(np.prod(origin_shape)),)
+        pixel = int(np.prod(map_shape[1:]))
+        positions = np.arange(int(np.prod(shape))).reshape(shape).transpose(axes).reshape(-1, pixel)
+        order = positions[:, 0] // pixel
+        if not np.array_equal(positions, order[:, None] * pixel + np.arange(pixel)):
+            raise MingError(f"{where}: transposing a {shape} tensor by {axes} moves values between pixels; ming "
+                            "supports transpositions that reorder the channels of each pixel (a channel shuffle)")
+        permuted = self._reshape_tensor(origin, map_shape, node)
+        if not np.array_equal(order, np.arange(len(order))):
+            base = permuted
+            permuted = self.builder.new_tensor(f"{node}_out", map_shape, self.graph.tensors[base].dtype)
+            self.graph.nodes.append(Permute(self.builder.fresh(node), node, base, permuted,
+                                            tuple(int(c) for c in order)))
+        return self._reshape_tensor(permuted, tuple(shape[a] for a in axes), node)
+
+
+# ---- helpers ----------------------------------------------------------------
+
+
+def _all_scalar(value: FloatValue) -> bool:
+    arrays = [value.bias] + [a for t in value.terms for a in (*t.factors, t.offset)]
+    return all(np.size(a) == 1 for a in arrays)
+
+
+def unsliced(value, amap: AccessMap) -> tuple[object, AccessMap]:
+    """A slice's source and the access map into it: index j of the slice is offset + stride * j of its source."""
+    if not isinstance(value, Sliced):
+        return value, amap
+    results = tuple(AffineExpr(tuple(c * stride for c in e.coeffs), e.constant * stride + offset)
+                    for e, offset, stride in zip(amap.results, value.offsets, value.strides))
+    return value.base, AccessMap(amap.num_dims, results)
+
+
+def transposition(source: AccessMap, result: AccessMap) -> tuple[int, ...] | None:
+    """The axes (numpy.transpose's) of an element-wise op that reads its operand by `source` and writes by
+    `result` in another order; None unless both are permutations of the loop dims and differ."""
+    source_dims = [e.single_dim() for e in source.results]
+    result_dims = [e.single_dim() for e in result.results]
+    if source == result or None in source_dims + result_dims or sorted(source_dims) != sorted(result_dims) \
+            or len(set(source_dims)) != len(source_dims):
+        return None
+    return tuple(source_dims.index(d) for d in result_dims)

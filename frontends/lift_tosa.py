@@ -1,0 +1,150 @@
+"""The lifter's TOSA-only paths (TFLite models): integer element-wise chains (bias addition, zero-point
+correction, RESCALE, clamp) read as one fixed-point epilogue of the producing kernel (`fixed_point`), the sum
+of two chains (ADD), and MEAN's sums over one axis after another."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ming_py import numerics
+from ming_py.access import valid_window_counts
+from ming_py.errors import MingError
+from ming_py.ir import MAC_OPS, PARALLEL, AccessMap, AffineExpr, Arg, Kernel, Op, Operand
+
+from . import fixed_point, int_body
+from .lift_generic import broadcast_input
+from .lift_values import ChainStep, IntChain, IntSum, IntTensor, compact
+from .mlir_attrs import tensor_shape
+
+
+class TosaMixin:
+    """Of `lift.Lifter`: integer element-wise chains and sums (`IntChain`, `IntSum`), materialized into
+    epilogues when read (`_materialize`), and TFLite's MEAN (`_sum_reduction`)."""
+
+    def _sum_reduction(self, source, maps, iterators, dims, node, result, where) -> IntTensor | None:
+        """TFLite's MEAN as TOSA writes it: int8 values less their zero point (a RESCALE to int32), summed
+        over one axis, then over the next (a second reduction of the first's sums). Read as one window sum of
+        the raw int8 values (a global pool), the zero point times the count kept as the sum's offset."""
+        if isinstance(source, IntChain) and isinstance(source.tensor, str) and source.axis is None \
+                and self.graph.tensors[source.tensor].dtype == "i8":
+            values = np.arange(-128, 128, dtype=np.int64).reshape(-1, 1)
+            offsets = fixed_point.run_steps(source.steps, values, 1)[:, 0] - values[:, 0]
+            if np.any(offsets != offsets[0]):
+                return None
+            name = self.builder.kernel_name(node, "sumpool")
+            out = self.builder.new_tensor(f"{name}_out", tensor_shape(result), "i32")
+            self.graph.nodes.append(Kernel(
+                name=name, source=node, dims=dims, iterators=iterators,
+                inputs=(Operand(source.tensor, maps[0]),), output=Operand(out, maps[1]),
+                payload=Op("add", (Arg(1), Arg(0))), init=0, op="sumpool"))
+            count = int(np.prod([dims[d] for d, it in enumerate(iterators) if it != PARALLEL]))
+            self.sum_offsets[out] = int(offsets[0]) * count
+            return IntTensor(out)
+        producer = self.builder.producer(source.name) if isinstance(source, IntTensor) else None
+        if producer is None or producer.op != "sumpool" or producer.epilogue is not None \
+                or source.name not in self.sum_offsets:
+            return None
+        merged = _merge_reductions(producer, maps, iterators, dims, where)
+        out = self.builder.new_tensor(f"{producer.name}_total", tensor_shape(result), "i32")
+        merged.output = Operand(out, merged.output.map)
+        self.graph.nodes[self.graph.nodes.index(producer)] = merged
+        count = int(np.prod([dims[d] for d, it in enumerate(iterators) if it != PARALLEL]))
+        self.sum_offsets[out] = self.sum_offsets[source.name] * count
+        return IntTensor(out)
+
+    def _fold_constants(self, values, maps, dims, block, where) -> np.ndarray:
+        args = [broadcast_input(np.asarray(v, np.int64), m, dims, where) for v, m in zip(values, maps)]
+        result = int_body.evaluate(block, args + [np.int64(0)], where=where)[None]
+        return compact(np.broadcast_to(result, dims).copy())
+
+    def _chain(self, values, maps, dims, block, position, dtype, node, where) -> IntChain:
+        source = values[position]
+        chain = source if isinstance(source, IntChain) else \
+            IntChain(source if isinstance(source, IntSum) else source.name, None, ())
+        axis = chain.axis
+        constants = []
+        for i, (value, amap) in enumerate(zip(values, maps)):
+            if i == position:
+                continue
+            array = broadcast_input(np.asarray(value, np.int64), amap, dims, where)
+            varying = [a for a, size in enumerate(np.shape(array)) if size > 1]
+            if len(varying) > 1 or (varying and axis is not None and varying[0] != axis):
+                raise MingError(f"{where}: integer constants varying along several axes are not supported")
+            if varying:
+                axis = varying[0]
+            constants.append((i, array))
+        step = ChainStep(block, position, tuple(constants), dtype, node, where)
+        return IntChain(chain.tensor, axis, chain.steps + (step,))
+
+    def _materialize(self, chain: IntChain, where: str) -> IntTensor:
+        """The integer tensor a chain computes, as an epilogue of the kernel producing its source."""
+        if isinstance(chain.tensor, IntSum):
+            return self._fixed_point_add(chain.tensor, chain, where)
+        producer = self.builder.producer(chain.tensor)
+        if producer is not None and producer.op in MAC_OPS and producer.epilogue is None \
+                and chain.steps[-1].dtype == "i8":
+            channel_dim = self._channel_dim(producer, chain)
+            producer.epilogue = fixed_point.requant_of(chain, (channel_dim,), producer.dims[channel_dim], where)
+            self.builder.retype(producer.output.tensor, "i8")
+            return IntTensor(producer.output.tensor)
+        if producer is not None and producer.op == "sumpool" and producer.epilogue is None \
+                and producer.output.tensor in self.sum_offsets:  # a MEAN: the rescale of a global sum
+            channel_dim = self._channel_dim(producer, chain)
+            epilogue = fixed_point.requant_of(chain, (channel_dim,), producer.dims[channel_dim], where)
+            epilogue.bias = numerics.wrap_i32(epilogue.bias.astype(np.int64)
+                                              + self.sum_offsets[producer.output.tensor]).astype(np.int32)
+            producer.epilogue = epilogue
+            self.builder.retype(producer.output.tensor, "i8")
+            return IntTensor(producer.output.tensor)
+        if producer is not None and producer.op == "sumpool" and producer.epilogue is None:
+            valid = valid_window_counts(producer, self.graph.shape_of(producer.inputs[0].tensor))
+            order = [producer.parallel_dims.index(e.single_dim()) for e in producer.output.map.results]
+            valid = np.transpose(valid, order)[..., 0]  # over the output's rows and columns
+            producer.epilogue = fixed_point.average_of(chain, valid, where)
+            self.builder.retype(producer.output.tensor, "i8")
+            return IntTensor(producer.output.tensor)
+        raise MingError(f"{where}: this integer arithmetic after {producer.source if producer else chain.tensor} "
+                        "has no form in ming yet")
+
+    def _fixed_point_add(self, total: IntSum, chain: IntChain, where: str) -> IntTensor:
+        a, b = total.a, total.b
+        if any(isinstance(c.tensor, IntSum) or self.graph.tensors[c.tensor].dtype != "i8" or c.axis is not None
+               for c in (a, b)):
+            raise MingError(f"{where}: only the sum of two per-tensor rescaled int8 tensors is supported")
+        shape = total.shape
+        if self.graph.tensors[a.tensor].shape != shape or self.graph.tensors[b.tensor].shape != shape:
+            raise MingError(f"{where}: broadcasting Add is not supported")
+        node = chain.steps[-1].node
+        identity = AccessMap.identity(len(shape))
+        return self._binary_kernel(self.builder.kernel_name(node, "add"), node, "add",
+                                   (Operand(a.tensor, identity), Operand(b.tensor, identity)), shape,
+                                   fixed_point.add_of(a, b, chain.steps, where))
+
+    def _channel_dim(self, kernel: Kernel, chain: IntChain) -> int:
+        """The loop dim of `kernel` that indexes the channels of its output (TFLite: the last axis)."""
+        results = kernel.output.map.results
+        axis = chain.axis if chain.axis is not None else len(results) - 1
+        return results[axis].single_dim()
+
+
+# ---- helpers ----------------------------------------------------------------
+
+
+def _merge_reductions(first: Kernel, maps, iterators, dims, where) -> Kernel:
+    """`first` followed by a sum over some of its parallel dims (`maps`, `iterators` over `dims`), as one
+    kernel over `first`'s dims: the second's loop dim j is the first's dim producing its operand's axis."""
+    produced = [e.single_dim() for e in first.output.map.results]
+    read = [e.single_dim() for e in maps[0].results]
+    written = [e.single_dim() for e in maps[1].results]
+    if None in produced + read + written or len(read) != len(produced):
+        raise MingError(f"{where}: unsupported sum of sums")
+    to_first = dict(zip(read, produced))
+    merged = list(first.iterators)
+    for d, kind in enumerate(iterators):
+        if kind != PARALLEL:
+            merged[to_first[d]] = kind
+    output = AccessMap(len(first.dims), tuple(AffineExpr(tuple(int(i == to_first[d]) for i in range(len(first.dims))))
+                                              for d in written))
+    return replace(first, iterators=tuple(merged), output=Operand(first.output.tensor, output))
