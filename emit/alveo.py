@@ -19,7 +19,7 @@ from ming_py.dataflow import StreamGraph
 from ming_py.errors import MingError
 from ming_py.runtime.ming_host import words_per_image
 
-from .hls import _environment
+from .environment import environment
 from .identifiers import comment_text, cpp_names
 from .reports import record_words
 
@@ -58,7 +58,7 @@ def alveo_files(graph: StreamGraph, board: Board) -> dict[str, str]:
     if board.alveo is None or board.platform is None:
         raise MingError(f"board {board.name} has no Alveo kernel flow (it needs an [alveo] table and a Vitis "
                         f"platform; its interface is {board.interface})")
-    env = _environment()
+    env = environment()
     context = _context(graph, board)
     return {f"vitis/{name}": env.get_template(template).render(context) for name, template in TEMPLATES.items()}
 

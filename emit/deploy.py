@@ -15,7 +15,7 @@ from ming_py.boards import Board
 from ming_py.dataflow import StreamGraph
 from ming_py.runtime.ming_driver import output_names
 
-from .hls import _environment
+from .environment import environment
 from .identifiers import cpp_names
 from .reports import host_data
 from .alveo import alveo_kernels
@@ -32,7 +32,7 @@ def deploy_files(graph: StreamGraph, board: Board) -> dict[str, str]:
     files = {f"deploy/{name}": runtime.joinpath(name).read_text(encoding="utf-8") for name in RUNTIME_FILES}
     meta = accelerator_metadata(graph, board)
     files["deploy/accelerator.json"] = json.dumps(meta, indent=2) + "\n"
-    files["deploy/README.md"] = _environment().get_template("deploy/README.md.j2").render(
+    files["deploy/README.md"] = environment().get_template("deploy/README.md.j2").render(
         meta=meta, board=board, version=__version__, output_names=output_names(meta))
     return files
 

@@ -2,8 +2,8 @@
 
 Every process becomes one C++ function (templates in `templates/process/`), the
 channels become `hls::stream`s of the scheduled lane width and FIFO depth, and
-the constants (weights in each process's loop order, the integer requantization
-constants of `ming_py.numerics`) go to `<model>_weights.h`. Identifiers and file
+the constants (weights in each process's loop order, `ProcessKind.weight_rows`; each
+epilogue rule's constants, `EpilogueRule.emit`) go to `<model>_weights.h`. Identifiers and file
 names come from `identifiers.cpp_names`; comments and strings quote the model's
 own names.
 """
@@ -11,9 +11,7 @@ own names.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-import jinja2
 import numpy as np
 
 from ming_py import __version__
@@ -25,9 +23,9 @@ from ming_py.epilogues import rule_of
 from ming_py.kinds import kind_of, unrollable
 from ming_py.storage import plan_arrays
 
-from .identifiers import CppNames, c_string, comment_text, cpp_names, markdown_cell
+from .environment import TEMPLATES, environment
+from .identifiers import CppNames, c_string, comment_text, cpp_names
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC_HEADERS = ("ming_stream.h", "ming_numerics.h", "ming_hls_stream.h", "ming_check.h")
 
 
@@ -81,16 +79,9 @@ class ProcessView:
         raise AttributeError(name)
 
 
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True, trim_blocks=False, lstrip_blocks=False)
-    env.filters["md"] = lambda value: markdown_cell(str(value))
-    return env
-
-
 def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, str]:
     """The files of OUT/hls/, as {relative path: text}."""
-    env = _environment()
+    env = environment()
     names = cpp_names(graph)
     views, constants = [], []
     for process in graph.processes:

@@ -19,7 +19,8 @@ from ming_py.array_layout import ArrayPlan
 from ming_py.epilogues import rule_of
 from ming_py.storage import plan_arrays
 
-from .hls import _environment, pipeline_loops
+from .environment import environment
+from .hls import pipeline_loops
 from .identifiers import comment_text, cpp_names, mlir_string
 
 def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) -> dict:
@@ -147,7 +148,7 @@ def report_markdown(data: dict) -> str:
             "buffers_text": ", ".join(f"{k} {v:,}" for k, v in n["buffers_bits"].items()),
         })
     channels = [c | {"name_text": _with_cpp_name(c)} for c in data["channels"]]
-    return _environment().get_template("report.md.j2").render(report=data | {"nodes": rows, "channels": channels})
+    return environment().get_template("report.md.j2").render(report=data | {"nodes": rows, "channels": channels})
 
 
 def _with_cpp_name(entry: dict) -> str:
@@ -178,7 +179,7 @@ def dataflow_mlir(graph: StreamGraph, schedule: Schedule) -> str:
     model = {"title": comment_text(graph.name), "name": mlir_string(graph.name),
              "cpp_name": cpp_attribute(graph.name, names.model), "input": mlir_string(graph.input.channel),
              "outputs": [mlir_string(port.channel) for port in graph.outputs]}
-    return _environment().get_template("dataflow.mlir.j2").render(
+    return environment().get_template("dataflow.mlir.j2").render(
         model=model, channels=channels, processes=processes, version=__version__)
 
 

@@ -23,7 +23,8 @@ from ming_py.boards import Board, ProcessingSystem, Zynq, check_clock
 from ming_py.dataflow import StreamGraph
 from ming_py.errors import MingError
 
-from .hls import _environment, ip_identity
+from .environment import environment
+from .hls import ip_identity
 from .identifiers import cpp_names
 
 SCRIPT = "vivado/build_bitstream.tcl"
@@ -61,7 +62,7 @@ def vivado_files(graph: StreamGraph, board: Board) -> dict[str, str]:
     _check_board(board)
     model = cpp_names(graph).model
     context = _context(model, board)
-    return {SCRIPT: _environment().get_template(TEMPLATE).render(context)}
+    return {SCRIPT: environment().get_template(TEMPLATE).render(context)}
 
 
 def _check_board(board: Board) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ming_py import ir
-from ming_py.emit.hls import TEMPLATES
+from ming_py.emit.environment import TEMPLATES
 from ming_py.epilogues import ASPECTS, EpilogueRule, registered, rule_of
 from ming_py.epilogues.base import LANE_COST, register
 

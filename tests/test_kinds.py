@@ -8,7 +8,7 @@ import math
 import pytest
 
 from ming_py.dataflow import Channel, Process, StreamGraph, Port, Window
-from ming_py.emit.hls import TEMPLATES
+from ming_py.emit.environment import TEMPLATES
 from ming_py.kernel import kernel_spec, loop_of
 from ming_py.kinds import ASPECTS, registered, trip_counts
 from ming_py.kinds.base import ProcessKind, register

@@ -19,7 +19,8 @@ import zoo
 from emit_helpers import random_schedule
 from ming_py.boards import load_board
 from ming_py.build import design
-from ming_py.emit.hls import PLANNED_II, TEMPLATES
+from ming_py.emit.environment import TEMPLATES
+from ming_py.emit.hls import PLANNED_II
 from ming_py.kinds import kind_of, registered
 from ming_py.line_buffers import build_stream_graph
 from ming_py.output import write_tree
