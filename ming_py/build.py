@@ -26,7 +26,7 @@ from .options import BuildOptions, check_design, check_model
 from .output import check_output, output_lock, replace_tree
 from .kernel import validate_schedule
 from .sample import sample_files
-from .simulate import simulate
+from .simulate import simulate_schedule
 
 
 @dataclass
@@ -47,7 +47,7 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
     if problems:
         raise MingError(f"invalid schedule: {problems[0]}")
     data = report(stream_graph, schedule, board, solution)
-    simulated = simulate(data)
+    simulated = simulate_schedule(stream_graph, schedule)
     data["totals"] |= {"simulated_cycles": simulated.cycles,
                        "simulated_first_output_cycles": simulated.first_output_cycles,
                        "simulated_deadlock": simulated.deadlock}
