@@ -95,8 +95,9 @@ class KernelSpec:
 
 
 class ProcessKind:
-    """One kind of streaming process. Subclasses define every attribute and method in `ASPECTS`; the
-    family bases below (`DataMovement`, `Reduction`) define the ones their kinds share."""
+    """One kind of streaming process. Subclasses define every attribute and method in `ASPECTS`; family
+    bases define the ones their kinds share (`DataMovement` below; `SlidingWindow` and `Pool` in
+    window.py, `GlobalPool`, `Eltwise`, `TableKind`)."""
 
     # --- what it is ---
     name: str = None  # the `Process.kind` it serves
