@@ -17,10 +17,14 @@ pytest_plugins = ["unit_guard"]
 
 @pytest.fixture(scope="session", autouse=True)
 def csim_cache(tmp_path_factory):
-    """Compiled C-simulations go to a per-session cache, not the user's."""
+    """Compiled C-simulations go to a per-session cache, not the user's, shared by the session's xdist
+    workers (their base directories are siblings) so that a design one worker compiled runs in the other
+    without compiling again (the cache locks its entries and verifies each binary before it runs)."""
     import os
 
-    os.environ["MING_CACHE_DIR"] = str(tmp_path_factory.mktemp("csim_cache"))
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    os.environ["MING_CACHE_DIR"] = str(shared / "csim_cache")
 
 
 @pytest.fixture(scope="session")

@@ -9,10 +9,8 @@ every other variant exits 0 with the output of the normal build, which compiles 
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -67,16 +65,11 @@ CONFLICTS = [
 ]
 
 
-def variants() -> set[tuple[str, tuple[str, ...], tuple[str, ...]]]:
-    """(program, defines, flags) of every binary the tests run: each one normal and checked."""
-    sources = [(program, defines, flags) for program, defines, flags, *_ in FITTING + CONFLICTS]
-    return {(program, defines, check + flags) for program, defines, flags in sources for check in ((), CHECK)}
-
-
 @pytest.fixture(scope="module")
 def build(tmp_path_factory):
-    """build(program, defines, *flags) -> the binary, compiled once per variant with -Werror (all in parallel
-    up front: a checked build takes g++ a second or two)."""
+    """build(program, defines, *flags) -> the binary, compiled once per variant with -Werror when a test first
+    asks for it (a checked build takes g++ a second or two; compiled on demand, xdist workers split the
+    variants between them instead of each compiling all)."""
     work = tmp_path_factory.mktemp("port_check")
     for header in HEADERS:
         shutil.copy(TEMPLATES / header, work)
@@ -91,8 +84,7 @@ def build(tmp_path_factory):
         assert result.returncode == 0, result.stderr
         return binary
 
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        binaries = dict(zip(variants(), pool.map(compile_variant, variants())))
+    binaries = {}
 
     def binary_of(program: str, defines: tuple[str, ...], *flags: str) -> Path:
         variant = (program, defines, flags)
