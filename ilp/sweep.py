@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 from ming_py.line_buffers import build_stream_graph
-from ming_py.pipeline import lift
 from ming_py.options import target_board
 from ming_py.output import check_output, output_lock, replace_tree
 from ming_py.progress import Progress
@@ -48,6 +47,8 @@ def run_sweep(model: str | Path, options, lists: dict[str, str | None], out_dir:
 
 def _sweep(model: str | Path, options, lists: dict[str, str | None],
            progress: Progress) -> tuple[list[dict], dict[str, str | bytes]]:
+    from ming_py.pipeline import lift  # the frontends load IREE: only once a model is to be imported
+
     board = target_board(options)
     with progress.step(f"importing {Path(model).name} through IREE"):
         graph = lift(model)

@@ -20,7 +20,6 @@ from ming_py.line_buffers import build_stream_graph
 from .dataflow import Schedule, StreamGraph
 from .errors import MingError
 from .ir import Graph
-from .pipeline import lift
 from .progress import Progress
 from .options import BuildOptions, check_design, check_model
 from .output import check_output, output_lock, replace_tree
@@ -77,6 +76,8 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
     check_design(options)  # every option fails before the slow import
     check_model(model)
     out = check_output(out, [model, *inputs])
+    from .pipeline import lift  # the frontends load IREE: only once a model is to be imported
+
     with output_lock(out):
         with progress.step(f"importing {Path(model).name} through IREE"):
             graph = lift(model)
