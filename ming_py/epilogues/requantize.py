@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ming_py import numerics
@@ -18,6 +20,13 @@ _LEAN_COMMENTS = {
     "shift": "requantization shift",
     "limit": "least |accumulator| whose output saturates (ming::requantize_lean clamps to it)",
 }
+
+
+@functools.lru_cache(maxsize=4096)
+def lean_channels(e: AccRequant):
+    """`numerics.lean_channels` of an epilogue's multipliers, computed once per epilogue (the cost model asks for
+    every candidate schedule of its process)."""
+    return numerics.lean_channels(e.multipliers)
 
 
 def per_tile_arrays(constants: tuple[tuple[str, int], ...], spec) -> dict:
@@ -47,7 +56,7 @@ class OnnxRequant(EpilogueRule):
     def constants(e) -> tuple[tuple[str, int], ...]:
         """(role, bits) of its per-channel constants: the lean datapath's (a shift common to all channels is a
         constant of the code, not a table) where every channel has them, else the exact emulation's."""
-        lean = numerics.lean_channels(e.multipliers)
+        lean = lean_channels(e)
         if lean is None:
             return ("bias", 32), ("mantissa", 32), ("exponent", 32)
         if len({c.shift for c in lean}) == 1:
@@ -65,7 +74,7 @@ class OnnxRequant(EpilogueRule):
         lanes = view.out_lanes[0]
         view.extra["zero_point"] = e.zero_point
         constant("bias", "int32_t", per_tile(e.bias.astype(np.int32), lanes), _BIAS_COMMENT)
-        lean = numerics.lean_channels(e.multipliers)
+        lean = lean_channels(e)
         view.epilogue = "requantize"
         view.extra["lean"] = lean is not None
         if lean is not None:
