@@ -60,6 +60,7 @@ import zoo  # noqa: E402
 
 from ming_py.build import BuildOptions, build  # noqa: E402
 from ming_py.ilp.solve import NoDesignFits  # noqa: E402
+from ming_py.kinds import MAC_KINDS  # noqa: E402
 from ming_py.simulate import simulate_dir  # noqa: E402
 
 BENCHMARKS = ["resnet8_32", "ds_cnn_49x10", "mobilenet_v1_025_96"]
@@ -68,7 +69,6 @@ SINGLE_CONVS = {f"conv3x3_3to16_{s}x{s}": s for s in (32, 224)}
 DEFAULT = BENCHMARKS + ZOO_NETWORKS + list(SINGLE_CONVS)
 # the other networks of benchmarks/networks.py run only when asked for with --networks
 EXTRA = [n for n in networks.NETWORKS if n not in BENCHMARKS]
-MAC_KINDS = ("conv", "pointwise", "depthwise", "dense")
 PORT_VALUES_PER_CYCLE = 8
 
 BOUND_TEXT = """\

@@ -10,13 +10,12 @@ from . import broadcast, concat, dense, eltwise, global_pool, pad, permute, poin
 from .base import ASPECTS, KernelSpec, ProcessKind, kind_of, registered
 
 __all__ = ["ASPECTS", "KernelSpec", "ProcessKind", "kind_of", "registered", "trip_counts", "unrollable",
-           "LINE_BUFFER_KINDS", "MAC_KINDS", "WINDOW_GEOMETRY_KINDS",
+           "MAC_KINDS", "WINDOW_GEOMETRY_KINDS",
            # the kind modules
            "broadcast", "concat", "dense", "eltwise", "global_pool", "pad", "permute", "pointwise", "split", "table",
            "upsample", "window"]
 
-# the kinds that keep a line buffer (sliding windows), multiply weights, and carry a `Window`
-LINE_BUFFER_KINDS = tuple(name for name, kind in registered().items() if kind.line_buffer)
+# the kinds that multiply weights, and those that carry a `Window`
 MAC_KINDS = tuple(name for name, kind in registered().items() if kind.mac)
 WINDOW_GEOMETRY_KINDS = tuple(name for name, kind in registered().items() if kind.needs_window)
 
