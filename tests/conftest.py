@@ -28,30 +28,6 @@ def csim_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def shared_build(tmp_path_factory):
-    """shared_build(name, build) -> a directory `build(directory)` filled once per test session: the first
-    xdist worker to ask builds it under a lock, the others wait and reuse it (a compiled test driver)."""
-    import fcntl
-    import os
-
-    base = tmp_path_factory.getbasetemp()
-    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared_builds"
-    root.mkdir(mode=0o700, exist_ok=True)
-
-    def get(name: str, build) -> Path:
-        directory = root / name
-        with open(root / f"{name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not (directory / ".built").exists():
-                directory.mkdir(exist_ok=True)
-                build(directory)
-                (directory / ".built").touch()
-        return directory
-
-    return get
-
-
-@pytest.fixture(scope="session")
 def example_build(tmp_path_factory) -> Path:
     """OUT of `ming build examples/tiny_cnn.onnx` (kv260), without a compiled C-simulation; shared: copy it
     before changing anything in it."""

@@ -105,17 +105,14 @@ int main() {
 """
 
 
-def _compile_driver(work: Path) -> None:
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[tuple[int, int, int], dict]:
+    work = tmp_path_factory.mktemp("axis")
     calls = "\n".join(f"  run<{n}, {lanes}>({images}, {framing});" for n, lanes in CASES for images in IMAGES
                       for framing in (0, 1, 2))
     (work / "axis.cpp").write_text(DRIVER.replace("@CALLS@", calls))
     subprocess.run([CXX, *CXXFLAGS, f"-I{TEMPLATES}", str(work / "axis.cpp"), "-o", str(work / "axis")],
                    check=True, capture_output=True, text=True)
-
-
-@pytest.fixture(scope="module")
-def results(shared_build) -> dict[tuple[int, int, int], dict]:
-    work = shared_build("axis", _compile_driver)  # compiled once per session (about 10 s), run in every worker
     out = subprocess.run([str(work / "axis")], check=True, capture_output=True, text=True).stdout
     rows = {}
     for line in out.splitlines():

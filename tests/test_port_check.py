@@ -66,23 +66,31 @@ CONFLICTS = [
 
 
 @pytest.fixture(scope="module")
-def build(shared_build):
-    """build(program, defines, *flags) -> the binary, compiled with -Werror once per variant and test session,
-    when a test first asks for it (a checked build takes g++ a second or two)."""
+def build(tmp_path_factory):
+    """build(program, defines, *flags) -> the binary, compiled once per variant with -Werror when a test first
+    asks for it (a checked build takes g++ a second or two; compiled on demand, xdist workers split the
+    variants between them instead of each compiling all)."""
+    work = tmp_path_factory.mktemp("port_check")
+    for header in HEADERS:
+        shutil.copy(TEMPLATES / header, work)
+    for source in PROGRAMS.iterdir():
+        shutil.copy(source, work)
+
+    def compile_variant(variant: tuple[str, tuple[str, ...], tuple[str, ...]]) -> Path:
+        program, defines, flags = variant
+        binary = work / "_".join([Path(program).stem, *defines, *(f.strip("-") for f in flags)]).replace("=", "")
+        result = subprocess.run([CXX, *CXX_FLAGS, *flags, *(f"-D{d}" for d in defines), f"-I{work}",
+                                 str(work / program), "-o", str(binary)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return binary
+
+    binaries = {}
 
     def binary_of(program: str, defines: tuple[str, ...], *flags: str) -> Path:
-        stem = "_".join([Path(program).stem, *defines, *(f.strip("-") for f in flags)]).replace("=", "")
-
-        def compile_variant(work: Path) -> None:
-            for header in HEADERS:
-                shutil.copy(TEMPLATES / header, work)
-            for source in PROGRAMS.iterdir():
-                shutil.copy(source, work)
-            result = subprocess.run([CXX, *CXX_FLAGS, *flags, *(f"-D{d}" for d in defines), f"-I{work}",
-                                     str(work / program), "-o", str(work / stem)], capture_output=True, text=True)
-            assert result.returncode == 0, result.stderr
-
-        return shared_build(f"port_check_{stem}", compile_variant) / stem
+        variant = (program, defines, flags)
+        if variant not in binaries:
+            binaries[variant] = compile_variant(variant)
+        return binaries[variant]
 
     return binary_of
 
