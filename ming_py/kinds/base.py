@@ -96,8 +96,8 @@ class KernelSpec:
 
 class ProcessKind:
     """One kind of streaming process. Subclasses define every attribute and method in `ASPECTS`; family
-    bases define the ones their kinds share (`DataMovement` below; `SlidingWindow` and `Pool` in
-    window.py, `GlobalPool`, `Eltwise`, `TableKind`)."""
+    bases define the ones their kinds share (`Unweighted` and `DataMovement` below; `SlidingWindow` and
+    `Pool` in window.py, `GlobalPool`, `Eltwise`, `TableKind`)."""
 
     # --- what it is ---
     name: str = None  # the `Process.kind` it serves
@@ -198,23 +198,43 @@ def _undefined(cls: type, aspect: str) -> bool:
     return getattr(cls, aspect) is getattr(ProcessKind, aspect)
 
 
-class DataMovement(ProcessKind):
+class Unweighted(ProcessKind):
+    """The aspects of a kind without weights: no MAC lanes, no product to place, no weight rows."""
+
+    mac = False
+
+    def multiplier_choices(self, unroll):
+        return ("dsp",)
+
+    def macs(self, spec):
+        return 0
+
+    def macs_per_image(self, window, trips):
+        return 0
+
+    def logic_lut(self, spec):
+        return 0
+
+    def weight_rows(self, weights, spec):
+        raise ValueError(f"a {self.name} process has no weights")
+
+    def weights_layout(self, process):
+        raise ValueError(f"a {self.name} process has no weights")
+
+
+class DataMovement(Unweighted):
     """A kind that moves or maps values without a reduction: nothing to unroll beyond its lanes, one lane
     count on every stream, int8 lanes with no product (a two-stage loop: read, write), no weights."""
 
     unrollable = ()
     needs_window = False
     line_buffer = False
-    mac = False
 
     def trip_counts(self, window, ins, outs):
         return {}
 
     def lanes_match(self, spec):
         return len(set(spec.lanes_in + spec.lanes_out)) == 1
-
-    def multiplier_choices(self, unroll):
-        return ("dsp",)
 
     def static_banks(self, unroll_k, lanes_in):
         return True
@@ -228,32 +248,17 @@ class DataMovement(ProcessKind):
     def tokens_in(self, spec):
         return per_pixel_tokens(spec)
 
-    def macs(self, spec):
-        return 0
-
-    def macs_per_image(self, window, trips):
-        return 0
-
     def reduction_tiles(self, spec):
         raise ValueError(f"a {self.name} process has no reduction")
 
     def arrays(self, spec, epilogue, line_buffer_memory, constants):
         return dict(constants)
 
-    def logic_lut(self, spec):
-        return 0
-
     def view_values(self, spec, process, lanes_in, lanes_out):
         return {}
 
     def describe(self, process, ins, outs, shapes):
         return f"{process.name} ({process.source}): {self.name}: {shapes}"
-
-    def weight_rows(self, weights, spec):
-        raise ValueError(f"a {self.name} process has no weights")
-
-    def weights_layout(self, process):
-        raise ValueError(f"a {self.name} process has no weights")
 
 
 def per_pixel_tokens(spec: KernelSpec) -> tuple[int, ...]:

@@ -6,15 +6,14 @@ from __future__ import annotations
 from ming_py.array_layout import array, spread, Dim
 from ming_py.loops import Access, Position
 
-from .base import REQUANT_STAGES, ProcessKind, adder_tree, per_pixel_tokens, register
+from .base import REQUANT_STAGES, Unweighted, adder_tree, per_pixel_tokens, register
 from .window import POOL_DEPTH
 
 
-class GlobalPool(ProcessKind):
+class GlobalPool(Unweighted):
     unrollable = ("c",)
     needs_window = False
     line_buffer = False
-    mac = False
     template = "global_pool"
     pipeline_label = "channels"
     accumulator_bits: int = None
@@ -28,9 +27,6 @@ class GlobalPool(ProcessKind):
     def lanes_match(self, spec):
         return spec.lanes_in[0] == spec.factor("c") == spec.lanes_out[0]
 
-    def multiplier_choices(self, unroll):
-        return ("dsp",)
-
     def static_banks(self, unroll_k, lanes_in):
         return True
 
@@ -39,12 +35,6 @@ class GlobalPool(ProcessKind):
 
     def tokens_in(self, spec):
         return per_pixel_tokens(spec)
-
-    def macs(self, spec):
-        return 0
-
-    def macs_per_image(self, window, trips):
-        return 0
 
     def reduction_tiles(self, spec):
         raise ValueError(f"a {self.name} process reduces over the whole map, not a fold")
@@ -63,20 +53,11 @@ class GlobalPool(ProcessKind):
         return constants | {"acc": array("acc", self.accumulator_bits, (Dim(tokens), spread(lanes, lanes, "reshape")),
                                          rom=False)}
 
-    def logic_lut(self, spec):
-        return 0
-
     def view_values(self, spec, process, lanes_in, lanes_out):
         return {}
 
     def describe(self, process, ins, outs, shapes):
         return f"{process.name} ({process.source}): {self.name}: {shapes}"
-
-    def weight_rows(self, weights, spec):
-        raise ValueError(f"a {self.name} process has no weights")
-
-    def weights_layout(self, process):
-        raise ValueError(f"a {self.name} process has no weights")
 
 
 @register

@@ -27,7 +27,7 @@ from ming_py.array_layout import ArrayPlan, Dim, array, spread
 from ming_py.dataflow import GROUP_LOOP, Window
 from ming_py.loops import Access, Position
 
-from .base import REQUANT_STAGES, KernelSpec, ProcessKind, adder_tree, per_pixel_tokens, register
+from .base import REQUANT_STAGES, KernelSpec, ProcessKind, Unweighted, adder_tree, per_pixel_tokens, register
 
 # Where a MAC process's int8 products are computed: one per DSP48E2, in LUT fabric, or two that share
 # their input per DSP48E2 (AMD WP486: x * (w_high * 2^18 + w_low) on the 27 x 18-bit multiplier).
@@ -378,41 +378,22 @@ class Depthwise(SlidingWindow):
         return "[channel][window position]"
 
 
-class Pool(SlidingWindow):
+class Pool(Unweighted, SlidingWindow):
     """Max and average pooling over a window: a comparator or adder tree per lane, no weights."""
 
     unrollable = ("c", "k")
-    mac = False
 
     def trip_counts(self, window, ins, outs):
         return {"c": window.out_channels, "k": window.window_size}
 
-    def multiplier_choices(self, unroll):
-        return ("dsp",)
-
     def summed_terms(self, spec):
         return spec.factor("k")
-
-    def macs(self, spec):
-        return 0
-
-    def macs_per_image(self, window, trips):
-        return 0
 
     def reduction_tiles(self, spec):
         return spec.window.window_size // spec.factor("k")
 
     def arrays(self, spec, epilogue, line_buffer_memory, constants):
         return line_buffer(spec, line_buffer_memory) | constants | accumulators(spec)
-
-    def logic_lut(self, spec):
-        return 0
-
-    def weight_rows(self, weights, spec):
-        raise ValueError(f"a {self.name} process has no weights")
-
-    def weights_layout(self, process):
-        raise ValueError(f"a {self.name} process has no weights")
 
 
 @register
