@@ -18,7 +18,7 @@ from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.array_layout import ArrayPlan
 from ming_py.dataflow import Process, Schedule, StreamGraph
-from ming_py.kernel import KernelSpec, Loop, kernel_spec, loop_of
+from ming_py.kernel import KernelSpec, Loop, loop_of, schedule_spec
 from ming_py.epilogues import rule_of
 from ming_py.kinds import kind_of, unrollable
 from ming_py.storage import plan_arrays
@@ -71,6 +71,11 @@ class ProcessView:
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)
+
+    @property
+    def trip_count(self) -> int:
+        """Iterations of its pipelined loop: the loop's, and the shared requantizers' last turns."""
+        return self.loop.iterations + self.spec.requant_delay
 
     def __getattr__(self, name):  # epilogue constants (zero_point, mantissa, ...)
         extra = self.__dict__.get("extra", {})
@@ -177,7 +182,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
     outs = [graph.channels[c] for c in p.outputs]
     sched = schedule.of(p.name)
     lanes_in, lanes_out = [schedule.lanes_of(c) for c in p.inputs], [schedule.lanes_of(c) for c in p.outputs]
-    spec = kernel_spec(graph, p, sched.unroll, lanes_in, lanes_out)
+    spec = schedule_spec(graph, p, schedule)
     kind = kind_of(p.kind)
     shapes = f"{' + '.join(_shape_text(c) for c in ins)} -> {_shape_text(outs[0])}"
     view = ProcessView(
@@ -212,15 +217,13 @@ PLANNED_II = 1  # every process loop is pipelined at II=1 (ming_py/kernel.py)
 def pipeline_loops(graph: StreamGraph, schedule: Schedule) -> list[dict]:
     """Per process, in the graph's order, its pipelined loop as the emitted C++ has it: the C++ function, the
     loop's label, the planned initiation interval and the trip count (`loop_of(...).iterations`, the
-    ITERATIONS of the template)."""
+    ITERATIONS of the template, and the iterations of shared requantizers after them)."""
     names = cpp_names(graph)
     loops = []
     for p in graph.processes:
-        sched = schedule.of(p.name)
-        spec = kernel_spec(graph, p, sched.unroll, [schedule.lanes_of(c) for c in p.inputs],
-                           [schedule.lanes_of(c) for c in p.outputs])
+        spec = schedule_spec(graph, p, schedule)
         loops.append({"function": names.processes[p.name], "loop": kind_of(p.kind).pipeline_label,
-                      "trip_count": loop_of(spec).iterations, "ii": PLANNED_II})
+                      "trip_count": loop_of(spec).iterations + spec.requant_delay, "ii": PLANNED_II})
     return loops
 
 

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
-from ming_py.kernel import kernel_spec
+from ming_py.kernel import kernel_spec, schedule_spec
 from ming_py.kinds import trip_counts, unrollable
 from ming_py.runtime.ming_host import words_per_image
 from ming_py.array_layout import ArrayPlan
@@ -51,6 +51,8 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
             nodes[-1]["schedule"]["storage"] = dict(sched.storage)
         if p.weights is not None:
             nodes[-1]["schedule"]["multipliers"] = sched.multipliers
+        if sched.requantizers:
+            nodes[-1]["schedule"]["requantizers"] = sched.requantizers
         image = _image_fifo(graph, schedule, p)
         if image is not None:
             nodes[-1]["image_fifo"] = image
@@ -100,10 +102,8 @@ def _window_json(window) -> dict:
 
 def _arrays(graph: StreamGraph, schedule: Schedule, p) -> dict[str, ArrayPlan]:
     """The process's arrays as the storage plan lays them out for this schedule."""
-    sched = schedule.of(p.name)
-    spec = kernel_spec(graph, p, sched.unroll, [schedule.lanes_of(c) for c in p.inputs],
-                       [schedule.lanes_of(c) for c in p.outputs])
-    return plan_arrays(spec, p.epilogue, sched.storage_of("line_buffer"))
+    spec = schedule_spec(graph, p, schedule)
+    return plan_arrays(spec, p.epilogue, schedule.of(p.name).storage_of("line_buffer"))
 
 
 def _image_fifo(graph: StreamGraph, schedule: Schedule, p) -> dict | None:

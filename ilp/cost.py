@@ -71,6 +71,7 @@ class Choice:
     lanes_out: tuple[int, ...]
     line_buffer_in: str = "bram"  # "bram" | "uram" (weights are ROMs: BRAM or LUTRAM, URAM has no init)
     multipliers: str = "dsp"  # ming_py.kinds.window.MULTIPLIERS
+    requantizers: int = 0  # shared requantizers (`ming_py.kinds.base.shared_requantizers`); 0: one per lane
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)
@@ -96,12 +97,16 @@ class Cost:
         return (self.cycles, self.fill) + self.progress + sum(self.lags, ())
 
 
+def choice_spec(graph: StreamGraph, p: Process, choice: Choice):
+    return kernel_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers)
+
+
 def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
-    spec = kernel_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out)
+    spec = choice_spec(graph, p, choice)
     loop = loop_of(spec)
     cycles, fill = _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain)
     datapath = rule_of(p.epilogue).datapath(p.epilogue)
-    requant_lanes = choice.lanes_out[0] if datapath is not None else 0
+    requant_lanes = spec.requant_lanes if datapath is not None else 0
     requant_lut, requant_dsp = lane_cost(datapath, choice.multipliers) if requant_lanes else (0, 0)
     bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
     mac_lut, mac_dsp = MAC_LANE[choice.multipliers]
@@ -174,6 +179,6 @@ def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, 
 
 def storage_plan(p: Process, choice: Choice, graph: StreamGraph) -> dict[str, str]:
     """The memory of each array of the process that is not registers ("lutram", "bram" or "uram")."""
-    spec = kernel_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out)
+    spec = choice_spec(graph, p, choice)
     return {role: a.memory for role, a in plan_arrays(spec, p.epilogue, choice.line_buffer_in).items()
             if a.memory != "register"}

@@ -10,7 +10,7 @@ from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
 from ming_py.errors import MingError
 from ming_py.ir import Graph
-from ming_py.kernel import KernelSpec, kernel_spec
+from ming_py.kernel import KernelSpec
 from ming_py.limits import check_fifo_bits
 from ming_py.line_buffers import build_stream_graph
 from ming_py.line_buffers.fifo import DEFAULT_PIXELS, FifoPlan, fifo_memory, reservation_plan
@@ -18,6 +18,7 @@ from ming_py.options import BuildOptions, target_board
 from ming_py.simulate import simulate_schedule
 
 from .budget import Budget
+from .cost import choice_spec
 from .pins import resolve
 from .solve import Solution, solve
 
@@ -34,7 +35,8 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     fifo = _fifo_totals(reserved_bits)
     # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
     reserved = {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
-    solution = solve(stream_graph, board, budget, options.objective, pins.unroll, reserved=reserved)
+    solution = solve(stream_graph, board, budget, options.objective, pins.unroll, reserved=reserved,
+                     requantizers=pins.requantizers)
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
     specs = schedule_specs(stream_graph, solution)
     plan = FifoPlan(stream_graph, specs, {name: spec.depth for name, spec in specs.items()})
@@ -118,8 +120,7 @@ def _fifo_totals(bits: dict[str, int]) -> dict[str, int]:
 
 def schedule_specs(graph: StreamGraph, solution: Solution) -> dict[str, KernelSpec]:
     """Each process's loop spec under the chosen schedule."""
-    return {p.name: kernel_spec(graph, p, c.unroll, c.lanes_in, c.lanes_out)
-            for p in graph.processes for c in (solution.choices[p.name],)}
+    return {p.name: choice_spec(graph, p, solution.choices[p.name]) for p in graph.processes}
 
 
 def simulated_cycles(graph: StreamGraph, schedule: Schedule) -> int | None:

@@ -1,7 +1,8 @@
 """User pins: fix some processes' unroll factors or channels' FIFO depths; the ILP chooses the rest.
 
-`--set conv2.unroll.oc=8`, `--set conv1_to_pool1.depth=64`, or a JSON/YAML file with
-the same keys (flat `{"conv2.unroll.oc": 8}` or nested `{"conv2": {"unroll": {"oc": 8}}}`).
+`--set conv2.unroll.oc=8`, `--set conv2.requantizers=2` (requantizers taking the output lanes in turn; 0:
+one per lane), `--set conv1_to_pool1.depth=64`, or a JSON/YAML file with the same keys (flat
+`{"conv2.unroll.oc": 8}` or nested `{"conv2": {"unroll": {"oc": 8}}}`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ming_py.kinds import trip_counts
 @dataclass
 class Pins:
     unroll: dict[str, dict[str, int]] = field(default_factory=dict)  # process -> loop -> factor
+    requantizers: dict[str, int] = field(default_factory=dict)  # process -> shared requantizers (0: one per lane)
     depths: dict[str, int] = field(default_factory=dict)  # channel -> FIFO depth
 
 
@@ -43,8 +45,8 @@ def parse_assignments(assignments: list[str], files: list[Path] = ()) -> dict[st
     return settings
 
 
-KEY_FORMS = "PROCESS.unroll.LOOP or CHANNEL.depth"
-_KEY = re.compile(r"[^.\s=]+\.unroll\.[^.\s=]+|[^.\s=]+\.depth")
+KEY_FORMS = "PROCESS.unroll.LOOP, PROCESS.requantizers or CHANNEL.depth"
+_KEY = re.compile(r"[^.\s=]+\.unroll\.[^.\s=]+|[^.\s=]+\.requantizers|[^.\s=]+\.depth")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
@@ -174,11 +176,15 @@ def resolve(settings: dict[str, int], graph: StreamGraph) -> Pins:
             if value < 1 or trips[loop] % value:
                 raise MingError(f"{key}={value}: the factor must divide the loop's {trips[loop]} iterations")
             pins.unroll.setdefault(process.name, {})[loop] = value
+        elif len(parts) == 2 and parts[1] == "requantizers" and parts[0] in processes:
+            if value < 0:
+                raise MingError(f"{key}={value}: give the number of requantizers, or 0 for one per output lane")
+            pins.requantizers[parts[0]] = value
         elif len(parts) == 2 and parts[1] == "depth" and parts[0] in graph.channels:
             if value < 1:
                 raise MingError(f"{key}={value}: a FIFO depth is at least 1")
             pins.depths[parts[0]] = value
         else:
-            raise MingError(f"{key}: not a setting of this design; use PROCESS.unroll.LOOP or CHANNEL.depth "
+            raise MingError(f"{key}: not a setting of this design; use {KEY_FORMS} "
                             f"(processes: {', '.join(sorted(processes))})")
     return pins

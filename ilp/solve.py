@@ -41,7 +41,10 @@ from ming_py.adapters import pack_adapter
 from ming_py.boards import Board
 from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
 from ming_py.errors import MingError
+from ming_py.epilogues import rule_of
+from ming_py.kernel import kernel_spec
 from ming_py.kinds import kind_of, trip_counts
+from ming_py.kinds.base import shared_requantizers
 from ming_py.kinds.window import whole_groups
 
 from .budget import RESOURCES, UNITS, Budget
@@ -86,7 +89,7 @@ class Solution:
 
 
 def candidates(graph: StreamGraph, process, pins: dict[str, int] | None = None,
-               uram: bool = False) -> list[Choice]:
+               uram: bool = False, requantizers: int | None = None) -> list[Choice]:
     """Every valid schedule of one process (lanes tied to the parallelism they feed)."""
     pins = pins or {}
     kind = kind_of(process.kind)
@@ -105,15 +108,32 @@ def candidates(graph: StreamGraph, process, pins: dict[str, int] | None = None,
         for lanes_in, lanes_out in kind.lane_options(unroll, ins, outs, process.routes, MAX_UNROLL):
             if not kind.static_banks(unroll.get("k", 1), lanes_in[0]):
                 continue
+            sharing = _requantizer_options(graph, process, unroll, lanes_in, lanes_out, requantizers)
             for memory in memories:
                 for multipliers in kind.multiplier_choices(unroll):
-                    result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory, multipliers))
+                    for count in sharing:
+                        result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory, multipliers, count))
     return result
+
+
+def _requantizer_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out,
+                         pinned: int | None) -> tuple[int, ...]:
+    """One requantizer per lane (0), and the fewest that can take the lanes in turn: a requantizer count between
+    them would only save a few cycles of pipeline depth. A pinned count where the lanes allow it (0, or the
+    lanes themselves: one per lane)."""
+    if rule_of(process.epilogue).datapath(process.epilogue) is None:
+        return (0,)
+    shared = shared_requantizers(kernel_spec(graph, process, tuple(unroll.items()), lanes_in, lanes_out))
+    if pinned is None:
+        return (0,) + shared[:1]
+    if pinned in (0, lanes_out[0]):
+        return (0,)
+    return (pinned,) if pinned in shared else ()
 
 
 def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "latency",
           pins: dict[str, dict[str, int]] | None = None, node_limit: int | None = None,
-          reserved: dict[str, int] | None = None) -> Solution:
+          reserved: dict[str, int] | None = None, requantizers: dict[str, int] | None = None) -> Solution:
     """The fastest design within `budget` (the user's), of which `reserved` (FIFO memory) is already taken.
 
     Deterministic: the same graph, budget and pins give the same design on every machine and every run
@@ -123,7 +143,7 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     started = time.perf_counter()
     reserved = {r: v for r, v in (reserved or {}).items() if v}
     available = replace(budget, **{r: getattr(budget, r) - v for r, v in reserved.items()})
-    options, costs = _candidates_and_costs(graph, pins or {}, available)
+    options, costs = _candidates_and_costs(graph, pins or {}, available, requantizers or {})
     if any(sum(min(getattr(c, r) for c in costs[name]) for name in costs) > getattr(available, r)
            for r in RESOURCES):  # every process at its least: a proof without the ILP
         raise _no_design_fits(graph, budget, reserved)
@@ -144,11 +164,14 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
                      time.perf_counter() - started, size)
 
 
-def _candidates_and_costs(graph: StreamGraph, pins, budget: Budget):
-    options = {p.name: candidates(graph, p, pins.get(p.name), uram=budget.uram > 0) for p in graph.processes}
+def _candidates_and_costs(graph: StreamGraph, pins, budget: Budget, requantizers: dict[str, int]):
+    options = {p.name: candidates(graph, p, pins.get(p.name), budget.uram > 0, requantizers.get(p.name))
+               for p in graph.processes}
     for name, choices in options.items():
         if not choices:
-            raise MingError(f"process {name}: the pinned factors leave no valid schedule")
+            pinned = f" and {requantizers[name]} requantizers" if name in requantizers else ""
+            raise MingError(f"process {name}: the pinned factors{pinned} leave no valid schedule (shared "
+                            f"requantizers need lanes / requantizers <= the iterations of a reduction)")
     costs = {}
     for name in list(options):
         all_costs = [process_cost(graph, graph.process(name), c) for c in options[name]]
@@ -514,7 +537,7 @@ def schedule_of(graph: StreamGraph, chosen: dict[str, Choice]) -> Schedule:
     for name, choice in chosen.items():
         process = graph.process(name)
         processes[name] = ProcessSchedule(choice.unroll, tuple(sorted(storage_plan(process, choice, graph).items())),
-                                          choice.multipliers)
+                                          choice.multipliers, choice.requantizers)
         lanes.update(zip(process.outputs, choice.lanes_out))
         for channel, count in zip(process.inputs, choice.lanes_in):
             lanes.setdefault(channel, count)  # the accelerator input: its consumer's parallelism

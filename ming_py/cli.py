@@ -27,6 +27,7 @@ except interrupt.Interrupted as _stop:
     print(f"ming: interrupted ({_stop})", file=sys.stderr)
     sys.exit(_stop.exit_code)
 
+EXIT_MISSED = 1
 EXIT_USAGE = 2
 EXIT_DEADLOCK = 3
 EXIT_PORT_CONFLICT = 3
@@ -99,6 +100,13 @@ def _parser() -> argparse.ArgumentParser:
                         help="pynq (Zynq boards), xrt (Alveo) or csim (the C-simulation); default: the board's")
     deploy.add_argument("--batch", type=int, help="images per transfer (default: all)")
     deploy.add_argument("--benchmark", action="store_true", help="print throughput and per-image times")
+
+    compare = commands.add_parser("compare", help="a build's plan against its Vitis HLS and Vivado reports")
+    compare.add_argument("build_dir", type=Path)
+    compare.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+    compare.add_argument("--write-calibration", type=Path, metavar="FILE",
+                         help="write per-primitive resource factors fitted to the reports, for `ming build "
+                              "--calibration FILE` (a new file, or over a calibration file only)")
 
     commands.add_parser("boards", help="list the supported boards")
     return parser
@@ -231,6 +239,23 @@ def _print_simulation(result) -> None:
         print(f"{name:<40} {peak:>6}")
 
 
+def _compare(args) -> int:
+    """Exit code 1 when a process missed its planned II or the design missed the clock."""
+    from .calibration import write_calibration
+    from .compare import calibration_data, compare_build, table
+
+    comparison = compare_build(args.build_dir)
+    if args.write_calibration is not None:
+        write_calibration(args.write_calibration, calibration_data(comparison))
+    if args.json:
+        print(json.dumps(comparison.result, indent=2))
+    else:
+        print(table(comparison))
+        if args.write_calibration is not None:
+            print(f"calibration: {args.write_calibration}")
+    return EXIT_MISSED if comparison.missed else 0
+
+
 def _boards(args) -> None:
     from ming_py.boards import boards_table
 
@@ -292,6 +317,7 @@ _MODULES = {
     "sweep": ("ming_py.boards", "ming_py.ilp.sweep", "ming_py.options", "ming_py.output", "ming_py.progress"),
     "csim": ("ming_py.csim", "ming_py.options", "ming_py.progress", "ming_py.runtime.ming_driver"),
     "simulate": ("ming_py.simulate",),
+    "compare": ("ming_py.compare", "ming_py.calibration"),
     "deploy": ("ming_py.options",),
     "boards": ("ming_py.boards",),
 }
@@ -321,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         _printable_streams()
         args = _parser().parse_args(argv)
         handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "sweep": _sweep, "csim": _csim,
-                    "simulate": _simulate, "deploy": _deploy, "boards": _boards}
+                    "simulate": _simulate, "deploy": _deploy, "compare": _compare, "boards": _boards}
         with interrupt.deferred():  # the command's modules, imported whole before a signal is raised (see above)
             for module in _MODULES.get(args.command, ()):
                 importlib.import_module(module)

@@ -138,6 +138,7 @@ class ProcessSchedule:
     unroll: tuple[tuple[str, int], ...] = ()  # (loop, factor); missing loops are not unrolled
     storage: tuple[tuple[str, str], ...] = ()  # (buffer, "bram" | "uram" | "lutram"); default BRAM
     multipliers: str = "dsp"  # where the int8 products are computed (ming_py.kinds.window.MULTIPLIERS)
+    requantizers: int = 0  # requantizers serving the output lanes in turn; 0: one per lane
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)

@@ -20,7 +20,7 @@ from .dataflow import Schedule, StreamGraph, Window
 from .kinds import KernelSpec, kind_of, trip_counts
 from .loops import Loop, merged
 
-__all__ = ["KernelSpec", "Loop", "depth_bound", "kernel_spec", "loop_of", "spec_from_report", "validate_schedule"]
+__all__ = ["KernelSpec", "Loop", "depth_bound", "kernel_spec", "loop_of", "schedule_spec", "spec_from_report", "validate_schedule"]
 
 
 def loop_of(spec: KernelSpec) -> Loop:
@@ -33,11 +33,18 @@ def depth_bound(kind: str) -> int:
     return kind_of(kind).depth_bound
 
 
-def kernel_spec(graph, process, unroll, lanes_in, lanes_out) -> KernelSpec:
+def kernel_spec(graph, process, unroll, lanes_in, lanes_out, requantizers: int = 0) -> KernelSpec:
     """The spec of a process of a `StreamGraph` under a schedule."""
     shape = lambda name: (graph.channels[name].channels, graph.channels[name].height, graph.channels[name].width)
     return KernelSpec(process.kind, tuple(shape(c) for c in process.inputs), tuple(shape(c) for c in process.outputs),
-                      tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window, process.routes)
+                      tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window, process.routes, requantizers)
+
+
+def schedule_spec(graph, process, schedule: Schedule) -> KernelSpec:
+    """The spec of a process under a design's `Schedule`."""
+    sched = schedule.of(process.name)
+    return kernel_spec(graph, process, sched.unroll, [schedule.lanes_of(c) for c in process.inputs],
+                       [schedule.lanes_of(c) for c in process.outputs], sched.requantizers)
 
 
 def spec_from_report(node: dict, channels: dict[str, dict]) -> KernelSpec:
@@ -51,7 +58,7 @@ def spec_from_report(node: dict, channels: dict[str, dict]) -> KernelSpec:
                       tuple(schedule.get("unroll", {}).items()),
                       tuple(channels[c]["lanes"] for c in node["inputs"]),
                       tuple(channels[c]["lanes"] for c in node["outputs"]), window,
-                      tuple(tuple(route) for route in node.get("routes", ())))
+                      tuple(tuple(route) for route in node.get("routes", ())), schedule.get("requantizers", 0))
 
 
 def validate_schedule(graph: StreamGraph, schedule: Schedule) -> list[str]:
@@ -68,9 +75,7 @@ def validate_schedule(graph: StreamGraph, schedule: Schedule) -> list[str]:
     if not problems:
         for process in graph.processes:
             sched = schedule.of(process.name)
-            spec = kernel_spec(graph, process, sched.unroll,
-                               [schedule.lanes_of(c) for c in process.inputs],
-                               [schedule.lanes_of(c) for c in process.outputs])
+            spec = schedule_spec(graph, process, schedule)
             try:
                 spec.check()
             except ValueError as error:

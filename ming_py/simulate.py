@@ -65,7 +65,7 @@ from .adapters import AXIS_VALUES_PER_WORD, PIPELINE_DEPTH, record_loop, unpack_
 from .dataflow import Window
 from .errors import MingError
 from .dataflow import Schedule, StreamGraph
-from .kernel import kernel_spec, loop_of, spec_from_report
+from .kernel import loop_of, schedule_spec, spec_from_report
 from .kinds import WINDOW_GEOMETRY_KINDS, registered
 from .loops import Loop, Position
 
@@ -362,8 +362,7 @@ def simulate_schedule(graph: StreamGraph, schedule: Schedule, max_cycles: int = 
                 for name, c in graph.channels.items()}
     nodes = []
     for p in graph.processes:
-        spec = kernel_spec(graph, p, schedule.of(p.name).unroll, [schedule.lanes_of(c) for c in p.inputs],
-                           [schedule.lanes_of(c) for c in p.outputs])
+        spec = schedule_spec(graph, p, schedule)
         nodes.append((p.name, loop_of(spec), p.inputs, p.outputs))
     return _simulate(channels, nodes, [port.channel for port in graph.outputs], max_cycles)
 

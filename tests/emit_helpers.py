@@ -13,7 +13,10 @@ from ming_py.build import design
 from ming_py.output import write_tree
 from ming_py.csim import run_csim
 from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
+from ming_py.epilogues import rule_of
+from ming_py.kernel import kernel_spec
 from ming_py.kinds import kind_of, trip_counts
+from ming_py.kinds.base import shared_requantizers
 from ming_py.line_buffers import build_stream_graph
 
 
@@ -37,7 +40,7 @@ LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "global_avgpool", "global_max
 
 
 def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: int = 8) -> Schedule:
-    """A valid schedule with random divisor lanes, unroll factors, multipliers and FIFO depths. Lanes are the
+    """A valid schedule with random divisor lanes, unroll factors, multipliers, shared requantizers and FIFO depths. Lanes are the
     parallelism a process consumes and produces (conv: ic in, oc out; depthwise and pooling: c both
     ways; element-wise: one lane count throughout), so they are drawn per group of tied channels; a dense
     layer's k tile is its input token; a grouped conv's tiles stay in one group (lanes dividing a group's
@@ -73,7 +76,10 @@ def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: i
             tied["k"] = lanes[p.inputs[0]]  # a k tile is an input token (the dense kind's static_banks)
         unroll = tuple((loop, tied[loop] if loop in tied else rng.choice([d for d in divisors(trip) if d <= max_factor]))
                        for loop, trip in trips.items())
-        processes[p.name] = ProcessSchedule(unroll, multipliers=rng.choice(kind_of(p.kind).multiplier_choices(dict(unroll))))
+        multipliers = rng.choice(kind_of(p.kind).multiplier_choices(dict(unroll)))
+        spec = kernel_spec(stream_graph, p, unroll, [lanes[c] for c in p.inputs], [lanes[c] for c in p.outputs])
+        shared = shared_requantizers(spec) if rule_of(p.epilogue).datapath(p.epilogue) is not None else ()
+        processes[p.name] = ProcessSchedule(unroll, multipliers=multipliers, requantizers=rng.choice((0,) + shared))
     depths = {name: rng.choice([1, 2, 3, 16]) for name in stream_graph.channels}
     return Schedule(processes, lanes, depths)
 

@@ -140,7 +140,7 @@ def test_a_setting_given_twice_in_one_file_is_refused(tmp_path, name, text):
 @pytest.mark.parametrize("key", ["conv2.oc", "conv2", "conv2.unroll", "conv2.unroll.oc.x", "conv2.unroll.", ".depth",
                                  "a b.depth", ""])
 def test_a_setting_name_has_one_of_two_forms(key):
-    with pytest.raises(MingError, match="is not a setting; use PROCESS.unroll.LOOP or CHANNEL.depth"):
+    with pytest.raises(MingError, match="is not a setting; use PROCESS.unroll.LOOP, PROCESS.requantizers or CHANNEL.depth"):
         parse_assignments([f"{key}=8"])
 
 

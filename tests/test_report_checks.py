@@ -77,7 +77,7 @@ def test_every_template_labels_one_pipelined_loop_as_the_report_names_it():
         text = (TEMPLATES / "process" / f"{template}.cpp.j2").read_text()
         assert text.count("HLS_PRAGMA(PIPELINE") == 1, template
         assert pipelined_loops(text) == [(labels[template], "ITERATIONS", str(PLANNED_II))], template
-        assert "ITERATIONS = {{ p.loop.iterations }};" in text, template
+        assert "ITERATIONS = {{ p.trip_count }};" in text, template
 
 
 @pytest.mark.parametrize("scheduled", [False, True], ids=["default", "random_schedule"])
@@ -231,7 +231,9 @@ def test_a_routed_design_that_meets_timing_and_fits_is_deployed(stream_graph, tm
     project = out / "vivado" / f"{MODEL}_vivado"
     assert calls_of(trace, "open_run") == [["impl_1"]]
     assert calls_of(trace, "report_timing_summary") == [["-file", str(project / "timing_summary_routed.rpt")]]
-    assert calls_of(trace, "report_utilization") == [["-file", str(project / "utilization_routed.rpt")]]
+    assert calls_of(trace, "report_utilization") == [["-file", str(project / "utilization_routed.rpt")],
+                                                      ["-hierarchical", "-file",
+                                                       str(project / "utilization_hierarchical_routed.rpt")]]
     board = load_board(board_name)
     shares = [f"LUT {100 * SMALL['LUT'] / board.lut:.1f} %", f"FF {100 * SMALL['FF'] / board.ff:.1f} %",
               f"BRAM {100 * SMALL['BRAM'] / (board.bram18k / 2):.1f} %"]

@@ -30,10 +30,15 @@ def lean_channels(e: AccRequant):
 
 
 def per_tile_arrays(constants: tuple[tuple[str, int], ...], spec) -> dict:
-    """Per-output-channel constants `[tiles][lanes]`: one word per output tile holds its lanes' constants."""
-    tiles, lanes = spec.tokens_out[0], spec.lanes_out[0]
-    return {role: array(role, bits, (Dim(tiles), spread(lanes, lanes, "reshape")), rom=True)
-            for role, bits in constants}
+    """Per-output-channel constants `[tiles][lanes]`: one word per output tile holds its lanes' constants. The
+    requantization's are read by the requantizers: with shared ones, one word per turn, `[tiles x turns]
+    [requantizers]` (the same order of channels)."""
+    def layout(role, bits):
+        rows, lanes = (spec.tokens_out[0], spec.lanes_out[0]) if role == "bias" else \
+            (spec.tokens_out[0] * spec.requant_steps, spec.requant_lanes)
+        return array(role, bits, (Dim(rows), spread(lanes, lanes, "reshape")), rom=True)
+
+    return {role: layout(role, bits) for role, bits in constants}
 
 
 @register
@@ -82,15 +87,16 @@ class OnnxRequant(EpilogueRule):
             for role in view.arrays:
                 if role in ctypes:
                     values = np.array([getattr(c, role) for c in lean], dtype=ctypes[role].removesuffix("_t"))
-                    constant(role, ctypes[role], per_tile(values, lanes), _LEAN_COMMENTS[role])
+                    constant(role, ctypes[role], per_tile(values, view.spec.requant_lanes), _LEAN_COMMENTS[role])
             if "shift" not in view.arrays:
                 view.extra["shift"] = lean[0].shift
         else:
             mantissa, exponent = numerics.float32_parts(e.multipliers)
-            constant("mantissa", "int32_t", per_tile(mantissa.astype(np.int32), lanes),
+            constant("mantissa", "int32_t", per_tile(mantissa.astype(np.int32), view.spec.requant_lanes),
                      "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^exponent "
                      "(exact float32 emulation: some channel's multiplier is below 2^-15)")
-            constant("exponent", "int32_t", per_tile(exponent.astype(np.int32), lanes), "requantization exponent")
+            constant("exponent", "int32_t", per_tile(exponent.astype(np.int32), view.spec.requant_lanes),
+                     "requantization exponent")
 
 
 @register
@@ -132,12 +138,13 @@ class TfliteRequant(EpilogueRule):
         if e.float32:
             view.epilogue = "fixed_point_float"
             mantissa, exponent = numerics.float32_parts(e.float_multipliers)
-            constant("mantissa", "int32_t", per_tile(mantissa.astype(np.int32), lanes),
+            constant("mantissa", "int32_t", per_tile(mantissa.astype(np.int32), view.spec.requant_lanes),
                      "float32(multiplier * 2^-shift) = mantissa * 2^exponent (LiteRT's FULLY_CONNECTED rounds "
                      "f32(acc) times it half away from zero)")
-            constant("exponent", "int32_t", per_tile(exponent.astype(np.int32), lanes), "its exponent")
+            constant("exponent", "int32_t", per_tile(exponent.astype(np.int32), view.spec.requant_lanes), "its exponent")
             return
-        constant("multiplier", "int32_t", per_tile(e.multiplier.astype(np.int32), lanes),
+        requant_lanes = view.spec.requant_lanes
+        constant("multiplier", "int32_t", per_tile(e.multiplier.astype(np.int32), requant_lanes),
                  "TFLite's Q31 requantization multiplier, [output tile][lane]")
-        constant("shift", "uint8_t", per_tile(e.shift.astype(np.uint8), lanes),
+        constant("shift", "uint8_t", per_tile(e.shift.astype(np.uint8), requant_lanes),
                  "right shift of the 64-bit product (31 + TFLite's right shift), [output tile][lane]")

@@ -37,6 +37,7 @@ class KernelSpec:
     lanes_out: tuple[int, ...]
     window: Window | None = None
     routes: tuple[tuple[int, int], ...] = ()  # split: per output, (first channel, channels); empty: all
+    requantizers: int = 0  # requantizers serving the output lanes in turn (`shared_requantizers`); 0: one per lane
 
     @property
     def process_kind(self) -> ProcessKind:
@@ -75,10 +76,28 @@ class KernelSpec:
         return self.reduction_tiles * self.tokens_out[0]
 
     @property
+    def requant_lanes(self) -> int:
+        """Output lanes requantized per iteration: one requantizer each."""
+        return self.requantizers or self.lanes_out[0]
+
+    @property
+    def requant_steps(self) -> int:
+        """Iterations the requantizers take for one output token: 1, or the turns of shared requantizers, which
+        take the lanes of an output token's latched accumulators in the iterations after its reduction ends."""
+        return self.lanes_out[0] // self.requant_lanes
+
+    @property
+    def requant_delay(self) -> int:
+        """Iterations from the end of an output token's reduction to its write: shared requantizers take the
+        latched accumulators in the `requant_steps` iterations after it (the emitted loop runs that many
+        iterations more, which read and compute nothing)."""
+        return self.requant_steps if self.requant_steps > 1 else 0
+
+    @property
     def depth(self) -> int:
-        """Pipeline depth of the loop."""
+        """Pipeline depth of the loop: from an iteration's start to its output write."""
         kind = self.process_kind
-        return kind.pipeline_depth(kind.summed_terms(self))
+        return kind.pipeline_depth(kind.summed_terms(self)) + self.requant_delay
 
     def check(self) -> None:
         """The lane ties the loop relies on (the ILP's candidates always satisfy them)."""
@@ -89,6 +108,9 @@ class KernelSpec:
         if any(first % lanes for (first, _), lanes in zip(self.routes, self.lanes_out)):
             raise ValueError(f"split: lanes {self.lanes_out} do not divide the first channels of its outputs "
                              f"{[first for first, _ in self.routes]}")
+        if self.requantizers and self.requantizers not in shared_requantizers(self):
+            raise ValueError(f"{self.kind}: {self.requantizers} requantizers cannot serve its {self.lanes_out[0]} output "
+                             f"lanes in turn (choose from {', '.join(map(str, shared_requantizers(self))) or 'none'})")
         if not kind.static_banks(self.factor("k"), self.lanes_in[0]):
             raise ValueError(f"{self.kind}: unroll k={self.factor('k')} would read its input vector at banks "
                              f"chosen at run time (k must equal the {self.lanes_in[0]} input lanes)")
@@ -105,6 +127,7 @@ class ProcessKind:
     needs_window: bool = None  # its process carries a `Window` (its geometry)
     line_buffer: bool = None  # it keeps input rows in a line buffer (BRAM or URAM)
     mac: bool = None  # it multiplies weights in MAC lanes (DSPs or fabric) and requantizes their sums
+    shares_requantizer: bool = None  # its template lets fewer requantizers than output lanes take them in turn
     # --- emission: emit/templates/process/<template>.cpp.j2 and the label of its one pipelined loop ---
     template: str = None
     pipeline_label: str = None
@@ -188,7 +211,7 @@ class ProcessKind:
 
 
 # every attribute and method above but `depth_bound`, which follows from `pipeline_depth`
-ASPECTS = ("name", "unrollable", "needs_window", "line_buffer", "mac", "template", "pipeline_label", "trip_counts",
+ASPECTS = ("name", "unrollable", "needs_window", "line_buffer", "mac", "shares_requantizer", "template", "pipeline_label", "trip_counts",
            "lane_options", "lanes_match", "multiplier_choices", "static_banks", "summed_terms", "pipeline_depth",
            "tokens_in", "macs", "macs_per_image", "reduction_tiles", "positions", "arrays", "logic_lut",
            "view_values", "describe", "weight_rows", "weights_layout")
@@ -202,6 +225,7 @@ class Unweighted(ProcessKind):
     """The aspects of a kind without weights: no MAC lanes, no product to place, no weight rows."""
 
     mac = False
+    shares_requantizer = False
 
     def multiplier_choices(self, unroll):
         return ("dsp",)
@@ -279,6 +303,17 @@ def pixel_positions(spec: KernelSpec, reads, writes):
     and takes as many iterations as its most tokens."""
     _, h, w = spec.outputs[0]
     yield h * w, Position(max(spec.tokens_in + spec.tokens_out), tuple(reads), tuple(writes))
+
+
+def shared_requantizers(spec: KernelSpec) -> tuple[int, ...]:
+    """The requantizer counts below one per lane that may serve a MAC process's output lanes in turn: each
+    takes `lanes / count` consecutive iterations per output token, which must fit between two ends of a
+    reduction (`reduction_tiles` iterations apart at the closest), so that latched accumulators are taken
+    before the next token's overwrite them."""
+    if not spec.process_kind.shares_requantizer:
+        return ()
+    lanes, spacing = spec.lanes_out[0], spec.reduction_tiles
+    return tuple(r for r in divisors(lanes) if r < lanes and lanes // r <= spacing)
 
 
 def adder_tree(terms: int) -> int:

@@ -21,6 +21,7 @@ class Dense(ProcessKind):
     needs_window = False
     line_buffer = False
     mac = True
+    shares_requantizer = True
     template = "dense"
     pipeline_label = "vector"
 

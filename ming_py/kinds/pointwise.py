@@ -20,6 +20,7 @@ class Pointwise(ProcessKind):
     needs_window = True
     line_buffer = False
     mac = True
+    shares_requantizer = True
     template = "pointwise"
     pipeline_label = "pixels"
 

@@ -128,7 +128,14 @@ def mac_arrays(spec: KernelSpec, buffers: dict[str, ArrayPlan], constants: dict)
 
 
 def accumulators(spec: KernelSpec) -> dict[str, ArrayPlan]:
-    return {"acc": ArrayPlan("acc", 32, (Dim(spec.lanes_out[0]),), rom=False, memory="register")}
+    """The accumulators (registers) and, for shared requantizers, the ones latched for them and the int8 results
+    they shift in."""
+    lanes = spec.lanes_out[0]
+    arrays = {"acc": ArrayPlan("acc", 32, (Dim(lanes),), rom=False, memory="register")}
+    if spec.requant_steps > 1:
+        arrays["held"] = ArrayPlan("held", 32, (Dim(lanes),), rom=False, memory="register")
+        arrays["requantized"] = ArrayPlan("requantized", 8, (Dim(lanes),), rom=False, memory="register")
+    return arrays
 
 
 def window_positions(spec: KernelSpec):
@@ -295,6 +302,7 @@ class SlidingWindow(ProcessKind):
 class Conv(SlidingWindow):
     name = "conv"
     mac = True
+    shares_requantizer = True
     unrollable = ("oc", "ic", "k")  # output channels, input channels, window positions
 
     def trip_counts(self, window, ins, outs):
@@ -342,6 +350,7 @@ class Conv(SlidingWindow):
 class Depthwise(SlidingWindow):
     name = "depthwise"
     mac = True
+    shares_requantizer = True
     unrollable = ("c", "k")
 
     def trip_counts(self, window, ins, outs):
