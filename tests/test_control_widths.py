@@ -38,7 +38,8 @@ from ming_py.boards import load_board
 from ming_py.build import design
 from ming_py.csim import CHECK_PORTS_FLAGS, CXX_FLAGS
 from ming_py.emit.identifiers import cpp_names
-from ming_py.kernel import kernel_spec, loop_of
+from ming_py.kernel import kernel_spec, loop_of, schedule_spec
+from ming_py.kinds.base import control_counters
 from ming_py.output import write_tree
 from ming_py.pipeline import lift
 from ming_py.runtime.ming_driver import compile_program
@@ -153,6 +154,24 @@ def test_registers_have_the_width_of_their_range(simulated, name, schedule):
             bits, low, high = widths[key]
             assert low >= 0 and bits == _needed_bits(high), \
                 f"{process}: {register} is {declared.type}, {bits} bits, for the values {low}..{high}"
+
+
+def _unsigned_bits(maximum: int) -> int:
+    return max(maximum.bit_length(), 1)  # ming::unsigned_bits (ming_stream.h)
+
+
+@pytest.mark.parametrize("name,schedule", SIMULATED)
+def test_the_cost_model_sizes_the_control_the_code_declares(simulated, name, schedule):
+    """The counters the cost model charges (`control_counters`: the kind's `counters`, the loop counter, the shared
+    requantizers') are the `ming::uint_for` registers of the emitted loop, width for width."""
+    built, widths, _ = simulated(name, schedule)
+    graph = built.stream_graph
+    for p, (process, loop) in zip(graph.processes, _process_loops(built).items()):
+        declared = sorted(widths[loop.function, d.line][0] for d in loop.registers.values() if d.type != "bool")
+        spec = schedule_spec(graph, p, built.schedule)
+        trip_count = loop_of(spec).iterations + spec.requant_delay
+        charged = sorted(_unsigned_bits(m) for m in control_counters(spec, p.epilogue, trip_count))
+        assert declared == charged, f"{process}: registers of {declared} bits, the cost model charges {charged}"
 
 
 @pytest.mark.parametrize("name,schedule", SIMULATED)

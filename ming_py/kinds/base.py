@@ -187,6 +187,12 @@ class ProcessKind:
         """LUTs of its own datapath beyond control, MAC lanes, requantization and arrays."""
         raise NotImplementedError
 
+    def counters(self, spec: KernelSpec, epilogue) -> tuple[int, ...]:
+        """The greatest value of each `ming::uint_for` register its template declares before its loop (the
+        loop counter and the shared requantizers' excepted: `control_counters`), in declaration order: the
+        control the cost model sizes by their widths."""
+        raise NotImplementedError
+
     def view_values(self, spec: KernelSpec, process, lanes_in, lanes_out) -> dict:
         """The numbers its template needs beyond every process's (`emit.hls.ProcessView`)."""
         raise NotImplementedError
@@ -213,7 +219,7 @@ class ProcessKind:
 # every attribute and method above but `depth_bound`, which follows from `pipeline_depth`
 ASPECTS = ("name", "unrollable", "needs_window", "line_buffer", "mac", "shares_requantizer", "template", "pipeline_label", "trip_counts",
            "lane_options", "lanes_match", "multiplier_choices", "static_banks", "summed_terms", "pipeline_depth",
-           "tokens_in", "macs", "macs_per_image", "reduction_tiles", "positions", "arrays", "logic_lut",
+           "tokens_in", "macs", "macs_per_image", "reduction_tiles", "positions", "arrays", "logic_lut", "counters",
            "view_values", "describe", "weight_rows", "weights_layout")
 
 
@@ -278,6 +284,9 @@ class DataMovement(Unweighted):
     def arrays(self, spec, epilogue, line_buffer_memory, constants):
         return dict(constants)
 
+    def counters(self, spec, epilogue):
+        return (spec.tokens_in[0] - 1,)  # the token's place in its pixel
+
     def view_values(self, spec, process, lanes_in, lanes_out):
         return {}
 
@@ -314,6 +323,13 @@ def shared_requantizers(spec: KernelSpec) -> tuple[int, ...]:
         return ()
     lanes, spacing = spec.lanes_out[0], spec.reduction_tiles
     return tuple(r for r in divisors(lanes) if r < lanes and lanes // r <= spacing)
+
+
+def control_counters(spec: KernelSpec, epilogue, trip_count: int) -> tuple[int, ...]:
+    """The greatest value of every counter register of a process's loop: the loop counter (0..trip count), its
+    kind's (`ProcessKind.counters`) and the shared requantizers' turn and constant row."""
+    shared = (spec.requant_steps - 1, spec.tokens_out[0] * spec.requant_steps - 1) if spec.requant_steps > 1 else ()
+    return (trip_count,) + spec.process_kind.counters(spec, epilogue) + shared
 
 
 def adder_tree(terms: int) -> int:

@@ -19,6 +19,9 @@ class Broadcast(DataMovement):
     template = "broadcast"
     pipeline_label = "tokens"
 
+    def counters(self, spec, epilogue):
+        return (spec.tokens_out[0] - 1,)
+
     def lane_options(self, unroll, ins, outs, routes, limit):
         if min(c.channels for c in ins) == 1:  # a scalar: one token of one lane
             for lanes in divisors(outs[0].channels):

@@ -14,6 +14,9 @@ class Concat(DataMovement):
     template = "concat"
     pipeline_label = "tokens"
 
+    def counters(self, spec, epilogue):
+        return (spec.tokens_out[0] - 1,)
+
     def lane_options(self, unroll, ins, outs, routes, limit):
         return one_lane_count(ins, outs, routes, limit)
 

@@ -77,6 +77,9 @@ class Dense(ProcessKind):
     def logic_lut(self, spec):
         return 0
 
+    def counters(self, spec, epilogue):
+        return spec.reduction_tiles - 1, spec.tokens_out[0] - 1  # k tile, n tile
+
     def view_values(self, spec, process, lanes_in, lanes_out):
         return {}
 

@@ -12,6 +12,9 @@ class Eltwise(DataMovement):
     template = "eltwise"
     pipeline_label = "tokens"
 
+    def counters(self, spec, epilogue):
+        return ()
+
     def lane_options(self, unroll, ins, outs, routes, limit):
         return one_lane_count(ins, outs, routes, limit)
 

@@ -53,6 +53,10 @@ class GlobalPool(Unweighted):
         return constants | {"acc": array("acc", self.accumulator_bits, (Dim(tokens), spread(lanes, lanes, "reshape")),
                                          rom=False)}
 
+    def counters(self, spec, epilogue):
+        _, h, w = spec.inputs[0]
+        return h * w - 1, spec.tokens_in[0] - 1  # pixel, token
+
     def view_values(self, spec, process, lanes_in, lanes_out):
         return {}
 

@@ -35,6 +35,9 @@ class Pad(DataMovement):
         if bottom:
             yield bottom * w.padded_width, border
 
+    def counters(self, spec, epilogue):
+        return spec.window.padded_height - 1, spec.window.padded_width - 1, spec.tokens_in[0] - 1
+
     def describe(self, process, ins, outs, shapes):
         w = process.window
         return f"{process.name} ({process.source}): pad {'/'.join(map(str, w.pads))} (t/l/b/r) with " \

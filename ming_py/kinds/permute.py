@@ -44,6 +44,10 @@ class Permute(DataMovement):
         places (two pixels, T_out tokens) its channels come from."""
         return spec.lanes_out[0] * 8 * math.ceil(2 * spec.tokens_out[0] / MUX_INPUTS_PER_LUT)
 
+    def counters(self, spec, epilogue):
+        channels, h, w = spec.inputs[0]
+        return channels // spec.lanes_in[0] - 1, h * w - 1, 1  # token, pixel, the half of `pixel` it goes to
+
     def view_values(self, spec, process, lanes_in, lanes_out):
         """Where each output channel arrives: (token, lane)."""
         return {"sources": [divmod(c, lanes_in[0]) for c in process.order]}

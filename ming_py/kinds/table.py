@@ -42,6 +42,10 @@ class TableKind(DataMovement):
     def view_values(self, spec, process, lanes_in, lanes_out):
         return {"tables_per_lane": tables_per_lane(spec, process.epilogue)}
 
+    def counters(self, spec, epilogue):
+        tables = tables_per_lane(spec, epilogue)
+        return (tables - 1,) if tables > 1 else ()  # a table per channel: the token of the pixel
+
 
 @register
 class Rescale(TableKind):

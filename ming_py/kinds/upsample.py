@@ -57,6 +57,10 @@ class Upsample(DataMovement):
     def view_values(self, spec, process, lanes_in, lanes_out):
         return {"factors": upsample_factors(spec)}
 
+    def counters(self, spec, epilogue):
+        rows, cols = upsample_factors(spec)
+        return rows - 1, spec.inputs[0][2] - 1, cols - 1, spec.tokens_in[0] - 1
+
     def describe(self, process, ins, outs, shapes):
         factors = f"{outs[0].height // ins[0].height}x{outs[0].width // ins[0].width}"
         return f"{process.name} ({process.source}): nearest upsample {factors}: {shapes}"
