@@ -47,7 +47,8 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
         if solution is not None:
             cost = solution.costs[p.name]
             nodes[-1] |= {"cycles": cost.cycles, "fill_cycles": cost.fill, "dsp": cost.dsp, "bram18k": cost.bram18k,
-                          "uram": cost.uram, "lut": cost.lut, "ff": cost.ff}
+                          "uram": cost.uram, "lut": cost.lut, "ff": cost.ff,
+                          "resources_by_primitive": _by_primitive(cost.parts)}
             nodes[-1]["schedule"]["storage"] = dict(sched.storage)
         if p.weights is not None:
             nodes[-1]["schedule"]["multipliers"] = sched.multipliers
@@ -71,6 +72,15 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
     return {"ming_version": __version__, "model": graph.name, "cpp_name": names.model, "top": names.top,
             "board": board.name, "part": board.part, "clock_mhz": board.clock_mhz, "nodes": nodes,
             "channels": channels, "outputs": record(graph), "totals": totals}
+
+
+def _by_primitive(parts) -> dict[str, dict[str, int]]:
+    """resource -> primitive -> planned amount before any calibration (what `ming compare` fits factors to)."""
+    table: dict[str, dict[str, float]] = {}
+    for resource, primitive, amount in parts:
+        table.setdefault(resource, {})
+        table[resource][primitive] = table[resource].get(primitive, 0) + amount
+    return {resource: {primitive: round(amount) for primitive, amount in by.items()} for resource, by in table.items()}
 
 
 def record(graph: StreamGraph) -> list[dict]:

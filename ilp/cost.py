@@ -14,24 +14,27 @@ The top function's AXI adapters (`unpack_axis`, `pack_axis`: max(words, tokens) 
 their depth) are counted in the process they feed or drain, the stage they form with it; with several
 outputs the output writer's `pack_axis` of each, and the ILP adds that they run one after the other.
 
-Resources (DSP48E2, BRAM18K, URAM, LUT, FF):
-* DSP: one int8 multiply-accumulate lane per DSP48E2, none in LUT fabric (48 LUTs a lane, and the
-  lean requantization's product in LUTs too: 430 a lane), half a DSP48E2 for two lanes sharing their
-  input (AMD WP486; 10 LUTs a lane split the result) -- the schedule's `multipliers`, bound by BIND_OP;
-  each requantization lane (24 x 27-bit product of `ming::requantize_lean`, two 31-bit products of
-  `ming::add_requant`, one 32 x 31-bit of `ming::avgpool_requant`) costs 2 DSPs, the exact float32
-  emulation `ming::requantize` (a channel without a lean datapath) 3; an average whose multiplier is a
-  power of two (the datapath "shift": `ming::requantize_shift`, a rounding shift) none. Adders and
-  comparators are LUTs.
-  The figures per datapath are `ming_py.epilogues.base.LANE_COST`; each epilogue rule names its datapath.
-* Memories: the storage plan's own count (`ming_py.storage`).
-* LUT/FF of logic: a per-process control base, 12 LUTs per MAC lane (adder tree), per requantization
-  lane 200 for the lean datapath with a shift constant to the process (abs and clamp, a 48-bit
-  fraction compare, an 11-bit priority encoder, sign, zero point, saturation), 450 when the shift
-  varies by channel (a 51-bit barrel shifter and masks), 1,200 for the exact emulation (two 64-bit
-  normalizations); the kind's own datapath (`ProcessKind.logic_lut`: a channel permutation's output
-  multiplexers); FF = 1.5 x logic LUT plus the registers
-  of the storage plan. Rough by intent: the ILP needs the trend, the vendor report gives the truth.
+Resources (DSP48E2, BRAM18K, URAM, LUT, FF), per primitive (`resources`, named in report.json's
+"resources_by_primitive" and fitted by `ming compare --write-calibration`):
+* Every datapath figure is a yosys synthesis (`synth_xilinx -family xcup`) of a Verilog model of what the
+  C++ computes, rerun with `python benchmarks/calibrate.py` into ming_py/primitives.json (`ming_py.primitives`):
+  - "mac": per MAC lane its int8 product by the schedule's `multipliers` (a DSP48E2, LUT fabric, or half a
+    DSP48E2 for two lanes sharing their input, AMD WP486) and its adder tree term; per accumulator lane the
+    accumulate;
+  - "requantizer": per requantizer (one per output lane, or the fewer shared ones) its datapath
+    (`ming_py.epilogues.base.LANE_PRIMITIVES`; the DSPs of wide products where yosys tiles them poorly from
+    AMD UG579, recorded in the table), and for shared ones a select per latched accumulator bit;
+  - "control": every counter register of the loop (`ming_py.kinds.base.control_counters`) by its width;
+  - "logic": the kind's own datapath (`ProcessKind.logic_lut`: max-pool comparators, average adders, a channel
+    permutation's multiplexers);
+  - "adapter": the top function's AXI adapters (`unpack_axis`, `pack_axis`) by their lanes, in the process they
+    feed or drain.
+  What Vitis HLS adds around a synthesized datapath (pipeline enables, handshakes, binding) is FINN-R's
+  factor 1.1 on LUTs (Blott et al., TRETS 2018: FINN's `lut_estimation`, c1 = 1.1).
+* "memory": the storage plan's own count (`ming_py.storage`): BRAM18K, URAM, LUTRAM and registers.
+* FF: 1.5 per logic LUT for the pipeline registers HLS inserts, plus the registers of the storage plan and of
+  the counters. Rough by intent: `ming compare` reads what Vitis and Vivado achieved, and
+  `--calibration` scales each primitive by the factors fitted from it.
 """
 
 from __future__ import annotations
@@ -41,24 +44,37 @@ import functools
 import math
 from dataclasses import dataclass
 
-from ming_py.adapters import pack_adapter, unpack_adapter
+from ming_py import primitives
+from ming_py.adapters import pack_adapter, pack_loop, unpack_adapter
+from ming_py.calibration import Calibration
 from ming_py.dataflow import Process, StreamGraph
 from ming_py.kernel import kernel_spec, loop_of
 from ming_py.kinds import trip_counts
+from ming_py.kinds.base import control_counters
 from ming_py.array_layout import memory_cost
 from ming_py.epilogues import lane_cost, rule_of
 from ming_py.storage import plan_arrays
 
-CONTROL_LUT = 300
-LUT_PER_MAC = 12
-# (LUT beyond the adder tree, DSP) of one MAC lane by multiplier: an 8 x 8-bit signed product in LUTs,
-# or half a DSP48E2 and the split of its result (AMD WP486)
-MAC_LANE = {"dsp": (0, 1.0), "fabric": (48, 0.0), "dsp_pair": (10, 0.5)}
+HLS_LUT_OVERHEAD = 1.1  # FINN-R's c1: LUTs of an HLS datapath over its synthesized logic
+FF_PER_LOGIC_LUT = 1.5
+LATCH_SELECT_LUT = 1  # per latched accumulator bit of shared requantizers: load or shift (a LUT6 2:1 select)
+# the calibrated product of one MAC lane by multiplier, and the DSP48E2 share of a lane
+MAC_PRODUCT = {"dsp": ("mac_product_dsp", 1), "fabric": ("mac_product_fabric", 1), "dsp_pair": ("mac_pair_dsp", 2)}
+
+
+def mac_lane(multipliers: str) -> tuple[float, float]:
+    """(LUT, DSP) of one MAC lane's product and adder tree term."""
+    primitive, lanes = MAC_PRODUCT[multipliers]
+    return (primitives.lut(primitive) / lanes + primitives.adder_tree_per_term(),
+            primitives.dsp(primitive) / lanes)
+
+
 def mac_lanes_within(budget) -> int:
     """The most MAC lanes a budget could hold: two per DSP48E2 (pairs) and the rest in its LUTs (the roofline
     is total MACs over these; a lower bound on the cycles of any design within the budget)."""
-    fabric_lane = LUT_PER_MAC + MAC_LANE["fabric"][0]
-    return round(budget.dsp / MAC_LANE["dsp_pair"][1]) + budget.lut // fabric_lane
+    pair_lut, pair_dsp = mac_lane("dsp_pair")
+    fabric_lut, _ = mac_lane("fabric")
+    return round(budget.dsp / pair_dsp) + int(budget.lut // (HLS_LUT_OVERHEAD * fabric_lut))
 PROGRESS_SAMPLES = 10  # points of each process's progress curve in the latency model
 
 
@@ -90,6 +106,8 @@ class Cost:
     progress: tuple[int, ...] = ()
     # per input: cycles from the arrival of its token at j/K to the write of the output token at j/K
     lags: tuple[tuple[int, ...], ...] = ()
+    # (resource, primitive, planned amount before calibration): what the totals above are made of
+    parts: tuple[tuple[str, str, float], ...] = ()
 
     @property
     def vector(self) -> tuple[int, ...]:
@@ -101,21 +119,59 @@ def choice_spec(graph: StreamGraph, p: Process, choice: Choice):
     return kernel_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers)
 
 
-def process_cost(graph: StreamGraph, p: Process, choice: Choice) -> Cost:
+def process_cost(graph: StreamGraph, p: Process, choice: Choice, calibration: Calibration | None = None) -> Cost:
     spec = choice_spec(graph, p, choice)
     loop = loop_of(spec)
     cycles, fill = _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain)
-    datapath = rule_of(p.epilogue).datapath(p.epilogue)
-    requant_lanes = spec.requant_lanes if datapath is not None else 0
-    requant_lut, requant_dsp = lane_cost(datapath, choice.multipliers) if requant_lanes else (0, 0)
-    bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
-    mac_lut, mac_dsp = MAC_LANE[choice.multipliers]
-    logic = CONTROL_LUT + (LUT_PER_MAC + mac_lut) * spec.macs + requant_lut * requant_lanes \
-        + spec.process_kind.logic_lut(spec)
-    dsp = math.ceil(mac_dsp * spec.macs) + requant_dsp * requant_lanes
+    parts = resources(graph, p, choice, spec, loop.iterations + spec.requant_delay)
+    totals = {r: 0.0 for r in ("dsp", "bram18k", "uram", "lut", "ff")}
+    for resource, primitive, amount in parts:
+        totals[resource] += amount * (calibration.factor(resource, primitive) if calibration else 1.0)
     progress, lags = _progress(graph, p, choice, loop)
-    return Cost(cycles, fill, dsp, bram, uram, logic + memory_lut, int(1.5 * logic) + registers,
-                progress, lags)
+    return Cost(cycles, fill, *(math.ceil(totals[r] - 1e-9) for r in ("dsp", "bram18k", "uram", "lut", "ff")),
+                progress, lags, parts)
+
+
+def resources(graph: StreamGraph, p: Process, choice: Choice, spec, trip_count: int):
+    """(resource, primitive, amount) of a process under a schedule: see the module's docstring."""
+    lut = {}
+    mac_lut, mac_dsp = mac_lane(choice.multipliers)
+    if spec.macs:
+        lut["mac"] = mac_lut * spec.macs + primitives.adder_tree_base() * spec.lanes_out[0]
+    datapath = rule_of(p.epilogue).datapath(p.epilogue)
+    requant_lut, requant_dsp = lane_cost(datapath, choice.multipliers) if datapath is not None else (0, 0)
+    if datapath is not None:
+        lut["requantizer"] = requant_lut * spec.requant_lanes
+        if spec.requant_steps > 1:
+            lut["requantizer"] += LATCH_SELECT_LUT * 32 * spec.lanes_out[0]
+    counters = control_counters(spec, p.epilogue, trip_count)
+    lut["control"] = sum(primitives.counter_lut(bits(m)) for m in counters if m > 0)
+    logic = spec.process_kind.logic_lut(spec)
+    if logic:
+        lut["logic"] = logic
+    adapters = _adapter_lut(graph, p, choice)
+    if adapters:
+        lut["adapter"] = adapters
+    bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
+    parts = [("lut", primitive, HLS_LUT_OVERHEAD * amount) for primitive, amount in lut.items()]
+    parts += [("lut", "memory", memory_lut), ("bram18k", "memory", bram), ("uram", "memory", uram)]
+    parts += [("dsp", "mac", math.ceil(mac_dsp * spec.macs)), ("dsp", "requantizer", requant_dsp * spec.requant_lanes)]
+    parts += [("ff", primitive, FF_PER_LOGIC_LUT * amount) for primitive, amount in lut.items()]
+    parts += [("ff", "memory", registers), ("ff", "control", sum(bits(m) for m in counters if m > 0))]
+    return tuple((resource, primitive, amount) for resource, primitive, amount in parts if amount)
+
+
+def bits(maximum: int) -> int:
+    return max(maximum.bit_length(), 1)
+
+
+def _adapter_lut(graph: StreamGraph, p: Process, choice: Choice) -> int:
+    """LUTs of the AXI adapters the process talks to (`unpack_axis` feeding it, `pack_axis` draining it)."""
+    outputs = {port.channel for port in graph.outputs}
+    unpack = sum(primitives.adapter_lut("unpack_axis", lanes)
+                 for c, lanes in zip(p.inputs, choice.lanes_in) if c == graph.input.channel)
+    return unpack + sum(primitives.adapter_lut("pack_axis", lanes)
+                        for c, lanes in zip(p.outputs, choice.lanes_out) if c in outputs)
 
 
 def samples(tokens: int) -> list[int]:
@@ -148,14 +204,30 @@ def _progress(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tup
 
     offset = sum(unpack_adapter(graph.channels[c].values, lanes).fill
                  for c, lanes in zip(p.inputs, choice.lanes_in) if c == graph.input.channel)
-    writes = loop.token_iterations("writes", 0, samples(tokens(p.outputs[0], choice.lanes_out[0])))
-    progress = tuple(offset + w + loop.depth for w in writes)
+    sampled = samples(tokens(p.outputs[0], choice.lanes_out[0]))
+    writes = loop.token_iterations("writes", 0, sampled)
+    paced = _output_pace(graph, p, choice, loop, sampled, writes)
+    progress = tuple(offset + w + loop.depth + late for w, late in zip(writes, paced))
     lags = []
     for i, (channel, lanes, shares) in enumerate(zip(p.inputs, choice.lanes_in, input_fractions(graph, p))):
         count = tokens(channel, lanes)
         reads = loop.token_iterations("reads", i, [max(math.ceil(s * count) - 1, 0) for s in shares])
         lags.append(tuple(w - r + loop.depth + 1 for w, r in zip(writes, reads)))
     return progress, tuple(lags)
+
+
+def _output_pace(graph: StreamGraph, p: Process, choice: Choice, loop, sampled: list[int], writes: list[int]):
+    """Per sampled output token, how much later than its own pace the process writes it because the output
+    port's `pack_axis` takes it later (a token of more than 8 lanes is several 64-bit words): the adapter
+    starts with the first token and reads the others at its own pace. (A token that waits for its input is
+    not later for it: the adapter is ahead by then.)"""
+    channel = p.outputs[0]
+    if channel not in {port.channel for port in graph.outputs}:
+        return [0] * len(sampled)
+    pack = pack_loop(graph.channels[channel].values, choice.lanes_out[0])
+    first_write = loop.token_iterations("writes", 0, [0])[0]
+    first_read, *reads = pack.token_iterations("reads", 0, [0] + sampled)
+    return [max(first_write + r - first_read - w, 0) for w, r in zip(writes, reads)]
 
 
 def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, fill: int,

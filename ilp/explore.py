@@ -36,7 +36,7 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
     reserved = {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
     solution = solve(stream_graph, board, budget, options.objective, pins.unroll, reserved=reserved,
-                     requantizers=pins.requantizers)
+                     requantizers=pins.requantizers, calibration=options.calibration)
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
     specs = schedule_specs(stream_graph, solution)
     plan = FifoPlan(stream_graph, specs, {name: spec.depth for name, spec in specs.items()})

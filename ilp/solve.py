@@ -39,6 +39,7 @@ import pulp
 
 from ming_py.adapters import pack_adapter
 from ming_py.boards import Board
+from ming_py.calibration import Calibration
 from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
 from ming_py.errors import MingError
 from ming_py.epilogues import rule_of
@@ -133,7 +134,8 @@ def _requantizer_options(graph: StreamGraph, process, unroll, lanes_in, lanes_ou
 
 def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "latency",
           pins: dict[str, dict[str, int]] | None = None, node_limit: int | None = None,
-          reserved: dict[str, int] | None = None, requantizers: dict[str, int] | None = None) -> Solution:
+          reserved: dict[str, int] | None = None, requantizers: dict[str, int] | None = None,
+          calibration: Calibration | None = None) -> Solution:
     """The fastest design within `budget` (the user's), of which `reserved` (FIFO memory) is already taken.
 
     Deterministic: the same graph, budget and pins give the same design on every machine and every run
@@ -143,16 +145,16 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     started = time.perf_counter()
     reserved = {r: v for r, v in (reserved or {}).items() if v}
     available = replace(budget, **{r: getattr(budget, r) - v for r, v in reserved.items()})
-    options, costs = _candidates_and_costs(graph, pins or {}, available, requantizers or {})
+    options, costs = _candidates_and_costs(graph, pins or {}, available, requantizers or {}, calibration)
     if any(sum(min(getattr(c, r) for c in costs[name]) for name in costs) > getattr(available, r)
            for r in RESOURCES):  # every process at its least: a proof without the ILP
-        raise _no_design_fits(graph, budget, reserved)
+        raise _no_design_fits(graph, budget, reserved, calibration)
     model = _Model(graph, options, costs, available, objective)
     if node_limit is None:
         node_limit = min(NODE_LIMIT, max(1_000, NODE_WORK // sum(map(len, options.values()))))
     search = _search(model, node_limit)
     if search.status == "infeasible":
-        raise _no_design_fits(graph, budget, reserved)
+        raise _no_design_fits(graph, budget, reserved, calibration)
     if search.picked is None:
         raise SearchStopped(f"the ILP found no design within its limit of {node_limit:,} branch-and-bound nodes; "
                         f"loosen the budget or pin some unroll factors (--set)")
@@ -160,11 +162,13 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     chosen = {name: options[name][j] for name, j in picked.items()}
     chosen_costs = {name: costs[name][j] for name, j in picked.items()}
     size = {"variables": len(model.problem.variables()), "constraints": len(model.problem.constraints)}
+    if calibration is not None:
+        size["calibration"] = {"file": calibration.path.name, "sha256": calibration.digest}
     return _solution(graph, board, chosen, chosen_costs, objective, available, search.describe(),
                      time.perf_counter() - started, size)
 
 
-def _candidates_and_costs(graph: StreamGraph, pins, budget: Budget, requantizers: dict[str, int]):
+def _candidates_and_costs(graph: StreamGraph, pins, budget: Budget, requantizers: dict[str, int], calibration):
     options = {p.name: candidates(graph, p, pins.get(p.name), budget.uram > 0, requantizers.get(p.name))
                for p in graph.processes}
     for name, choices in options.items():
@@ -174,13 +178,13 @@ def _candidates_and_costs(graph: StreamGraph, pins, budget: Budget, requantizers
                             f"requantizers need lanes / requantizers <= the iterations of a reduction)")
     costs = {}
     for name in list(options):
-        all_costs = [process_cost(graph, graph.process(name), c) for c in options[name]]
+        all_costs = [process_cost(graph, graph.process(name), c, calibration) for c in options[name]]
         options[name], costs[name] = _pareto(options[name], all_costs)
     return options, costs
 
 
-def _no_design_fits(graph: StreamGraph, budget: Budget, reserved: dict[str, int]) -> NoDesignFits:
-    needs = smallest_design(graph)
+def _no_design_fits(graph: StreamGraph, budget: Budget, reserved: dict[str, int], calibration) -> NoDesignFits:
+    needs = smallest_design(graph, calibration)
     fifos = f"; the FIFOs need {_describe(reserved)} of it" if reserved else ""
     with_fifos = " with its FIFOs" if reserved else ""
     needs = {r: v + reserved.get(r, 0) for r, v in needs.items()}
@@ -492,13 +496,14 @@ def _share(cost: Cost, budget: Budget) -> float:
     return sum(getattr(cost, r) / max(getattr(budget, r), 1) for r in RESOURCES)
 
 
-def smallest_design(graph: StreamGraph) -> dict[str, int]:
+def smallest_design(graph: StreamGraph, calibration: Calibration | None = None) -> dict[str, int]:
     """Resources of the least parallel design (every factor and lane 1), each at the multipliers that
     need least of it: what any build needs."""
     needs = dict.fromkeys(RESOURCES, 0)
     for p in graph.processes:
         ones = tuple((loop, 1) for loop in trip_counts(graph, p))
-        costs = [process_cost(graph, p, Choice(ones, (1,) * len(p.inputs), (1,) * len(p.outputs), multipliers=m))
+        costs = [process_cost(graph, p, Choice(ones, (1,) * len(p.inputs), (1,) * len(p.outputs), multipliers=m),
+                              calibration)
                  for m in kind_of(p.kind).multiplier_choices(dict(ones))]
         for r in RESOURCES:
             needs[r] += min(getattr(c, r) for c in costs)

@@ -63,7 +63,7 @@ def _sweep(model: str | Path, options, lists: dict[str, str | None],
                "lut_budget": budget.lut}
         try:
             solution = solve(stream_graph, board, budget, options.objective, pins.unroll,
-                             requantizers=pins.requantizers)
+                             requantizers=pins.requantizers, calibration=options.calibration)
         except NoDesignFits:
             row |= {"status": "infeasible"}
         except SearchStopped:

@@ -124,6 +124,8 @@ def _design_options(parser, lists: bool = False) -> None:
                         help="pin PROCESS.unroll.LOOP=N or CHANNEL.depth=N (repeatable)")
     parser.add_argument("--settings", action="append", default=[], type=Path, metavar="FILE",
                         help="JSON/YAML file of the same KEY: VALUE pins")
+    parser.add_argument("--calibration", type=Path, metavar="FILE",
+                        help="per-primitive resource factors fitted by `ming compare OUT --write-calibration FILE`")
 
 
 def _limits(args) -> dict[str, str | None]:
@@ -135,9 +137,11 @@ def _options(args, limits: dict[str, str | None]):
     from .build import BuildOptions
     from .options import check_design, clock_mhz
     from ming_py.ilp.pins import parse_assignments
+    from .calibration import load_calibration
 
+    calibration = load_calibration(args.calibration) if args.calibration is not None else None
     options = BuildOptions(args.board, limits, args.objective, parse_assignments(args.set, args.settings),
-                           clock_mhz(args.clock), getattr(args, "fifo", "sized") == "minimal")
+                           clock_mhz(args.clock), getattr(args, "fifo", "sized") == "minimal", calibration)
     check_design(options)
     return options
 
@@ -146,7 +150,7 @@ def _build(args) -> None:
     from .build import build
     from .progress import Progress
 
-    build(args.model, args.output, _options(args, _limits(args)), progress=Progress(args.quiet), inputs=args.settings)
+    build(args.model, args.output, _options(args, _limits(args)), progress=Progress(args.quiet), inputs=_inputs(args))
 
 
 def _sweep(args) -> None:
@@ -159,8 +163,13 @@ def _sweep(args) -> None:
     options = _options(args, {})
     check_budget_lists(load_board(args.board), _limits(args))
     check_model(args.model)
-    check_output(args.output, [args.model, *args.settings])  # before the import; again when it writes
-    run_sweep(args.model, options, _limits(args), args.output, Progress(args.quiet), inputs=args.settings)
+    check_output(args.output, [args.model, *_inputs(args)])  # before the import; again when it writes
+    run_sweep(args.model, options, _limits(args), args.output, Progress(args.quiet), inputs=_inputs(args))
+
+
+def _inputs(args) -> list[Path]:
+    """The files a build reads besides the model (settings, calibration), which its output must not hold."""
+    return [*args.settings, *([args.calibration] if args.calibration is not None else [])]
 
 
 def _csim(args) -> int:

@@ -17,6 +17,7 @@ from ming_py.boards import Board, check_clock, load_board
 from ming_py.ilp.budget import OPTIONS, Budget
 from ming_py.ilp.pins import check_key
 
+from .calibration import Calibration
 from .errors import MingError
 from .runtime import ming_driver
 
@@ -35,6 +36,7 @@ class BuildOptions:
     settings: dict[str, int] = field(default_factory=dict)  # PROCESS.unroll.LOOP / CHANNEL.depth pins
     clock_mhz: float | None = None
     minimal_fifos: bool = False  # shrink FIFOs to the least depth that keeps the simulated latency
+    calibration: Calibration | None = None  # per-primitive resource factors (`ming compare --write-calibration`)
 
 
 def clock_mhz(value: str | float | None) -> float | None:

@@ -12,7 +12,7 @@ import pytest
 from ming_py import ir
 from ming_py.emit.environment import TEMPLATES
 from ming_py.epilogues import ASPECTS, EpilogueRule, registered, rule_of
-from ming_py.epilogues.base import LANE_COST, register
+from ming_py.epilogues.base import LANE_PRIMITIVES, register
 
 pytestmark = pytest.mark.unit
 
@@ -55,4 +55,4 @@ def test_every_rule_datapath_has_a_lane_cost():
     datapaths = set()
     for path in RULES.glob("*.py"):
         datapaths |= set(re.findall(r'"((?:lean|exact|fixed point|float32 product|shift)[^"]*)"', path.read_text()))
-    assert datapaths and datapaths <= set(LANE_COST)
+    assert datapaths and datapaths <= set(LANE_PRIMITIVES)

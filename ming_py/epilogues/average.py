@@ -53,7 +53,7 @@ class OnnxAverage(EpilogueRule):
         if e.global_pool:
             multiplier = numerics.ort_gap_multiplier(e.x_scale, e.y_scale, e.count)
             return "lean" if numerics.lean_requant(multiplier) is not None else "exact"
-        return "fixed point"
+        return "average"
 
     def emit(self, e, view, constant):
         view.extra.update(zero_point=e.zero_point, x_zero_point=e.x_zero_point, count=e.count)

@@ -7,8 +7,8 @@ frontends build them). A rule (`EpilogueRule`, one per IR class) holds, for its 
 * `golden`: the golden model's integer rule (`ming_py.reference` evaluates the graph with it; the emitted
   C++ must equal it bit for bit);
 * `arrays`: its per-channel (or per-count) constant ROMs, with their layout;
-* `datapath`: the requantization datapath its lanes carry (named in report.json), whose cost per lane is
-  `LANE_COST`;
+* `datapath`: the requantization datapath its lanes carry (named in report.json), whose cost per lane is its
+  calibrated primitive's (`LANE_PRIMITIVES`);
 * `emit`: its C++ values and constant arrays (`emit.hls`), the C++ call chosen by the name it gives
   `view.epilogue` (emit/templates/epilogues/<name>.j2).
 
@@ -22,24 +22,31 @@ from typing import Callable
 
 import numpy as np
 
-# (LUT, DSP) of one requantization lane by datapath
-LANE_COST = {"lean": (200, 2), "lean, shift by channel": (450, 2), "exact": (1200, 3), "fixed point": (150, 2),
-             # TFLite's rule: a 32 x 31-bit product (four DSP48E2 tiles), rounding, shift and clamp
-             "fixed point 32 x 32": (300, 4),
-             # Mul: an 8 x 8 and a 17 x 24-bit product, two 56-bit float32 roundings (mask and add)
-             "float32 product": (300, 2),
-             # an average by a power of two: the rounding of a shift by a constant (wiring), a compare of
-             # the bits shifted out with one half and an increment, the zero point and the saturation
-             "shift": (60, 0)}
-# LUTs of the lean datapath's 24 x 27-bit product built in fabric (a process with fabric multipliers)
-LEAN_PRODUCT_IN_FABRIC = 430
+from ming_py import primitives
+
+# The calibrated primitive (`ming_py.primitives`, benchmarks/calibration/) of one requantization lane by datapath
+LANE_PRIMITIVES = {
+    "lean": "requant_lean_dsp",  # ming::requantize_lean: a 24 x 27-bit product, rounding at the float32 bit
+    "lean, shift by channel": "requant_lean_dsp_shift_by_channel",  # and a barrel shifter
+    "exact": "requant_exact",  # ming::requantize: the float32 emulation
+    "sum of two products": "requant_add",  # ming::add_requant: two 31-bit products, one rounding
+    "average": "requant_avgpool",  # ming::avgpool_requant: a 32 x 31-bit product and a rounding shift
+    "fixed point 32 x 32": "requant_fixed_point",  # TFLite's rule: a 32 x 31-bit product, rounding, shift
+    "float32 product": "requant_mul",  # ming::mul_requant: an 8 x 8 and a 17 x 24-bit product, two roundings
+    "shift": "requant_shift",  # ming::requantize_shift: a rounding shift by a constant
+}
+# the lean datapath with its product in LUT fabric (a process whose multipliers are "fabric")
+LEAN_IN_FABRIC = "requant_lean_fabric"
 
 
 def lane_cost(datapath: str, multipliers: str) -> tuple[int, int]:
-    """(LUT, DSP) of one requantization lane of `datapath` in a process whose products are `multipliers`."""
-    lut, dsp = LANE_COST[datapath]
+    """(LUT, DSP) of one requantization lane of `datapath` in a process whose products are `multipliers`, as
+    synthesized (`ming_py.primitives`). With fabric multipliers the lean datapath's product is in LUTs too (a
+    shift by channel adds its barrel shifter as with DSPs)."""
+    primitive = LANE_PRIMITIVES[datapath]
+    lut, dsp = primitives.lut(primitive), primitives.dsp(primitive)
     if multipliers == "fabric" and datapath.startswith("lean"):
-        return lut + LEAN_PRODUCT_IN_FABRIC, 0
+        return lut - primitives.lut("requant_lean_dsp") + primitives.lut(LEAN_IN_FABRIC), 0
     return lut, dsp
 
 
@@ -71,7 +78,7 @@ class EpilogueRule:
         raise NotImplementedError
 
     def datapath(self, e) -> str | None:
-        """The requantization datapath of its lanes (a key of `LANE_COST`); None: no requantizer."""
+        """The requantization datapath of its lanes (a key of `LANE_PRIMITIVES`); None: no requantizer."""
         raise NotImplementedError
 
     def emit(self, e, view, constant) -> None:

@@ -28,7 +28,7 @@ class OnnxAdd(EpilogueRule):
         return {}
 
     def datapath(self, e):
-        return "fixed point"
+        return "sum of two products"
 
     def emit(self, e, view, constant):
         a, b = numerics.add_fixed_points(e.a_scale, e.b_scale, e.y_scale)

@@ -3,6 +3,7 @@ running maximum or sum per channel while the map streams in, then the pixel out.
 
 from __future__ import annotations
 
+from ming_py import primitives
 from ming_py.array_layout import array, spread, Dim
 from ming_py.loops import Access, Position
 
@@ -72,6 +73,9 @@ class GlobalAvgPool(GlobalPool):
     def pipeline_depth(self, terms):
         return POOL_DEPTH + adder_tree(terms) + REQUANT_STAGES
 
+    def logic_lut(self, spec):
+        return spec.lanes_in[0] * primitives.adder_tree_lut(1)  # a running sum per lane
+
 
 @register
 class GlobalMaxPool(GlobalPool):
@@ -80,3 +84,6 @@ class GlobalMaxPool(GlobalPool):
 
     def pipeline_depth(self, terms):
         return POOL_DEPTH + adder_tree(terms)
+
+    def logic_lut(self, spec):
+        return spec.lanes_in[0] * primitives.lut("max_int8")  # a running maximum per lane

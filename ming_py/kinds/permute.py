@@ -4,14 +4,12 @@ one trailing position writes the last pixel."""
 
 from __future__ import annotations
 
-import math
-
+from ming_py import primitives
 from ming_py.array_layout import Dim, array, spread
 from ming_py.loops import Access, Position
 
 from .base import DataMovement, one_lane_count, register
 
-MUX_INPUTS_PER_LUT = 4  # a LUT6 is a 4:1 multiplexer
 
 
 @register
@@ -40,9 +38,9 @@ class Permute(DataMovement):
         return {"pixel": pixel} | constants
 
     def logic_lut(self, spec):
-        """Its output multiplexers: each of its L_out x 8 output bits selects among the 2 x T_out register
-        places (two pixels, T_out tokens) its channels come from."""
-        return spec.lanes_out[0] * 8 * math.ceil(2 * spec.tokens_out[0] / MUX_INPUTS_PER_LUT)
+        """Its output multiplexers: each of its L_out int8 outputs selects among the 2 x T_out register places
+        (two pixels, T_out tokens) its channel comes from."""
+        return spec.lanes_out[0] * primitives.mux_lut(2 * spec.tokens_out[0])
 
     def counters(self, spec, epilogue):
         channels, h, w = spec.inputs[0]

@@ -23,6 +23,7 @@ import math
 
 import numpy as np
 
+from ming_py import primitives
 from ming_py.array_layout import ArrayPlan, Dim, array, spread
 from ming_py.dataflow import GROUP_LOOP, Window
 from ming_py.loops import Access, Position
@@ -431,6 +432,10 @@ class Pool(Unweighted, SlidingWindow):
 class MaxPool(Pool):
     name = "maxpool"
 
+    def logic_lut(self, spec):
+        """A comparator and select per lane and window element of an iteration."""
+        return spec.factor("c") * spec.factor("k") * primitives.lut("max_int8")
+
     def pipeline_depth(self, terms):
         return POOL_DEPTH + adder_tree(terms)
 
@@ -438,6 +443,10 @@ class MaxPool(Pool):
 @register
 class AvgPool(Pool):
     name = "avgpool"
+
+    def logic_lut(self, spec):
+        """An adder tree per lane over the window elements of an iteration, and its accumulator."""
+        return spec.factor("c") * primitives.adder_tree_lut(spec.factor("k"))
 
     def pipeline_depth(self, terms):
         return POOL_DEPTH + adder_tree(terms) + REQUANT_STAGES
