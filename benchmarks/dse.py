@@ -27,8 +27,12 @@ Conv+ReLU (3->16 channels, 3x3) at 32x32 and 224x224, each built with
 * ``sim cycles`` -- `ming simulate`'s latency (report.json ``totals["simulated_cycles"]``,
   or `ming_py.simulate.simulate_dir` when the build leaves it out); "deadlock" when it deadlocks;
 * ``est-sim %`` -- (estimate - simulated) / simulated, in percent;
-* DSP, BRAM18K, URAM, LUT of the design; the ILP's solve time and the time of the whole
-  `ming build` (import, ILP, FIFO sizing, simulation, emission, writing).
+* DSP, BRAM18K, URAM, LUT of the design (the calibrated cost model, ilp/cost.py);
+* ``shared LUT`` / ``shared DSP`` -- what the design's shared requantizers save against one requantizer per
+  output lane: per process with R shared requantizers for L lanes, (L - R) requantization lanes (their
+  calibrated datapath, ming_py.epilogues.lane_cost, times the HLS factor) less the latch selects;
+* the ILP's solve time and the time of the whole `ming build` (import, ILP, FIFO sizing, simulation, emission,
+  writing).
 
 Below the table, one line per process of every design (unless --no-processes): its kind, unroll
 factors, where its multipliers are (dsp, fabric, dsp_pair), its requantization datapath, DSP and LUT.
@@ -59,6 +63,8 @@ import networks  # noqa: E402
 import zoo  # noqa: E402
 
 from ming_py.build import BuildOptions, build  # noqa: E402
+from ming_py.epilogues import lane_cost  # noqa: E402
+from ming_py.ilp.cost import HLS_LUT_OVERHEAD, LATCH_SELECT_LUT  # noqa: E402
 from ming_py.ilp.solve import NoDesignFits  # noqa: E402
 from ming_py.kinds import MAC_KINDS  # noqa: E402
 from ming_py.simulate import simulate_dir  # noqa: E402
@@ -133,14 +139,29 @@ def lower_bound(report: dict, values: int) -> tuple[int, dict[str, int]]:
 
 
 def process_lines(report: dict) -> list[str]:
-    """One line per process: kind, unroll factors, multipliers, requantization datapath, DSP and LUT."""
+    """One line per process: kind, unroll factors, multipliers, requantization datapath and requantizers, DSP
+    and LUT."""
     lines = []
     for n in report["nodes"]:
         schedule = n["schedule"]
         unroll = " ".join(f"{loop}={f}" for loop, f in schedule.get("unroll", {}).items() if f > 1) or "-"
+        shared = f" x{schedule['requantizers']}" if schedule.get("requantizers") else ""
         lines.append(f"  {n['name']:<24} {n['kind']:<14} {unroll:<20} {schedule.get('multipliers') or '-':<9} "
-                     f"{n.get('requantization') or '-':<22} {n.get('dsp', 0):>5} {n.get('lut', 0):>7,}")
+                     f"{(n.get('requantization') or '-') + shared:<26} {n.get('dsp', 0):>5} {n.get('lut', 0):>7,}")
     return lines
+
+
+def shared_savings(report: dict) -> tuple[int, int]:
+    """(LUT, DSP) the shared requantizers save against one requantizer per output lane."""
+    lut = dsp = 0
+    for n in report["nodes"]:
+        shared = n["schedule"].get("requantizers")
+        if shared:
+            lanes = n["schedule"]["lanes_out"][0]
+            lane_lut, lane_dsp = lane_cost(n["requantization"], n["schedule"].get("multipliers", "dsp"))
+            lut += HLS_LUT_OVERHEAD * ((lanes - shared) * lane_lut - LATCH_SELECT_LUT * 32 * lanes)
+            dsp += (lanes - shared) * lane_dsp
+    return round(lut), dsp
 
 
 def row(name: str, share: str, path: Path, out: Path, board: str) -> tuple[str, list[str]]:
@@ -167,9 +188,10 @@ def row(name: str, share: str, path: Path, out: Path, board: str) -> tuple[str, 
     else:
         sim_text, diff_text = f"{'deadlock':>11}", f"{'-':>9}"
     interval = max(n.get("cycles", 0) for n in report["nodes"])
+    saved_lut, saved_dsp = shared_savings(report)
     return (f"{head} {t['cycles']:>11,} {bound:>9,} {t['cycles'] / max(bound, 1):>9.2f} "
             f"{interval:>9,} {interval / max(bound, 1):>9.2f} {sim_text} {diff_text} "
-            f"{t['dsp']:>5} {t['bram18k']:>7} {t['uram']:>4} {t['lut']:>7,} "
+            f"{t['dsp']:>5} {t['bram18k']:>7} {t['uram']:>4} {t['lut']:>7,} {saved_lut:>10,} {saved_dsp:>10,} "
             f"{result.solution.solve_seconds:>6.2f} {seconds:>7.2f}"), process_lines(report)
 
 
@@ -188,7 +210,8 @@ def main() -> None:
         parser.error(f"unknown network(s) {', '.join(unknown)}; choose from {', '.join(DEFAULT + EXTRA)}")
     header = (f"{'model':<22} {'share':>5} {'est cycles':>11} {'bound':>9} {'est/bound':>9} {'interval':>9} "
               f"{'int/bound':>9} {'sim cycles':>11} "
-              f"{'est-sim %':>9} {'DSP':>5} {'BRAM18K':>7} {'URAM':>4} {'LUT':>7} {'ILP s':>6} {'build s':>7}")
+              f"{'est-sim %':>9} {'DSP':>5} {'BRAM18K':>7} {'URAM':>4} {'LUT':>7} {'shared LUT':>10} "
+              f"{'shared DSP':>10} {'ILP s':>6} {'build s':>7}")
     print(f"board {args.board}; share = the share of the board's DSPs the ILP may use (ming build --dsp SHARE)")
     print(header)
     print("-" * len(header))
@@ -206,7 +229,7 @@ def main() -> None:
     print("-" * len(header))
     print(BOUND_TEXT)
     if not args.no_processes:
-        print(f"\nper process: {'name':<24} {'kind':<14} {'unroll':<20} {'multiply':<9} {'requantization':<22} "
+        print(f"\nper process: {'name':<24} {'kind':<14} {'unroll':<20} {'multiply':<9} {'requantization':<26} "
               f"{'DSP':>5} {'LUT':>7}")
         print("\n".join(details))
     print(f"total {time.perf_counter() - began:.1f} s")

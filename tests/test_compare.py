@@ -23,6 +23,7 @@ sys.path.insert(0, str(FIXTURES))
 
 import make_reports  # noqa: E402
 
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tiny_cnn.onnx"
 REPORT_DIR = make_reports.REPORT_DIR
 PROJECT_DIR = make_reports.PROJECT_DIR
 
@@ -464,3 +465,32 @@ def test_fit_clamps_to_a_quarter_and_four():
     assert set(fit(synthetic_report(SPLITS), achieved)["lut"].values()) == {4.0}
     achieved = {f"p{i}": {"lut": 0.01 * sum(split.values())} for i, split in enumerate(SPLITS)}
     assert set(fit(synthetic_report(SPLITS), achieved)["lut"].values()) == {0.25}
+
+
+# --- a build that takes a calibration ------------------------------------------------------------------------
+
+def test_a_build_scales_each_primitive_by_its_calibration_factor_and_records_the_file(example_build, tmp_path):
+    """`ming build --calibration FILE`: each process's LUTs are the sum of its primitives' planned amounts times
+    their factors (report.json keeps the amounts before calibration, which a later fit starts from), and the
+    totals name the file and its digest."""
+    path = tmp_path / "calibration.json"
+    write_calibration(path, {"format": FORMAT, "factors": {"lut": {"mac": 2.0, "control": 0.5}}})
+    out = tmp_path / "calibrated"
+    result = ming("build", EXAMPLE, "--board", "kv260", "-o", out, "--calibration", path)
+    assert result.returncode == 0, result.stderr
+    report = report_of(out)
+    calibration = load_calibration(path)
+    assert report["totals"]["solver"]["calibration"] == {"file": "calibration.json", "sha256": calibration.digest}
+    for node in report["nodes"]:
+        lut = node["resources_by_primitive"]["lut"]
+        scaled = sum(amount * {"mac": 2.0, "control": 0.5}.get(primitive, 1.0) for primitive, amount in lut.items())
+        assert abs(node["lut"] - scaled) <= len(lut), (node["name"], node["lut"], scaled)  # rounding of each amount
+    assert "calibration" not in report_of(example_build)["totals"]["solver"]
+
+
+def test_a_bad_calibration_file_stops_the_build_before_the_import(tmp_path):
+    path = tmp_path / "calibration.json"
+    path.write_text('{"format": "something else"}')
+    result = ming("build", EXAMPLE, "-o", tmp_path / "out", "--calibration", path)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert str(path) in result.stderr and not (tmp_path / "out").exists()
