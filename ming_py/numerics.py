@@ -391,6 +391,24 @@ def requantize_shift(acc: ArrayLike, shift: ArrayLike, zero_point: ArrayLike, qm
     return saturate(round_shift_half_even(_i64(acc), shift) + _i64(zero_point), qmin, qmax)
 
 
+def power_of_two_shift(multipliers: ArrayLike) -> int | None:
+    """The shift `k` where every channel's float32 multiplier is ``2**-k``, one `k` for all, and the lean
+    datapath's argument holds (its limit below ``2**24``); else None. Then :func:`requantize` equals
+    :func:`requantize_shift` by `k` for every int32 accumulator: below the limit ``float32(acc)`` is exact and
+    so is its product by ``2**-k``, leaving one rne; from the limit on both saturate (both are monotonic in
+    ``acc``, and they agree at the limit)."""
+    shifts = set()
+    for m in np.asarray(multipliers, _F32).reshape(-1):
+        mantissa, exponent = (int(v) for v in float32_parts(m))
+        if mantissa == 0 or mantissa & (mantissa - 1) or lean_requant(m) is None:
+            return None
+        shifts.add(-(exponent + mantissa.bit_length() - 1))
+    if len(shifts) != 1:
+        return None
+    (shift,) = shifts
+    return shift if 0 <= shift <= SHIFT_MAX else None
+
+
 @dataclasses.dataclass(frozen=True)
 class ShiftRequant:
     """An average's requantization as :func:`requantize_shift` of ``window_sum + offset``."""

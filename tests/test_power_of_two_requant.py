@@ -106,3 +106,62 @@ def test_an_average_pool_over_four_is_a_shift_without_dsp(lifted, tmp_path):
     assert _requantization_dsp(graph, "avgpool") == 0
     x = zoo.random_input("conv_avgpool2", 3)
     assert np.array_equal(csim(graph, tmp_path / "out", x), reference.run(graph, x)[graph.outputs[0].name])
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("shift", [0, 1, 4, 7, 12, 15])
+def test_a_conv_multiplier_of_a_power_of_two_is_its_shift_for_every_accumulator(shift):
+    """onnxruntime's rule with the multiplier 2^-k equals the rounding shift by k: every accumulator up to 2^16 and
+    around the lean limit (below it float32(acc) is exact, from it on both saturate), random ones and int32's
+    extremes."""
+    multiplier = np.float32(2.0 ** -shift)
+    assert numerics.power_of_two_shift(np.full(5, multiplier)) == shift
+    limit = numerics.lean_requant(multiplier).limit
+    near = np.arange(-4096, 4097)
+    acc = np.concatenate([np.arange(-2 ** 16, 2 ** 16 + 1), limit + near, -limit + near,
+                          np.random.default_rng(shift).integers(-2 ** 31, 2 ** 31, 100_000), [-2 ** 31, 2 ** 31 - 1]])
+    for zero_point in ZERO_POINTS:
+        expected = numerics.requantize(acc, multiplier, zero_point)
+        assert np.array_equal(numerics.requantize_shift(acc, shift, zero_point), expected), zero_point
+
+
+@pytest.mark.unit
+def test_other_conv_multipliers_are_no_shift():
+    assert numerics.power_of_two_shift(np.float32([0.25, 0.125])) is None  # two shifts
+    assert numerics.power_of_two_shift(np.float32([0.25, 0.3])) is None
+    assert numerics.power_of_two_shift(np.float32([2.0 ** -16])) is None  # the limit reaches 2^24
+
+
+def power_of_two_scales(path: pathlib.Path) -> None:
+    """Every scale of a QDQ model rounded to a power of two, each bias's the product of its input's and weights'."""
+    model = onnx.load(str(path))
+    initializers = {i.name: i for i in model.graph.initializer}
+
+    def set_scale(name: str, value) -> None:
+        initializers[name].CopyFrom(numpy_helper.from_array(np.asarray(value, np.float32), name))
+
+    for name, tensor in initializers.items():
+        if name.endswith("scale"):
+            set_scale(name, 2.0 ** np.round(np.log2(numpy_helper.to_array(tensor))))
+    produced = {o: n for n in model.graph.node for o in n.output}
+    for conv in (n for n in model.graph.node if n.op_type == "Conv" and len(n.input) == 3):
+        x_scale, w_scale, b_scale = (numpy_helper.to_array(initializers[produced[i].input[1]]) for i in conv.input)
+        set_scale(produced[conv.input[2]].input[1], x_scale * w_scale)
+    onnx.save(model, str(path))
+
+
+def test_a_conv_whose_multipliers_are_one_power_of_two_requantizes_by_a_shift_without_dsp(tmp_path):
+    g = zoo._Graph("pow2_conv", (1, 3, 8, 8))
+    model = g.finish(g.relu(g.conv("x", "conv1", 8, pads=1), "relu1"))
+    path = zoo.quantize_float_model(model, tmp_path / "pow2_conv.onnx", (1, 3, 8, 8))
+    power_of_two_scales(path)
+    graph = lift(path)
+    (p,) = stream_graph_of(graph).processes
+    assert numerics.power_of_two_shift(p.epilogue.multipliers) is not None
+    cpp = design(graph, load_board("kv260")).files["hls/pow2_conv.cpp"]
+    assert "ming::requantize_shift(acc[u], " in cpp and "requantize_lean" not in cpp.split("#include")[-1]
+    assert _requantization_dsp(graph, "conv") == 1  # the one MAC lane's DSP48E2, none for the requantization
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal((1, 3, 8, 8)).astype(np.float32)
+        expected = reference.run(graph, x)[graph.outputs[0].name]
+        assert np.array_equal(csim(graph, tmp_path / f"out{seed}", x, check_ports=True), expected)

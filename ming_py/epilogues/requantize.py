@@ -29,6 +29,13 @@ def lean_channels(e: AccRequant):
     return numerics.lean_channels(e.multipliers)
 
 
+@functools.lru_cache(maxsize=4096)
+def power_of_two(e: AccRequant) -> int | None:
+    """`numerics.power_of_two_shift` of an epilogue's multipliers: the rounding shift that requantizes every
+    channel, or None."""
+    return numerics.power_of_two_shift(e.multipliers)
+
+
 def per_tile_arrays(constants: tuple[tuple[str, int], ...], spec) -> dict:
     """Per-output-channel constants `[tiles][lanes]`: one word per output tile holds its lanes' constants. The
     requantization's are read by the requantizers: with shared ones, one word per turn, `[tiles x turns]
@@ -59,8 +66,11 @@ class OnnxRequant(EpilogueRule):
 
     @staticmethod
     def constants(e) -> tuple[tuple[str, int], ...]:
-        """(role, bits) of its per-channel constants: the lean datapath's (a shift common to all channels is a
-        constant of the code, not a table) where every channel has them, else the exact emulation's."""
+        """(role, bits) of its per-channel constants: none beyond the bias where every multiplier is one power of
+        two (a rounding shift); the lean datapath's (a shift common to all channels is a constant of the code, not
+        a table) where every channel has them; else the exact emulation's."""
+        if power_of_two(e) is not None:
+            return (("bias", 32),)
         lean = lean_channels(e)
         if lean is None:
             return ("bias", 32), ("mantissa", 32), ("exponent", 32)
@@ -72,6 +82,8 @@ class OnnxRequant(EpilogueRule):
         return per_tile_arrays(self.constants(e), spec)
 
     def datapath(self, e):
+        if power_of_two(e) is not None:
+            return "shift"
         roles = [role for role, _ in self.constants(e)]
         return "exact" if "exponent" in roles else "lean, shift by channel" if "shift" in roles else "lean"
 
@@ -79,6 +91,11 @@ class OnnxRequant(EpilogueRule):
         lanes = view.out_lanes[0]
         view.extra["zero_point"] = e.zero_point
         constant("bias", "int32_t", per_tile(e.bias.astype(np.int32), lanes), _BIAS_COMMENT)
+        shift = power_of_two(e)
+        if shift is not None:
+            view.epilogue = "requantize_shift"
+            view.extra["shift"] = shift
+            return
         lean = lean_channels(e)
         view.epilogue = "requantize"
         view.extra["lean"] = lean is not None
