@@ -74,8 +74,8 @@ class ProcessView:
 
     @property
     def trip_count(self) -> int:
-        """Iterations of its pipelined loop: the loop's, and the shared requantizers' last turns."""
-        return self.loop.iterations + self.spec.requant_delay
+        """Iterations of its pipelined loop (the shared requantizers' last turns included)."""
+        return self.loop.iterations
 
     def __getattr__(self, name):  # epilogue constants (zero_point, mantissa, ...)
         extra = self.__dict__.get("extra", {})
@@ -217,13 +217,13 @@ PLANNED_II = 1  # every process loop is pipelined at II=1 (ming_py/kernel.py)
 def pipeline_loops(graph: StreamGraph, schedule: Schedule) -> list[dict]:
     """Per process, in the graph's order, its pipelined loop as the emitted C++ has it: the C++ function, the
     loop's label, the planned initiation interval and the trip count (`loop_of(...).iterations`, the
-    ITERATIONS of the template, and the iterations of shared requantizers after them)."""
+    ITERATIONS of the template)."""
     names = cpp_names(graph)
     loops = []
     for p in graph.processes:
         spec = schedule_spec(graph, p, schedule)
         loops.append({"function": names.processes[p.name], "loop": kind_of(p.kind).pipeline_label,
-                      "trip_count": loop_of(spec).iterations + spec.requant_delay, "ii": PLANNED_II})
+                      "trip_count": loop_of(spec).iterations, "ii": PLANNED_II})
     return loops
 
 

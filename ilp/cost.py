@@ -123,7 +123,7 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice, calibration: Ca
     spec = choice_spec(graph, p, choice)
     loop = loop_of(spec)
     cycles, fill = _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain)
-    parts = resources(graph, p, choice, spec, loop.iterations + spec.requant_delay)
+    parts = resources(graph, p, choice, spec, loop.iterations)
     totals = {r: 0.0 for r in ("dsp", "bram18k", "uram", "lut", "ff")}
     for resource, primitive, amount in parts:
         totals[resource] += amount * (calibration.factor(resource, primitive) if calibration else 1.0)

@@ -51,7 +51,7 @@ def unit_specs(graph: StreamGraph) -> dict[str, KernelSpec]:
 
 def token_iterations(loop: Loop, side: str, index: int) -> np.ndarray:
     """The iteration in which `loop` moves each token of input or output `index` (`side` "reads" or
-    "writes"), in token order."""
+    "writes"), in token order (`Loop.token_iterations` for every token at once)."""
     parts, done = [], 0
     for repeat, position in loop.runs:
         access = getattr(position, side)[index]
@@ -59,7 +59,8 @@ def token_iterations(loop: Loop, side: str, index: int) -> np.ndarray:
             starts = done + position.iterations * np.arange(repeat, dtype=np.int64)
             parts.append((starts[:, None] + (access.first + access.stride * np.arange(access.count))).ravel())
         done += repeat * position.iterations
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    iterations = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return iterations + loop.write_delay if side == "writes" else iterations
 
 
 class Dependences:

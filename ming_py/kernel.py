@@ -25,7 +25,7 @@ __all__ = ["KernelSpec", "Loop", "depth_bound", "kernel_spec", "loop_of", "sched
 
 def loop_of(spec: KernelSpec) -> Loop:
     spec.check()
-    return Loop(spec.depth, tuple(merged(spec.process_kind.positions(spec))))
+    return Loop(spec.depth, tuple(merged(spec.process_kind.positions(spec))), spec.requant_delay)
 
 
 def depth_bound(kind: str) -> int:

@@ -34,14 +34,17 @@ class Position:
 
 @dataclass(frozen=True)
 class Loop:
-    """A process's pipelined loop: its positions in order (run-length: (repeat, position))."""
+    """A process's pipelined loop: its positions in order (run-length: (repeat, position)). Its writes happen
+    `write_delay` iterations after their place in the positions (shared requantizers take a token's lanes in the
+    iterations after its reduction ends), and the loop runs that many iterations after its last position."""
 
     depth: int
     runs: tuple[tuple[int, Position], ...]
+    write_delay: int = 0
 
     @cached_property
     def iterations(self) -> int:
-        return sum(n * p.iterations for n, p in self.runs)
+        return sum(n * p.iterations for n, p in self.runs) + self.write_delay
 
     @cached_property
     def cycles(self) -> int:
@@ -55,7 +58,7 @@ class Loop:
         for n, p in self.runs:
             writes = [a.first for a in p.writes if a.count]
             if writes:
-                return done + min(writes) + 1 + self.depth
+                return done + min(writes) + self.write_delay + 1 + self.depth
             done += n * p.iterations
         return self.cycles
 
@@ -72,7 +75,7 @@ class Loop:
             if writes:
                 last_write = done + (n - 1) * p.iterations + max(writes)
             done += n * p.iterations
-        return max(last_write - last_read, 0) + self.depth
+        return max(last_write + self.write_delay - last_read, 0) + self.depth
 
     def token_iterations(self, side: str, index: int, tokens: list[int]) -> list[int]:
         """The iteration in which each of `tokens` (ascending token numbers of one image) of input or
@@ -81,11 +84,12 @@ class Loop:
         wanted = iter(tokens)
         token = next(wanted, None)
         moved = done = 0  # tokens before the run, iterations before the run
+        delay = self.write_delay if side == "writes" else 0
         for n, p in self.runs:
             access = getattr(p, side)[index]
             while token is not None and token < moved + n * access.count:
                 position, nth = divmod(token - moved, access.count)
-                result.append(done + position * p.iterations + access.first + nth * access.stride)
+                result.append(done + position * p.iterations + access.first + nth * access.stride + delay)
                 token = next(wanted, None)
             moved += n * access.count
             done += n * p.iterations

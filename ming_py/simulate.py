@@ -130,25 +130,60 @@ class _Channel:
 # Loops as programs of events
 # ---------------------------------------------------------------------------
 
-def _events(position: Position, inputs: list[_Channel], outputs: list[_Channel]) -> tuple:
-    """The position's token moves in the order they are taken: (iteration offset, channel, is_write),
-    by iteration, reads before writes, inputs and outputs in order."""
+def _moves(position: Position, inputs: list[_Channel], outputs: list[_Channel], write_delay: int = 0) -> list:
+    """The position's token moves as (iteration offset, is_write, index, channel), its writes `write_delay` later."""
     moves = [(offset, 0, i, channel) for i, (access, channel) in enumerate(zip(position.reads, inputs))
              for offset in access.offsets()]
-    moves += [(offset, 1, i, channel) for i, (access, channel) in enumerate(zip(position.writes, outputs))
+    moves += [(offset + write_delay, 1, i, channel) for i, (access, channel) in enumerate(zip(position.writes, outputs))
               for offset in access.offsets()]
-    moves.sort(key=lambda move: move[:3])
-    return tuple((offset, channel, bool(write)) for offset, write, _, channel in moves)
+    return moves
+
+
+def _ordered(moves: list) -> tuple:
+    """Moves in the order they are taken: (iteration offset, channel, is_write), by iteration, reads before
+    writes, inputs and outputs in order."""
+    return tuple((offset, channel, bool(write)) for offset, write, _, channel in sorted(moves, key=lambda m: m[:3]))
+
+
+def _events(position: Position, inputs: list[_Channel], outputs: list[_Channel]) -> tuple:
+    return _ordered(_moves(position, inputs, outputs))
 
 
 def _program(loop: Loop, inputs: list[_Channel], outputs: list[_Channel]) -> tuple:
     """((repeat, iterations, events), ...): the loop's runs of equal positions with their events."""
+    if loop.write_delay:
+        return _delayed_program(loop, inputs, outputs)
     events = {}
     program = []
     for repeat, position in loop.runs:
         if position not in events:
             events[position] = _events(position, inputs, outputs)
         program.append((repeat, position.iterations, events[position]))
+    return tuple(program)
+
+
+def _delayed_program(loop: Loop, inputs: list[_Channel], outputs: list[_Channel]) -> tuple:
+    """The program of a loop whose writes are `write_delay` iterations after their place: a write that passes
+    its position's end moves into the next position (and the last ones into the iterations after the last
+    position). Once a position passes on what it received, every further one of its run is the same."""
+    delay = loop.write_delay
+    program, carried = [], ()  # carried: writes moved into the next position, offsets from its start
+
+    def instance(position: Position, carried: tuple) -> tuple[tuple, tuple]:
+        moves = _moves(position, inputs, outputs, delay) + list(carried)
+        inside = [m for m in moves if m[0] < position.iterations]
+        later = tuple((m[0] - position.iterations,) + m[1:] for m in moves if m[0] >= position.iterations)
+        return _ordered(inside), later
+
+    for repeat, position in loop.runs:
+        done = 0
+        while done < repeat:
+            events, later = instance(position, carried)
+            steady = later == carried  # the next instances receive what this one did: all the same
+            count = repeat - done if steady else 1
+            program.append((count, position.iterations, events))
+            carried, done = later, done + count
+    program.append((1, delay, _ordered(list(carried))))
     return tuple(program)
 
 

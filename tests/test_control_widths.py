@@ -38,7 +38,7 @@ from ming_py.boards import load_board
 from ming_py.build import design
 from ming_py.csim import CHECK_PORTS_FLAGS, CXX_FLAGS
 from ming_py.emit.identifiers import cpp_names
-from ming_py.kernel import kernel_spec, loop_of, schedule_spec
+from ming_py.kernel import loop_of, schedule_spec
 from ming_py.kinds.base import control_counters
 from ming_py.output import write_tree
 from ming_py.pipeline import lift
@@ -169,8 +169,7 @@ def test_the_cost_model_sizes_the_control_the_code_declares(simulated, name, sch
     for p, (process, loop) in zip(graph.processes, _process_loops(built).items()):
         declared = sorted(widths[loop.function, d.line][0] for d in loop.registers.values() if d.type != "bool")
         spec = schedule_spec(graph, p, built.schedule)
-        trip_count = loop_of(spec).iterations + spec.requant_delay
-        charged = sorted(_unsigned_bits(m) for m in control_counters(spec, p.epilogue, trip_count))
+        charged = sorted(_unsigned_bits(m) for m in control_counters(spec, p.epilogue, loop_of(spec).iterations))
         assert declared == charged, f"{process}: registers of {declared} bits, the cost model charges {charged}"
 
 
@@ -178,12 +177,9 @@ def test_the_cost_model_sizes_the_control_the_code_declares(simulated, name, sch
 def test_tokens_move_at_the_iterations_the_loop_description_says(simulated, name, schedule):
     built, _, trace = simulated(name, schedule)
     graph, schedule, names = built.stream_graph, built.schedule, cpp_names(built.stream_graph)
-
-    def lanes(channels):
-        return [schedule.lanes_of(c) for c in channels]
-
     for p in graph.processes:
-        loop = loop_of(kernel_spec(graph, p, schedule.of(p.name).unroll, lanes(p.inputs), lanes(p.outputs)))
+        spec = schedule_spec(graph, p, schedule)
+        loop = loop_of(spec)
         for side, channels in (("read", p.inputs), ("write", p.outputs)):
             for index, channel in enumerate(channels):
                 moved = trace.get((names.processes[p.name], graph.channels[channel].name, side), [])

@@ -18,6 +18,8 @@ from ming_py import reference
 from ming_py.epilogues import rule_of
 from ming_py.kernel import loop_of, schedule_spec
 from ming_py.kinds.base import shared_requantizers
+from ming_py.line_buffers import fifo
+from ming_py.simulate import _program
 from ming_py.pipeline import lift
 
 
@@ -79,5 +81,21 @@ def test_writes_leave_the_requantizers_their_turns(lifted, name):
         tokens = stream_graph.channels[p.outputs[0]].values // spec.lanes_out[0]
         writes = loop.token_iterations("writes", 0, list(range(tokens)))
         assert min(np.diff(writes)) >= spec.requant_steps, p.name
+        # the FIFO sizing and the simulation take the writes where the loop does (requant_delay later)
+        assert fifo.token_iterations(loop, "writes", 0).tolist() == writes
+        assert simulated_writes(loop, len(p.inputs), len(p.outputs)) == writes
         checked += 1
     assert checked
+
+
+def simulated_writes(loop, inputs: int, outputs: int) -> list[int]:
+    """The iterations of the first output's writes in the simulator's program of `loop`."""
+    channels = [object() for _ in range(inputs + outputs)]
+    first_output = channels[inputs]
+    iterations, base = [], 0
+    for repeat, length, events in _program(loop, channels[:inputs], channels[inputs:]):
+        for _ in range(repeat):
+            iterations += [base + offset for offset, channel, write in events if write and channel is first_output]
+            base += length
+    assert base == loop.iterations
+    return iterations

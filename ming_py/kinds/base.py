@@ -88,16 +88,16 @@ class KernelSpec:
 
     @property
     def requant_delay(self) -> int:
-        """Iterations from the end of an output token's reduction to its write: shared requantizers take the
-        latched accumulators in the `requant_steps` iterations after it (the emitted loop runs that many
-        iterations more, which read and compute nothing)."""
+        """Iterations from the end of an output token's reduction to its write (`Loop.write_delay`): shared
+        requantizers take the latched accumulators in the `requant_steps` iterations after it (the emitted loop
+        runs that many iterations more, which read and compute nothing)."""
         return self.requant_steps if self.requant_steps > 1 else 0
 
     @property
     def depth(self) -> int:
         """Pipeline depth of the loop: from an iteration's start to its output write."""
         kind = self.process_kind
-        return kind.pipeline_depth(kind.summed_terms(self)) + self.requant_delay
+        return kind.pipeline_depth(kind.summed_terms(self))
 
     def check(self) -> None:
         """The lane ties the loop relies on (the ILP's candidates always satisfy them)."""

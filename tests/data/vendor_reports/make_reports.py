@@ -37,15 +37,15 @@ class Process:
 
 
 PROCESSES = (
-    Process("conv1", "window_positions", 325, 1, 351, (124, 7912, 10840, 0, 0), (7502, 10651, 0, 0, 0, 124), True),
-    Process("pool1", "window_positions", 257, 1, 266, (0, 1130, 744, 0, 0), (951, 702, 0, 0, 0, 0), False),
-    Process("conv2", "window_positions", 101, 1, 127, (608, 35460, 45102, 0, 0), (33874, 44310, 0, 0, 0, 608), True),
-    Process("conv3", "pixels", 17, 2, 54, (160, 9870, 13544, 0, 0), (9305, 12702, 0, 0, 0, 160), False,
+    Process("conv1", "window_positions", 325, 1, 351, (124, 12604, 16710, 0, 0), (13010, 16230, 0, 0, 0, 124), True),
+    Process("pool1", "window_positions", 257, 1, 266, (0, 1130, 1010, 0, 0), (1290, 980, 0, 0, 0, 0), False),
+    Process("conv2", "window_positions", 133, 1, 158, (224, 27020, 30880, 0, 0), (26410, 29950, 0, 0, 0, 224), True),
+    Process("conv3", "pixels", 17, 2, 54, (160, 17610, 24900, 0, 0), (17980, 24480, 0, 0, 0, 160), False,
             dsp_element="DSP48E"),
-    Process("pool2", "window_positions", 17, 1, 24, (0, 1402, 990, 0, 0), (1268, 1021, 0, 0, 0, 0), False),
-    Process("fc", "vector", 8, 1, 33, (100, 7990, 9322, 0, 0), (7611, 9118, 0, 1, 0, 96), False),
+    Process("pool2", "window_positions", 21, 1, 28, (0, 1402, 1190, 0, 0), (1268, 1221, 0, 0, 0, 0), False),
+    Process("fc", "vector", 8, 1, 33, (100, 14020, 17120, 0, 0), (14210, 16880, 0, 1, 0, 96), False),
 )
-TOP_CSYNTH = {"latency": 452, "interval": 354, "area": (992, 64981, 81120, 4, 0)}
+TOP_CSYNTH = {"latency": 452, "interval": 354, "area": (608, 75790, 94810, 2, 0)}
 CHANNELS = ("input_to_conv1", "conv1_to_pool1", "pool1_to_conv2", "conv2_to_conv3", "conv3_to_pool2",
             "pool2_to_fc", "fc_to_output")
 
