@@ -72,9 +72,11 @@ def mac_lane(multipliers: str) -> tuple[float, float]:
 def mac_lanes_within(budget) -> int:
     """The most MAC lanes a budget could hold: two per DSP48E2 (pairs) and the rest in its LUTs (the roofline
     is total MACs over these; a lower bound on the cycles of any design within the budget)."""
-    pair_lut, pair_dsp = mac_lane("dsp_pair")
+    _, pair_dsp = mac_lane("dsp_pair")
     fabric_lut, _ = mac_lane("fabric")
     return round(budget.dsp / pair_dsp) + int(budget.lut // (HLS_LUT_OVERHEAD * fabric_lut))
+
+
 PROGRESS_SAMPLES = 10  # points of each process's progress curve in the latency model
 
 
