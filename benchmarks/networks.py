@@ -25,7 +25,15 @@ no final softmax, no dropout):
 * ``mobilenet_v1_025_96`` -- MobileNetV1 alpha 0.25 at 96x96x3 (visual wake
   words): ``mobilenet_v1_224``'s layers (symmetric pads of 1, ReLU6) with a
   quarter of the channels (8, 16, 32, 32, 64, 64, 128, 128 x5, 256, 256) and a
-  2-way Gemm.
+  2-way Gemm;
+* ``autoencoder_640`` -- the anomaly-detection autoencoder (machine sounds) on
+  640 log-mel values: Gemm 128 + ReLU four times, a Gemm 8 + ReLU bottleneck,
+  Gemm 128 + ReLU four times and a 640-way Gemm;
+
+and a large one to bound the ILP's time and memory:
+
+* ``convstack_1024`` -- three 3x3 convs (3 -> 16 -> 16 -> 16, pads 1, ReLU) at
+  1024x1024, a global average pool and a 10-way Gemm.
 
 The layer builder and the quantizer are the test zoo's (tests/zoo.py), so the
 models are built exactly like the test models: same calibration, byte-identical
@@ -84,6 +92,20 @@ def ds_cnn(g) -> str:
     return g.gemm(g.flatten(g.gap(h, "gap"), "flatten"), "fc", 12)
 
 
+def autoencoder(g) -> str:
+    h = "x"
+    for i, width in enumerate([128] * 4 + [8] + [128] * 4, start=1):
+        h = g.relu(g.gemm(h, f"fc{i}", width), f"fc{i}_relu")
+    return g.gemm(h, "fc_out", 640)
+
+
+def convstack(g) -> str:
+    h = "x"
+    for i in range(1, 4):
+        h = g.relu(g.conv(h, f"conv{i}", 16, pads=1), f"conv{i}_relu")
+    return g.gemm(g.flatten(g.gap(h, "gap"), "flatten"), "fc", 10)
+
+
 def resnet24(g) -> str:
     h = "x"
     for stage, channels in enumerate((16, 32, 64), start=1):
@@ -121,6 +143,8 @@ NETWORKS = {
     "resnet8_32": (resnet8, (1, 3, 32, 32)),
     "ds_cnn_49x10": (ds_cnn, (1, 1, 49, 10)),
     "mobilenet_v1_025_96": (partial(mobilenet_v1, alpha=0.25, classes=2), (1, 3, 96, 96)),
+    "autoencoder_640": (autoencoder, (1, 640)),
+    "convstack_1024": (convstack, (1, 3, 1024, 1024)),
     "resnet24_32": (resnet24, (1, 3, 32, 32)),
     "vgg13_224": (vgg13, (1, 3, 224, 224)),
     "mobilenet_v1_224": (mobilenet_v1, (1, 3, 224, 224)),

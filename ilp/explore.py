@@ -20,7 +20,7 @@ from ming_py.simulate import simulate_schedule
 from .budget import Budget
 from .cost import choice_spec
 from .pins import resolve
-from .solve import Solution, solve
+from .solve import Solution, Targets, solve
 
 
 def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
@@ -35,8 +35,9 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     fifo = _fifo_totals(reserved_bits)
     # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
     reserved = {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
-    solution = solve(stream_graph, board, budget, options.objective, pins.unroll, reserved=reserved,
-                     requantizers=pins.requantizers, calibration=options.calibration)
+    targets = Targets(options.target_fps, options.target_latency_us)
+    solution = solve(stream_graph, board, budget, options.objective, pins, reserved=reserved,
+                     calibration=options.calibration, targets=targets)
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
     specs = schedule_specs(stream_graph, solution)
     plan = FifoPlan(stream_graph, specs, {name: spec.depth for name, spec in specs.items()})

@@ -1,8 +1,10 @@
 """User pins: fix some processes' unroll factors or channels' FIFO depths; the ILP chooses the rest.
 
 `--set conv2.unroll.oc=8`, `--set conv2.requantizers=2` (requantizers taking the output lanes in turn; 0:
-one per lane), `--set conv1_to_pool1.depth=64`, or a JSON/YAML file with the same keys (flat
-`{"conv2.unroll.oc": 8}` or nested `{"conv2": {"unroll": {"oc": 8}}}`).
+one per lane), `--set conv2.multipliers=fabric` (dsp, fabric or dsp_pair), `--set conv2.line_buffer=uram`
+(bram or uram), `--set conv1_to_pool1.depth=64`, or a JSON/YAML file with the same keys (flat
+`{"conv2.unroll.oc": 8}` or nested `{"conv2": {"unroll": {"oc": 8}}}`): the folding file every build writes
+(`OUT/settings.yaml`, `folding.settings_yaml`) is one.
 """
 
 from __future__ import annotations
@@ -14,19 +16,21 @@ from pathlib import Path
 
 from ming_py.dataflow import StreamGraph
 from ming_py.errors import MingError
-from ming_py.kinds import trip_counts
+from ming_py.kinds import kind_of, trip_counts
 
 
 @dataclass
 class Pins:
     unroll: dict[str, dict[str, int]] = field(default_factory=dict)  # process -> loop -> factor
+    multipliers: dict[str, str] = field(default_factory=dict)  # process -> dsp | fabric | dsp_pair
+    line_buffers: dict[str, str] = field(default_factory=dict)  # process -> bram | uram
     requantizers: dict[str, int] = field(default_factory=dict)  # process -> shared requantizers (0: one per lane)
     depths: dict[str, int] = field(default_factory=dict)  # channel -> FIFO depth
 
 
-def parse_assignments(assignments: list[str], files: list[Path] = ()) -> dict[str, int]:
+def parse_assignments(assignments: list[str], files: list[Path] = ()) -> dict[str, int | str]:
     """`key=value` settings from the command line and files; the same key twice with two values is an error."""
-    settings: dict[str, int] = {}
+    settings: dict[str, int | str] = {}
     origin: dict[str, str] = {}
     items: list[tuple[str, object, str]] = []
     for path in files:
@@ -38,15 +42,16 @@ def parse_assignments(assignments: list[str], files: list[Path] = ()) -> dict[st
         items.append((key.strip(), value.strip(), "--set"))
     for key, value, where in items:
         check_key(key, where)
-        number = _integer(key, value, where)
+        number = check_value(key, value, where)
         if key in settings and settings[key] != number:
             raise MingError(f"conflicting settings for {key}: {settings[key]} ({origin[key]}) and {number} ({where})")
         settings[key], origin[key] = number, where
     return settings
 
 
-KEY_FORMS = "PROCESS.unroll.LOOP, PROCESS.requantizers or CHANNEL.depth"
-_KEY = re.compile(r"[^.\s=]+\.unroll\.[^.\s=]+|[^.\s=]+\.requantizers|[^.\s=]+\.depth")
+KEY_FORMS = "PROCESS.unroll.LOOP, PROCESS.requantizers, PROCESS.multipliers, PROCESS.line_buffer or CHANNEL.depth"
+_KEY = re.compile(r"[^.\s=]+\.unroll\.[^.\s=]+|[^.\s=]+\.(requantizers|multipliers|line_buffer|depth)")
+CHOICES = {"multipliers": ("dsp", "fabric", "dsp_pair"), "line_buffer": ("bram", "uram")}  # the named settings
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
@@ -57,8 +62,15 @@ def check_key(key: object, where: str) -> None:
                         "conv1_to_pool1.depth")
 
 
-def _integer(key: str, value: object, where: str) -> int:
-    """A whole number: from a file an integer (not true, 2.0 or "2"), from --set its decimal digits."""
+def check_value(key: str, value: object, where: str) -> int | str:
+    """A setting's value: one of CHOICES' names for a named setting, else a whole number (from a file an
+    integer, not true, 2.0 or "2"; from --set its decimal digits)."""
+    choices = CHOICES.get(key.rsplit(".", 1)[-1])
+    if choices is not None:
+        if value in choices:
+            return value
+        raise MingError(f"{where}: {key}={_as_json(value) if where != '--set' else value} is not one of "
+                        f"{', '.join(choices)}")
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if where == "--set" and isinstance(value, str) and _INTEGER.fullmatch(value):
@@ -161,7 +173,7 @@ def _flatten(data: dict, where: str, prefix: str = "") -> dict[str, object]:
     return flat
 
 
-def resolve(settings: dict[str, int], graph: StreamGraph) -> Pins:
+def resolve(settings: dict[str, int | str], graph: StreamGraph) -> Pins:
     """Check settings against the design: every name exists and every factor divides its loop."""
     pins = Pins()
     processes = {p.name: p for p in graph.processes}
@@ -180,6 +192,12 @@ def resolve(settings: dict[str, int], graph: StreamGraph) -> Pins:
             if value < 0:
                 raise MingError(f"{key}={value}: give the number of requantizers, or 0 for one per output lane")
             pins.requantizers[parts[0]] = value
+        elif len(parts) == 2 and parts[1] == "multipliers" and parts[0] in processes:
+            pins.multipliers[parts[0]] = value
+        elif len(parts) == 2 and parts[1] == "line_buffer" and parts[0] in processes:
+            if not kind_of(processes[parts[0]].kind).line_buffer:
+                raise MingError(f"{key}: process {parts[0]} ({processes[parts[0]].kind}) has no line buffer")
+            pins.line_buffers[parts[0]] = value
         elif len(parts) == 2 and parts[1] == "depth" and parts[0] in graph.channels:
             if value < 1:
                 raise MingError(f"{key}={value}: a FIFO depth is at least 1")

@@ -49,6 +49,7 @@ from ming_py.kinds.base import shared_requantizers
 from ming_py.kinds.window import whole_groups
 
 from .budget import RESOURCES, UNITS, Budget
+from .pins import Pins
 from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, process_cost,
                    storage_plan)
 
@@ -89,18 +90,22 @@ class Solution:
     totals: dict = field(default_factory=dict)
 
 
-def candidates(graph: StreamGraph, process, pins: dict[str, int] | None = None,
-               uram: bool = False, requantizers: int | None = None) -> list[Choice]:
-    """Every valid schedule of one process (lanes tied to the parallelism they feed)."""
-    pins = pins or {}
+def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool = False) -> list[Choice]:
+    """Every valid schedule of one process (lanes tied to the parallelism they feed) that keeps its pins."""
+    pins = pins or Pins()
+    unroll_pins = pins.unroll.get(process.name, {})
     kind = kind_of(process.kind)
     trips = trip_counts(graph, process)
     ins = [graph.channels[c] for c in process.inputs]
     outs = [graph.channels[c] for c in process.outputs]
     loops = list(trips)
-    options = [[pins[loop]] if loop in pins else [d for d in divisors(trips[loop]) if d <= MAX_UNROLL]
+    options = [[unroll_pins[loop]] if loop in unroll_pins else [d for d in divisors(trips[loop]) if d <= MAX_UNROLL]
                for loop in loops]
     memories = ["bram", "uram"] if uram and kind.line_buffer else ["bram"]
+    if process.name in pins.line_buffers:
+        memories = [m for m in memories if m == pins.line_buffers[process.name]]
+    multiplier_pin = pins.multipliers.get(process.name)
+    requantizers = pins.requantizers.get(process.name)
     result = []
     for factors in itertools.product(*options):
         unroll = dict(zip(loops, factors))
@@ -112,6 +117,8 @@ def candidates(graph: StreamGraph, process, pins: dict[str, int] | None = None,
             sharing = _requantizer_options(graph, process, unroll, lanes_in, lanes_out, requantizers)
             for memory in memories:
                 for multipliers in kind.multiplier_choices(unroll):
+                    if multiplier_pin is not None and multipliers != multiplier_pin:
+                        continue
                     for count in sharing:
                         result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory, multipliers, count))
     return result
@@ -132,50 +139,160 @@ def _requantizer_options(graph: StreamGraph, process, unroll, lanes_in, lanes_ou
     return (pinned,) if pinned in shared else ()
 
 
-def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "latency",
-          pins: dict[str, dict[str, int]] | None = None, node_limit: int | None = None,
-          reserved: dict[str, int] | None = None, requantizers: dict[str, int] | None = None,
-          calibration: Calibration | None = None) -> Solution:
-    """The fastest design within `budget` (the user's), of which `reserved` (FIFO memory) is already taken.
+@dataclass(frozen=True)
+class Targets:
+    """What the design must achieve: images per second (from its steady-state interval) and the latency of
+    one image, both at the board's clock."""
+
+    fps: float | None = None
+    latency_us: float | None = None
+
+    def __bool__(self) -> bool:
+        return self.fps is not None or self.latency_us is not None
+
+
+class TargetMissed(MingError):
+    """Proven: no design within the budget meets the targets."""
+
+
+def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "latency", pins: Pins | None = None,
+          node_limit: int | None = None, reserved: dict[str, int] | None = None,
+          calibration: Calibration | None = None, targets: Targets | None = None) -> Solution:
+    """The design `objective` (or, with `targets`, the least-resource design meeting them) picks within `budget`
+    (the user's), of which `reserved` (FIFO memory) is already taken:
+
+    * latency: the fastest design (then, as fast, the one whose fullest resource is emptiest: `_thrifty`);
+    * frugal: the fastest design's latency, then the least resources among designs within FRUGAL_SLACK of it;
+    * sum: MING's sum of process cycles;
+    * targets: the least resources among designs whose interval and latency meet them.
+    Least resources: the least `resource_score`, the design's share of the budget summed over its resources.
 
     Deterministic: the same graph, budget and pins give the same design on every machine and every run
     (CBC on one thread, limited by branch-and-bound nodes, never by wall-clock time)."""
-    if objective not in ("latency", "sum"):
-        raise MingError(f"unknown objective {objective!r}; use latency or sum")
+    if objective not in OBJECTIVES:
+        raise MingError(f"unknown objective {objective!r}; use {', '.join(OBJECTIVES)}")
     started = time.perf_counter()
     reserved = {r: v for r, v in (reserved or {}).items() if v}
     available = replace(budget, **{r: getattr(budget, r) - v for r, v in reserved.items()})
-    options, costs = _candidates_and_costs(graph, pins or {}, available, requantizers or {}, calibration)
+    options, costs = _candidates_and_costs(graph, pins or Pins(), available, calibration)
     if any(sum(min(getattr(c, r) for c in costs[name]) for name in costs) > getattr(available, r)
            for r in RESOURCES):  # every process at its least: a proof without the ILP
         raise _no_design_fits(graph, budget, reserved, calibration)
-    model = _Model(graph, options, costs, available, objective)
     if node_limit is None:
         node_limit = min(NODE_LIMIT, max(1_000, NODE_WORK // sum(map(len, options.values()))))
-    search = _search(model, node_limit)
+    if targets:
+        model, picked, status, rule = _meet(graph, board, options, costs, available, targets, node_limit)
+        fastest = None
+    else:
+        model = _Model(graph, options, costs, available, "sum" if objective == "sum" else "latency")
+        search = _decided(_search(model, node_limit), graph, budget, reserved, calibration, node_limit)
+        picked, status = _thrifty(model, search.picked) if objective != "sum" else search.picked, search.describe()
+        rule, fastest = RULES[objective], None
+        if objective == "frugal":
+            fastest = model.describe(picked, reserved)
+            picked, status, rule = _frugal(model, picked, status, node_limit)
+    chosen = {name: options[name][j] for name, j in picked.items()}
+    chosen_costs = {name: costs[name][j] for name, j in picked.items()}
+    size = {"variables": len(model.problem.variables()), "constraints": len(model.problem.constraints),
+            "rule": rule} | ({"fastest": fastest} if fastest is not None else {})
+    if targets:
+        size["targets"] = {k: v for k, v in vars(targets).items() if v is not None}
+    if calibration is not None:
+        size["calibration"] = {"file": calibration.path.name, "sha256": calibration.digest}
+    return _solution(graph, board, chosen, chosen_costs, "target" if targets else objective, available, status,
+                     time.perf_counter() - started, size)
+
+
+OBJECTIVES = ("frugal", "latency", "sum")
+FRUGAL_SLACK = 0.01  # the frugal design may be this much slower than the fastest
+RULES = {"latency": "the fastest design (among as fast ones, the one whose fullest resource is emptiest)",
+         "sum": "the least sum of process cycles (MING's objective)",
+         "frugal": "the least resources among designs within 1 % of the fastest design's latency"}
+SCORE_SCALE = 100_000  # resource scores in 1/100,000 of the budget, so that the objective is integral
+
+
+def _decided(search: _Search, graph, budget, reserved, calibration, node_limit) -> _Search:
+    """The search's outcome, or the error that it found no design."""
     if search.status == "infeasible":
         raise _no_design_fits(graph, budget, reserved, calibration)
     if search.picked is None:
         raise SearchStopped(f"the ILP found no design within its limit of {node_limit:,} branch-and-bound nodes; "
-                        f"loosen the budget or pin some unroll factors (--set)")
-    picked = _thrifty(model, search.picked)
-    chosen = {name: options[name][j] for name, j in picked.items()}
-    chosen_costs = {name: costs[name][j] for name, j in picked.items()}
-    size = {"variables": len(model.problem.variables()), "constraints": len(model.problem.constraints)}
-    if calibration is not None:
-        size["calibration"] = {"file": calibration.path.name, "sha256": calibration.digest}
-    return _solution(graph, board, chosen, chosen_costs, objective, available, search.describe(),
-                     time.perf_counter() - started, size)
+                            f"loosen the budget or pin some unroll factors (--set)")
+    return search
 
 
-def _candidates_and_costs(graph: StreamGraph, pins, budget: Budget, requantizers: dict[str, int], calibration):
-    options = {p.name: candidates(graph, p, pins.get(p.name), budget.uram > 0, requantizers.get(p.name))
-               for p in graph.processes}
+def _frugal(fastest: _Model, picked: dict[str, int], status: str, node_limit: int) -> tuple[dict[str, int], str, str]:
+    """The least-resource design within FRUGAL_SLACK of the fastest one's latency (`picked`, which bounds it)."""
+    limit = math.floor(fastest.value_of(picked) * (1 + FRUGAL_SLACK))
+    model = _Model(fastest.graph, fastest.options, fastest.costs, fastest.budget, "resources", latency_limit=limit)
+    search = _search(model, node_limit, incumbent=picked)
+    rule = f"{RULES['frugal']} ({fastest.value_of(picked):,} cycles, {status})"
+    return search.picked or picked, search.describe(), rule
+
+
+def _target_model(graph, board, options, costs, budget, targets: Targets) -> _Model:
+    """The least-resource model under the targets: candidates slower than the interval leave it."""
+    if targets.fps is not None:
+        interval = math.floor(board.clock_mhz * 1e6 / targets.fps)
+        kept = {name: [j for j, c in enumerate(costs[name]) if c.cycles <= interval] for name in options}
+        slowest = max(options, key=lambda name: min(c.cycles for c in costs[name]))
+        if not kept[slowest]:
+            best = min(c.cycles for c in costs[slowest])
+            raise TargetMissed(f"--target-fps {targets.fps:g}: no design reaches it; process {slowest} alone needs "
+                               f"{best:,} cycles an image, {_fps(board, best)} at {board.clock_mhz:g} MHz")
+        options = {name: [options[name][j] for j in kept[name]] for name in options}
+        costs = {name: [costs[name][j] for j in kept[name]] for name in costs}
+    limit = math.floor(targets.latency_us * board.clock_mhz) if targets.latency_us is not None else None
+    return _Model(graph, options, costs, budget, "resources", latency_limit=limit)
+
+
+def _meet(graph, board: Board, options, costs, budget: Budget, targets: Targets, node_limit: int):
+    """(model, picked, status, rule): the least-resource design meeting the targets, or TargetMissed naming
+    the best figure the budget allows."""
+    model = _target_model(graph, board, options, costs, budget, targets)
+    search = _search(model, node_limit)
+    wanted = " and ".join(f"{option} {value:g}" for option, value in
+                          (("--target-fps", targets.fps), ("--target-latency-us", targets.latency_us))
+                          if value is not None)
+    if search.picked is not None:
+        return model, search.picked, search.describe(), f"the least resources among designs meeting {wanted}"
+    if search.status != "infeasible":
+        raise SearchStopped(f"the ILP found no design meeting {wanted} within its limit of {node_limit:,} "
+                            "branch-and-bound nodes; relax the targets or pin some unroll factors (--set)")
+    best = _best_achievable(_Model(graph, options, costs, budget, "interval" if targets.latency_us is None
+                                   else "latency"), board, node_limit)
+    raise TargetMissed(f"{wanted}: no design within the budget meets it; {best}")
+
+
+def _best_achievable(best: _Model, board: Board, node_limit: int) -> str:
+    """The best figure of a missed target within the budget: the least interval or latency."""
+    search = _search(best, node_limit)
+    if search.picked is None:
+        return "raise the budget"
+    value = best.value_of(search.picked)
+    if best.goal == "interval":
+        return f"the fastest within it sustains {_fps(board, value)} (one image per {value:,} cycles)"
+    return f"the fastest within it takes {value / board.clock_mhz:,.2f} us ({value:,} cycles at {board.clock_mhz:g} MHz)"
+
+
+def _fps(board: Board, cycles: int) -> str:
+    return f"{board.clock_mhz * 1e6 / max(cycles, 1):,.0f} images/s"
+
+
+def resource_score(cost: Cost, budget: Budget) -> int:
+    """A candidate's share of the budget, summed over the resources (each weighted by its scarcity: a unit of
+    a resource the budget holds few of counts more), in 1/SCORE_SCALE."""
+    return round(SCORE_SCALE * sum(getattr(cost, r) / getattr(budget, r) for r in RESOURCES if getattr(budget, r) > 0))
+
+
+def _candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration):
+    options = {p.name: candidates(graph, p, pins, budget.uram > 0) for p in graph.processes}
     for name, choices in options.items():
         if not choices:
-            pinned = f" and {requantizers[name]} requantizers" if name in requantizers else ""
-            raise MingError(f"process {name}: the pinned factors{pinned} leave no valid schedule (shared "
-                            f"requantizers need lanes / requantizers <= the iterations of a reduction)")
+            pinned = f" and {pins.requantizers[name]} requantizers" if name in pins.requantizers else ""
+            raise MingError(f"process {name}: the pinned settings{pinned} leave no valid schedule (shared "
+                            f"requantizers need lanes / requantizers <= the iterations of a reduction; multipliers "
+                            f"dsp_pair need an even unroll of the loop that shares the input)")
     costs = {}
     for name in list(options):
         all_costs = [process_cost(graph, graph.process(name), c, calibration) for c in options[name]]
@@ -193,10 +310,13 @@ def _no_design_fits(graph: StreamGraph, budget: Budget, reserved: dict[str, int]
 
 
 class _Model:
-    """The ILP: one-hot candidates per process, lanes tied per channel, budget rows, the latency model."""
+    """The ILP: one-hot candidates per process, lanes tied per channel, budget rows, and its goal:
+    "latency" (the latency model's output finish), "sum" (of process cycles), "interval" (the slowest process)
+    or "resources" (`resource_score`), the last optionally with the latency model bounded by `latency_limit`."""
 
-    def __init__(self, graph: StreamGraph, options, costs, budget: Budget, objective: str):
-        self.graph, self.options, self.costs, self.objective, self.budget = graph, options, costs, objective, budget
+    def __init__(self, graph: StreamGraph, options, costs, budget: Budget, goal: str, latency_limit: int | None = None):
+        self.graph, self.options, self.costs, self.budget = graph, options, costs, budget
+        self.goal, self.latency_limit = goal, latency_limit
         problem = pulp.LpProblem("ming_dse", pulp.LpMinimize)
         self.pick = {name: [pulp.LpVariable(f"x_{i}_{j}", cat="Binary") for j in range(len(choices))]
                      for i, (name, choices) in enumerate(options.items())}
@@ -209,11 +329,19 @@ class _Model:
         for resource in RESOURCES:
             problem += (pulp.lpSum(self.total(name, resource) for name in self.pick) <= getattr(budget, resource),
                         f"budget_{resource}")
-        if objective == "latency":
-            self.goal = self._latency(graph, problem)
+        if goal == "latency":
+            problem += self._latency(graph, problem)
+        elif goal == "sum":
+            problem += pulp.lpSum(self.total(name, "cycles") for name in self.pick)
+        elif goal == "interval":
+            interval = pulp.LpVariable("interval", lowBound=0, cat="Integer")
+            for name in self.pick:
+                problem += interval >= self.total(name, "cycles"), f"interval_{name}"
+            problem += interval
         else:
-            self.goal = pulp.lpSum(self.total(name, "cycles") for name in self.pick)
-        problem += self.goal
+            if latency_limit is not None:
+                problem += self._latency(graph, problem) <= latency_limit, "latency_limit"
+            problem += pulp.lpSum(self.sample(name, lambda c: resource_score(c, budget)) for name in self.pick)
         self.problem = problem
 
     def total(self, name: str, attribute: str):
@@ -318,13 +446,28 @@ class _Model:
     def value_of(self, picked: dict[str, int]) -> int:
         """The objective of a design, as the ILP counts it."""
         costs = {name: self.costs[name][j] for name, j in picked.items()}
-        if self.objective == "sum":
+        if self.goal == "sum":
             return sum(c.cycles for c in costs.values())
-        return estimate(self.graph, costs, {name: self.options[name][j] for name, j in picked.items()})[1]
+        if self.goal == "interval":
+            return max(c.cycles for c in costs.values())
+        if self.goal == "resources":
+            return sum(resource_score(c, self.budget) for c in costs.values())
+        return self.latency_of(picked)
+
+    def latency_of(self, picked: dict[str, int]) -> int:
+        return estimate(self.graph, {name: self.costs[name][j] for name, j in picked.items()},
+                        {name: self.options[name][j] for name, j in picked.items()})[1]
 
     def fits(self, picked: dict[str, int]) -> bool:
-        return all(sum(getattr(self.costs[name][j], r) for name, j in picked.items()) <= getattr(self.budget, r)
-                   for r in RESOURCES)
+        within = all(sum(getattr(self.costs[name][j], r) for name, j in picked.items()) <= getattr(self.budget, r)
+                     for r in RESOURCES)
+        return within and (self.latency_limit is None or self.latency_of(picked) <= self.latency_limit)
+
+    def describe(self, picked: dict[str, int], reserved: dict[str, int]) -> dict[str, int]:
+        """A design's latency and resources (with the `reserved` FIFO memory), as report.json gives them."""
+        used = {r: sum(getattr(self.costs[name][j], r) for name, j in picked.items()) + reserved.get(r, 0)
+                for r in RESOURCES}
+        return {"cycles": self.latency_of(picked)} | used
 
 
 @dataclass
@@ -354,7 +497,7 @@ class _Search:
         return f"feasible (gap {gap:.1f}%)" if gap >= 0.1 else f"feasible (gap {gap:.2g}%)"
 
 
-def _search(model: _Model, node_limit: int) -> _Search:
+def _search(model: _Model, node_limit: int, incumbent: dict[str, int] | None = None) -> _Search:
     """Branch and bound in deterministic steps, all with CBC:
 
     1. the LP relaxation: a lower bound, reduced costs, and infeasibility proven when it has none;
@@ -363,7 +506,8 @@ def _search(model: _Model, node_limit: int) -> _Search:
     3. reduced-cost fixing (a candidate whose reduced cost lifts the LP bound to the incumbent's value
        cannot be in a better design) and the MIP over what is left with the incumbent as cutoff: when
        it finds no better design, the incumbent is optimal.
-    The objective is integral, so a better design is at least one cycle better (cutoff value - 0.5).
+    The objective is integral, so a better design is at least one unit better (cutoff value - 0.5).
+    `incumbent`: a design known to fit, the one to beat when the heuristics find none better.
     """
     relaxation = _cbc(model.problem, node_limit, relax=True)
     if relaxation.status == "infeasible":
@@ -371,6 +515,8 @@ def _search(model: _Model, node_limit: int) -> _Search:
     lower = relaxation.objective
     unused = [x for x in model.variables() if relaxation.values.get(x.name, 0.0) <= 1e-6]
     picked = model.picked(_with_zero(unused, lambda: _cbc(model.problem, HEURISTIC_NODES)).values)
+    if incumbent is not None and (picked is None or model.value_of(incumbent) < model.value_of(picked)):
+        picked = incumbent
     if picked is None:
         return _conclude(model, _cbc(model.problem, node_limit), None, lower)
     incumbent = _improve(model, relaxation, (picked, model.value_of(picked)))

@@ -62,8 +62,7 @@ def _sweep(model: str | Path, options, lists: dict[str, str | None],
         row = {"dsp_budget": budget.dsp, "bram18k_budget": budget.bram18k, "uram_budget": budget.uram,
                "lut_budget": budget.lut}
         try:
-            solution = solve(stream_graph, board, budget, options.objective, pins.unroll,
-                             requantizers=pins.requantizers, calibration=options.calibration)
+            solution = solve(stream_graph, board, budget, options.objective, pins, calibration=options.calibration)
         except NoDesignFits:
             row |= {"status": "infeasible"}
         except SearchStopped:

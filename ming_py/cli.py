@@ -118,12 +118,19 @@ def _design_options(parser, lists: bool = False) -> None:
     for resource in ("dsp", "bram", "uram", "lut"):
         parser.add_argument(f"--{resource}", help=f"{resource.upper()} budget: {share}")
     parser.add_argument("--clock", help="clock in MHz (default: the board's)")
-    parser.add_argument("--objective", choices=("latency", "sum"), default="latency",
-                        help="latency: slowest process + fills (default); sum: MING's sum of process cycles")
+    parser.add_argument("--objective", choices=("frugal", "latency", "sum"), default="frugal",
+                        help="frugal: the least resources within 1%% of the fastest design's latency (default); "
+                             "latency: the fastest design; sum: MING's sum of process cycles")
+    several = "comma-separated targets, one design each, e.g. 100,1000,10000" if lists else None
+    parser.add_argument("--target-fps", metavar="F", help=several or "the least-resource design that sustains F "
+                        "images per second at the build clock (instead of --objective)")
+    parser.add_argument("--target-latency-us", metavar="T", help=several or "the least-resource design that takes "
+                        "at most T us per image (instead of --objective)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="pin PROCESS.unroll.LOOP=N or CHANNEL.depth=N (repeatable)")
+                        help="pin PROCESS.unroll.LOOP=N, PROCESS.requantizers=N, PROCESS.multipliers=dsp|fabric|"
+                             "dsp_pair, PROCESS.line_buffer=bram|uram or CHANNEL.depth=N (repeatable)")
     parser.add_argument("--settings", action="append", default=[], type=Path, metavar="FILE",
-                        help="JSON/YAML file of the same KEY: VALUE pins")
+                        help="JSON/YAML file of the same KEY: VALUE pins (a build's OUT/settings.yaml is one)")
     parser.add_argument("--calibration", type=Path, metavar="FILE",
                         help="per-primitive resource factors fitted by `ming compare OUT --write-calibration FILE`")
 
@@ -135,13 +142,16 @@ def _limits(args) -> dict[str, str | None]:
 def _options(args, limits: dict[str, str | None]):
     """The design options, every one checked (the settings' names only after the import)."""
     from .build import BuildOptions
-    from .options import check_design, clock_mhz
+    from .options import check_design, clock_mhz, target
     from ming_py.ilp.pins import parse_assignments
     from .calibration import load_calibration
 
     calibration = load_calibration(args.calibration) if args.calibration is not None else None
+    single = getattr(args, "fifo", None) is not None  # a build: one target each; a sweep takes lists
     options = BuildOptions(args.board, limits, args.objective, parse_assignments(args.set, args.settings),
-                           clock_mhz(args.clock), getattr(args, "fifo", "sized") == "minimal", calibration)
+                           clock_mhz(args.clock), getattr(args, "fifo", "sized") == "minimal", calibration,
+                           target(args.target_fps, "--target-fps") if single else None,
+                           target(args.target_latency_us, "--target-latency-us") if single else None)
     check_design(options)
     return options
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ming_py.boards import Board, check_clock, load_board
 from ming_py.ilp.budget import OPTIONS, Budget
-from ming_py.ilp.pins import check_key
+from ming_py.ilp.pins import check_key, check_value
 
 from .calibration import Calibration
 from .errors import MingError
@@ -23,7 +23,8 @@ from .runtime import ming_driver
 
 # The board database gives no fabric maximum; HLS tools accept any period, so this only refuses nonsense.
 CLOCK_MHZ = (1.0, 1000.0)
-OBJECTIVES = ("latency", "sum")
+OBJECTIVES = ("frugal", "latency", "sum")
+TARGET_OPTIONS = {"fps": "--target-fps", "latency_us": "--target-latency-us"}
 
 
 @dataclass(frozen=True)
@@ -32,11 +33,13 @@ class BuildOptions:
 
     board: str = "kv260"
     limits: dict[str, str | None] = field(default_factory=dict)  # resource -> "N" | "P%"
-    objective: str = "latency"
-    settings: dict[str, int] = field(default_factory=dict)  # PROCESS.unroll.LOOP / CHANNEL.depth pins
+    objective: str = "frugal"
+    settings: dict[str, int | str] = field(default_factory=dict)  # pins (ilp.pins): PROCESS.unroll.LOOP, ...
     clock_mhz: float | None = None
     minimal_fifos: bool = False  # shrink FIFOs to the least depth that keeps the simulated latency
     calibration: Calibration | None = None  # per-primitive resource factors (`ming compare --write-calibration`)
+    target_fps: float | None = None  # images per second the design must sustain (its steady-state interval)
+    target_latency_us: float | None = None  # the longest an image may take through the design
 
 
 def clock_mhz(value: str | float | None) -> float | None:
@@ -70,9 +73,35 @@ def check_design(options) -> Board:
         raise MingError(f"--objective {options.objective}: choose {' or '.join(OBJECTIVES)}")
     for key, value in options.settings.items():
         check_key(key, "settings")
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise MingError(f"settings: {key}={value!r} is not an integer; give a whole number such as 8")
+        check_value(key, value, "settings")
+    for name, option in TARGET_OPTIONS.items():
+        target(getattr(options, f"target_{name}"), option)
     return board
+
+
+def target(value: str | float | None, option: str) -> float | None:
+    """A --target-fps / --target-latency-us value: a positive finite number, or None."""
+    if value is None:
+        return None
+    shown = str(value).strip() or "''"
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if isinstance(value, bool) or not (math.isfinite(number) and number > 0):
+        raise MingError(f"{option} {shown}: give a positive number, e.g. {option} 1000")
+    return number
+
+
+def target_list(spec: str | None, option: str) -> list[float | None]:
+    """`ming sweep`'s comma-separated targets ("100,1000,10000"), each checked; [None] when not given."""
+    if spec is None:
+        return [None]
+    values = str(spec).split(",")
+    if any(not v.strip() for v in values):
+        raise MingError(f"{option} {spec}: an empty target in the list; separate targets by single commas, "
+                        "e.g. 100,1000,10000")
+    return [target(v.strip(), option) for v in values]
 
 
 def check_budget_lists(board: Board, lists: dict[str, str | None]) -> None:

@@ -23,6 +23,7 @@ from ming_py.csim import run_csim
 from ming_py.kernel import validate_schedule
 from ming_py.ilp import Budget, Choice, process_cost, solve
 from ming_py.ilp.solve import smallest_design
+from ming_py.ilp.pins import Pins
 from ming_py.errors import MingError
 
 NETWORKS = ["tiny_cnn", "lenet", "two_residual_stages", "dw_separable", "residual_block", "concat_branches"]
@@ -109,8 +110,10 @@ def test_latency_objective_beats_sum_on_its_own_measure(graphs):
 def test_pins_are_respected(graphs):
     board = load_board("kv260")
     graph = graphs["tiny_cnn"]
-    solution = solve(graph, board, Budget.of(board), pins={"conv2": {"oc": 4, "ic": 2}})
+    pins = Pins(unroll={"conv2": {"oc": 4, "ic": 2}}, multipliers={"conv2": "fabric"})
+    solution = solve(graph, board, Budget.of(board), pins=pins)
     assert solution.choices["conv2"].factor("oc") == 4 and solution.choices["conv2"].factor("ic") == 2
+    assert solution.choices["conv2"].multipliers == "fabric"
 
 
 def test_cost_model_trends(graphs):

@@ -14,7 +14,7 @@ from ming_py.build import BuildOptions, build
 from ming_py.ilp.budget import Budget
 from ming_py.ilp.pins import parse_assignments
 from ming_py.errors import MingError
-from ming_py.options import (build_metadata, check_budget_lists, check_design, check_output_file,
+from ming_py.options import (target, build_metadata, check_budget_lists, check_design, check_output_file,
                              clock_mhz, load_input)
 
 pytestmark = pytest.mark.unit
@@ -139,9 +139,28 @@ def test_a_setting_given_twice_in_one_file_is_refused(tmp_path, name, text):
 
 @pytest.mark.parametrize("key", ["conv2.oc", "conv2", "conv2.unroll", "conv2.unroll.oc.x", "conv2.unroll.", ".depth",
                                  "a b.depth", ""])
-def test_a_setting_name_has_one_of_two_forms(key):
-    with pytest.raises(MingError, match="is not a setting; use PROCESS.unroll.LOOP, PROCESS.requantizers or CHANNEL.depth"):
+def test_a_setting_name_has_one_of_its_forms(key):
+    with pytest.raises(MingError, match="is not a setting; use PROCESS.unroll.LOOP, PROCESS.requantizers, "
+                                        "PROCESS.multipliers, PROCESS.line_buffer or CHANNEL.depth"):
         parse_assignments([f"{key}=8"])
+
+
+def test_named_settings_take_their_names(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("conv2:\n  multipliers: fabric\n  line_buffer: uram\n")
+    assert parse_assignments(["conv1.multipliers=dsp_pair"], [path]) == {
+        "conv2.multipliers": "fabric", "conv2.line_buffer": "uram", "conv1.multipliers": "dsp_pair"}
+    with pytest.raises(MingError, match="conv2.multipliers=luts is not one of dsp, fabric, dsp_pair"):
+        parse_assignments(["conv2.multipliers=luts"])
+    with pytest.raises(MingError, match="conv2.unroll.oc=fabric is not an integer"):
+        parse_assignments(["conv2.unroll.oc=fabric"])
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "nan", "inf", "fast", ""])
+def test_a_target_is_a_positive_number(value):
+    with pytest.raises(MingError, match="--target-fps .*: give a positive number"):
+        target(value, "--target-fps")
+    assert target("2.5e3", "--target-fps") == 2500.0
 
 
 @pytest.mark.parametrize("x, message", [
