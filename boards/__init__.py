@@ -13,6 +13,10 @@ PYNQ release its deployment targets; the processing systems themselves (ports,
 pins, properties) are described once in ``processing_systems.toml``. An Alveo
 board's ``[alveo]`` table names the memory bank its data movers use.
 
+An optional ``[reserved]`` table gives what the board's platform keeps for itself (an Alveo shell's static
+region: DSP, BRAM18K, URAM and LUT, with the document the figures come from); `Board.usable` is what is left to
+a design, and every resource budget is taken of it. A board without the table reserves nothing.
+
 `parse_board` validates one file's text; `load_board` / `all_boards` read the
 files shipped with the package through `importlib.resources`, so the database
 works from an installed wheel as well as from a source checkout.
@@ -62,6 +66,23 @@ class Alveo:
     memory: str  # e.g. "HBM[0]", "DDR[0]"
 
 
+RESERVABLE = ("dsp", "bram18k", "uram", "lut")
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """What the board's platform keeps for itself (an Alveo shell's static region); no design may use it."""
+
+    dsp: int = 0
+    bram18k: int = 0
+    uram: int = 0
+    lut: int = 0
+    source: str = ""  # the document the figures come from
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, resource) for resource in RESERVABLE)
+
+
 @dataclass(frozen=True)
 class Board:
     """One target board: its device, PL resources and default build settings."""
@@ -81,10 +102,15 @@ class Board:
     notes: str = ""
     zynq: Zynq | None = None
     alveo: Alveo | None = None
+    reserved: Reserved = Reserved()
 
     @property
     def clock_period_ns(self) -> float:
         return round(1000.0 / self.clock_mhz, 3)
+
+    def usable(self, resource: str) -> int:
+        """What a design may use of `resource` (one of `RESERVABLE`): the device's less what its platform keeps."""
+        return getattr(self, resource) - getattr(self.reserved, resource)
 
 
 # field -> (accepted python types from tomllib, required?)
@@ -104,6 +130,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "notes": ((str,), False),
     "zynq": ((dict,), False),
     "alveo": ((dict,), False),
+    "reserved": ((dict,), False),
 }
 _ZYNQ_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "board_part": ((str,), True),
@@ -113,6 +140,10 @@ _ZYNQ_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "pynq": ((str,), True),
 }
 _ALVEO_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {"memory": ((str,), True)}
+_RESERVED_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    **{resource: ((int,), True) for resource in RESERVABLE},
+    "source": ((str,), True),
+}
 _POSITIVE = ("dsp", "bram18k", "lut", "ff", "clock_mhz")
 _NONEMPTY = ("name", "part", "family", "source")
 _TYPE_NAMES = {(str,): "a string", (int,): "an integer", (int, float): "a number", (dict,): "a table"}
@@ -177,6 +208,7 @@ def parse_board(text: str, source_name: str) -> Board:
         notes=data.get("notes", ""),
         zynq=_zynq(data["zynq"], fail) if "zynq" in data else None,
         alveo=_alveo(data["alveo"], fail) if "alveo" in data else None,
+        reserved=_reserved(data["reserved"], data, fail) if "reserved" in data else Reserved(),
     )
 
 
@@ -212,6 +244,21 @@ def _zynq(data: dict, fail) -> Zynq:
 def _alveo(data: dict, fail) -> Alveo:
     _check_fields(data, _ALVEO_FIELDS, "alveo.", fail)
     return Alveo(memory=data["memory"])
+
+
+def _reserved(data: dict, device: dict, fail) -> Reserved:
+    _check_fields(data, _RESERVED_FIELDS, "reserved.", fail)
+    if not data["source"].strip():
+        raise fail("field 'reserved.source' must not be empty; name the document the figures come from")
+    for resource in RESERVABLE:
+        if data[resource] < 0:
+            raise fail(f"field 'reserved.{resource}' must be >= 0, got {data[resource]!r}")
+        if data[resource] > device[resource]:
+            raise fail(f"field 'reserved.{resource}' ({data[resource]}) must not exceed the device's "
+                       f"'{resource}' ({device[resource]})")
+    if data["bram18k"] % 2:
+        raise fail(f"field 'reserved.bram18k' must be even (2 x BRAM36), got {data['bram18k']!r}")
+    return Reserved(**data)
 
 
 PROCESSING_SYSTEMS_FILE = "processing_systems.toml"
@@ -272,17 +319,29 @@ def boards_table() -> str:
     """An aligned text table of every board's part, resources, clock and interface."""
     header = ("name", "part", "DSP", "BRAM18K", "URAM", "LUT", "FF", "clock MHz", "interface")
     numeric = (False, False, True, True, True, True, True, True, False)
-    rows = [header] + [
-        (b.name, b.part, str(b.dsp), str(b.bram18k), str(b.uram), str(b.lut), str(b.ff),
-         f"{b.clock_mhz:g}", b.interface)
-        for b in _load_all()
-    ]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    rows = [(b.name, b.part, str(b.dsp), str(b.bram18k), str(b.uram), str(b.lut), str(b.ff), f"{b.clock_mhz:g}",
+             b.interface) for b in _load_all()]
+    return _aligned(header, numeric, rows)
+
+
+def reservations_table() -> str:
+    """An aligned text table of what each board's platform keeps and what it leaves to a design ("" if none
+    keeps anything)."""
+    header = ("name", "", "DSP", "BRAM18K", "URAM", "LUT")
+    numeric = (False, False, True, True, True, True)
+    rows = []
+    for b in _load_all():
+        if b.reserved:
+            rows.append((b.name, "kept by the platform", *(str(getattr(b.reserved, r)) for r in RESERVABLE)))
+            rows.append(("", "left to a design", *(str(b.usable(r)) for r in RESERVABLE)))
+    return _aligned(header, numeric, rows) if rows else ""
+
+
+def _aligned(header: tuple[str, ...], numeric: tuple[bool, ...], rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
     def fmt(row: tuple[str, ...]) -> str:
         cells = [c.rjust(w) if num else c.ljust(w) for c, w, num in zip(row, widths, numeric)]
         return "  ".join(cells).rstrip()
 
-    lines = [fmt(header), "  ".join("-" * w for w in widths)]
-    lines += [fmt(r) for r in rows[1:]]
-    return "\n".join(lines)
+    return "\n".join([fmt(header), "  ".join("-" * w for w in widths), *map(fmt, rows)])

@@ -1,4 +1,9 @@
-"""Resource budgets: the board's resources, each optionally limited by the user."""
+"""Resource budgets: what the board leaves to a design, each resource optionally limited by the user.
+
+A budget is taken of what a design may use (`Board.usable`): the device's figure less what the board's platform
+keeps (an Alveo shell's static region, `[reserved]` in the board file; nothing on the Zynq boards). `--dsp 20%`
+is 20 % of that, a count may not exceed it, and the default shares below apply to it.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from ming_py.errors import MingError
 RESOURCES = ("dsp", "bram18k", "uram", "lut")
 OPTIONS = {"dsp": "--dsp", "bram18k": "--bram", "uram": "--uram", "lut": "--lut"}
 UNITS = {"dsp": "DSP", "bram18k": "BRAM18K", "uram": "URAM", "lut": "LUT"}
-# The share of the board a design may take of a resource the user does not limit: all of the hard blocks
+# The share of the usable figure a design may take of a resource the user does not limit: all of the hard blocks
 # (DSP, BRAM, URAM), 70 % of the LUTs, the headroom Vivado's placer and router need at 200+ MHz once
 # the fabric takes multipliers (`--lut 100%` lifts it)
 DEFAULT_SHARES = {"lut": 70}
@@ -28,24 +33,32 @@ class Budget:
 
     @staticmethod
     def of(board: Board, fractions: dict[str, str | None] | None = None) -> Budget:
-        """The board's resources, each optionally limited to `N` units or `P%` of the board."""
+        """What the board leaves to a design, each resource optionally limited to `N` units or `P%` of it."""
         fractions = fractions or {}
         return Budget(**{r: _limit(fractions.get(r), board, r) for r in RESOURCES})
 
 
 def _limit(spec: str | int | None, board: Board, resource: str) -> int:
-    """`spec` as a count of the board's `resource`: None is its default share; refused unless within 0 and the
-    board's."""
-    full = getattr(board, resource)
+    """`spec` as a count of the board's usable `resource`: None is its default share; refused unless within 0 and
+    the usable figure."""
+    usable = board.usable(resource)
     if spec is None:
-        return full * DEFAULT_SHARES.get(resource, 100) // 100
+        return usable * DEFAULT_SHARES.get(resource, 100) // 100
     option = f"{OPTIONS[resource]} {_shown(spec)}"
     value, share = _parse(spec, option)
     if value < 0:
         raise MingError(f"{option}: must not be negative; give a count (300) or a share (20%)")
-    if value > (100 if share else full):
-        raise MingError(f"{option}: the {board.name} has {full} {UNITS[resource]}; give at most 100% or {full}")
-    return math.floor(value * full / 100) if share else int(value)
+    if value > (100 if share else usable):
+        raise MingError(f"{option}: {_left_to_a_design(board, resource)}; give at most 100% or {usable}")
+    return math.floor(value * usable / 100) if share else int(value)
+
+
+def _left_to_a_design(board: Board, resource: str) -> str:
+    unit, usable, reserved = UNITS[resource], board.usable(resource), getattr(board.reserved, resource)
+    if not reserved:
+        return f"the {board.name} has {usable} {unit}"
+    return (f"the {board.name} leaves {usable:,} {unit} to a design ({getattr(board, resource):,} less "
+            f"{reserved:,} its shell keeps)")
 
 
 _COUNT = re.compile(r"[+-]?[0-9]+")

@@ -50,7 +50,8 @@ def parse_assignments(assignments: list[str], files: list[Path] = ()) -> dict[st
 
 
 KEY_FORMS = "PROCESS.unroll.LOOP, PROCESS.requantizers, PROCESS.multipliers, PROCESS.line_buffer or CHANNEL.depth"
-_KEY = re.compile(r"[^.\s=]+\.unroll\.[^.\s=]+|[^.\s=]+\.(requantizers|multipliers|line_buffer|depth)")
+# a process or channel name may hold dots (PyTorch's exports: /features/features.0/Conv), not spaces or "="
+_KEY = re.compile(r"(?P<name>[^\s=]+)\.(?:unroll\.(?P<loop>[^.\s=]+)|(?P<field>requantizers|multipliers|line_buffer|depth))")
 CHOICES = {"multipliers": ("dsp", "fabric", "dsp_pair"), "line_buffer": ("bram", "uram")}  # the named settings
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
@@ -178,31 +179,37 @@ def resolve(settings: dict[str, int | str], graph: StreamGraph) -> Pins:
     pins = Pins()
     processes = {p.name: p for p in graph.processes}
     for key, value in sorted(settings.items()):
-        parts = key.split(".")
-        if len(parts) == 3 and parts[1] == "unroll" and parts[0] in processes:
-            process, loop = processes[parts[0]], parts[2]
-            trips = trip_counts(graph, process)
-            if loop not in trips:
-                raise MingError(f"{key}: process {process.name} ({process.kind}) unrolls "
-                                f"{', '.join(sorted(trips)) or 'nothing'}")
-            if value < 1 or trips[loop] % value:
-                raise MingError(f"{key}={value}: the factor must divide the loop's {trips[loop]} iterations")
-            pins.unroll.setdefault(process.name, {})[loop] = value
-        elif len(parts) == 2 and parts[1] == "requantizers" and parts[0] in processes:
-            if value < 0:
-                raise MingError(f"{key}={value}: give the number of requantizers, or 0 for one per output lane")
-            pins.requantizers[parts[0]] = value
-        elif len(parts) == 2 and parts[1] == "multipliers" and parts[0] in processes:
-            pins.multipliers[parts[0]] = value
-        elif len(parts) == 2 and parts[1] == "line_buffer" and parts[0] in processes:
-            if not kind_of(processes[parts[0]].kind).line_buffer:
-                raise MingError(f"{key}: process {parts[0]} ({processes[parts[0]].kind}) has no line buffer")
-            pins.line_buffers[parts[0]] = value
-        elif len(parts) == 2 and parts[1] == "depth" and parts[0] in graph.channels:
+        check_key(key, "settings")
+        form = _KEY.fullmatch(key)
+        name, loop, setting = form["name"], form["loop"], form["field"]
+        if name in processes and setting != "depth":
+            _pin_process(pins, graph, processes[name], key, loop or setting, value, setting is None)
+        elif name in graph.channels and setting == "depth":
             if value < 1:
                 raise MingError(f"{key}={value}: a FIFO depth is at least 1")
-            pins.depths[parts[0]] = value
+            pins.depths[name] = value
         else:
             raise MingError(f"{key}: not a setting of this design; use {KEY_FORMS} "
                             f"(processes: {', '.join(sorted(processes))})")
     return pins
+
+
+def _pin_process(pins: Pins, graph: StreamGraph, process, key: str, setting: str, value, is_loop: bool) -> None:
+    if is_loop:
+        trips = trip_counts(graph, process)
+        if setting not in trips:
+            raise MingError(f"{key}: process {process.name} ({process.kind}) unrolls "
+                            f"{', '.join(sorted(trips)) or 'nothing'}")
+        if value < 1 or trips[setting] % value:
+            raise MingError(f"{key}={value}: the factor must divide the loop's {trips[setting]} iterations")
+        pins.unroll.setdefault(process.name, {})[setting] = value
+    elif setting == "requantizers":
+        if value < 0:
+            raise MingError(f"{key}={value}: give the number of requantizers, or 0 for one per output lane")
+        pins.requantizers[process.name] = value
+    elif setting == "multipliers":
+        pins.multipliers[process.name] = value
+    else:
+        if not kind_of(process.kind).line_buffer:
+            raise MingError(f"{key}: process {process.name} ({process.kind}) has no line buffer")
+        pins.line_buffers[process.name] = value

@@ -185,7 +185,7 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
         fastest = None
     else:
         model = _Model(graph, options, costs, available, "sum" if objective == "sum" else "latency")
-        search = _decided(_search(model, node_limit), graph, budget, reserved, calibration, node_limit)
+        search = _decided(_search(model, node_limit), graph, budget, reserved, calibration, node_limit, pins)
         picked, status = _thrifty(model, search.picked) if objective != "sum" else search.picked, search.describe()
         rule, fastest = RULES[objective], None
         if objective == "frugal":
@@ -211,8 +211,12 @@ RULES = {"latency": "the fastest design (among as fast ones, the one whose fulle
 SCORE_SCALE = 100_000  # resource scores in 1/100,000 of the budget, so that the objective is integral
 
 
-def _decided(search: _Search, graph, budget, reserved, calibration, node_limit) -> _Search:
+def _decided(search: _Search, graph, budget, reserved, calibration, node_limit, pins: Pins | None) -> _Search:
     """The search's outcome, or the error that it found no design."""
+    if search.status == "infeasible" and pins and pins.unroll:
+        raise NoDesignFits("no design keeps the pinned settings within the budget: a channel's lanes are its "
+                           "producer's output factor and its consumer's input factor, so pin both alike or "
+                           "leave one to the ILP")
     if search.status == "infeasible":
         raise _no_design_fits(graph, budget, reserved, calibration)
     if search.picked is None:

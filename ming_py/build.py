@@ -10,6 +10,7 @@ from ming_py.boards import Board
 from ming_py.classify import classify
 from ming_py.emit.alveo import alveo_files
 from ming_py.emit.deploy import deploy_files
+from ming_py.emit.folding import settings_yaml
 from ming_py.emit.hls import emit_hls
 from ming_py.emit.vivado import vivado_files
 from ming_py.emit.reports import dataflow_mlir, host_metadata, report, report_json, report_markdown
@@ -66,6 +67,8 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
         "dataflow.mlir": dataflow_mlir(stream_graph, schedule),
         "host.json": host_metadata(stream_graph, board),
     }
+    if solution is not None:
+        files["settings.yaml"] = settings_yaml(data)
     return Design(graph, stream_graph, schedule, board, files, solution)
 
 

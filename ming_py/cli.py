@@ -166,15 +166,18 @@ def _build(args) -> None:
 def _sweep(args) -> None:
     from ming_py.boards import load_board
     from ming_py.ilp.sweep import run_sweep
-    from .options import check_budget_lists, check_model
+    from .options import check_budget_lists, check_model, target_list
     from .output import check_output
     from .progress import Progress
 
     options = _options(args, {})
     check_budget_lists(load_board(args.board), _limits(args))
+    targets = {"fps": target_list(args.target_fps, "--target-fps"),
+               "latency_us": target_list(args.target_latency_us, "--target-latency-us")}
     check_model(args.model)
     check_output(args.output, [args.model, *_inputs(args)])  # before the import; again when it writes
-    run_sweep(args.model, options, _limits(args), args.output, Progress(args.quiet), inputs=_inputs(args))
+    run_sweep(args.model, options, _limits(args), args.output, Progress(args.quiet), inputs=_inputs(args),
+              targets=targets)
 
 
 def _inputs(args) -> list[Path]:
@@ -276,9 +279,14 @@ def _compare(args) -> int:
 
 
 def _boards(args) -> None:
-    from ming_py.boards import boards_table
+    from ming_py.boards import boards_table, reservations_table
 
     print(boards_table())
+    reservations = reservations_table()
+    if reservations:
+        print("\nPart of these devices is kept by the platform (an Alveo shell; [reserved] in the board file).\n"
+              "Budgets (--dsp/--bram/--uram/--lut: 100% and the defaults) are taken of what is left to a design:")
+        print(reservations)
 
 
 def _analyze(args) -> None:

@@ -1,0 +1,44 @@
+"""`OUT/settings.yaml`: the folding a build chose (unroll factors, multipliers, requantizers, line-buffer
+memory, FIFO depths) in the form `--settings` reads (`ilp.pins`), each process commented with its cycles
+and resources. Building with it gives the same design; editing it and rebuilding gives the edited one."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .environment import environment
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")  # a YAML plain scalar that stays a string
+
+
+def settings_yaml(data: dict) -> str:
+    """The folding file of a build's report data (`emit.reports.report` with a solution)."""
+    totals = data["totals"]
+    processes = [_process(node) for node in data["nodes"]]
+    channels = [{"key": _key(c["name"]), "depth": c["fifo_depth"]} for c in data["channels"]]
+    return environment().get_template("settings.yaml.j2").render(
+        model=data["model"], board=data["board"], rule=totals["solver"]["rule"], processes=processes,
+        channels=channels)
+
+
+def _process(node: dict) -> dict:
+    schedule = node["schedule"]
+    choices = []
+    if "multipliers" in schedule:
+        choices.append(("multipliers", schedule["multipliers"]))
+    if node["requantization"] is not None:
+        choices.append(("requantizers", schedule.get("requantizers", 0)))
+    if schedule.get("storage", {}).get("line_buffer") in ("bram", "uram"):  # small ones sit in LUTRAM either way
+        choices.append(("line_buffer", schedule["storage"]["line_buffer"]))
+    figures = (f"{node['cycles']:,} cycles, {node['dsp']} DSP, {node['bram18k']} BRAM18K, {node['uram']} URAM, "
+               f"{node['lut']:,} LUT")
+    return {"key": _key(node["name"]), "kind": node["kind"], "figures": figures, "choices": choices,
+            "unroll": ", ".join(f"{loop}: {factor}" for loop, factor in schedule["unroll"].items())}
+
+
+def _key(name: str) -> str:
+    """A process or channel name as a YAML key: plain where YAML reads it back as the same string, else quoted
+    (a JSON string is a YAML double-quoted scalar)."""
+    plain = _PLAIN.fullmatch(name) and name.lower() not in ("true", "false", "yes", "no", "on", "off", "null")
+    return name if plain else json.dumps(name)
