@@ -191,8 +191,8 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
         if objective == "frugal":
             fastest = model.describe(picked, reserved)
             picked, status, rule = _frugal(model, picked, status, node_limit)
-    chosen = {name: options[name][j] for name, j in picked.items()}
-    chosen_costs = {name: costs[name][j] for name, j in picked.items()}
+    chosen = {name: model.options[name][j] for name, j in picked.items()}  # the targets' model keeps fewer
+    chosen_costs = {name: model.costs[name][j] for name, j in picked.items()}
     size = {"variables": len(model.problem.variables()), "constraints": len(model.problem.constraints),
             "rule": rule} | ({"fastest": fastest} if fastest is not None else {})
     if targets:
@@ -253,6 +253,8 @@ def _target_model(graph, board, options, costs, budget, targets: Targets) -> _Mo
     """The least-resource model under the targets: candidates slower than the interval leave it."""
     if targets.fps is not None:
         interval = math.floor(board.clock_mhz * 1e6 / targets.fps)
+        if board.clock_mhz * 1e6 / (interval + 1) >= targets.fps:  # the division rounded down a whole cycle
+            interval += 1
         kept = {name: [j for j, c in enumerate(costs[name]) if c.cycles <= interval] for name in options}
         slowest = max(options, key=lambda name: min(c.cycles for c in costs[name]))
         if not kept[slowest]:
