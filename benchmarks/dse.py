@@ -1,9 +1,11 @@
 """Design-space exploration: every benchmark network at several DSP shares of one board (as MING's Table IV).
 
 For the MLPerf-Tiny-shaped networks of benchmarks/networks.py (resnet8_32,
-ds_cnn_49x10, mobilenet_v1_025_96), the test zoo's networks and a single
+ds_cnn_49x10, mobilenet_v1_025_96, autoencoder_640), the test zoo's networks and a single
 Conv+ReLU (3->16 channels, 3x3) at 32x32 and 224x224, each built with
-`ming build` at every DSP share, prints one table row:
+`ming build` at every DSP share (the default frugal objective), then with `--target-fps` at 1/2, 1/4 and
+1/10 of the highest throughput of those designs (rows fps/2, fps/4, fps/10: the least-resource design that
+sustains it within the whole budget), prints one table row:
 
 * ``est cycles`` -- the cost model's latency (``totals["cycles"]``);
 * ``bound`` -- a lower bound on the latency of the built design:
@@ -65,17 +67,19 @@ import zoo  # noqa: E402
 from ming_py.build import BuildOptions, build  # noqa: E402
 from ming_py.epilogues import lane_cost  # noqa: E402
 from ming_py.ilp.cost import HLS_LUT_OVERHEAD, LATCH_SELECT_LUT  # noqa: E402
-from ming_py.ilp.solve import NoDesignFits  # noqa: E402
+from ming_py.ilp.solve import NoDesignFits, TargetMissed  # noqa: E402
+from ming_py.options import target_board  # noqa: E402
 from ming_py.kinds import MAC_KINDS  # noqa: E402
 from ming_py.simulate import simulate_dir  # noqa: E402
 
-BENCHMARKS = ["resnet8_32", "ds_cnn_49x10", "mobilenet_v1_025_96"]
+BENCHMARKS = ["resnet8_32", "ds_cnn_49x10", "mobilenet_v1_025_96", "autoencoder_640"]
 ZOO_NETWORKS = ["residual_block", "two_residual_stages", "dw_separable", "lenet", "tiny_cnn"]
 SINGLE_CONVS = {f"conv3x3_3to16_{s}x{s}": s for s in (32, 224)}
 DEFAULT = BENCHMARKS + ZOO_NETWORKS + list(SINGLE_CONVS)
 # the other networks of benchmarks/networks.py run only when asked for with --networks
 EXTRA = [n for n in networks.NETWORKS if n not in BENCHMARKS]
 PORT_VALUES_PER_CYCLE = 8
+TARGET_FRACTIONS = (2, 4, 10)  # the fps/N rows: the least-resource design at 1/N of the highest throughput
 
 BOUND_TEXT = """\
 bound = max(ceil(MACs / MAC DSPs), max padded positions, ceil(input values / 8), ceil(output values / 8)), where
@@ -164,16 +168,16 @@ def shared_savings(report: dict) -> tuple[int, int]:
     return round(lut), dsp
 
 
-def row(name: str, share: str, path: Path, out: Path, board: str) -> tuple[str, list[str]]:
-    """The table row of one design and its per-process lines."""
-    head = f"{name:<22} {share:>5}"
+def row(name: str, label: str, path: Path, out: Path, options: BuildOptions) -> tuple[str, list[str], int | None]:
+    """The table row of one design, its per-process lines and its interval (None when no design was built)."""
+    head = f"{name:<22} {label:>7}"
     began = time.perf_counter()
     try:
-        result = build(path, out, BuildOptions(board=board, limits={"dsp": share}))
-    except NoDesignFits:
-        return f"{head}  no design fits ({time.perf_counter() - began:.1f} s)", []
+        result = build(path, out, options)
+    except (NoDesignFits, TargetMissed) as missed:
+        return f"{head}  {missed} ({time.perf_counter() - began:.1f} s)", [], None
     except Exception as error:  # any other failure is reported, and the table goes on
-        return f"{head}  build failed ({time.perf_counter() - began:.1f} s): {type(error).__name__}: {error}", []
+        return f"{head}  build failed ({time.perf_counter() - began:.1f} s): {type(error).__name__}: {error}", [], None
     seconds = time.perf_counter() - began
     report = json.loads(result.files["report.json"])
     t = report["totals"]
@@ -192,7 +196,7 @@ def row(name: str, share: str, path: Path, out: Path, board: str) -> tuple[str, 
     return (f"{head} {t['cycles']:>11,} {bound:>9,} {t['cycles'] / max(bound, 1):>9.2f} "
             f"{interval:>9,} {interval / max(bound, 1):>9.2f} {sim_text} {diff_text} "
             f"{t['dsp']:>5} {t['bram18k']:>7} {t['uram']:>4} {t['lut']:>7,} {saved_lut:>10,} {saved_dsp:>10,} "
-            f"{result.solution.solve_seconds:>6.2f} {seconds:>7.2f}"), process_lines(report)
+            f"{result.solution.solve_seconds:>6.2f} {seconds:>7.2f}"), process_lines(report), interval
 
 
 def main() -> None:
@@ -208,11 +212,13 @@ def main() -> None:
     unknown = [n for n in names if n not in DEFAULT + EXTRA]
     if unknown:
         parser.error(f"unknown network(s) {', '.join(unknown)}; choose from {', '.join(DEFAULT + EXTRA)}")
-    header = (f"{'model':<22} {'share':>5} {'est cycles':>11} {'bound':>9} {'est/bound':>9} {'interval':>9} "
+    header = (f"{'model':<22} {'design':>7} {'est cycles':>11} {'bound':>9} {'est/bound':>9} {'interval':>9} "
               f"{'int/bound':>9} {'sim cycles':>11} "
               f"{'est-sim %':>9} {'DSP':>5} {'BRAM18K':>7} {'URAM':>4} {'LUT':>7} {'shared LUT':>10} "
               f"{'shared DSP':>10} {'ILP s':>6} {'build s':>7}")
-    print(f"board {args.board}; share = the share of the board's DSPs the ILP may use (ming build --dsp SHARE)")
+    print(f"board {args.board}; design: a share of the board's DSPs the ILP may use (ming build --dsp SHARE, "
+          f"frugal objective), or fps/N: the least-resource design within the whole budget at 1/N of the "
+          f"highest throughput of those shares (ming build --target-fps)")
     print(header)
     print("-" * len(header))
     began = time.perf_counter()
@@ -221,11 +227,24 @@ def main() -> None:
         tmp = Path(tmp)
         for name in names:
             path = model_path(name, tmp)
-            for share in args.shares.split(","):
-                line, processes = row(name, share, path, tmp / "out", args.board)
+            intervals = []
+            designs = [(share, BuildOptions(board=args.board, limits={"dsp": share})) for share in args.shares.split(",")]
+            for label, options in designs:
+                line, processes, interval = row(name, label, path, tmp / "out", options)
+                print(line, flush=True)
+                intervals += [interval] if interval is not None else []
+                if processes:
+                    details += [f"{name} at {label}:"] + processes
+            if not intervals:
+                continue
+            clock = target_board(designs[0][1]).clock_mhz
+            for fraction in TARGET_FRACTIONS:
+                label = f"fps/{fraction}"
+                options = BuildOptions(board=args.board, target_fps=clock * 1e6 / min(intervals) / fraction)
+                line, processes, _ = row(name, label, path, tmp / "out", options)
                 print(line, flush=True)
                 if processes:
-                    details += [f"{name} at {share}:"] + processes
+                    details += [f"{name} at {label}:"] + processes
     print("-" * len(header))
     print(BOUND_TEXT)
     if not args.no_processes:

@@ -178,6 +178,7 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     if any(sum(min(getattr(c, r) for c in costs[name]) for name in costs) > getattr(available, r)
            for r in RESOURCES):  # every process at its least: a proof without the ILP
         raise _no_design_fits(graph, budget, reserved, calibration)
+    options, costs = _affordable(options, costs, available)
     if node_limit is None:
         node_limit = min(NODE_LIMIT, max(1_000, NODE_WORK // sum(map(len, options.values()))))
     if targets:
@@ -323,6 +324,16 @@ def _candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibr
     return options, costs
 
 
+def _affordable(options, costs, budget: Budget):
+    """The candidates that fit the budget beside every other process at its least (the others cannot)."""
+    least = {r: {name: min(getattr(c, r) for c in costs[name]) for name in costs} for r in RESOURCES}
+    spare = {r: getattr(budget, r) - sum(least[r].values()) for r in RESOURCES}
+    kept = {name: [j for j, c in enumerate(costs[name])
+                   if all(getattr(c, r) - least[r][name] <= spare[r] for r in RESOURCES)] for name in costs}
+    return ({name: [options[name][j] for j in kept[name]] for name in options},
+            {name: [costs[name][j] for j in kept[name]] for name in costs})
+
+
 def _no_design_fits(graph: StreamGraph, budget: Budget, reserved: dict[str, int], calibration) -> NoDesignFits:
     needs = smallest_design(graph, calibration)
     fifos = f"; the FIFOs need {_describe(reserved)} of it" if reserved else ""
@@ -345,6 +356,7 @@ class _Model:
                      for i, (name, choices) in enumerate(options.items())}
         for name, xs in self.pick.items():
             problem += pulp.lpSum(xs) == 1, f"one_{name}"
+        self.timing = self._timing_classes(problem)
         for c, channel in enumerate(graph.channels.values()):
             if channel.producer in self.pick and channel.consumer in self.pick:
                 self._tie_lanes(problem, c, channel)
@@ -354,17 +366,40 @@ class _Model:
         if goal == "latency":
             problem += self._latency(graph, problem)
         elif goal == "sum":
-            problem += pulp.lpSum(self.total(name, "cycles") for name in self.pick)
+            problem += pulp.lpSum(self.timed(name, lambda c: c.cycles) for name in self.pick)
         elif goal == "interval":
             interval = pulp.LpVariable("interval", lowBound=0, cat="Integer")
             for name in self.pick:
-                problem += interval >= self.total(name, "cycles"), f"interval_{name}"
+                problem += interval >= self.timed(name, lambda c: c.cycles), f"interval_{name}"
             problem += interval
         else:
             if latency_limit is not None:
                 problem += self._latency(graph, problem) <= latency_limit, "latency_limit"
             problem += pulp.lpSum(self.sample(name, lambda c: resource_score(c, budget)) for name in self.pick)
         self.problem = problem
+
+    def _timing_classes(self, problem) -> dict[str, list[tuple[pulp.LpVariable, Cost]]]:
+        """Per process, a variable per distinct timing (cycles, fill, progress curve, lags) weighing as much as
+        the candidates with it: the timing constraints name these rather than every candidate (the same LP
+        with a third of the non-zeros on resnet8_32: candidates differing only in their multipliers or
+        resources share a timing)."""
+        classes = {}
+        for i, (name, xs) in enumerate(self.pick.items()):
+            members: dict[tuple, tuple[Cost, list]] = {}
+            for x, c in zip(xs, self.costs[name]):
+                members.setdefault((c.cycles, c.fill, tuple(c.progress), tuple(map(tuple, c.lags))), (c, []))[1].append(x)
+            classes[name] = []
+            for k, (cost, group) in enumerate(members.values()):
+                timing = group[0]
+                if len(group) > 1:
+                    timing = pulp.LpVariable(f"timing_{i}_{k}", lowBound=0, upBound=1)
+                    problem += pulp.lpSum(group) == timing, f"timing_{i}_{k}"
+                classes[name].append((timing, cost))
+        return classes
+
+    def timed(self, name: str, figure):
+        """The chosen candidate's `figure(cost)` of a timing figure, through its timing class."""
+        return pulp.lpSum(t * figure(c) for t, c in self.timing[name])
 
     def too_slow(self, bound: float) -> list:
         """The candidates no design of latency <= `bound` holds: an image is done no sooner than every process
@@ -412,14 +447,14 @@ class _Model:
                  for i, name in enumerate(self.pick)}
         done = pulp.LpVariable("output_finish", lowBound=0, cat="Integer")
         for name in self.pick:
-            problem += finish[name] >= start[name] + self.total(name, "cycles"), f"work_{name}"
-            curve = [self.sample(name, lambda c, j=j: c.progress[j]) for j in range(PROGRESS_SAMPLES)]
+            problem += finish[name] >= start[name] + self.timed(name, lambda c: c.cycles), f"work_{name}"
+            curve = [self.timed(name, lambda c, j=j: c.progress[j]) for j in range(PROGRESS_SAMPLES)]
             for j, at in enumerate(curve):
                 problem += point[name][j] >= start[name] + at, f"pace_{name}_{j}"
                 if j:
-                    step = self.sample(name, lambda c, j=j: c.progress[j] - c.progress[j - 1])
+                    step = self.timed(name, lambda c, j=j: c.progress[j] - c.progress[j - 1])
                     problem += point[name][j] >= point[name][j - 1] + step, f"step_{name}_{j}"
-            tail = self.sample(name, lambda c: c.cycles - c.progress[-1])
+            tail = self.timed(name, lambda c: c.cycles - c.progress[-1])
             problem += finish[name] >= point[name][-1] + tail, f"tail_{name}"
             problem += done >= point[name][-1], f"written_{name}"
         for channel in graph.channels.values():
@@ -427,12 +462,12 @@ class _Model:
                 continue
             if channel.consumer in self.pick:
                 consumer, producer = channel.consumer, channel.producer
-                problem += start[consumer] >= start[producer] + self.total(producer, "fill"), f"fill_{channel.name}"
+                problem += start[consumer] >= start[producer] + self.timed(producer, lambda c: c.fill), f"fill_{channel.name}"
                 into = graph.process(consumer).inputs.index(channel.name)
-                first = start[producer] + self.total(producer, "fill")
+                first = start[producer] + self.timed(producer, lambda c: c.fill)
                 shares = input_fractions(graph, graph.process(consumer))[into]
                 for j, share in enumerate(shares):
-                    lag = self.sample(consumer, lambda c, j=j: c.lags[into][j])
+                    lag = self.timed(consumer, lambda c, j=j: c.lags[into][j])
                     arrival = at_share([first] + point[producer], share)
                     problem += point[consumer][j] >= arrival + lag, f"lag_{channel.name}_{j}"
             else:

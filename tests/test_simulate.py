@@ -236,15 +236,19 @@ def test_adapters_charged_from_their_loops_take_the_closed_form_cycles(lanes):
 # ---------------------------------------------------------------------------
 
 def _iteration_events(loop) -> list[list[tuple[bool, int]]]:
-    """Every iteration of the loop with its token moves in order: (is_write, input or output index)."""
-    iterations = []
+    """Every iteration of the loop with its token moves in order: (is_write, input or output index), reads
+    first; a write `loop.write_delay` iterations after its place (shared requantizers), into the next
+    positions and the iterations after the last."""
+    iterations = [[] for _ in range(loop.iterations)]
+    done = 0
     for repeat, position in loop.runs:
         for _ in range(repeat):
             for offset in range(position.iterations):
-                reads = [(False, i) for i, a in enumerate(position.reads) if offset in a.offsets()]
-                writes = [(True, o) for o, a in enumerate(position.writes) if offset in a.offsets()]
-                iterations.append(reads + writes)
-    return iterations
+                iterations[done + offset] += [(False, i) for i, a in enumerate(position.reads) if offset in a.offsets()]
+                iterations[done + offset + loop.write_delay] += [(True, o) for o, a in enumerate(position.writes)
+                                                                 if offset in a.offsets()]
+            done += position.iterations
+    return [sorted(events) for events in iterations]
 
 
 def _expanded(report: dict) -> dict:
