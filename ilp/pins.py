@@ -27,6 +27,11 @@ class Pins:
     requantizers: dict[str, int] = field(default_factory=dict)  # process -> shared requantizers (0: one per lane)
     depths: dict[str, int] = field(default_factory=dict)  # channel -> FIFO depth
 
+    @property
+    def pinned(self) -> bool:
+        """Whether any process setting is pinned (FIFO depths aside: the ILP does not choose them)."""
+        return bool(self.unroll or self.multipliers or self.line_buffers or self.requantizers)
+
 
 def parse_assignments(assignments: list[str], files: list[Path] = ()) -> dict[str, int | str]:
     """`key=value` settings from the command line and files; the same key twice with two values is an error."""

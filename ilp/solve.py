@@ -214,7 +214,7 @@ SCORE_SCALE = 100_000  # resource scores in 1/100,000 of the budget, so that the
 
 def _decided(search: _Search, graph, budget, reserved, calibration, node_limit, pins: Pins | None) -> _Search:
     """The search's outcome, or the error that it found no design."""
-    if search.status == "infeasible" and pins and pins.unroll:
+    if search.status == "infeasible" and pins is not None and pins.pinned:
         raise NoDesignFits("no design keeps the pinned settings within the budget: a channel's lanes are its "
                            "producer's output factor and its consumer's input factor, so pin both alike or "
                            "leave one to the ILP")
@@ -231,8 +231,7 @@ def _frugal(fastest: _Model, picked: dict[str, int], status: str, node_limit: in
     limit = math.floor(fastest.value_of(picked) * (1 + FRUGAL_SLACK))
     options, costs = _fast_enough(fastest.graph, fastest.options, fastest.costs, limit)
     model = _Model(fastest.graph, options, costs, fastest.budget, "resources", latency_limit=limit)
-    kept = {name: {id(c): j for j, c in enumerate(options[name])} for name in options}
-    search = _search(model, node_limit, incumbent={name: kept[name][id(fastest.options[name][j])]
+    search = _search(model, node_limit, incumbent={name: options[name].index(fastest.options[name][j])
                                                    for name, j in picked.items()})
     if search.picked is None:
         return picked, status, RULES["latency"]
@@ -244,8 +243,12 @@ def _frugal(fastest: _Model, picked: dict[str, int], status: str, node_limit: in
 def _fast_enough(graph, options, costs, limit: int):
     """The candidates a design of latency <= `limit` may hold (`_Model.too_slow`)."""
     earliest = earliest_starts(graph, costs)
-    kept = {name: [j for j, c in enumerate(costs[name]) if earliest[name] + c.progress[-1] <= limit]
-            for name in options}
+    return _keep(options, costs, lambda name, c: earliest[name] + c.progress[-1] <= limit)
+
+
+def _keep(options, costs, wanted):
+    """The candidates (and their costs) for which `wanted(process name, cost)` holds."""
+    kept = {name: [j for j, c in enumerate(costs[name]) if wanted(name, c)] for name in options}
     return ({name: [options[name][j] for j in kept[name]] for name in options},
             {name: [costs[name][j] for j in kept[name]] for name in costs})
 
@@ -256,14 +259,12 @@ def _target_model(graph, board, options, costs, budget, targets: Targets) -> _Mo
         interval = math.floor(board.clock_mhz * 1e6 / targets.fps)
         if board.clock_mhz * 1e6 / (interval + 1) >= targets.fps:  # the division rounded down a whole cycle
             interval += 1
-        kept = {name: [j for j, c in enumerate(costs[name]) if c.cycles <= interval] for name in options}
         slowest = max(options, key=lambda name: min(c.cycles for c in costs[name]))
-        if not kept[slowest]:
-            best = min(c.cycles for c in costs[slowest])
+        best = min(c.cycles for c in costs[slowest])
+        if best > interval:
             raise TargetMissed(f"--target-fps {targets.fps:g}: no design reaches it; process {slowest} alone needs "
                                f"{best:,} cycles an image, {_fps(board, best)} at {board.clock_mhz:g} MHz")
-        options = {name: [options[name][j] for j in kept[name]] for name in options}
-        costs = {name: [costs[name][j] for j in kept[name]] for name in costs}
+        options, costs = _keep(options, costs, lambda name, c: c.cycles <= interval)
     limit = math.floor(targets.latency_us * board.clock_mhz) if targets.latency_us is not None else None
     if limit is not None:
         options, costs = _fast_enough(graph, options, costs, limit)
@@ -328,10 +329,7 @@ def _affordable(options, costs, budget: Budget):
     """The candidates that fit the budget beside every other process at its least (the others cannot)."""
     least = {r: {name: min(getattr(c, r) for c in costs[name]) for name in costs} for r in RESOURCES}
     spare = {r: getattr(budget, r) - sum(least[r].values()) for r in RESOURCES}
-    kept = {name: [j for j, c in enumerate(costs[name])
-                   if all(getattr(c, r) - least[r][name] <= spare[r] for r in RESOURCES)] for name in costs}
-    return ({name: [options[name][j] for j in kept[name]] for name in options},
-            {name: [costs[name][j] for j in kept[name]] for name in costs})
+    return _keep(options, costs, lambda name, c: all(getattr(c, r) - least[r][name] <= spare[r] for r in RESOURCES))
 
 
 def _no_design_fits(graph: StreamGraph, budget: Budget, reserved: dict[str, int], calibration) -> NoDesignFits:
