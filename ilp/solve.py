@@ -187,7 +187,7 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     else:
         model = _Model(graph, options, costs, available, "sum" if objective == "sum" else "latency")
         search = _decided(_search(model, node_limit), graph, budget, reserved, calibration, node_limit, pins)
-        picked, status = _thrifty(model, search.picked) if objective != "sum" else search.picked, search.describe()
+        picked, status = _thrifty(model, search.picked) if objective == "latency" else search.picked, search.describe()
         rule, fastest = RULES[objective], None
         if objective == "frugal":
             fastest = model.describe(picked, reserved)
