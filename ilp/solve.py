@@ -18,7 +18,7 @@ writer sends them one after the other). Objective `sum` is MING's
 original sum of process cycles. Among equally fast designs the cheaper is kept
 (`_thrifty`).
 
-The search (`_search`) is deterministic: CBC on one thread, limited by
+The search (`_search`) is deterministic: HiGHS on one thread with its fixed seed, limited by
 branch-and-bound nodes and never by wall-clock time, so the same model and
 options give the same design on every run and machine. The status says
 "optimal" only when the search proved it, else "feasible (gap x%)" against the
@@ -28,9 +28,11 @@ best lower bound; "no design fits" only when infeasibility is proven.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field, replace
@@ -54,20 +56,13 @@ from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_wi
                    storage_plan)
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing
-# Branch-and-bound nodes of the proving CBC run, the search's only limit, the same on every machine: at most
-# NODE_LIMIT, fewer for larger models so that nodes x candidates stays within NODE_WORK (MobileNetV1-0.25 at 96x96,
-# about 1,700 candidates: 4,600 nodes, 20 s rather than 8 minutes, for a gap the extra nodes do not close)
+# Branch-and-bound nodes of the proving MIP run, the search's only limit, the same on every machine: at most
+# NODE_LIMIT, fewer for larger models so that nodes x candidates stays within NODE_WORK
 NODE_LIMIT = 100_000
 NODE_WORK = 8_000_000
-# CBC's preprocessing costs more than it saves here (benchmarks/ilp_time.py: 26 s -> 6 s on a 24-conv net at
-# 20% of the KV260's DSPs, 6.4 s -> 4.6 s on MobileNetV1 at 30% of the U50's, 7.0 s -> 8.3 s on the 24-conv net
-# at the whole KV260)
-CBC_OPTIONS = ("-preprocess", "off")
-# CBC 2.10.3 (PuLP's bundled binary) crashes without preprocessing on some models (MobileNetV1-0.25 at 5 % of the
-# KV260's DSPs): such a run is repeated with CBC's default preprocessing, the same way on every machine
-CBC_FALLBACK_OPTIONS = ()
-HEURISTIC_NODES = 1_000  # nodes of each CBC run that only looks for a good incumbent
-IMPROVE_SHARE = 0.25  # candidates with reduced cost under this share of the gap go into the improving MIP
+# HiGHS rather than CBC: on resnet8_32 at 20 % of the KV260's DSPs it proves a design 0.5 % faster optimal in
+# 24 s where CBC stops at a 13 % gap after 41 s; at 100 %, 10 s against 20 s (benchmarks/ilp_time.py)
+HEURISTIC_NODES = 1_000  # nodes of each MIP run that only looks for a good incumbent
 
 
 class NoDesignFits(MingError):
@@ -168,7 +163,7 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     Least resources: the least `resource_score`, the design's share of the budget summed over its resources.
 
     Deterministic: the same graph, budget and pins give the same design on every machine and every run
-    (CBC on one thread, limited by branch-and-bound nodes, never by wall-clock time)."""
+    (HiGHS on one thread, limited by branch-and-bound nodes, never by wall-clock time)."""
     if objective not in OBJECTIVES:
         raise MingError(f"unknown objective {objective!r}; use {', '.join(OBJECTIVES)}")
     started = time.perf_counter()
@@ -400,11 +395,30 @@ class _Model:
         return pulp.lpSum(t * figure(c) for t, c in self.timing[name])
 
     def too_slow(self, bound: float) -> list:
-        """The candidates no design of latency <= `bound` holds: an image is done no sooner than every process
-        wrote its last token, and a process starts no sooner than the least fills of the paths into it allow."""
-        earliest = earliest_starts(self.graph, self.costs)
-        return [x for name, xs in self.pick.items() for x, c in zip(xs, self.costs[name])
-                if earliest[name] + c.progress[-1] > bound]
+        """The candidates no design of latency <= `bound` within the budget holds, by propagation to a fixed
+        point: an image is done no sooner than every process wrote its last token, a process starts no sooner
+        than the least fills of the paths into it allow, and a candidate must fit the budget beside every
+        other process at the least it needs to be that fast (domain propagation)."""
+        alive = {name: list(range(len(xs))) for name, xs in self.pick.items()}
+        while True:
+            costs = {name: [self.costs[name][j] for j in alive[name]] for name in alive}
+            if not all(costs.values()):
+                break
+            earliest = earliest_starts(self.graph, costs)
+            fast = {name: [j for j in alive[name] if earliest[name] + self.costs[name][j].progress[-1] <= bound]
+                    for name in alive}
+            if not all(fast.values()):
+                alive = fast
+                break
+            least = {r: {name: min(getattr(self.costs[name][j], r) for j in fast[name]) for name in fast}
+                     for r in RESOURCES}
+            spare = {r: getattr(self.budget, r) - sum(least[r].values()) for r in RESOURCES}
+            kept = {name: [j for j in fast[name] if all(getattr(self.costs[name][j], r) - least[r][name] <= spare[r]
+                                                         for r in RESOURCES)] for name in fast}
+            if kept == alive:
+                break
+            alive = kept
+        return [x for name, xs in self.pick.items() for j, x in enumerate(xs) if j not in set(alive[name])]
 
     def _tie_lanes(self, problem, c: int, channel) -> None:
         """A channel's lanes: per lane count, the producer's candidates giving it weigh as much as the
@@ -496,7 +510,7 @@ class _Model:
         return [x for xs in self.pick.values() for x in xs]
 
     def picked(self, values: dict[str, float] | None) -> dict[str, int] | None:
-        """The design CBC's values describe; None unless they are one (CBC also reports the values of
+        """The design the solver's values describe; None unless they are one (it also reports the values of
         a search that stopped before it found any design)."""
         if values is None or any(0.0001 < values.get(x.name, 0.0) < 0.9999 for x in self.variables()):
             return None
@@ -547,7 +561,7 @@ class _Model:
 
 @dataclass
 class _Run:
-    """One CBC run."""
+    """One MIP (or LP) run."""
 
     status: str  # "optimal" | "infeasible" | "stopped"
     objective: float | None = None
@@ -573,49 +587,35 @@ class _Search:
 
 
 def _search(model: _Model, node_limit: int, incumbent: dict[str, int] | None = None) -> _Search:
-    """Branch and bound in deterministic steps, all with CBC:
+    """Branch and bound in deterministic steps, all with HiGHS:
 
     1. the LP relaxation: a lower bound, reduced costs, and infeasibility proven when it has none;
-    2. an incumbent from a small MIP over the candidates the LP solution uses (RENS, Berthold 2014),
-       improved by a MIP over the candidates of small reduced cost (both node-limited heuristics);
+    2. an incumbent from a small node-limited MIP over the candidates the LP solution uses (RENS, Berthold
+       2014), or the given one where that is better;
     3. reduced-cost fixing (a candidate whose reduced cost lifts the LP bound to the incumbent's value
-       cannot be in a better design) and the MIP over what is left with the incumbent as cutoff: when
+       cannot be in a better design), candidates too slow for it (`_Model.too_slow`), and the MIP over what is left with the incumbent as cutoff: when
        it finds no better design, the incumbent is optimal.
     The objective is integral, so a better design is at least one unit better (cutoff value - 0.5).
     `incumbent`: a design known to fit, the one to beat when the heuristics find none better.
     """
-    relaxation = _cbc(model.problem, node_limit, relax=True)
+    relaxation = _mip(model.problem, node_limit, relax=True)
     if relaxation.status == "infeasible":
         return _Search("infeasible")
     lower = relaxation.objective
     unused = [x for x in model.variables() if relaxation.values.get(x.name, 0.0) <= 1e-6]
-    picked = model.picked(_with_zero(unused, lambda: _cbc(model.problem, HEURISTIC_NODES)).values)
+    picked = model.picked(_with_zero(unused, lambda: _mip(model.problem, HEURISTIC_NODES)).values)
     if incumbent is not None and (picked is None or model.value_of(incumbent) < model.value_of(picked)):
         picked = incumbent
     if picked is None:
-        return _conclude(model, _cbc(model.problem, node_limit), None, lower)
-    incumbent = _improve(model, relaxation, (picked, model.value_of(picked)))
-    value = incumbent[1]
+        return _conclude(model, _mip(model.problem, node_limit), None, lower)
+    value = model.value_of(picked)
     hopeless = [x for x in unused if lower + relaxation.reduced.get(x.name, 0.0) > value - 0.5]
     if model.goal == "latency":
         hopeless = list(dict.fromkeys(hopeless + model.too_slow(value - 1)))
-    better = _with_zero(hopeless, lambda: _cbc(model.problem, node_limit, cutoff=value - 0.5))
+    better = _with_zero(hopeless, lambda: _mip(model.problem, node_limit, cutoff=value - 0.5))
     if better.status == "infeasible":
-        return _Search("optimal", incumbent[0], value, value)
-    return _conclude(model, better, incumbent, lower)
-
-
-def _improve(model: _Model, relaxation: _Run, incumbent: tuple[dict[str, int], int]) -> tuple[dict[str, int], int]:
-    """A better incumbent, if the candidates whose reduced cost is under IMPROVE_SHARE of the gap between
-    the LP bound and the incumbent (the likeliest parts of an optimal design) make one."""
-    gap = incumbent[1] - relaxation.objective
-    unlikely = [x for x in model.variables() if relaxation.values.get(x.name, 0.0) <= 1e-6 and
-                relaxation.reduced.get(x.name, 0.0) > IMPROVE_SHARE * gap]
-    if model.goal == "latency":
-        unlikely = list(dict.fromkeys(unlikely + model.too_slow(incumbent[1] - 1)))
-    run = _with_zero(unlikely, lambda: _cbc(model.problem, HEURISTIC_NODES, cutoff=incumbent[1] - 0.5))
-    picked = model.picked(run.values)
-    return incumbent if picked is None else (picked, model.value_of(picked))
+        return _Search("optimal", picked, value, value)
+    return _conclude(model, better, (picked, value), lower)
 
 
 def _with_zero(variables: list, run) -> _Run:
@@ -630,7 +630,7 @@ def _with_zero(variables: list, run) -> _Run:
 
 
 def _conclude(model: _Model, run: _Run, incumbent: tuple[dict[str, int], int] | None, lower: float) -> _Search:
-    """The search's outcome from its last CBC run and the incumbent it was given."""
+    """The search's outcome from its last MIP run and the incumbent it was given."""
     if run.status == "infeasible" and incumbent is None:
         return _Search("infeasible")
     picked = model.picked(run.values)
@@ -643,51 +643,28 @@ def _conclude(model: _Model, run: _Run, incumbent: tuple[dict[str, int], int] | 
     return _Search("feasible", best[0], best[1], min(bound, best[1]))
 
 
-def _cbc(problem: pulp.LpProblem, node_limit: int, relax: bool = False, cutoff: float | None = None) -> _Run:
-    """CBC on one thread (deterministic), as a child process that `subprocess.run` kills when ming is
-    interrupted; its files live in a temporary directory that is removed on every way out."""
-    solver = pulp.PULP_CBC_CMD(msg=False)
-    with tempfile.TemporaryDirectory(prefix="ming-cbc-") as folder:
-        model_file, solution_file = os.path.join(folder, "model.mps"), os.path.join(folder, "model.sol")
-        variables, variable_names, constraint_names, _ = problem.writeMPS(model_file, rename=1)
-        for options in (CBC_OPTIONS, CBC_FALLBACK_OPTIONS):
-            command = [solver.path, model_file, "-threads", "1", "-ratioGap", "0", "-allowableGap", "0.5",
-                       "-maxNodes", str(node_limit), *(["-cutoff", str(cutoff)] if cutoff is not None else []),
-                       *options, "-initialSolve" if relax else "-solve",
-                       "-printingOptions", "all", "-solution", solution_file]
-            run = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-            if run.returncode >= 0 and os.path.exists(solution_file) and os.path.getsize(solution_file):
-                break
-        else:
-            last = (run.stdout.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
-            raise MingError(f"CBC failed: {last}")
-        log = run.stdout
-        with open(solution_file) as f:
-            headline = f.readline()
-        _, values, reduced, _, _, _ = solver.readsol_MPS(solution_file, problem, variables, variable_names,
-                                                         constraint_names)
-    return _parse_cbc(headline, log, values, reduced)
-
-
-def _parse_cbc(headline: str, log: str, values: dict, reduced: dict) -> _Run:
-    """Status, objective and bound from the first line of CBC's solution file and its log."""
-    objective = _number_after(headline, "objective value")
-    if headline.startswith("Optimal"):
-        return _Run("optimal", objective, objective, values, reduced)
-    if "nfeasible" in headline.split(" - ")[0]:
+def _mip(problem: pulp.LpProblem, node_limit: int, relax: bool = False, cutoff: float | None = None) -> _Run:
+    """HiGHS on one thread with its fixed seed (deterministic), as a child process (`ilp.highs_worker`) that
+    `subprocess.run` kills when ming is interrupted; its files live in a temporary directory that is removed
+    on every way out."""
+    with tempfile.TemporaryDirectory(prefix="ming-highs-") as folder:
+        model_file, result_file = os.path.join(folder, "model.mps"), os.path.join(folder, "result.json")
+        variables, names, _, _ = problem.writeMPS(model_file, rename=1)
+        command = [sys.executable, "-m", "ming_py.ilp.highs_worker", model_file, result_file, str(node_limit),
+                   *([str(cutoff)] if cutoff is not None else []), *(["--relax"] if relax else [])]
+        run = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if run.returncode != 0 or not os.path.exists(result_file):
+            last = (run.stderr.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
+            raise MingError(f"the HiGHS run failed: {last}")
+        with open(result_file) as f:
+            result = json.load(f)
+    original = {renamed: name for name, renamed in names.items()}
+    values = {original[k]: v for k, v in result["values"].items()} if "values" in result else None
+    reduced = {original[k]: v for k, v in result.get("reduced", {}).items()}
+    if result["status"] == "infeasible":
         return _Run("infeasible")
-    found = objective is not None and abs(objective) < 1e40 and "No feasible solution" not in log
-    return _Run("stopped", objective, _number_after(log, "Lower bound:"), values if found else None, reduced)
-
-
-def _number_after(text: str, label: str) -> float | None:
-    index = text.find(label)
-    if index < 0:
-        return None
-    try:
-        return float(text[index + len(label):].split()[0])
-    except (ValueError, IndexError):
-        return None
+    return _Run(result["status"], result["objective"], result["bound"] if result["status"] != "optimal"
+                else result["objective"], values, reduced)
 
 
 def _thrifty(model: _Model, picked: dict[str, int]) -> dict[str, int]:
