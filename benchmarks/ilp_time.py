@@ -1,120 +1,107 @@
-"""Time of the resource ILP and of `--fifo minimal` on the DSE benchmark networks.
+"""Time and memory of the resource ILP, and the estimate against `ming simulate`, on the DSE benchmark networks.
 
-For each network of benchmarks/networks.py on its board and budget, and for each
-MIP engine: the ILP's wall-clock seconds, its status, the estimated cycles, and
-the seconds of `--fifo minimal` (one simulation of the design). `cbc` is ming's
-search as shipped; `highs` runs the same search (`ilp.solve._search`) with
-HiGHS (highspy through PuLP, one thread) in place of CBC for every LP and MIP,
-for comparison only (highspy is not a dependency of ming).
+For each case (network of benchmarks/networks.py, board, budget, objective or target), in a child process of
+its own so that its peak memory is its own: the ILP's seconds (`Solution.solve_seconds`: candidates, costs and
+the search), its status, the estimated latency and the simulated one (and their difference), the peak
+resident memory of the whole exploration (import aside), and the seconds of `--fifo minimal` (one simulation
+of the design).
 
-    python benchmarks/ilp_time.py [--solvers cbc,highs] [--models DIR]
+    python benchmarks/ilp_time.py [--cases small|large|all] [--models DIR]
+
+`small`: the MLPerf-Tiny-shaped networks (ResNet-8, DS-CNN, MobileNetV1-0.25 at 96x96, the autoencoder) on
+the KV260 at 100/20/5 % of its DSPs with the frugal default, and at 1/4 of the fastest design's throughput
+(`--target-fps`); `large`: MobileNetV1-1.0 at 224x224 on the U50 and the 1024x1024 conv stack on the KV260.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib
+import multiprocessing
+import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import pulp
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import networks  # noqa: E402
 
-from ming_py.build import BuildOptions, explore  # noqa: E402
-from ming_py.ilp.explore import minimal_fifos  # noqa: E402
+from ming_py.boards import load_board  # noqa: E402
+from ming_py.build import BuildOptions  # noqa: E402
 from ming_py.errors import MingError  # noqa: E402
+from ming_py.ilp.explore import explore, minimal_fifos  # noqa: E402
 from ming_py.line_buffers import build_stream_graph  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
+from ming_py.simulate import simulate_schedule  # noqa: E402
 
-solve_module = importlib.import_module("ming_py.ilp.solve")
-
-CASES = [  # network, board, budget
-    ("resnet24_32", "kv260", {}),
-    ("resnet24_32", "kv260", {"dsp": "20%"}),
-    ("vgg13_224", "zcu102", {}),
-    ("mobilenet_v1_224", "u50", {"dsp": "30%"}),
-]
-
-
-def highs_run(problem: pulp.LpProblem, node_limit: int, relax: bool = False, cutoff: float | None = None):
-    """`ilp.solve._cbc`'s contract, answered by HiGHS."""
-    options = {"mip_max_nodes": node_limit} | ({"objective_bound": cutoff} if cutoff is not None else {})
-    try:
-        problem.solve(pulp.HiGHS(msg=False, threads=1, gapRel=0, gapAbs=0.5, mip=not relax, **options))
-    except KeyError:  # a status PuLP does not map (node limit); the model has the answer
-        pass
-    highs = problem.solverModel
-    status = highs.modelStatusToString(highs.getModelStatus())
-    info = highs.getInfo()
-    solution = highs.getSolution()
-    values = {v.name: solution.col_value[v.index] for v in problem.variables()}
-    reduced = {v.name: solution.col_dual[v.index] for v in problem.variables()}
-    objective = info.objective_function_value
-    if status == "Optimal":
-        return solve_module._Run("optimal", objective, objective, values, reduced)
-    if status in ("Infeasible", "Objective bound"):
-        return solve_module._Run("infeasible")
-    found = info.primal_solution_status == 2
-    return solve_module._Run("stopped", objective, info.mip_dual_bound, values if found else None, reduced)
+SMALL = ["resnet8_32", "ds_cnn_49x10", "mobilenet_v1_025_96", "autoencoder_640"]
+CASES = {
+    "small": [(name, "kv260", {"dsp": share}, None) for name in SMALL for share in ("100%", "20%", "5%")] +
+             [(name, "kv260", {}, 4) for name in SMALL],
+    "large": [("mobilenet_v1_224", "u50", {}, None), ("convstack_1024", "kv260", {}, None)],
+}
 
 
-@contextlib.contextmanager
-def engine(name: str):
-    if name == "cbc":
-        yield
-        return
-    original = solve_module._cbc
-    solve_module._cbc = highs_run
-    try:
-        yield
-    finally:
-        solve_module._cbc = original
-
-
-def measure(graph, board: str, limits: dict, solver: str) -> dict:
-    row = {"solver": solver}
+def measure(model: Path, board: str, limits: dict, fraction: int | None, queue) -> None:
+    """One case, in its own process: its figures into `queue`."""
+    graph = lift(model)
     began = time.perf_counter()
+    options = BuildOptions(board=board, limits=limits)
     try:
-        with engine(solver):
-            target, solution = explore(graph, BuildOptions(board=board, limits=limits))
+        if fraction is not None:  # a throughput target: 1/fraction of the fastest design's
+            _, fastest = explore(graph, BuildOptions(board=board, limits=limits, objective="latency"))
+            fps = fastest.totals["throughput_cycles"]
+            options = BuildOptions(board=board, limits=limits,
+                                   target_fps=load_board(board).clock_mhz * 1e6 / fps / fraction)
+            began = time.perf_counter()
+        _, solution = explore(graph, options)
     except MingError as error:
-        return row | {"ilp": time.perf_counter() - began, "status": str(error).split(";")[0][:40]}
+        queue.put({"status": str(error)[:60], "ilp": time.perf_counter() - began})
+        return
     stream_graph = build_stream_graph(graph)
-    began = time.perf_counter()
+    simulated = simulate_schedule(stream_graph, solution.schedule).cycles
+    fifo_began = time.perf_counter()
     minimal_fifos(stream_graph, solution, set())
-    return row | {"ilp": solution.solve_seconds, "status": solution.status, "cycles": solution.totals["cycles"],
-                  "fifo": time.perf_counter() - began}
+    queue.put({"status": solution.status, "ilp": solution.solve_seconds, "cycles": solution.totals["cycles"],
+               "simulated": simulated, "fifo": time.perf_counter() - fifo_began,
+               "memory_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024})
+
+
+def run_case(model: Path, board: str, limits: dict, fraction: int | None) -> dict:
+    queue = multiprocessing.get_context("spawn").Queue()
+    process = multiprocessing.get_context("spawn").Process(target=measure, args=(model, board, limits, fraction,
+                                                                                 queue))
+    process.start()
+    row = queue.get()
+    process.join()
+    return row
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--solvers", default="cbc,highs")
+    parser.add_argument("--cases", choices=("small", "large", "all"), default="small")
     parser.add_argument("--models", type=Path, help="where the .onnx files are kept (default: a temporary folder)")
     args = parser.parse_args()
-    header = (f"{'network':<18} {'board':<7} {'budget':<10} {'solver':<6} {'ILP s':>7} {'status':<40} "
-              f"{'cycles':>10} {'fifo min s':>10}")
+    cases = CASES["small"] + CASES["large"] if args.cases == "all" else CASES[args.cases]
+    header = (f"{'network':<20} {'board':<6} {'design':<10} {'ILP s':>7} {'status':<24} {'cycles':>10} "
+              f"{'simulated':>10} {'est-sim %':>9} {'peak MB':>8} {'fifo min s':>10}")
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.models or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        graphs = {}
-        for name, board, limits in CASES:
-            if name not in graphs:
-                graphs[name] = lift(networks.quantized(name, folder))
-            budget = ",".join(f"{k} {v}" for k, v in limits.items()) or "board"
-            for solver in args.solvers.split(","):
-                row = measure(graphs[name], board, limits, solver)
-                cycles = f"{row['cycles']:>10,}" if "cycles" in row else f"{'':>10}"
-                fifo = f"{row['fifo']:>10.2f}" if "fifo" in row else f"{'':>10}"
-                print(f"{name:<18} {board:<7} {budget:<10} {solver:<6} {row['ilp']:>7.2f} {row['status']:<40} "
-                      f"{cycles} {fifo}", flush=True)
+        for name, board, limits, fraction in cases:
+            model = networks.quantized(name, folder)
+            design = f"fps/{fraction}" if fraction else (",".join(f"{k} {v}" for k, v in limits.items()) or "board")
+            row = run_case(model, board, limits, fraction)
+            if "cycles" in row:
+                error = 100 * (row["cycles"] - row["simulated"]) / max(row["simulated"], 1)
+                figures = (f"{row['cycles']:>10,} {row['simulated']:>10,} {error:>+9.1f} {row['memory_mb']:>8,} "
+                           f"{row['fifo']:>10.2f}")
+            else:
+                figures = ""
+            print(f"{name:<20} {board:<6} {design:<10} {row['ilp']:>7.2f} {row['status']:<24} {figures}", flush=True)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ below it so that one huge map is named as such. The benchmark networks (benchmar
 inside: vgg13_224 streams 1.4e7 values, mobilenet_v1_224 5.2e6.
 
 Nodes: the recursive graph walks (FIFO sizing's `need`, `split_latency`) take two Python frames per node
-of depth against the interpreter's 1000, and the ILP (CBC, no time limit) grows quickly with processes: a
+of depth against the interpreter's 1000, and the ILP (HiGHS, no time limit) grows quickly with processes: a
 chain of 1x1 convs on 8x8x8 maps built in 68 s with 25 nodes and 429 s with 50. MAX_NODES = 400 keeps
 the walks safe; it does not bound the solver's time (the benchmark networks have 18 to 38 nodes).
 """

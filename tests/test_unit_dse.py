@@ -1,5 +1,5 @@
 """The design-space exploration (`ming_py.ilp`) over a small chain built by hand: conv 3x3 -> 1x1 conv ->
-max pool. No model, no IREE, no compiler; CBC (the ILP solver, not a compiler) runs as a child process.
+max pool. No model, no IREE, no compiler; HiGHS (the ILP solver, not a compiler) runs as a child process.
 
 Checked against the README ("Design-space exploration"): the chosen design keeps every resource within the
 budget, and its schedule is valid (unroll factors divide their trip counts, a channel's lanes are its
