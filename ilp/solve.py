@@ -226,8 +226,8 @@ def _frugal(fastest: _Model, picked: dict[str, int], status: str, node_limit: in
     limit = math.floor(fastest.value_of(picked) * (1 + FRUGAL_SLACK))
     options, costs = _fast_enough(fastest.graph, fastest.options, fastest.costs, limit)
     model = _Model(fastest.graph, options, costs, fastest.budget, "resources", latency_limit=limit)
-    search = _search(model, node_limit, incumbent={name: options[name].index(fastest.options[name][j])
-                                                   for name, j in picked.items()})
+    start = _descend(model, {name: options[name].index(fastest.options[name][j]) for name, j in picked.items()})
+    search = _search(model, node_limit, incumbent=start)
     if search.picked is None:
         return picked, status, RULES["latency"]
     rule = f"{RULES['frugal']} ({fastest.value_of(picked):,} cycles, {status})"
@@ -686,6 +686,20 @@ def _thrifty(model: _Model, picked: dict[str, int]) -> dict[str, int]:
             trial = picked | {name: j}
             if j == picked[name] or (model.fits(trial) and model.value_of(trial) <= value):
                 picked = trial
+                break
+    return picked
+
+
+def _descend(model: _Model, picked: dict[str, int]) -> dict[str, int]:
+    """A cheaper design to start the least-resource search from: each process in turn takes the candidate with
+    its lanes of least `resource_score` that keeps the design within the budget and the latency limit."""
+    for name in model.pick:
+        lanes = _lanes_of(model.options[name][picked[name]])
+        ranked = sorted((j for j, choice in enumerate(model.options[name]) if _lanes_of(choice) == lanes),
+                        key=lambda j: (resource_score(model.costs[name][j], model.budget), j))
+        for j in ranked:
+            if j == picked[name] or model.fits(picked | {name: j}):
+                picked = picked | {name: j}
                 break
     return picked
 
