@@ -29,7 +29,6 @@ import networks  # noqa: E402
 
 from ming_py.boards import load_board  # noqa: E402
 from ming_py.build import BuildOptions  # noqa: E402
-from ming_py.errors import MingError  # noqa: E402
 from ming_py.ilp.explore import explore, minimal_fifos  # noqa: E402
 from ming_py.line_buffers import build_stream_graph  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
@@ -45,10 +44,11 @@ CASES = {
 
 def measure(model: Path, board: str, limits: dict, fraction: int | None, queue) -> None:
     """One case, in its own process: its figures into `queue`."""
-    graph = lift(model)
     began = time.perf_counter()
     options = BuildOptions(board=board, limits=limits)
     try:
+        graph = lift(model)
+        began = time.perf_counter()
         if fraction is not None:  # a throughput target: 1/fraction of the fastest design's
             _, fastest = explore(graph, BuildOptions(board=board, limits=limits, objective="latency"))
             fps = fastest.totals["throughput_cycles"]
@@ -56,8 +56,8 @@ def measure(model: Path, board: str, limits: dict, fraction: int | None, queue) 
                                    target_fps=load_board(board).clock_mhz * 1e6 / fps / fraction)
             began = time.perf_counter()
         _, solution = explore(graph, options)
-    except MingError as error:
-        queue.put({"status": str(error)[:60], "ilp": time.perf_counter() - began})
+    except Exception as error:  # a refused model or a failure: the row says so and the table goes on
+        queue.put({"status": f"{type(error).__name__}: {error}"[:60], "ilp": time.perf_counter() - began})
         return
     stream_graph = build_stream_graph(graph)
     simulated = simulate_schedule(stream_graph, solution.schedule).cycles
