@@ -374,8 +374,8 @@ class _Model:
     def _timing_classes(self, problem) -> dict[str, list[tuple[pulp.LpVariable, Cost]]]:
         """Per process, a variable per distinct timing (cycles, fill, progress curve, lags) weighing as much as
         the candidates with it: the timing constraints name these rather than every candidate (the same LP
-        with a third of the non-zeros on resnet8_32: candidates differing only in their multipliers or
-        resources share a timing)."""
+        with fewer non-zeros: candidates differing only in their multipliers or resources share a timing;
+        resnet8_32 has 1,365 timings for 4,714 candidates)."""
         classes = {}
         for i, (name, xs) in enumerate(self.pick.items()):
             members: dict[tuple, tuple[Cost, list]] = {}
