@@ -61,7 +61,7 @@ MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothin
 NODE_LIMIT = 100_000
 NODE_WORK = 8_000_000
 # HiGHS rather than CBC: on resnet8_32 at 20 % of the KV260's DSPs it proves a design 0.5 % faster optimal in
-# 24 s where CBC stops at a 13 % gap after 41 s; at 100 %, 10 s against 20 s (benchmarks/ilp_time.py)
+# 24 s where CBC stopped at a 13 % gap after 41 s; at 100 %, 10 s against 20 s
 HEURISTIC_NODES = 1_000  # nodes of each MIP run that only looks for a good incumbent
 
 
@@ -424,7 +424,7 @@ class _Model:
         """A channel's lanes: per lane count, the producer's candidates giving it weigh as much as the
         consumer's taking it. Where there are several counts, a binary per count names the chosen one:
         the same LP, but branching on it splits the designs by lanes (all of a skeleton's candidates at
-        once) rather than one candidate at a time (resnet8_32 at 100 %: 37 s to 20 s, proven)."""
+        once) rather than one candidate at a time (with CBC, resnet8_32 at 100 %: 37 s to 20 s, proven)."""
         choices = sorted(self._lanes_choices(self.graph, channel).items())
         for lanes, (made, taken) in choices:
             problem += pulp.lpSum(made) == pulp.lpSum(taken), f"lanes_{channel.name}_{lanes}"
