@@ -228,7 +228,8 @@ def main() -> None:
         for name in names:
             path = model_path(name, tmp)
             intervals = []
-            designs = [(share, BuildOptions(board=args.board, limits={"dsp": share})) for share in args.shares.split(",")]
+            designs = [(share, BuildOptions(board=args.board, limits={"dsp": share}))
+                       for share in args.shares.split(",")]
             for label, options in designs:
                 line, processes, interval = row(name, label, path, tmp / "out", options)
                 print(line, flush=True)

@@ -56,7 +56,8 @@ def parse_assignments(assignments: list[str], files: list[Path] = ()) -> dict[st
 
 KEY_FORMS = "PROCESS.unroll.LOOP, PROCESS.requantizers, PROCESS.multipliers, PROCESS.line_buffer or CHANNEL.depth"
 # a process or channel name may hold dots (PyTorch's exports: /features/features.0/Conv), not spaces or "="
-_KEY = re.compile(r"(?P<name>[^\s=]+)\.(?:unroll\.(?P<loop>[^.\s=]+)|(?P<field>requantizers|multipliers|line_buffer|depth))")
+_KEY = re.compile(r"(?P<name>[^\s=]+)\."
+                  r"(?:unroll\.(?P<loop>[^.\s=]+)|(?P<field>requantizers|multipliers|line_buffer|depth))")
 CHOICES = {"multipliers": ("dsp", "fabric", "dsp_pair"), "line_buffer": ("bram", "uram")}  # the named settings
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 

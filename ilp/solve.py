@@ -292,7 +292,8 @@ def _best_achievable(best: _Model, board: Board, node_limit: int) -> str:
     value = best.value_of(search.picked)
     if best.goal == "interval":
         return f"the fastest within it sustains {_fps(board, value)} (one image per {value:,} cycles)"
-    return f"the fastest within it takes {value / board.clock_mhz:,.2f} us ({value:,} cycles at {board.clock_mhz:g} MHz)"
+    return (f"the fastest within it takes {value / board.clock_mhz:,.2f} us ({value:,} cycles at "
+            f"{board.clock_mhz:g} MHz)")
 
 
 def _fps(board: Board, cycles: int) -> str:
@@ -380,7 +381,8 @@ class _Model:
         for i, (name, xs) in enumerate(self.pick.items()):
             members: dict[tuple, tuple[Cost, list]] = {}
             for x, c in zip(xs, self.costs[name]):
-                members.setdefault((c.cycles, c.fill, tuple(c.progress), tuple(map(tuple, c.lags))), (c, []))[1].append(x)
+                timing = (c.cycles, c.fill, tuple(c.progress), tuple(map(tuple, c.lags)))
+                members.setdefault(timing, (c, []))[1].append(x)
             classes[name] = []
             for k, (cost, group) in enumerate(members.values()):
                 timing = group[0]
@@ -474,7 +476,8 @@ class _Model:
                 continue
             if channel.consumer in self.pick:
                 consumer, producer = channel.consumer, channel.producer
-                problem += start[consumer] >= start[producer] + self.timed(producer, lambda c: c.fill), f"fill_{channel.name}"
+                problem += (start[consumer] >= start[producer] + self.timed(producer, lambda c: c.fill),
+                            f"fill_{channel.name}")
                 into = graph.process(consumer).inputs.index(channel.name)
                 first = start[producer] + self.timed(producer, lambda c: c.fill)
                 shares = input_fractions(graph, graph.process(consumer))[into]
@@ -593,7 +596,8 @@ def _search(model: _Model, node_limit: int, incumbent: dict[str, int] | None = N
     2. an incumbent from a small node-limited MIP over the candidates the LP solution uses (RENS, Berthold
        2014), or the given one where that is better;
     3. reduced-cost fixing (a candidate whose reduced cost lifts the LP bound to the incumbent's value
-       cannot be in a better design), candidates too slow for it (`_Model.too_slow`), and the MIP over what is left with the incumbent as cutoff: when
+       cannot be in a better design), candidates too slow for it (`_Model.too_slow`), and the MIP over what
+       is left with the incumbent as cutoff: when
        it finds no better design, the incumbent is optimal.
     The objective is integral, so a better design is at least one unit better (cutoff value - 0.5).
     `incumbent`: a design known to fit, the one to beat when the heuristics find none better.
