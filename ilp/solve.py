@@ -401,26 +401,15 @@ class _Model:
         point: an image is done no sooner than every process wrote its last token, a process starts no sooner
         than the least fills of the paths into it allow, and a candidate must fit the budget beside every
         other process at the least it needs to be that fast (domain propagation)."""
-        alive = {name: list(range(len(xs))) for name, xs in self.pick.items()}
-        while True:
-            costs = {name: [self.costs[name][j] for j in alive[name]] for name in alive}
-            if not all(costs.values()):
+        alive, costs = {name: list(range(len(xs))) for name, xs in self.pick.items()}, self.costs
+        while all(costs.values()):
+            fast = _fast_enough(self.graph, alive, costs, bound)
+            kept = _affordable(*fast, self.budget) if all(fast[1].values()) else fast
+            if kept[0] == alive:
                 break
-            earliest = earliest_starts(self.graph, costs)
-            fast = {name: [j for j in alive[name] if earliest[name] + self.costs[name][j].progress[-1] <= bound]
-                    for name in alive}
-            if not all(fast.values()):
-                alive = fast
-                break
-            least = {r: {name: min(getattr(self.costs[name][j], r) for j in fast[name]) for name in fast}
-                     for r in RESOURCES}
-            spare = {r: getattr(self.budget, r) - sum(least[r].values()) for r in RESOURCES}
-            kept = {name: [j for j in fast[name] if all(getattr(self.costs[name][j], r) - least[r][name] <= spare[r]
-                                                         for r in RESOURCES)] for name in fast}
-            if kept == alive:
-                break
-            alive = kept
-        return [x for name, xs in self.pick.items() for j, x in enumerate(xs) if j not in set(alive[name])]
+            alive, costs = kept
+        survivors = {name: set(indices) for name, indices in alive.items()}
+        return [x for name, xs in self.pick.items() for j, x in enumerate(xs) if j not in survivors[name]]
 
     def _tie_lanes(self, problem, c: int, channel) -> None:
         """A channel's lanes: per lane count, the producer's candidates giving it weigh as much as the
