@@ -289,7 +289,7 @@ class LeanRequant:
 def lean_requant(multiplier: ArrayLike) -> LeanRequant | None:
     """The lean datapath's constants for `multiplier`, or None where its argument does not hold
     (``limit >= 2**24``, so float32(acc) may round, or ``M >= 2**23``)."""
-    return _lean_requant(int(np.asarray(multiplier, _F32).view(np.uint32)))
+    return _lean_requant(np.asarray(multiplier, _F32).reshape(1).tobytes())[0]
 
 
 def lean_channels(multipliers: ArrayLike) -> tuple[LeanRequant, ...] | None:
@@ -302,7 +302,7 @@ def lean_channels(multipliers: ArrayLike) -> tuple[LeanRequant, ...] | None:
 
 @functools.lru_cache(maxsize=None)
 def _lean_channels(multipliers: bytes) -> tuple[LeanRequant, ...] | None:
-    constants = [lean_requant(m) for m in np.frombuffer(multipliers, _F32)]
+    constants = _lean_requant(multipliers)
     if any(c is None for c in constants):
         return None
     common = max(c.shift for c in constants)
@@ -312,26 +312,27 @@ def _lean_channels(multipliers: bytes) -> tuple[LeanRequant, ...] | None:
 
 
 @functools.lru_cache(maxsize=None)
-def _lean_requant(bits: int) -> LeanRequant | None:
-    m = np.uint32(bits).view(_F32)
-    mant, exp = (int(v) for v in float32_parts(m))
-    if mant == 0 or exp >= 0:
-        return None
+def _lean_requant(multipliers: bytes) -> tuple[LeanRequant | None, ...]:
+    """Per float32 multiplier, its lean constants or None: the magnitude is monotonic in |acc|, so every
+    channel's least saturating |acc| is bisected at once."""
+    m = np.frombuffer(multipliers, _F32)
+    mant, exp = float32_parts(m)
     top = (1 << LEAN_LIMIT_BITS) - 1
-    if _magnitude(top, m) < LEAN_SATURATING:
-        return None
-    low, high = 0, top  # the magnitude is monotonic in |acc|: bisect for the least saturating one
-    while low < high:
+    valid = (mant != 0) & (exp < 0)
+    valid &= _saturates(np.full(m.shape, top), m, valid)
+    low, high = np.zeros(m.shape, np.int64), np.full(m.shape, top, np.int64)
+    while np.any(low < high):
         mid = (low + high) // 2
-        if _magnitude(mid, m) >= LEAN_SATURATING:
-            high = mid
-        else:
-            low = mid + 1
-    return LeanRequant(mant, -exp, low)
+        saturated = _saturates(mid, m, valid)
+        high, low = np.where(saturated, mid, high), np.where(saturated | (low >= high), low, mid + 1)
+    return tuple(LeanRequant(int(a), int(-e), int(limit)) if ok else None
+                 for a, e, limit, ok in zip(mant, exp, low, valid))
 
 
-def _magnitude(a: int, m: np.float32) -> int:
-    return int(requantize(a, m, 0, I32_MIN, I32_MAX))
+def _saturates(a: IntArray, m: npt.NDArray[np.float32], valid: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+    """Whether ``|rne(f32(a * m))|`` reaches LEAN_SATURATING (False where not `valid`)."""
+    safe = np.where(valid, m, _F32(0))
+    return valid & (requantize(a, safe, 0, I32_MIN, I32_MAX) >= LEAN_SATURATING)
 
 
 def lean_magnitude(a: ArrayLike, mantissa: ArrayLike, shift: ArrayLike) -> IntArray:
