@@ -27,6 +27,7 @@ from ming_py.errors import MingError
 from ming_py.ir import Graph
 
 from . import iree_compile, onnx_formats
+from .onnx_converters import rewrite_converter_idioms
 from .facts import FrontendFacts, ModelPort, QuantizedWeights
 from .lift import Lifter
 from .onnx_geometry import check_pads, prepare_resizes
@@ -329,6 +330,7 @@ def import_onnx(path: str | Path) -> Graph:
     notes = fix_symbolic_batch(model)
     types = onnx_formats.to_int8_qdq(model)
     check_supported(model)
+    rewrite_converter_idioms(model)
     inputs = [ModelPort(v.name, _shape(v), integer_dtype=types.input_dtype(v.name)) for v in model_inputs(model.graph)]
     outputs = [ModelPort(v.name, _shape(v), integer_dtype=types.output_dtype(v.name)) for v in model.graph.output]
     inputs = [replace(port, permutation=fold_input_transpose(model, value))

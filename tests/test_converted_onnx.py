@@ -4,6 +4,8 @@ ming folds what is exact and must equal onnxruntime bit for bit."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -98,3 +100,34 @@ def test_a_relu_that_changes_the_output_is_refused(converted, tmp_path):
     onnx.save(model, str(tmp_path / "relu.onnx"))
     with pytest.raises(MingError, match=r"node 'the_relu' \(Relu\) before QuantizeLinear clamps"):
         lift(tmp_path / "relu.onnx")
+
+
+# Made by tf2onnx from int8 TFLite models of Keras networks (tests/generators/converted_models.py): dense
+# layers as MatMul + Add of the dequantized int32 bias, Squeeze after the pooling, a float Relu or Clip between
+# each layer and its QuantizeLinear (residual Adds included), int8 input and output, a float Softmax.
+CONVERTER_MADE = ["resnet.onnx", "resnet_nchw.onnx", "ds_cnn.onnx", "mobilenet.onnx", "mobilenet_nchw.onnx",
+                  "autoencoder.onnx"]
+CONVERTED = Path(__file__).parent / "data" / "converted"
+
+
+@pytest.mark.parametrize("name", CONVERTER_MADE)
+def test_a_tf2onnx_model_equals_onnxruntime(name):
+    model = CONVERTED / name
+    graph = lift(model)
+    for seed in range(3):
+        result = parity.compare(graph, model, converted_onnx.model_input(model, seed))
+        assert result.exact == result.total, f"{result.total - result.exact} of {result.total} differ"
+
+
+def test_a_dense_layer_written_as_matmul_and_bias_add_is_one_gemm():
+    graph = lift(CONVERTED / "autoencoder.onnx")
+    assert [k.op for k in graph.kernels()] == ["gemm"] * 6
+
+
+@pytest.mark.parametrize("name", ["resnet.onnx", "autoencoder.onnx"])
+def test_csim_of_a_tf2onnx_model_equals_onnxruntime(tmp_path, name):
+    model = CONVERTED / name
+    graph = lift(model)
+    x = converted_onnx.model_input(model, 3)
+    expected = parity.onnxruntime_outputs(model, x)[0]
+    assert np.array_equal(csim(graph, tmp_path / "out", x), expected)

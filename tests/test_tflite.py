@@ -3,6 +3,8 @@ accelerator must equal TFLite's reference kernels (the builtin reference op reso
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
@@ -202,3 +204,16 @@ def test_cli_builds_a_tflite_model_and_its_accelerator_equals_tflite(tmp_path):
         assert result.returncode == 0, result.stderr
         y = np.load(tmp_path / "y.npy")
         assert y.dtype == np.int8 and np.array_equal(y.reshape(expected.shape), expected), command[0]
+
+
+# Made by the TFLite converter from Keras models (tests/generators/converted_models.py)
+CONVERTER_MADE = Path(__file__).parent / "data" / "converted"
+
+
+@pytest.mark.parametrize("name", ["ds_cnn.tflite", "autoencoder.tflite"])
+def test_a_converter_made_model_equals_tflite_reference_kernels(name):
+    path = CONVERTER_MADE / name
+    graph = lift(path)
+    for seed in range(3):
+        x = model_input(graph, seed)
+        assert np.array_equal(reference.run(graph, x)[graph.outputs[0].name], tflite_reference(path, x))
