@@ -5,20 +5,115 @@ each is rewritten into its quantize_static equivalent, which computes the same v
 
 * a dense layer as MatMul followed by an Add of its dequantized int32 bias: one Gemm with that bias as C
   (onnxruntime's MatMulAddFusion makes the same Gemm before its QDQ fusions);
-* Squeeze and Unsqueeze (around pooling, Conv1D): a Reshape to the same static shape.
+* Squeeze and Unsqueeze (around pooling, Conv1D): a Reshape to the same static shape;
+* an input's Reshape that only inserts unit axes followed by a Transpose (Conv1D's EXPAND_DIMS and layout
+  change): the Transpose of the input first, then the Reshape, so that the Transpose is host layout;
+* shape arithmetic (Keras 3's Flatten: Shape -> Slice -> Concat -> Reshape): with the batch fixed, its
+  values are constants.
 """
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+# integer operators of shape arithmetic, folded where their inputs are constants
+SHAPE_OPS = frozenset({"Shape", "Cast", "Slice", "Concat", "Gather", "Unsqueeze", "Squeeze", "Add", "Sub", "Mul",
+                       "Div", "ReduceProd", "Identity"})
 
 
 def rewrite_converter_idioms(model: onnx.ModelProto) -> None:
     """Rewrite, in place, the idioms above (the model's batch is already fixed to 1)."""
+    _fold_shape_arithmetic(model)
     _squeezes_to_reshapes(model)
+    _transpose_inputs_first(model)
     _dense_layers(model.graph, _static_shapes(model))
+
+
+def _transpose_inputs_first(model: onnx.ModelProto) -> None:
+    graph = model.graph
+    initializers = {i.name for i in graph.initializer}
+    shapes = _static_shapes(model)
+    for value in [v for v in graph.input if v.name not in initializers]:
+        readers = [n for n in graph.node if value.name in n.input]
+        if len(readers) != 1 or readers[0].op_type != "Reshape" or value.name not in shapes:
+            continue
+        reshape = readers[0]
+        transposes = [n for n in graph.node if reshape.output[0] in n.input]
+        if len(transposes) != 1 or transposes[0].op_type != "Transpose" or transposes[0].output[0] not in shapes:
+            continue
+        transpose = transposes[0]
+        perm = next((list(a.ints) for a in transpose.attribute if a.name == "perm"), None)
+        first = _input_permutation(shapes[value.name], shapes[reshape.output[0]], perm)
+        if first is None:
+            continue
+        # input -> Transpose(first) -> Reshape(to the Transpose's output shape)
+        moved = f"{value.name}_transposed"
+        shape_name = f"{reshape.name}_transposed_shape"
+        graph.initializer.append(numpy_helper.from_array(np.array(shapes[transpose.output[0]], np.int64),
+                                                         shape_name))
+        position = list(graph.node).index(reshape)
+        graph.node.remove(reshape)
+        graph.node.remove(transpose)
+        graph.node.insert(position, helper.make_node("Reshape", [moved, shape_name], [transpose.output[0]],
+                                                     name=reshape.name))
+        graph.node.insert(position, helper.make_node("Transpose", [value.name], [moved], name=transpose.name,
+                                                     perm=first))
+
+
+def _input_permutation(shape, unit_shape, perm) -> list[int] | None:
+    """The permutation of `shape` (keeping the batch axis first) whose result, reshaped, is `unit_shape`
+    (`shape` with unit axes inserted) transposed by `perm`; None if there is none."""
+    if perm is None or int(np.prod(shape)) != int(np.prod(unit_shape)):
+        return None
+    index = np.arange(int(np.prod(shape)))
+    wanted = index.reshape(unit_shape).transpose(perm).reshape(-1)
+    for order in itertools.permutations(range(1, len(shape))):
+        candidate = [0, *order]
+        if np.array_equal(index.reshape(shape).transpose(candidate).reshape(-1), wanted):
+            return candidate
+    return None
+
+
+def _fold_shape_arithmetic(model: onnx.ModelProto) -> None:
+    """Replace each integer shape computation by its constant value: a Shape of a static shape, and the
+    shape operators over integer constants that follow it."""
+    graph = model.graph
+    if not any(n.op_type == "Shape" for n in graph.node):
+        return
+    shapes = _static_shapes(model)
+    constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer
+                 if i.data_type in (TensorProto.INT64, TensorProto.INT32)}
+    for node in list(graph.node):
+        if node.op_type == "Shape" and node.input[0] in shapes:
+            value = np.array(shapes[node.input[0]], np.int64)
+            start, end = (next((a.i for a in node.attribute if a.name == key), None) for key in ("start", "end"))
+            value = value[start:end]
+        elif node.op_type in SHAPE_OPS and node.op_type != "Shape" and node.input \
+                and all(name in constants for name in node.input if name):
+            value = _evaluate(node, constants)
+            if value.dtype.kind not in "iu":
+                continue
+        else:
+            continue
+        constants[node.output[0]] = value
+        graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
+        graph.node.remove(node)
+
+
+def _evaluate(node: onnx.NodeProto, constants: dict[str, np.ndarray]) -> np.ndarray:
+    inputs = [name for name in node.input if name]
+    single = helper.make_graph(
+        [node], "fold", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(constants[n].dtype),
+                                                       constants[n].shape) for n in inputs],
+        [helper.make_tensor_value_info(node.output[0], TensorProto.UNDEFINED, None)])
+    model = helper.make_model(single, opset_imports=[helper.make_opsetid("", 13)])
+    (value,) = ReferenceEvaluator(model).run(None, {n: constants[n] for n in inputs})
+    return np.asarray(value)
 
 
 def _dense_layers(graph: onnx.GraphProto, shapes: dict[str, tuple[int, ...]]) -> None:

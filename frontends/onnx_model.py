@@ -192,8 +192,8 @@ def _permutation(node: onnx.NodeProto) -> tuple[int, ...] | None:
 
 
 def fold_input_transpose(model: onnx.ModelProto, value: onnx.ValueInfoProto) -> tuple[int, ...]:
-    """Remove a Transpose that reads the input directly, or through its per-tensor DequantizeLinear; the
-    input then has the transposed shape. Returns the permutation (none: ())."""
+    """Remove a Transpose (or a Reshape that is one) that reads the input directly, or through its per-tensor
+    DequantizeLinear; the input then has the transposed shape. Returns the permutation (none: ())."""
     graph = model.graph
     consumers = _consumers(graph, value.name)
     if len(consumers) != 1:
@@ -201,15 +201,31 @@ def fold_input_transpose(model: onnx.ModelProto, value: onnx.ValueInfoProto) -> 
     node, reader = consumers[0], None
     if node.op_type == "DequantizeLinear" and len(_consumers(graph, node.output[0])) == 1:
         reader, node = node, _consumers(graph, node.output[0])[0]
-    perm = _permutation(node) if node.op_type == "Transpose" else None
+    shape = _shape(value)
+    perm = _permutation(node) if node.op_type == "Transpose" else _reshape_permutation(graph, node, shape)
     if perm is None:
         return ()
-    shape = _shape(value)
     graph.node.remove(node)
     _rename_uses(graph, node.output[0], value.name if reader is None else reader.output[0])
     for dim, axis in zip(_dims(value), perm):
         dim.dim_value = shape[axis]
     return perm
+
+
+def _reshape_permutation(graph: onnx.GraphProto, node: onnx.NodeProto, shape: tuple[int, ...]):
+    """The NHWC <-> NCHW permutation a Reshape of `shape` is, moving only axes of size 1 (tf2onnx writes the
+    Transpose of a single-channel NHWC input so), else None."""
+    target = next((numpy_helper.to_array(i) for i in graph.initializer if node.op_type == "Reshape"
+                   and len(node.input) > 1 and i.name == node.input[1]), None)
+    if target is None or len(shape) != 4 or len(target) != 4:
+        return None
+    target = [shape[i] if d == 0 else int(d) for i, d in enumerate(target)]  # ONNX: 0 copies the dimension
+    if -1 in target:  # and -1 is what the others leave
+        target[target.index(-1)] = int(np.prod(shape)) // max(1, -int(np.prod(target)))
+    for perm in ((0, 3, 1, 2), (0, 2, 3, 1)):
+        if tuple(target) == tuple(shape[a] for a in perm):
+            return perm
+    return None
 
 
 def fold_output_transpose(model: onnx.ModelProto, value: onnx.ValueInfoProto) -> tuple[int, ...]:

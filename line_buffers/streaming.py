@@ -55,18 +55,20 @@ INPUT, OUTPUT = "input", "output"
 class _View:
     """How a graph tensor is carried: by the stream of `source`, channels [first, first + C) of it, as a map
     of shape `shape` (C, H, W); with `order`, the tensor's channel c is the stream's channel first + order[c]
-    (a channel permutation folded into the layers that read it)."""
+    (a channel permutation folded into the layers that read it); with `flat_order`, a vector's element i is
+    element flat_order[i] of the map flattened (a transposition before a Flatten, folded into a dense layer)."""
 
     source: str  # producing process name, or INPUT
     shape: tuple[int, int, int]
     logical: tuple[int, ...]  # the tensor's own shape
     first: int = 0
     order: tuple[int, ...] | None = None
+    flat_order: tuple[int, ...] | None = None
 
 
 def stream_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
-    """(C, H, W) of a tensor: leading unit dims dropped, vectors are 1 x 1 maps; more leading dims split the
-    channels (a grouped convolution's groups), in the same order."""
+    """(C, H, W) of a tensor: leading unit dims dropped, vectors are 1 x 1 maps, C x L maps one row; more
+    leading dims split the channels (a grouped convolution's groups), in the same order."""
     dims = list(shape)
     while len(dims) > 3 and dims[0] == 1:
         dims.pop(0)
@@ -76,10 +78,9 @@ def stream_shape(shape: tuple[int, ...]) -> tuple[int, int, int]:
         dims.pop(0)
     if len(dims) <= 1:  # a vector, or a scalar
         return (dims[0] if dims else 1, 1, 1)
-    if len(dims) == 3:
-        return tuple(dims)
-    raise MingError(f"tensor of shape {shape} cannot be streamed (expected C x H x W or a vector); maps of "
-                    "height or width 1 inside the network are not supported yet")
+    if len(dims) == 2:  # a map 1 high or 1 wide (IREE drops the unit axis): one row, unless its producer says
+        return (dims[0], 1, dims[1])  # it is a column (`_Builder._oriented`)
+    return tuple(dims)
 
 
 def channel_axis(shape: tuple[int, ...]) -> int:
@@ -120,7 +121,7 @@ class _Builder:
             for slot, tensor in enumerate(input_tensors):
                 self._read(tensor, process.name, slot)
             out_shape = graph.shape_of(output_tensor)
-            self.streams[process.name] = stream_shape(out_shape)
+            self.streams[process.name] = self._oriented(process, input_tensors, out_shape)
             self.views[output_tensor] = _View(process.name, self.streams[process.name], out_shape)
         for index, graph_output in enumerate(graph.outputs):
             self._read(graph_output.tensor, OUTPUT, index)
@@ -135,6 +136,19 @@ class _Builder:
             for index, out in enumerate(graph.outputs))
         return StreamGraph(graph.name, list(self.processes), channels, input_port, output_ports)
 
+    def _oriented(self, process: Process, input_tensors: list[str], out_shape) -> tuple[int, int, int]:
+        """The (C, H, W) a process streams: a window's own output map, a map 1 high or 1 wide as its input
+        was where the pixels are the same (IREE keeps only C x L of either)."""
+        shape = stream_shape(out_shape)
+        if len(_squeezed(out_shape)) != 2:
+            return shape
+        if process.window is not None:
+            window = process.window
+            return (window.out_channels, window.out_height, window.out_width)
+        inputs = [self.views[t].shape for t in input_tensors if t in self.views]
+        same = [s for s in inputs if s[1] * s[2] == shape[1] * shape[2] and 1 in s[1:]]
+        return (shape[0], *same[0][1:]) if same else shape
+
     # ---- views: data movement without a process ----
 
     def _moved(self, node: Reshape | Slice | Permute) -> _View:
@@ -143,6 +157,8 @@ class _Builder:
         logical = self.graph.shape_of(node.output)
         if isinstance(node, Reshape):
             return replace(view, logical=logical)
+        if isinstance(node, Permute) and len(view.logical) == 1 and view.order is None and view.flat_order is None:
+            return replace(view, logical=logical, flat_order=tuple(node.order))
         _, h, w = self._map_input(node.input, node.name)
         if isinstance(node, Permute):
             order = node.order if view.order is None else tuple(view.order[i] for i in node.order)
@@ -275,6 +291,9 @@ class _Builder:
         """The (C, H, W) of an input that must arrive as the map it logically is (its channels may be split
         into groups)."""
         view = self.views[tensor]
+        if view.flat_order is not None:
+            raise MingError(f"layer {layer}: consumes a transposed and flattened map; only a dense layer "
+                            "(Gemm/MatMul) reads one")
         if _squeezed(view.logical) != _squeezed(view.shape) and \
                 (len(view.logical) <= 3 or stream_shape(view.logical) != view.shape):
             raise MingError(f"layer {layer}: consumes a reshaped map ({view.shape} viewed as {view.logical}); "
@@ -305,14 +324,8 @@ class _Builder:
         input channel in the group: a conv (no group), a grouped conv, or a depthwise conv (neither
         channel dim in the group)."""
         c, h, w = self._map_input(activation.tensor, kernel.name)
-        out_dims = [e.single_dim() for e in kernel.output.map.results]
-        if len(out_dims) < 3 or None in out_dims:
-            raise MingError(f"layer {kernel.source}: output access {kernel.output.map} is not a C x H x W map "
-                            "(maps of height or width 1 are not supported yet)")
-        *out_channel_dims, oh_dim, ow_dim = out_dims
-        *channel_exprs, row_expr, col_expr = activation.map.results
-        if not channel_exprs and c != 1:  # a single input channel is folded away by IREE
-            raise MingError(f"layer {kernel.source}: maps of height or width 1 are not supported yet")
+        channel_exprs, row_expr, col_expr = self._spatial_exprs(activation, (c, h, w), kernel)
+        out_channel_dims, oh_dim, ow_dim = _output_dims(kernel, row_expr, col_expr)
         in_channel_dims = [e.single_dim() for e in channel_exprs]
         group_dim = in_channel_dims[0] if in_channel_dims and in_channel_dims[0] in out_channel_dims[:1] else None
         in_group, out_group = in_channel_dims[group_dim is not None:], out_channel_dims[group_dim is not None:]
@@ -322,15 +335,20 @@ class _Builder:
                             "a convolution's")
         kh_dim, stride_h, dilation_h = _spatial(row_expr, oh_dim, kernel, "row")
         kw_dim, stride_w, dilation_w = _spatial(col_expr, ow_dim, kernel, "column")
-        padding = activation.padding or ((0, 0),) * len(activation.map.results)
-        if any(p != (0, 0) for p in padding[:-2]):
+        padding = list(activation.padding or ((0, 0),) * len(activation.map.results))
+        if any(p != (0, 0) for p in padding[:len(channel_exprs)]):
             raise MingError(f"layer {kernel.source}: padding along channels is not supported")
+        if row_expr is None:
+            padding.insert(len(channel_exprs), (0, 0))
+        if col_expr is None:
+            padding.append((0, 0))
         groups = kernel.dims[group_dim] if group_dim is not None else 1
         out_channels = int(np.prod([kernel.dims[d] for d in out_channel_dims]))
         channelwise = not in_group and not out_group and group_dim is not None  # depthwise and pooling
         window = Window(
             in_channels=c, in_height=h, in_width=w, out_channels=out_channels,
-            out_height=kernel.dims[oh_dim], out_width=kernel.dims[ow_dim],
+            out_height=kernel.dims[oh_dim] if oh_dim is not None else 1,
+            out_width=kernel.dims[ow_dim] if ow_dim is not None else 1,
             kernel=(kernel.dims[kh_dim] if kh_dim is not None else 1, kernel.dims[kw_dim] if kw_dim is not None else 1),
             stride=(stride_h, stride_w), dilation=(dilation_h, dilation_w),
             pads=(padding[-2][0], padding[-1][0], padding[-2][1], padding[-1][1]), pad_value=activation.pad_value,
@@ -353,6 +371,20 @@ class _Builder:
         return Process(kernel.name, "conv", kernel.source, (), (), window=window, weights=weights,
                        epilogue=kernel.epilogue)
 
+    def _spatial_exprs(self, activation: Operand, shape: tuple[int, int, int], kernel: Kernel):
+        """The activation's channel accesses, and its row and column accesses (None where IREE dropped a unit
+        axis of the map: a map 1 high or 1 wide, or a single input channel)."""
+        *channel_exprs, row_expr, col_expr = (None, None, *activation.map.results)
+        c, h, w = shape
+        if len(_squeezed(self.graph.shape_of(activation.tensor))) == 2 and 1 in (h, w) and c > 1:
+            *channel_exprs, spatial = activation.map.results
+            row_expr, col_expr = (spatial, None) if w == 1 else (None, spatial)
+        channel_exprs = [e for e in channel_exprs if e is not None]
+        if not channel_exprs and c != 1:
+            raise MingError(f"layer {kernel.source}: input access {activation.map} is not a C x H x W map (maps of "
+                            "a single channel inside the network are not supported)")
+        return channel_exprs, row_expr, col_expr
+
     def _stream_channels(self, tensor: str, channels: int) -> np.ndarray:
         """Per stream channel of `tensor`'s view, the tensor channel it carries (a folded permutation; the
         identity over `channels` without one)."""
@@ -372,6 +404,8 @@ class _Builder:
         weight = next(o for o in kernel.inputs if o.tensor in self.graph.constants)
         weights = _gather(self.graph.constants[weight.tensor], weight, kernel.dims, [n_dim, *k_dims])
         weights = weights.reshape(weights.shape[0], -1)  # flat index channel * H * W + row * W + col
+        if view.flat_order is not None:  # the dense layer reads element i of the map at flat index flat_order[i]
+            weights = weights[:, np.argsort(view.flat_order)]
         c, h, w = view.shape
         # stream position j = (row * W + col) * C + channel holds flat index channel * H * W + row * W + col
         # (of the tensor channel the stream channel carries)
@@ -391,8 +425,32 @@ def _squeezed(shape) -> tuple[int, ...]:
     return tuple(d for d in shape if d != 1)
 
 
-def _spatial(expr, out_dim: int, kernel: Kernel, what: str) -> tuple[int | None, int, int]:
-    """(window dim, stride, dilation) of a `stride * o + dilation * k` access (`classify.window_axis`)."""
+def _output_dims(kernel: Kernel, row_expr, col_expr) -> tuple[list[int], int | None, int | None]:
+    """The output's channel dims and its row and column dims (None: the map is 1 high or 1 wide there, an
+    axis IREE dropped): the spatial dims are those the input's row and column accesses slide with."""
+    out_dims = [e.single_dim() for e in kernel.output.map.results]
+    if None in out_dims:
+        raise MingError(f"layer {kernel.source}: output access {kernel.output.map} is not a C x H x W map")
+    sliding = [e.used_dims() if e is not None else () for e in (row_expr, col_expr)]
+    oh_dim, ow_dim = ([d for d in out_dims if d in dims][-1:] or [None] for dims in sliding)
+    oh_dim, ow_dim = oh_dim[0], ow_dim[0]
+    channel_dims = [d for d in out_dims if d not in (oh_dim, ow_dim)]
+    if len(channel_dims) + (oh_dim is not None) + (ow_dim is not None) != len(out_dims) or not channel_dims:
+        raise MingError(f"layer {kernel.source}: output access {kernel.output.map} is not a C x H x W map (maps of "
+                        "a single channel inside the network are not supported)")
+    return channel_dims, oh_dim, ow_dim
+
+
+def _spatial(expr, out_dim: int | None, kernel: Kernel, what: str) -> tuple[int | None, int, int]:
+    """(window dim, stride, dilation) of a `stride * o + dilation * k` access (`classify.window_axis`); an
+    absent axis (None: IREE dropped it, 1 wide) has no window, and an output 1 wide there no stride."""
+    if expr is None:
+        return None, 1, 1
+    if out_dim is None:
+        window = [d for d in expr.used_dims() if kernel.iterators[d] == REDUCTION]
+        if expr.constant or len(window) != len(expr.used_dims()) or len(window) > 1:
+            raise MingError(f"layer {kernel.source}: {what} access `{expr}` is not a sliding window")
+        return (window[0], 1, expr.coeffs[window[0]]) if window else (None, 1, 1)
     try:
         axis = window_axis(expr, out_dim, kernel.iterators)
     except ValueError as reason:

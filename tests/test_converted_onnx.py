@@ -104,9 +104,11 @@ def test_a_relu_that_changes_the_output_is_refused(converted, tmp_path):
 
 # Made by tf2onnx from int8 TFLite models of Keras networks (tests/generators/converted_models.py): dense
 # layers as MatMul + Add of the dequantized int32 bias, Squeeze after the pooling, a float Relu or Clip between
-# each layer and its QuantizeLinear (residual Adds included), int8 input and output, a float Softmax.
-CONVERTER_MADE = ["resnet.onnx", "resnet_nchw.onnx", "ds_cnn.onnx", "mobilenet.onnx", "mobilenet_nchw.onnx",
-                  "autoencoder.onnx"]
+# each layer and its QuantizeLinear (residual Adds included), int8 input and output, a float Softmax, a
+# single-channel NHWC input reshaped to NCHW, maps 1 wide (DS-CNN's end), Conv1D (Unsqueeze, Transposes and
+# maps 1 high) and Keras 3's Flatten (Shape -> Slice -> Concat -> Reshape after a Transpose).
+CONVERTER_MADE = ["resnet.onnx", "resnet_nchw.onnx", "ds_cnn.onnx", "ds_cnn_nchw.onnx", "mobilenet.onnx",
+                  "mobilenet_nchw.onnx", "autoencoder.onnx", "conv1d.onnx"]
 CONVERTED = Path(__file__).parent / "data" / "converted"
 
 
@@ -124,7 +126,7 @@ def test_a_dense_layer_written_as_matmul_and_bias_add_is_one_gemm():
     assert [k.op for k in graph.kernels()] == ["gemm"] * 6
 
 
-@pytest.mark.parametrize("name", ["resnet.onnx", "autoencoder.onnx"])
+@pytest.mark.parametrize("name", ["resnet.onnx", "autoencoder.onnx", "ds_cnn.onnx", "conv1d.onnx"])
 def test_csim_of_a_tf2onnx_model_equals_onnxruntime(tmp_path, name):
     model = CONVERTED / name
     graph = lift(model)
