@@ -75,3 +75,6 @@ class FrontendFacts:
     weights: dict[str, QuantizedWeights] = field(default_factory=dict)
     # (de)quantization node -> the Transpose it wraps, whose transposition IREE hands over in its name
     transposes: dict[str, str] = field(default_factory=dict)
+    # Add node name (and that of a Relu fused after it) -> the kernel onnxruntime runs for it
+    # (`frontends.ort_kernels`: "uint8" or "int8" QLinearAdd, or "float")
+    add_kernels: dict[str, str] = field(default_factory=dict)

@@ -240,7 +240,8 @@ class QuantizeMixin:
         if not plain or np.any(value.bias) or a.negated:
             raise MingError(f"{where}: only the sum or difference of two dequantized int8 tensors is supported")
         epilogue = AddRequant(np.float32(a.factors[0]), int(a.offset), np.float32(b.factors[0]), int(b.offset),
-                              np.float32(scale), zero_point, subtract=b.negated)
+                              np.float32(scale), zero_point, subtract=b.negated,
+                              kernel=self.facts.add_kernels.get(value.origin, "uint8"))
         operands = (self._broadcast_operand(a, value.shape, where), self._broadcast_operand(b, value.shape, where))
         return self._binary_kernel(self.builder.fresh(node), node, "add", operands, value.shape, epilogue,
                                    "sub" if b.negated else "add")

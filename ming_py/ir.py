@@ -163,6 +163,8 @@ class AddRequant:
     qmin: int = -128
     qmax: int = 127
     subtract: bool = False
+    # the kernel onnxruntime runs (`frontends.ort_kernels`): QLinearAdd on "uint8" or "int8", or "float"
+    kernel: str = "uint8"
 
 
 @dataclass(eq=False)

@@ -26,12 +26,14 @@ Rule summary (details in each docstring)
   whole image without padding): same float requantization with
   ``M = f32(sx / f32(sy * f32(N)))`` applied to ``sum(x) - N*zx``; exact via
   :func:`gap_requant`.
-* Add (QLinearAdd), AveragePool (QLinearAveragePool): ORT computes in float32 and adds
-  the output zero point *before* rounding; the integer rules :func:`add_requant`,
-  :func:`avgpool_requant` (31-bit multiplier + rne shift) are within 1 LSB.
+* Add (QLinearAdd): ORT's two float32 fmas (zero point in float, before rounding); exact via
+  :func:`add_requant` (:func:`add_fused_requant`).  Sub and unfused Adds (float ``DQ -> op -> Q``): exact via
+  :func:`add_requant` with ``subtract``/``fused=False`` (:func:`add_float_requant`).
+* AveragePool (QLinearAveragePool): ORT sums the dequantized values in float32 and adds the output zero
+  point before rounding; :func:`avgpool_requant` (31-bit multiplier + rne shift on the integer window sum)
+  is within 1 LSB (ORT's output is not a function of the integer window sum).
 * Mul (QLinearMul): ``y = sat(rne(f32(f32(f32(P) * R) + zy')))`` with ``P = (a-za)*(b-zb)``,
   ``R = f32(f32(sa*sb)/sy)``, the zero point added in float before rounding; exact via :func:`mul_requant`.
-  Sub (float in ORT) uses :func:`add_requant` with the second multiplier negated (<= 1 LSB).
 * Concat (QLinearConcat), DQ->Q chains, standalone float Relu/Clip: a 256-entry table
   built from ``MlasQuantizeLinear(f32(sx*(x-zx)))``; :func:`rescale_table` is exact,
   :func:`rescale` (fixed point) is within 1 LSB.
@@ -61,7 +63,8 @@ __all__ = [
     "float32_parts", "ort_conv_multiplier", "ort_gemm_multiplier", "ort_gap_multiplier",
     "requantize", "requantize_float_reference",
     "FixedPoint", "to_fixed_point", "fixed_point_rescale",
-    "add_fixed_points", "add_requant", "mul_multiplier", "mul_parts", "round_to_float32", "mul_requant",
+    "add_fixed_points", "add_requant", "AddConstants", "add_constants", "add_fused_requant",
+    "FloatAddConstants", "float_add_constants", "add_float_requant", "ort_float_add_reference", "mul_multiplier", "mul_parts", "round_to_float32", "mul_requant",
     "avgpool_fixed_point", "avgpool_requant", "gap_requant",
     "rescale_fixed_point", "rescale", "rescale_table", "apply_table",
     "fma_float32", "ort_dequantize_linear", "ort_quantize_linear",
@@ -509,13 +512,9 @@ def fixed_point_rescale(x: ArrayLike, fp: FixedPoint, rounding: str = "half_even
 # ---------------------------------------------------------------------------
 def add_fixed_points(a_scale: ArrayLike, b_scale: ArrayLike, y_scale: ArrayLike,
                      bits: int = 31) -> Tuple[FixedPoint, FixedPoint]:
-    """Multipliers of :func:`add_requant`, sharing one shift.
-
-    Uses ORT's float32 ratios ``rA = f32(sA/sY)``, ``rB = f32(sB/sY)``
-    (``MlasQLinearAddKernel*``: ``ScaleRatio_AC = ScaleA / ScaleC``).  The larger ratio
-    gets a ``bits``-bit multiplier; the other is scaled by the same shift (exact when the
-    two exponents are within ``bits - 24`` of each other).
-    """
+    """31-bit fixed points of ORT's float32 ratios ``rA = f32(sA/sY)``, ``rB = f32(sB/sY)`` sharing one shift
+    (the larger ratio gets a ``bits``-bit multiplier).  No longer the Add rule (:func:`add_requant` is exact);
+    kept as an approximate description of the ratios."""
     sy = _f32_scalar(y_scale)
     ra = float(_F32(_f32_scalar(a_scale) / sy))
     rb = float(_F32(_f32_scalar(b_scale) / sy))
@@ -524,31 +523,180 @@ def add_fixed_points(a_scale: ArrayLike, b_scale: ArrayLike, y_scale: ArrayLike,
     return FixedPoint(int(round(ra * 2.0 ** s)), s), FixedPoint(int(round(rb * 2.0 ** s)), s)
 
 
+#: Every intermediate of the Add rules stays below this (int64 with a sign and a spare bit).
+ADD_BOUND = 1 << 61
+
+
+@dataclasses.dataclass(frozen=True)
+class AddConstants:
+    """Constants of :func:`add_fused_requant` (QLinearAdd), in units of ``2**-shift``: ``a_multiplier`` and
+    ``b_multiplier`` are the float32 ratios ``rA``, ``rB`` (24-bit mantissas at that binary point), ``fixed``
+    ORT's float32 constant ``F`` (signed), ``offset`` the domain the kernel runs in (128: uint8)."""
+
+    a_multiplier: int
+    b_multiplier: int
+    fixed: int
+    shift: int
+    offset: int
+
+
+def _units(v: np.float32, shift: int) -> int:
+    """The float32 ``v`` in units of ``2**-shift`` (exact integer; raises if it is not)."""
+    mant, exp = (int(t) for t in float32_parts(abs(v)))
+    if mant == 0:
+        return 0
+    if exp + shift < 0:
+        raise ValueError("not an integer at this binary point")
+    return (-1 if v < 0 else 1) * (mant << (exp + shift))
+
+
+def _lsb_exponent(v: np.float32) -> int:
+    mant, exp = (int(t) for t in float32_parts(abs(v)))
+    return exp if mant else 0
+
+
+def add_constants(a_scale: ArrayLike, a_zp: int, b_scale: ArrayLike, b_zp: int, y_scale: ArrayLike, y_zp: int,
+                  domain_offset: int = ORT_X86_DOMAIN_OFFSET) -> AddConstants:
+    """The float32 constants of ``MlasQLinearAddKernelAvx2Helper`` as integers: ``rA = f32(sA/sY)``,
+    ``rB = f32(sB/sY)``, ``F = f32(zY' - fma(rA, zA', f32(rB*zB')))`` (``v' = v + domain_offset``), all at
+    the binary point ``2**-shift`` of their least significant bits.  Raises ValueError where an intermediate
+    of :func:`add_fused_requant` would reach 2**61 (ratios more than ~2^28 apart)."""
+    off = int(domain_offset)
+    sy = _f32_scalar(y_scale)
+    ra = _F32(_f32_scalar(a_scale) / sy)
+    rb = _F32(_f32_scalar(b_scale) / sy)
+    fixed = _F32(_F32(int(y_zp) + off) - fma_float32(ra, _F32(int(a_zp) + off), _F32(rb * _F32(int(b_zp) + off))))
+    if not (np.isfinite(ra) and np.isfinite(rb) and np.isfinite(fixed)) or ra <= 0 or rb <= 0:
+        raise ValueError("Add scale ratios must be positive and finite")
+    shift = max(0, -_lsb_exponent(ra), -_lsb_exponent(rb), -_lsb_exponent(fixed))
+    c = AddConstants(_units(ra, shift), _units(rb, shift), _units(fixed, shift), shift, off)
+    if shift > 62 or max(256 * c.a_multiplier, 256 * c.b_multiplier, abs(c.fixed)) >= ADD_BOUND // 4:
+        raise ValueError(f"Add scale ratios {float(ra):.6g}, {float(rb):.6g} too far apart for the integer rule")
+    return c
+
+
+def add_fused_requant(a: ArrayLike, b: ArrayLike, constants: AddConstants, qmin: int = INT8_MIN,
+                      qmax: int = INT8_MAX) -> np.ndarray:
+    """QLinearAdd (``MlasQLinearAddKernelAvx2Helper``), bit-exact, in integers: with the constants of
+    :func:`add_constants` (units of ``2**-shift``), ``a' = a + offset``, ``b' = b + offset``:
+
+    ``inner = rn24(b' * MB + F)`` (the inner fma), ``outer = rn24(a' * MA + inner)`` (the outer fma),
+    ``y' = sat(rne(outer / 2**shift))`` to ``[qmin + offset, qmax + offset]`` (cvtps2dq, saturating packs),
+    ``y = y' - offset``.  ``rn24`` = :func:`round_to_float32` (24 significant bits, half to even, at a fixed
+    binary point): every fma is one exact integer sum and one rounding.  Hardware (``ming::add_requant``):
+    two 9 x 24-bit products (the multipliers' trailing zeros are wiring), two mask-and-add roundings, a
+    rounding at the constant ``shift``."""
+    c = constants
+    inner = round_to_float32((_i64(b) + c.offset) * np.int64(c.b_multiplier) + np.int64(c.fixed))
+    outer = round_to_float32((_i64(a) + c.offset) * np.int64(c.a_multiplier) + inner)
+    y = np.clip(round_shift_half_even(outer, c.shift), qmin + c.offset, qmax + c.offset)
+    return saturate(y - c.offset, qmin, qmax)
+
+
+@dataclasses.dataclass(frozen=True)
+class FloatAddConstants:
+    """Constants of :func:`add_float_requant` (unfused ``Q(f32(DQ(a) +/- DQ(b)))``): ``DQ(a) = f32(sA * (a -
+    zA))`` is ``rn24((a - zA) * a_mantissa)`` in units of ``2**eA``; both are aligned to the smaller unit by
+    ``a_align``/``b_align`` (``b_mantissa`` negative for Sub); the float32 sum ``X`` (in that unit) is divided
+    by ``sY``: ``q = (|X| << x_shift) / (divisor * 2**25)``, with ``|X|`` first clamped to ``x_limit`` (from
+    there on the output saturates)."""
+
+    a_mantissa: int
+    a_align: int
+    b_mantissa: int
+    b_align: int
+    x_shift: int
+    x_limit: int
+    divisor: int
+
+
+#: |rne(f32(x / sY))| of the float Add rule is computed up to this (from it on every int8 output saturates)
+FLOAT_ADD_QUOTIENT_BITS = 10
+
+
+def float_add_constants(a_scale: ArrayLike, b_scale: ArrayLike, y_scale: ArrayLike,
+                        subtract: bool = False) -> FloatAddConstants:
+    """The integers of :func:`add_float_requant`; raises ValueError where its intermediates would reach
+    2**61 (input scales more than 2^28 apart, or an output scale 2^29 above them)."""
+    (ma, ea), (mb, eb), (my, ey) = (tuple(int(t) for t in float32_parts(_f32_scalar(s)))
+                                    for s in (a_scale, b_scale, y_scale))
+    if not (ma and mb and my):
+        raise ValueError("Add/Sub scales must be positive")
+    unit = min(ea, eb)
+    g = unit - ey
+    x_shift, divisor = max(g + 25, 0), my << max(-g - 25, 0)
+    top = divisor << (25 + FLOAT_ADD_QUOTIENT_BITS)  # q >= 2**10
+    x_limit = (top >> x_shift) + 1
+    c = FloatAddConstants(ma, ea - unit, -mb if subtract else mb, eb - unit, x_shift, x_limit, divisor)
+    if (max(ea, eb) - unit > 28 or top >= ADD_BOUND or x_shift > 58
+            or (x_limit << x_shift) >= ADD_BOUND):
+        raise ValueError("Add/Sub scales too far apart for the integer rule")
+    return c
+
+
+def add_float_requant(a: ArrayLike, a_zp: int, b: ArrayLike, b_zp: int, constants: FloatAddConstants,
+                      y_zp: int, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """Unfused Add and Sub, bit-exact with onnxruntime's float ``DQ -> Add/Sub -> Q``
+    ``y = sat(rne(f32(f32(DQ(a) +/- DQ(b)) / sY)) + zY)`` (``MlasQuantizeLinear``: zero point after rounding),
+    in integers (constants :func:`float_add_constants`):
+
+    1. ``DA = rn24((a - zA) * mA) << a_align``, ``DB = +/-rn24((b - zB) * mB) << b_align`` (the two
+       DequantizeLinear products), ``X = rn24(DA + DB)`` (the float32 sum; exact integer sum first);
+    2. ``N = min(|X|, x_limit) << x_shift`` and ``D = divisor``: ``q = |x / sY| = N / (D * 2**25)``;
+       ``y0 = floor(q)`` (a 10-bit quotient: restoring division, 10 compare-subtracts), remainder
+       ``r = N - y0 * D * 2**25``;
+    3. ``f32(q)`` rounds to 24 significant bits: ``u/2 = 2**(bitlen(y0) - 25)``; it equals ``y0 + 1/2`` exactly
+       when ``|frac - 1/2| <= u/2`` (both ties go to ``y0 + 1/2``, whose mantissa is even), so
+       ``rne(f32(q)) = y0 + (r > D * (2**24 + 2**bl))`` for even ``y0`` and
+       ``y0 + (r >= D * (2**24 - 2**bl))`` for odd ``y0`` (``bl = bitlen(y0)``);
+    4. the sign of ``X`` back (rne and float32 rounding are odd-symmetric), ``+ zY``, saturation.
+    """
+    c = constants
+    da = round_to_float32((_i64(a) - int(a_zp)) * np.int64(c.a_mantissa)) << np.int64(c.a_align)
+    db = round_to_float32((_i64(b) - int(b_zp)) * np.int64(c.b_mantissa)) << np.int64(c.b_align)
+    x = round_to_float32(da + db)
+    n = np.minimum(np.abs(x), np.int64(c.x_limit)) << np.int64(c.x_shift)
+    unit = np.int64(c.divisor) << np.int64(25)
+    y0 = np.minimum(n // unit, np.int64(1 << FLOAT_ADD_QUOTIENT_BITS))
+    r = n - y0 * unit
+    band = np.int64(c.divisor) << bit_length(y0)
+    half = np.int64(c.divisor) << np.int64(24)
+    odd = (y0 & 1) == 1
+    up = np.where(odd, r >= half - band, r > half + band) & (y0 < (1 << FLOAT_ADD_QUOTIENT_BITS))
+    k = y0 + up.astype(np.int64)
+    return saturate(np.where(x < 0, -k, k) + int(y_zp), qmin, qmax)
+
+
 def add_requant(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: ArrayLike, b_scale: ArrayLike, b_zp: int,
                 y_scale: ArrayLike, y_zp: int, qmin: int = INT8_MIN, qmax: int = INT8_MAX,
-                subtract: bool = False) -> np.ndarray:
-    """Integer rule for QLinearAdd (same shape, or ``b`` broadcast: ORT's per-channel and scalar spans
-    run the same arithmetic):
+                subtract: bool = False, fused: Optional[bool] = None, swap: bool = False,
+                domain_offset: int = ORT_X86_DOMAIN_OFFSET) -> np.ndarray:
+    """Add and Sub of two int8 tensors, bit-exact with onnxruntime:
 
-    ``y = sat(rne((MA*(a - zA) + MB*(b - zB) + (zY << s)) / 2**s))``
-
-    ``subtract``: Sub, ``-MB`` in place of ``MB`` (ORT has no QLinearSub and runs ``Q(f32(DQ(a) - DQ(b)))``
-    in float, which adds the zero point after rounding: the rules differ at exact ties with odd ``zY``
-    and, like Add, on float32 near-ties; <= 1 LSB).
-
-    with ``(MA, s), (MB, s) = add_fixed_points(sA, sB, sY)``.  The output zero point
-    is added before the rounding because ORT does (float ``+ FixedPart`` that contains
-    ``zY``, then ``cvtps2dq``); adding it after rounding mismatches at every exact tie
-    with odd ``zY``.  Residual vs ORT: <= 1 LSB on ~3e-6 of the elements (near-ties
-    decided by float32 rounding noise); see :func:`ort_qlinear_add_reference` for the
-    bit-exact float model.  Hardware: two 9x31-bit multiplies, one add, one rne shift.
+    * ``fused`` (default for Add): QLinearAdd, :func:`add_fused_requant` (zero point in float before
+      rounding, uint8 domain with ``domain_offset=128``).  ``swap``: the kernel's first operand is ``b``
+      (ORT swaps the operands when ``a`` is the broadcast one: per-channel vector or scalar first), which
+      changes the order of its two fmas.  Same shape and broadcast run the same arithmetic (the broadcast
+      span's ``F + b'*rB`` is contracted to an fma, measured).
+    * not fused (always for Sub: ORT has no QLinearSub; Adds whose QDQ ORT leaves unfused, e.g. residual
+      Adds with fan-out): :func:`add_float_requant`, ``Q(f32(DQ(a) +/- DQ(b)))``.
     """
-    fa, fb = add_fixed_points(a_scale, b_scale, y_scale)
-    s = fa.shift
-    mb = -fb.multiplier if subtract else fb.multiplier
-    v = (np.int64(fa.multiplier) * (_i64(a) - int(a_zp)) + np.int64(mb) * (_i64(b) - int(b_zp))
-         + (np.int64(int(y_zp)) << np.int64(s)))
-    return saturate(round_shift_half_even(v, s), qmin, qmax)
+    if fused is None:
+        fused = not subtract
+    if subtract or not fused:
+        constants = float_add_constants(a_scale, b_scale, y_scale, subtract)
+        return add_float_requant(a, a_zp, b, b_zp, constants, y_zp, qmin, qmax)
+    if swap:
+        a, a_scale, a_zp, b, b_scale, b_zp = b, b_scale, b_zp, a, a_scale, a_zp
+    constants = add_constants(a_scale, a_zp, b_scale, b_zp, y_scale, y_zp, domain_offset)
+    return add_fused_requant(a, b, constants, qmin, qmax)
+
+
+def ort_float_add_reference(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: ArrayLike, b_scale: ArrayLike,
+                            b_zp: int, y_scale: ArrayLike, y_zp: int, subtract: bool = False) -> np.ndarray:
+    """onnxruntime's unfused ``DQ -> Add/Sub -> Q`` in float32: ``Q(f32(DQ(a) +/- DQ(b)))``."""
+    da, db = ort_dequantize_linear(a, a_scale, a_zp), ort_dequantize_linear(b, b_scale, b_zp)
+    return ort_quantize_linear((da - db if subtract else da + db).astype(_F32), y_scale, y_zp)
 
 
 # ---------------------------------------------------------------------------

@@ -178,8 +178,12 @@ def _apply_epilogue(kernel: Kernel, result, parallel, input_shape) -> np.ndarray
     """The kernel's epilogue rule (`ming_py.epilogues`) on its result."""
     epilogue = kernel.epilogue
     channel_dims = getattr(epilogue, "channel_dims", ())
+    innermost = len(kernel.dims) - 1
+    span_scalar = tuple(i for i, o in enumerate(kernel.inputs)
+                        if len(kernel.inputs) == 2 and not any(innermost in e.used_dims() for e in o.map.results))
     context = Golden(per_channel=lambda values: _along_channels(values, channel_dims, kernel.dims, parallel),
-                     valid=lambda: valid_window_counts(kernel, input_shape), parallel=tuple(parallel))
+                     valid=lambda: valid_window_counts(kernel, input_shape), parallel=tuple(parallel),
+                     span_scalar=span_scalar)
     return rule_of(epilogue).golden(epilogue, result, context)
 
 

@@ -53,12 +53,13 @@ FUNCTIONS = {
     "requantize_i32": (6, "ming::requantize_i32(r[0], r[1], I32(r[2]), I32(r[3]), I32(r[4]), I32(r[5]))"),
     "fixed_point_rescale": (4, "ming::fixed_point_rescale(r[0], r[1], I(r[2]), r[3])"),
     "fixed_point_rescale_default": (3, "ming::fixed_point_rescale(r[0], r[1], I(r[2]))"),
-    "add_requant": (10, "ming::add_requant(I32(r[0]), I32(r[1]), I32(r[2]), I32(r[3]), r[4], r[5], I(r[6]), "
-                        "I32(r[7]), I32(r[8]), I32(r[9]))"),
-    "add_requant_default": (8, "ming::add_requant(I32(r[0]), I32(r[1]), I32(r[2]), I32(r[3]), r[4], r[5], "
-                               "I(r[6]), I32(r[7]))"),
-    "add_requant_i32": (10, "ming::add_requant_i32(I32(r[0]), I32(r[1]), I32(r[2]), I32(r[3]), r[4], r[5], "
-                            "I(r[6]), I32(r[7]), I32(r[8]), I32(r[9]))"),
+    "add_requant": (9, "ming::add_requant(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]), I32(r[7]), "
+                       "I32(r[8]))"),
+    "add_requant_default": (7, "ming::add_requant(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]))"),
+    "add_requant_i32": (9, "ming::add_requant_i32(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]), "
+                           "I32(r[7]), I32(r[8]))"),
+    "add_float_requant": (14, "ming::add_float_requant(I32(r[0]), I32(r[1]), I32(r[2]), I32(r[3]), r[4], I(r[5]), "
+                              "r[6], I(r[7]), I(r[8]), r[9], r[10], I32(r[11]), I32(r[12]), I32(r[13]))"),
     "avgpool_requant": (8, "ming::avgpool_requant(r[0], I32(r[1]), I32(r[2]), r[3], I(r[4]), I32(r[5]), "
                            "I32(r[6]), I32(r[7]))"),
     "avgpool_requant_default": (6, "ming::avgpool_requant(r[0], I32(r[1]), I32(r[2]), r[3], I(r[4]), I32(r[5]))"),
@@ -75,8 +76,8 @@ NARROW_ARGS = {
     "round_shift_half_even": {1}, "round_shift_half_up": {1},
     "requantize": {2, 3, 4, 5}, "requantize_default": {2, 3}, "requantize_i32": {2, 3, 4, 5},
     "fixed_point_rescale": {2}, "fixed_point_rescale_default": {2},
-    "add_requant": {0, 1, 2, 3, 6, 7, 8, 9}, "add_requant_default": {0, 1, 2, 3, 6, 7},
-    "add_requant_i32": {0, 1, 2, 3, 6, 7, 8, 9},
+    "add_requant": {0, 1, 5, 6, 7, 8}, "add_requant_default": {0, 1, 5, 6}, "add_requant_i32": {0, 1, 5, 6, 7, 8},
+    "add_float_requant": {0, 1, 2, 3, 5, 7, 8, 11, 12, 13},
     "avgpool_requant": {1, 2, 4, 5, 6, 7}, "avgpool_requant_default": {1, 2, 4, 5},
     "avgpool_requant_i32": {1, 2, 4, 5, 6, 7},
     "mul_requant_i32": {0, 1, 2, 3, 5, 6, 7, 8, 9},
@@ -560,13 +561,18 @@ def _add_scales(rng):
     return np.float32(sa), np.float32(sb), np.float32(sy)
 
 
-def _add_case(fn, a, b, za, zb, zy, qmin, qmax, sa, sb, sy):
+def _add_case(fn, a, b, za, zb, zy, qmin, qmax, sa, sb, sy, offset=nx.ORT_X86_DOMAIN_OFFSET):
     """(C++ function, its argument columns, numpy expected) for one scale set."""
-    fa, fb = nx.add_fixed_points(sa, sb, sy)
-    assert fa.shift == fb.shift
-    want = nx.add_requant(a, sa, za, b, sb, zb, sy, zy, qmin, qmax)
-    args = (a, za, b, zb, fa.multiplier, fb.multiplier, fa.shift, zy, qmin, qmax)
-    return fn, (args[:8] if fn == "add_requant_default" else args), want
+    if fn == "add_float_requant":
+        subtract = bool(zy & 1)
+        c = nx.float_add_constants(sa, sb, sy, subtract)
+        want = nx.add_requant(a, sa, za, b, sb, zb, sy, zy, qmin, qmax, subtract=subtract, fused=False)
+        return fn, (a, za, b, zb, c.a_mantissa, c.a_align, c.b_mantissa, c.b_align, c.x_shift, c.x_limit,
+                    c.divisor, zy, qmin, qmax), want
+    c = nx.add_constants(sa, za, sb, zb, sy, zy, offset)
+    want = nx.add_requant(a, sa, za, b, sb, zb, sy, zy, qmin, qmax, domain_offset=offset)
+    args = (a, b, c.a_multiplier, c.b_multiplier, c.fixed, c.shift, offset, qmin, qmax)
+    return fn, (args[:7] if fn == "add_requant_default" else args), want
 
 
 def _run_grouped(driver, items, names):
@@ -583,6 +589,8 @@ def _run_grouped(driver, items, names):
 
 
 def test_add_requant(driver):
+    """`ming::add_requant` (QLinearAdd) and `ming::add_float_requant` (float Add/Sub) == numerics on random pairs
+    of 1,200 scale sets each and on every int8 pair of four (tests/test_eltwise.py checks every pair of more)."""
     rng = np.random.default_rng(8)
     items = []
     per = 256
@@ -593,20 +601,27 @@ def test_add_requant(driver):
         a, b = rng.integers(-128, 128, per), rng.integers(-128, 128, per)
         fn = "add_requant_default" if (qmin, qmax) == (-128, 127) and i % 4 == 0 else "add_requant"
         items.append(_add_case(fn, a, b, za, zb, zy, qmin, qmax, sa, sb, sy))
+        items.append(_add_case("add_float_requant", a, b, za, zb, zy, qmin, qmax, sa, sb, sy))
     # exhaustive int8 pairs for a few scale sets (incl. power-of-two ratios)
     ga, gb = (g.reshape(-1) for g in np.meshgrid(np.arange(-128, 128), np.arange(-128, 128)))
     for sa, sb, sy, za, zb, zy in [(0.05, 0.05, 0.1, 3, -7, 1), (0.02, 0.08, 0.04, -128, 5, -3),
                                    (0.013, 0.029, 0.031, 11, -2, -128), (0.5, 0.125, 0.25, 0, 1, 7)]:
-        items.append(_add_case("add_requant", ga, gb, za, zb, zy, -128, 127,
-                               np.float32(sa), np.float32(sb), np.float32(sy)))
-    # uint8 domain through the int32-range variant
+        for fn in ("add_requant", "add_float_requant"):
+            items.append(_add_case(fn, ga, gb, za, zb, zy, -128, 127, np.float32(sa), np.float32(sb),
+                                   np.float32(sy)))
+    # the int8 domain (session.qdqisint8allowed=1) through the int32-result variant
     for _ in range(200):
         sa, sb, sy = _add_scales(rng)
-        za, zb, zy = (int(z) for z in rng.integers(0, 256, 3))
-        a, b = rng.integers(0, 256, per), rng.integers(0, 256, per)
-        items.append(_add_case("add_requant_i32", a, b, za, zb, zy, 0, 255, sa, sb, sy))
-    _run_grouped(driver, items, ["a", "a_zp", "b", "b_zp", "ma", "mb", "shift", "y_zp", "qmin", "qmax"])
+        za, zb, zy = (int(z) for z in rng.integers(-128, 128, 3))
+        a, b = rng.integers(-128, 128, per), rng.integers(-128, 128, per)
+        items.append(_add_case("add_requant_i32", a, b, za, zb, zy, -128, 127, sa, sb, sy, offset=0))
+    by_fn: dict[str, list] = {}
+    for item in items:
+        by_fn.setdefault(item[0], []).append(item)
+    for fn, group in by_fn.items():
+        _run_grouped(driver, group, [f"r{j}" for j in range(FUNCTIONS[fn][0])])
     assert driver.cases["add_requant"] + driver.cases["add_requant_default"] >= MIN_CASES
+    assert driver.cases["add_float_requant"] >= MIN_CASES
     assert driver.cases["add_requant_i32"] >= 50_000
 
 

@@ -1,9 +1,10 @@
 """Element-wise Mul, Add and Sub of two feature maps, with a per-channel vector or a scalar broadcast over a
 map, and squeeze-and-excitation.
 
-* The rule: `numerics.mul_requant` (integers) equals the float32 model of onnxruntime's QLinearMul kernel and
-  onnxruntime itself on every int8 pair; `ming::mul_requant` (C++) equals it on every pair, and so does
-  `ming::add_requant` with the negated multiplier of Sub.
+* The rules: `numerics.mul_requant` (integers) equals the float32 model of onnxruntime's QLinearMul kernel and
+  onnxruntime itself on every int8 pair; `numerics.add_requant` equals the float32 model of QLinearAdd
+  (fused Add) and of the float `DQ -> Add/Sub -> Q` (Sub, unfused Add) and onnxruntime itself on every pair;
+  `ming::mul_requant`, `ming::add_requant` and `ming::add_float_requant` (C++) equal them on every pair.
 * Small networks quantized with quantize_static: `ming reference` == onnxruntime (`==`), the C-simulation ==
   `ming reference` (ports checked), the concurrent C-simulation with the built FIFO depths runs them without
   a deadlock; a squeeze-and-excitation's map FIFO holds the whole image, and with half of it the design
@@ -148,6 +149,145 @@ def test_mul_rule_equals_onnxruntime_on_every_pair(broadcast, config, offset):
         assert np.array_equal(got, want), (sa, za, sb, zb, sy, zy, np.count_nonzero(got != want))
 
 
+def add_scale_sets(seed: int, count: int):
+    """(sa, za, sb, zb, sy, zy) for Add and Sub: random scales, residual-like ratios, equal scales, power-of-two
+    ratios (exact float32 ties), very unbalanced ratios, and zero points at the ends of the range."""
+    rng = np.random.default_rng(seed)
+    sets = []
+    for i in range(count):
+        sa = F32(np.exp(rng.uniform(np.log(0.002), np.log(0.5))))
+        kind = i % 6
+        if kind == 0:
+            sb = F32(rng.uniform(0.002, 0.5))
+        elif kind == 1:
+            sb = F32(sa * rng.uniform(0.2, 5.0))
+        elif kind == 2:
+            sb = sa
+        elif kind == 3:
+            sb = F32(sa * 2.0 ** int(rng.integers(-4, 5)))
+        elif kind == 4:
+            sb = F32(sa * 2.0 ** float(rng.uniform(-14, -6)))
+        else:
+            sb = F32(sa * 2.0 ** int(rng.integers(6, 12)))
+        sy = F32(sa * 2.0 ** int(rng.integers(-2, 3))) if i % 3 == 0 else F32((sa + sb) * rng.uniform(0.3, 2.0))
+        za, zb, zy = (int(z) for z in rng.integers(-128, 128, 3))
+        if i % 7 == 0:
+            za, zb, zy = -128, 127, int(rng.choice([-128, 127]))
+        sets.append((sa, za, sb, zb, sy, zy))
+    sets.append((F32(0.05), 0, F32(0.05), 0, F32(0.05), 0))  # equal scales, zero zero points: every sum exact
+    sets.append((F32(1.0), -128, F32(1.0), -128, F32(2.0 ** 9), 127))  # the output scale far above
+    sets.append((F32(2.0 ** -10), 127, F32(2.0 ** -10), -128, F32(2.0 ** -12), -1))  # 4x: most outputs saturate
+    return sets
+
+
+ADD_SETS = add_scale_sets(11, 45)
+
+
+@pytest.mark.parametrize("domain_offset", [nx.ORT_X86_DOMAIN_OFFSET, 0], ids=["uint8_domain", "int8_domain"])
+def test_integer_add_rule_equals_the_float32_qlinearadd_kernel_on_every_pair(domain_offset):
+    """Fused Add (QLinearAdd): `add_requant` == `ort_qlinear_add_reference` (two float32 fmas) on all 65,536
+    pairs of 48 scale sets, with the operands in either order of onnxruntime's kernel (`swap`)."""
+    checked = 0
+    for i, (sa, za, sb, zb, sy, zy) in enumerate(ADD_SETS):
+        want = nx.ort_qlinear_add_reference(PAIRS_A, sa, za, PAIRS_B, sb, zb, sy, zy, domain_offset)
+        got = nx.add_requant(PAIRS_A, sa, za, PAIRS_B, sb, zb, sy, zy, domain_offset=domain_offset)
+        assert np.array_equal(got, want), (sa, za, sb, zb, sy, zy, np.count_nonzero(got != want))
+        checked += got.size
+        if i % 4 == 0:  # the kernel's first operand is b (a broadcast a)
+            want = nx.ort_qlinear_add_reference(PAIRS_B, sb, zb, PAIRS_A, sa, za, sy, zy, domain_offset)
+            got = nx.add_requant(PAIRS_A, sa, za, PAIRS_B, sb, zb, sy, zy, swap=True, domain_offset=domain_offset)
+            assert np.array_equal(got, want), (sa, za, sb, zb, sy, zy, np.count_nonzero(got != want))
+    assert checked == 48 * 65536
+
+
+@pytest.mark.parametrize("subtract", [False, True], ids=["add", "sub"])
+def test_integer_float_add_rule_equals_the_float32_model_on_every_pair(subtract):
+    """Sub, and an Add onnxruntime leaves unfused: `add_requant(fused=False)` == `Q(f32(DQ(a) +/- DQ(b)))`
+    (`ort_float_add_reference`) on all 65,536 pairs of 48 scale sets."""
+    checked = 0
+    for sa, za, sb, zb, sy, zy in ADD_SETS:
+        want = nx.ort_float_add_reference(PAIRS_A, sa, za, PAIRS_B, sb, zb, sy, zy, subtract)
+        got = nx.add_requant(PAIRS_A, sa, za, PAIRS_B, sb, zb, sy, zy, subtract=subtract, fused=False)
+        assert np.array_equal(got, want), (sa, za, sb, zb, sy, zy, np.count_nonzero(got != want))
+        checked += got.size
+    assert checked == 48 * 65536
+
+
+@pytest.mark.unit
+def test_the_add_rules_differ_where_onnxruntime_does():
+    """The fused and the float rule are different functions (zero point before / after rounding, fma): a
+    power-of-two ratio with an odd output zero point ties on many pairs."""
+    sa, za, sb, zb, sy, zy = F32(0.5), 0, F32(0.5), 0, F32(2.0), 1
+    fused = nx.add_requant(PAIRS_A, sa, za, PAIRS_B, sb, zb, sy, zy)
+    unfused = nx.add_requant(PAIRS_A, sa, za, PAIRS_B, sb, zb, sy, zy, fused=False)
+    assert np.count_nonzero(fused != unfused) > 1000
+
+
+def add_model(sa, za, sb, zb, sy, zy, b_shape, op="Add", vector_first=False, fan_out=False) -> onnx.ModelProto:
+    """`mul_model` with Add or Sub; `vector_first`: the op's first input is b; `fan_out`: a's QuantizeLinear
+    also feeds a second DequantizeLinear (a graph output), which keeps onnxruntime from fusing the Add."""
+    model = mul_model(sa, za, sb, zb, sy, zy, b_shape, op)
+    graph = model.graph
+    if vector_first:
+        (node,) = [n for n in graph.node if n.op_type == op]
+        node.input[:] = ["b_f", "a_f"]
+    if fan_out:
+        graph.node.append(helper.make_node("DequantizeLinear", ["a_q", "a_scale", "a_zero_point"], ["a_copy"]))
+        graph.output.append(helper.make_tensor_value_info("a_copy", TensorProto.FLOAT, [1, 256, 256, 1]))
+    return model
+
+
+ADD_CASES = {"maps": ((1, 256, 256, 1), False), "vector": ((1, 256, 1, 1), False),
+             "vector_first": ((1, 256, 1, 1), True)}
+
+
+def pair_inputs(sa, za, sb, zb, broadcast: bool):
+    a_values, b_values = (PAIRS_B, PAIRS_A) if broadcast else (PAIRS_A, PAIRS_B)  # channel-major either way
+    b_input = np.arange(-128, 128) if broadcast else b_values
+    a = (sa * (a_values - za)).astype(F32).reshape(1, 256, 256, 1)
+    b = (sb * (b_input - zb)).astype(F32).reshape((1, 256, 1, 1) if broadcast else (1, 256, 256, 1))
+    assert np.array_equal(nx.ort_quantize_linear(a, sa, za).reshape(-1), a_values)
+    assert np.array_equal(nx.ort_quantize_linear(b, sb, zb).reshape(-1), b_input)
+    return a, b, a_values, b_values
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("case", sorted(ADD_CASES))
+@pytest.mark.parametrize("config,offset", [({}, nx.ORT_X86_DOMAIN_OFFSET), ({"session.qdqisint8allowed": "1"}, 0)],
+                         ids=["default_session", "int8_session"])
+def test_add_rule_equals_onnxruntime_on_every_pair(case, config, offset):
+    """Every int8 pair through onnxruntime's QLinearAdd: maps, a per-channel vector second, and first (the
+    kernel then takes the map first: `swap`)."""
+    b_shape, vector_first = ADD_CASES[case]
+    broadcast = b_shape != (1, 256, 256, 1)
+    for sa, za, sb, zb, sy, zy in ADD_SETS[:6]:
+        a, b, a_values, b_values = pair_inputs(sa, za, sb, zb, broadcast)
+        got = run_pairs(add_model(sa, za, sb, zb, sy, zy, b_shape, vector_first=vector_first), a, b, sy, zy, config)
+        if vector_first:  # the op computes b + a: its first operand (a in add_requant) is the vector
+            want = nx.add_requant(b_values, sb, zb, a_values, sa, za, sy, zy, swap=True, domain_offset=offset)
+        else:
+            want = nx.add_requant(a_values, sa, za, b_values, sb, zb, sy, zy, domain_offset=offset)
+        assert np.array_equal(got, want), (sa, za, sb, zb, sy, zy, np.count_nonzero(got != want))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("op,fan_out", [("Sub", False), ("Add", True)], ids=["sub", "add_with_fan_out"])
+@pytest.mark.parametrize("broadcast", [False, True], ids=["maps", "vector"])
+def test_float_add_rule_equals_onnxruntime_on_every_pair(op, fan_out, broadcast):
+    """Sub (never fused) and an Add whose input has fan-out (not fused in a default x86 session): every int8
+    pair equals `add_requant(fused=False)`, and for the Add differs from the fused rule somewhere."""
+    b_shape = (1, 256, 1, 1) if broadcast else (1, 256, 256, 1)
+    differs = 0
+    for sa, za, sb, zb, sy, zy in ADD_SETS[:6] + ADD_SETS[-3:-2]:
+        a, b, a_values, b_values = pair_inputs(sa, za, sb, zb, broadcast)
+        got = run_pairs(add_model(sa, za, sb, zb, sy, zy, b_shape, op, fan_out=fan_out), a, b, sy, zy, {})
+        want = nx.add_requant(a_values, sa, za, b_values, sb, zb, sy, zy, subtract=op == "Sub", fused=False)
+        assert np.array_equal(got, want), (sa, za, sb, zb, sy, zy, np.count_nonzero(got != want))
+        if op == "Add":
+            differs += np.count_nonzero(got != nx.add_requant(a_values, sa, za, b_values, sb, zb, sy, zy))
+    assert op == "Sub" or differs > 0
+
+
 # ---- the C++ rules --------------------------------------------------------------------------------------
 
 PAIRS_PROGRAM = r"""
@@ -155,19 +295,28 @@ PAIRS_PROGRAM = r"""
 #include <cstdlib>
 #include "ming_numerics.h"
 
-// mul ZA ZB ZY MANTISSA SHIFT OFFSET | sub ZA ZB ZY MA MB SHIFT: the int8 result of every (a, b) pair
+// mul ZA ZB ZY MANTISSA SHIFT OFFSET | add MA MB FIXED SHIFT OFFSET |
+// float ZA ZB ZY A_MANTISSA A_ALIGN B_MANTISSA B_ALIGN X_SHIFT X_LIMIT DIVISOR: the int8 result of every (a, b) pair
 int main(int argc, char** argv) {
-  if (argc != 8) return 2;
-  long v[6];
-  for (int i = 0; i < 6; i++) v[i] = std::strtol(argv[i + 2], nullptr, 10);
-  const bool mul = argv[1][0] == 'm';
+  if (argc < 2) return 2;
+  const char mode = argv[1][0];
+  const int arity = mode == 'm' ? 6 : (mode == 'a' ? 5 : 10);
+  if (argc != arity + 2) return 2;
+  long long v[10];
+  for (int i = 0; i < arity; i++) v[i] = std::strtoll(argv[i + 2], nullptr, 10);
   static int8_t out[65536];
   for (int a = -128; a < 128; a++)
     for (int b = -128; b < 128; b++) {
       const int32_t za = static_cast<int32_t>(v[0]), zb = static_cast<int32_t>(v[1]), zy = static_cast<int32_t>(v[2]);
-      out[(a + 128) * 256 + b + 128] = mul
-          ? ming::mul_requant(a, za, b, zb, static_cast<uint32_t>(v[3]), static_cast<int>(v[4]), zy, static_cast<int32_t>(v[5]))
-          : ming::add_requant(a, za, b, zb, v[3], v[4], static_cast<int>(v[5]), zy);
+      int8_t y;
+      if (mode == 'm')
+        y = ming::mul_requant(a, za, b, zb, static_cast<uint32_t>(v[3]), static_cast<int>(v[4]), zy, static_cast<int32_t>(v[5]));
+      else if (mode == 'a')
+        y = ming::add_requant(a, b, v[0], v[1], v[2], static_cast<int>(v[3]), static_cast<int32_t>(v[4]));
+      else
+        y = ming::add_float_requant(a, za, b, zb, v[3], static_cast<int>(v[4]), v[5], static_cast<int>(v[6]),
+                                    static_cast<int>(v[7]), v[8], v[9], zy);
+      out[(a + 128) * 256 + b + 128] = y;
     }
   return std::fwrite(out, 1, sizeof out, stdout) == sizeof out ? 0 : 3;
 }
@@ -200,14 +349,23 @@ def test_cpp_mul_requant_equals_python_on_every_pair(pairs_program, offset):
         assert np.array_equal(got, want), (sa, za, sb, zb, sy, zy, np.count_nonzero(got != want))
 
 
-def test_cpp_add_requant_with_a_negated_multiplier_is_sub_on_every_pair(pairs_program):
-    for sa, za, sb, zb, _, zy in scale_sets(4, 8):
-        sy = F32((sa + sb) * 0.8)
-        fa, fb = nx.add_fixed_points(sa, sb, sy)
-        got = cpp_pairs(pairs_program, "sub", za, zb, zy, fa.multiplier, -fb.multiplier, fa.shift)
-        want = nx.add_requant(PAIRS_A, sa, za, PAIRS_B, sb, zb, sy, zy, subtract=True)
-        assert np.array_equal(got, want)
-        assert not np.array_equal(want, nx.add_requant(PAIRS_A, sa, za, PAIRS_B, sb, zb, sy, zy))
+@pytest.mark.parametrize("offset", [nx.ORT_X86_DOMAIN_OFFSET, 0])
+def test_cpp_add_requant_equals_python_on_every_pair(pairs_program, offset):
+    for sa, za, sb, zb, sy, zy in ADD_SETS[::3]:
+        c = nx.add_constants(sa, za, sb, zb, sy, zy, offset)
+        got = cpp_pairs(pairs_program, "add", c.a_multiplier, c.b_multiplier, c.fixed, c.shift, c.offset)
+        want = nx.add_requant(PAIRS_A, sa, za, PAIRS_B, sb, zb, sy, zy, domain_offset=offset)
+        assert np.array_equal(got, want), (sa, za, sb, zb, sy, zy, np.count_nonzero(got != want))
+
+
+@pytest.mark.parametrize("subtract", [False, True], ids=["add", "sub"])
+def test_cpp_add_float_requant_equals_python_on_every_pair(pairs_program, subtract):
+    for sa, za, sb, zb, sy, zy in ADD_SETS[::3]:
+        c = nx.float_add_constants(sa, sb, sy, subtract)
+        got = cpp_pairs(pairs_program, "float", za, zb, zy, c.a_mantissa, c.a_align, c.b_mantissa, c.b_align,
+                        c.x_shift, c.x_limit, c.divisor)
+        want = nx.add_requant(PAIRS_A, sa, za, PAIRS_B, sb, zb, sy, zy, subtract=subtract, fused=False)
+        assert np.array_equal(got, want), (sa, za, sb, zb, sy, zy, np.count_nonzero(got != want))
 
 
 # ---- networks -------------------------------------------------------------------------------------------

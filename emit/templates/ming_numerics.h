@@ -258,27 +258,6 @@ inline int64_t fixed_point_rescale(int64_t x, int64_t multiplier, int shift,
     return round_shift_half_even(v, s);
 }
 
-// Wide-range form of add_requant (any int32 output range).
-inline int32_t add_requant_i32(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, int64_t ma,
-                               int64_t mb, int shift, int32_t y_zp, int32_t qmin, int32_t qmax) {
-    const int s = shift < 0 ? 0 : (shift > 63 ? 63 : shift);
-    const int64_t ta = detail::wrap_mul(ma, static_cast<int64_t>(a) - a_zp);
-    const int64_t tb = detail::wrap_mul(mb, static_cast<int64_t>(b) - b_zp);
-    const int64_t v = detail::wrap_add(detail::wrap_add(ta, tb), detail::wrap_shl(y_zp, s));
-    return static_cast<int32_t>(saturate(round_shift_half_even(v, s), qmin, qmax));
-}
-
-// numerics.add_requant (QLinearAdd, <= 1 LSB vs ORT):
-//   y = sat(rne((ma*(a - a_zp) + mb*(b - b_zp) + (y_zp << shift)) / 2^shift))
-//   with (FixedPoint(ma, shift), FixedPoint(mb, shift)) = numerics.add_fixed_points(sa, sb, sy)
-//   precomputed by the compiler.  y_zp is added BEFORE rounding (as ORT).
-//   Contract: |ma|, |mb| < 2^31 (Sub passes -mb), 1 <= shift <= 62 with y_zp << shift in int64,
-//   -128 <= qmin <= qmax <= 127.
-inline int8_t add_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, int64_t ma, int64_t mb,
-                          int shift, int32_t y_zp, int32_t qmin = -128, int32_t qmax = 127) {
-    return static_cast<int8_t>(add_requant_i32(a, a_zp, b, b_zp, ma, mb, shift, y_zp, qmin, qmax));
-}
-
 // numerics.round_to_float32 on a magnitude: m rounded to 24 significant bits, half to even, at the same
 //   binary point (the float32 of m * 2^k in units of 2^k). The bits below the 24th are a mask, the smear of
 //   the leading one of m >> 24; rounding is a compare and an add at that mask: no normalization, no
@@ -323,6 +302,108 @@ inline int32_t mul_requant_i32(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp,
 inline int8_t mul_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, uint32_t mantissa, int shift,
                           int32_t y_zp, int32_t offset, int32_t qmin = -128, int32_t qmax = 127) {
     return static_cast<int8_t>(mul_requant_i32(a, a_zp, b, b_zp, mantissa, shift, y_zp, offset, qmin, qmax));
+}
+
+namespace detail {
+// numerics.round_to_float32 on a signed value (odd-symmetric): the magnitude's mask-and-add rounding.
+inline int64_t round_to_float32_signed(int64_t v) {
+    const uint64_t magnitude = v < 0 ? UINT64_C(0) - s2u(v) : s2u(v);
+    const uint64_t rounded = round_to_float32(magnitude);
+    return u2s(v < 0 ? UINT64_C(0) - rounded : rounded);
+}
+
+// One step of a restoring division: the quotient bit `bit` of rest / unit.
+inline void division_step(uint64_t& rest, uint32_t& quotient, uint64_t unit, int bit) {
+    const uint64_t part = unit << bit;
+    if (rest >= part) {
+        rest -= part;
+        quotient |= UINT32_C(1) << bit;
+    }
+}
+}  // namespace detail
+
+// numerics.add_fused_requant (QLinearAdd, bit-exact with onnxruntime's MlasQLinearAddKernelAvx2Helper):
+//   a' = a + offset, b' = b + offset (offset: the domain the kernel runs in, 128 = uint8 on x86);
+//   inner = rn24(b' * mb + fixed), outer = rn24(a' * ma + inner) (the two float32 fmas, each an exact
+//   integer sum and one rounding, in units of 2^-shift), y' = sat(rne(outer / 2^shift)) to
+//   [qmin + offset, qmax + offset], y = y' - offset.  (ma, mb, fixed, shift) = numerics.add_constants(sa, za,
+//   sb, zb, sy, zy, offset): the ratios f32(sa/sy), f32(sb/sy) and onnxruntime's float32 constant
+//   F = f32(zy' - fma(ra, za', f32(rb * zb'))) at the binary point 2^-shift; the zero points are in `fixed`.
+//   Per lane: two 9 x 24-bit products (the multipliers' trailing zeros are wiring), two mask-and-add
+//   roundings, a rounding at the constant `shift`, the offset and the saturation.
+//   Contract: int8 a, b; 256 * |ma|, 256 * |mb|, |fixed| < 2^59 (numerics.add_constants checks it);
+//   0 <= shift <= 62; 0 <= offset <= 128; -128 <= qmin <= qmax <= 127.
+inline int32_t add_requant_i32(int32_t a, int32_t b, int64_t ma, int64_t mb, int64_t fixed, int shift,
+                               int32_t offset, int32_t qmin, int32_t qmax) {
+    const int s = shift < 0 ? 0 : (shift > 62 ? 62 : shift);
+    const int64_t inner = detail::round_to_float32_signed(
+        detail::wrap_add(detail::wrap_mul(static_cast<int64_t>(b) + offset, mb), fixed));
+    const int64_t outer = detail::round_to_float32_signed(
+        detail::wrap_add(detail::wrap_mul(static_cast<int64_t>(a) + offset, ma), inner));
+    const int64_t y = saturate(round_shift_half_even(outer, s), static_cast<int64_t>(qmin) + offset,
+                               static_cast<int64_t>(qmax) + offset);
+    return static_cast<int32_t>(saturate(y - offset, qmin, qmax));
+}
+
+inline int8_t add_requant(int32_t a, int32_t b, int64_t ma, int64_t mb, int64_t fixed, int shift, int32_t offset,
+                          int32_t qmin = -128, int32_t qmax = 127) {
+    return static_cast<int8_t>(add_requant_i32(a, b, ma, mb, fixed, shift, offset, qmin, qmax));
+}
+
+// numerics.add_float_requant (onnxruntime's unfused DQ -> Add/Sub -> Q, bit-exact):
+//   y = sat(rne(f32(f32(DQ(a) +/- DQ(b)) / sy)) + y_zp), DQ(v) = f32(s * (v - zp)).
+//   (a_mantissa, a_align, b_mantissa, b_align, x_shift, x_limit, divisor) = numerics.float_add_constants
+//   (b_mantissa negative for Sub).  DA = rn24((a - a_zp) * a_mantissa) << a_align and DB likewise (the two
+//   float32 products), X = rn24(DA + DB) (the float32 sum); N = min(|X|, x_limit) << x_shift; the 10-bit
+//   quotient y0 = floor(N / (divisor << 25)) by restoring division (10 compare-subtracts) and its remainder r;
+//   f32(q) is exactly y0 + 1/2 when r is within divisor << bitlen(y0) of divisor << 24, so
+//   k = y0 + (r > half + band) for even y0, y0 + (r >= half - band) for odd y0; sign, zero point, saturation.
+//   Contract: int8 a, b, zero points; |a_mantissa|, |b_mantissa| < 2^24; a_align, b_align <= 28;
+//   x_limit << x_shift and divisor << 35 below 2^61 (numerics.float_add_constants checks it).
+inline int32_t add_float_requant_i32(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, int64_t a_mantissa,
+                                     int a_align, int64_t b_mantissa, int b_align, int x_shift, int64_t x_limit,
+                                     int64_t divisor, int32_t y_zp, int32_t qmin, int32_t qmax) {
+    const int sa = a_align < 0 ? 0 : (a_align > 28 ? 28 : a_align);
+    const int sb = b_align < 0 ? 0 : (b_align > 28 ? 28 : b_align);
+    const int sx = x_shift < 0 ? 0 : (x_shift > 58 ? 58 : x_shift);
+    const int64_t da = detail::wrap_shl(
+        detail::round_to_float32_signed(detail::wrap_mul(static_cast<int64_t>(a) - a_zp, a_mantissa)), sa);
+    const int64_t db = detail::wrap_shl(
+        detail::round_to_float32_signed(detail::wrap_mul(static_cast<int64_t>(b) - b_zp, b_mantissa)), sb);
+    const int64_t x = detail::round_to_float32_signed(detail::wrap_add(da, db));
+    const uint64_t magnitude = x < 0 ? UINT64_C(0) - detail::s2u(x) : detail::s2u(x);
+    const uint64_t limit = detail::s2u(x_limit);
+    uint64_t rest = (magnitude < limit ? magnitude : limit) << sx;
+    const uint64_t d = detail::s2u(divisor) & UINT64_C(0x3FFFFFFFFFFFF);
+    const uint64_t unit = d << 25;
+    uint32_t y0 = 0;
+    const bool saturated = rest >= (unit << 10);
+    if (saturated) {
+        y0 = 1024;
+    } else {
+        detail::division_step(rest, y0, unit, 9);
+        detail::division_step(rest, y0, unit, 8);
+        detail::division_step(rest, y0, unit, 7);
+        detail::division_step(rest, y0, unit, 6);
+        detail::division_step(rest, y0, unit, 5);
+        detail::division_step(rest, y0, unit, 4);
+        detail::division_step(rest, y0, unit, 3);
+        detail::division_step(rest, y0, unit, 2);
+        detail::division_step(rest, y0, unit, 1);
+        detail::division_step(rest, y0, unit, 0);
+    }
+    const uint64_t band = d << bit_length(y0);
+    const uint64_t half = d << 24;
+    const bool up = !saturated && ((y0 & 1u) != 0 ? rest >= half - band : rest > half + band);
+    const int64_t k = static_cast<int64_t>(y0) + (up ? 1 : 0);
+    return static_cast<int32_t>(saturate((x < 0 ? -k : k) + y_zp, qmin, qmax));
+}
+
+inline int8_t add_float_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, int64_t a_mantissa, int a_align,
+                                int64_t b_mantissa, int b_align, int x_shift, int64_t x_limit, int64_t divisor,
+                                int32_t y_zp, int32_t qmin = -128, int32_t qmax = 127) {
+    return static_cast<int8_t>(add_float_requant_i32(a, a_zp, b, b_zp, a_mantissa, a_align, b_mantissa, b_align,
+                                                     x_shift, x_limit, divisor, y_zp, qmin, qmax));
 }
 
 // Wide-range form of avgpool_requant (any int32 output range).

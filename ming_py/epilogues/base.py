@@ -29,7 +29,9 @@ LANE_PRIMITIVES = {
     "lean": "requant_lean_dsp",  # ming::requantize_lean: a 24 x 27-bit product, rounding at the float32 bit
     "lean, shift by channel": "requant_lean_dsp_shift_by_channel",  # and a barrel shifter
     "exact": "requant_exact",  # ming::requantize: the float32 emulation
-    "sum of two products": "requant_add",  # ming::add_requant: two 31-bit products, one rounding
+    # ming::add_requant: two 9 x 24-bit products, two float32 roundings; ming::add_float_requant (Sub) adds a
+    # 10-step division. The calibration (benchmarks/calibration/requant_add.v) is still the former datapath's.
+    "sum of two products": "requant_add",
     "average": "requant_avgpool",  # ming::avgpool_requant: a 32 x 31-bit product and a rounding shift
     "fixed point 32 x 32": "requant_fixed_point",  # TFLite's rule: a 32 x 31-bit product, rounding, shift
     "float32 product": "requant_mul",  # ming::mul_requant: an 8 x 8 and a 17 x 24-bit product, two roundings
@@ -54,11 +56,15 @@ def lane_cost(datapath: str, multipliers: str) -> tuple[int, int]:
 class Golden:
     """What a rule's golden model may ask of the kernel it ends: `per_channel(values)` broadcasts
     per-output-channel constants over the result, `valid()` counts each output's unpadded window
-    elements, `parallel` is the kernel's parallel loop dims in the result's axis order."""
+    elements, `parallel` is the kernel's parallel loop dims in the result's axis order, `span_scalar` its
+    inputs that do not vary along the innermost dim."""
 
     per_channel: Callable[[np.ndarray], np.ndarray]
     valid: Callable[[], np.ndarray]
     parallel: tuple[int, ...]
+    # the kernel's inputs that hold one value along its innermost dim (a per-channel vector or a scalar):
+    # onnxruntime's broadcast runs them as a scalar per span, and QLinearAdd takes the other operand first
+    span_scalar: tuple[int, ...] = ()
 
 
 class EpilogueRule:

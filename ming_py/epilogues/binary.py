@@ -12,6 +12,17 @@ from ming_py.ir import AddRequant, FixedPointAdd, MulRequant
 from .base import EpilogueRule, register
 
 
+def _fused(e: AddRequant) -> bool:
+    """Whether onnxruntime runs the Add as QLinearAdd (fused QDQ) or in float: Sub always in float, an Add as
+    the frontend found (`AddRequant.kernel`)."""
+    return not e.subtract and e.kernel != "float"
+
+
+def _domain_offset(e: AddRequant) -> int:
+    """QLinearAdd's zero points and outputs are in its own type: uint8 values are int8 ones plus 128."""
+    return 128 if e.kernel == "uint8" else 0
+
+
 @register
 class OnnxAdd(EpilogueRule):
     ir_type = AddRequant
@@ -19,7 +30,8 @@ class OnnxAdd(EpilogueRule):
     def golden(self, e, result, context):
         a, b = result
         return numerics.add_requant(a, e.a_scale, e.a_zero_point, b, e.b_scale, e.b_zero_point, e.y_scale,
-                                    e.zero_point, subtract=e.subtract)
+                                    e.zero_point, e.qmin, e.qmax, subtract=e.subtract, fused=_fused(e),
+                                    swap=context.span_scalar == (0,), domain_offset=_domain_offset(e))
 
     def reads_inputs(self):
         return True
@@ -31,11 +43,21 @@ class OnnxAdd(EpilogueRule):
         return "sum of two products"
 
     def emit(self, e, view, constant):
-        a, b = numerics.add_fixed_points(e.a_scale, e.b_scale, e.y_scale)
         view.epilogue = "add"
-        view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, a_multiplier=a.multiplier,
-                          b_multiplier=-b.multiplier if e.subtract else b.multiplier, shift=a.shift,
-                          zero_point=e.zero_point)
+        view.extra.update(qmin=e.qmin, qmax=e.qmax, fused=_fused(e))
+        if not _fused(e):  # onnxruntime's float DQ -> Add/Sub -> Q
+            c = numerics.float_add_constants(e.a_scale, e.b_scale, e.y_scale, e.subtract)
+            view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, zero_point=e.zero_point,
+                              a_mantissa=c.a_mantissa, a_align=c.a_align, b_mantissa=c.b_mantissa,
+                              b_align=c.b_align, x_shift=c.x_shift, x_limit=c.x_limit, divisor=c.divisor)
+            return
+        # QLinearAdd: onnxruntime's kernel takes the map first when the other operand is the broadcast one
+        swap = view.spec.process_kind.name == "broadcast" and view.spec.vector_input == 0
+        scales = [(e.a_scale, e.a_zero_point), (e.b_scale, e.b_zero_point)]
+        (sa, za), (sb, zb) = scales[::-1] if swap else scales
+        c = numerics.add_constants(sa, za, sb, zb, e.y_scale, e.zero_point, _domain_offset(e))
+        view.extra.update(swap=swap, a_multiplier=c.a_multiplier, b_multiplier=c.b_multiplier, fixed=c.fixed,
+                          shift=c.shift, offset=c.offset)
 
 
 @register
