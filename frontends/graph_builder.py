@@ -14,6 +14,9 @@ def _identifier(text: str) -> str:
     return ident if not ident[0].isdigit() else f"n_{ident}"
 
 
+NAME_LIMIT = 32  # characters of a model's node name that still name a process
+
+
 class GraphBuilder:
     """The `Graph` being lifted (`graph`): fresh names after the model's, new tensors and constants, the
     kernel producing a tensor, and the final sweep of nodes nothing reads."""
@@ -37,13 +40,22 @@ class GraphBuilder:
         return name
 
     def constant(self, base: str, array: np.ndarray) -> str:
-        name = self.fresh(f"{base}_const")
+        short = _identifier(base)
+        name = self.fresh(f"{short if len(short) <= NAME_LIMIT else 'weights'}_const")
         self.graph.constants[name] = np.ascontiguousarray(array)
         return name
 
+    def node_name(self, node: str, kind: str) -> str:
+        """A fresh name after the model's node where it is short, else after what the node computes (`kind`,
+        then `kind_2`, ...): TFLite's joined tensor names run to hundreds of characters. The node's full
+        name stays its `source` (reports, `--set`)."""
+        base = _identifier(node)
+        return self.fresh(base if len(base) <= NAME_LIMIT else kind)
+
     def kernel_name(self, node: str, kind: str) -> str:
-        """A fresh name after the model's node, or after what the kernel computes where IREE lost the node."""
-        return self.fresh(node if node not in ("?", "main") else kind)
+        """`node_name`, after what the kernel computes where IREE lost the node (a generic located at "?" or
+        at the function)."""
+        return self.node_name(kind if node in ("?", "main") else node, kind)
 
     def producer(self, tensor: str) -> Kernel | None:
         for node in self.graph.nodes:

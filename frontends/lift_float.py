@@ -95,7 +95,7 @@ class FloatMixin:
         else:
             raise MingError(f"{where}: float reduction {body[:-1]} has no integer form in ming")
         out_shape = tuple(dims[r.single_dim()] for r in maps[-1].results)
-        name = self.builder.fresh(node)
+        name = self.builder.node_name(node, kind)
         out = self.builder.new_tensor(f"{name}_out", out_shape, dtype)
         self.graph.nodes.append(Kernel(
             name=name, source=node, dims=dims, iterators=iterators,

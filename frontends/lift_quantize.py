@@ -243,7 +243,7 @@ class QuantizeMixin:
                               np.float32(scale), zero_point, subtract=b.negated,
                               kernel=self.facts.add_kernels.get(value.origin, "uint8"))
         operands = (self._broadcast_operand(a, value.shape, where), self._broadcast_operand(b, value.shape, where))
-        return self._binary_kernel(self.builder.fresh(node), node, "add", operands, value.shape, epilogue,
+        return self._binary_kernel(self.builder.node_name(node, "add"), node, "add", operands, value.shape, epilogue,
                                    "sub" if b.negated else "add")
 
     def _mul(self, value: FloatProduct, scale, zero_point, node, where):
@@ -256,7 +256,7 @@ class QuantizeMixin:
             raise MingError(f"node '{node}' (Mul): {error}; the product of the input scales over the output "
                             "scale must lie in that range (quantize the output with another scale)") from None
         operands = (self._broadcast_operand(a, value.shape, where), self._broadcast_operand(b, value.shape, where))
-        return self._binary_kernel(self.builder.fresh(node), node, "mul", operands, value.shape, epilogue)
+        return self._binary_kernel(self.builder.node_name(node, "mul"), node, "mul", operands, value.shape, epilogue)
 
     def _broadcast_operand(self, term: Term, shape: tuple[int, ...], where: str) -> Operand:
         """The operand reading `term`'s tensor at every point of `shape` (broadcast along the dims its map
@@ -281,10 +281,11 @@ class QuantizeMixin:
 
     def _rescale(self, term: Term, scale, zero_point, node, qmin=-128, qmax=127) -> IntTensor:
         shape = self.graph.tensors[term.tensor].shape
-        out = self.builder.new_tensor(f"{node}_rescaled", shape, "i8")
+        name = self.builder.node_name(f"{node}_rescale", "rescale")
+        out = self.builder.new_tensor(f"{name}_out", shape, "i8")
         identity = AccessMap.identity(len(shape))
         self.graph.nodes.append(Kernel(
-            name=self.builder.fresh(f"{node}_rescale"), source=node, dims=shape, iterators=(PARALLEL,) * len(shape),
+            name=name, source=node, dims=shape, iterators=(PARALLEL,) * len(shape),
             inputs=(Operand(term.tensor, identity),), output=Operand(out, identity), payload=Arg(0), init=None,
             op="rescale",
             epilogue=Rescale(np.float32(term.factors[0]), int(term.offset), np.float32(scale), zero_point,
@@ -345,7 +346,7 @@ class QuantizeMixin:
             inputs.append(self._reshape_tensor(piece_tensor(piece), tuple(sizes[lead:]), node))
         if position != value.shape[axis]:
             raise MingError(f"{where}: concatenation pieces do not cover the output")
-        name = self.builder.fresh(node)
+        name = self.builder.node_name(node, "concat")
         out = self.builder.new_tensor(f"{name}_out", value.shape[lead:], "i8")
         self.graph.nodes.append(Concat(name, node, tuple(inputs), out, axis - lead))
         return IntTensor(self._reshape_tensor(out, value.shape, node))

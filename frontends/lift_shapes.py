@@ -103,7 +103,7 @@ class ShapeMixin:
             if isinstance(node, Reshape) and node.output == tensor and self.graph.tensors[node.input].shape == shape:
                 return node.input
         out = self.builder.new_tensor(f"{tensor}_reshaped", shape, info.dtype)
-        self.graph.nodes.append(Reshape(self.builder.fresh(f"{source}_reshape"), source, tensor, out))
+        self.graph.nodes.append(Reshape(self.builder.node_name(f"{source}_reshape", "reshape"), source, tensor, out))
         return out
 
     def _reshape_padded(self, source: Padded, groups: list[list[int]], expand: bool, shape, node, where) -> Padded:
@@ -173,8 +173,9 @@ class ShapeMixin:
         info = self.graph.tensors[value.name]
         if (start, size) == (0, info.shape[0]):
             return value
-        out = self.builder.new_tensor(f"{node}_{start}_{start + size}", (size,) + info.shape[1:], info.dtype)
-        self.graph.nodes.append(Slice(self.builder.fresh(f"{node}_slice"), node, value.name, out, start))
+        name = self.builder.node_name(f"{node}_slice", "slice")
+        out = self.builder.new_tensor(f"{name}_{start}_{start + size}", (size,) + info.shape[1:], info.dtype)
+        self.graph.nodes.append(Slice(name, node, value.name, out, start))
         return IntTensor(out)
 
     def _op_tensor_insert_slice(self, op, where):
@@ -221,9 +222,9 @@ class ShapeMixin:
         permuted = self._reshape_tensor(origin, map_shape, node)
         if not np.array_equal(order, np.arange(len(order))):
             base = permuted
-            permuted = self.builder.new_tensor(f"{node}_out", map_shape, self.graph.tensors[base].dtype)
-            self.graph.nodes.append(Permute(self.builder.fresh(node), node, base, permuted,
-                                            tuple(int(c) for c in order)))
+            name = self.builder.node_name(node, "permute")
+            permuted = self.builder.new_tensor(f"{name}_out", map_shape, self.graph.tensors[base].dtype)
+            self.graph.nodes.append(Permute(name, node, base, permuted, tuple(int(c) for c in order)))
         return self._reshape_tensor(permuted, tuple(shape[a] for a in axes), node)
 
 

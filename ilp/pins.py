@@ -181,13 +181,14 @@ def _flatten(data: dict, where: str, prefix: str = "") -> dict[str, object]:
 
 
 def resolve(settings: dict[str, int | str], graph: StreamGraph) -> Pins:
-    """Check settings against the design: every name exists and every factor divides its loop."""
+    """Check settings against the design: every name exists (a process by its own name or by the model node it
+    computes) and every factor divides its loop."""
     pins = Pins()
     processes = {p.name: p for p in graph.processes}
     for key, value in sorted(settings.items()):
         check_key(key, "settings")
         form = _KEY.fullmatch(key)
-        name, loop, setting = form["name"], form["loop"], form["field"]
+        name, loop, setting = _process_name(form["name"], graph), form["loop"], form["field"]
         if name in processes and setting != "depth":
             _pin_process(pins, graph, processes[name], key, loop or setting, value, setting is None)
         elif name in graph.channels and setting == "depth":
@@ -198,6 +199,14 @@ def resolve(settings: dict[str, int | str], graph: StreamGraph) -> Pins:
             raise MingError(f"{key}: not a setting of this design; use {KEY_FORMS} "
                             f"(processes: {', '.join(sorted(processes))})")
     return pins
+
+
+def _process_name(name: str, graph: StreamGraph) -> str:
+    """A process's name, given either it or the model node it computes (the framework's full name)."""
+    if any(p.name == name for p in graph.processes):
+        return name
+    computing = [p.name for p in graph.processes if p.source == name]
+    return computing[0] if len(computing) == 1 else name
 
 
 def _pin_process(pins: Pins, graph: StreamGraph, process, key: str, setting: str, value, is_loop: bool) -> None:

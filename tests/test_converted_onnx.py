@@ -133,3 +133,15 @@ def test_csim_of_a_tf2onnx_model_equals_onnxruntime(tmp_path, name):
     x = converted_onnx.model_input(model, 3)
     expected = parity.onnxruntime_outputs(model, x)[0]
     assert np.array_equal(csim(graph, tmp_path / "out", x), expected)
+
+
+def test_long_framework_names_give_short_process_names_and_pin_either_way():
+    from ming_py.ilp.pins import resolve
+    from ming_py.line_buffers import build_stream_graph
+
+    graph = build_stream_graph(lift(CONVERTED / "resnet.onnx"))
+    assert all(len(p.name) <= 40 for p in graph.processes)
+    conv = next(p for p in graph.processes if p.kind == "conv" and len(p.source) > 40)
+    assert conv.name.startswith("conv") and ";" in conv.source  # TFLite's joined tensor names, kept as the source
+    by_name = resolve({f"{conv.name}.unroll.oc": 2}, graph)
+    assert resolve({f"{conv.source}.unroll.oc": 2}, graph).unroll == by_name.unroll == {conv.name: {"oc": 2}}
