@@ -33,8 +33,19 @@ def deploy_files(graph: StreamGraph, board: Board) -> dict[str, str]:
     meta = accelerator_metadata(graph, board)
     files["deploy/accelerator.json"] = json.dumps(meta, indent=2) + "\n"
     files["deploy/README.md"] = environment().get_template("deploy/README.md.j2").render(
-        meta=meta, board=board, version=__version__, output_names=output_names(meta))
+        meta=meta, board=board, version=__version__, output_names=output_names(meta),
+        layout=input_layout(meta["input"]))
     return files
+
+
+def input_layout(port: dict) -> str | None:
+    """The axis order of an image input as the README states it: NHWC when the model's input is transposed to
+    channels first on the host, NCHW for a 4-D input taken as it is, None for other shapes."""
+    if len(port["onnx_shape"]) != 4:
+        return None
+    if list(port["permutation"]) == [0, 3, 1, 2]:
+        return "N, H, W, C: channels last"
+    return "N, C, H, W: channels first" if not port["permutation"] else None
 
 
 def accelerator_metadata(graph: StreamGraph, board: Board) -> dict:

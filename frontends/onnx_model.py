@@ -25,6 +25,7 @@ from iree.compiler.extras import onnx_importer
 
 from ming_py.errors import MingError
 from ming_py.ir import Graph
+from ming_py.model_files import TAKES, foreign_model_problem
 
 from . import iree_compile, onnx_formats
 from .onnx_converters import rewrite_converter_idioms
@@ -65,14 +66,15 @@ def load_onnx(path: Path) -> onnx.ModelProto:
         model = onnx.load(str(path))  # with its external data, if any
     except Exception as exc:  # onnx raises several unrelated types for bad files
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise MingError(f"{path}: not a valid ONNX model ({first[:120]})") from None
+        raise MingError(foreign_model_problem(path) or f"{path}: not a valid ONNX model ({first[:120]}); {TAKES} "
+                        "(.tflite)") from None
     check_names(model)
     check_opsets(model)
     try:
         onnx.checker.check_model(model)
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise MingError(f"{path}: not a valid ONNX model ({first[:120]})") from None
+        raise MingError(foreign_model_problem(path) or f"{path}: not a valid ONNX model ({first[:120]})") from None
     return model
 
 

@@ -33,14 +33,35 @@ EXIT_DEADLOCK = 3
 EXIT_PORT_CONFLICT = 3
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every option's default at the end of its help ("(default: kv260)"), unless the help states it already or
+    the option has none (None, a flag's False, an empty list)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        if default is None or default is False or default == [] or default == argparse.SUPPRESS or \
+                "%(default)" in text or "default:" in text:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line, like every other error."""
+    """Usage errors as one line, like every other error; help shows the defaults (`_HelpFormatter`)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)  # the subcommands' parsers are _Parsers too
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(EXIT_USAGE, f"ming: error: {message}; see `{self.prog} --help`\n")
 
 
-INPUT_HELP = "the input .npy as the model takes it (float32, or int8/uint8 for a model with such an input)"
+MODEL_HELP = "the model: an int8-quantized ONNX file (QDQ or QOperator) or an int8 .tflite file"
+BUILD_HELP = "the output directory (OUT) of `ming build`"
+INPUT_HELP = ("the input .npy in the model's input shape: float32 images (a model whose input is int8 or uint8 "
+              "quantizes them with its input's scale and zero point, as TFLite does), or such a model's own "
+              "int8/uint8 values")
 OUTPUT_HELP = ("where to write the output .npy (float32, or int8/uint8 for a model with such an output); once per "
                "model output, in the model's order, or one .npz path for all (keys: the output names)")
 
@@ -50,39 +71,40 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     analyze = commands.add_parser("analyze", help="lift a model and classify every kernel")
-    analyze.add_argument("model", type=Path)
+    analyze.add_argument("model", type=Path, help=MODEL_HELP)
     analyze.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
 
     reference = commands.add_parser("reference", help="run the golden integer model")
-    reference.add_argument("model", type=Path)
+    reference.add_argument("model", type=Path, help=MODEL_HELP)
     reference.add_argument("--input", required=True, type=Path, help=INPUT_HELP)
     reference.add_argument("--output", required=True, type=Path, action="append", help=OUTPUT_HELP)
 
     build = commands.add_parser("build", help="compile a model into a Vitis HLS project")
-    build.add_argument("model", type=Path)
+    build.add_argument("model", type=Path, help=MODEL_HELP)
     _design_options(build)
     build.add_argument("--fifo", choices=("sized", "minimal"), default="sized",
-                       help="sized: skip FIFOs hold the line-buffer lag, others two pixels (default); minimal: the "
-                            "least depths that keep the simulated latency")
+                       help="sized: skip FIFOs hold the line-buffer lag, others two pixels; minimal: the least "
+                            "depths that keep the simulated latency (default: %(default)s)")
     build.add_argument("-o", "--output", required=True, type=Path, help="output directory: new, empty or a former build, replaced on success; a file in it that "
                             "ming did not write stops the build (ming removes only what it wrote)")
     build.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
     simulate = commands.add_parser("simulate", help="cycle-level simulation of a build's dataflow schedule")
-    simulate.add_argument("build_dir", type=Path)
+    simulate.add_argument("build_dir", type=Path, help=BUILD_HELP)
     simulate.add_argument("--json", action="store_true", help="print a JSON object")
 
     sweep = commands.add_parser("sweep", help="explore latency against resource budgets (no C++)")
-    sweep.add_argument("model", type=Path)
+    sweep.add_argument("model", type=Path, help=MODEL_HELP)
     _design_options(sweep, lists=True)
     sweep.add_argument("-o", "--output", type=Path, default=Path("sweep"),
-                       help="directory for sweep.csv/json/png (default: sweep; written like a build's OUT: a new, "
-                            "empty or former sweep directory, replaced on success)")
+                       help="directory for sweep.csv/json/png (default: %(default)s; written like a build's OUT: "
+                            "a new, empty or former sweep directory, replaced on success)")
     sweep.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
-    csim = commands.add_parser("csim", help="C-simulate a build with g++ on a float input")
-    csim.add_argument("build_dir", type=Path)
-    csim.add_argument("--input", required=True, type=Path, help=INPUT_HELP)
+    csim = commands.add_parser("csim", help="C-simulate a build with g++ on one image or N stacked")
+    csim.add_argument("build_dir", type=Path, help=BUILD_HELP)
+    csim.add_argument("--input", required=True, type=Path, help=INPUT_HELP + ": one image or N stacked on a "
+                      "first axis (N results, stacked likewise)")
     csim.add_argument("--output", required=True, type=Path, action="append", help=OUTPUT_HELP)
     csim.add_argument("--sequential", action="store_true",
                       help="call the processes one after another over unbounded FIFOs (as Vitis csim does) instead "
@@ -92,8 +114,9 @@ def _parser() -> argparse.ArgumentParser:
                            "array or a stream than the array's partition and storage pragmas give")
     csim.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
-    deploy = commands.add_parser("deploy", help="run a build's deployment driver (OUT/deploy/run.py) on a float input")
-    deploy.add_argument("build_dir", type=Path)
+    deploy = commands.add_parser("deploy", help="run a build's deployment driver (OUT/deploy/run.py) on one image "
+                                 "or N stacked")
+    deploy.add_argument("build_dir", type=Path, help=BUILD_HELP)
     deploy.add_argument("--input", required=True, type=Path, help=INPUT_HELP + ": one image or N stacked")
     deploy.add_argument("--output", required=True, type=Path, action="append", help=OUTPUT_HELP)
     deploy.add_argument("--backend", choices=("pynq", "xrt", "csim"),
@@ -102,7 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     deploy.add_argument("--benchmark", action="store_true", help="print throughput and per-image times")
 
     compare = commands.add_parser("compare", help="a build's plan against its Vitis HLS and Vivado reports")
-    compare.add_argument("build_dir", type=Path)
+    compare.add_argument("build_dir", type=Path, help=BUILD_HELP)
     compare.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
     compare.add_argument("--write-calibration", type=Path, metavar="FILE",
                          help="write per-primitive resource factors fitted to the reports, for `ming build "
@@ -114,13 +137,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _design_options(parser, lists: bool = False) -> None:
     share = "comma-separated budgets, e.g. 5%%,20%%,100%%" if lists else "N units or P%% of the board"
-    parser.add_argument("--board", default="kv260", help="target board (see `ming boards`)")
+    parser.add_argument("--board", default="kv260", help="target board (see `ming boards`; default: %(default)s)")
     for resource in ("dsp", "bram", "uram", "lut"):
         parser.add_argument(f"--{resource}", help=f"{resource.upper()} budget: {share}")
     parser.add_argument("--clock", help="clock in MHz (default: the board's)")
     parser.add_argument("--objective", choices=("frugal", "latency", "sum"), default="frugal",
-                        help="frugal: the least resources within 1%% of the fastest design's latency (default); "
-                             "latency: the fastest design; sum: MING's sum of process cycles")
+                        help="frugal: the least resources within 1%% of the fastest design's latency; latency: "
+                             "the fastest design; sum: MING's sum of process cycles (default: %(default)s)")
     several = "comma-separated targets, one design each, e.g. 100,1000,10000" if lists else None
     parser.add_argument("--target-fps", metavar="F", help=several or "the least-resource design that sustains F "
                         "images per second at the build clock (instead of --objective)")
@@ -189,10 +212,10 @@ def _csim(args) -> int:
     from .csim import CsimDeadlock, PortConflict, run_csim
     from .options import build_metadata, check_output_count, check_output_files, load_input, save_outputs
     from .progress import Progress
-    from .runtime.ming_driver import output_names
+    from .runtime.ming_driver import Port, output_names
 
     host = build_metadata(args.build_dir)
-    x = load_input(args.input)
+    x = load_input(args.input, Port.of(host["input"]))
     check_output_files(args.output)
     check_output_count(args.output, output_names(host))
     try:
@@ -332,7 +355,7 @@ def _reference(args) -> None:
     graph = lift(args.model)
     _print_notes(graph)
     check_output_count(args.output, [out.name for out in graph.outputs])
-    check_input(x, graph.inputs[0].onnx_shape, graph.inputs[0].dtype)
+    check_input(x, graph.inputs[0])
     save_outputs(args.output, reference.run(graph, x))
 
 

@@ -1,6 +1,6 @@
-"""`ming csim`: compile the generated C++ with g++ (cached by content) and run it on a float input.
+"""`ming csim`: compile the generated C++ with g++ (cached by content) and run it on one image or N stacked.
 
-The host side does exactly what the deployed system does: quantize the float
+The host side does exactly what the deployed system does: quantize a float
 input, reorder it to the stream's raster order (row, column, channel), run the
 accelerator, reorder the output back and run the host tail (e.g. Softmax).
 """
@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MingError
-from .options import build_metadata, check_input
+from .options import build_metadata
 from .cache import not_only_yours, open_lock, private_dir
 from .progress import Progress
 from .runtime import ming_host
-from .runtime.ming_driver import CSIM_FLAGS, DeployError, Port, compile_program
+from .runtime.ming_driver import CSIM_FLAGS, DeployError, Port, compile_program, input_images
 
 CXX_FLAGS = CSIM_FLAGS + ("-Wall", "-Wextra")
 # Concurrent C-simulation: one thread per dataflow process, FIFOs bounded by their depth
@@ -341,8 +341,13 @@ def loop_label(source: Path, line: int) -> str | None:
 
 def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = None,
              concurrent: bool = False, check_ports: bool = False) -> dict[str, np.ndarray]:
-    """C-simulate the build in `out_dir` on the float input `x`: the model's outputs by name, in the model's
-    order, as `ming reference` gives them.
+    """C-simulate the build in `out_dir` on the input `x`: the model's outputs by name, in the model's order, as
+    `ming reference` gives them.
+
+    `x` is one image in the model's input shape, or N images stacked on a first axis (as OUT/deploy/run.py
+    takes them); each output then comes back in the model's output shape, or as N stacked. Its element type is
+    float (quantized as the model does; a model whose input is int8 or uint8 quantizes it with that input's
+    scale and zero point as TFLite's QUANTIZE does) or the model's own int8/uint8 (`ming_driver.input_images`).
 
     concurrent=False: Vitis-style sequential csim (processes one after another, unbounded FIFOs).
     concurrent=True: one thread per process over FIFOs of the scheduled depth; a deadlock
@@ -353,28 +358,41 @@ def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = Non
     progress = progress or Progress(quiet=True)
     out_dir = Path(out_dir)
     host = build_metadata(out_dir)
-    inp = host["input"]
-    x = np.asarray(x)
-    if inp["dtype"] == "float32" and x.dtype.kind == "f":
-        x = x.astype(np.float32)
-    check_input(x, inp["onnx_shape"], inp["dtype"])
-    q = ming_host.accelerator_input(x, Port.of(inp))
+    port = Port.of(host["input"])
+    try:
+        images = input_images(x, port)
+    except DeployError as exc:
+        raise MingError(str(exc)) from None
+    one_image = np.asarray(x).shape == port.onnx_shape
+    outputs = [Port.of(out) for out in host["outputs"]]
     binary, fd = open_csim(out_dir / "hls", host["model"], progress, concurrent, check_ports)
+    results = []
     with _closing(fd), tempfile.TemporaryDirectory() as tmp:
         in_file, out_file = Path(tmp) / "input.bin", Path(tmp) / "output.bin"
-        to_stream_order(q, inp["stream_shape"]).astype(np.int8).tofile(in_file)
         command, how = csim_command(binary, fd)
-        with progress.step("running the C-simulation"):
-            result = subprocess.run([*command, str(in_file), str(out_file)], capture_output=True, text=True, **how)
-        conflict = port_conflict_from(result.stderr, out_dir) if check_ports else None
-        if conflict is not None and result.returncode == PORT_CONFLICT_EXIT_CODE:
-            raise conflict
-        if result.returncode == DEADLOCK_EXIT_CODE:
-            raise deadlock_from(result.stderr)
-        if result.returncode != 0:
-            raise MingError(f"C-simulation failed: {(result.stderr.strip().splitlines() or ['(no message)'])[-1]}")
-        values = np.fromfile(out_file, dtype=np.int8).astype(np.int64)
-    return split_record(values, [Port.of(out) for out in host["outputs"]])
+        count = f" on {len(images)} images" if len(images) > 1 else ""
+        with progress.step(f"running the C-simulation{count}"):
+            for image in images:
+                q = ming_host.accelerator_input(image.reshape(port.onnx_shape), port)
+                to_stream_order(q, port.stream_shape).astype(np.int8).tofile(in_file)
+                out_file.unlink(missing_ok=True)
+                result = subprocess.run([*command, str(in_file), str(out_file)], capture_output=True, text=True,
+                                        **how)
+                conflict = port_conflict_from(result.stderr, out_dir) if check_ports else None
+                if conflict is not None and result.returncode == PORT_CONFLICT_EXIT_CODE:
+                    raise conflict
+                if result.returncode == DEADLOCK_EXIT_CODE:
+                    raise deadlock_from(result.stderr)
+                if result.returncode != 0:
+                    raise MingError(f"C-simulation failed: "
+                                    f"{(result.stderr.strip().splitlines() or ['(no message)'])[-1]}")
+                values = np.fromfile(out_file, dtype=np.int8).astype(np.int64)
+                results.append(split_record(values, outputs))
+    if one_image:
+        return results[0]
+    by_name = {port.onnx_name: port for port in outputs}
+    return {name: np.stack([result[name].reshape(by_name[name].image_shape) for result in results])
+            for name in results[0]}
 
 
 def split_record(values: np.ndarray, ports: list[Port]) -> dict[str, np.ndarray]:

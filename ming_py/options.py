@@ -19,7 +19,8 @@ from ming_py.ilp.pins import check_key, check_value
 
 from .calibration import Calibration
 from .errors import MingError
-from .runtime import ming_driver
+from .model_files import foreign_model_problem
+from .runtime import ming_driver, ming_host
 
 # The board database gives no fabric maximum; HLS tools accept any period, so this only refuses nonsense.
 CLOCK_MHZ = (1.0, 1000.0)
@@ -118,6 +119,12 @@ def check_budget_lists(board: Board, lists: dict[str, str | None]) -> None:
 
 
 def check_model(path: Path) -> None:
+    """`path` is a file, and not a model ming does not take (Keras, PyTorch, TensorFlow: `model_files`)."""
+    problem = foreign_model_problem(path)
+    if problem:
+        raise MingError(problem)
+    if Path(path).is_dir():
+        raise MingError(f"{path}: is a directory; pass the path of an int8 QDQ .onnx or int8 .tflite model")
     if not Path(path).is_file():
         raise MingError(f"{path}: file not found; pass the path of an int8 QDQ .onnx or int8 .tflite model")
 
@@ -149,12 +156,14 @@ def _write_problem(directory: Path) -> str | None:
         return exc.strerror or str(exc)
 
 
-def load_input(path: Path) -> np.ndarray:
+def load_input(path: Path, port=None) -> np.ndarray:
     """The array in the .npy file `path`, as the model's runtime takes it: float32 (no NaN or Inf), or int8 or
     uint8 for a model whose input is int8 or uint8, and not empty. The policy is the deployment driver's
-    (`ming_driver.load_input`), so `ming reference`, `ming csim` and OUT/deploy/run.py refuse the same files."""
+    (`ming_driver.load_input`), so `ming reference`, `ming csim` and OUT/deploy/run.py refuse the same files;
+    given the model's input `port` (a Port or GraphInput), an integer array it does not take is refused with
+    the conversion it takes."""
     try:
-        return ming_driver.load_input(path)
+        return ming_driver.load_input(path, port)
     except ming_driver.DeployError as exc:
         raise MingError(str(exc)) from None
 
@@ -191,13 +200,17 @@ def save_outputs(paths: list[Path], outputs: dict[str, np.ndarray]) -> None:
         raise MingError(str(exc)) from None
 
 
-def check_input(x: np.ndarray, onnx_shape: list[int], dtype: str) -> None:
-    """`x` has the shape and element type (`dtype`: "float32", "int8" or "uint8") of the model's input."""
-    if list(x.shape) != list(onnx_shape):
-        raise MingError(f"input has shape {tuple(x.shape)}, the model takes {tuple(onnx_shape)}")
-    if str(x.dtype) != dtype:
-        raise MingError(f"input is {x.dtype}, the model takes {dtype}; save x.astype(numpy.{dtype})")
-    check_finite(x)
+def check_input(x: np.ndarray, port) -> None:
+    """`x` has the shape of the model's input `port` (a GraphInput or a Port) and an element type it takes: float
+    (finite values; quantized by the model, or by the host as TFLite's QUANTIZE does for a model whose input is
+    int8 or uint8), or the model's own int8/uint8 (`ming_host.input_type_problem`)."""
+    if list(x.shape) != list(port.onnx_shape):
+        raise MingError(f"input has shape {tuple(x.shape)}, the model takes {tuple(port.onnx_shape)}")
+    problem = ming_host.input_type_problem(x, port.dtype, port.scale, port.zero_point)
+    if problem:
+        raise MingError(problem)
+    if x.dtype.kind == "f":
+        check_finite(x)
 
 
 def build_metadata(build_dir: Path) -> dict:

@@ -10,8 +10,10 @@ import numpy as np
 from ming_py.classify import Classification, classify
 from ming_py.frontends.onnx_model import import_onnx
 
+from .errors import MingError
 from .ir import MAC_OPS, Graph, Kernel
 from .limits import check_limits
+from .model_files import foreign_model_problem, is_tflite
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,11 @@ class KernelReport:
 
 
 def lift(model: str | Path) -> Graph:
-    """The model's graph IR (.tflite through the TFLite frontend, anything else as ONNX), within ming's limits."""
-    if Path(model).suffix.lower() == ".tflite":
+    """The model's graph IR (TFLite through the TFLite frontend, anything else as ONNX), within ming's limits."""
+    problem = foreign_model_problem(model)  # Keras, PyTorch, TensorFlow: how to export them, not a parse error
+    if problem:
+        raise MingError(problem)
+    if is_tflite(model):  # by its name, or by its flatbuffer identifier whatever its name
         from ming_py.frontends.tflite_model import import_tflite
 
         graph = import_tflite(model)

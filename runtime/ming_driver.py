@@ -104,14 +104,15 @@ class Port:
 
 
 def input_images(x, port: Port) -> np.ndarray:
-    """`x` as (images, *image shape) for the input `port`: the model's own shape is one image. `x` has the
-    model's element type (a float array is taken as float32 for a float32 input, as `ming csim` does) and,
-    if float, only finite values."""
+    """`x` as (images, *image shape) for the input `port`: the model's own shape is one image. `x` is float
+    (taken as float32; a model whose input is int8 or uint8 quantizes it as TFLite's QUANTIZE does) with only
+    finite values, or has the model's own integer type (`ming_host.input_type_problem`)."""
     x = np.asarray(x)
-    if port.dtype == "float32" and x.dtype.kind == "f" and x.dtype.fields is None:
+    if x.dtype.kind == "f" and x.dtype.fields is None:
         x = x.astype(np.float32)
-    if str(x.dtype) != port.dtype:
-        raise DeployError(f"input is {x.dtype}, the model takes {port.dtype}; save x.astype(numpy.{port.dtype})")
+    problem = ming_host.input_type_problem(x, port.dtype, port.scale, port.zero_point)
+    if problem:
+        raise DeployError(problem)
     shape = port.image_shape
     if x.shape == port.onnx_shape:
         images = x.reshape((1,) + shape)
@@ -120,7 +121,7 @@ def input_images(x, port: Port) -> np.ndarray:
     else:
         raise DeployError(f"input has shape {x.shape}; the model takes {port.onnx_shape} (one image) or "
                           f"(N, {', '.join(map(str, shape))}) for N images")
-    bad = int(images.size - np.count_nonzero(np.isfinite(images))) if port.dtype == "float32" else 0
+    bad = int(images.size - np.count_nonzero(np.isfinite(images))) if images.dtype == np.float32 else 0
     if bad:
         raise DeployError(f"input has {bad} non-finite values (NaN or Inf); int8 quantization needs finite inputs")
     return images
@@ -414,16 +415,26 @@ def _identifier_problem(value: object, key: str) -> str | None:
 
 # ---- the input file and the output files --------------------------------------------------------------------
 
-def load_input(path) -> np.ndarray:
+def load_input(path, port: Port | None = None) -> np.ndarray:
     """The array in the .npy file `path`, as `ming reference` and `ming csim` take it: float32 (no NaN or
     Inf; either byte order), int8 or uint8, at least one value. Anything else is refused in one line:
     float64, float16, other integers, bool, complex, datetime, strings, structured and object arrays,
-    .npz archives and files that are not .npy."""
+    .npz archives and files that are not .npy. Given the model's input `port`, an integer array the model
+    does not take is refused with the conversion it takes (`ming_host.input_type_problem`)."""
     if not Path(path).is_file():
         raise DeployError(f"{path}: input file not found")
     x = _read_npy(path)
+    integers = x.dtype.fields is None and x.dtype.kind in "iu"
+    if port is not None and integers and x.size:
+        problem = ming_host.input_type_problem(x, port.dtype, port.scale, port.zero_point)
+        if problem:
+            raise DeployError(f"{path}: {problem}")
     if x.dtype.fields is None and x.dtype in (np.int8, np.uint8):
         pass
+    elif integers:
+        raise DeployError(f"{path}: input is {x.dtype}; give float32 images (x.astype(numpy.float32)), which every "
+                          "model takes (one whose input is int8 or uint8 quantizes them with its input's scale and "
+                          "zero point), or such a model's own values as x.astype(numpy.int8) or numpy.uint8")
     elif x.dtype.fields is not None or x.dtype.kind != "f" or x.dtype.itemsize != 4:
         raise DeployError(f"{path}: input is {x.dtype}; give float32 as onnxruntime takes it (or int8/uint8 for a "
                           "model with such an input); save x.astype(numpy.float32)")

@@ -105,19 +105,64 @@ QUANTIZERS = {"onnxruntime": ort_quantize_linear, "tflite": tflite_quantize}
 def model_input_values(x, scale: float, zero_point: int, dtype: str, quantizer: str = "onnxruntime") -> np.ndarray:
     """The int8 values the accelerator takes for the model's input `x`.
 
-    A float32 input is quantized as the model's runtime does (`quantizer`: onnxruntime's QuantizeLinear
-    rounds half to even, TFLite's QUANTIZE half away from zero); a model whose input is already int8
-    (TFLite, or ONNX converted from it) takes its values as they are, a uint8 one shifted by -128 (the
-    frontend made the model int8 by the same shift).
+    A float input is quantized as the model's runtime does: a float32 model input by its own quantizer
+    (`quantizer`: onnxruntime's QuantizeLinear rounds half to even, TFLite's QUANTIZE half away from zero), the
+    float images given to a model whose input is int8 or uint8 as TFLite's QUANTIZE does (`tflite_quantize`:
+    ``sat(round_half_away(x / scale) + zero_point)``, with the input's scale and zero point; a uint8 model's
+    zero point is shifted into int8 like its values). A model whose input is already int8 (TFLite, or ONNX
+    converted from it) takes its values as they are, a uint8 one shifted by -128 (the frontend made the model
+    int8 by the same shift).
     """
     if dtype == "float32":
         return QUANTIZERS[quantizer](x, scale, zero_point).astype(np.int64)
-    offset = INTEGER_OFFSETS[dtype]
     values = np.asarray(x)
+    if values.dtype.kind == "f" and values.dtype.fields is None:
+        return tflite_quantize(values, scale, zero_point).astype(np.int64)
+    offset = INTEGER_OFFSETS[dtype]
     if values.dtype.kind not in "iu" or \
             (values.size and (values.min() < INT8_MIN + offset or values.max() > INT8_MAX + offset)):
-        raise ValueError(f"the model takes {dtype} values; this input is {values.dtype}")
+        raise ValueError(input_type_problem(values, dtype, scale, zero_point) or
+                         f"the model takes {dtype} values; this input is {values.dtype}")
     return values.astype(np.int64) - offset
+
+
+def input_type_problem(x, dtype: str, scale: float, zero_point: int) -> str | None:
+    """Why a model whose input is `dtype` ("float32", "int8" or "uint8") does not take the array `x`, naming
+    the conversion it does take, in one line; None when it takes `x`'s element type.
+
+    Every model takes float images (float32 from a file); a model whose input is int8 or uint8 also takes its
+    own integers, of exactly that type, and quantizes float images with its input's `scale` and `zero_point`
+    (shifted into int8 for uint8, as the metadata holds it). An integer array of another type is told the
+    conversion by its values: the other 8-bit type (or values in its range) shifted by 128 when the model's
+    int8 zero point is -128 (uint8 with zero point 0 is int8 with zero point -128), values in the model's
+    range cast, anything else converted to float32 and quantized.
+    """
+    x = np.asarray(x)
+    if x.dtype.fields is None and (x.dtype.kind == "f" or str(x.dtype) == dtype):
+        return None
+    if dtype == "float32":
+        return f"input is {x.dtype}, the model takes float32; save x.astype(numpy.float32)"
+    offset = INTEGER_OFFSETS[dtype]
+    quantization = f"scale {float(scale):.9g}, zero point {zero_point + offset}"
+    takes = f"input is {x.dtype}, the model takes {dtype} values ({quantization}) or float32 images, which it " \
+            "quantizes with them"
+    as_float = f"{takes}; save x.astype(numpy.float32) (real values, not quantized ones)"
+    if x.dtype.fields is not None or x.dtype.kind not in "iu" or x.size == 0:
+        return as_float
+    low, high = INT8_MIN + offset, INT8_MAX + offset
+    lowest, highest = int(x.min()), int(x.max())
+    other = "uint8" if dtype == "int8" else "int8"
+    sign, shift = ("-", -128) if dtype == "int8" else ("+", 128)
+    shifted = (f"{takes}; save (x.astype(numpy.int16) {sign} 128).astype(numpy.{dtype}): {other} values with "
+               f"zero point {zero_point + offset - shift} are {dtype} values with zero point {zero_point + offset} "
+               "shifted by 128")
+    if str(x.dtype) == other:
+        return shifted if zero_point == INT8_MIN else as_float
+    if low <= lowest and highest <= high:
+        return f"{takes}; save x.astype(numpy.{dtype}) (its values are in {dtype}'s range)"
+    if zero_point == INT8_MIN and low <= lowest + shift and highest + shift <= high:
+        return shifted
+    return as_float
 
 
 def accelerator_input(x, port) -> np.ndarray:

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Run the accelerator of this build on float images: quantize, stream through the hardware, float out.
+"""Run the accelerator of this build on images: quantize, stream through the hardware, the model's outputs out.
 
     python3 run.py --input x.npy --output y.npy [--batch N] [--benchmark] [--backend pynq|xrt|csim]
 
 x.npy (numpy.save) holds one image in the model's input shape, or N images stacked on a first axis: float32
-(finite), or int8/uint8 for a model whose input is int8/uint8, as `ming reference` takes it (other types,
-empty arrays and files that are not .npy are refused). y.npy gets the model's output in the same form,
+(finite; a model whose input is int8 or uint8 quantizes them with its input's scale and zero point as TFLite's
+QUANTIZE does), or the model's own int8/uint8 values for such a model, as `ming reference` takes it (other
+types, empty arrays and files that are not .npy are refused; README.md states this build's input and output).
+y.npy gets the model's output in the same form,
 equal to `ming reference` (and onnxruntime) for the same input. A model with several outputs takes
 --output once per output, in the model's order, or one .npz path (keys: the output names). Outputs are
 written to a temporary file beside each path and renamed into place; an --output that is a symbolic link
@@ -34,9 +36,11 @@ BENCHMARK_SECONDS = 2.0
 
 def parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--input", required=True, help="float input .npy (one image or N stacked)")
+    parser.add_argument("--input", required=True,
+                        help="input .npy, one image or N stacked: float32, or the model's own int8/uint8 values")
     parser.add_argument("--output", action="append", default=[],
-                        help="float output .npy, once per model output in its order (or one .npz for all)")
+                        help="output .npy (float32, or int8/uint8 as the model gives it), once per model output "
+                             "in its order (or one .npz for all)")
     parser.add_argument("--batch", type=int, help="images per transfer (default: all)")
     parser.add_argument("--benchmark", action="store_true", help="print throughput and per-image times")
     parser.add_argument("--backend", choices=ming_driver.BACKENDS,
@@ -81,8 +85,9 @@ def main(argv=None) -> int:
             ming_driver.check_output_paths(args.output, ming_driver.output_names(meta))
         if args.batch is not None and args.batch < 1:
             raise ming_driver.DeployError(f"--batch {args.batch}: give a positive number of images per transfer")
-        x = ming_driver.load_input(args.input)
-        ming_driver.input_images(x, ming_driver.Port.of(meta["input"]))  # before any compile or transfer
+        port = ming_driver.Port.of(meta["input"])
+        x = ming_driver.load_input(args.input, port)
+        ming_driver.input_images(x, port)  # before any compile or transfer
         accelerator = ming_driver.Accelerator(here, args.backend)
         outputs = accelerator.run(x, args.batch)
         if args.output:

@@ -272,3 +272,183 @@ def test_reference_checks_its_output_before_running(tmp_path):
     np.save(tmp_path / "x.npy", np.zeros((1, 4), np.float32))
     assert_clean_error(ming("reference", _not_onnx(tmp_path), "--input", tmp_path / "x.npy",
                             "--output", tmp_path / "missing" / "y.npy"), "--output", "does not exist")
+
+
+def _commands() -> dict:
+    """The parser's subcommands by name (from the parser itself, so a new command is covered at once)."""
+    import argparse
+
+    from ming_py.cli import _parser
+
+    action = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("command", [None, *_commands()])
+def test_every_command_prints_its_help_with_the_defaults(command):
+    """`ming --help` and `ming CMD --help`: exit 0, the usage on stdout, nothing on stderr, and every option that
+    has a default (not None, False or an empty list) states it as "default: VALUE"."""
+    result = ming(*([command] if command else []), "--help")
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.stdout.startswith(f"usage: ming{' ' + command if command else ''} ")
+    assert "-h, --help" in result.stdout
+    if command is None:
+        assert all(name in result.stdout for name in _commands())
+        return
+    text = " ".join(result.stdout.split())  # argparse wraps the help text at any space
+    defaults = [a for a in _commands()[command]._actions
+                if a.option_strings and a.help != "==SUPPRESS==" and a.default not in (None, False, [], "==SUPPRESS==")]
+    for action in defaults:
+        assert f"default: {action.default}" in text, action.option_strings
+    if command in ("build", "sweep"):
+        assert "default: kv260" in text and "default: frugal" in text
+    assert "%(" not in text and "%%" not in text
+
+
+FOREIGN_MODELS = [  # (file, its first bytes or None for a directory, what the message names, how to export)
+    ("model.h5", b"\x89HDF\r\n\x1a\n" + bytes(range(40)), "a Keras model", "tf.lite.TFLiteConverter.from_keras_model"),
+    ("model.keras", b"PK\x03\x04 junk that is no zip", "a Keras model", "tf2onnx"),
+    ("model.pt", b"PK\x03\x04" + bytes(range(60)), "a PyTorch model", "torch.onnx.export"),
+    ("model.pth", b"\x80\x02}q\x00(X\x05\x00\x00\x00", "a PyTorch model", "quantize_static"),
+    ("frozen.pb", b"\n\x0c\n\x05input\x12\x0bPlaceholder", "a TensorFlow SavedModel or graph",
+     "tf.lite.TFLiteConverter.from_saved_model"),
+    ("exported.savedmodel", None, "a TensorFlow SavedModel or graph", "tf2onnx"),
+    ("weights.onnx", b"\x89HDF\r\n\x1a\n" + bytes(20), "a Keras model", "tf.lite.TFLiteConverter"),  # by content
+]
+
+
+def _foreign(tmp_path, name, content):
+    path = tmp_path / name
+    if content is None:
+        path.mkdir()
+        (path / "saved_model.pb").write_bytes(b"\x08\x01")
+    else:
+        path.write_bytes(content)
+    return path
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name, content, kind, how", FOREIGN_MODELS, ids=[m[0] for m in FOREIGN_MODELS])
+def test_a_model_ming_does_not_take_is_named_with_how_to_export_it(tmp_path, name, content, kind, how):
+    """Before: "not a valid ONNX model (Error parsing message ... Wire format was corrupt)" (a directory: "file
+    not found"). After: one line naming the kind of model, what ming takes, and how to export to it; before the
+    import, for `ming build`, `ming sweep` and `ming reference`."""
+    path = _foreign(tmp_path, name, content)
+    np.save(tmp_path / "x.npy", np.zeros((1, 4), np.float32))
+    for args in (["build", path, "-o", tmp_path / "out"], ["sweep", path, "-o", tmp_path / "sweep"],
+                 ["reference", path, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy"]):
+        assert_clean_error(ming(*args), f"{path}: {kind}", "ming takes int8-quantized ONNX (QDQ or QOperator) and "
+                           "int8 TFLite models", how)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "y.npy").exists()
+
+
+@pytest.mark.parametrize("name, content, kind, how", FOREIGN_MODELS[::3], ids=[m[0] for m in FOREIGN_MODELS[::3]])
+def test_the_frontend_names_a_model_ming_does_not_take(tmp_path, name, content, kind, how):
+    """`ming analyze` reaches the frontend (no check before it): the same line, not a protobuf parse error."""
+    result = ming("analyze", _foreign(tmp_path, name, content))
+    assert_clean_error(result, kind, how)
+    assert "Wire format" not in result.stderr
+
+
+def test_a_tflite_model_is_read_whatever_its_name(tmp_path):
+    """A TFLite flatbuffer named .bin is recognized by its identifier (TFL3), not parsed as ONNX."""
+    import tflite_models
+
+    path = tmp_path / "model.bin"
+    path.write_bytes(tflite_models.tiny_conv())
+    result = ming("analyze", path, "--json")
+    assert result.returncode == 0, result.stderr
+    assert [row["op"] for row in json.loads(result.stdout)] == ["conv"]
+
+
+def test_junk_that_is_no_model_says_what_ming_takes(tmp_path):
+    junk = tmp_path / "model.bin"
+    junk.write_bytes(b"\x00\x01 certainly not protobuf" * 10)
+    assert_clean_error(ming("analyze", junk), "not a valid ONNX model", "ming takes int8-quantized ONNX (QDQ or "
+                       "QOperator) and int8 TFLite models (.tflite)")
+
+
+def _integer_build(tmp_path, dtype: str, zero_point: int):
+    """A build (whose C++ would not compile) of a model whose input is `dtype`, scale 1/255, `zero_point`
+    (shifted into int8 for uint8, as the metadata holds it)."""
+    host = json.loads(_fake_build(tmp_path / "first").joinpath("host.json").read_text())
+    host["input"] |= {"dtype": dtype, "scale": 1 / 255, "zero_point": zero_point}
+    return _fake_build(tmp_path, json.dumps(host)), host["input"]
+
+
+CONVERSIONS = [  # (model input dtype, its zero point in int8, the array given, the conversion it is told)
+    ("int8", -128, np.array([[0, 17, 200, 255]], np.uint8), "(x.astype(numpy.int16) - 128).astype(numpy.int8)"),
+    ("int8", 15, np.array([[0, 17, 200, 255]], np.uint8), "x.astype(numpy.float32)"),
+    ("int8", 15, np.array([[-128, 0, 5, 127]], np.int64), "x.astype(numpy.int8)"),
+    ("int8", -128, np.array([[0, 17, 200, 255]], np.int64), "(x.astype(numpy.int16) - 128).astype(numpy.int8)"),
+    ("int8", -128, np.array([[-300, 0, 5, 1000]], np.int32), "x.astype(numpy.float32)"),
+    ("uint8", -128, np.array([[-128, 0, 5, 127]], np.int8), "(x.astype(numpy.int16) + 128).astype(numpy.uint8)"),
+    ("float32", 0, np.array([[-128, 0, 5, 127]], np.int8), "x.astype(numpy.float32)"),
+    ("float32", 0, np.array([[0, 17, 200, 255]], np.uint8), "x.astype(numpy.float32)"),
+    ("float32", 0, np.array([[-300, 0, 5, 1000]], np.int64), "x.astype(numpy.float32)"),
+]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("dtype, zero_point, x, conversion", CONVERSIONS,
+                         ids=[f"{c[0]}-zp{c[1]}-{c[2].dtype}-{c[2].max()}" for c in CONVERSIONS])
+def test_an_input_of_another_type_is_told_a_conversion_the_model_takes(tmp_path, dtype, zero_point, x, conversion):
+    """Before: a uint8 image for an int8 model with zero point -128 was told x.astype(numpy.int8) (200 becomes
+    -56), an int64 array to give float32, which such a model refused. After: `ming csim` and run.py's loader
+    refuse it in one line, before compiling, naming a conversion that the model then takes."""
+    from ming_py.runtime import ming_driver
+
+    build, port = _integer_build(tmp_path, dtype, zero_point)
+    np.save(tmp_path / "x.npy", x)
+    result = ming("csim", build, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy")
+    assert_clean_error(result, f"input is {x.dtype}", f"save {conversion}")
+    if dtype != "float32":
+        assert f"zero point {zero_point + (128 if dtype == 'uint8' else 0)}" in result.stderr
+    if x.dtype in (np.uint8, np.int8) and dtype != "float32":  # never the plain cast that wraps values
+        assert f"x.astype(numpy.{dtype})" not in result.stderr
+    converted = eval(conversion, {"numpy": np, "x": x})
+    np.save(tmp_path / "converted.npy", converted)
+    taken = ming_driver.load_input(tmp_path / "converted.npy", ming_driver.Port.of(port))
+    images = ming_driver.input_images(taken, ming_driver.Port.of(port))  # what run.py and `ming csim` check
+    assert images.shape == (1, 4)
+    if "128" in conversion:  # the shift keeps the real values: same scale, zero points 128 apart
+        assert np.array_equal(converted.astype(np.int64) - (zero_point + (128 if dtype == "uint8" else 0)),
+                              x.astype(np.int64) - (zero_point + (128 if dtype == "int8" else 0)))
+
+
+@pytest.mark.unit
+def test_float_images_for_an_int8_model_are_quantized_as_tflite_does():
+    """round(x / scale) + zero point, halves away from zero (std::round), saturated: TFLite's QUANTIZE."""
+    from ming_py.runtime import ming_host
+
+    scale = np.float32(0.5)
+    x = np.array([0.25, -0.25, 0.75, -0.75, 100.0, -100.0, 0.0], np.float32)
+    q = ming_host.model_input_values(x, scale, 3, "int8")
+    assert q.tolist() == [4, 2, 5, 1, 127, -128, 3]
+    # uint8 model, zero point 128 (3 + 128 is 131 in its own terms, held as 3): the accelerator's int8 values
+    assert ming_host.model_input_values(x, scale, 3, "uint8").tolist() == q.tolist()
+    assert ming_host.model_input_values(np.array([5], np.int8), scale, 3, "int8").tolist() == [5]
+
+
+def test_reference_quantizes_float_images_for_an_int8_model_and_names_the_uint8_shift(tmp_path):
+    """`ming reference` on a TFLite model taking int8 (scale 1/255, zero point -128): float32 images give what
+    TFLite gives on their quantization; a uint8 image is told the zero-point shift."""
+    import tflite_models
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    model = tmp_path / "pixels.tflite"
+    model.write_bytes(tflite_models.tiny_conv(scale=1 / 255, zero_point=-128))
+    pixels = np.random.default_rng(2).integers(0, 256, (1, 8, 8, 3)).astype(np.uint8)
+    np.save(tmp_path / "float.npy", (pixels / np.float32(255)).astype(np.float32))
+    np.save(tmp_path / "uint8.npy", pixels)
+    result = ming("reference", model, "--input", tmp_path / "float.npy", "--output", tmp_path / "y.npy")
+    assert result.returncode == 0, result.stderr
+    interpreter = Interpreter(model_path=str(model), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], (pixels.astype(np.int16) - 128).astype(np.int8))
+    interpreter.invoke()
+    assert np.array_equal(np.load(tmp_path / "y.npy"),
+                          interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+    assert_clean_error(ming("reference", model, "--input", tmp_path / "uint8.npy", "--output", tmp_path / "y2.npy"),
+                       "input is uint8", "zero point -128", "save (x.astype(numpy.int16) - 128).astype(numpy.int8)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -321,3 +322,131 @@ def test_pynq_backend_stops_instead_of_hanging_without_tlast(fake_pynq, monkeypa
     monkeypatch.setattr(ming_driver, "DMA_TIMEOUT_SECONDS", 0.2)
     with pytest.raises(DeployError, match=r"S2MM \(output\) transfer of 2 words did not finish in 0.2 s"):
         Accelerator(deploy, "pynq").run(_images(graph, 1))
+
+
+# ---- the README states what run.py takes and gives --------------------------------------------------------
+
+def _run_py(out: Path, x: np.ndarray, tmp_path: Path, name: str) -> subprocess.CompletedProcess:
+    np.save(tmp_path / f"{name}.npy", x)
+    return subprocess.run([sys.executable, str(out / "deploy" / "run.py"), "--backend", "csim", "--input",
+                           str(tmp_path / f"{name}.npy"), "--output", str(tmp_path / f"{name}_y.npy")],
+                          capture_output=True, text=True)
+
+
+def _refused(result: subprocess.CompletedProcess) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+def _readme_statements(readme: str) -> dict:
+    """What the README says about x.npy and y.npy, read from its text (one paragraph, lines joined)."""
+    text = " ".join(readme.split())
+    shape = re.search(r"one in the model's input shape \[([\d, ]+)\]", text)
+    takes = re.search(r"The model takes (int8|uint8) values \(scale ([\d.e+-]+), zero point (-?\d+)\)", text)
+    outputs = re.findall(r"`([^`]+)` is (float32|int8|uint8), shape \[([\d, ]+)\]", text)
+    shift = re.search(r"A uint8 image \(zero point 0\) is refused: save its values shifted to int8, `([^`]+)`", text)
+    return {"shape": tuple(int(d) for d in shape[1].split(",")), "takes": takes, "shift": shift and shift[1],
+            "outputs": {name: (dtype, tuple(int(d) for d in dims.split(","))) for name, dtype, dims in outputs},
+            "away": "halves rounded away from zero, saturated to int8" in text}
+
+
+@pytest.fixture(scope="module")
+def int8_input_build(tmp_path_factory):
+    """A TFLite model taking int8 images as TFLite's converter writes them for [0, 1] inputs (scale 1/255, zero
+    point -128), built for the KV260: (OUT, model path)."""
+    import tflite_models
+    from ming_py.pipeline import lift
+
+    directory = tmp_path_factory.mktemp("int8_input")
+    model = directory / "pixels.tflite"
+    model.write_bytes(tflite_models.tiny_conv(scale=1 / 255, zero_point=-128))
+    out = directory / "out"
+    write_tree(design(lift(model), load_board("kv260")).files, out)
+    return out, model
+
+
+def test_the_readme_states_what_run_py_takes_and_gives_for_an_int8_input(int8_input_build, tmp_path):
+    """Before: the README of an int8-input build and run.py disagreed on float input. After: every statement
+    the README makes about x.npy and y.npy is what run.py does: int8 values as they are, float32 images
+    quantized with the stated scale and zero point (halves away from zero, as TFLite), a uint8 image refused
+    with the stated shift, which run.py then takes; outputs of the stated dtype and shape, N stacked."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    out, model = int8_input_build
+    said = _readme_statements((out / "deploy" / "README.md").read_text())
+    assert said["takes"] is not None and said["away"] and said["shift"] is not None, said
+    dtype, scale, zero_point = said["takes"][1], np.float32(said["takes"][2]), int(said["takes"][3])
+    assert (dtype, zero_point, said["shape"]) == ("int8", -128, (1, 8, 8, 3))
+    (name, (out_dtype, out_shape)), = said["outputs"].items()
+
+    rng = np.random.default_rng(4)
+    images = 3
+    levels = rng.integers(-128, 127, (images, *said["shape"][1:]))
+    # real values on and between the quantization steps, and beyond the range (saturation)
+    x = ((levels - zero_point + rng.choice([0.0, 0.25, 0.5, -0.5], levels.shape)) * scale).astype(np.float32)
+    x[0, 0, 0, :] = [-1.0, 2.0, 0.5]
+    steps = x / scale  # float32, as the README's round(x / scale)
+    ties = np.abs(steps - np.floor(steps)) == 0.5
+    readme_q = np.clip(np.sign(steps) * np.floor(np.abs(steps) + 0.5) + zero_point, -128, 127).astype(np.int8)
+    half_even = np.clip(np.rint(steps) + zero_point, -128, 127).astype(np.int8)
+    assert (readme_q != half_even).any() and ties.any()  # the rounding the README states is checked
+
+    as_int8 = _run_py(out, readme_q, tmp_path, "int8")
+    as_float = _run_py(out, x, tmp_path, "float")
+    assert as_int8.returncode == 0 and as_float.returncode == 0, as_int8.stderr + as_float.stderr
+    y_int8, y_float = np.load(tmp_path / "int8_y.npy"), np.load(tmp_path / "float_y.npy")
+    assert str(y_int8.dtype) == out_dtype and y_int8.shape == (images, *out_shape[1:])
+    assert np.array_equal(y_float, y_int8)  # float32 images are the README's quantization of them
+
+    interpreter = Interpreter(model_path=str(model), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    for image in range(images):  # and the int8 values are the model's own: TFLite on them gives the same
+        interpreter.set_tensor(interpreter.get_input_details()[0]["index"], readme_q[image][None])
+        interpreter.invoke()
+        expected = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+        assert np.array_equal(y_int8[image], expected[0])
+
+    one = _run_py(out, readme_q[:1], tmp_path, "one")
+    assert one.returncode == 0 and np.load(tmp_path / "one_y.npy").shape == out_shape
+
+    pixels = (readme_q.astype(np.int16) + 128).astype(np.uint8)  # the same image as uint8 with zero point 0
+    line = _refused(_run_py(out, pixels, tmp_path, "uint8"))
+    assert said["shift"] in line and "x.astype(numpy.int8)" not in line.replace(said["shift"], "")
+    shifted = eval(said["shift"], {"numpy": np, "x": pixels})  # the README's conversion, as written
+    assert shifted.dtype == np.int8 and _run_py(out, shifted, tmp_path, "shifted").returncode == 0
+    assert np.array_equal(np.load(tmp_path / "shifted_y.npy"), y_int8)
+
+    for refused in (x.astype(np.float64), readme_q.astype(np.int64), readme_q.astype(bool)):  # "Other element types"
+        _refused(_run_py(out, refused, tmp_path, "refused"))
+    assert not (tmp_path / "refused_y.npy").exists()
+
+
+def test_the_readme_of_a_float_input_build_states_its_quantization(builds, tmp_path):
+    """A float-input model: the README names its scale and zero point and refuses integer arrays; run.py takes
+    float32 and refuses int8 with the conversion."""
+    out, graph = builds("tiny_cnn")
+    text = " ".join((out / "deploy" / "README.md").read_text().split())
+    port = graph.inputs[0]
+    assert f"quantized with scale {port.scale} and zero point {port.zero_point} as onnxruntime's QuantizeLinear" \
+           in text and "halves rounded to even" in text
+    assert "Integer arrays (int8 and uint8 too) are refused: save real values as `x.astype(numpy.float32)`" in text
+    x = _images(graph, 2)
+    assert _run_py(out, x, tmp_path, "float").returncode == 0
+    assert "save x.astype(numpy.float32)" in _refused(_run_py(out, np.zeros(x.shape, np.int8), tmp_path, "int8"))
+
+
+def test_ming_csim_takes_n_stacked_images_like_run_py(builds, tmp_path):
+    """`ming csim` on N images stacked on a first axis writes N results, stacked likewise, each equal to `ming
+    reference` on its image; one image in the model's shape still comes back in the model's output shape."""
+    out, graph = builds("tiny_cnn")
+    x = _images(graph, 3, seed=11)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["csim", str(out), "-q", "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy")]) == 0
+    y = np.load(tmp_path / "y.npy")
+    assert y.shape == (3, *graph.outputs[0].onnx_shape[1:]) and np.array_equal(y, _reference(graph, x))
+    np.save(tmp_path / "one.npy", x[:1])
+    assert main(["csim", str(out), "-q", "--input", str(tmp_path / "one.npy"), "--output",
+                 str(tmp_path / "y1.npy")]) == 0
+    assert np.array_equal(np.load(tmp_path / "y1.npy"), reference.run(graph, x[:1])[graph.outputs[0].name])
+    assert np.load(tmp_path / "y1.npy").shape == graph.outputs[0].onnx_shape

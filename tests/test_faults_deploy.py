@@ -338,7 +338,8 @@ INPUT_CASES = [(kind, message) for kind, (_, message) in BAD_INPUTS.items()] + [
 @pytest.mark.parametrize("kind, message", INPUT_CASES, ids=[c[0] for c in INPUT_CASES])
 def test_run_py_takes_what_ming_reference_takes(example_build, tmp_path, no_compiler, kind, message):
     """Before: run.py ran float64, bool, datetime, complex, ... inputs and wrote outputs, and suggested
-    allow_pickle for a garbage file. After: the same one line as `ming csim`/`ming reference`, before compiling."""
+    allow_pickle for a garbage file. After: the same one line as `ming csim`/`ming reference`, before compiling
+    (all three read the file knowing the model's input, as `ming csim` and run.py do)."""
     env, marker = no_compiler
     out = copy_build(example_build, tmp_path)
     x = tmp_path / "x.npy"
@@ -347,10 +348,11 @@ def test_run_py_takes_what_ming_reference_takes(example_build, tmp_path, no_comp
     line = assert_one_line(result, 2, "error: ", message)
     assert "allow_pickle" not in line
     assert not marker.exists() and not (tmp_path / "y.npy").exists()
+    port = ming_driver.Port.of(json.loads((out / "host.json").read_text())["input"])
     with pytest.raises(MingError) as ming_error:
-        options.load_input(x)
+        options.load_input(x, port)
     with pytest.raises(DeployError) as deploy_error:
-        ming_driver.load_input(x)
+        ming_driver.load_input(x, port)
     assert str(ming_error.value) == str(deploy_error.value) == line.removeprefix("error: ")
 
 

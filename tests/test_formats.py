@@ -277,9 +277,12 @@ def test_uint8_input_is_shifted_on_the_host_and_checked():
                           [-128, 0, 127])
     assert np.array_equal(ming_host.host_tail(np.array([-128, 0, 127]), 1.0, 0, (), "uint8"),
                           np.array([0, 128, 255], np.uint8))
-    for wrong in (np.array([-1, 3], np.int8), np.array([0.5], np.float32), np.array([256], np.int32)):
+    for wrong in (np.array([-1, 3], np.int8), np.array([256], np.int32)):
         with pytest.raises(ValueError, match="the model takes uint8 values"):
             ming_host.model_input_values(wrong, 1.0, 0, "uint8")
+    # float images are quantized with the input's scale and zero point (0 here: 128 in uint8), as TFLite does
+    assert ming_host.model_input_values(np.array([0.5, -0.5, 1.5, 300.0], np.float32), 1.0, 0, "uint8").tolist() == \
+        [1, -1, 2, 127]
 
 
 def test_uint8_io_through_the_cli_and_the_deploy_driver(uint8_io, tmp_path):

@@ -271,5 +271,6 @@ def test_run_csim_refuses_a_non_finite_or_misshapen_input_before_compiling(tmp_p
     x[0, 1, 2, 3] = -np.inf
     with pytest.raises(MingError, match="^input has 1 non-finite values"):
         run_csim(build_dir, x)
-    with pytest.raises(MingError, match=r"input has shape \(1, 3, 4\), the model takes \(1, 3, 4, 4\)"):
+    with pytest.raises(MingError, match=r"input has shape \(1, 3, 4\); the model takes \(1, 3, 4, 4\) \(one image\) "
+                                        r"or \(N, 3, 4, 4\) for N images"):
         run_csim(build_dir, np.zeros((1, 3, 4), np.float32))

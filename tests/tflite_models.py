@@ -132,14 +132,15 @@ class TfliteBuilder:
 
     # ---- layers ----
 
-    def input(self, shape, name="input", float_input=False, symbolic_batch=False, scale=None) -> Tensor:
-        """The model's input; `scale` (zero point 0) instead of the calibrated range if given."""
+    def input(self, shape, name="input", float_input=False, symbolic_batch=False, scale=None,
+              zero_point=0) -> Tensor:
+        """The model's input; `scale` and `zero_point` instead of the calibrated range if a scale is given."""
         calibration = self.rng.normal(0, 1, (self.calibration, *shape[1:])).astype(np.float32)
         if scale is not None:
-            index = self._tensor(name, shape, INT8, np.float32(scale), 0)
-            self.quant[index] = (float(np.float32(scale)), 0)
+            index = self._tensor(name, shape, INT8, np.float32(scale), zero_point)
+            self.quant[index] = (float(np.float32(scale)), zero_point)
             self.inputs.append(index)
-            return Tensor(index, self._fake_quantize(calibration, np.float32(scale), 0))
+            return Tensor(index, self._fake_quantize(calibration, np.float32(scale), zero_point))
         signature = (-1, *shape[1:]) if symbolic_batch else None
         if float_input:
             index = self._tensor(name, shape, FLOAT32, signature=signature)
