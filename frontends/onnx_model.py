@@ -342,7 +342,8 @@ def import_to_linalg(model: onnx.ModelProto, path: Path | None = None) -> str:
     return iree_compile.lower(torch_mlir.encode(), IREE_FLAGS, str(path) if path else "the model")
 
 
-def import_onnx(path: str | Path) -> Graph:
+def import_onnx(path: str | Path, name: str | None = None) -> Graph:
+    """The ONNX model's graph IR, named `name` (default: the file's stem)."""
     path = Path(path)
     model = load_onnx(path)
     check_scales(model)
@@ -368,4 +369,4 @@ def import_onnx(path: str | Path) -> Graph:
         facts = FrontendFacts(op_types, tuple(notes), tables=tables, resizes=resizes,
                               weights=quantized_weights(model.graph), transposes=transpose_wrappers(model.graph),
                               add_kernels=kernels)
-        return Lifter(model.graph.name or path.stem, inputs, outputs, facts).run(module)
+        return Lifter(name or path.stem, inputs, outputs, facts).run(module)

@@ -354,7 +354,8 @@ def _port(graph, index: int) -> ModelPort:
     return ModelPort(tensor_name(tensor), tuple(int(d) for d in tensor.shape))
 
 
-def import_tflite(path: str | Path) -> Graph:
+def import_tflite(path: str | Path, name: str | None = None) -> Graph:
+    """The TFLite model's graph IR, named `name` (default: the file's stem)."""
     path = Path(path)
     model = load_tflite(path)
     check_supported(model)
@@ -366,7 +367,7 @@ def import_tflite(path: str | Path) -> Graph:
             raise MingError(f"node '{tensor_name(graph.tensors[operator.outputs[0]])}' ({op_name(model, operator)}) "
                             "is supported only as the model's first (QUANTIZE) or last (SOFTMAX, DEQUANTIZE) op")
     text = import_to_linalg(model, path)
-    name = (model.description or b"").decode(errors="replace") or path.stem
+    name = name or path.stem
     op_types = {tensor_name(graph.tensors[op.outputs[0]]): op_name(model, op) for op in graph.operators}
     with ir.Context() as context:
         module = iree_compile.parse(text, context, str(path))

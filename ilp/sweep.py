@@ -68,7 +68,7 @@ def _sweep(model: str | Path, options, lists: dict[str, str | None], progress: P
 
     board = target_board(options)
     with progress.step(f"importing {Path(model).name} through IREE"):
-        graph = lift(model)
+        graph = lift(model, options.name)
     points = sweep_points(lists, targets)
     table = Table(progress, lists, targets, len(points))
     rows = []

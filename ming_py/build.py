@@ -83,7 +83,7 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
 
     with output_lock(out):
         with progress.step(f"importing {Path(model).name} through IREE"):
-            graph = lift(model)
+            graph = lift(model, options.name)
         for note in graph.notes:
             progress.note(f"note: {note}")
         with progress.step(f"choosing parallelism for {options.board} (ILP)"):

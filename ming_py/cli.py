@@ -138,6 +138,8 @@ def _parser() -> argparse.ArgumentParser:
 def _design_options(parser, lists: bool = False) -> None:
     share = "comma-separated budgets, e.g. 5%%,20%%,100%%" if lists else "N units or P%% of the board"
     parser.add_argument("--board", default="kv260", help="target board (see `ming boards`; default: %(default)s)")
+    parser.add_argument("--name", help="the design's name: its top function, files, IP, bitstream and plot titles "
+                        "(default: the model file's name)")
     for resource in ("dsp", "bram", "uram", "lut"):
         parser.add_argument(f"--{resource}", help=f"{resource.upper()} budget: {share}")
     parser.add_argument("--clock", help="clock in MHz (default: the board's)")
@@ -165,7 +167,7 @@ def _limits(args) -> dict[str, str | None]:
 def _options(args, limits: dict[str, str | None]):
     """The design options, every one checked (the settings' names only after the import)."""
     from .build import BuildOptions
-    from .options import check_design, clock_mhz, target
+    from .options import check_design, clock_mhz, design_name, target
     from ming_py.ilp.pins import parse_assignments
     from .calibration import load_calibration
 
@@ -174,7 +176,8 @@ def _options(args, limits: dict[str, str | None]):
     options = BuildOptions(args.board, limits, args.objective, parse_assignments(args.set, args.settings),
                            clock_mhz(args.clock), getattr(args, "fifo", "sized") == "minimal", calibration,
                            target(args.target_fps, "--target-fps") if single else None,
-                           target(args.target_latency_us, "--target-latency-us") if single else None)
+                           target(args.target_latency_us, "--target-latency-us") if single else None,
+                           design_name(args.name))
     check_design(options)
     return options
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -41,6 +42,7 @@ class BuildOptions:
     calibration: Calibration | None = None  # per-primitive resource factors (`ming compare --write-calibration`)
     target_fps: float | None = None  # images per second the design must sustain (its steady-state interval)
     target_latency_us: float | None = None  # the longest an image may take through the design
+    name: str | None = None  # the design's name (top function, files, IP, bitstream); default: the model file's
 
 
 def clock_mhz(value: str | float | None) -> float | None:
@@ -78,6 +80,15 @@ def check_design(options) -> Board:
     for name, option in TARGET_OPTIONS.items():
         target(getattr(options, f"target_{name}"), option)
     return board
+
+
+def design_name(value: str | None) -> str | None:
+    """A --name value: letters, digits and _ - . (the file and identifier it names are made of it), or None."""
+    if value is None:
+        return None
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", value) or not re.search(r"[A-Za-z0-9]", value):
+        raise MingError(f"--name {value!r}: give 1 to 64 letters, digits, _, - or ., e.g. --name kws_v2")
+    return value
 
 
 def target(value: str | float | None, option: str) -> float | None:

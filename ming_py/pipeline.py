@@ -36,17 +36,18 @@ class KernelReport:
         }
 
 
-def lift(model: str | Path) -> Graph:
-    """The model's graph IR (TFLite through the TFLite frontend, anything else as ONNX), within ming's limits."""
+def lift(model: str | Path, name: str | None = None) -> Graph:
+    """The model's graph IR (TFLite through the TFLite frontend, anything else as ONNX), within ming's limits,
+    named `name` or after the file (a converter's graph name is the same for every model it writes)."""
     problem = foreign_model_problem(model)  # Keras, PyTorch, TensorFlow: how to export them, not a parse error
     if problem:
         raise MingError(problem)
     if is_tflite(model):  # by its name, or by its flatbuffer identifier whatever its name
         from ming_py.frontends.tflite_model import import_tflite
 
-        graph = import_tflite(model)
+        graph = import_tflite(model, name or Path(model).stem)
     else:
-        graph = import_onnx(model)
+        graph = import_onnx(model, name or Path(model).stem)
     check_limits(graph)  # before any stage walks the image token by token
     return graph
 
