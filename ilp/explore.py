@@ -54,6 +54,10 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     return board, solution
 
 
+class FifosOverBudget(MingError):
+    """The FIFOs the design needs take it past its budget."""
+
+
 def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pinned: dict[str, int]) -> None:
     """Stops when the FIFOs take the design past its BRAM18K or LUT budget, naming the deepest pinned FIFO."""
     totals = solution.totals
@@ -63,8 +67,8 @@ def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pi
         used = f"the design needs {totals[resource]:,} {unit} of its budget of {getattr(budget, resource):,}"
         if pinned:
             channel = max(pinned, key=lambda c: pinned[c] * solution.schedule.lanes_of(c))
-            raise MingError(f"--set {channel}.depth={pinned[channel]}: with it {used}; give a smaller depth")
-        raise MingError(f"the FIFOs ming sized take the design past its budget ({used}); raise the "
+            raise FifosOverBudget(f"--set {channel}.depth={pinned[channel]}: with it {used}; give a smaller depth")
+        raise FifosOverBudget(f"the FIFOs ming sized take the design past its budget ({used}); raise the "
                         f"{unit} budget or lower another")
 
 

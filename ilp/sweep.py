@@ -26,14 +26,15 @@ from ming_py.output import check_output, output_lock, replace_tree
 from ming_py.progress import Progress
 
 from .budget import RESOURCES, UNITS, Budget
-from .explore import explore
+from .explore import FifosOverBudget, explore
 from .solve import NoDesignFits, SearchStopped, TargetMissed
 
 COLUMNS = ("dsp_budget", "bram18k_budget", "uram_budget", "lut_budget", "target_fps", "target_latency_us",
            "status", "cycles", "latency_us", "interval_cycles", "fps", "roofline_cycles", "ratio", "dsp", "bram18k",
            "uram", "lut", "fifo_bram18k", "fifo_lut")
 # the status of a point without a design, by what explore raised (any other error stops the sweep)
-FAILURES = {NoDesignFits: "infeasible", TargetMissed: "target missed", SearchStopped: "unsolved"}
+FAILURES = {NoDesignFits: "infeasible", TargetMissed: "target missed", SearchStopped: "unsolved",
+            FifosOverBudget: "FIFOs over budget"}
 NO_TARGETS = {"fps": [None], "latency_us": [None]}
 ROOFLINE_LABEL = "roofline: MACs / MAC lanes the budget holds"
 

@@ -10,6 +10,7 @@ import pytest
 
 from ming_py.errors import MingError
 from ming_py.ilp import sweep
+from ming_py.ilp.explore import FifosOverBudget
 from ming_py.ilp.solve import NoDesignFits, SearchStopped, TargetMissed
 from ming_py.options import BuildOptions
 from test_cli import _not_onnx, assert_clean_error
@@ -86,7 +87,7 @@ def _raising(error: Exception):
 
 @pytest.mark.unit
 @pytest.mark.parametrize("error, status", [(NoDesignFits, "infeasible"), (TargetMissed, "target missed"),
-                                           (SearchStopped, "unsolved")])
+                                           (SearchStopped, "unsolved"), (FifosOverBudget, "FIFOs over budget")])
 def test_a_point_without_a_design_has_a_status(monkeypatch, error, status):
     monkeypatch.setattr(sweep, "explore", _raising(error("no design")))
     row = sweep.sweep_row(None, BuildOptions(limits={"dsp": "5%"}, target_fps=100.0))
