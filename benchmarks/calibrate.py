@@ -152,10 +152,25 @@ PRIMITIVES = (
               "double rounding, a variable 64-bit arithmetic shift (multiplier and shift from ROMs), zero point, "
               "saturation",
               products=(Product(32, True, 32, True),)),
+    # The Add and Sub models' parameters (their defaults: chparam takes no negative value) are the constants of the
+    # residual Adds of tests/data/converted/resnet.onnx (a ResNet in tf2onnx's QDQ form, frontends.onnx_model):
+    # numerics.add_constants of its second, which onnxruntime runs as QLinearAdd in the uint8 domain (scales
+    # 0.027871711 zp 8 + 0.012513576 zp -11 -> 0.013043448 zp -128: MA = 8962540 << 2, MB = 16095665, F = -13200810
+    # << 9 at the binary point 2^-24), numerics.float_add_constants of its first, which onnxruntime leaves in float
+    # (0.016052917 zp -128 + 0.025116825 zp -62 -> 0.018626614 zp -128: no alignment, x_shift 25, divisor
+    # 10000087). The mantissas are inputs of both models.
     Primitive("requant_add", "requant_add",
-              "ming::add_requant (QLinearAdd): two 32 x 9-bit products, their sum and the zero point at the "
-              "constant shift, the rounding (wiring, a compare and an increment), saturation",
-              products=(Product(32, True, 9, True), Product(32, True, 9, True))),
+              "ming::add_requant (QLinearAdd): the offset, two 9 x 24-bit products (mantissas of the float32 "
+              "ratios, their exponents wiring), inner = rn24(b' * MB + F) and outer = rn24(a' * MA + inner) "
+              "(two signed round_to_float32, mask and add, of 35 and 37 bits), the rounding at the constant "
+              "shift, saturation, the offset",
+              products=(Product(9, True, 24, False), Product(9, True, 24, False))),
+    Primitive("requant_add_float", "requant_add_float",
+              "ming::add_float_requant (Sub, unfused Add): a 9 x 24 and a 9 x 25-bit (signed: Sub negates it) "
+              "dequantize product, their signed round_to_float32 (33 bits), the aligned sum rounded to float32 (35 "
+              "bits), its magnitude clamped and shifted (59 bits), a 10-step restoring division by the constant "
+              "divisor (written out), the remainder against the band of bit_length(y0), sign, zero point, saturation",
+              products=(Product(9, True, 24, False), Product(9, True, 25, True))),
     Primitive("requant_mul", "requant_mul",
               "ming::mul_requant (QLinearMul): a 9 x 9 and a 17 x 24-bit product, two round_to_float32 (41 and "
               "56 bits, mask and add), the zero point at the constant shift, the rounding, the offset, saturation",

@@ -26,7 +26,7 @@ from pathlib import Path
 PRIMITIVES = (
     "mac_product_fabric", "mac_product_dsp", "mac_pair_dsp", "adder_tree",
     "requant_lean_dsp", "requant_lean_dsp_shift_by_channel", "requant_lean_fabric", "requant_exact",
-    "requant_fixed_point", "requant_add", "requant_mul", "requant_avgpool", "requant_shift",
+    "requant_fixed_point", "requant_add", "requant_add_float", "requant_mul", "requant_avgpool", "requant_shift",
     "max_int8", "table_lane", "mux_int8", "counter", "unpack_axis", "pack_axis",
 )
 

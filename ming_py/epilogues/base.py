@@ -29,9 +29,10 @@ LANE_PRIMITIVES = {
     "lean": "requant_lean_dsp",  # ming::requantize_lean: a 24 x 27-bit product, rounding at the float32 bit
     "lean, shift by channel": "requant_lean_dsp_shift_by_channel",  # and a barrel shifter
     "exact": "requant_exact",  # ming::requantize: the float32 emulation
-    # ming::add_requant: two 9 x 24-bit products, two float32 roundings; ming::add_float_requant (Sub) adds a
-    # 10-step division. The calibration (benchmarks/calibration/requant_add.v) is still the former datapath's.
+    # ming::add_requant (QLinearAdd): two 9 x 24-bit products, two float32 roundings, a rounding at a constant shift
     "sum of two products": "requant_add",
+    # ming::add_float_requant (Sub, unfused Add): two 9 x 24-bit products, three float32 roundings, a 10-step division
+    "float sum": "requant_add_float",
     "average": "requant_avgpool",  # ming::avgpool_requant: a 32 x 31-bit product and a rounding shift
     "fixed point 32 x 32": "requant_fixed_point",  # TFLite's rule: a 32 x 31-bit product, rounding, shift
     "float32 product": "requant_mul",  # ming::mul_requant: an 8 x 8 and a 17 x 24-bit product, two roundings

@@ -40,7 +40,7 @@ class OnnxAdd(EpilogueRule):
         return {}
 
     def datapath(self, e):
-        return "sum of two products"
+        return "sum of two products" if _fused(e) else "float sum"
 
     def emit(self, e, view, constant):
         view.epilogue = "add"
