@@ -35,6 +35,7 @@ def rewrite_converter_idioms(model: onnx.ModelProto) -> None:
 
 
 def _transpose_inputs_first(model: onnx.ModelProto) -> None:
+    """input -> Reshape (unit axes) -> Transpose becomes input -> Transpose -> Reshape where that is the same."""
     graph = model.graph
     initializers = {i.name for i in graph.initializer}
     shapes = _static_shapes(model)
@@ -95,7 +96,7 @@ def _fold_shape_arithmetic(model: onnx.ModelProto) -> None:
             value = value[start:end]
         elif node.op_type in SHAPE_OPS and node.op_type != "Shape" and node.input \
                 and all(name in constants for name in node.input if name):
-            value = _evaluate(node, constants)
+            value = _evaluate(node, constants, model.opset_import)
             if value.dtype.kind not in "iu":
                 continue
         else:
@@ -105,13 +106,14 @@ def _fold_shape_arithmetic(model: onnx.ModelProto) -> None:
         graph.node.remove(node)
 
 
-def _evaluate(node: onnx.NodeProto, constants: dict[str, np.ndarray]) -> np.ndarray:
+def _evaluate(node: onnx.NodeProto, constants: dict[str, np.ndarray], opsets) -> np.ndarray:
+    """The node's output on constant inputs, at the model's own opset (Squeeze's axes moved to an input)."""
     inputs = [name for name in node.input if name]
     single = helper.make_graph(
         [node], "fold", [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(constants[n].dtype),
                                                        constants[n].shape) for n in inputs],
         [helper.make_tensor_value_info(node.output[0], TensorProto.UNDEFINED, None)])
-    model = helper.make_model(single, opset_imports=[helper.make_opsetid("", 13)])
+    model = helper.make_model(single, opset_imports=list(opsets))
     (value,) = ReferenceEvaluator(model).run(None, {n: constants[n] for n in inputs})
     return np.asarray(value)
 

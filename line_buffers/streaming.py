@@ -353,6 +353,7 @@ class _Builder:
             stride=(stride_h, stride_w), dilation=(dilation_h, dilation_w),
             pads=(padding[-2][0], padding[-1][0], padding[-2][1], padding[-1][1]), pad_value=activation.pad_value,
             groups=1 if channelwise else groups)
+        window = _single_position_strides(window, oh_dim is None, ow_dim is None)
         if kernel.op in ("maxpool", "sumpool"):
             kind = "maxpool" if kernel.op == "maxpool" else "avgpool"
             return Process(kernel.name, kind, kernel.source, (), (), window=window, epilogue=kernel.epilogue)
@@ -423,6 +424,15 @@ def _node_inputs(node) -> tuple[str, ...]:
 
 def _squeezed(shape) -> tuple[int, ...]:
     return tuple(d for d in shape if d != 1)
+
+
+def _single_position_strides(window: Window, one_high: bool, one_wide: bool) -> Window:
+    """An output 1 high or 1 wide whose axis IREE dropped has no stride in the access: the one that leaves a
+    single window position along it (any larger one computes the same)."""
+    (kh, kw), (dh, dw) = window.kernel, window.dilation
+    stride_h = window.padded_height - dh * (kh - 1) if one_high else window.stride[0]
+    stride_w = window.padded_width - dw * (kw - 1) if one_wide else window.stride[1]
+    return replace(window, stride=(max(stride_h, 1), max(stride_w, 1)))
 
 
 def _output_dims(kernel: Kernel, row_expr, col_expr) -> tuple[list[int], int | None, int | None]:

@@ -218,11 +218,12 @@ def test_unknown_board(quantized, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("shape, kernel, pads", [((1, 2, 1, 8), (1, 3), [0, 1, 0, 1]),
-                                                ((1, 2, 8, 1), (3, 1), [1, 0, 1, 0]),
-                                                ((1, 2, 8, 3), (2, 3), [0, 0, 0, 0])],
-                         ids=["one_high", "one_wide", "to_one_wide"])
-def test_maps_one_high_or_one_wide_are_ordinary_maps(tmp_path, shape, kernel, pads):
+@pytest.mark.parametrize("shape, kernel, pads, strides", [((1, 2, 1, 8), (1, 3), [0, 1, 0, 1], [1, 1]),
+                                                ((1, 2, 8, 1), (3, 1), [1, 0, 1, 0], [1, 1]),
+                                                ((1, 2, 8, 3), (2, 3), [0, 0, 0, 0], [1, 1]),
+                                                ((1, 2, 4, 5), (1, 5), [0, 0, 0, 0], [1, 5])],
+                         ids=["one_high", "one_wide", "to_one_wide", "strided_to_one_wide"])
+def test_maps_one_high_or_one_wide_are_ordinary_maps(tmp_path, shape, kernel, pads, strides):
     """IREE drops the unit axis of such maps (1-D nets, the end of a keyword-spotting net); ming streams them
     as maps of one row or one column."""
     from onnx import TensorProto, helper, numpy_helper
@@ -233,7 +234,7 @@ def test_maps_one_high_or_one_wide_are_ordinary_maps(tmp_path, shape, kernel, pa
     rng = np.random.default_rng(0)
     w1 = numpy_helper.from_array(rng.normal(0, 0.3, (4, 2) + kernel).astype(np.float32), "w1")
     w2 = numpy_helper.from_array(rng.normal(0, 0.3, (4, 4, 1, 1)).astype(np.float32), "w2")
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], name="conv", pads=pads),
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], name="conv", pads=pads, strides=strides),
              helper.make_node("Relu", ["c"], ["r"], name="relu"),
              helper.make_node("Conv", ["r", "w2"], ["y"], name="pointwise")]
     graph = helper.make_graph(nodes, "maps", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
