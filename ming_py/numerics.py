@@ -63,7 +63,7 @@ __all__ = [
     "float32_parts", "ort_conv_multiplier", "ort_gemm_multiplier", "ort_gap_multiplier",
     "requantize", "requantize_float_reference",
     "FixedPoint", "to_fixed_point", "fixed_point_rescale",
-    "add_fixed_points", "add_requant", "AddConstants", "add_constants", "add_fused_requant",
+    "add_requant", "AddConstants", "add_constants", "add_fused_requant",
     "FloatAddConstants", "float_add_constants", "add_float_requant", "ort_float_add_reference", "mul_multiplier", "mul_parts", "round_to_float32", "mul_requant",
     "avgpool_fixed_point", "avgpool_requant", "gap_requant",
     "rescale_fixed_point", "rescale", "rescale_table", "apply_table",
@@ -510,19 +510,6 @@ def fixed_point_rescale(x: ArrayLike, fp: FixedPoint, rounding: str = "half_even
 # ---------------------------------------------------------------------------
 # Add
 # ---------------------------------------------------------------------------
-def add_fixed_points(a_scale: ArrayLike, b_scale: ArrayLike, y_scale: ArrayLike,
-                     bits: int = 31) -> Tuple[FixedPoint, FixedPoint]:
-    """31-bit fixed points of ORT's float32 ratios ``rA = f32(sA/sY)``, ``rB = f32(sB/sY)`` sharing one shift
-    (the larger ratio gets a ``bits``-bit multiplier).  No longer the Add rule (:func:`add_requant` is exact);
-    kept as an approximate description of the ratios."""
-    sy = _f32_scalar(y_scale)
-    ra = float(_F32(_f32_scalar(a_scale) / sy))
-    rb = float(_F32(_f32_scalar(b_scale) / sy))
-    big = to_fixed_point(max(ra, rb), bits)
-    s = big.shift
-    return FixedPoint(int(round(ra * 2.0 ** s)), s), FixedPoint(int(round(rb * 2.0 ** s)), s)
-
-
 #: Every intermediate of the Add rules stays below this (int64 with a sign and a spare bit).
 ADD_BOUND = 1 << 61
 

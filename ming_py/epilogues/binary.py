@@ -20,7 +20,7 @@ def _fused(e: AddRequant) -> bool:
 
 def _domain_offset(e: AddRequant) -> int:
     """QLinearAdd's zero points and outputs are in its own type: uint8 values are int8 ones plus 128."""
-    return 128 if e.kernel == "uint8" else 0
+    return numerics.ORT_X86_DOMAIN_OFFSET if e.kernel == "uint8" else 0
 
 
 @register
