@@ -175,10 +175,26 @@ PRIMITIVES = (
               "ming::mul_requant (QLinearMul): a 9 x 9 and a 17 x 24-bit product, two round_to_float32 (41 and "
               "56 bits, mask and add), the zero point at the constant shift, the rounding, the offset, saturation",
               products=(Product(9, True, 9, True), Product(17, False, 24, False))),
-    Primitive("requant_avgpool", "requant_avgpool",
-              "ming::avgpool_requant (QLinearAveragePool, constant divisor): the constant count * x_zp off the "
-              "window sum, a 33 x 31-bit product, the zero point at the constant shift, the rounding, saturation",
-              products=(Product(33, True, 31, False),)),
+    # The exact AveragePool over windows (numerics.WindowAverageConstants, onnxruntime's float32 chain in integers),
+    # per lane: a term per window element, a step of the chain per element after the first, one output stage. The
+    # widths are a 3 x 3 window's (every partial sum below 2 * 9 * 2^32); the mantissa and the row's constants are
+    # inputs, so the figures hold for any scales; the output stage's thresholds are a ROM outside the model.
+    Primitive("average_term", "average_term",
+              "ming::average_term (AveragePool over windows, one element): rn24((x - x_zp) * mantissa), a 9 x "
+              "24-bit product (the float32 input scale's mantissa, an input) and its signed round_to_float32 "
+              "(33 bits, mask and add) to a 34-bit term",
+              products=(Product(9, True, 24, False),)),
+    Primitive("average_add", "average_add",
+              "ming::average_add (AveragePool over windows, one step of the chain): rn24(sum + term), a 38-bit "
+              "signed partial sum and a 34-bit signed term, their 39-bit sum's signed round_to_float32 (mask and "
+              "add) to the 38-bit sum"),
+    Primitive("average_level", "average_level",
+              "ming::average_level (AveragePool over windows, the output stage): the 38-bit sum clamped to the "
+              "row's [low, high] less low (u), u >> drop (a barrel shifter to 16 bits), a 16 x 26-bit product "
+              "plus the offset, its bits from 24 up clamped to 0 .. 255 (the address of the thresholds' ROM, "
+              "outside the model, read the next cycle; u and k wait in 46 pipeline flip-flops), the 39-bit compare "
+              "u < T, k - (u < T) + qmin",
+              products=(Product(16, False, 26, False),)),
     Primitive("requant_shift", "requant_shift",
               "ming::requantize_shift (an average by a power of two): the offset, a rounding shift by a constant "
               "(a compare of the bits shifted out with one half and an increment), zero point, saturation"),

@@ -70,7 +70,7 @@ class ProcessView:
     extra: dict = field(default_factory=dict)  # the kind's own values (`ProcessKind.view_values`) and the epilogue's
 
     def factor(self, loop: str) -> int:
-        return dict(self.unroll).get(loop, 1)
+        return self.spec.factor(loop)
 
     @property
     def trip_count(self) -> int:

@@ -77,4 +77,4 @@ class FrontendFacts:
     transposes: dict[str, str] = field(default_factory=dict)
     # Add node name (and that of a Relu fused after it) -> the kernel onnxruntime runs for it
     # (`frontends.ort_kernels`: "uint8" or "int8" QLinearAdd, or "float")
-    add_kernels: dict[str, str] = field(default_factory=dict)
+    qlinear_kernels: dict[str, str] = field(default_factory=dict)

@@ -28,6 +28,7 @@ from ming_py.ir import (
     Op,
     Operand,
     Rescale,
+    WindowAverage,
 )
 
 from .lift_shapes import transposition
@@ -226,12 +227,31 @@ class QuantizeMixin:
         input_shape = self.graph.shape_of(kernel.inputs[0].tensor)
         channels = kernel.dims[kernel.parallel_dims[0]]
         global_pool = not kernel.inputs[0].padding and window * channels == int(np.prod(input_shape))
-        kernel.epilogue = AverageRequant(
-            count=window, x_scale=np.float32(term.factors[0]), x_zero_point=int(term.offset) // window,
-            y_scale=np.float32(scale), zero_point=zero_point, exclude_padding=exclude_padding and not global_pool,
-            global_pool=global_pool)
+        x_scale, x_zero_point = np.float32(term.factors[0]), int(term.offset) // window
+        if global_pool:
+            kernel.epilogue = AverageRequant(count=window, x_scale=x_scale, x_zero_point=x_zero_point,
+                                             y_scale=np.float32(scale), zero_point=zero_point)
+        else:
+            kernel.epilogue = self._window_average(kernel, x_scale, x_zero_point, scale, zero_point,
+                                                   divisor if exclude_padding else None, where)
         self.builder.retype(kernel.output.tensor, "i8")
         return IntTensor(kernel.output.tensor)
+
+    def _window_average(self, kernel: Kernel, x_scale, x_zero_point, scale, zero_point, valid, where):
+        """onnxruntime's QLinearAveragePool over windows (`WindowAverage`); `valid`: the divisor by output
+        position where padding is left out of it."""
+        window = int(np.prod([kernel.dims[d] for d in kernel.reduction_dims]))
+        divisors = (window,) if valid is None else tuple(sorted({int(v) for v in np.unique(valid)}))
+        offset = numerics.ORT_X86_DOMAIN_OFFSET if self.facts.qlinear_kernels.get(kernel.source) != "int8" else 0
+        constants = numerics.window_average_constants(x_scale, x_zero_point, np.float32(scale), zero_point, window,
+                                                      divisors, domain_offset=offset)
+        if constants is None:
+            raise MingError(f"{where}: average pooling from scale {float(x_scale):.6g} to {float(scale):.6g} "
+                            "is not supported (an output scale finer than a quarter of the input's over the "
+                            "window); requantize the pool's output to a coarser scale")
+        return WindowAverage(count=window, x_scale=x_scale, x_zero_point=x_zero_point, y_scale=np.float32(scale),
+                             zero_point=zero_point, divisors=divisors, constants=constants,
+                             exclude_padding=valid is not None, domain_offset=offset)
 
     def _add(self, value: FloatValue, scale, zero_point, node, where):
         plain = all(is_plain_dequant(FloatValue(value.shape, (replace(t, map=None, negated=False),)))
@@ -241,7 +261,7 @@ class QuantizeMixin:
             raise MingError(f"{where}: only the sum or difference of two dequantized int8 tensors is supported")
         epilogue = AddRequant(np.float32(a.factors[0]), int(a.offset), np.float32(b.factors[0]), int(b.offset),
                               np.float32(scale), zero_point, subtract=b.negated,
-                              kernel=self.facts.add_kernels.get(value.origin, "uint8"))
+                              kernel=self.facts.qlinear_kernels.get(value.origin, "uint8"))
         operands = (self._broadcast_operand(a, value.shape, where), self._broadcast_operand(b, value.shape, where))
         return self._binary_kernel(self.builder.node_name(node, "add"), node, "add", operands, value.shape, epilogue,
                                    "sub" if b.negated else "add")

@@ -32,7 +32,7 @@ from .onnx_converters import rewrite_converter_idioms
 from .facts import FrontendFacts, ModelPort, QuantizedWeights
 from .lift import Lifter
 from .onnx_geometry import check_pads, prepare_resizes
-from .ort_kernels import add_kernels
+from .ort_kernels import qlinear_kernels
 from .onnx_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables
 
 SUPPORTED_OPS = frozenset({
@@ -348,7 +348,7 @@ def import_onnx(path: str | Path, name: str | None = None) -> Graph:
     model = load_onnx(path)
     check_scales(model)
     notes = fix_symbolic_batch(model)
-    kernels = add_kernels(model)  # of the model as written: onnxruntime runs that one
+    kernels = qlinear_kernels(model)  # of the model as written: onnxruntime runs that one
     types = onnx_formats.to_int8_qdq(model)
     check_supported(model)
     rewrite_converter_idioms(model)
@@ -368,5 +368,5 @@ def import_onnx(path: str | Path, name: str | None = None) -> Graph:
         op_types = {node.name: node.op_type for node in model.graph.node}
         facts = FrontendFacts(op_types, tuple(notes), tables=tables, resizes=resizes,
                               weights=quantized_weights(model.graph), transposes=transpose_wrappers(model.graph),
-                              add_kernels=kernels)
+                              qlinear_kernels=kernels)
         return Lifter(name or path.stem, inputs, outputs, facts).run(module)

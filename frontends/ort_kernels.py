@@ -1,11 +1,12 @@
-"""Which kernel onnxruntime's default CPU session runs for each Add of a QDQ model, from the graph alone.
+"""Which kernel onnxruntime's default CPU session runs for each Add and AveragePool of a QDQ model, from the
+graph alone.
 
 On x86 (`session.qdqisint8allowed` 0) onnxruntime first gives every consumer of a shared DequantizeLinear its
 own copy (EnsureUniqueDQForNodeUnit), then rewrites an int8 QuantizeLinear -> DequantizeLinear pair to uint8
 where the QuantizeLinear's output reaches exactly one consumer (QDQS8ToU8Transformer). A QDQ Add becomes
 QLinearAdd only where its two inputs and its output then have one type: that type's kernel. Elsewhere (a
-residual Add whose input has fan-out) it runs in float, DQ -> Add -> Q. Sub has no QLinear kernel; a QOperator
-QLinearAdd runs as it is written. docs/numerics.md §4.1; tests/test_eltwise.py checks this against the graph
+residual Add whose input has fan-out) it runs in float, DQ -> Add -> Q. AveragePool likewise becomes
+QLinearAveragePool. Sub has no QLinear kernel; a QOperator QLinearAdd or QLinearAveragePool runs as it is written. docs/numerics.md §4.1; tests/test_eltwise.py checks this against the graph
 onnxruntime optimizes.
 """
 
@@ -18,9 +19,9 @@ FLOAT = "float"
 _TYPES = {TensorProto.INT8: "int8", TensorProto.UINT8: "uint8"}
 
 
-def add_kernels(model: onnx.ModelProto) -> dict[str, str]:
-    """Per Add or QLinearAdd node name (and a Relu's right after an Add): "uint8" or "int8" (the QLinearAdd
-    kernel of that type) or "float"."""
+def qlinear_kernels(model: onnx.ModelProto) -> dict[str, str]:
+    """Per Add, AveragePool, QLinearAdd or QLinearAveragePool node name (and a Relu's right after an Add):
+    "uint8" or "int8" (the QLinear kernel of that type) or "float"."""
     graph = model.graph
     producers = {out: node for node in graph.node for out in node.output}
     consumers: dict[str, list[onnx.NodeProto]] = {}
@@ -57,9 +58,9 @@ def add_kernels(model: onnx.ModelProto) -> dict[str, str]:
 
     kernels = {}
     for node in graph.node:
-        if node.op_type == "QLinearAdd":
+        if node.op_type in ("QLinearAdd", "QLinearAveragePool"):
             kernels[node.name] = _TYPES.get(types.get(node.output[0]), FLOAT)
-        elif node.op_type == "Add":
+        elif node.op_type in ("Add", "AveragePool"):
             inputs = [producers.get(name) for name in node.input]
             if any(p is None or p.op_type != "DequantizeLinear" for p in inputs):
                 kernels[node.name] = FLOAT

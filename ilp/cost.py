@@ -157,7 +157,8 @@ def resources(graph: StreamGraph, p: Process, choice: Choice, spec, trip_count: 
     bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
     parts = [("lut", primitive, HLS_LUT_OVERHEAD * amount) for primitive, amount in lut.items()]
     parts += [("lut", "memory", memory_lut), ("bram18k", "memory", bram), ("uram", "memory", uram)]
-    parts += [("dsp", "mac", math.ceil(mac_dsp * spec.macs)), ("dsp", "requantizer", requant_dsp * spec.requant_lanes)]
+    parts += [("dsp", "mac", math.ceil(mac_dsp * spec.macs)), ("dsp", "requantizer", requant_dsp * spec.requant_lanes),
+              ("dsp", "logic", spec.process_kind.logic_dsp(spec))]
     parts += [("ff", primitive, FF_PER_LOGIC_LUT * amount) for primitive, amount in lut.items()]
     parts += [("ff", "memory", registers), ("ff", "control", sum(bits(m) for m in counters if m > 0))]
     return tuple((resource, primitive, amount) for resource, primitive, amount in parts if amount)

@@ -43,6 +43,7 @@ from ming_py.ir import (
     Reshape,
     Slice,
     Upsample,
+    WindowAverage,
 )
 from ming_py.runtime.ming_host import graph_layout_shape
 
@@ -355,7 +356,9 @@ class _Builder:
             groups=1 if channelwise else groups)
         window = _single_position_strides(window, oh_dim is None, ow_dim is None)
         if kernel.op in ("maxpool", "sumpool"):
-            kind = "maxpool" if kernel.op == "maxpool" else "avgpool"
+            kind = {"maxpool": "maxpool", "sumpool": "avgpool"}[kernel.op]
+            if isinstance(kernel.epilogue, WindowAverage):  # onnxruntime's float32 sum, element by element
+                kind = "float_avgpool"
             return Process(kernel.name, kind, kernel.source, (), (), window=window, epilogue=kernel.epilogue)
         weight = next(o for o in kernel.inputs if o.tensor in self.graph.constants)
         array = self.graph.constants[weight.tensor]

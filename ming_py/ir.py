@@ -130,22 +130,14 @@ class AccRequant:
 
 @dataclass(eq=False)
 class AverageRequant:
-    """Window sum of raw int8 values -> int8 average (AveragePool, GlobalAveragePool).
-
-    Padded window positions hold the input zero point. With `exclude_padding`
-    (ONNX count_include_pad=0) the divisor at each output position is the
-    number of non-padded elements in its window, otherwise `count`. A
-    `global_pool` (the window is the whole unpadded image) follows onnxruntime's
-    exact global-average rule.
-    """
+    """Sum of the whole map's int8 values -> int8 average (GlobalAveragePool, and AveragePool whose window is
+    the whole unpadded map, which onnxruntime runs as one): onnxruntime's exact global-average rule."""
 
     count: int
     x_scale: np.float32
     x_zero_point: int
     y_scale: np.float32
     zero_point: int
-    exclude_padding: bool = False
-    global_pool: bool = False
     qmin: int = -128
     qmax: int = 127
 
@@ -258,6 +250,26 @@ class FixedPointAdd:
 
 
 @dataclass(eq=False)
+class WindowAverage:
+    """Window elements of int8 values -> int8 average as onnxruntime's QLinearAveragePool computes it: a float32
+    sum in the window's row-major order, then the divisor, the output scale and zero point in float32
+    (`numerics.WindowAverageConstants`, whose rows are the `divisors`). With `exclude_padding` (ONNX
+    count_include_pad=0 with padding) a window's divisor is its count of unpadded elements, a row each;
+    otherwise the one divisor is the window size. `domain_offset`: 128 where onnxruntime runs the kernel in
+    uint8 (`frontends.ort_kernels`)."""
+
+    count: int
+    x_scale: np.float32
+    x_zero_point: int
+    y_scale: np.float32
+    zero_point: int
+    divisors: tuple[int, ...]
+    constants: object  # numerics.WindowAverageConstants
+    exclude_padding: bool = False
+    domain_offset: int = 128
+
+
+@dataclass(eq=False)
 class FixedPointAverage:
     """Window sum of raw int8 values -> int8 average in TFLite's integer arithmetic (AVERAGE_POOL_2D): the
     sum over the window's valid (unpadded) elements, requantized by TOSA's reciprocal of their number,
@@ -271,8 +283,8 @@ class FixedPointAverage:
     qmax: int = 127
 
 
-Epilogue = (AccRequant | AverageRequant | AddRequant | MulRequant | Rescale | LookupTable | FixedPointRequant
-            | FixedPointAdd | FixedPointAverage)
+Epilogue = (AccRequant | AverageRequant | WindowAverage | AddRequant | MulRequant | Rescale | LookupTable
+            | FixedPointRequant | FixedPointAdd | FixedPointAverage)
 
 
 # ---- graph ---------------------------------------------------------------

@@ -29,9 +29,10 @@ Rule summary (details in each docstring)
 * Add (QLinearAdd): ORT's two float32 fmas (zero point in float, before rounding); exact via
   :func:`add_requant` (:func:`add_fused_requant`).  Sub and unfused Adds (float ``DQ -> op -> Q``): exact via
   :func:`add_requant` with ``subtract``/``fused=False`` (:func:`add_float_requant`).
-* AveragePool (QLinearAveragePool): ORT sums the dequantized values in float32 and adds the output zero
-  point before rounding; :func:`avgpool_requant` (31-bit multiplier + rne shift on the integer window sum)
-  is within 1 LSB (ORT's output is not a function of the integer window sum).
+* AveragePool (QLinearAveragePool): ORT sums the dequantized values in float32, element by element in the
+  window's row-major order, divides, and adds the output zero point before rounding (its output is not a
+  function of the integer window sum); exact via :func:`window_average_sum` (each float32 addition in
+  integers) and :func:`window_average_level` (the rest, a monotonic function of the sum, by thresholds).
 * Mul (QLinearMul): ``y = sat(rne(f32(f32(f32(P) * R) + zy')))`` with ``P = (a-za)*(b-zb)``,
   ``R = f32(f32(sa*sb)/sy)``, the zero point added in float before rounding; exact via :func:`mul_requant`.
 * Concat (QLinearConcat), DQ->Q chains, standalone float Relu/Clip: a 256-entry table
@@ -65,7 +66,8 @@ __all__ = [
     "FixedPoint", "to_fixed_point", "fixed_point_rescale",
     "add_requant", "AddConstants", "add_constants", "add_fused_requant",
     "FloatAddConstants", "float_add_constants", "add_float_requant", "ort_float_add_reference", "mul_multiplier", "mul_parts", "round_to_float32", "mul_requant",
-    "avgpool_fixed_point", "avgpool_requant", "gap_requant",
+    "gap_requant", "WindowAverageConstants", "window_average_constants",
+    "window_average_terms", "window_average_sum", "window_average_level",
     "rescale_fixed_point", "rescale", "rescale_table", "apply_table",
     "fma_float32", "ort_dequantize_linear", "ort_quantize_linear",
     "ort_qlinear_add_reference", "ort_qlinear_avgpool_reference", "ort_qlinear_mul_reference",
@@ -375,7 +377,7 @@ def gap_requant(window_sum: ArrayLike, count: int, x_scale: ArrayLike, x_zp: int
     int32, adds the bias ``-zx*N`` and calls the float requantization of
     :func:`requantize`.  ORT also routes ``AveragePool`` with ``kernel == spatial shape``
     and zero pads here (``fallback_to_global`` in ``qlinear_pool.cc``) -- use this rule
-    for that case, not :func:`avgpool_requant`.  ``window_sum`` = sum of raw int8 values.
+    for that case, not :func:`window_average_level`.  ``window_sum`` = sum of raw int8 values.
     """
     n = int(count)
     m = ort_gap_multiplier(x_scale, y_scale, n)
@@ -422,33 +424,17 @@ class ShiftRequant:
     zero_point: int
 
 
-def average_shift(x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int, count: int, global_pool: bool,
-                  exclude_padding: bool = False) -> ShiftRequant | None:
-    """An average's requantization (``window_sum`` of ``count`` int8 values in, int8 out) as a shift where its
-    multiplier is a power of two ``2**-s``, else None (and where, excluding padding, the divisor varies):
-
-    * GlobalAveragePool (:func:`gap_requant`): ``requantize(acc, M)``, ``acc = sum - count * x_zp``, with the
-      float32 ``M = 2**-s`` is ``rne(acc * 2**-s) + zp`` wherever ``float32(acc)`` is exact:
-      ``|acc| <= 255 * count < 2**24``;
-    * AveragePool by the constant divisor ``count`` (:func:`avgpool_requant`): the fixed point
-      ``(2**30, 30 + s)`` gives ``rne((acc * 2**30 + (zp << 30 + s)) / 2**(30 + s)) = rne((acc + (zp << s)) / 2**s)``,
-      the zero point added before the rounding.
-    """
-    if exclude_padding and not global_pool:
-        return None
-    if global_pool:
-        mantissa, exponent = (int(v) for v in float32_parts(ort_gap_multiplier(x_scale, y_scale, count)))
-        shift = -(exponent + mantissa.bit_length() - 1)
-        exact = 255 * count < 1 << 24 and mantissa != 0 and mantissa & (mantissa - 1) == 0
-    else:
-        point = avgpool_fixed_point(x_scale, y_scale, count)
-        shift = point.shift - 30
-        exact = point.multiplier == 1 << 30
+def average_shift(x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int, count: int) -> ShiftRequant | None:
+    """A global average's requantization (:func:`gap_requant`: the sum of ``count`` int8 values in, int8 out) as a
+    shift where its multiplier is a power of two ``2**-s``, else None: ``requantize(acc, M)``,
+    ``acc = sum - count * x_zp``, with the float32 ``M = 2**-s`` is ``rne(acc * 2**-s) + zp`` wherever
+    ``float32(acc)`` is exact: ``|acc| <= 255 * count < 2**24``."""
+    mantissa, exponent = (int(v) for v in float32_parts(ort_gap_multiplier(x_scale, y_scale, count)))
+    shift = -(exponent + mantissa.bit_length() - 1)
+    exact = 255 * count < 1 << 24 and mantissa != 0 and mantissa & (mantissa - 1) == 0
     if not (exact and 0 <= shift <= SHIFT_MAX):
         return None
-    if global_pool:
-        return ShiftRequant(-count * int(x_zp), shift, int(y_zp))
-    return ShiftRequant(-count * int(x_zp) + (int(y_zp) << shift), shift, 0)
+    return ShiftRequant(-count * int(x_zp), shift, int(y_zp))
 
 
 # ---------------------------------------------------------------------------
@@ -746,45 +732,149 @@ def mul_requant(a: ArrayLike, a_zp: int, b: ArrayLike, b_zp: int, multiplier: Ar
 
 
 # ---------------------------------------------------------------------------
-# AveragePool
+# AveragePool over windows: onnxruntime's float32 chain, emulated in integers
 # ---------------------------------------------------------------------------
-def avgpool_fixed_point(x_scale: ArrayLike, y_scale: ArrayLike, divisor: int, bits: int = 31) -> FixedPoint:
-    """``to_fixed_point(sx / (sy * divisor))`` (float64 of the float32 scales)."""
-    sx = float(_f32_scalar(x_scale))
-    sy = float(_f32_scalar(y_scale))
-    return to_fixed_point(sx / (sy * float(divisor)), bits)
+AVERAGE_ESTIMATE_SHIFT = 24  # the binary point of the level estimate's product
+AVERAGE_ESTIMATE_BITS = 16  # the clamped sum's bits that product takes
+AVERAGE_RATIO_LIMIT = 1 << 26  # the estimate's multiplier fits one DSP48E2 port with those 16 bits
+AVERAGE_OFFSET_LIMIT = 1 << 40  # and its sum 42 bits
 
 
-def avgpool_requant(window_sum: ArrayLike, count: ArrayLike, x_scale: ArrayLike, x_zp: int,
-                    y_scale: ArrayLike, y_zp: int, divisor: Optional[ArrayLike] = None,
-                    qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
-    """Integer rule for QLinearAveragePool (non-global windows):
+@dataclasses.dataclass(frozen=True)
+class WindowAverageConstants:
+    """The integer form of onnxruntime's QLinearAveragePool (``qlinear_pool.cc``) over windows.
 
-    ``S = window_sum - count*zx``;  ``y = sat(rne((S*M_d + (zy << s_d)) / 2**s_d))``
-    with ``(M_d, s_d) = avgpool_fixed_point(sx, sy, d)``.
-
-    ``window_sum``: sum of the raw int8 values inside the window's valid (non-pad)
-    positions; ``count``: number of those positions (scalar or broadcastable array, e.g.
-    per output position); ``divisor``: the averaging divisor -- ``count`` for
-    ``count_include_pad=0`` (default), the kernel size for ``count_include_pad=1`` (ORT
-    sums only valid positions, i.e. pads contribute real 0, and divides by the kernel
-    size).  ORT computes ``nearbyintf(f32(f32(f32(sum_f)/d)/sy) + zy)`` in float32
-    (``qlinear_pool.cc``), so the zero point is folded in before rounding.
-
-    Residual vs ORT <= 1 LSB; it is concentrated on exact ties (``S/d`` = k + 1/2 with
-    equal in/out scales, which quantize_static produces) where ORT's float sum noise
-    picks the side.  For ``kernel == image`` and no pads use :func:`gap_requant` (exact).
+    In units of ``2**exponent`` (``x_scale = mantissa * 2**exponent``) every float32 value of the kernel's sum
+    is an integer: a window element is ``term(x) = rn24((x - zx) * mantissa)`` (the float32 product
+    ``sx * (x - zx)``), and each partial sum ``s = rn24(s + term)`` (:func:`round_to_float32`), in the
+    window's row-major order. The rest (``/ d``, ``/ sy``, ``+ zy'``, ``nearbyintf``, clamp) is a
+    monotonic function of the final sum, so per divisor ``d`` (a row) it is given by its thresholds: ``T[k]``
+    is the least sum whose output level (from ``qmin``) is at least ``k``. The datapath finds the level as
+    ``k = clamp(((U >> drop) * ratio + offset) >> AVERAGE_ESTIMATE_SHIFT, 0, last) - (U < T'[k])`` on
+    ``U = clamp(s, low, high) - low`` (``T' = T - low``): the estimate ``k`` is the level or one above
+    it, which :func:`window_average_constants` proves at every breakpoint of both step functions.
     """
-    s = _i64(window_sum)
-    cnt = np.broadcast_to(_i64(count), s.shape)
-    div = cnt if divisor is None else np.broadcast_to(_i64(divisor), s.shape)
-    acc = s - cnt * int(x_zp)
-    out = np.empty(s.shape, np.int64)
-    for d in np.unique(div):
-        sel = div == d
-        fp = avgpool_fixed_point(x_scale, y_scale, int(d))
-        out[sel] = fixed_point_rescale(acc[sel], fp, "half_even", pre_round_offset=int(y_zp))
-    return saturate(out, qmin, qmax)
+
+    mantissa: int
+    exponent: int
+    x_zero_point: int
+    bound: int  # every partial sum's magnitude is below it
+    divisors: tuple[int, ...]  # per row
+    low: np.ndarray  # [rows] int64
+    high: np.ndarray
+    drop: np.ndarray
+    ratio: np.ndarray
+    offset: np.ndarray
+    thresholds: np.ndarray  # [rows][256] int64: T' by level, 0 at level 0, unused levels past the last
+    qmin: int
+    last: int  # the highest level: qmax - qmin
+
+
+def window_average_terms(x: ArrayLike, mantissa: int, x_zp: int) -> IntArray:
+    """The float32 ``sx * (x - zx)`` of each window element in units of ``2**exponent``."""
+    return round_to_float32((_i64(x) - int(x_zp)) * np.int64(mantissa))
+
+
+def window_average_sum(elements: Sequence[ArrayLike], mantissa: int, x_zp: int) -> IntArray:
+    """onnxruntime's float32 sum of the dequantized window elements, in their order, in units of
+    ``2**exponent``: ``s = rn24(s + term)``. Padded elements hold ``zx`` (a term of 0, which leaves the
+    sum as it is, as onnxruntime skips them)."""
+    total = None
+    for element in elements:
+        term = window_average_terms(element, mantissa, x_zp)
+        total = term if total is None else round_to_float32(total + term)
+    return total
+
+
+def _ort_average_level(total: ArrayLike, exponent: int, divisor: int, y_scale: np.float32, y_zp: int,
+                       qmin: int, qmax: int, domain_offset: int) -> IntArray:
+    """onnxruntime's output level (``y - qmin``) for float32 sums ``total * 2**exponent``: ``f32(s / d)``,
+    ``f32(. / sy)``, ``f32(. + zy')``, ``nearbyintf``, clamp."""
+    s = np.ldexp(np.asarray(total, np.float64), int(exponent)).astype(_F32)
+    a = (s / _F32(divisor)).astype(_F32)
+    v = ((a / y_scale).astype(_F32) + _F32(int(y_zp) + domain_offset)).astype(_F32)
+    y = np.clip(np.rint(v.astype(np.float64)), qmin + domain_offset, qmax + domain_offset)
+    return y.astype(np.int64) - domain_offset - qmin
+
+
+def _thresholds(bound: int, exponent: int, divisor: int, y_scale, y_zp, qmin, qmax, domain_offset) -> IntArray:
+    """``T[k]`` for levels 1 .. qmax - qmin: the least sum in ``[-bound, bound + 1]`` with a level >= k
+    (``bound + 1``: none below the bound reaches it), by bisection over the monotonic level."""
+    wanted = np.arange(1, qmax - qmin + 1, dtype=np.int64)
+    lo = np.full(wanted.shape, -bound - 1, np.int64)  # level < k (or outside the range)
+    hi = np.full(wanted.shape, bound + 1, np.int64)  # level >= k (or outside the range)
+    while np.any(hi - lo > 1):
+        mid = lo + (hi - lo) // 2
+        reached = _ort_average_level(mid, exponent, divisor, y_scale, y_zp, qmin, qmax, domain_offset) >= wanted
+        hi, lo = np.where(reached, mid, hi), np.where(reached, lo, mid)
+    return hi
+
+
+def window_average_constants(x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int, window: int,
+                             divisors: Sequence[int], qmin: int = INT8_MIN, qmax: int = INT8_MAX,
+                             domain_offset: int = ORT_X86_DOMAIN_OFFSET) -> WindowAverageConstants | None:
+    """The constants of :class:`WindowAverageConstants` for windows of `window` elements and each divisor
+    (a window's count of unpadded elements, or the kernel size), or None where no estimate of the
+    datapath's widths is proved (an output scale finer than a quarter of the input's over the divisor, or
+    scales far outside float32's normal range)."""
+    sx, sy = _f32_scalar(x_scale), _f32_scalar(y_scale)
+    mantissa, exponent = (int(v) for v in float32_parts(sx))
+    if mantissa < (1 << 23) or not np.isfinite(sy) or sy <= 0 or exponent < -120 or exponent > 100:
+        return None
+    largest = int(np.abs(window_average_terms(np.arange(-128, 128), mantissa, x_zp)).max())
+    bound = 2 * window * largest + 1
+    rows = []
+    for d in divisors:
+        thresholds = _thresholds(bound, exponent, d, sy, y_zp, qmin, qmax, domain_offset)
+        row = _estimate(thresholds, bound, float(d) * float(sy) / 2.0 ** exponent)
+        if row is None:
+            return None
+        rows.append(row)
+    low, high, drop, ratio, offset, table = (np.array([r[i] for r in rows], np.int64) for i in range(6))
+    return WindowAverageConstants(mantissa, exponent, int(x_zp), bound, tuple(int(d) for d in divisors), low,
+                                  high, drop, ratio, offset, table, int(qmin), int(qmax - qmin))
+
+
+def window_average_level(total: ArrayLike, row: ArrayLike, c: WindowAverageConstants) -> IntArray:
+    """The datapath's output (``qmin`` + level) for chain sums `total` of windows of divisor row `row`."""
+    row = _i64(row)
+    low, high = c.low[row], c.high[row]
+    u = np.clip(_i64(total), low, high) - low
+    k = np.clip(((u >> c.drop[row]) * c.ratio[row] + c.offset[row]) >> AVERAGE_ESTIMATE_SHIFT, 0, c.last)
+    return k - (u < c.thresholds[row, k]) + c.qmin
+
+
+def _estimate(thresholds: IntArray, bound: int, step: float):
+    """(low, high, drop, ratio, offset, T'[256]) of one divisor whose output levels are `step` units of the
+    sum apart, proved: the datapath's level equals the thresholds' at every breakpoint of both its estimate
+    and the thresholds (both step functions of U, so equal everywhere), or None."""
+    # a sum is within (-bound, bound): the levels one reaches have thresholds in (-bound + 1, bound - 1]
+    inside = (thresholds > 1 - bound) & (thresholds < bound)
+    thresholds = np.clip(thresholds, 1 - bound, bound)
+    last = len(thresholds)
+    low = int(thresholds[0]) - 1
+    width = min(int(thresholds[-1]), bound - 1) - low
+    table = np.concatenate(([0], thresholds - low, np.full(255 - last, width + 1))).astype(np.int64)
+    drop = max(0, width.bit_length() - AVERAGE_ESTIMATE_BITS)
+    ratio = round((1 << AVERAGE_ESTIMATE_SHIFT) * (1 << drop) / step)
+    # the estimate reaches level k half a step before k's threshold, anchored at a level the sums reach
+    anchor = int(np.flatnonzero(inside)[np.count_nonzero(inside) // 2]) + 1 if inside.any() else 1
+    offset = round((1 << AVERAGE_ESTIMATE_SHIFT) * (anchor + 0.5 - table[anchor] / step))
+    if not 0 < ratio < AVERAGE_RATIO_LIMIT or abs(offset) >= AVERAGE_OFFSET_LIMIT:
+        return None
+
+    def level(u):
+        k = np.clip(((u >> drop) * ratio + offset) >> AVERAGE_ESTIMATE_SHIFT, 0, last)
+        return k - (u < table[k])
+
+    # the least U reaching each estimate k = 1 .. last, and the thresholds: where either step function steps
+    reach = (-((-(np.arange(1, last + 1, dtype=np.int64) << AVERAGE_ESTIMATE_SHIFT) + offset) // ratio)) << drop
+    least = max(1 - bound - low, 0)  # the least U of a sum
+    points = np.concatenate(([least, width], table[1:last + 1], table[1:last + 1] - 1, reach, reach - 1))
+    points = points[(points >= least) & (points <= width)]
+    if not np.array_equal(level(points), np.searchsorted(table[1:last + 1], points, side="right")):
+        return None
+    return low, low + width, drop, ratio, offset, table
 
 
 # ---------------------------------------------------------------------------

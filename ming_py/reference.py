@@ -86,6 +86,8 @@ def run_kernel(kernel: Kernel, constants: dict[str, np.ndarray], values: dict[st
     parallel = kernel.parallel_dims
     if kernel.init is None:
         result = _elementwise(kernel, arrays, parallel)
+    elif rule_of(kernel.epilogue).reads_inputs():
+        result = _window_elements(kernel, arrays, parallel)
     elif _mac_operands(kernel.payload, len(arrays)) is not None:
         result = _mac(kernel, arrays, parallel) + kernel.init
     else:
@@ -168,6 +170,13 @@ def _reduce(kernel: Kernel, arrays, parallel) -> np.ndarray:
         args = [gather(a, o, parallel, kernel.dims, fixed) for a, o in zip(arrays, kernel.inputs)]
         acc = np.broadcast_to(_eval(kernel.payload, args + [acc]), acc.shape).copy()
     return acc
+
+
+def _window_elements(kernel: Kernel, arrays, parallel) -> list[np.ndarray]:
+    """A reduction's input values in its order (row-major over the window), for an epilogue that reads them."""
+    reduction = kernel.reduction_dims
+    return [gather(arrays[0], kernel.inputs[0], parallel, kernel.dims, dict(zip(reduction, point)))
+            for point in itertools.product(*(range(kernel.dims[d]) for d in reduction))]
 
 
 def _unpadded_shape(operand: Operand, constants, values) -> tuple[int, ...]:

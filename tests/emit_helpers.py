@@ -35,8 +35,8 @@ def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, conc
     return y
 
 
-LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "global_avgpool", "global_maxpool", "add", "mul", "broadcast",
-                "rescale", "table", "concat", "split", "upsample", "pad", "permute")
+LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "float_avgpool", "global_avgpool", "global_maxpool", "add", "mul",
+                "broadcast", "rescale", "table", "concat", "split", "upsample", "pad", "permute")
 
 
 def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: int = 8) -> Schedule:

@@ -60,11 +60,11 @@ FUNCTIONS = {
                            "I32(r[7]), I32(r[8]))"),
     "add_float_requant": (14, "ming::add_float_requant(I32(r[0]), I32(r[1]), I32(r[2]), I32(r[3]), r[4], I(r[5]), "
                               "r[6], I(r[7]), I(r[8]), r[9], r[10], I32(r[11]), I32(r[12]), I32(r[13]))"),
-    "avgpool_requant": (8, "ming::avgpool_requant(r[0], I32(r[1]), I32(r[2]), r[3], I(r[4]), I32(r[5]), "
-                           "I32(r[6]), I32(r[7]))"),
-    "avgpool_requant_default": (6, "ming::avgpool_requant(r[0], I32(r[1]), I32(r[2]), r[3], I(r[4]), I32(r[5]))"),
-    "avgpool_requant_i32": (8, "ming::avgpool_requant_i32(r[0], I32(r[1]), I32(r[2]), r[3], I(r[4]), I32(r[5]), "
-                               "I32(r[6]), I32(r[7]))"),
+    "average_term": (3, "ming::average_term(static_cast<int8_t>(r[0]), I32(r[1]), static_cast<uint32_t>(r[2]))"),
+    "average_add": (2, "ming::average_add(r[0], r[1])"),
+    # r[8 ..] is the row's 256 thresholds
+    "average_level": (8 + 256, "ming::average_level(r[0], r[1], r[2], I(r[3]), r[4], r[5], r + 8, I32(r[6]), "
+                               "I32(r[7]))"),
     "requantize_shift": (5, "ming::requantize_shift(r[0], I(r[1]), I32(r[2]), I32(r[3]), I32(r[4]))"),
     # exhaustive over int8 pairs in tests/test_eltwise.py; here for the UB fuzz
     "mul_requant_i32": (10, "ming::mul_requant_i32(I32(r[0]), I32(r[1]), I32(r[2]), I32(r[3]), "
@@ -78,8 +78,7 @@ NARROW_ARGS = {
     "fixed_point_rescale": {2}, "fixed_point_rescale_default": {2},
     "add_requant": {0, 1, 5, 6, 7, 8}, "add_requant_default": {0, 1, 5, 6}, "add_requant_i32": {0, 1, 5, 6, 7, 8},
     "add_float_requant": {0, 1, 2, 3, 5, 7, 8, 11, 12, 13},
-    "avgpool_requant": {1, 2, 4, 5, 6, 7}, "avgpool_requant_default": {1, 2, 4, 5},
-    "avgpool_requant_i32": {1, 2, 4, 5, 6, 7},
+    "average_term": {0, 1, 2}, "average_add": set(), "average_level": set(range(264)),
     "mul_requant_i32": {0, 1, 2, 3, 5, 6, 7, 8, 9},
     "requantize_shift": {1, 2, 3, 4},
 }
@@ -625,37 +624,55 @@ def test_add_requant(driver):
     assert driver.cases["add_requant_i32"] >= 50_000
 
 
-def test_avgpool_requant(driver):
+def _average_sets(rng, n_sets: int):
+    """numerics.window_average_constants of random 3x3 windows (divisors 9, 6, 4: padding left out)."""
+    for _ in range(n_sets):
+        sx = np.float32(_loguniform_f32(rng, 1e-3, 1.0, 1)[0])
+        sy = sx if rng.random() < 0.4 else np.float32(sx * _loguniform_f32(rng, 0.2, 8.0, 1)[0])
+        zx, zy = (int(z) for z in rng.integers(-128, 128, 2))
+        offset = nx.ORT_X86_DOMAIN_OFFSET if rng.random() < 0.8 else 0
+        yield zx, nx.window_average_constants(sx, zx, sy, zy, 9, (4, 6, 9), domain_offset=offset)
+
+
+def test_average_term_and_add(driver):
+    """`ming::average_term` and `ming::average_add` (one float32 term and one float32 addition of
+    onnxruntime's AveragePool sum, in units) == numerics on every int8 value of 1,000 scale sets, and on chains of
+    random sums."""
     rng = np.random.default_rng(9)
     items = []
-    per = 256
-    for i in range(1100):
-        sx = np.float32(_loguniform_f32(rng, 1e-3, 1.0, 1)[0])
-        sy = sx if rng.random() < 0.5 else np.float32(sx * rng.uniform(0.25, 4.0))   # equal: exact ties
-        u8 = i >= 1000
-        lo, hi = (0, 255) if u8 else (-128, 127)
-        zx, zy = (int(z) for z in rng.integers(lo, hi + 1, 2))
-        kernel = int(rng.choice([2, 3, 4, 6, 9, 25, 49, 64, 256, 4096]))
-        cip = rng.random() < 0.4                          # count_include_pad: divisor = kernel size
-        count = rng.integers(1, kernel + 1, per)
-        ws = rng.integers(lo * count, hi * count + 1)
-        ws = np.where(rng.random(per) < 0.1, lo * count, np.where(rng.random(per) < 0.1, hi * count, ws))
-        if u8:
-            fn, qmin, qmax = "avgpool_requant_i32", 0, 255
-        else:
-            qmin, qmax = (-128, 127) if rng.random() < 0.7 else (zy, 127)
-            fn = "avgpool_requant_default" if (qmin, qmax) == (-128, 127) and i % 3 == 0 else "avgpool_requant"
-        divisor = np.full(per, kernel) if cip else count
-        fps = {int(d): nx.avgpool_fixed_point(sx, sy, int(d)) for d in np.unique(divisor)}
-        mult = np.array([fps[int(d)].multiplier for d in divisor], np.int64)
-        shift = np.array([fps[int(d)].shift for d in divisor], np.int64)
-        want = nx.avgpool_requant(ws, count, sx, zx, sy, zy, divisor=kernel if cip else None,
-                                  qmin=qmin, qmax=qmax)
-        args = (ws, count, zx, mult, shift, zy, qmin, qmax)
-        items.append((fn, args[:6] if fn == "avgpool_requant_default" else args, want))
-    _run_grouped(driver, items, ["window_sum", "count", "x_zp", "multiplier", "shift", "y_zp", "qmin", "qmax"])
-    assert driver.cases["avgpool_requant"] + driver.cases["avgpool_requant_default"] >= MIN_CASES
-    assert driver.cases["avgpool_requant_i32"] >= 25_000
+    values = np.arange(-128, 128)
+    for zx, c in _average_sets(rng, 1000):
+        items.append(("average_term", (values, zx, c.mantissa), nx.window_average_terms(values, c.mantissa, zx)))
+        elements = rng.integers(-128, 128, (9, 64))
+        terms = nx.window_average_terms(elements, c.mantissa, zx)
+        partial = terms[0]
+        for term in terms[1:]:
+            items.append(("average_add", (partial, term), nx.round_to_float32(partial + term)))
+            partial = nx.round_to_float32(partial + term)
+    _run_grouped(driver, [i for i in items if i[0] == "average_term"], ["x", "x_zp", "mantissa"])
+    _run_grouped(driver, [i for i in items if i[0] == "average_add"], ["sum", "term"])
+    assert driver.cases["average_term"] >= 256_000 and driver.cases["average_add"] >= 500_000
+
+
+def test_average_level(driver):
+    """`ming::average_level` == numerics.window_average_level on window sums of 100 scale sets: random sums, and
+    every threshold and the sum one below it (where the level changes)."""
+    rng = np.random.default_rng(10)
+    items = []
+    for _, c in _average_sets(rng, 100):
+        for row in range(len(c.divisors)):
+            low, high = int(c.low[row]), int(c.high[row])
+            thresholds = c.thresholds[row]
+            edges = thresholds[1:c.last + 1] + low
+            sums = np.concatenate([rng.integers(-c.bound + 1, c.bound, 64), edges, edges - 1, [low, high, low - 1,
+                                                                                                 high + 1]])
+            sums = np.clip(sums, 1 - c.bound, c.bound - 1)
+            want = nx.window_average_level(sums, np.full(sums.shape, row), c)
+            args = (sums, low, high, int(c.drop[row]), int(c.ratio[row]), int(c.offset[row]), c.last, c.qmin,
+                    *thresholds)
+            items.append(("average_level", args, want))
+    _run_grouped(driver, items, [f"r{j}" for j in range(264)])
+    assert driver.cases["average_level"] >= 100_000
 
 
 def test_requantize_shift(driver):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ming_py.ir import AccRequant, AddRequant, AverageRequant, Concat, Kernel, Rescale, Reshape
+from ming_py.ir import AccRequant, AddRequant, AverageRequant, Concat, Kernel, Rescale, Reshape, WindowAverage
 
 
 def only_kernels(graph):
@@ -51,10 +51,10 @@ def test_pooling_kernels(lifted):
     assert pool.op == "maxpool" and pool.epilogue is None and pool.init == -128
     assert pool.inputs[0].padding and pool.inputs[0].pad_value == -128
     _, avg = lifted("conv_avgpool3_p1").kernels()
-    assert avg.op == "sumpool" and isinstance(avg.epilogue, AverageRequant)
-    assert avg.epilogue.exclude_padding and not avg.epilogue.global_pool and avg.epilogue.count == 9
+    assert avg.op == "sumpool" and isinstance(avg.epilogue, WindowAverage)
+    assert avg.epilogue.exclude_padding and avg.epilogue.count == 9 and avg.epilogue.divisors == (4, 6, 9)
     _, gap = lifted("conv_gap").kernels()
-    assert isinstance(gap.epilogue, AverageRequant) and gap.epilogue.global_pool
+    assert isinstance(gap.epilogue, AverageRequant)
 
 
 def test_add_and_concat(lifted):

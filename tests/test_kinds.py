@@ -55,7 +55,7 @@ def _process(name: str) -> tuple[StreamGraph, Process]:
     window = None
     ins, out = [(4, 6, 6)], (4, 6, 6)
     kwargs = {}
-    if name in ("conv", "depthwise", "maxpool", "avgpool"):
+    if name in ("conv", "depthwise", "maxpool", "avgpool", "float_avgpool"):
         window = Window(4, 6, 6, 4, 6, 6, kernel=(3, 3), pads=(1, 1, 1, 1))
     elif name == "pointwise":
         window = Window(4, 6, 6, 8, 6, 6)

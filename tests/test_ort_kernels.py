@@ -10,7 +10,7 @@ import onnxruntime
 import pytest
 
 import zoo
-from frontends.ort_kernels import add_kernels
+from frontends.ort_kernels import qlinear_kernels
 
 CONVERTED = Path(__file__).parent / "data" / "converted"
 WITH_ADD = [name for name in sorted(zoo.MODELS) if "Add" in {n.op_type for n in zoo.MODELS[name].build().graph.node}]
@@ -35,16 +35,16 @@ def optimized_kernels(path: Path, folder: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("per_channel", [False, True], ids=["pt", "pc"])
 @pytest.mark.parametrize("name", WITH_ADD)
-def test_add_kernels_are_onnxruntimes(tmp_path, name, per_channel):
+def test_qlinear_kernels_are_onnxruntimes(tmp_path, name, per_channel):
     path = zoo.quantized_model(name, tmp_path, per_channel=per_channel)
     expected = optimized_kernels(path, tmp_path)
-    ours = add_kernels(onnx.load(str(path)))
+    ours = qlinear_kernels(onnx.load(str(path)))
     assert ours == {n: k for n, k in expected.items() if n in ours} and set(expected) <= set(ours)
 
 
 @pytest.mark.parametrize("name", ["resnet.onnx", "resnet_nchw.onnx"])
-def test_add_kernels_of_converter_made_models_are_onnxruntimes(tmp_path, name):
+def test_qlinear_kernels_of_converter_made_models_are_onnxruntimes(tmp_path, name):
     expected = optimized_kernels(CONVERTED / name, tmp_path)
-    ours = add_kernels(onnx.load(str(CONVERTED / name)))
+    ours = qlinear_kernels(onnx.load(str(CONVERTED / name)))
     residual = {n: k for n, k in ours.items() if n in expected}
     assert residual and residual == {n: expected[n] for n in residual}

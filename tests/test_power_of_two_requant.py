@@ -1,6 +1,6 @@
-"""An average whose requantization multiplier is a power of two (a GlobalAveragePool or AveragePool over 2^k
-values whose input and output scales are equal) is a rounding shift: `ming::requantize_shift`, no product and
-no DSP48E2, bit-exact with the average's own rule."""
+"""An average whose requantization multiplier is a power of two (a GlobalAveragePool over 2^k values whose input
+and output scales are equal) is a rounding shift: `ming::requantize_shift`, no product and no DSP48E2, bit-exact
+with the average's own rule. (An AveragePool over windows is onnxruntime's float32 sum, never a shift.)"""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_a_global_average_by_a_power_of_two_is_its_shift_for_every_sum(count):
     acc = np.arange(-255 * count, 255 * count + 1)
     for x_zp in (-128, -7, 0, 127):
         for y_zp in ZERO_POINTS:
-            rule = numerics.average_shift(scale, x_zp, scale, y_zp, count, global_pool=True)
+            rule = numerics.average_shift(scale, x_zp, scale, y_zp, count)
             assert rule.shift == count.bit_length() - 1
             window_sum = acc + count * x_zp
             expected = numerics.gap_requant(window_sum, count, scale, x_zp, scale, y_zp)
@@ -37,28 +37,12 @@ def test_a_global_average_by_a_power_of_two_is_its_shift_for_every_sum(count):
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("count", [2, 4, 8, 16, 64])
-def test_an_average_pool_by_a_power_of_two_is_its_shift_for_every_sum(count):
-    scale = np.float32(0.25)
-    acc = np.arange(-255 * count, 255 * count + 1)
-    for x_zp in (-128, -7, 0, 127):
-        for y_zp in ZERO_POINTS:  # added before the rounding: odd zero points move the ties
-            rule = numerics.average_shift(scale, x_zp, scale, y_zp, count, global_pool=False)
-            window_sum = acc + count * x_zp
-            expected = numerics.avgpool_requant(window_sum, count, scale, x_zp, scale, y_zp)
-            got = numerics.requantize_shift(window_sum + rule.offset, rule.shift, rule.zero_point)
-            assert np.array_equal(got, expected), (x_zp, y_zp)
-
-
-@pytest.mark.unit
-def test_other_multipliers_and_padding_excluded_are_no_shift():
+def test_other_multipliers_are_no_shift():
     s = np.float32(0.05)
-    assert numerics.average_shift(s, 0, s, 0, 12, global_pool=True) is None  # 1/12
-    assert numerics.average_shift(s, 0, np.float32(0.07), 0, 16, global_pool=True) is None
-    assert numerics.average_shift(s, 0, s, 0, 9, global_pool=False) is None
-    assert numerics.average_shift(s, 0, s, 0, 4, global_pool=False, exclude_padding=True) is None
-    assert numerics.average_shift(s, 0, s, 0, 1 << 17, global_pool=True) is None  # float32(acc) may round
-    assert numerics.average_shift(s, 0, np.float32(s / 4), 0, 2, global_pool=True) is None  # 2^1: no right shift
+    assert numerics.average_shift(s, 0, s, 0, 12) is None  # 1/12
+    assert numerics.average_shift(s, 0, np.float32(0.07), 0, 16) is None
+    assert numerics.average_shift(s, 0, s, 0, 1 << 17) is None  # float32(acc) may round
+    assert numerics.average_shift(s, 0, np.float32(s / 4), 0, 2) is None  # 2^1: no right shift
 
 
 @pytest.fixture(scope="module")
@@ -96,16 +80,6 @@ def test_a_global_average_over_a_power_of_two_map_is_a_shift_without_dsp(gap_ove
         x = np.random.default_rng(seed).standard_normal((1, 3, 8, 8)).astype(np.float32)
         expected = reference.run(graph, x)[graph.outputs[0].name]
         assert np.array_equal(csim(graph, tmp_path / f"out{seed}", x, check_ports=True), expected)
-
-
-def test_an_average_pool_over_four_is_a_shift_without_dsp(lifted, tmp_path):
-    graph = lifted("conv_avgpool2")  # 2 x 2 windows, the output scale the input's
-    built = design(graph, load_board("kv260"))
-    cpp = built.files["hls/conv_avgpool2.cpp"]
-    assert "ming::requantize_shift(acc[u] + " in cpp and "avgpool_requant" not in cpp.split("#include")[-1]
-    assert _requantization_dsp(graph, "avgpool") == 0
-    x = zoo.random_input("conv_avgpool2", 3)
-    assert np.array_equal(csim(graph, tmp_path / "out", x), reference.run(graph, x)[graph.outputs[0].name])
 
 
 @pytest.mark.unit

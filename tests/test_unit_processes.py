@@ -35,7 +35,7 @@ except ImportError:  # the storage plan's cost moved beside the array layouts (m
 
 pytestmark = pytest.mark.unit
 
-WINDOW_KINDS = ("conv", "depthwise", "maxpool", "avgpool")
+WINDOW_KINDS = ("conv", "depthwise", "maxpool", "avgpool", "float_avgpool")
 # the README's memory anchors (UltraScale+): BRAM18K port shapes (bits, words), URAM, LUTRAM limits
 BRAM18K_SHAPES = ((9, 2048), (18, 1024), (36, 512))
 URAM_SHAPE = (72, 4096)
@@ -140,6 +140,8 @@ CASES = [
     channelwise("maxpool2x2_s2", "maxpool", 4, 6, 6, 2, 2, kernel=(2, 2), stride=(2, 2)),
     channelwise("maxpool3x3_s2_p1", "maxpool", 2, 7, 7, 1, 1, kernel=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1)),
     channelwise("avgpool3x3_s2_p1", "avgpool", 2, 7, 7, 2, 3, kernel=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1)),
+    Case("float_avgpool3x3_s2_p1", "float_avgpool", [(2, 7, 7)], [(2, 4, 4)], [("c", 2)], [2], [2],
+         window(2, 7, 7, 2, kernel=(3, 3), stride=(2, 2), pads=(1, 1, 1, 1))),
     pointwise("pointwise_folded", 8, 4, 4, 4, 1, 1),
     pointwise("pointwise_tiled", 8, 4, 4, 4, 2, 4),
     pointwise("pointwise_s2", 4, 6, 6, 4, 4, 2, stride=(2, 2)),
@@ -165,7 +167,7 @@ CASES = [
     Case("permute", "permute", [(4, 3, 3)], [(4, 3, 3)], (), [1], [1], order=(2, 0, 3, 1)),
     Case("permute_lanes", "permute", [(4, 2, 3)], [(4, 2, 3)], (), [2], [2], order=(3, 2, 1, 0)),
 ]
-KINDS = {"conv", "depthwise", "pointwise", "dense", "maxpool", "avgpool", "global_avgpool", "global_maxpool", "add",
+KINDS = {"conv", "depthwise", "pointwise", "dense", "maxpool", "avgpool", "float_avgpool", "global_avgpool", "global_maxpool", "add",
          "mul", "broadcast", "rescale", "table", "concat", "split", "upsample", "pad", "permute"}
 
 
@@ -367,8 +369,11 @@ def window_positions(win: Window, kind: str):
 
 def fold(case: Case) -> int:
     """Iterations computing one output position (README): conv (G/U_g) (C_out/G/U_oc) (C_in/G/U_ic) (K/U_k),
-    depthwise and pooling (C/U_c) (K/U_k), 1x1 conv (C_out/U_oc) (C_in/U_ic), dense (N/U_n) (K/U_k)."""
+    depthwise and pooling (C/U_c) (K/U_k), 1x1 conv (C_out/U_oc) (C_in/U_ic), dense (N/U_n) (K/U_k); an exact
+    average (float_avgpool) unrolls its window whole: C/U_c."""
     f = case.factor
+    if case.kind == "float_avgpool":
+        return case.win.out_channels // f("c")
     if case.kind == "dense":
         return case.outs[0][0] // f("n") * (tokens(case.ins[0], 1) // f("k"))
     w = case.win

@@ -63,7 +63,6 @@ class ZooModel:
     name: str
     input_shape: tuple[int, ...]          # (1, C, H, W) or (1, F)
     build: Callable[[], onnx.ModelProto]  # the float model
-    bit_exact: bool                       # only Conv/Gemm/MatMul/MaxPool/Relu/Clip/Flatten/Reshape
     tags: frozenset[str]                  # hand-given tags + lower-cased op types
 
 
@@ -333,9 +332,6 @@ class _Graph:
 MODELS: dict[str, ZooModel] = {}
 _OUTPUT_SHAPES: dict[str, tuple[int, ...]] = {}
 
-_EXACT_OPS = frozenset({"Conv", "Gemm", "MatMul", "MaxPool", "Relu", "Clip", "Flatten", "Reshape"})
-
-
 def _register(name: str, input_shape: tuple[int, ...], tags: Sequence[str]):
     """Decorator: ``fn(g: _Graph) -> output tensor name`` becomes a ZooModel."""
 
@@ -357,7 +353,7 @@ def _add(name: str, input_shape: tuple[int, ...], build: Callable[[], onnx.Model
     ops = {n.op_type for n in model.graph.node}
     _OUTPUT_SHAPES[name] = tuple(d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim)
     MODELS[name] = ZooModel(name=name, input_shape=tuple(input_shape), build=build,
-                            bit_exact=ops <= _EXACT_OPS, tags=frozenset(tags) | {o.lower() for o in ops})
+                            tags=frozenset(tags) | {o.lower() for o in ops})
 
 
 # ---- single convolutions -------------------------------------------------

@@ -406,24 +406,33 @@ inline int8_t add_float_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp
                                                      x_shift, x_limit, divisor, y_zp, qmin, qmax));
 }
 
-// Wide-range form of avgpool_requant (any int32 output range).
-inline int32_t avgpool_requant_i32(int64_t window_sum, int32_t count, int32_t x_zp, int64_t multiplier,
-                                   int shift, int32_t y_zp, int32_t qmin, int32_t qmax) {
-    const int64_t acc = detail::wrap_add(window_sum, -static_cast<int64_t>(count) * x_zp);
-    return static_cast<int32_t>(saturate(fixed_point_rescale(acc, multiplier, shift, y_zp), qmin, qmax));
+// onnxruntime's QLinearAveragePool over windows (numerics.WindowAverageConstants), in units of 2^exponent of
+// the input scale sx = mantissa * 2^exponent, where every float32 value of the kernel's sum is an integer:
+// numerics.window_average_terms: a window element's float32 sx * (x - x_zp), a 9 x 24-bit product rounded to
+//   24 significant bits.
+inline int64_t average_term(int8_t x, int32_t x_zp, uint32_t mantissa) {
+    return detail::round_to_float32_signed(
+        detail::wrap_mul(static_cast<int64_t>(x) - x_zp, static_cast<int64_t>(mantissa)));
 }
 
-// numerics.avgpool_requant for ONE output position (QLinearAveragePool, <= 1 LSB vs ORT):
-//   S = window_sum - count * x_zp;  y = sat(rne((S * multiplier + (y_zp << shift)) / 2^shift))
-//   window_sum: raw int8 sum over the `count` valid (non-pad) window positions;
-//   (multiplier, shift) = numerics.avgpool_fixed_point(sx, sy, divisor), divisor = count
-//   (count_include_pad=0) or the kernel size (count_include_pad=1), precomputed per divisor.
-//   Contract: |S| < 2^31, as fixed_point_rescale; -128 <= qmin <= qmax <= 127.
-//   (kernel == image without pads is GlobalAveragePool: use requantize, see top.)
-inline int8_t avgpool_requant(int64_t window_sum, int32_t count, int32_t x_zp, int64_t multiplier, int shift,
-                              int32_t y_zp, int32_t qmin = -128, int32_t qmax = 127) {
-    return static_cast<int8_t>(
-        avgpool_requant_i32(window_sum, count, x_zp, multiplier, shift, y_zp, qmin, qmax));
+// numerics.window_average_sum, one element: the float32 sum + term (both float32 values in these units).
+inline int64_t average_add(int64_t sum, int64_t term) {
+    return detail::round_to_float32_signed(detail::wrap_add(sum, term));
+}
+
+// numerics.window_average_level: the output from a window's sum, by the row of its divisor: the sum clamped to
+//   [low, high], less low (u); the level estimate k = clamp(((u >> drop) * ratio + offset) >> 24, 0, last), the
+//   level or one above it; one less where u is below k's threshold (a read of the row's 256 thresholds).
+//   Contract (numerics.window_average_constants proves it): u >> drop < 2^16, 0 < ratio < 2^26.
+template <typename Thresholds>
+inline int8_t average_level(int64_t sum, int64_t low, int64_t high, int drop, int64_t ratio, int64_t offset,
+                            const Thresholds& thresholds, int32_t last, int32_t qmin) {
+    const int64_t u = detail::wrap_add(sum < low ? low : sum > high ? high : sum, -low);
+    const int64_t scaled = detail::floor_shift(u, drop < 0 ? 0 : drop > 63 ? 63 : drop);
+    const int64_t estimate = detail::floor_shift(detail::wrap_add(detail::wrap_mul(scaled, ratio), offset), 24);
+    const int32_t top = last < 0 ? 0 : last > 255 ? 255 : last;  // a row holds 256 thresholds
+    const int32_t k = static_cast<int32_t>(estimate < 0 ? 0 : estimate > top ? top : estimate);
+    return static_cast<int8_t>(static_cast<int64_t>(k) - (u < thresholds[k] ? 1 : 0) + qmin);
 }
 
 // numerics.fixed_point_requantize: the int8 requantization of TFLite models (TOSA RESCALE, scale32),

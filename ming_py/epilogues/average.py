@@ -1,27 +1,21 @@
-"""The requantization of a window's (or the whole map's) sum of int8 values to their int8 average:
-onnxruntime's AveragePool / GlobalAveragePool rules (`AverageRequant`) and TFLite's AVERAGE_POOL_2D
-(`FixedPointAverage`)."""
+"""The requantization of a window's (or the whole map's) int8 values to their int8 average: onnxruntime's
+GlobalAveragePool rule (`AverageRequant`), its QLinearAveragePool over windows (`WindowAverage`) and TFLite's
+AVERAGE_POOL_2D (`FixedPointAverage`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ming_py import numerics
-from ming_py.array_layout import Dim, array
-from ming_py.ir import AverageRequant, FixedPointAverage
+from ming_py.array_layout import Dim, array, spread
+from ming_py.ir import AverageRequant, FixedPointAverage, WindowAverage
 
 from .base import EpilogueRule, register
 
 
 def average_shift(e: AverageRequant) -> numerics.ShiftRequant | None:
-    """The rounding shift an average's requantization is when its multiplier is a power of two."""
-    return numerics.average_shift(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point, e.count, e.global_pool,
-                                  e.exclude_padding)
-
-
-def _by_valid_count(e) -> bool:
-    """Whether the divisor depends on the output position (padding left out of a window's count)."""
-    return e.exclude_padding and not e.global_pool
+    """The rounding shift a global average's requantization is when its multiplier is a power of two."""
+    return numerics.average_shift(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point, e.count)
 
 
 @register
@@ -29,31 +23,19 @@ class OnnxAverage(EpilogueRule):
     ir_type = AverageRequant
 
     def golden(self, e, result, context):
-        if e.global_pool:
-            return numerics.gap_requant(result, e.count, e.x_scale, e.x_zero_point, e.y_scale, e.zero_point)
-        if e.exclude_padding:
-            # padded positions hold the zero point: drop them from the sum and from the divisor
-            valid = context.valid()
-            return numerics.avgpool_requant(result - (e.count - valid) * e.x_zero_point, valid, e.x_scale,
-                                            e.x_zero_point, e.y_scale, e.zero_point)
-        return numerics.avgpool_requant(result, e.count, e.x_scale, e.x_zero_point, e.y_scale, e.zero_point)
+        return numerics.gap_requant(result, e.count, e.x_scale, e.x_zero_point, e.y_scale, e.zero_point)
 
     def reads_inputs(self):
         return False
 
     def arrays(self, e, spec):
-        if not _by_valid_count(e):
-            return {}
-        return {role: array(role, bits, (Dim(e.count + 1),), rom=True)
-                for role, bits in (("divisor_multiplier", 64), ("divisor_shift", 32))}
+        return {}
 
     def datapath(self, e):
         if average_shift(e) is not None:
             return "shift"
-        if e.global_pool:
-            multiplier = numerics.ort_gap_multiplier(e.x_scale, e.y_scale, e.count)
-            return "lean" if numerics.lean_requant(multiplier) is not None else "exact"
-        return "average"
+        multiplier = numerics.ort_gap_multiplier(e.x_scale, e.y_scale, e.count)
+        return "lean" if numerics.lean_requant(multiplier) is not None else "exact"
 
     def emit(self, e, view, constant):
         view.extra.update(zero_point=e.zero_point, x_zero_point=e.x_zero_point, count=e.count)
@@ -61,27 +43,72 @@ class OnnxAverage(EpilogueRule):
         if shift is not None:  # a power-of-two multiplier
             view.epilogue = "shift"
             view.extra.update(offset=shift.offset, shift=shift.shift, zero_point=shift.zero_point)
-        elif e.global_pool:
-            multiplier = numerics.ort_gap_multiplier(e.x_scale, e.y_scale, e.count)
-            lean = numerics.lean_requant(multiplier)
-            view.epilogue = "requantize_global"
-            view.extra["lean"] = lean is not None
-            if lean is not None:
-                view.extra.update(mantissa=lean.mantissa, shift=lean.shift, limit=lean.limit)
-            else:
-                mantissa, exponent = numerics.float32_parts(multiplier)
-                view.extra.update(mantissa=int(mantissa), exponent=int(exponent))
-        elif e.exclude_padding:
-            view.epilogue = "average_valid"
-            points = [numerics.avgpool_fixed_point(e.x_scale, e.y_scale, max(d, 1)) for d in range(e.count + 1)]
-            constant("divisor_multiplier", "int64_t", np.array([f.multiplier for f in points]),
-                     "fixed-point x_scale / (y_scale * valid) by number of valid window positions")
-            constant("divisor_shift", "int32_t", np.array([f.shift for f in points], dtype=np.int32),
-                     "matching right shifts")
+            return
+        multiplier = numerics.ort_gap_multiplier(e.x_scale, e.y_scale, e.count)
+        lean = numerics.lean_requant(multiplier)
+        view.epilogue = "requantize_global"
+        view.extra["lean"] = lean is not None
+        if lean is not None:
+            view.extra.update(mantissa=lean.mantissa, shift=lean.shift, limit=lean.limit)
         else:
-            point = numerics.avgpool_fixed_point(e.x_scale, e.y_scale, e.count)
-            view.epilogue = "average"
-            view.extra.update(multiplier=point.multiplier, shift=point.shift)
+            mantissa, exponent = numerics.float32_parts(multiplier)
+            view.extra.update(mantissa=int(mantissa), exponent=int(exponent))
+
+
+def _window_rows(e: WindowAverage, valid: np.ndarray) -> np.ndarray:
+    """The constants' row of each window: its divisor's."""
+    return np.searchsorted(e.divisors, valid) if e.exclude_padding else np.zeros(valid.shape, np.int64)
+
+
+@register
+class OnnxWindowAverage(EpilogueRule):
+    """onnxruntime's float32 sum of each window's elements in order, each a chain of float32 additions in the
+    lane (`ming::average_term`, `ming::average_add`), and the level its divisor's thresholds give
+    (`ming::average_level`; `numerics.WindowAverageConstants`)."""
+
+    ir_type = WindowAverage
+
+    def golden(self, e, result, context):
+        c = e.constants
+        total = numerics.window_average_sum(result, c.mantissa, c.x_zero_point)
+        return numerics.window_average_level(total, _window_rows(e, context.valid()), c)
+
+    def reads_inputs(self):
+        return True
+
+    def arrays(self, e, spec):
+        lanes, rows = spec.lanes_out[0], len(e.divisors)
+        bits = int(e.constants.thresholds.max()).bit_length()
+        plans = {"average_thresholds": array("average_thresholds", bits,
+                                             (spread(lanes, lanes, "partition"), Dim(rows), Dim(256)), rom=True)}
+        if rows > 1:
+            plans["average_rows"] = array("average_rows", 8, (Dim(e.count + 1),), rom=True)
+            plans["average_constants"] = array("average_constants", 42, (Dim(rows), spread(5, 5, "partition")),
+                                               rom=True)
+        return plans
+
+    def datapath(self, e):
+        return "float average"
+
+    def emit(self, e, view, constant):
+        c = e.constants
+        rows = len(e.divisors)
+        view.epilogue = "window_average"
+        view.extra.update(x_zero_point=c.x_zero_point, mantissa=c.mantissa, last=c.last, qmin=c.qmin, rows=rows)
+        if rows == 1:
+            view.extra.update(low=int(c.low[0]), high=int(c.high[0]), drop=int(c.drop[0]), ratio=int(c.ratio[0]),
+                              offset=int(c.offset[0]))
+        lanes = view.out_lanes[0]
+        constant("average_thresholds", "int64_t", np.broadcast_to(c.thresholds, (lanes, *c.thresholds.shape)),
+                 "onnxruntime's AveragePool: by divisor, the least window sum (less the row's low) reaching each "
+                 "output level; one copy per lane")
+        if rows > 1:
+            by_valid = np.zeros(e.count + 1, np.uint8)
+            by_valid[list(e.divisors)] = np.arange(rows)
+            constant("average_rows", "uint8_t", by_valid, "the row of a window's divisor by its unpadded elements")
+            constant("average_constants", "int64_t",
+                     np.stack([c.low, c.high, c.drop, c.ratio, c.offset], axis=1),
+                     "per divisor: low, high, drop, ratio and offset of ming::average_level")
 
 
 @register

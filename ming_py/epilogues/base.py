@@ -33,7 +33,8 @@ LANE_PRIMITIVES = {
     "sum of two products": "requant_add",
     # ming::add_float_requant (Sub, unfused Add): two 9 x 24-bit products, three float32 roundings, a 10-step division
     "float sum": "requant_add_float",
-    "average": "requant_avgpool",  # ming::avgpool_requant: a 32 x 31-bit product and a rounding shift
+    # ming::average_level (QLinearAveragePool): a clamp, a 16 x 26-bit product, a threshold compare
+    "float average": "average_level",
     "fixed point 32 x 32": "requant_fixed_point",  # TFLite's rule: a 32 x 31-bit product, rounding, shift
     "float32 product": "requant_mul",  # ming::mul_requant: an 8 x 8 and a 17 x 24-bit product, two roundings
     "shift": "requant_shift",  # ming::requantize_shift: a rounding shift by a constant

@@ -44,7 +44,7 @@ class KernelSpec:
         return kind_of(self.kind)
 
     def factor(self, loop: str) -> int:
-        return dict(self.unroll).get(loop, 1)
+        return dict(self.unroll).get(loop) or self.process_kind.fixed_unroll(self.window).get(loop, 1)
 
     @property
     def tokens_in(self) -> tuple[int, ...]:
@@ -187,6 +187,14 @@ class ProcessKind:
         """LUTs of its own datapath beyond control, MAC lanes, requantization and arrays."""
         raise NotImplementedError
 
+    def logic_dsp(self, spec: KernelSpec) -> int:
+        """DSPs of its own datapath beyond MAC lanes and requantization."""
+        return 0
+
+    def fixed_unroll(self, window: Window | None) -> dict[str, int]:
+        """Loops it always unrolls by a set factor: not among its trip counts, not the schedule's to choose."""
+        return {}
+
     def counters(self, spec: KernelSpec, epilogue) -> tuple[int, ...]:
         """The greatest value of each `ming::uint_for` register its template declares before its loop (the
         loop counter and the shared requantizers' excepted: `control_counters`), in declaration order: the
@@ -216,7 +224,8 @@ class ProcessKind:
         return self.pipeline_depth(DEEPEST_TERMS)
 
 
-# every attribute and method above but `depth_bound`, which follows from `pipeline_depth`
+# every attribute and method above but `depth_bound`, which follows from `pipeline_depth`, and the defaults
+# `logic_dsp` and `fixed_unroll`
 ASPECTS = ("name", "unrollable", "needs_window", "line_buffer", "mac", "shares_requantizer", "template", "pipeline_label", "trip_counts",
            "lane_options", "lanes_match", "multiplier_choices", "static_banks", "summed_terms", "pipeline_depth",
            "tokens_in", "macs", "macs_per_image", "reduction_tiles", "positions", "arrays", "logic_lut", "counters",

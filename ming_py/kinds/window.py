@@ -450,3 +450,43 @@ class AvgPool(Pool):
 
     def pipeline_depth(self, terms):
         return POOL_DEPTH + adder_tree(terms) + REQUANT_STAGES
+
+
+# ming::average_term: the 9 x 24-bit product 3, its rounding 1; ming::average_add: the sum 1, its rounding 1;
+# ming::average_level: clamp 1, the 16 x 26-bit product 3, the threshold read 1, compare and zero point 1
+AVERAGE_TERM_STAGES = 4
+AVERAGE_ADD_STAGES = 2
+AVERAGE_LEVEL_STAGES = 6
+
+
+@register
+class FloatAvgPool(Pool):
+    """onnxruntime's AveragePool over windows (`ming_py.ir.WindowAverage`): per lane, each window element's
+    float32 term and the chain of float32 additions over the whole window in row-major order, then the level
+    its divisor's thresholds give. The window is unrolled whole: a partial sum carried from one iteration
+    to the next would put a chain of roundings on the loop's recurrence."""
+
+    name = "float_avgpool"
+    unrollable = ("c",)
+
+    def trip_counts(self, window, ins, outs):
+        return {"c": window.out_channels}
+
+    def fixed_unroll(self, window):
+        return {"k": window.window_size}
+
+    def logic_lut(self, spec):
+        """Each element's term and the additions of the chain, per lane."""
+        terms = spec.factor("k")
+        return spec.factor("c") * (terms * primitives.lut("average_term")
+                                   + (terms - 1) * primitives.lut("average_add"))
+
+    def logic_dsp(self, spec):
+        """The terms' 9 x 24-bit products."""
+        return spec.factor("c") * spec.factor("k") * primitives.dsp("average_term")
+
+    def pipeline_depth(self, terms):
+        return POOL_DEPTH + AVERAGE_TERM_STAGES + AVERAGE_ADD_STAGES * (terms - 1) + AVERAGE_LEVEL_STAGES
+
+    def arrays(self, spec, epilogue, line_buffer_memory, constants):
+        return line_buffer(spec, line_buffer_memory) | constants
