@@ -74,9 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("model", type=Path, help=MODEL_HELP)
     analyze.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
 
-    reference = commands.add_parser("reference", help="run the golden integer model")
+    reference = commands.add_parser("reference", help="run the golden integer model on one image or N stacked")
     reference.add_argument("model", type=Path, help=MODEL_HELP)
-    reference.add_argument("--input", required=True, type=Path, help=INPUT_HELP)
+    reference.add_argument("--input", required=True, type=Path, help=INPUT_HELP + ": one image or N stacked on a "
+                           "first axis (N results, stacked likewise)")
     reference.add_argument("--output", required=True, type=Path, action="append", help=OUTPUT_HELP)
 
     build = commands.add_parser("build", help="compile a model into a Vitis HLS project")
@@ -358,8 +359,24 @@ def _reference(args) -> None:
     graph = lift(args.model)
     _print_notes(graph)
     check_output_count(args.output, [out.name for out in graph.outputs])
-    check_input(x, graph.inputs[0])
-    save_outputs(args.output, reference.run(graph, x))
+    port = graph.inputs[0]
+    shape = tuple(port.onnx_shape)
+    if x.shape == shape or shape[:1] != (1,) or x.shape[1:] != shape[1:]:
+        check_input(x, port)
+        save_outputs(args.output, reference.run(graph, x))
+        return
+    import numpy as np
+
+    for image in x:  # N images stacked on a first axis, as `ming csim` and OUT/deploy/run.py take them
+        check_input(image[None], port)
+    results = [reference.run(graph, image[None]) for image in x]
+    save_outputs(args.output, {name: np.stack([_one_image(result[name]) for result in results])
+                               for name in results[0]})
+
+
+def _one_image(y: np.ndarray) -> np.ndarray:
+    """An output of one image without its batch dimension of 1 (`ming_driver.Port.image_shape`)."""
+    return y[0] if y.ndim > 1 and y.shape[0] == 1 else y
 
 
 # What each command imports (numpy, scipy, IREE, matplotlib through them), loaded while signals wait

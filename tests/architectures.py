@@ -145,6 +145,29 @@ def _(g):
     return g.gemm(g.flatten(g.gap(h, "gap"), "flatten"), "classifier", 10)
 
 
+def _shuffle_v1_unit(g: zoo._Graph, x: str, prefix: str, cout: int, stride: int, groups: int = 2) -> str:
+    """ShuffleNetV1's unit: grouped 1x1 conv, channel shuffle, 3x3 depthwise, grouped 1x1 conv; stride 2
+    concatenates it with a 3x3 average pool of the input (the shortcut), stride 1 adds the input back."""
+    cin = g.shapes[x][1]
+    bottleneck = cout // 4
+    h = g.relu(g.conv(x, f"{prefix}_g1", bottleneck, kernel=1, group=groups), f"{prefix}_relu1")
+    h = g.channel_shuffle(h, f"{prefix}_shuffle", groups)
+    h = g.conv(h, f"{prefix}_dw", bottleneck, stride=stride, pads=1, group=bottleneck)
+    h = g.conv(h, f"{prefix}_g2", cout - cin if stride == 2 else cout, kernel=1, group=groups)
+    if stride == 2:
+        shortcut = g.avgpool(x, f"{prefix}_shortcut", kernel=3, stride=2, pads=1)
+        return g.relu(g.concat([shortcut, h], f"{prefix}_concat"), f"{prefix}_relu")
+    return g.relu(g.add(x, h, f"{prefix}_add"), f"{prefix}_relu")
+
+
+@_architecture("shufflenet_v1", (1, 3, 16, 16), "AveragePool shortcut, residual Add, grouped 1x1 convs")
+def _(g):
+    h = g.relu(g.conv("x", "stem", 8, stride=2, pads=1), "stem_relu")  # 8 x 8
+    h = _shuffle_v1_unit(g, h, "unit0", 16, stride=2)  # 4 x 4
+    h = _shuffle_v1_unit(g, h, "unit1", 16, stride=1)
+    return g.gemm(g.flatten(g.gap(h, "gap"), "flatten"), "classifier", 10)
+
+
 @_architecture("yolo_tiny", (1, 3, 16, 16), "LeakyRelu, Resize, Concat, two outputs")
 def _(g):
     h = g.maxpool(_leaky(g, g.conv("x", "conv0", 8, pads=1), "leaky0"), "pool0")

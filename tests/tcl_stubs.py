@@ -77,13 +77,13 @@ proc csynth_design {args} {
 def run_hls_script(hls: Path, *tclargs: str, reports: Path | None = None) -> tuple[subprocess.CompletedProcess, list]:
     """Sources HLS/run_hls.tcl with `-tclargs tclargs` after the Vitis stubs, csynth_design handing back the
     report files in `reports`: (the finished process, the trace of Vitis calls)."""
-    scratch = Path(tempfile.mkdtemp(prefix="run_hls_"))
-    trace = scratch / "trace"
-    script = scratch / "stub_vitis.tcl"
-    script.write_text(f"set ::trace_path {{{trace}}}\nset ::csynth_fixture {{{reports or ''}}}\n{RECORDER}"
-                      f"{VITIS_STUBS}set argv [list {' '.join(tclargs)}]\nsource run_hls.tcl\n")
-    run = run_tcl(script, hls)
-    return run, read_trace(trace)
+    with tempfile.TemporaryDirectory(prefix="run_hls_") as scratch:
+        trace = Path(scratch) / "trace"
+        script = Path(scratch) / "stub_vitis.tcl"
+        script.write_text(f"set ::trace_path {{{trace}}}\nset ::csynth_fixture {{{reports or ''}}}\n{RECORDER}"
+                          f"{VITIS_STUBS}set argv [list {' '.join(tclargs)}]\nsource run_hls.tcl\n")
+        run = run_tcl(script, hls)
+        return run, read_trace(trace)
 
 
 @dataclass

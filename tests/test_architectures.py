@@ -18,7 +18,7 @@ from ming_py.pipeline import lift
 SEEDS = range(3)
 # the second format each architecture is C-simulated in
 CSIM_FORMATS = {"mobilenet_v2": "qoperator_uint8", "mobilenet_v3_small": "qdq_uint8",
-                "shufflenet_v2": "qoperator_int8", "yolo_tiny": "qoperator_uint8", "unet": "qdq_uint8"}
+                "shufflenet_v1": "qdq_uint8", "shufflenet_v2": "qoperator_int8", "yolo_tiny": "qoperator_uint8", "unet": "qdq_uint8"}
 
 
 @pytest.fixture(scope="module")

@@ -60,6 +60,19 @@ def test_reference_matches_onnxruntime_through_the_cli(quantized, tmp_path):
     assert np.array_equal(y, expected)
 
 
+def test_reference_takes_stacked_images_like_csim(quantized, tmp_path):
+    """N images stacked on a first axis give N stacked outputs, each the one-image result."""
+    model = quantized("conv3x3_s2", per_channel=True)
+    images = [zoo.random_input("conv3x3_s2", seed=s) for s in (4, 5, 6)]
+    np.save(tmp_path / "x.npy", np.concatenate(images))
+    result = ming("reference", model, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy")
+    assert result.returncode == 0, result.stderr
+    y = np.load(tmp_path / "y.npy")
+    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    expected = np.stack([session.run(None, {"x": x})[0][0] for x in images])
+    assert y.shape == expected.shape and np.array_equal(y, expected)
+
+
 def test_missing_model(tmp_path):
     assert_clean_error(ming("analyze", tmp_path / "nope.onnx"), "nope.onnx", "not found")
 

@@ -105,7 +105,6 @@ def test_float_model(name):
     names = [n.name for n in m.graph.node]
     assert all(names) and len(set(names)) == len(names), names
     ops = {n.op_type for n in m.graph.node}
-    assert zm.bit_exact == (ops <= {"Conv", "Gemm", "MatMul", "MaxPool", "Relu", "Clip", "Flatten", "Reshape"})
     x = zoo.random_input(name, 0)
     assert x.dtype == np.float32 and x.shape == zm.input_shape
     assert np.array_equal(x, zoo.random_input(zm, 0)) and not np.array_equal(x, zoo.random_input(name, 1))
