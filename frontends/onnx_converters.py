@@ -10,6 +10,10 @@ each is rewritten into its quantize_static equivalent, which computes the same v
   change): the Transpose of the input first, then the Reshape, so that the Transpose is host layout;
 * shape arithmetic (Keras 3's Flatten: Shape -> Slice -> Concat -> Reshape): with the batch fixed, its
   values are constants.
+
+Before any of that, `constants_as_initializers` takes what PyTorch's TorchScript exporter writes around its
+QDQ pairs: Constant nodes (scales, zero points), a zero point made by ConstantOfShape -> Cast, Identity
+nodes, and a Cast to the type its input already has between QuantizeLinear and DequantizeLinear.
 """
 
 from __future__ import annotations
@@ -24,6 +28,56 @@ from onnx.reference import ReferenceEvaluator
 # integer operators of shape arithmetic, folded where their inputs are constants
 SHAPE_OPS = frozenset({"Shape", "Cast", "Slice", "Concat", "Gather", "Unsqueeze", "Squeeze", "Add", "Sub", "Mul",
                        "Div", "ReduceProd", "Identity"})
+
+
+# operators folded where every input is a constant (never QuantizeLinear or DequantizeLinear: they stay the
+# model's quantization)
+CONSTANT_OPS = SHAPE_OPS | {"Constant", "ConstantOfShape", "Reshape"}
+
+
+def constants_as_initializers(model: onnx.ModelProto) -> None:
+    """Fold, in place, every node of `CONSTANT_OPS` whose inputs are constants into an initializer, and drop
+    Identity nodes and Casts to their input's own type (their readers read the input)."""
+    graph = model.graph
+    if not any(n.op_type in CONSTANT_OPS for n in graph.node):
+        return
+    constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    outputs = {o.name for o in graph.output}
+    types = _element_types(model)
+    for node in list(graph.node):
+        if node.op_type in CONSTANT_OPS and all(name in constants for name in node.input if name):
+            value = _evaluate(node, constants, model.opset_import)
+            constants[node.output[0]] = value
+            graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
+            graph.node.remove(node)
+        elif (node.op_type == "Identity" or (node.op_type == "Cast" and _cast_type(node) == types.get(node.input[0]))) \
+                and node.output[0] not in outputs:
+            _bypass(graph, node)
+
+
+def _cast_type(node: onnx.NodeProto) -> int | None:
+    return next((a.i for a in node.attribute if a.name == "to"), None)
+
+
+def _bypass(graph: onnx.GraphProto, node: onnx.NodeProto) -> None:
+    """Remove a node that passes its one input through: its readers read that input."""
+    source, target = node.input[0], node.output[0]
+    for reader in graph.node:
+        for i, name in enumerate(reader.input):
+            if name == target:
+                reader.input[i] = source
+    graph.node.remove(node)
+
+
+def _element_types(model: onnx.ModelProto) -> dict[str, int]:
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # an inconsistent model: ming's checks report it later in their own words
+        inferred = model
+    graph = inferred.graph
+    types = {v.name: v.type.tensor_type.elem_type for v in (*graph.value_info, *graph.input, *graph.output)}
+    types.update({i.name: i.data_type for i in graph.initializer})
+    return types
 
 
 def rewrite_converter_idioms(model: onnx.ModelProto) -> None:

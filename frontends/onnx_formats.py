@@ -351,8 +351,10 @@ def _explicit_zero_points(graph: onnx.GraphProto, types: dict[str, int]) -> None
     a name, so that shifting the constants shifts it too."""
     names = _Names(graph)
     for node in graph.node:
+        if node.op_type not in QDQ:
+            continue
         uint8 = node.op_type == "QuantizeLinear" or types.get(node.input[0]) == TensorProto.UINT8
-        if node.op_type in QDQ and not _input(node, 2) and uint8:
+        if not _input(node, 2) and uint8:
             name = names.fresh(f"{node.name or node.output[0]}_zero_point")
             graph.initializer.append(helper.make_tensor(name, TensorProto.UINT8, [], [0]))
             while len(node.input) < 2:

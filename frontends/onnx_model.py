@@ -28,7 +28,7 @@ from ming_py.ir import Graph
 from ming_py.model_files import TAKES, foreign_model_problem
 
 from . import iree_compile, onnx_formats
-from .onnx_converters import rewrite_converter_idioms
+from .onnx_converters import constants_as_initializers, rewrite_converter_idioms
 from .facts import FrontendFacts, ModelPort, QuantizedWeights
 from .lift import Lifter
 from .onnx_geometry import check_pads, prepare_resizes
@@ -274,6 +274,15 @@ def check_supported(model: onnx.ModelProto) -> None:
                             "(re-export with batch size 1)")
 
 
+# ops ming refuses for a reason a user can act on
+REFUSED_WHY = {
+    "ReduceMean": "onnxruntime runs a quantized ReduceMean in float, in an order ming does not reproduce bit for "
+                  "bit; export a mean over the spatial axes as GlobalAveragePool (PyTorch's AdaptiveAvgPool2d(1) "
+                  "with torch.onnx.export(..., dynamo=False)), which onnxruntime and ming run as "
+                  "QLinearGlobalAveragePool",
+}
+
+
 def check_operators(model: onnx.ModelProto) -> None:
     """Reject operators ming cannot compile (after the frontend folded what it can)."""
     graph = model.graph
@@ -281,6 +290,8 @@ def check_operators(model: onnx.ModelProto) -> None:
         if node.domain not in ("", "ai.onnx"):
             raise MingError(f"node '{node.name}' ({node.domain}.{node.op_type}) is not supported; export a QDQ "
                             "model with standard ONNX ops (or QOperator with the ops ming's README lists)")
+        if node.op_type in REFUSED_WHY:
+            raise MingError(f"node '{node.name}' ({node.op_type}) is not supported: {REFUSED_WHY[node.op_type]}")
         if node.op_type not in ACCEPTED_OPS:
             raise MingError(f"node '{node.name}' ({node.op_type}) is not supported; supported ops: "
                             + ", ".join(sorted(ACCEPTED_OPS)))
@@ -346,6 +357,7 @@ def import_onnx(path: str | Path, name: str | None = None) -> Graph:
     """The ONNX model's graph IR, named `name` (default: the file's stem)."""
     path = Path(path)
     model = load_onnx(path)
+    constants_as_initializers(model)
     check_scales(model)
     notes = fix_symbolic_batch(model)
     kernels = qlinear_kernels(model)  # of the model as written: onnxruntime runs that one

@@ -1,9 +1,11 @@
-"""ONNX models as converters write them (tf2onnx from int8 TFLite): symbolic batch, NHWC input and output
-Transposes, int8 input and output, Relu fused before QuantizeLinear, huge biases on dead channels.
-ming folds what is exact and must equal onnxruntime bit for bit."""
+"""ONNX models as converters write them (tf2onnx from int8 TFLite, PyTorch's exporters from its quantization
+flows): symbolic batch, NHWC input and output Transposes, int8 input and output, Relu fused before
+QuantizeLinear, huge biases on dead channels, Constant nodes and identity Casts around the QDQ pairs.
+ming folds what is exact and must equal onnxruntime bit for bit, and refuses the rest by name."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -145,3 +147,38 @@ def test_long_framework_names_give_short_process_names_and_pin_either_way():
     assert conv.name.startswith("conv") and ";" in conv.source  # TFLite's joined tensor names, kept as the source
     by_name = resolve({f"{conv.name}.unroll.oc": 2}, graph)
     assert resolve({f"{conv.source}.unroll.oc": 2}, graph).unroll == by_name.unroll == {conv.name: {"oc": 2}}
+
+
+# PyTorch's flows (tests/generators/torch_models.py, torch 2.13): eager-mode PTQ and QAT through TorchScript
+# (Constant nodes, ConstantOfShape zero points, uint8 -> uint8 Casts between QuantizeLinear and
+# DequantizeLinear), and fake quantization in forward with int32-valued biases.
+TORCH = Path(__file__).parent / "data" / "torch"
+TORCH_TAKEN = ["eager_ptq.onnx", "eager_qat.onnx", "fake_quant_int_bias.onnx"]
+
+
+@pytest.mark.parametrize("name", TORCH_TAKEN)
+def test_a_pytorch_export_equals_onnxruntime(name):
+    model = TORCH / name
+    graph = lift(model)
+    for seed in range(3):
+        result = parity.compare(graph, model, converted_onnx.model_input(model, seed))
+        assert result.exact == result.total, f"{result.total - result.exact} of {result.total} differ"
+
+
+def test_csim_of_a_pytorch_export_equals_onnxruntime(tmp_path):
+    model = TORCH / "eager_qat.onnx"
+    x = converted_onnx.model_input(model, 4)
+    assert np.array_equal(csim(lift(model), tmp_path / "out", x), parity.onnxruntime_outputs(model, x)[0])
+
+
+@pytest.mark.parametrize("name, message", [
+    # fake quantization cannot give a bias its int32 scale: onnxruntime then runs the conv in float
+    ("fake_quant.onnx", "bias of /Conv is not an int32 multiple of input*weight scale"),
+    # PT2E through the dynamo exporter writes AdaptiveAvgPool2d(1) as ReduceMean, which onnxruntime runs in float
+    ("pt2e_xnnpack.onnx", "node 'node_mean' (ReduceMean) is not supported: onnxruntime runs a quantized "
+                          "ReduceMean in float"),
+    ("pt2e_x86.onnx", "export a mean over the spatial axes as GlobalAveragePool"),
+])
+def test_a_pytorch_export_ming_cannot_equal_is_refused_by_name(name, message):
+    with pytest.raises(MingError, match=re.escape(message)):
+        lift(TORCH / name)

@@ -104,7 +104,6 @@ def test_float_model(name):
         assert max(zm.input_shape[2:]) <= 16 and zm.input_shape[1] <= 16
     names = [n.name for n in m.graph.node]
     assert all(names) and len(set(names)) == len(names), names
-    ops = {n.op_type for n in m.graph.node}
     x = zoo.random_input(name, 0)
     assert x.dtype == np.float32 and x.shape == zm.input_shape
     assert np.array_equal(x, zoo.random_input(zm, 0)) and not np.array_equal(x, zoo.random_input(name, 1))
