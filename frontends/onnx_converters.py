@@ -25,6 +25,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
+from .onnx_formats import element_types
+
 # integer operators of shape arithmetic, folded where their inputs are constants
 SHAPE_OPS = frozenset({"Shape", "Cast", "Slice", "Concat", "Gather", "Unsqueeze", "Squeeze", "Add", "Sub", "Mul",
                        "Div", "ReduceProd", "Identity"})
@@ -43,7 +45,7 @@ def constants_as_initializers(model: onnx.ModelProto) -> None:
         return
     constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     outputs = {o.name for o in graph.output}
-    types = _element_types(model)
+    types = element_types(model)
     for node in list(graph.node):
         if node.op_type in CONSTANT_OPS and all(name in constants for name in node.input if name):
             value = _evaluate(node, constants, model.opset_import)
@@ -67,17 +69,6 @@ def _bypass(graph: onnx.GraphProto, node: onnx.NodeProto) -> None:
             if name == target:
                 reader.input[i] = source
     graph.node.remove(node)
-
-
-def _element_types(model: onnx.ModelProto) -> dict[str, int]:
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # an inconsistent model: ming's checks report it later in their own words
-        inferred = model
-    graph = inferred.graph
-    types = {v.name: v.type.tensor_type.elem_type for v in (*graph.value_info, *graph.input, *graph.output)}
-    types.update({i.name: i.data_type for i in graph.initializer})
-    return types
 
 
 def rewrite_converter_idioms(model: onnx.ModelProto) -> None:

@@ -318,7 +318,7 @@ def _operands(node: onnx.NodeProto) -> list[tuple[str, str, str]]:
 def uint8_to_int8(model: onnx.ModelProto) -> ModelTypes:
     """Shift every uint8 tensor of a QDQ model in place to int8 (see the module's docstring)."""
     graph = model.graph
-    types = _element_types(model)
+    types = element_types(model)
     _explicit_zero_points(graph, types)
     constants = _constants(graph)
     for node in graph.node:
@@ -335,7 +335,9 @@ def uint8_to_int8(model: onnx.ModelProto) -> ModelTypes:
     return shifted
 
 
-def _element_types(model: onnx.ModelProto) -> dict[str, int]:
+def element_types(model: onnx.ModelProto) -> dict[str, int]:
+    """Every tensor's element type (TensorProto enum) that shape inference, the initializers and the Constant
+    nodes give."""
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:  # an inconsistent model: ming's checks report it later in their own words

@@ -15,6 +15,8 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto
 
+from .onnx_formats import element_types
+
 FLOAT = "float"
 _TYPES = {TensorProto.INT8: "int8", TensorProto.UINT8: "uint8"}
 
@@ -29,7 +31,7 @@ def qlinear_kernels(model: onnx.ModelProto) -> dict[str, str]:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
     outputs = {o.name for o in graph.output}
-    types = _element_types(model)
+    types = element_types(model)
 
     def reach(tensor: str) -> int:
         """Consumers of `tensor` once every shared DequantizeLinear reading it is copied per consumer."""
@@ -72,10 +74,3 @@ def qlinear_kernels(model: onnx.ModelProto) -> dict[str, str]:
                     kernels[reader.name] = kernels[node.name]
     return kernels
 
-
-def _element_types(model: onnx.ModelProto) -> dict[str, int]:
-    inferred = onnx.shape_inference.infer_shapes(model)
-    values = list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output)
-    types = {v.name: v.type.tensor_type.elem_type for v in values}
-    types.update({i.name: i.data_type for i in model.graph.initializer})
-    return types

@@ -112,11 +112,16 @@ def test_a_relu_that_changes_the_output_is_refused(converted, tmp_path):
 CONVERTER_MADE = ["resnet.onnx", "resnet_nchw.onnx", "ds_cnn.onnx", "ds_cnn_nchw.onnx", "mobilenet.onnx",
                   "mobilenet_nchw.onnx", "autoencoder.onnx", "conv1d.onnx"]
 CONVERTED = Path(__file__).parent / "data" / "converted"
+# PyTorch's flows (tests/generators/torch_models.py, torch 2.13): eager-mode PTQ and QAT through TorchScript
+# (Constant nodes, ConstantOfShape zero points, uint8 -> uint8 Casts between QuantizeLinear and
+# DequantizeLinear), and fake quantization in forward with int32-valued biases.
+TORCH = Path(__file__).parent / "data" / "torch"
+TORCH_TAKEN = ["eager_ptq.onnx", "eager_qat.onnx", "fake_quant_int_bias.onnx"]
 
 
-@pytest.mark.parametrize("name", CONVERTER_MADE)
-def test_a_tf2onnx_model_equals_onnxruntime(name):
-    model = CONVERTED / name
+@pytest.mark.parametrize("model", [CONVERTED / name for name in CONVERTER_MADE] +
+                         [TORCH / name for name in TORCH_TAKEN], ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_a_converter_made_model_equals_onnxruntime(model):
     graph = lift(model)
     for seed in range(3):
         result = parity.compare(graph, model, converted_onnx.model_input(model, seed))
@@ -128,9 +133,10 @@ def test_a_dense_layer_written_as_matmul_and_bias_add_is_one_gemm():
     assert [k.op for k in graph.kernels()] == ["gemm"] * 6
 
 
-@pytest.mark.parametrize("name", ["resnet.onnx", "autoencoder.onnx", "ds_cnn.onnx", "conv1d.onnx"])
-def test_csim_of_a_tf2onnx_model_equals_onnxruntime(tmp_path, name):
-    model = CONVERTED / name
+@pytest.mark.parametrize("model", [CONVERTED / name for name in ("resnet.onnx", "autoencoder.onnx", "ds_cnn.onnx",
+                                                                  "conv1d.onnx")] + [TORCH / "eager_qat.onnx"],
+                         ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_csim_of_a_converter_made_model_equals_onnxruntime(tmp_path, model):
     graph = lift(model)
     x = converted_onnx.model_input(model, 3)
     expected = parity.onnxruntime_outputs(model, x)[0]
@@ -148,27 +154,6 @@ def test_long_framework_names_give_short_process_names_and_pin_either_way():
     by_name = resolve({f"{conv.name}.unroll.oc": 2}, graph)
     assert resolve({f"{conv.source}.unroll.oc": 2}, graph).unroll == by_name.unroll == {conv.name: {"oc": 2}}
 
-
-# PyTorch's flows (tests/generators/torch_models.py, torch 2.13): eager-mode PTQ and QAT through TorchScript
-# (Constant nodes, ConstantOfShape zero points, uint8 -> uint8 Casts between QuantizeLinear and
-# DequantizeLinear), and fake quantization in forward with int32-valued biases.
-TORCH = Path(__file__).parent / "data" / "torch"
-TORCH_TAKEN = ["eager_ptq.onnx", "eager_qat.onnx", "fake_quant_int_bias.onnx"]
-
-
-@pytest.mark.parametrize("name", TORCH_TAKEN)
-def test_a_pytorch_export_equals_onnxruntime(name):
-    model = TORCH / name
-    graph = lift(model)
-    for seed in range(3):
-        result = parity.compare(graph, model, converted_onnx.model_input(model, seed))
-        assert result.exact == result.total, f"{result.total - result.exact} of {result.total} differ"
-
-
-def test_csim_of_a_pytorch_export_equals_onnxruntime(tmp_path):
-    model = TORCH / "eager_qat.onnx"
-    x = converted_onnx.model_input(model, 4)
-    assert np.array_equal(csim(lift(model), tmp_path / "out", x), parity.onnxruntime_outputs(model, x)[0])
 
 
 @pytest.mark.parametrize("name, message", [
