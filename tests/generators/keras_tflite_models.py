@@ -1,0 +1,219 @@
+"""Writes int8 .tflite files of small Keras networks, quantized by the real TFLite converter, into OUT_DIR.
+
+Each model is built in Keras with random weights (seeded) and non-trivial BatchNorm statistics (gamma, beta,
+moving mean and variance set to seeded random values), then converted by `tf.lite.TFLiteConverter.from_keras_model`
+with full-integer quantization: `Optimize.DEFAULT`, a representative dataset of 32 seeded random inputs,
+`TFLITE_BUILTINS_INT8` only, int8 input and output (float32 in the *_float_io file). ALPHA, the width multiplier
+of the keras.applications networks, is 0.15 to keep each file near 300 KB (see ALPHA below). The files are what
+the converter writes, untouched:
+
+- mobilenet_v2.tflite: `keras.applications.MobileNetV2(alpha=ALPHA)`, 32x32x3, 10 classes: inverted residual
+  blocks (1x1 expand, depthwise 3x3, ReLU6 fused into the convs, the ZeroPadding2D before the strided depthwise
+  convs folded into them: no PAD), 1x1 linear projection, residual ADD, the 1280-wide last 1x1 conv, a global
+  average pool over a 1x1 map (MEAN), FULLY_CONNECTED and SOFTMAX.
+- mobilenet_v3_small_minimalistic.tflite: `keras.applications.MobileNetV3Small(minimalistic=True, alpha=ALPHA)`,
+  32x32x3: ReLU only, no squeeze-excite, 3x3 kernels; the head is GlobalAveragePooling2D(keepdims=True) on a 1x1
+  map (MEAN), 1x1 convs, and a Flatten that the converter writes for a dynamic batch (SHAPE, STRIDED_SLICE, PACK,
+  RESHAPE) before SOFTMAX.
+- mobilenet_v3_small.tflite: the full `MobileNetV3Small(alpha=ALPHA)`, 32x32x3: HARD_SWISH, 5x5 depthwise convs,
+  squeeze-excite blocks (MEAN with keepdims, 1x1 conv + ReLU, then the hard-sigmoid ReLU6(x + 3) / 6 written as a
+  1x1 conv with the + 3 in its bias and ReLU6 fused, a MUL by the constant 1/6) whose gate is multiplied into the
+  feature map by a broadcasting MUL; the same Flatten as above.
+- efficientnet_lite_block.tflite: an EfficientNet-Lite-like stem and three MBConv blocks on 32x32x3: Conv,
+  DepthwiseConv (3x3 and a strided 5x5), squeeze-excite (GlobalAveragePooling2D(keepdims=True) -> Conv 1x1 ->
+  ReLU -> Conv 1x1 -> sigmoid (LOGISTIC) -> Multiply: a broadcasting MUL), the 1x1 projection and a residual ADD,
+  then a pooled FULLY_CONNECTED and SOFTMAX.
+- two_head_detector.tflite: a YOLO-tiny-like detector on 48x48x3: Conv + BatchNorm + LeakyReLU(0.1) stacks
+  (LEAKY_RELU), MAX_POOL_2D, a route that upsamples the deep map by UpSampling2D (nearest; Keras 3 writes it as
+  `ops.repeat`, which the converter lowers for a dynamic batch to EXPAND_DIMS, TILE (version 3, which LiteRT's
+  BUILTIN_REF resolver does not register), SHAPE, STRIDED_SLICE, CONCATENATION of int32 shapes and RESHAPE) and
+  concatenates it with a shallower map (CONCATENATION), two 1x1 conv heads: two outputs, which the converter
+  writes in the order 12x12 head, 6x6 head (the Keras model's order reversed).
+- two_head_detector_float_io.tflite: the same detector with float32 input and outputs (the converter adds a
+  QUANTIZE after the input and a DEQUANTIZE before each output); everything else is int8.
+- kws_conv1d.tflite: a Conv1D keyword-spotting net on a (49, 10) MFCC input: three Conv1D + BatchNorm + ReLU
+  (each EXPAND_DIMS, CONV_2D on a map 1 high, RESHAPE), one strided, GlobalAveragePooling1D (MEAN over 25 steps),
+  FULLY_CONNECTED (Dense), SOFTMAX.
+
+Needs tensorflow-cpu (2.21, Keras 3):
+
+    python -m venv /tmp/tfenv && /tmp/tfenv/bin/pip install tensorflow-cpu
+    /tmp/tfenv/bin/python tests/generators/keras_tflite_models.py tests/data/keras [NAME ...]
+
+The seeds are fixed (`keras.utils.set_random_seed` before each model is built, a numpy Generator for the
+statistics and the representative dataset) and the Keras session is cleared between models (layer names, which
+become tensor names, do not depend on which models ran before), so the files are byte-identical from run to run
+with the same package versions (tensorflow-cpu 2.21.0, Keras 3.15.1), whether all or some are written. They are
+committed in tests/data/keras/.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_DETERMINISTIC_OPS", "1")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from tensorflow import keras  # noqa: E402
+from tensorflow.keras import layers  # noqa: E402
+
+SEED = 11
+# The width multiplier of the keras.applications networks: 0.35 (MobileNetV2's smallest published width) writes
+# 646 KB for MobileNetV2 and 0.75 writes 1.3 MB for MobileNetV3Small, as their last 1x1 convs keep 1280 and 1024
+# channels at any alpha below 1 and per-channel quantization parameters take 12 bytes a channel. At 0.15 the files
+# are about 300 KB and the topology (every block, the fixed-width head) is the published one.
+ALPHA = 0.15
+
+
+def mobilenet_v2() -> keras.Model:
+    return keras.applications.MobileNetV2(alpha=ALPHA, input_shape=(32, 32, 3), weights=None, classes=10)
+
+
+def mobilenet_v3_small_minimalistic() -> keras.Model:
+    return keras.applications.MobileNetV3Small(input_shape=(32, 32, 3), alpha=ALPHA, minimalistic=True,
+                                               weights=None, classes=10, include_preprocessing=False)
+
+
+def mobilenet_v3_small() -> keras.Model:
+    return keras.applications.MobileNetV3Small(input_shape=(32, 32, 3), alpha=ALPHA, minimalistic=False,
+                                               weights=None, classes=10, include_preprocessing=False)
+
+
+def _conv_bn(x, filters, kernel, strides=1, activation="relu6", depthwise=False):
+    if depthwise:
+        x = layers.DepthwiseConv2D(kernel, strides=strides, padding="same", use_bias=False)(x)
+    else:
+        x = layers.Conv2D(filters, kernel, strides=strides, padding="same", use_bias=False)(x)
+    x = layers.BatchNormalization()(x)
+    return layers.Activation(activation)(x) if activation else x
+
+
+def _mbconv(x, expand, out, kernel=3, strides=1, se_ratio=0.25):
+    """EfficientNet's MBConv: 1x1 expand, depthwise, squeeze-excite with a sigmoid gate, 1x1 projection, Add."""
+    channels = x.shape[-1]
+    inputs = x
+    x = _conv_bn(x, channels * expand, 1)
+    x = _conv_bn(x, None, kernel, strides=strides, depthwise=True)
+    squeeze = max(1, int(channels * se_ratio))
+    s = layers.GlobalAveragePooling2D(keepdims=True)(x)
+    s = layers.Conv2D(squeeze, 1, activation="relu")(s)
+    s = layers.Conv2D(channels * expand, 1, activation="sigmoid")(s)
+    x = layers.Multiply()([x, s])
+    x = _conv_bn(x, out, 1, activation=None)
+    if strides == 1 and channels == out:
+        x = layers.Add()([x, inputs])
+    return x
+
+
+def efficientnet_lite_block() -> keras.Model:
+    inputs = keras.Input((32, 32, 3))
+    x = _conv_bn(inputs, 16, 3, strides=2)
+    x = _mbconv(x, 4, 16)  # residual
+    x = _mbconv(x, 4, 24, kernel=5, strides=2)  # no residual
+    x = _mbconv(x, 4, 24)  # residual
+    x = _conv_bn(x, 64, 1)
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.Dense(10, activation="softmax")(x))
+
+
+def _conv_leaky(x, filters, kernel):
+    x = layers.Conv2D(filters, kernel, padding="same", use_bias=False)(x)
+    x = layers.BatchNormalization()(x)
+    return layers.LeakyReLU(negative_slope=0.1)(x)
+
+
+def two_head_detector() -> keras.Model:
+    inputs = keras.Input((48, 48, 3))
+    x = _conv_leaky(inputs, 8, 3)
+    x = layers.MaxPooling2D(2)(x)  # 24
+    x = _conv_leaky(x, 16, 3)
+    x = layers.MaxPooling2D(2)(x)  # 12
+    route = _conv_leaky(x, 32, 3)
+    x = layers.MaxPooling2D(2)(route)  # 6
+    x = _conv_leaky(x, 64, 3)
+    x = _conv_leaky(x, 32, 1)
+    head1 = layers.Conv2D(18, 1, name="head_6x6")(_conv_leaky(x, 64, 3))
+    y = _conv_leaky(x, 16, 1)
+    y = layers.UpSampling2D(2, interpolation="nearest")(y)  # 12
+    y = layers.Concatenate()([y, route])
+    head2 = layers.Conv2D(18, 1, name="head_12x12")(_conv_leaky(y, 32, 3))
+    return keras.Model(inputs, [head1, head2])
+
+
+def kws_conv1d() -> keras.Model:
+    inputs = keras.Input((49, 10))
+    x = layers.Conv1D(24, 3, padding="same", use_bias=False)(inputs)
+    x = layers.Activation("relu")(layers.BatchNormalization()(x))
+    x = layers.Conv1D(32, 3, strides=2, padding="same", use_bias=False)(x)
+    x = layers.Activation("relu")(layers.BatchNormalization()(x))
+    x = layers.Conv1D(32, 3, padding="same", use_bias=False)(x)
+    x = layers.Activation("relu")(layers.BatchNormalization()(x))
+    x = layers.GlobalAveragePooling1D()(x)
+    x = layers.Dense(12)(x)
+    return keras.Model(inputs, layers.Softmax()(x))
+
+
+# name -> (builder, float input and output)
+MODELS = {
+    "mobilenet_v2": (mobilenet_v2, False),
+    "mobilenet_v3_small_minimalistic": (mobilenet_v3_small_minimalistic, False),
+    "mobilenet_v3_small": (mobilenet_v3_small, False),
+    "efficientnet_lite_block": (efficientnet_lite_block, False),
+    "two_head_detector": (two_head_detector, False),
+    "two_head_detector_float_io": (two_head_detector, True),
+    "kws_conv1d": (kws_conv1d, False),
+}
+
+
+def _randomize_statistics(model: keras.Model, rng: np.random.Generator) -> None:
+    """BatchNorm statistics and biases as a trained model has them (Keras initializes them to the identity and 0)."""
+    for layer in model.layers:
+        if isinstance(layer, layers.BatchNormalization):
+            weights = layer.get_weights()
+            if len(weights) != 4:
+                raise ValueError(f"{layer.name}: expected gamma, beta, mean, variance")
+            gamma, beta, mean, variance = weights
+            layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape), rng.normal(0, 0.2, beta.shape),
+                               rng.normal(0, 0.2, mean.shape), rng.uniform(0.5, 2.0, variance.shape)])
+        elif getattr(layer, "use_bias", False) and len(layer.get_weights()) == 2:
+            kernel, bias = layer.get_weights()
+            layer.set_weights([kernel, rng.normal(0, 0.2, bias.shape)])
+
+
+def to_tflite(model: keras.Model, rng: np.random.Generator, float_io: bool = False) -> bytes:
+    shape = (1,) + tuple(model.input_shape[1:])
+    samples = [rng.normal(0, 1, shape).astype(np.float32) for _ in range(32)]
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = lambda: ([s] for s in samples)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    if not float_io:
+        converter.inference_input_type = tf.int8
+        converter.inference_output_type = tf.int8
+    return converter.convert()
+
+
+def main(out: Path, names: list[str]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    for name in names or list(MODELS):
+        build, float_io = MODELS[name]
+        keras.utils.set_random_seed(SEED)
+        rng = np.random.default_rng(SEED)
+        model = build()
+        _randomize_statistics(model, rng)
+        tflite = to_tflite(model, rng, float_io)
+        (out / f"{name}.tflite").write_bytes(tflite)
+        print(f"{name}: {len(tflite)} bytes")
+        keras.backend.clear_session()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(f"usage: {sys.argv[0]} OUT_DIR [NAME ...]  (names: {', '.join(MODELS)})")
+    main(Path(sys.argv[1]), sys.argv[2:])
