@@ -4,9 +4,9 @@
 exactly what `ming reference` does around the integer network: it quantizes the float input
 (onnxruntime's QuantizeLinear), lays every image out as 64-bit bus words (`ming_host.pack_images`),
 moves the batch through the accelerator in transfers of whole images, unpacks, and runs the float tail
-(e.g. Softmax). An image's output record holds every output of the model, each in its own whole words,
-in the order of the metadata's "outputs"; `run` splits it by their word counts and gives the outputs by
-name, in the model's order. The backends move the words:
+(e.g. Softmax) on all the images of a transfer at once (`batch_outputs`). An image's output record holds
+every output of the model, each in its own whole words, in the order of the metadata's "outputs"; `run`
+splits it by their word counts and gives the outputs by name, in the model's order. The backends move the words:
 
 * ``pynq``: the bitstream's AXI DMA on a Zynq board, one MM2S and one S2MM transfer per batch (the DMA
   puts TLAST on a transfer's last word; the accelerator closes its output packet there);
@@ -50,6 +50,10 @@ CSIM_FLAGS = ("-std=c++17", "-O2", "-DMING_CSIM")
 # One beat of the testbench's --axis files: 64-bit data, TKEEP, TLAST, TUSER, padding to 16 bytes.
 AXIS_BEAT = np.dtype([("data", "<u8"), ("keep", "u1"), ("last", "u1"), ("user", "u1"), ("pad", "V5")])
 DMA_TIMEOUT_SECONDS = 10.0
+# int8 values of an output the host tail takes at once: all the images of a transfer for a classifier, a few
+# for a large map, whose int64 temporaries then stay in the CPU's cache and below glibc's 128 KiB mmap
+# threshold (larger ones are fresh pages, zeroed by the kernel at every call: slower than a loop over images)
+TAIL_CHUNK_VALUES = 1 << 14
 # The element types a model input may have: what `ming reference` and `ming csim` take (options.load_input
 # is this module's load_input).
 INPUT_DTYPES = ("float32", "int8", "uint8")
@@ -183,19 +187,31 @@ class Accelerator:
         packed = time.perf_counter()
         self.backend.run(len(images))
         moved = time.perf_counter()
-        records = words_out.reshape(len(images), self.record_words)
-        outputs, first = {}, 0
-        for port in self.outputs:
-            y = ming_host.unpack_images(records[:, first:first + port.words], port.stream_shape)
-            outputs[port.onnx_name] = np.stack([self._tail(y[i], port) for i in range(len(images))])
-            first += port.words
+        outputs = batch_outputs(words_out.reshape(len(images), self.record_words), self.outputs)
         self.timing.add(len(images), packed - start, moved - packed, time.perf_counter() - moved)
         return outputs
 
-    @staticmethod
-    def _tail(y: np.ndarray, port: Port) -> np.ndarray:
-        """One image's output, as `ming reference` gives it (then without the batch dimension)."""
-        return ming_host.model_output(y.reshape(port.array_shape), port).reshape(port.image_shape)
+
+def batch_outputs(records: np.ndarray, ports: list[Port]) -> dict[str, np.ndarray]:
+    """The outputs of a batch (by name, each with the images on axis 0) from its output records (images x
+    record words): each output's words in turn (`ports` in the record's order), unpacked and run through the
+    host tail many images at once, as many as make TAIL_CHUNK_VALUES values (at least one)."""
+    outputs, first = {}, 0
+    for port in ports:
+        words = records[:, first:first + port.words]
+        step = max(1, TAIL_CHUNK_VALUES // port.values)
+        outputs[port.onnx_name] = np.concatenate([_outputs_of_images(words[i:i + step], port)
+                                                  for i in range(0, len(words), step)])
+        first += port.words
+    return outputs
+
+
+def _outputs_of_images(words: np.ndarray, port: Port) -> np.ndarray:
+    """The output `port` of the images whose words are `words` (images x the port's words), stacked on axis 0,
+    each in the model's shape without its batch dimension."""
+    maps = ming_host.unpack_images(words, port.stream_shape)
+    q = maps.reshape((len(maps),) + port.array_shape)
+    return ming_host.model_output_of_images(q, port).reshape((len(maps),) + port.image_shape)
 
 
 def read_metadata(deploy_dir: Path) -> dict:

@@ -1,8 +1,8 @@
 """The host side of an accelerator built by ming: numpy only, so it runs on the board as it runs in ming.
 
 * The numeric contract's host steps, bit-exact with onnxruntime (QuantizeLinear, DequantizeLinear,
-  QLinearSoftmax) and the float steps after the accelerator (`host_tail`); ming's golden model uses these
-  same functions.
+  QLinearSoftmax) and the float steps after the accelerator (`host_tail`, on a whole batch of images at
+  once); ming's golden model uses these same functions.
 * The bus layout: an image is the int8 values of its (C, H, W) map in raster order (row, column,
   channel), packed 8 to a 64-bit little-endian word, the last word zero-padded (`pack_images`,
   `unpack_images`).
@@ -56,9 +56,10 @@ def _f32_scalar(v) -> np.float32:
 
 
 def ort_dequantize_linear(x, scale, zp: int) -> np.ndarray:
-    """``f32(scale * f32(x - zp))`` (ORT DequantizeLinear / ``dequantize_value``)."""
-    d = (np.asarray(x, dtype=np.int64) - int(zp)).astype(np.float32)
-    return (_f32_scalar(scale) * d).astype(np.float32)
+    """``f32(scale * f32(x - zp))`` (ORT DequantizeLinear / ``dequantize_value``: ``x - zp`` in int32), in two
+    passes over `x` with no int64 or float64 copy of it (a batch of maps is megabytes)."""
+    difference = np.subtract(x, np.int32(zp), dtype=np.int32)
+    return np.multiply(difference, _f32_scalar(scale), dtype=np.float32)
 
 
 def ort_quantize_linear(v, scale, zp: int, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
@@ -178,9 +179,15 @@ def accelerator_input(x, port) -> np.ndarray:
 
 def model_output(q: np.ndarray, port) -> np.ndarray:
     """The model's output for one image from the accelerator's int8 values `q` of output `port`."""
+    return model_output_of_images(np.asarray(q)[None], port)[0]
+
+
+def model_output_of_images(q: np.ndarray, port) -> np.ndarray:
+    """The model's outputs for a batch, stacked on axis 0, from the accelerator's int8 values `q` of output
+    `port` (images, *the accelerator's layout of one image): the whole batch at once, no loop over images."""
     y = host_tail(q, port.scale, port.zero_point, port.host_ops, port.dtype)
-    y = y.reshape(graph_layout_shape(port.onnx_shape, port.permutation))
-    return np.transpose(y, np.argsort(port.permutation)) if port.permutation else y
+    y = y.reshape((len(y),) + graph_layout_shape(port.onnx_shape, port.permutation))
+    return np.transpose(y, (0, *(1 + np.argsort(port.permutation)))) if port.permutation else y
 
 
 def graph_layout_shape(model_shape, permutation) -> tuple:
@@ -188,29 +195,38 @@ def graph_layout_shape(model_shape, permutation) -> tuple:
     return tuple(model_shape[a] for a in permutation) if permutation else tuple(model_shape)
 
 
-def host_tail(q: np.ndarray, scale: float, zero_point: int, host_ops, dtype: str = "float32") -> np.ndarray:
-    """Dequantize an accelerator output and run the float steps that follow it on the host.
+def host_tail(images: np.ndarray, scale: float, zero_point: int, host_ops, dtype: str = "float32") -> np.ndarray:
+    """Dequantize the accelerator outputs `images` (stacked on axis 0) and run the float steps that follow
+    on the host, for every image at once; the steps' axes and shapes are those of one image.
 
     An integer model output (`dtype` "int8" or "uint8") without host steps is the accelerator's values as they
     are (shifted by +128 for uint8).
     """
     ops = list(host_ops)
     if dtype in INTEGER_OFFSETS and not ops:
-        return model_integers(q, dtype)
+        return model_integers(images, dtype)
     kinds = [op.kind for op in ops]
-    if kinds[:1] == ["tflite_softmax"]:  # int8 in, int8 out (scale 1/256, zero point -128)
-        x = tflite_softmax(q, scale, ops[0].scale)
+    if kinds[:1] == ["tflite_softmax"]:  # int8 in, int8 out (scale 1/256, zero point -128), on the last axis
+        x = tflite_softmax(images, scale, ops[0].scale)
         ops = ops[1:]
     elif kinds[:2] == ["softmax", "quantize"] and "dequantize" in kinds[2:]:
         # onnxruntime fuses DequantizeLinear -> Softmax -> QuantizeLinear into QLinearSoftmax unless the
         # quantized values are the model's output; then it runs the float Softmax and QuantizeLinear
-        x = ort_qlinear_softmax(q, scale, ops[1].scale, ops[1].zero_point, ops[0].axis)
+        x = ort_qlinear_softmax(images, scale, ops[1].scale, ops[1].zero_point, _batch_axis(ops[0].axis, images))
         ops = ops[2:]
     else:
-        x = ort_dequantize_linear(q, scale, zero_point)
+        x = ort_dequantize_linear(images, scale, zero_point)
     for op in ops:
         x = _host_op(x, op)
     return model_integers(x, dtype) if dtype in INTEGER_OFFSETS else x
+
+
+def _batch_axis(axis: int, images: np.ndarray) -> int:
+    """An image's `axis` as the axis of `images`, the images stacked on axis 0."""
+    rank = np.ndim(images) - 1
+    if not -rank <= axis < rank:
+        raise ValueError(f"axis {axis} is not an axis of an image of shape {np.shape(images)[1:]}")
+    return axis % rank + 1
 
 
 def model_integers(q, dtype: str) -> np.ndarray:
@@ -219,15 +235,17 @@ def model_integers(q, dtype: str) -> np.ndarray:
 
 
 def _host_op(x: np.ndarray, op: HostOp) -> np.ndarray:
+    """One host step on images stacked on axis 0."""
     if op.kind == "softmax":
-        shifted = np.exp(x - x.max(axis=op.axis, keepdims=True))
-        return (shifted / shifted.sum(axis=op.axis, keepdims=True)).astype(np.float32)
+        axis = _batch_axis(op.axis, x)
+        shifted = np.exp(x - x.max(axis=axis, keepdims=True))
+        return (shifted / shifted.sum(axis=axis, keepdims=True)).astype(np.float32)
     if op.kind == "quantize":
         return ort_quantize_linear(x, op.scale, op.zero_point).astype(np.int64)
     if op.kind == "dequantize":
         return ort_dequantize_linear(x, op.scale, op.zero_point)
     if op.kind == "reshape":
-        return x.reshape(op.shape)
+        return x.reshape((len(x),) + tuple(op.shape))
     raise ValueError(f"unknown host op {op.kind}")
 
 
@@ -260,7 +278,8 @@ def unpack_images(words: np.ndarray, stream_shape) -> np.ndarray:
     """`words` (images x words per image uint64) -> int8 maps (images, C, H, W)."""
     c, h, w = stream_shape
     count = c * h * w
-    padded = np.ascontiguousarray(words, dtype="<u8").view(np.int8).reshape(-1, words_per_image(count) * VALUES_PER_WORD)
+    values = np.ascontiguousarray(words, dtype="<u8").view(np.int8)
+    padded = values.reshape(-1, words_per_image(count) * VALUES_PER_WORD)
     return from_stream_order(padded[:, :count], stream_shape)
 
 
@@ -327,7 +346,7 @@ def _exp_on_negative_values(a):
 def _reciprocal(x, integer_bits: int):
     """tflite::GetReciprocal: (1 / x in Q0.31 scaled by a power of two, that power's exponent)."""
     x = np.asarray(x, np.int64)
-    leading_zeros = 32 - np.array([int(v).bit_length() for v in x.reshape(-1)], np.int64).reshape(x.shape)
+    leading_zeros = 32 - _bit_length(x)
     bits_over_unit = integer_bits - leading_zeros
     shifted_minus_one = ((x << leading_zeros) & 0xFFFFFFFF) - (1 << 31)
     total = shifted_minus_one + _I32_MAX  # RoundingHalfSum(a, One()), truncating toward zero
@@ -337,6 +356,11 @@ def _reciprocal(x, integer_bits: int):
         one_minus = (1 << 29) - _srdhm(half_denominator, x2)
         x2 = x2 + _saturating_shift_left(_srdhm(x2, one_minus), 2)
     return _saturating_shift_left(x2, 1), bits_over_unit
+
+
+def _bit_length(x: np.ndarray) -> np.ndarray:
+    """Python's int.bit_length of every value (|x| < 2**53: exact in float64, whose frexp exponent it is)."""
+    return np.frexp(x.astype(np.float64))[1].astype(np.int64)
 
 
 def _quantize_multiplier_greater_than_one(real: float) -> tuple[int, int]:
