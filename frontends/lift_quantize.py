@@ -232,15 +232,14 @@ class QuantizeMixin:
             kernel.epilogue = AverageRequant(count=window, x_scale=x_scale, x_zero_point=x_zero_point,
                                              y_scale=np.float32(scale), zero_point=zero_point)
         else:
-            kernel.epilogue = self._window_average(kernel, x_scale, x_zero_point, scale, zero_point,
+            kernel.epilogue = self._window_average(kernel, window, x_scale, x_zero_point, scale, zero_point,
                                                    divisor if exclude_padding else None, where)
         self.builder.retype(kernel.output.tensor, "i8")
         return IntTensor(kernel.output.tensor)
 
-    def _window_average(self, kernel: Kernel, x_scale, x_zero_point, scale, zero_point, valid, where):
-        """onnxruntime's QLinearAveragePool over windows (`WindowAverage`); `valid`: the divisor by output
-        position where padding is left out of it."""
-        window = int(np.prod([kernel.dims[d] for d in kernel.reduction_dims]))
+    def _window_average(self, kernel: Kernel, window: int, x_scale, x_zero_point, scale, zero_point, valid, where):
+        """onnxruntime's QLinearAveragePool over windows of `window` elements (`WindowAverage`); `valid`: the
+        divisor by output position where padding is left out of it."""
         divisors = (window,) if valid is None else tuple(sorted({int(v) for v in np.unique(valid)}))
         offset = numerics.ORT_X86_DOMAIN_OFFSET if self.facts.qlinear_kernels.get(kernel.source) != "int8" else 0
         constants = numerics.window_average_constants(x_scale, x_zero_point, np.float32(scale), zero_point, window,
@@ -249,9 +248,7 @@ class QuantizeMixin:
             raise MingError(f"{where}: average pooling from scale {float(x_scale):.6g} to {float(scale):.6g} "
                             "is not supported (an output scale finer than a quarter of the input's over the "
                             "window); requantize the pool's output to a coarser scale")
-        return WindowAverage(count=window, x_scale=x_scale, x_zero_point=x_zero_point, y_scale=np.float32(scale),
-                             zero_point=zero_point, divisors=divisors, constants=constants,
-                             exclude_padding=valid is not None, domain_offset=offset)
+        return WindowAverage(count=window, constants=constants, exclude_padding=valid is not None)
 
     def _add(self, value: FloatValue, scale, zero_point, node, where):
         plain = all(is_plain_dequant(FloatValue(value.shape, (replace(t, map=None, negated=False),)))

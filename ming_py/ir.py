@@ -252,21 +252,14 @@ class FixedPointAdd:
 @dataclass(eq=False)
 class WindowAverage:
     """Window elements of int8 values -> int8 average as onnxruntime's QLinearAveragePool computes it: a float32
-    sum in the window's row-major order, then the divisor, the output scale and zero point in float32
-    (`numerics.WindowAverageConstants`, whose rows are the `divisors`). With `exclude_padding` (ONNX
-    count_include_pad=0 with padding) a window's divisor is its count of unpadded elements, a row each;
-    otherwise the one divisor is the window size. `domain_offset`: 128 where onnxruntime runs the kernel in
-    uint8 (`frontends.ort_kernels`)."""
+    sum in the window's row-major order, then the divisor, the output scale and zero point in float32, all in
+    `constants` (`numerics.window_average_constants` of the scales, zero points, onnxruntime's domain and the
+    divisors, a row each). With `exclude_padding` (ONNX count_include_pad=0 with padding) a window's divisor is
+    its count of unpadded elements; otherwise the one divisor is the window size `count`."""
 
     count: int
-    x_scale: np.float32
-    x_zero_point: int
-    y_scale: np.float32
-    zero_point: int
-    divisors: tuple[int, ...]
-    constants: object  # numerics.WindowAverageConstants
+    constants: numerics.WindowAverageConstants
     exclude_padding: bool = False
-    domain_offset: int = 128
 
 
 @dataclass(eq=False)

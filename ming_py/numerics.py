@@ -840,8 +840,13 @@ def window_average_level(total: ArrayLike, row: ArrayLike, c: WindowAverageConst
     row = _i64(row)
     low, high = c.low[row], c.high[row]
     u = np.clip(_i64(total), low, high) - low
-    k = np.clip(((u >> c.drop[row]) * c.ratio[row] + c.offset[row]) >> AVERAGE_ESTIMATE_SHIFT, 0, c.last)
+    k = _level_estimate(u, c.drop[row], c.ratio[row], c.offset[row], c.last)
     return k - (u < c.thresholds[row, k]) + c.qmin
+
+
+def _level_estimate(u, drop, ratio, offset, last) -> IntArray:
+    """The level, or the one above it, of clamped sums `u` (less their row's low): a 16 x 26-bit product."""
+    return np.clip(((u >> drop) * ratio + offset) >> AVERAGE_ESTIMATE_SHIFT, 0, last)
 
 
 def _estimate(thresholds: IntArray, bound: int, step: float):
@@ -864,7 +869,7 @@ def _estimate(thresholds: IntArray, bound: int, step: float):
         return None
 
     def level(u):
-        k = np.clip(((u >> drop) * ratio + offset) >> AVERAGE_ESTIMATE_SHIFT, 0, last)
+        k = _level_estimate(u, drop, ratio, offset, last)
         return k - (u < table[k])
 
     # the least U reaching each estimate k = 1 .. last, and the thresholds: where either step function steps

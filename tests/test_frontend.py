@@ -52,7 +52,7 @@ def test_pooling_kernels(lifted):
     assert pool.inputs[0].padding and pool.inputs[0].pad_value == -128
     _, avg = lifted("conv_avgpool3_p1").kernels()
     assert avg.op == "sumpool" and isinstance(avg.epilogue, WindowAverage)
-    assert avg.epilogue.exclude_padding and avg.epilogue.count == 9 and avg.epilogue.divisors == (4, 6, 9)
+    assert avg.epilogue.exclude_padding and avg.epilogue.count == 9 and avg.epilogue.constants.divisors == (4, 6, 9)
     _, gap = lifted("conv_gap").kernels()
     assert isinstance(gap.epilogue, AverageRequant)
 

@@ -57,7 +57,7 @@ class OnnxAverage(EpilogueRule):
 
 def _window_rows(e: WindowAverage, valid: np.ndarray) -> np.ndarray:
     """The constants' row of each window: its divisor's."""
-    return np.searchsorted(e.divisors, valid) if e.exclude_padding else np.zeros(valid.shape, np.int64)
+    return np.searchsorted(e.constants.divisors, valid) if e.exclude_padding else np.zeros(valid.shape, np.int64)
 
 
 @register
@@ -77,7 +77,7 @@ class OnnxWindowAverage(EpilogueRule):
         return True
 
     def arrays(self, e, spec):
-        lanes, rows = spec.lanes_out[0], len(e.divisors)
+        lanes, rows = spec.lanes_out[0], len(e.constants.divisors)
         bits = int(e.constants.thresholds.max()).bit_length()
         plans = {"average_thresholds": array("average_thresholds", bits,
                                              (spread(lanes, lanes, "partition"), Dim(rows), Dim(256)), rom=True)}
@@ -92,7 +92,7 @@ class OnnxWindowAverage(EpilogueRule):
 
     def emit(self, e, view, constant):
         c = e.constants
-        rows = len(e.divisors)
+        rows = len(c.divisors)
         view.epilogue = "window_average"
         view.extra.update(x_zero_point=c.x_zero_point, mantissa=c.mantissa, last=c.last, qmin=c.qmin, rows=rows)
         if rows == 1:
@@ -104,7 +104,7 @@ class OnnxWindowAverage(EpilogueRule):
                  "output level; one copy per lane")
         if rows > 1:
             by_valid = np.zeros(e.count + 1, np.uint8)
-            by_valid[list(e.divisors)] = np.arange(rows)
+            by_valid[list(c.divisors)] = np.arange(rows)
             constant("average_rows", "uint8_t", by_valid, "the row of a window's divisor by its unpadded elements")
             constant("average_constants", "int64_t",
                      np.stack([c.low, c.high, c.drop, c.ratio, c.offset], axis=1),
