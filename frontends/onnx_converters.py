@@ -45,7 +45,7 @@ def constants_as_initializers(model: onnx.ModelProto) -> None:
         return
     constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     outputs = {o.name for o in graph.output}
-    types = element_types(model)
+    types = element_types(model) if any(n.op_type == "Cast" for n in graph.node) else {}  # shape inference
     for node in list(graph.node):
         if node.op_type in CONSTANT_OPS and all(name in constants for name in node.input if name):
             value = _evaluate(node, constants, model.opset_import)
