@@ -121,6 +121,12 @@ LEAN_MODEL = ("ming::requantize_lean: |acc| clamped to limit (24 bits), a 24 x 2
               "(11 bits) and the fraction's distance from one half against a band from an 11-bit priority encoder, "
               "sign, zero point, saturation")
 
+NARROW_PRODUCT = Product(18, True, 26, False)
+NARROW_WIDE_PRODUCT = Product(27, True, 26, False)
+NARROW_MODEL = ("ming::requantize_narrow (TFLite's rule, proved): the accumulator clamped to constants and centred "
+                "(18 bits), an 18 x 26-bit product (multiplier from a ROM), the rounding of the accumulator's sign "
+                "(two 48-bit ROM values, a 2:1 select) added, a constant shift (wiring), zero point, saturation")
+
 PRIMITIVES = (
     Primitive("mac_product_fabric", "mac_product", "int8 x int8 -> int16 MAC product in LUTs (BIND_OP impl=fabric)",
               fabric=True),
@@ -159,6 +165,17 @@ PRIMITIVES = (
     # << 9 at the binary point 2^-24), numerics.float_add_constants of its first, which onnxruntime leaves in float
     # (0.016052917 zp -128 + 0.025116825 zp -62 -> 0.018626614 zp -128: no alignment, x_shift 25, divisor
     # 10000087). The mantissas are inputs of both models.
+    Primitive("requant_narrow_dsp", "requant_narrow", NARROW_MODEL + "; the product and the rounding in a DSP48E2",
+              params=(("OPERAND_BITS", 18),), products=(NARROW_PRODUCT,)),
+    Primitive("requant_narrow_fabric", "requant_narrow",
+              NARROW_MODEL + "; the product and the rounding in LUTs (Multiplier::fabric)",
+              params=(("OPERAND_BITS", 18),), fabric=True),
+    Primitive("requant_narrow_wide_dsp", "requant_narrow",
+              NARROW_MODEL.replace("(18 bits), an 18", "(27 bits), a 27") + "; the product over two DSP48E2",
+              params=(("OPERAND_BITS", 27),), products=(NARROW_WIDE_PRODUCT,)),
+    Primitive("requant_narrow_wide_fabric", "requant_narrow",
+              NARROW_MODEL.replace("(18 bits), an 18", "(27 bits), a 27") + "; the product and the rounding in LUTs "
+              "(Multiplier::fabric)", params=(("OPERAND_BITS", 27),), fabric=True),
     Primitive("requant_add", "requant_add",
               "ming::add_requant (QLinearAdd): the offset, two 9 x 24-bit products (mantissas of the float32 "
               "ratios, their exponents wiring), inner = rn24(b' * MB + F) and outer = rn24(a' * MA + inner) "

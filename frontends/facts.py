@@ -3,7 +3,7 @@
 IREE keeps little of the model: each op's location (the model's node name) and the arithmetic. A frontend
 reads the model itself for the rest: the model's ports as the model declares them (`ModelPort`), and
 `FrontendFacts`, which the ONNX frontend fills (node types, tables, resizes, weights, transposes) and the
-TFLite frontend leaves mostly at its defaults (node types and notes only).
+TFLite frontend fills in part (node types, notes and the tables of its element-wise ops).
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ class FrontendFacts:
     op_types: dict[str, str] = field(default_factory=dict)
     # what the frontend assumed on the way in (a symbolic batch fixed to 1): the graph's notes for reports
     notes: tuple[str, ...] = ()
-    # model node name -> its element-wise function of int8 values (`onnx_tables`): the lifter looks the node's
-    # input up in the table instead of interpreting its generics
+    # model node name -> its element-wise function of int8 values (`onnx_tables`, `tflite_tables`): the lifter
+    # looks the node's input up in the table instead of interpreting its generics
     tables: dict[str, NodeTable] = field(default_factory=dict)
     # nearest Resize node name -> its integer factor per axis (`onnx_geometry`): IREE's generic computes
     # indices, which the lifter does not interpret

@@ -110,7 +110,11 @@ def _rescale_parameters(step, values: np.ndarray, channels: int, indices: list |
         args[step.position] = sample
         envs.append(int_body.evaluate(step.block, args, indices, where=step.where))
     products = [op for op in ops if op.operation.name == "arith.muli" and str(op.results[0].type) == "i64"]
-    shifts = [op for op in ops if op.operation.name == "arith.shrsi" and str(op.results[0].type) == "i64"]
+    # the shift is the one an int32 truncation reads; with a constant shift of 32 IREE makes it logical
+    # (`shrui`: the same low 32 bits); `requant_parameters` and `average_of` prove the reading either way
+    narrowed = [getattr(op.operands[0].owner, "operation", None) for op in ops if op.operation.name == "arith.trunci"
+                and str(op.operands[0].type) == "i64" and str(op.results[0].type) == "i32"]
+    shifts = [op for op in narrowed if op is not None and op.name in ("arith.shrsi", "arith.shrui")]
     if len(products) != 1 or len(shifts) != 1:
         raise MingError(f"{step.where}: not a TOSA RESCALE body")
     fixed = [v for v in products[0].operands if np.array_equal(envs[0][v], envs[1][v])]

@@ -6,23 +6,32 @@ on the bus are the same). `channels_first` transposes every 3-d tensor by
 permuting its shape and the access maps and padding of every operand that
 reads or writes it; the model's NHWC input and output become a host-side axis
 permutation. Constants keep their layout (their maps are unchanged).
+
+IREE drops unit axes, so a 2-d tensor is either a map one high or one wide
+(L x C, a Conv1D's; transposed to ming's C x L) or a map of one channel
+(H x W: the caller names those, `one_channel`, from the model's own shapes;
+they keep their layout, which is already ming's 1 x H x W without the unit
+axis). A 2-d tensor 1 x C is a vector and stays as it is.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ming_py.errors import MingError
 from ming_py.ir import AccessMap, Concat, Graph, Kernel, Operand, Pad, Reshape, TensorInfo, Upsample
 
+LC_TO_CL = (1, 0)
 HWC_TO_CHW = (2, 0, 1)  # new axis i is old axis HWC_TO_CHW[i]
 NHWC_TO_NCHW = (0, 3, 1, 2)
-_PERMUTATIONS = {3: HWC_TO_CHW, 4: NHWC_TO_NCHW}
+_PERMUTATIONS = {2: LC_TO_CL, 3: HWC_TO_CHW, 4: NHWC_TO_NCHW}
 
 
-def channels_first(graph: Graph) -> Graph:
+def channels_first(graph: Graph, one_channel: frozenset[str] = frozenset()) -> Graph:
     moved = {name for name, info in graph.tensors.items()
-             if len(info.shape) == 3 or (len(info.shape) == 4 and info.shape[0] == 1)}
+             if len(info.shape) == 3 or (len(info.shape) == 4 and info.shape[0] == 1)
+             or (len(info.shape) == 2 and info.shape[0] != 1 and name not in one_channel)}
     for name in moved:
         info = graph.tensors[name]
         graph.tensors[name] = TensorInfo(name, _permute(info.shape), info.dtype)
@@ -38,11 +47,18 @@ def channels_first(graph: Graph) -> Graph:
             node.factors = _permute(node.factors)
         elif isinstance(node, Reshape):
             _check_reshape(graph, node, moved)
-    graph.inputs = [replace(i, permutation=NHWC_TO_NCHW) if i.tensor in moved and len(i.onnx_shape) == 4 else i
+    graph.inputs = [replace(i, permutation=_port_permutation(graph, i.tensor, i.onnx_shape, moved))
                     for i in graph.inputs]
-    graph.outputs = [replace(o, permutation=NHWC_TO_NCHW) if o.tensor in moved and len(o.onnx_shape) == 4 else o
+    graph.outputs = [replace(o, permutation=_port_permutation(graph, o.tensor, o.onnx_shape, moved))
                      for o in graph.outputs]
     return graph
+
+
+def _port_permutation(graph: Graph, tensor: str, model_shape: tuple[int, ...], moved: set[str]) -> tuple:
+    """The host permutation of a model input or output: its tensor's own, where the tensor has the model's
+    rank (an N x L x C port's tensor is moved as H x W x C with H = N = 1)."""
+    rank = len(graph.tensors[tensor].shape)
+    return _PERMUTATIONS[rank] if tensor in moved and rank == len(model_shape) and rank >= 3 else ()
 
 
 def _permute(items: tuple) -> tuple:
@@ -63,9 +79,16 @@ def _check_reshape(graph: Graph, node: Reshape, moved: set[str]) -> None:
     if node.input in moved and node.output in moved and _squeezed(shapes[0]) == _squeezed(shapes[1]):
         return
     for tensor, shape in zip((node.input, node.output), shapes):
-        if tensor in moved and shape[-3] != 1 and shape[-2:] != (1, 1):  # else HWC and CHW orders agree
+        if tensor in moved and not _orders_agree(shape):
             raise MingError(f"node '{node.source}' (Reshape) flattens an H x W x C map in NHWC order; ming streams "
                             "only the flattening of 1 x 1 maps of TFLite models (pool to 1 x 1 first)")
+
+
+def _orders_agree(shape: tuple) -> bool:
+    """Whether a moved (channels-first) tensor has its values in the same order as before: one channel, or
+    one pixel."""
+    channel = len(shape) - 3 if len(shape) >= 3 else 0
+    return shape[channel] == 1 or math.prod(shape[channel + 1:]) == 1
 
 
 def _squeezed(shape: tuple) -> tuple:

@@ -30,7 +30,7 @@ from .lift_generic import GenericMixin
 from .lift_quantize import QuantizeMixin
 from .lift_shapes import ShapeMixin
 from .lift_tosa import TosaMixin
-from .lift_values import Empty, FloatPieces, IntChain, IntTensor, Padded
+from .lift_values import Empty, FloatPieces, IntChain, IntTensor, Mapped, Padded
 from .mlir_attrs import constant_value, location_name, tensor_shape
 
 _PASS_THROUGH = {"iree_tensor_ext.compute_barrier.start", "iree_tensor_ext.compute_barrier.end",
@@ -103,6 +103,8 @@ class Lifter(BoundaryMixin, ShapeMixin, QuantizeMixin, GenericMixin, FloatMixin,
             raise MingError(f"{where}: operand produced by an unsupported operation")
         if isinstance(self.values[value], IntChain):
             self.values[value] = self._materialize(self.values[value], where)
+        if isinstance(self.values[value], Mapped) and self.values[value].dtype != "f32":  # TFLite's table node
+            self.values[value] = self._tflite_lookup(self.values[value], where)
         if isinstance(self.values[value], Padded) and not padded:
             self.values[value] = self._pad_node(self.values[value], where)
         held = self.values[value]

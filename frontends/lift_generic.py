@@ -18,6 +18,7 @@ from .lift_values import (
     Fill,
     FloatValue,
     IntChain,
+    IntProduct,
     IntSum,
     IntTensor,
     Mapped,
@@ -48,7 +49,7 @@ class GenericMixin:
         if node in self.facts.tables:
             mapped = self._mapped(op, n_in, maps, node, where)
             if mapped is not None:
-                self.values[result] = mapped
+                self.values[result] = replace(mapped, dtype=element_type(result))
                 return
         copied = self.values.get(op.operands[0]) if n_in == 1 and _copies_its_input(block) else None
         axes = transposition(maps[0], maps[-1]) if isinstance(copied, (IntTensor, FloatValue)) else None
@@ -59,10 +60,15 @@ class GenericMixin:
             ins = [self._get(v, where, padded=windowed) for v in op.operands[:n_in]]
             self.values[result] = self._float_generic(op, ins, out_init, maps, iterators, dims, block, node, where)
             return
-        raw = [self.values.get(v) for v in op.operands[:n_in]]
+        raw = [self._get(v, where) if isinstance(self.values.get(v), Mapped) else self.values.get(v)
+               for v in op.operands[:n_in]]  # a TFLite table node's result is read as its int8 table lookup
+        product = self._int_product(raw, maps, iterators, dims, block, where)
+        if product is not None:
+            self.values[result] = product
+            return
         if all(it == PARALLEL for it in iterators) and all(m.is_identity() or isinstance(v, np.ndarray)
                                                            for v, m in zip(raw, maps)):
-            tensors = [i for i, v in enumerate(raw) if isinstance(v, (IntTensor, IntChain, IntSum))]
+            tensors = [i for i, v in enumerate(raw) if isinstance(v, (IntTensor, IntChain, IntSum, IntProduct))]
             if not tensors:
                 self.values[result] = self._fold_constants(raw, maps, dims, block, where)
                 return
@@ -90,23 +96,28 @@ class GenericMixin:
         self.values[result] = self._int_generic(ins, out_init, maps, iterators, dims, block, node, result, where)
 
     def _mapped(self, op, n_in, maps, node, where) -> Mapped | None:
-        """A generic of a node that has a table, reading the node's dequantized int8 input (or the result of
-        an earlier generic of the node: IREE splits some ops into several) besides constants: the node's
-        value as a function of that input, whatever the body computes (the table is the truth). None for a
-        generic of constants alone."""
+        """A generic of a node that has a table, reading the node's dequantized int8 input (TFLite: the int8
+        input itself), or the result of an earlier generic of the node (IREE splits some ops into several),
+        besides constants: the node's value as a function of that input, whatever the body computes (the table
+        is the truth). None for a generic of constants alone."""
         sources = set()
+        table = self.facts.tables[node]
         for value, amap in zip(op.operands[:n_in], maps):
-            held = self._get(value, where)
+            held = self.values.get(value)
+            if not (isinstance(held, Mapped) and held.node == node):  # an earlier generic of the node stays as is
+                held = self._get(value, where)
             if isinstance(held, (np.ndarray, np.generic, Fill, Empty)):
                 continue
             if isinstance(held, Mapped) and held.node == node:
-                source = held
+                source = replace(held, dtype=Mapped.dtype)
             elif isinstance(held, FloatValue) and is_plain_dequant(held):
                 term = held.terms[0]
                 source = Mapped(term.tensor, np.float32(term.factors[0]), int(term.offset), node)
+            elif isinstance(held, IntTensor) and self.graph.tensors[held.name].dtype == "i8":  # TFLite's int8 input
+                source = Mapped(held.name, table.x_scale, table.x_zero_point, node)
             else:
                 raise MingError(f"{where}: node '{node}' ({self.facts.tables[node].op}) computes with a value other "
-                                "than its dequantized int8 input")
+                                "than its int8 input")
             if not amap.is_identity():
                 raise MingError(f"{where}: node '{node}' ({self.facts.tables[node].op}) reads its input other than "
                                 "element by element")
@@ -116,6 +127,22 @@ class GenericMixin:
         if sources and not maps[-1].is_identity():
             raise MingError(f"{where}: node '{node}' ({self.facts.tables[node].op}) writes its result transposed")
         return sources.pop() if sources else None
+
+    def _int_product(self, raw, maps, iterators, dims, block, where) -> IntProduct | None:
+        """TFLite's MUL of two maps, or of a map and a per-channel vector (a squeeze-and-excitation gate): the
+        product of two int32 chains, each read element by element or broadcast along the dims its map leaves
+        out (MUL(x, x): one chain squared). None for any other generic."""
+        if not all(isinstance(v, (IntTensor, IntChain)) for v in raw) or any(it != PARALLEL for it in iterators) \
+                or not maps[-1].is_identity() or not all(m.is_identity() or _is_projection(m) for m in maps[:-1]):
+            return None
+        if len(raw) == 1 and _squares_its_input(block):
+            raw, maps = raw * 2, [maps[0], maps[0], maps[-1]]
+        elif len(raw) != 2 or _int_payload(block, where) != Op("mul", (Arg(0), Arg(1))):
+            return None
+        chains = [v if isinstance(v, IntChain) else IntChain(v.name, None, ()) for v in raw]
+        if any(isinstance(c.tensor, (IntSum, IntProduct)) or (c.steps and c.steps[-1].dtype != "i32") for c in chains):
+            return None
+        return IntProduct(chains[0], chains[1], tuple(dims), (maps[0], maps[1]))
 
     def _upsample(self, block, node: str, shape: tuple[int, ...], where: str) -> FloatValue:
         """A nearest Resize: IREE's generic computes every output element's source index and reads the
@@ -183,6 +210,13 @@ def _copies_its_input(block) -> bool:
     """Whether a generic's body is `linalg.yield` of its first argument."""
     ops = list(block.operations)
     return len(ops) == 1 and ops[0].operation.name == "linalg.yield" and ops[0].operands[0] == block.arguments[0]
+
+
+def _squares_its_input(block) -> bool:
+    """Whether a generic's body is `linalg.yield` of its first argument times itself."""
+    ops = list(block.operations)
+    return len(ops) == 2 and ops[0].operation.name == "arith.muli" and ops[1].operation.name == "linalg.yield" \
+        and list(ops[0].operands) == [block.arguments[0]] * 2 and ops[1].operands[0] == ops[0].results[0]
 
 
 def _loop_bounds(maps, values, num_dims, where) -> tuple[int, ...]:

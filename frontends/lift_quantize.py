@@ -20,6 +20,7 @@ from ming_py.ir import (
     Arg,
     AverageRequant,
     Concat,
+    FixedPointMul,
     GraphInput,
     HostOp,
     Kernel,
@@ -31,6 +32,7 @@ from ming_py.ir import (
     WindowAverage,
 )
 
+from . import fixed_point
 from .lift_shapes import transposition
 from .lift_values import (
     FloatInput,
@@ -38,6 +40,8 @@ from .lift_values import (
     FloatProduct,
     FloatValue,
     HostValue,
+    IntChain,
+    IntProduct,
     IntTensor,
     Mapped,
     Padded,
@@ -335,6 +339,44 @@ class QuantizeMixin:
             inputs=(Operand(value.tensor, identity),), output=Operand(out, identity), payload=Arg(0), init=None,
             op="table", epilogue=LookupTable(table.values, channel_dim, table.op)))
         return IntTensor(out)
+
+    def _tflite_lookup(self, value: Mapped, where) -> IntTensor:
+        """The int8 result of a TFLite node that has a table (`tflite_tables`), read by another node: its last
+        generic must give int8 values."""
+        table = self.facts.tables[value.node]
+        if value.dtype != "i8":
+            raise MingError(f"node '{value.node}' ({table.op}): IREE hands a {value.dtype} value of it to another "
+                            "node; ming replaces only a whole int8 element-wise op by its table")
+        return self._lookup(value, table.y_scale, table.y_zero_point, where)
+
+    def _fixed_point_mul(self, product: IntProduct, chain: IntChain, where: str) -> IntTensor:
+        """TFLite's MUL: each int8 input less its zero point (TOSA's RESCALE to int32, checked on every value),
+        their product requantized by the chain after it (checked on every pair of values)."""
+        node = chain.steps[-1].node
+        values = np.arange(-128, 128, dtype=np.int64).reshape(-1, 1)
+        offsets = []
+        for operand in (product.a, product.b):
+            if not isinstance(operand.tensor, str) or self.graph.tensors[operand.tensor].dtype != "i8" \
+                    or operand.axis is not None:
+                raise MingError(f"node '{node}' (MUL): only the product of two per-tensor int8 tensors is supported")
+            shifted = fixed_point.run_steps(operand.steps, values, 1)[:, 0] - values[:, 0]
+            if np.any(shifted != shifted[0]):
+                raise MingError(f"node '{node}' (MUL): IREE scales an input other than by its zero point; not "
+                                "supported")
+            offsets.append(int(shifted[0]))
+        a, b = (values[:, 0] + offset for offset in offsets)
+        products = (a.reshape(-1, 1) * b.reshape(1, -1)).reshape(-1, 1)
+        bias, multiplier, shift, zero_point, double_round, low, high = fixed_point.requant_parameters(
+            chain.steps, products, where)
+        if bias.any():
+            raise MingError(f"node '{node}' (MUL): an offset after the product is not supported")
+        epilogue = FixedPointMul(offsets[0], offsets[1], int(multiplier[0]), int(shift[0]), zero_point, double_round,
+                                 low, high)
+        operands = tuple(self._broadcast_operand(Term(o.tensor, (), 0, map=None if m.is_identity() else m),
+                                                 product.shape, where)
+                         for o, m in zip((product.a, product.b), product.maps))
+        return self._binary_kernel(self.builder.kernel_name(node, "mul"), node, "mul", operands, product.shape,
+                                   epilogue)
 
     def _quantize_pieces(self, value: FloatPieces, scale, zero_point, node, where):
         def quantized(piece) -> str:

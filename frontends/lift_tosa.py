@@ -11,11 +11,11 @@ import numpy as np
 from ming_py import numerics
 from ming_py.access import valid_window_counts
 from ming_py.errors import MingError
-from ming_py.ir import MAC_OPS, PARALLEL, AccessMap, AffineExpr, Arg, Kernel, Op, Operand
+from ming_py.ir import MAC_OPS, PARALLEL, AccessMap, AffineExpr, Arg, Kernel, LookupTable, Op, Operand
 
 from . import fixed_point, int_body
 from .lift_generic import broadcast_input
-from .lift_values import ChainStep, IntChain, IntSum, IntTensor, compact
+from .lift_values import ChainStep, IntChain, IntProduct, IntSum, IntTensor, compact
 from .mlir_attrs import tensor_shape
 
 
@@ -62,7 +62,7 @@ class TosaMixin:
     def _chain(self, values, maps, dims, block, position, dtype, node, where) -> IntChain:
         source = values[position]
         chain = source if isinstance(source, IntChain) else \
-            IntChain(source if isinstance(source, IntSum) else source.name, None, ())
+            IntChain(source if isinstance(source, (IntSum, IntProduct)) else source.name, None, ())
         axis = chain.axis
         constants = []
         for i, (value, amap) in enumerate(zip(values, maps)):
@@ -82,6 +82,8 @@ class TosaMixin:
         """The integer tensor a chain computes, as an epilogue of the kernel producing its source."""
         if isinstance(chain.tensor, IntSum):
             return self._fixed_point_add(chain.tensor, chain, where)
+        if isinstance(chain.tensor, IntProduct):
+            return self._fixed_point_mul(chain.tensor, chain, where)
         producer = self.builder.producer(chain.tensor)
         if producer is not None and producer.op in MAC_OPS and producer.epilogue is None \
                 and chain.steps[-1].dtype == "i8":
@@ -105,8 +107,31 @@ class TosaMixin:
             producer.epilogue = fixed_point.average_of(chain, valid, where)
             self.builder.retype(producer.output.tensor, "i8")
             return IntTensor(producer.output.tensor)
+        if isinstance(chain.tensor, str) and chain.axis is None and self.graph.tensors[chain.tensor].dtype == "i8" \
+                and chain.steps[-1].dtype == "i8":
+            return self._int8_chain(chain)
         raise MingError(f"{where}: this integer arithmetic after {producer.source if producer else chain.tensor} "
                         "has no form in ming yet")
+
+    def _int8_chain(self, chain: IntChain) -> IntTensor:
+        """An int8 -> int8 chain of per-tensor steps read after its producer's epilogue (TOSA's MEAN over a
+        1 x 1 map: a RESCALE to int32 less the zero point, a RESCALE back to int8): its value at every int8
+        input as a table, evaluated exactly; the source itself where that is the identity."""
+        values = np.arange(-128, 128, dtype=np.int64).reshape(-1, 1)
+        table = fixed_point.run_steps(chain.steps, values, 1)[:, 0]
+        if np.array_equal(table, values[:, 0]):
+            return IntTensor(chain.tensor)
+        node = chain.steps[-1].node
+        shape = self.graph.tensors[chain.tensor].shape
+        name = self.builder.kernel_name(node, "table")
+        out = self.builder.new_tensor(f"{name}_out", shape, "i8")
+        identity = AccessMap.identity(len(shape))
+        self.graph.nodes.append(Kernel(
+            name=name, source=node, dims=shape, iterators=(PARALLEL,) * len(shape),
+            inputs=(Operand(chain.tensor, identity),), output=Operand(out, identity), payload=Arg(0), init=None,
+            op="table", epilogue=LookupTable(table.astype(np.int8).reshape(1, 256), None,
+                                             self.facts.op_types.get(node, "requantization"))))
+        return IntTensor(out)
 
     def _fixed_point_add(self, total: IntSum, chain: IntChain, where: str) -> IntTensor:
         a, b = total.a, total.b

@@ -128,13 +128,15 @@ class FloatPieces:
 
 @dataclass(frozen=True)
 class Mapped:
-    """The float result of a node that has a table (`FrontendFacts.tables`): some element-wise function of the
-    dequantization of int8 tensor `tensor` with `scale` and `zero_point`, computed by `node`'s generics."""
+    """The result of a node that has a table (`FrontendFacts.tables`): some element-wise function of the
+    dequantization of int8 tensor `tensor` with `scale` and `zero_point`, computed by `node`'s generics (in
+    float for ONNX; in integers for TFLite, whose last generic gives the node's int8 result)."""
 
     tensor: str
     scale: np.float32
     zero_point: int
     node: str
+    dtype: str = "f32"  # the generic's element type: int8 where the node's result is final (TFLite's tables)
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,7 @@ class IntChain:
     a whole once consumed: TOSA's bias addition, zero-point correction, RESCALE and clamp become one
     epilogue of the producing kernel; the RESCALEs around an addition become an Add."""
 
-    tensor: str | IntSum
+    tensor: str | IntSum | IntProduct
     axis: int | None  # the tensor axis the constants vary along (the channels), None: none varies
     steps: tuple[ChainStep, ...]
 
@@ -176,6 +178,17 @@ class IntSum:
     a: IntChain
     b: IntChain
     shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class IntProduct:
+    """The int32 product of two chains (TFLite's MUL between its input and output RESCALEs), each read through
+    its access map over `shape` (a per-channel vector broadcast over a map)."""
+
+    a: IntChain
+    b: IntChain
+    shape: tuple[int, ...]
+    maps: tuple[AccessMap, AccessMap]
 
 
 # ---- forms of values --------------------------------------------------------

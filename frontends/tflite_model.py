@@ -1,13 +1,17 @@
 """TFLite frontend: check the model, import it through IREE's TOSA input, lift it into a Graph.
 
 Phases:
-  TFLite flatbuffer --(tosa-converter-for-tflite, MLIR bytecode)--> TOSA
+  TFLite flatbuffer --(batch fixed, shape arithmetic folded: tflite_fold)
+      --(tosa-converter-for-tflite, MLIR bytecode)--> TOSA
       --(iree-compile --iree-input-type=tosa --compile-to=global-optimization)--> integer linalg
-      --(lift.Lifter; layout.channels_first)--> ming Graph.
+      --(lift.Lifter; repeats as Upsample; layout.channels_first)--> ming Graph.
 TFLite's int8 arithmetic arrives as integer code (TOSA RESCALE lowered to
 64-bit multiply, rounding and shift), which the lifter reads as TFLite's
 fixed-point requantization (`fixed_point`). A symbolic batch is fixed to 1
-in the flatbuffer's shape signatures before the conversion.
+in the flatbuffer's shape signatures before the conversion; the SHAPE,
+STRIDED_SLICE, PACK, GATHER and CONCATENATION of int32 shapes that Keras
+writes for it then fold to constants. EXPAND_DIMS and SQUEEZE are reshapes;
+TILE is taken as Keras' UpSampling2D writes it (a repeat per axis).
 """
 
 from __future__ import annotations
@@ -24,23 +28,25 @@ from ai_edge_litert import schema_py_generated as schema
 from iree.compiler import ir
 
 from ming_py.errors import MingError
-from ming_py.ir import FixedPointRequant, Graph, GraphOutput, HostOp
+from ming_py.ir import (Arg, Concat, FixedPointRequant, Graph, GraphOutput, HostOp, Kernel, Pad, Reshape,
+                        Upsample)
 
 from .layout import channels_first
 from . import iree_compile, isolated
 from .facts import FrontendFacts, ModelPort
 from .lift import Lifter
+from .tflite_fold import SHAPE_OPS, fold_shape_arithmetic, op_name
+from .tflite_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables, with_stand_ins
 
 ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN",
-                             "CONCATENATION", "MAX_POOL_2D", "RESHAPE", "PAD"})
+                             "CONCATENATION", "MAX_POOL_2D", "RESHAPE", "PAD", "EXPAND_DIMS", "SQUEEZE", "TILE"})
 BOUNDARY_OPS = frozenset({"QUANTIZE", "DEQUANTIZE", "SOFTMAX"})  # on the host, at the input or the output
-SUPPORTED_OPS = ACCELERATED_OPS | BOUNDARY_OPS
+SUPPORTED_OPS = ACCELERATED_OPS | BOUNDARY_OPS | SHAPE_OPS | TABLE_OPS | CONSTANT_OPERAND_OPS
 IREE_FLAGS = (
     "--iree-input-type=tosa",
     "--compile-to=global-optimization",
     "--mlir-print-debuginfo",
 )
-_OP_NAMES = {value: name for name, value in vars(schema.BuiltinOperator).items() if not name.startswith("_")}
 _TYPE_NAMES = {value: name for name, value in vars(schema.TensorType).items() if not name.startswith("_")}
 
 
@@ -59,11 +65,6 @@ def load_tflite(path: Path) -> schema.ModelT:
         return schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
     except Exception as exc:  # a damaged flatbuffer raises from deep inside the generated reader
         raise MingError(f"{path}: not a valid TFLite model ({type(exc).__name__})") from None
-
-
-def op_name(model: schema.ModelT, operator) -> str:
-    code = model.operatorCodes[operator.opcodeIndex]
-    return _OP_NAMES.get(max(code.builtinCode, code.deprecatedBuiltinCode), str(code.builtinCode))
 
 
 def tensor_name(tensor) -> str:
@@ -106,7 +107,10 @@ _OPTIONS = {
     "MEAN": schema.BuiltinOptions.ReducerOptions, "CONCATENATION": schema.BuiltinOptions.ConcatenationOptions,
     "RESHAPE": schema.BuiltinOptions.ReshapeOptions, "PAD": schema.BuiltinOptions.PadOptions,
     "SOFTMAX": schema.BuiltinOptions.SoftmaxOptions, "QUANTIZE": schema.BuiltinOptions.QuantizeOptions,
-    "DEQUANTIZE": schema.BuiltinOptions.DequantizeOptions,
+    "DEQUANTIZE": schema.BuiltinOptions.DequantizeOptions, "SHAPE": schema.BuiltinOptions.ShapeOptions,
+    "STRIDED_SLICE": schema.BuiltinOptions.StridedSliceOptions, "PACK": schema.BuiltinOptions.PackOptions,
+    "GATHER": schema.BuiltinOptions.GatherOptions, "EXPAND_DIMS": schema.BuiltinOptions.ExpandDimsOptions,
+    "SQUEEZE": schema.BuiltinOptions.SqueezeOptions, "TILE": schema.BuiltinOptions.TileOptions,
 }
 # ops whose options carry geometry or parameters without a usable default: required
 _REQUIRED_OPTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION",
@@ -114,8 +118,14 @@ _REQUIRED_OPTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D"
 # (fewest, most) inputs per op and the positions that may be absent (-1)
 _INPUTS = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "ADD": (2, 2),
            "AVERAGE_POOL_2D": (1, 1), "MAX_POOL_2D": (1, 1), "MEAN": (2, 2), "CONCATENATION": (1, None),
-           "RESHAPE": (1, 2), "PAD": (2, 2), "SOFTMAX": (1, 1), "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1)}
+           "RESHAPE": (1, 2), "PAD": (2, 2), "SOFTMAX": (1, 1), "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1),
+           "SHAPE": (1, 1), "STRIDED_SLICE": (4, 4), "PACK": (1, None), "GATHER": (2, 2), "EXPAND_DIMS": (2, 2),
+           "SQUEEZE": (1, 1), "TILE": (2, 2)}
 _OPTIONAL_INPUTS = {"CONV_2D": {2}, "DEPTHWISE_CONV_2D": {2}, "FULLY_CONNECTED": {2}}
+_OPTIONS |= {op: schema.BuiltinOptions.NONE for op in TABLE_OPS} | {
+    "MUL": schema.BuiltinOptions.MulOptions, "LEAKY_RELU": schema.BuiltinOptions.LeakyReluOptions,
+    "HARD_SWISH": schema.BuiltinOptions.HardSwishOptions}
+_INPUTS |= {"MUL": (2, 2), "PRELU": (2, 2)} | {op: (1, 1) for op in TABLE_OPS - {"PRELU"}}
 _ITEM_SIZES = {schema.TensorType.INT8: 1, schema.TensorType.UINT8: 1, schema.TensorType.BOOL: 1,
                schema.TensorType.INT16: 2, schema.TensorType.FLOAT16: 2, schema.TensorType.INT32: 4,
                schema.TensorType.FLOAT32: 4, schema.TensorType.INT64: 8, schema.TensorType.FLOAT64: 8}
@@ -219,7 +229,9 @@ def check_tensors(model: schema.ModelT) -> None:
 
 
 def fix_symbolic_batch(model: schema.ModelT) -> list[str]:
-    """Batch 1 where the shape signature leaves the batch dimension open (-1), with a note per model input."""
+    """Batch 1 where the shape signature leaves the batch dimension open (-1), with a note per model input;
+    then the shape arithmetic over the now static shapes folded to constants (`tflite_fold`), which settles
+    the output shape of every RESHAPE that depended on the batch."""
     graph = model.subgraphs[0]
     notes = []
     for index, tensor in enumerate(graph.tensors):
@@ -229,6 +241,7 @@ def fix_symbolic_batch(model: schema.ModelT) -> list[str]:
             tensor.shape = [1] + list(tensor.shape[1:])
             if index in graph.inputs:
                 notes.append(f"'{tensor_name(tensor)}' has a symbolic batch dimension; compiled for batch 1")
+    fold_shape_arithmetic(model)
     for tensor in graph.tensors:
         if tensor.shapeSignature is not None and any(d < 0 for d in tensor.shapeSignature):
             raise MingError(f"tensor '{tensor_name(tensor)}' has a dynamic shape {list(tensor.shapeSignature)}; "
@@ -366,14 +379,96 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
         if op_name(model, operator) in BOUNDARY_OPS:
             raise MingError(f"node '{tensor_name(graph.tensors[operator.outputs[0]])}' ({op_name(model, operator)}) "
                             "is supported only as the model's first (QUANTIZE) or last (SOFTMAX, DEQUANTIZE) op")
-    text = import_to_linalg(model, path)
+    tables = node_tables(model)
+    text = import_to_linalg(with_stand_ins(model), path)
     name = name or path.stem
     op_types = {tensor_name(graph.tensors[op.outputs[0]]): op_name(model, op) for op in graph.operators}
     with ir.Context() as context:
         module = iree_compile.parse(text, context, str(path))
         lifted = Lifter(name, [_port(graph, i) for i in graph.inputs], [_port(graph, i) for i in graph.outputs],
-                        FrontendFacts(op_types, tuple(notes))).run(module)
-    return _with_host_boundary(_reference_rounding(channels_first(lifted), op_types), model, boundary)
+                        FrontendFacts(op_types, tuple(notes), tables=tables)).run(module)
+    shapes = {tensor_name(t): tuple(int(d) for d in t.shape) for t in graph.tensors if t.shape is not None}
+    lifted = _repeats_as_upsampling(lifted, op_types)
+    graph_ir = channels_first(lifted, _one_channel_maps(lifted, shapes))
+    return _with_host_boundary(_reference_rounding(graph_ir, op_types), model, boundary)
+
+
+def _repeats_as_upsampling(graph: Graph, op_types: dict[str, str]) -> Graph:
+    """Keras 3's UpSampling2D (`ops.repeat` per axis: EXPAND_DIMS, TILE along the new axis, RESHAPE into the
+    axis before it) as `Upsample` nodes: IREE writes each repeat as a copy of the int8 map along a new axis
+    (a generic whose input leaves that dim out) and a collapse of that axis into the one before, which is
+    every value repeated along that axis, nearest upsampling. A repeat along rows then columns is one node."""
+    for kernel in [k for k in graph.kernels() if op_types.get(k.source) == "TILE"]:
+        axis = _repeated_axis(graph, kernel)
+        if axis is None:
+            raise MingError(f"node '{kernel.source}' (TILE): ming takes TILE only as a repeat of every value "
+                            "along an axis (Keras' UpSampling2D: EXPAND_DIMS, TILE along the new axis, RESHAPE "
+                            "into the axis before it)")
+        collapse = next(n for n in graph.nodes if isinstance(n, Reshape) and n.input == kernel.output.tensor)
+        source = kernel.inputs[0].tensor
+        factors = [1] * len(graph.tensors[source].shape)
+        factors[axis] = kernel.dims[axis + 1]
+        upsample = Upsample(kernel.name, kernel.source, source, collapse.output, tuple(factors))
+        graph.nodes[graph.nodes.index(kernel)] = upsample
+        graph.nodes.remove(collapse)
+        del graph.tensors[kernel.output.tensor]
+        _merge_upsampling(graph, upsample)
+    return graph
+
+
+def _repeated_axis(graph: Graph, kernel: Kernel) -> int | None:
+    """The axis of its input along which `kernel` repeats every value (a copy along a new loop dim, collapsed
+    into the dim before it by its only reader), or None."""
+    if kernel.epilogue is not None or kernel.payload != Arg(0) or len(kernel.inputs) != 1 \
+            or not kernel.output.map.is_identity() or any(o.tensor == kernel.output.tensor for o in graph.outputs):
+        return None
+    read = [e.single_dim() for e in kernel.inputs[0].map.results]
+    new = [d for d in range(len(kernel.dims)) if d not in read]
+    readers = [n for n in graph.nodes if kernel.output.tensor in _node_inputs(n)]
+    if len(new) != 1 or new[0] == 0 or read != [d for d in range(len(kernel.dims)) if d != new[0]] \
+            or len(readers) != 1 or not isinstance(readers[0], Reshape):
+        return None
+    dims, d = list(kernel.dims), new[0]
+    merged = tuple(dims[:d - 1] + [dims[d - 1] * dims[d]] + dims[d + 1:])
+    return d - 1 if graph.tensors[readers[0].output].shape == merged else None
+
+
+def _merge_upsampling(graph: Graph, upsample: Upsample) -> None:
+    """`upsample` and an upsampling of its input whose only reader it is, as one node."""
+    earlier = next((n for n in graph.nodes if isinstance(n, Upsample) and n.output == upsample.input), None)
+    if earlier is None or any(o.tensor == earlier.output for o in graph.outputs) or \
+            [n for n in graph.nodes if earlier.output in _node_inputs(n)] != [upsample]:
+        return
+    del graph.tensors[earlier.output]
+    earlier.output = upsample.output
+    earlier.factors = tuple(a * b for a, b in zip(earlier.factors, upsample.factors))
+    graph.nodes.remove(upsample)
+
+
+def _node_inputs(node) -> tuple[str, ...]:
+    if isinstance(node, Kernel):
+        return tuple(o.tensor for o in node.inputs)
+    return tuple(node.inputs) if isinstance(node, Concat) else (node.input,)
+
+
+def _one_channel_maps(graph: Graph, shapes: dict[str, tuple[int, ...]]) -> frozenset[str]:
+    """The 2-d tensors that are H x W maps of one channel (IREE dropped C = 1), told apart from the L x C
+    maps IREE makes of maps one high or one wide by the NHWC shape each comes from: a kernel's TFLite
+    source tensor, the input of a reshape that drops unit axes; pads and upsamplings keep it."""
+    def dropped_channel(nhwc: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+        return len(shape) == 2 and len(nhwc) >= 3 and nhwc[-1] == 1 and tuple(d for d in nhwc if d != 1) == shape
+
+    one_channel = {i.tensor for i in graph.inputs if dropped_channel(i.onnx_shape, graph.tensors[i.tensor].shape)}
+    for node in graph.nodes:
+        if isinstance(node, Kernel) and dropped_channel(shapes.get(node.source, ()),
+                                                        graph.tensors[node.output.tensor].shape):
+            one_channel.add(node.output.tensor)
+        elif isinstance(node, Reshape) and (node.input in one_channel or dropped_channel(
+                graph.tensors[node.input].shape, graph.tensors[node.output].shape)):
+            one_channel.add(node.output)
+        elif isinstance(node, (Pad, Upsample)) and node.input in one_channel:
+            one_channel.add(node.output)
+    return frozenset(one_channel)
 
 
 def _reference_rounding(graph: Graph, op_types: dict[str, str]) -> Graph:

@@ -32,6 +32,7 @@ from ming_py.ir import (
     AddRequant,
     Concat,
     FixedPointAdd,
+    FixedPointMul,
     Graph,
     Kernel,
     LookupTable,
@@ -250,22 +251,27 @@ class _Builder:
         kernel: Kernel = node
         activations = [o for o in kernel.inputs if o.tensor not in self.graph.constants]
         out_shape = self.graph.shape_of(kernel.output.tensor)
-        if kernel.op in MAC_OPS and len(out_shape) <= 1:  # a vector, or a single output
+        # a vector, or a single output; a depthwise or padded window of one position (TOSA drops its 1 x 1) slides
+        single_window = bool(out_shape) and (any(p != (0, 0) for p in activations[0].padding) or any(
+            set(e.used_dims()) & set(kernel.output.map.results[0].used_dims()) for e in activations[0].map.results))
+        if kernel.op in MAC_OPS and len(out_shape) <= 1 and not single_window:
             return self._dense(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
         if kernel.op in MAC_OPS or kernel.op in ("maxpool", "sumpool"):
-            if len(out_shape) == 1:  # a pool over the whole map
+            if len(out_shape) == 1 and kernel.op not in MAC_OPS:  # a pool over the whole map
                 self._map_input(activations[0].tensor, kernel.name)
                 kind = "global_avgpool" if kernel.op == "sumpool" else "global_maxpool"
                 return (Process(kernel.name, kind, kernel.source, (), (), epilogue=kernel.epilogue),
                         [activations[0].tensor], kernel.output.tensor)
             return self._window(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
-        if kernel.op in ("add", "mul") and isinstance(kernel.epilogue, (AddRequant, MulRequant, FixedPointAdd)):
+        if kernel.op in ("add", "mul") and isinstance(kernel.epilogue,
+                                                         (AddRequant, MulRequant, FixedPointAdd, FixedPointMul)):
             return (Process(kernel.name, self._binary_kind(kernel), kernel.source, (), (), epilogue=kernel.epilogue),
                     [o.tensor for o in kernel.inputs], kernel.output.tensor)
         if isinstance(kernel.epilogue, (Rescale, LookupTable)):
             self._map_input(kernel.inputs[0].tensor, kernel.name)
             per_channel = isinstance(kernel.epilogue, LookupTable) and kernel.epilogue.channel_dim is not None
-            if per_channel and kernel.epilogue.channel_dim != channel_axis(out_shape):
+            streamed = kernel.output.map.results[channel_axis(out_shape)].single_dim()  # the loop dim of the channels
+            if per_channel and kernel.epilogue.channel_dim != streamed:
                 raise MingError(f"layer {kernel.source}: its per-channel tables run along axis "
                                 f"{kernel.epilogue.channel_dim} of {out_shape}, not along the channels it streams")
             kind = "rescale" if isinstance(kernel.epilogue, Rescale) else "table"

@@ -276,8 +276,24 @@ class FixedPointAverage:
     qmax: int = 127
 
 
+@dataclass(eq=False)
+class FixedPointMul:
+    """Two int8 inputs -> int8 product in TFLite's integer arithmetic (MUL, LiteRT's reference
+    `MulElementwise`): (a + a_offset) * (b + b_offset), the offsets the inputs' negated zero points, requantized
+    as `FixedPointRequant` is (with `multiplier`, `shift`)."""
+
+    a_offset: int
+    b_offset: int
+    multiplier: int
+    shift: int
+    zero_point: int
+    double_round: bool = True
+    qmin: int = -128
+    qmax: int = 127
+
+
 Epilogue = (AccRequant | AverageRequant | WindowAverage | AddRequant | MulRequant | Rescale | LookupTable
-            | FixedPointRequant | FixedPointAdd | FixedPointAverage)
+            | FixedPointRequant | FixedPointAdd | FixedPointAverage | FixedPointMul)
 
 
 # ---- graph ---------------------------------------------------------------

@@ -1073,3 +1073,219 @@ def fixed_point_requantize(acc: ArrayLike, multiplier: ArrayLike, shift: ArrayLi
                            zero_point: int, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> IntArray:
     """int32 accumulator (bias included) -> int8 as TFLite's int8 kernels requantize."""
     return np.clip(wrap_i32(fixed_point_scale(acc, multiplier, shift, double_round) + zero_point), qmin, qmax)
+
+
+# ---------------------------------------------------------------------------
+# The narrow datapath of TFLite's requantization (what the emitted C++ runs)
+# ---------------------------------------------------------------------------
+# g(acc) = sat((((clamp(acc, low, high) - center) * M + (acc < 0 ? R_neg : R_pos)) >> shift) + zp): one DSP48E2
+# multiply (27 x 18 bits, two's complement: AMD UG579) of the 18-bit centred accumulator and the 26-bit unsigned M,
+# the rounding added in its post-adder, the 48-bit P register. Two roundings because TFLite's double rounding (and
+# LiteRT's rounding half away from zero) depends on the accumulator's sign.
+NARROW_OPERAND_BITS = 18  # the centred, clamped accumulator, signed: one DSP48E2
+# where a layer's accumulators span more: 27 bits, a 27 x 26-bit product tiled over two DSP48E2 (UG579)
+NARROW_WIDE_OPERAND_BITS = 27
+NARROW_MULTIPLIER_BITS = 26  # unsigned, so it fits the 27-bit signed port
+NARROW_SUM_BITS = 48  # the DSP48E2's P register
+NARROW_MAX_SHIFT = 46
+#: The internal switch of the narrow datapath (benchmarks/tflite_budget.py compares builds without it).
+NARROW_REQUANT = True
+
+
+@dataclasses.dataclass(frozen=True)
+class NarrowRequant:
+    """Constants of :func:`requantize_narrow` for the channels of one layer: per channel a multiplier and the
+    roundings of negative and non-negative accumulators; one shift, clamp [low, high] and center for all."""
+
+    multipliers: tuple[int, ...]
+    roundings_negative: tuple[int, ...]
+    roundings: tuple[int, ...]
+    shift: int
+    low: int
+    high: int
+    center: int
+    operand_bits: int = NARROW_OPERAND_BITS  # of the centred accumulator
+
+    @property
+    def rounding_bits(self) -> int:
+        """Bits of the roundings as two's complement numbers."""
+        return max(int(r if r >= 0 else ~r).bit_length() for r in self.roundings + self.roundings_negative) + 1
+
+
+def requantize_narrow(acc: ArrayLike, multiplier: ArrayLike, rounding_negative: ArrayLike, rounding: ArrayLike,
+                      shift: int, low: int, high: int, center: int, zero_point: int, qmin: int = INT8_MIN,
+                      qmax: int = INT8_MAX) -> IntArray:
+    """The narrow datapath (`ming::requantize_narrow`): ``sat((((clamp(acc, low, high) - center) * multiplier +
+    (acc < 0 ? rounding_negative : rounding)) >> shift) + zero_point)``, equal to TFLite's rule wherever
+    :func:`narrow_fixed_point` or :func:`narrow_float32` gave the constants (tests/test_fixed_point_narrow.py)."""
+    acc = _i64(acc)
+    operand = np.clip(acc, low, high) - center
+    added = np.where(acc < 0, _i64(rounding_negative), _i64(rounding))
+    return np.clip(((operand * _i64(multiplier) + added) >> shift) + zero_point, qmin, qmax)
+
+
+def narrow_fixed_point(multiplier: ArrayLike, shift: ArrayLike, double_round: bool, zero_point: int,
+                       qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> NarrowRequant | None:
+    """Narrow constants equal to :func:`fixed_point_requantize` over every int32 accumulator, or None where the
+    proof fails (the rule is not monotone over int32, or no constants fit the widths)."""
+    m = np.ascontiguousarray(multiplier, np.int64).reshape(-1)
+    s = np.ascontiguousarray(shift, np.int64).reshape(-1)
+    return _narrow_fixed_point(m.tobytes(), s.tobytes(), bool(double_round), int(zero_point), int(qmin), int(qmax))
+
+
+def narrow_float32(multipliers: ArrayLike, zero_point: int, qmin: int = INT8_MIN,
+                   qmax: int = INT8_MAX) -> NarrowRequant | None:
+    """Narrow constants equal to LiteRT's FULLY_CONNECTED float rounding (:func:`requantize` with ``half_away``)
+    over every int32 accumulator, or None where the proof fails."""
+    m = np.ascontiguousarray(multipliers, _F32).reshape(-1)
+    return _narrow_float32(m.tobytes(), int(zero_point), int(qmin), int(qmax))
+
+
+@functools.lru_cache(maxsize=1024)
+def _narrow_fixed_point(multiplier: bytes, shift: bytes, double_round: bool, zero_point: int, qmin: int,
+                        qmax: int) -> NarrowRequant | None:
+    m = np.frombuffer(multiplier, np.int64).reshape(-1, 1)
+    s = np.frombuffer(shift, np.int64).reshape(-1, 1)
+    # Monotone premise: a non-negative multiplier below one (M < 2^s) and no int32 wrap-around of the scaled
+    # value plus the zero point at either end of int32 (the unwrapped rule is monotone: for each sign of acc an
+    # increasing affine map and a floor; at the sign change double rounding keeps f(-1) <= 0 = f(0)).
+    if np.any(m < 0) or np.any(s < 2) or np.any(s > 62) or np.any(m >= np.int64(1) << s):
+        return None
+    ends = np.array([[I32_MIN, I32_MAX]], np.int64)
+    rounding = (np.int64(1) << (s - 1)) + (np.where(ends >= 0, 1 << 30, -(1 << 30)) * (s > 31) if double_round else 0)
+    unwrapped = ((ends * m + rounding) >> s) + zero_point
+    if np.any(unwrapped < I32_MIN) or np.any(unwrapped > I32_MAX):
+        return None
+    return narrow_constants(requant_thresholds(
+        lambda acc: fixed_point_requantize(acc, m, s, double_round, zero_point, qmin, qmax), len(m), qmin, qmax),
+        zero_point, qmin, qmax)
+
+
+@functools.lru_cache(maxsize=1024)
+def _narrow_float32(multipliers: bytes, zero_point: int, qmin: int, qmax: int) -> NarrowRequant | None:
+    m = np.frombuffer(multipliers, _F32).reshape(-1, 1)
+    if not np.all(np.isfinite(m)) or np.any(m < 0) or np.any(m >= 1):  # f32(acc), the product, the rounding:
+        return None                                                    # monotone for M >= 0
+    return narrow_constants(requant_thresholds(
+        lambda acc: requantize(acc, m, zero_point, qmin, qmax, half_away=True), len(m), qmin, qmax),
+        zero_point, qmin, qmax)
+
+
+def requant_thresholds(rule, channels: int, qmin: int, qmax: int) -> IntArray:
+    """[channel, level - qmin - 1]: the least int32 accumulator whose output reaches each level in (qmin, qmax]
+    (2^31 where none does) of a rule monotone non-decreasing over int32 (`rule` maps a [channels, levels] array of
+    accumulators to outputs); every level of every channel bisected at once."""
+    levels = np.arange(qmin + 1, qmax + 1, dtype=np.int64)
+    low = np.full((channels, levels.size), I32_MIN, np.int64)
+    high = np.full((channels, levels.size), I32_MAX + 1, np.int64)  # invariant: f(high) >= level (2^31: none)
+    while np.any(low < high):
+        open_ = low < high
+        mid = (low + high) >> 1
+        reached = rule(np.minimum(mid, I32_MAX)) >= levels
+        high = np.where(open_ & reached, mid, high)
+        low = np.where(open_ & ~reached, mid + 1, low)
+    return low
+
+
+def narrow_constants(thresholds: IntArray, zero_point: int, qmin: int, qmax: int) -> NarrowRequant | None:
+    """The narrow datapath's constants for the rule whose thresholds are given (:func:`requant_thresholds`), or
+    None.
+
+    Proof: the rule f and g are monotone non-decreasing over int32 (g is for each sign of acc, and across zero
+    because R_neg <= R_pos), so g == f iff at every threshold t of a level l, g(t) >= l and g(t - 1) < l. With
+    low = t(qmin + 1) - 1 and high = t(qmax) (over the channels) the clamp moves none of those points. For a shift
+    s they are linear in (M, R) with x = t - center: R >= (l - zp) 2^s - x M, R <= (l - zp) 2^s - (x - 1) M - 1,
+    each on the R of its point's sign; integer roundings exist iff F(M) = max over both signs of (max lower bound -
+    min upper bound) <= 0, and F is convex in M. The least s at which every channel has a multiplier below 2^26 is
+    the shift (wiring); each channel takes its least such multiplier. The center puts [low, high] in 18 bits
+    (one DSP48E2), else in 27 (two)."""
+    low, high = int(thresholds[:, 0].min()) - 1, int(thresholds[:, -1].max())
+    for bits in (NARROW_OPERAND_BITS, NARROW_WIDE_OPERAND_BITS):
+        center = _center(low, high, bits)
+        constants = None if center is None else _narrow_at(thresholds, zero_point, qmin, qmax, low, high, center)
+        if constants is not None:
+            return dataclasses.replace(constants, operand_bits=bits)
+    return None
+
+
+def _narrow_at(thresholds: IntArray, zero_point: int, qmin: int, qmax: int, low: int, high: int,
+               center: int) -> NarrowRequant | None:
+    levels = np.arange(qmin + 1, qmax + 1, dtype=np.int64) - zero_point
+    # below this shift even M = 1 climbs the levels faster than the steepest channel (a start, not a premise)
+    steepest = int((thresholds[:, -1] - thresholds[:, 0]).min()) // max(qmax - qmin, 1)
+    first = max(steepest.bit_length() - 2, 0)
+    shifts = np.arange(first, min(first + NARROW_MULTIPLIER_BITS + 4, NARROW_MAX_SHIFT + 1))
+    scaled = levels << shifts[:, None, None]  # [shift, 1, level]
+    multipliers = np.concatenate([_least_multipliers(thresholds[c:c + 64], center, scaled)
+                                  for c in range(0, len(thresholds), 64)], axis=1)  # [shift, channel], 0: none
+    for index in np.flatnonzero((multipliers > 0).all(axis=1)):
+        negative, positive = _roundings(thresholds, center, scaled[index], multipliers[index])
+        if np.any(negative > positive):
+            continue
+        sums = [(edge - center) * multipliers[index] + r for edge in (low, high) for r in (negative, positive)]
+        if np.abs(np.concatenate(sums)).max() >= 1 << (NARROW_SUM_BITS - 1):
+            return None
+        return NarrowRequant(tuple(int(v) for v in multipliers[index]), tuple(int(v) for v in negative),
+                             tuple(int(v) for v in positive), int(shifts[index]), low, high, center)
+    return None
+
+
+def _center(low: int, high: int, bits: int) -> int | None:
+    """A center that puts [low, high] into `bits` signed bits, with as many low zero bits as can be (its
+    subtraction then leaves them alone), or None."""
+    half = 1 << (bits - 1)
+    for zeros in range(bits, -1, -1):
+        center = (((low + high) // 2) >> zeros) << zeros
+        for c in (center, center + (1 << zeros)):
+            if low - c >= -half and high - c < half:
+                return c
+    return None
+
+
+_NONE = np.int64(-1) << 62
+
+
+def _bounds(thresholds: IntArray, center: int, scaled_levels: IntArray, multipliers: IntArray):
+    """Per sign (negative, non-negative accumulators): the rounding's greatest lower bound and least upper bound
+    (+-2^62 where its sign has none), shaped as `multipliers` ([..., channel]; `scaled_levels` [..., 1, level])."""
+    t, mul = thresholds, multipliers[..., None]
+    lower = scaled_levels - (t - center) * mul      # g(t) >= l
+    upper = scaled_levels - (t - 1 - center) * mul - 1  # g(t - 1) < l
+    return [(np.max(np.where(t_side, lower, _NONE), axis=-1), -np.max(np.where(u_side, -upper, _NONE), axis=-1))
+            for t_side, u_side in ((t < 0, t < 1), (t >= 0, t >= 1))]
+
+
+def _least_multipliers(thresholds: IntArray, center: int, scaled_levels: IntArray) -> IntArray:
+    """[shift, channel]: the least M in [1, 2^26) with F(M) <= 0 (see :func:`narrow_constants`), 0 where there is
+    none: the least minimizer of the convex F by bisection on its forward difference, then the least M below it
+    where F <= 0 (F does not increase there); every shift and channel at once."""
+    def excess(multiplier: IntArray) -> IntArray:
+        (ln, un), (lp, up) = _bounds(thresholds, center, scaled_levels, multiplier)
+        return np.maximum(ln - un, lp - up)
+
+    top = (1 << NARROW_MULTIPLIER_BITS) - 1
+    shape = (scaled_levels.shape[0], len(thresholds))
+    low, high = np.ones(shape, np.int64), np.full(shape, top, np.int64)
+    while np.any(low < high):
+        open_, mid = low < high, (low + high) >> 1
+        rising = excess(np.minimum(mid + 1, top)) >= excess(mid)
+        high, low = np.where(open_ & rising, mid, high), np.where(open_ & ~rising, mid + 1, low)
+    feasible_somewhere = excess(low) <= 0
+    high, low = low, np.ones(shape, np.int64)
+    while np.any(low < high):
+        open_, mid = low < high, (low + high) >> 1
+        feasible = excess(mid) <= 0
+        high, low = np.where(open_ & feasible, mid, high), np.where(open_ & ~feasible, mid + 1, low)
+    return np.where(feasible_somewhere, low, 0)
+
+
+def _roundings(thresholds: IntArray, center: int, scaled_levels: IntArray, multipliers: IntArray):
+    """(R_neg, R_pos) per channel: R_neg its least value, R_pos its greatest (so R_neg <= R_pos wherever they can
+    be); a sign without bounds takes the other's."""
+    (ln, un), (lp, up) = _bounds(thresholds, center, scaled_levels, multipliers)
+    unbounded = -_NONE
+    negative = np.where(ln > _NONE, ln, un)
+    positive = np.where(up < unbounded, up, lp)
+    negative = np.where((ln == _NONE) & (un == unbounded), positive, negative)
+    positive = np.where((lp == _NONE) & (up == unbounded), negative, positive)
+    return negative, positive

@@ -66,6 +66,11 @@ FUNCTIONS = {
     "average_level": (8 + 256, "ming::average_level(r[0], r[1], r[2], I(r[3]), r[4], r[5], r + 8, I32(r[6]), "
                                "I32(r[7]))"),
     "requantize_shift": (5, "ming::requantize_shift(r[0], I(r[1]), I32(r[2]), I32(r[3]), I32(r[4]))"),
+    "requantize_narrow": (11, "ming::requantize_narrow(I32(r[0]), static_cast<uint32_t>(r[1]), r[2], r[3], I(r[4]), "
+                              "I32(r[5]), I32(r[6]), I32(r[7]), I32(r[8]), I32(r[9]), I32(r[10]))"),
+    "requantize_narrow_wide": (11, "ming::requantize_narrow<ming::Multiplier::dsp, 27>(I32(r[0]), "
+                                   "static_cast<uint32_t>(r[1]), r[2], r[3], I(r[4]), I32(r[5]), I32(r[6]), I32(r[7]), "
+                                   "I32(r[8]), I32(r[9]), I32(r[10]))"),
     # exhaustive over int8 pairs in tests/test_eltwise.py; here for the UB fuzz
     "mul_requant_i32": (10, "ming::mul_requant_i32(I32(r[0]), I32(r[1]), I32(r[2]), I32(r[3]), "
                             "static_cast<uint32_t>(r[4]), I(r[5]), I32(r[6]), I32(r[7]), I32(r[8]), I32(r[9]))"),
@@ -81,6 +86,7 @@ NARROW_ARGS = {
     "average_term": {0, 1, 2}, "average_add": set(), "average_level": set(range(264)),
     "mul_requant_i32": {0, 1, 2, 3, 5, 6, 7, 8, 9},
     "requantize_shift": {1, 2, 3, 4},
+    "requantize_narrow": {0, 1, 4, 5, 6, 7, 8, 9, 10}, "requantize_narrow_wide": {0, 1, 4, 5, 6, 7, 8, 9, 10},
 }
 
 
@@ -690,6 +696,57 @@ def test_requantize_shift(driver):
     want = nx.requantize_shift(acc, shift, zp)
     want = np.where(relu, np.maximum(want, zp), want)
     _assert_equal("requantize_shift", got, want, {"acc": acc, "shift": shift, "zp": zp})
+
+
+def _narrow_cases(rng):
+    """(constants, zp, qmin, qmax, rule) of TFLite layers: Q31 sets with and without double rounding, and LiteRT's
+    float rounding of fully connected layers; multipliers down to 2^-12 (accumulators beyond 18 bits)."""
+    for index in range(48):
+        low = -12 if index % 3 == 0 else -9
+        real = np.exp2(rng.uniform(low, -1, 4)) if index % 2 else np.exp2(rng.uniform(low, low + 2, 4))
+        exponent = np.floor(np.log2(real)).astype(np.int64) + 1
+        multiplier = np.round(real * np.exp2(31 - exponent)).astype(np.int64)
+        shift = 31 - exponent
+        zp, (qmin, qmax) = int(rng.integers(-128, 128)), ((0, 255) if index % 7 == 3 else (-128, 127))
+        if index % 4 == 3:
+            m = real.astype(np.float32)
+            constants = nx.narrow_float32(m, zp, qmin, qmax)
+            rule = lambda a, m=m, zp=zp, qmin=qmin, qmax=qmax: nx.requantize(a, m[:, None], zp, qmin, qmax, half_away=True)
+        else:
+            double_round = bool(index % 3)
+            constants = nx.narrow_fixed_point(multiplier, shift, double_round, zp, qmin, qmax)
+            rule = lambda a, mu=multiplier, s=shift, d=double_round, zp=zp, qmin=qmin, qmax=qmax: \
+                nx.fixed_point_requantize(a, mu[:, None], s[:, None], d, zp, qmin, qmax)
+        if constants is not None:
+            yield constants, zp, qmin, qmax, rule
+
+
+def test_requantize_narrow(driver):
+    """ming::requantize_narrow (18 and 27-bit operands) == numerics.requantize_narrow == the TFLite rule it was
+    proved against, at every threshold and its neighbours and on random int32 accumulators, for Q31 and float32
+    layers."""
+    rng = np.random.default_rng(31)
+    columns = {18: [[] for _ in range(12)], 27: [[] for _ in range(12)]}
+    for c, zp, qmin, qmax, rule in _narrow_cases(rng):
+        channels = len(c.multipliers)
+        t = np.minimum(nx.requant_thresholds(rule, channels, qmin, qmax), I32_MAX)
+        acc = np.concatenate([t - 1, t, t + 1, rng.integers(c.low - 4096, c.high + 4096, (channels, 2000)),
+                              rng.integers(I32_MIN, I32_MAX, (channels, 500), endpoint=True)], axis=1)
+        acc = np.clip(acc, I32_MIN, I32_MAX)
+        want = rule(acc)
+        per_channel = [np.broadcast_to(np.array(v, np.int64)[:, None], acc.shape)
+                       for v in (c.multipliers, c.roundings_negative, c.roundings)]
+        python = nx.requantize_narrow(acc, *per_channel, c.shift, c.low, c.high, c.center, zp, qmin, qmax)
+        assert np.array_equal(python, want)
+        for column, values in zip(columns[c.operand_bits], [acc, *per_channel, c.shift, c.low, c.high, c.center, zp,
+                                                            qmin, qmax, want]):
+            column.append(np.broadcast_to(values, acc.shape).reshape(-1))
+    for bits, fn in ((18, "requantize_narrow"), (27, "requantize_narrow_wide")):
+        cols = [np.concatenate(column) for column in columns[bits]]
+        assert cols[0].size >= MIN_CASES // 4, bits
+        got = driver.run(fn, *cols[:11])
+        as_int8 = (cols[11] + 128) % 256 - 128  # it returns int8_t: a uint8 output's bits
+        _assert_equal(fn, got, as_int8, {"acc": cols[0], "multiplier": cols[1], "shift": cols[4]})
 
 
 # ---------------------------------------------------------------------------

@@ -278,3 +278,36 @@ def test_the_average_models_compute_the_python_rules(tmp_path):
     expected = np.concatenate([numerics.window_average_level(total, r, c) for _, c, r, total in rows])
     assert all(c.last == 255 and c.qmin == -128 for c in constants)
     np.testing.assert_array_equal(levels[:, 0], expected)
+
+
+@needs_iverilog
+@pytest.mark.parametrize("real, operand_bits", [((0.0031, 0.0047, 0.0022, 0.0039), 18),
+                                                ((0.00031, 0.00047, 0.00022, 0.00039), 27)])
+def test_the_narrow_requantization_model_computes_the_tflite_rule(tmp_path, real, operand_bits):
+    """requant_narrow (benchmarks/calibration) simulated with the constants numerics.narrow_fixed_point proves for a
+    layer's Q31 multipliers (double rounding, so the two roundings differ) == numerics.fixed_point_requantize at
+    every threshold and its neighbours, on random accumulators and at the int32 ends."""
+    rng = np.random.default_rng(8)
+    real = np.array(real)
+    exponent = np.floor(np.log2(real)).astype(np.int64) + 1
+    multiplier, shift = np.round(real * np.exp2(31 - exponent)).astype(np.int64), 31 - exponent
+    zp = -5
+    c = numerics.narrow_fixed_point(multiplier, shift, True, zp)
+    assert c is not None and c.operand_bits == operand_bits
+
+    def rule(acc):
+        return numerics.fixed_point_requantize(acc, multiplier[:, None], shift[:, None], True, zp)
+
+    t = numerics.requant_thresholds(rule, len(real), -128, 127)
+    acc = np.concatenate([t - 1, t, rng.integers(c.low - 1000, c.high + 1000, (len(real), 300)),
+                          np.tile([numerics.I32_MIN, -1, 0, numerics.I32_MAX], (len(real), 1))], axis=1)
+    fields = {"acc": (32, acc.reshape(-1))}
+    for name, values in (("multiplier", c.multipliers), ("rounding_negative", c.roundings_negative),
+                         ("rounding", c.roundings)):
+        fields[name] = (48 if name.startswith("rounding") else 26,
+                        np.broadcast_to(np.array(values, np.int64)[:, None], acc.shape).reshape(-1))
+    instance = (f"  requant_narrow #(.OPERAND_BITS({operand_bits}), .SHIFT({c.shift}), .LOW({c.low}), .HIGH({c.high}), .CENTER({c.center}), "
+                f".ZERO_POINT({zp})) dut(.clk(clk), .acc(acc), .multiplier(multiplier), "
+                f".rounding_negative(rounding_negative), .rounding(rounding), .y());")
+    y = simulate(tmp_path, "requant_narrow", fields, [instance], ["dut.y"], 2)
+    np.testing.assert_array_equal(y[:, 0], rule(acc).reshape(-1))

@@ -217,3 +217,12 @@ def test_a_converter_made_model_equals_tflite_reference_kernels(name):
     for seed in range(3):
         x = model_input(graph, seed)
         assert np.array_equal(reference.run(graph, x)[graph.outputs[0].name], tflite_reference(path, x))
+
+
+def test_a_converter_made_ds_cnn_streams_equal_to_tflite_reference_kernels(tmp_path):
+    """IREE makes 2-d tensors both of DS-CNN's one-channel input map (H x W) and of its maps one wide (H x C):
+    the first keeps its layout, the second becomes channels first, and the build streams both."""
+    path = CONVERTER_MADE / "ds_cnn.tflite"
+    graph = lift(path)
+    x = model_input(graph, 11)
+    assert np.array_equal(csim(graph, tmp_path / "out", x, check_ports=True), tflite_reference(path, x))

@@ -24,6 +24,17 @@ OP_VERSIONS = {  # the versions TFLite's converter writes for int8 kernels
     "MAX_POOL_2D": 2, "RESHAPE": 1, "SOFTMAX": 2, "MEAN": 2, "CONCATENATION": 2, "PAD": 2,
     "QUANTIZE": 2, "DEQUANTIZE": 2,
 }
+OP_VERSIONS.update({"LOGISTIC": 2, "TANH": 2, "HARD_SWISH": 1, "LEAKY_RELU": 2, "ELU": 1, "PRELU": 1, "RELU": 2,
+                    "RELU6": 2, "RELU_N1_TO_1": 1, "MUL": 2})
+OP_VERSIONS.update({"SHAPE": 1, "STRIDED_SLICE": 1, "PACK": 1, "GATHER": 1, "EXPAND_DIMS": 1, "SQUEEZE": 1, "TILE": 3})
+# float functions of the element-wise activations (for the calibration batch)
+ELEMENTWISE = {
+    "LOGISTIC": lambda x: 1 / (1 + np.exp(-x)), "TANH": np.tanh,
+    "HARD_SWISH": lambda x: x * np.clip(x + 3, 0, 6) / 6, "ELU": lambda x: np.where(x > 0, x, np.expm1(x)),
+    "RELU": lambda x: np.maximum(x, 0), "RELU6": lambda x: np.clip(x, 0, 6),
+    "RELU_N1_TO_1": lambda x: np.clip(x, -1, 1),
+}
+FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "TANH": (1 / 128, 0)}  # TFLite's int8 kernels require these
 
 
 class Tensor:
@@ -277,6 +288,64 @@ class TfliteBuilder:
         index = self._tensor(name, x.shape, FLOAT32)
         self._op("DEQUANTIZE", [x.index], [index])
         return Tensor(index, x.calibration)
+
+    def _output(self, name, calibration, scale=None, zero_point=0) -> Tensor:
+        """An int8 tensor of the given quantization, or calibrated on `calibration` where no scale is given."""
+        if scale is None:
+            return self._activation(name, calibration)
+        index = self._tensor(name, (1,) + calibration.shape[1:], INT8, np.float32(scale), zero_point)
+        self.quant[index] = (float(np.float32(scale)), zero_point)
+        return Tensor(index, calibration.astype(np.float32))
+
+    def elementwise(self, x: Tensor, kind, scale=None, zero_point=0, alpha=0.2, name=None) -> Tensor:
+        """An int8 activation (ELEMENTWISE, or LEAKY_RELU with `alpha`); LOGISTIC and TANH take TFLite's fixed
+        output quantization."""
+        name = name or kind.lower()
+        if kind == "LEAKY_RELU":
+            out = np.where(x.calibration >= 0, x.calibration, alpha * x.calibration)
+        else:
+            out = ELEMENTWISE[kind](x.calibration)
+        scale, zero_point = FIXED_OUTPUT.get(kind, (scale, zero_point))
+        y = self._output(f"{name}_out", out, scale, zero_point)
+        options_type, options = 0, None
+        if kind == "LEAKY_RELU":
+            options_type, options = schema.BuiltinOptions.LeakyReluOptions, schema.LeakyReluOptionsT()
+            options.alpha = alpha
+        self._op(kind, [x.index], [y.index], options_type, options)
+        return y
+
+    def _quantized_constant(self, name, values: np.ndarray) -> tuple[int, np.ndarray]:
+        """An int8 constant quantized per tensor over its range, and the float values it holds."""
+        low, high = min(float(values.min()), 0.0), max(float(values.max()), 0.0)
+        scale = np.float32(max(high - low, 1e-3) / 255)
+        zero_point = int(np.clip(np.round(-128 - low / scale), -128, 127))
+        q = np.clip(np.round(values / scale) + zero_point, -128, 127).astype(np.int8)
+        index = self._tensor(name, values.shape, INT8, scale, zero_point, q)
+        return index, ((q.astype(np.float32) - zero_point) * scale).astype(np.float32)
+
+    def prelu(self, x: Tensor, alpha: np.ndarray, scale=None, zero_point=0, name="prelu") -> Tensor:
+        """PRELU with a per-channel `alpha` of shape (1, 1, C) (Keras' shared_axes=[1, 2])."""
+        alpha_index, alpha_float = self._quantized_constant(f"{name}_alpha", np.asarray(alpha, np.float32))
+        out = np.where(x.calibration >= 0, x.calibration, alpha_float * x.calibration)
+        y = self._output(f"{name}_out", out, scale, zero_point)
+        self._op("PRELU", [x.index, alpha_index], [y.index])
+        return y
+
+    def mul(self, a: Tensor, b, scale=None, zero_point=0, activation=None,
+            name="mul") -> Tensor:
+        """MUL of two int8 tensors (`b` may broadcast: a (1, 1, 1, C) gate), or of a tensor and a constant
+        (`b` an array: a scalar or a per-channel vector, quantized per tensor)."""
+        if not isinstance(b, Tensor):
+            index, values = self._quantized_constant(f"{name}_constant", np.asarray(b, np.float32))
+            b = Tensor(index, values)
+        out = a.calibration * b.calibration
+        if activation is not None:
+            out = np.maximum(out, 0) if activation == "relu" else np.clip(out, 0, 6)
+        y = self._output(f"{name}_out", out, scale, zero_point)
+        options = schema.MulOptionsT()
+        options.fusedActivationFunction = ACTIVATIONS[activation]
+        self._op("MUL", [a.index, b.index], [y.index], schema.BuiltinOptions.MulOptions, options)
+        return y
 
     # ---- the model ----
 

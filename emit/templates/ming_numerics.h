@@ -450,6 +450,98 @@ inline int8_t requantize_fixed_point(int32_t acc, int32_t multiplier, int shift,
     return static_cast<int8_t>(saturate(shifted, qmin, qmax));
 }
 
+// numerics.fixed_point_requantize of TFLite's MUL (LiteRT's reference MulElementwise): the int8 values plus
+//   their offsets (the negated zero points), a 10 x 10-bit product in LUT fabric, requantized as
+//   requantize_fixed_point. Contract: -127 <= a_offset, b_offset <= 128 (int8 zero points), 2 <= shift <= 62.
+#ifdef MING_CSIM
+typedef int32_t MulOffsetValue;
+typedef int32_t MulOffsetProduct;
+#else
+typedef ap_int<10> MulOffsetValue;
+typedef ap_int<19> MulOffsetProduct;
+#endif
+
+template <bool DoubleRound>
+inline int8_t mul_fixed_point(int8_t a, int8_t b, int32_t a_offset, int32_t b_offset, int32_t multiplier, int shift,
+                              int32_t zero_point, int32_t qmin, int32_t qmax) {
+    const MulOffsetValue x = a + a_offset, y = b + b_offset;
+    const MulOffsetProduct product = x * y;
+    MING_BIND_MUL(product, fabric)
+    return requantize_fixed_point<DoubleRound>(static_cast<int32_t>(product), multiplier, shift, zero_point, qmin,
+                                               qmax);
+}
+
+// numerics.requantize_narrow: TFLite's requantization (requantize_fixed_point, or LiteRT's FULLY_CONNECTED
+//   float rounding) by constants numerics.narrow_constants proved equal to it over every int32 accumulator:
+//   y = sat((((clamp(acc, low, high) - center) * multiplier + (acc < 0 ? rounding_negative : rounding)) >> shift)
+//   + zero_point). The centred accumulator has OperandBits bits (signed), the multiplier 26 (unsigned): with 18,
+//   one DSP48E2 multiply (27 x 18 bits, AMD UG579) with the rounding in its post-adder; with 27, two. The sum has
+//   48 bits; low, high, center and shift are constants of the process (the shift is wiring). The template argument
+//   M places the product as in requantize_lean. Contract: low <= high, [low, high] within OperandBits bits around
+//   center, multiplier < 2^26, |sum| < 2^47.
+#ifdef MING_CSIM
+template <int Bits> struct NarrowInt { typedef int64_t type; };
+template <int Bits> struct NarrowUint { typedef int64_t type; };
+#else
+template <int Bits> struct NarrowInt { typedef ap_int<Bits> type; };
+template <int Bits> struct NarrowUint { typedef ap_uint<Bits> type; };
+#endif
+typedef NarrowUint<26>::type NarrowMultiplier;
+typedef NarrowInt<48>::type NarrowSum;
+
+namespace detail {
+// the low `bits` bits of v as a two's complement number (what the ap_int<bits> of synthesis holds)
+inline int64_t sign_extend(int64_t v, int bits) { return floor_shift(wrap_shl(v, 64 - bits), 64 - bits); }
+}  // namespace detail
+
+// the DSP48E2's post-adder: a 48-bit sum that wraps
+inline NarrowSum narrow_add(NarrowSum product, NarrowSum rounding) {
+#ifdef MING_CSIM
+    return detail::sign_extend(detail::wrap_add(product, rounding), 48);
+#else
+    return product + rounding;
+#endif
+}
+
+template <Multiplier M>
+struct NarrowProduct;
+
+template <>
+struct NarrowProduct<Multiplier::dsp> {
+    template <typename Operand>
+    static NarrowSum sum(Operand operand, NarrowMultiplier multiplier, NarrowSum rounding) {
+        const NarrowSum product = operand * multiplier;
+        MING_BIND_MUL(product, dsp)
+        return narrow_add(product, rounding);
+    }
+};
+
+template <>
+struct NarrowProduct<Multiplier::fabric> {
+    template <typename Operand>
+    static NarrowSum sum(Operand operand, NarrowMultiplier multiplier, NarrowSum rounding) {
+        const NarrowSum product = operand * multiplier;
+        MING_BIND_MUL(product, fabric)
+        return narrow_add(product, rounding);
+    }
+};
+
+template <Multiplier M = Multiplier::dsp, int OperandBits = 18>
+inline int8_t requantize_narrow(int32_t acc, uint32_t multiplier, int64_t rounding_negative, int64_t rounding,
+                                int shift, int32_t low, int32_t high, int32_t center, int32_t zero_point,
+                                int32_t qmin, int32_t qmax) {
+    typedef typename NarrowInt<OperandBits>::type Operand;
+    const int32_t clamped = acc < low ? low : (acc > high ? high : acc);
+    const int64_t centred = static_cast<int64_t>(clamped) - center;
+    const Operand operand = static_cast<Operand>(detail::sign_extend(centred, OperandBits));
+    const NarrowMultiplier factor = static_cast<NarrowMultiplier>(multiplier & 0x3FFFFFFu);
+    const NarrowSum added = static_cast<NarrowSum>(detail::sign_extend(acc < 0 ? rounding_negative : rounding, 48));
+    const NarrowSum sum = NarrowProduct<M>::sum(operand, factor, added);
+    const int s = shift < 0 ? 0 : (shift > 47 ? 47 : shift);
+    const int64_t level = detail::floor_shift(static_cast<int64_t>(sum), s);
+    return static_cast<int8_t>(saturate(detail::wrap_add(level, zero_point), qmin, qmax));
+}
+
 }  // namespace ming
 
 #endif  // MING_NUMERICS_H

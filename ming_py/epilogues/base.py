@@ -38,19 +38,26 @@ LANE_PRIMITIVES = {
     "fixed point 32 x 32": "requant_fixed_point",  # TFLite's rule: a 32 x 31-bit product, rounding, shift
     "float32 product": "requant_mul",  # ming::mul_requant: an 8 x 8 and a 17 x 24-bit product, two roundings
     "shift": "requant_shift",  # ming::requantize_shift: a rounding shift by a constant
+    # ming::requantize_narrow (TFLite's rule, proved): a clamp, an 18 x 26-bit product and the rounding in one DSP48E2
+    "narrow": "requant_narrow_dsp",
+    "narrow, 27-bit operand": "requant_narrow_wide_dsp",  # where the layer's accumulators span more: two DSP48E2
 }
 # the lean datapath with its product in LUT fabric (a process whose multipliers are "fabric")
 LEAN_IN_FABRIC = "requant_lean_fabric"
+# the narrow datapaths with their products in LUT fabric
+NARROW_IN_FABRIC = {"narrow": "requant_narrow_fabric", "narrow, 27-bit operand": "requant_narrow_wide_fabric"}
 
 
 def lane_cost(datapath: str, multipliers: str) -> tuple[int, int]:
     """(LUT, DSP) of one requantization lane of `datapath` in a process whose products are `multipliers`, as
-    synthesized (`ming_py.primitives`). With fabric multipliers the lean datapath's product is in LUTs too (a
-    shift by channel adds its barrel shifter as with DSPs)."""
+    synthesized (`ming_py.primitives`). With fabric multipliers the lean and narrow datapaths' products are in
+    LUTs too (a shift by channel adds its barrel shifter as with DSPs)."""
     primitive = LANE_PRIMITIVES[datapath]
     lut, dsp = primitives.lut(primitive), primitives.dsp(primitive)
     if multipliers == "fabric" and datapath.startswith("lean"):
         return lut - primitives.lut("requant_lean_dsp") + primitives.lut(LEAN_IN_FABRIC), 0
+    if multipliers == "fabric" and datapath in NARROW_IN_FABRIC:
+        return primitives.lut(NARROW_IN_FABRIC[datapath]), 0
     return lut, dsp
 
 

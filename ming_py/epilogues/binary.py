@@ -1,5 +1,5 @@
 """Two int8 values with their own scales combined into an int8 result: onnxruntime's Add and Sub
-(`AddRequant`) and Mul (`MulRequant`), and TFLite's ADD (`FixedPointAdd`)."""
+(`AddRequant`) and Mul (`MulRequant`), and TFLite's ADD (`FixedPointAdd`) and MUL (`FixedPointMul`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 
 from ming_py import numerics
 from ming_py.array_layout import Dim, array, spread
-from ming_py.ir import AddRequant, FixedPointAdd, MulRequant
+from ming_py.ir import AddRequant, FixedPointAdd, FixedPointMul, MulRequant
 
 from .base import EpilogueRule, register
 
@@ -118,3 +118,31 @@ class TfliteAdd(EpilogueRule):
             constant(role, "int32_t", np.tile(table.astype(np.int32), (lanes, 1)),
                      f"input {role[0]} scaled to int32 for every int8 value (index + 128), TFLite's "
                      "(x - zero point) << 20 rescaled; one copy per lane")
+
+
+@register
+class TfliteMul(EpilogueRule):
+    """The product of the two inputs less their zero points (a 9 x 9-bit product), requantized in fixed point
+    (LiteRT's reference `MulElementwise`: MultiplyByQuantizedMultiplier, then the output zero point)."""
+
+    ir_type = FixedPointMul
+
+    def golden(self, e, result, context):
+        a, b = result
+        product = (a + e.a_offset) * (b + e.b_offset)
+        return numerics.fixed_point_requantize(product, e.multiplier, e.shift, e.double_round, e.zero_point, e.qmin,
+                                               e.qmax)
+
+    def reads_inputs(self):
+        return True
+
+    def arrays(self, e, spec):
+        return {}
+
+    def datapath(self, e):
+        return "fixed point 32 x 32"
+
+    def emit(self, e, view, constant):
+        view.epilogue = "fixed_point_mul"
+        view.extra.update(a_offset=e.a_offset, b_offset=e.b_offset, multiplier=e.multiplier, shift=e.shift,
+                          zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax)

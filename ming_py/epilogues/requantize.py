@@ -116,10 +116,25 @@ class OnnxRequant(EpilogueRule):
                      "requantization exponent")
 
 
+@functools.lru_cache(maxsize=4096)
+def _narrow(e: FixedPointRequant) -> numerics.NarrowRequant | None:
+    if e.float32:
+        return numerics.narrow_float32(e.float_multipliers, e.zero_point, e.qmin, e.qmax)
+    return numerics.narrow_fixed_point(e.multiplier, e.shift, e.double_round, e.zero_point, e.qmin, e.qmax)
+
+
+def narrow_channels(e: FixedPointRequant) -> numerics.NarrowRequant | None:
+    """`numerics.narrow_fixed_point` (or `narrow_float32`) of an epilogue, computed once per epilogue; None where
+    the proof fails or the narrow datapath is switched off (`numerics.NARROW_REQUANT`)."""
+    return _narrow(e) if numerics.NARROW_REQUANT else None
+
+
 @register
 class TfliteRequant(EpilogueRule):
     """TFLite's rule: a Q31 multiplier and a shift per channel (`numerics.fixed_point_requantize`), or LiteRT's
-    FULLY_CONNECTED rounding in float32 (`float32`)."""
+    FULLY_CONNECTED rounding in float32 (`float32`); computed by the narrow datapath (`ming::requantize_narrow`:
+    an 18 x 26-bit product and a rounding in one DSP48E2, or 27 x 26 bits in two) where `numerics.narrow_constants` proves one equal to
+    it, else by the rule as written."""
 
     ir_type = FixedPointRequant
 
@@ -137,6 +152,11 @@ class TfliteRequant(EpilogueRule):
 
     @staticmethod
     def constants(e) -> tuple[tuple[str, int], ...]:
+        narrow = narrow_channels(e)
+        if narrow is not None:
+            bits = narrow.rounding_bits
+            return (("bias", 32), ("multiplier", numerics.NARROW_MULTIPLIER_BITS), ("rounding_negative", bits),
+                    ("rounding", bits))
         if e.float32:
             return ("bias", 32), ("mantissa", 32), ("exponent", 32)
         return ("bias", 32), ("multiplier", 32), ("shift", 8)
@@ -145,6 +165,9 @@ class TfliteRequant(EpilogueRule):
         return per_tile_arrays(self.constants(e), spec)
 
     def datapath(self, e):
+        narrow = narrow_channels(e)
+        if narrow is not None:
+            return "narrow" if narrow.operand_bits == numerics.NARROW_OPERAND_BITS else "narrow, 27-bit operand"
         return "exact" if e.float32 else "fixed point 32 x 32"  # the float32 emulation rounds half away
 
     def emit(self, e, view, constant):
@@ -152,6 +175,11 @@ class TfliteRequant(EpilogueRule):
         view.epilogue = "fixed_point"
         view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax)
         constant("bias", "int32_t", per_tile(e.bias.astype(np.int32), lanes), _BIAS_COMMENT)
+        narrow = narrow_channels(e)
+        view.extra["narrow"] = narrow is not None
+        if narrow is not None:
+            self._emit_narrow(narrow, view, constant)
+            return
         if e.float32:
             view.epilogue = "fixed_point_float"
             mantissa, exponent = numerics.float32_parts(e.float_multipliers)
@@ -165,3 +193,18 @@ class TfliteRequant(EpilogueRule):
                  "TFLite's Q31 requantization multiplier, [output tile][lane]")
         constant("shift", "uint8_t", per_tile(e.shift.astype(np.uint8), requant_lanes),
                  "right shift of the 64-bit product (31 + TFLite's right shift), [output tile][lane]")
+
+    @staticmethod
+    def _emit_narrow(narrow: numerics.NarrowRequant, view, constant) -> None:
+        view.extra.update(shift=narrow.shift, low=narrow.low, high=narrow.high, center=narrow.center,
+                          operand_bits=narrow.operand_bits)
+        lanes = view.spec.requant_lanes
+        rounding_type = "int32_t" if narrow.rounding_bits <= 32 else "int64_t"
+        constant("multiplier", "uint32_t", per_tile(np.array(narrow.multipliers, np.uint32), lanes),
+                 f"multiplier of ming::requantize_narrow (< 2^{numerics.NARROW_MULTIPLIER_BITS}), proved equal to "
+                 f"TFLite's rule over every int32 accumulator (numerics.narrow_constants), [output tile][lane]")
+        constant("rounding_negative", rounding_type,
+                 per_tile(np.array(narrow.roundings_negative, rounding_type.removesuffix("_t")), lanes),
+                 "rounding added to the product of a negative accumulator, [output tile][lane]")
+        constant("rounding", rounding_type, per_tile(np.array(narrow.roundings, rounding_type.removesuffix("_t")), lanes),
+                 "rounding added to the product of a non-negative accumulator, [output tile][lane]")

@@ -35,8 +35,7 @@ class TableRule(EpilogueRule):
         rom = channels.reshape(per_lane, lanes, 256).transpose(1, 0, 2).reshape(view.storage["table"].shape)
         layout = "one copy per lane" if len(tables) == 1 else \
             "[lane][token of a pixel][value]: the table of each channel the lane carries"
-        constant("table", "int8_t", rom.astype(np.int8),
-                 f"onnxruntime's {what} for every int8 value (index + 128); {layout}")
+        constant("table", "int8_t", rom.astype(np.int8), f"{what} for every int8 value (index + 128); {layout}")
 
 
 @register
@@ -50,7 +49,7 @@ class OnnxRescale(TableRule):
     def tables(self, e):
         tables = np.clip(numerics.rescale_table(e.x_scale, e.x_zero_point, e.y_scale, e.zero_point), e.qmin,
                          e.qmax)[None]
-        return tables, f"DequantizeLinear -> QuantizeLinear, clamped to [{e.qmin}, {e.qmax}],"
+        return tables, f"onnxruntime's DequantizeLinear -> QuantizeLinear, clamped to [{e.qmin}, {e.qmax}],"
 
 
 @register
@@ -67,4 +66,6 @@ class Activation(TableRule):
         return e.table.astype(np.int64)[groups, result[0] + 128]
 
     def tables(self, e):
-        return e.table, f"DequantizeLinear -> {e.function} -> QuantizeLinear"
+        if e.function.isupper():  # a TFLite builtin operator's table (frontends/tflite_tables, lift_tosa)
+            return e.table, f"TFLite's int8 {e.function}"
+        return e.table, f"onnxruntime's DequantizeLinear -> {e.function} -> QuantizeLinear"
