@@ -408,7 +408,9 @@ def _repeats_as_upsampling(graph: Graph, op_types: dict[str, str]) -> Graph:
         source = kernel.inputs[0].tensor
         factors = [1] * len(graph.tensors[source].shape)
         factors[axis] = kernel.dims[axis + 1]
-        upsample = Upsample(kernel.name, kernel.source, source, collapse.output, tuple(factors))
+        name = kernel.name.replace("elementwise", "upsample", 1)
+        name = kernel.name if name in {n.name for n in graph.nodes} else name
+        upsample = Upsample(name, kernel.source, source, collapse.output, tuple(factors))
         graph.nodes[graph.nodes.index(kernel)] = upsample
         graph.nodes.remove(collapse)
         del graph.tensors[kernel.output.tensor]

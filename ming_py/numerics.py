@@ -72,6 +72,8 @@ __all__ = [
     "fma_float32", "ort_dequantize_linear", "ort_quantize_linear",
     "ort_qlinear_add_reference", "ort_qlinear_avgpool_reference", "ort_qlinear_mul_reference",
     "ORT_X86_DOMAIN_OFFSET", "LeanRequant", "lean_requant", "lean_channels", "lean_magnitude", "requantize_lean",
+    "NarrowRequant", "requantize_narrow", "narrow_fixed_point", "narrow_float32", "requant_thresholds",
+    "narrow_constants",
 ]
 
 INT8_MIN = -128
