@@ -251,10 +251,7 @@ class _Builder:
         kernel: Kernel = node
         activations = [o for o in kernel.inputs if o.tensor not in self.graph.constants]
         out_shape = self.graph.shape_of(kernel.output.tensor)
-        # a vector, or a single output; a depthwise or padded window of one position (TOSA drops its 1 x 1) slides
-        single_window = bool(out_shape) and (any(p != (0, 0) for p in activations[0].padding) or any(
-            set(e.used_dims()) & set(kernel.output.map.results[0].used_dims()) for e in activations[0].map.results))
-        if kernel.op in MAC_OPS and len(out_shape) <= 1 and not single_window:
+        if kernel.op in MAC_OPS and len(out_shape) <= 1 and not _one_window_position(kernel, activations[0]):
             return self._dense(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
         if kernel.op in MAC_OPS or kernel.op in ("maxpool", "sumpool"):
             if len(out_shape) == 1 and kernel.op not in MAC_OPS:  # a pool over the whole map
@@ -429,6 +426,16 @@ def _node_inputs(node) -> tuple[str, ...]:
     if isinstance(node, Kernel):
         return tuple(o.tensor for o in node.inputs)
     return tuple(node.inputs) if isinstance(node, Concat) else (node.input,)
+
+
+def _one_window_position(kernel: Kernel, activation: Operand) -> bool:
+    """Whether a kernel of a single output pixel is a window, not a dense layer: a depthwise one (its output
+    channel indexes the input) or one over padding (TOSA drops the 1 x 1 output of either)."""
+    if not kernel.output.map.results:
+        return False
+    channel = set(kernel.output.map.results[0].used_dims())
+    return any(p != (0, 0) for p in activation.padding) or any(channel & set(e.used_dims())
+                                                                for e in activation.map.results)
 
 
 def _squeezed(shape) -> tuple[int, ...]:
