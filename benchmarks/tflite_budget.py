@@ -1,12 +1,12 @@
 """TFLite models against their ONNX exports under a DSP budget: the latency, DSPs and LUTs of the design `ming build`
 makes from each converter-made pair in tests/data/converted/ (resnet, ds_cnn, mobilenet, autoencoder), with TFLite's
 requantization as written (4 DSP48E2 per lane) and by the narrow datapath proved equal to it (1 DSP48E2,
-`numerics.narrow_constants`; switched by `numerics.NARROW_REQUANT`).
+`numerics.narrow_constants`; switched by `BuildOptions.narrow_requant`).
 
     python benchmarks/tflite_budget.py                       # kv260, --dsp 5% and 20%
     python benchmarks/tflite_budget.py --shares 5% --models resnet,mobilenet
 
-Each build runs in its own process (the switch and the caches stay apart); a few minutes on two cores.
+Each build runs in its own process (the caches stay apart); a few minutes on two cores.
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ def pairs() -> list[str]:
 
 def measure(model: Path, share: str, board: str, narrow: bool) -> dict:
     """latency_us, dsp, lut of one build (run in this process), or its error."""
-    from ming_py import numerics
     from ming_py.build import BuildOptions, build
+    from ming_py.errors import MingError
 
-    numerics.NARROW_REQUANT = narrow
+    options = BuildOptions(board=board, limits={"dsp": share}, narrow_requant=narrow)
     with tempfile.TemporaryDirectory() as out:
         try:
-            result = build(model, Path(out) / "design", BuildOptions(board=board, limits={"dsp": share}))
-        except Exception as error:  # a row per failure, the table goes on
+            result = build(model, Path(out) / "design", options)
+        except MingError as error:  # a row per refused build, the table goes on
             return {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:90]}"}
     totals = json.loads(result.files["report.json"])["totals"]
     datapaths = sorted({n.get("requantization") for n in json.loads(result.files["report.json"])["nodes"]}
@@ -73,7 +73,7 @@ def main() -> None:
     print(f"board {args.board}; each cell: {columns.strip()}")
     print(f"{'model':<12} {'DSP share':>9} | {'ONNX':^28} | {'TFLite, rule as written':^28} | "
           f"{'TFLite, narrow':^28} | {'TFLite/ONNX before':>18} {'after':>6}")
-    errors = []
+    errors, notes = [], []
     for name in args.models.split(","):
         for share in args.shares.split(","):
             onnx = measured(CONVERTED / f"{name}.onnx", share, args.board, True)
@@ -86,8 +86,8 @@ def main() -> None:
             errors += [f"{name} {kind} at {share}: {r['error']}" for kind, r in
                        (("onnx", onnx), ("tflite", before), ("tflite narrow", after)) if "error" in r]
             if "error" not in after:
-                errors.append(f"{name} at {share}: narrow build's datapaths {', '.join(after['datapaths'])}")
-    for line in errors:
+                notes.append(f"{name} at {share}: narrow build's datapaths {', '.join(after['datapaths'])}")
+    for line in errors + notes:
         print(line)
 
 

@@ -1,6 +1,7 @@
-"""Run a frontend tool (the TFLite -> TOSA converter, iree-compile) in a child process with bounds.
+"""Run a frontend tool (the TFLite -> TOSA converter, iree-compile, LiteRT's kernels filling TFLite's tables) in
+a child process with bounds.
 
-Both tools are native code that a malformed model can crash (SIGSEGV inside the TOSA
+These tools are native code that a malformed model can crash (SIGSEGV inside the TOSA
 converter), loop in or blow up in memory. Each runs in its own process, so that ming
 survives any of these and reports one line naming the model and what to do:
 
@@ -23,6 +24,7 @@ import re
 import resource
 import signal
 import subprocess
+from collections.abc import Callable
 
 from ming_py.errors import MingError
 
@@ -90,26 +92,34 @@ def first_error(stderr: str) -> str:
     return line[:200]
 
 
-def run(command: list[str], what: str, model: str, stdin: bytes = b"") -> bytes:
-    """`command`'s stdout; a crash, the time or memory bound, or a failure as one MingError line."""
+def run(command: list[str], what: str, model: str, stdin: bytes = b"",
+        site: Callable[[str], str | None] | None = None) -> bytes:
+    """`command`'s stdout; a crash, the time or memory bound, or a failure as one MingError line. `site` reads
+    from the child's stderr where it was (a node it names), which then starts the line."""
     memory, limit = memory_mb(), seconds()
     try:
         result = subprocess.run(command, input=stdin, capture_output=True, timeout=limit,
                                 preexec_fn=_limit(memory))
-    except subprocess.TimeoutExpired:
-        raise MingError(f"{what} did not finish {model} within {limit} s; if the model is large, allow more with "
-                        f"{SECONDS_VARIABLE}=<seconds>") from None
+    except subprocess.TimeoutExpired as exc:
+        raise MingError(_at(site, exc.stderr) + f"{what} did not finish {model} within {limit} s; if the model is "
+                        f"large, allow more with {SECONDS_VARIABLE}=<seconds>") from None
     except OSError as exc:
         raise MingError(f"cannot run {what} ({exc.strerror or exc}); reinstall ming's dependencies") from None
     if result.returncode == 0:
         return result.stdout
     stderr = result.stderr.decode(errors="replace")
+    at = _at(site, result.stderr)
     if any(marker in stderr for marker in _OUT_OF_MEMORY):
-        raise MingError(f"{what} ran out of memory on {model} (limit {memory} MiB); if the model is large, "
+        raise MingError(f"{at}{what} ran out of memory on {model} (limit {memory} MiB); if the model is large, "
                         f"allow more with {MEMORY_VARIABLE}=<MiB>")
     if result.returncode < 0:
         name = signal.Signals(-result.returncode).name.removeprefix("SIG")
-        raise MingError(f"{what} crashed on {model} (signal {name}); the model is probably malformed: check that "
-                        f"its framework loads it, or, if it is large, allow more memory with {MEMORY_VARIABLE}=<MiB> "
-                        f"(now {memory})")
-    raise MingError(f"{what} failed on {model}: {first_error(stderr) or f'exit status {result.returncode}'}")
+        raise MingError(f"{at}{what} crashed on {model} (signal {name}); the model is probably malformed: check "
+                        f"that its framework loads it, or, if it is large, allow more memory with "
+                        f"{MEMORY_VARIABLE}=<MiB> (now {memory})")
+    raise MingError(f"{at}{what} failed on {model}: {first_error(stderr) or f'exit status {result.returncode}'}")
+
+
+def _at(site: Callable[[str], str | None] | None, stderr: bytes | None) -> str:
+    where = site((stderr or b"").decode(errors="replace")) if site is not None else None
+    return f"{where}: " if where else ""

@@ -20,7 +20,8 @@ import math
 from dataclasses import replace
 
 from ming_py.errors import MingError
-from ming_py.ir import AccessMap, Concat, Graph, Kernel, Operand, Pad, Reshape, TensorInfo, Upsample
+from ming_py.ir import (AccessMap, Concat, Graph, GraphInput, GraphOutput, Kernel, Operand, Pad, Reshape, TensorInfo,
+                        Upsample)
 
 LC_TO_CL = (1, 0)
 HWC_TO_CHW = (2, 0, 1)  # new axis i is old axis HWC_TO_CHW[i]
@@ -47,18 +48,23 @@ def channels_first(graph: Graph, one_channel: frozenset[str] = frozenset()) -> G
             node.factors = _permute(node.factors)
         elif isinstance(node, Reshape):
             _check_reshape(graph, node, moved)
-    graph.inputs = [replace(i, permutation=_port_permutation(graph, i.tensor, i.onnx_shape, moved))
-                    for i in graph.inputs]
-    graph.outputs = [replace(o, permutation=_port_permutation(graph, o.tensor, o.onnx_shape, moved))
-                     for o in graph.outputs]
+    graph.inputs = [replace(i, permutation=_port_permutation(graph, i, moved, "input")) for i in graph.inputs]
+    graph.outputs = [replace(o, permutation=_port_permutation(graph, o, moved, "output")) for o in graph.outputs]
     return graph
 
 
-def _port_permutation(graph: Graph, tensor: str, model_shape: tuple[int, ...], moved: set[str]) -> tuple:
-    """The host permutation of a model input or output: its tensor's own, where the tensor has the model's
-    rank (an N x L x C port's tensor is moved as H x W x C with H = N = 1)."""
-    rank = len(graph.tensors[tensor].shape)
-    return _PERMUTATIONS[rank] if tensor in moved and rank == len(model_shape) and rank >= 3 else ()
+def _port_permutation(graph: Graph, port: GraphInput | GraphOutput, moved: set[str], role: str) -> tuple:
+    """The host permutation of a model input or output: its tensor's own, which needs the tensor to have the
+    model's rank, a batch axis first (an N x L x C port's tensor is moved as H x W x C with H = N = 1). A moved
+    tensor without one is refused: the host would pass its channels-last values on unpermuted."""
+    if port.tensor not in moved:
+        return ()
+    shape = graph.tensors[port.tensor].shape
+    if len(shape) != len(port.onnx_shape) or len(shape) < 3:
+        raise MingError(f"model {role} '{port.name}' of shape {list(port.onnx_shape)} reaches ming as a "
+                        f"{len(shape)}-d channels-last map; ming reorders only maps with the model's batch axis for "
+                        "the host (export the model with a batch axis of 1 and the channels last)")
+    return _PERMUTATIONS[len(shape)]
 
 
 def _permute(items: tuple) -> tuple:

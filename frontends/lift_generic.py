@@ -131,9 +131,11 @@ class GenericMixin:
     def _int_product(self, raw, maps, iterators, dims, block, where) -> IntProduct | None:
         """TFLite's MUL of two maps, or of a map and a per-channel vector (a squeeze-and-excitation gate): the
         product of two int32 chains, each read element by element or broadcast along the dims its map leaves
-        out (MUL(x, x): one chain squared). None for any other generic."""
+        out (MUL(x, x): one chain squared), multiplied in int32 (`_int_payload` drops casts, so a body in other
+        widths is no product of this form). None for any other generic."""
         if not all(isinstance(v, (IntTensor, IntChain)) for v in raw) or any(it != PARALLEL for it in iterators) \
-                or not maps[-1].is_identity() or not all(m.is_identity() or _is_projection(m) for m in maps[:-1]):
+                or not maps[-1].is_identity() or not all(m.is_identity() or _is_projection(m) for m in maps[:-1]) \
+                or not _all_i32(block):
             return None
         if len(raw) == 1 and _squares_its_input(block):
             raw, maps = raw * 2, [maps[0], maps[0], maps[-1]]
@@ -217,6 +219,13 @@ def _squares_its_input(block) -> bool:
     ops = list(block.operations)
     return len(ops) == 2 and ops[0].operation.name == "arith.muli" and ops[1].operation.name == "linalg.yield" \
         and list(ops[0].operands) == [block.arguments[0]] * 2 and ops[1].operands[0] == ops[0].results[0]
+
+
+def _all_i32(block) -> bool:
+    """Whether every argument of a generic's body and every value it computes is an i32 (no cast, no other
+    width)."""
+    values = list(block.arguments) + [r for body_op in block.operations for r in body_op.results]
+    return all(str(value.type) == "i32" for value in values)
 
 
 def _loop_bounds(maps, values, num_dims, where) -> tuple[int, ...]:

@@ -116,7 +116,8 @@ class TosaMixin:
     def _int8_chain(self, chain: IntChain) -> IntTensor:
         """An int8 -> int8 chain of per-tensor steps read after its producer's epilogue (TOSA's MEAN over a
         1 x 1 map: a RESCALE to int32 less the zero point, a RESCALE back to int8): its value at every int8
-        input as a table, evaluated exactly; the source itself where that is the identity."""
+        input as a table, evaluated exactly; the source itself where that is the identity. The table is named
+        after the node's TFLite op, or TOSA's RESCALE: upper case, which tells the table rule it is TFLite's."""
         values = np.arange(-128, 128, dtype=np.int64).reshape(-1, 1)
         table = fixed_point.run_steps(chain.steps, values, 1)[:, 0]
         if np.array_equal(table, values[:, 0]):
@@ -130,7 +131,7 @@ class TosaMixin:
             name=name, source=node, dims=shape, iterators=(PARALLEL,) * len(shape),
             inputs=(Operand(chain.tensor, identity),), output=Operand(out, identity), payload=Arg(0), init=None,
             op="table", epilogue=LookupTable(table.astype(np.int8).reshape(1, 256), None,
-                                             self.facts.op_types.get(node, "requantization"))))
+                                             self.facts.op_types.get(node, "RESCALE"))))
         return IntTensor(out)
 
     def _fixed_point_add(self, total: IntSum, chain: IntChain, where: str) -> IntTensor:

@@ -24,6 +24,7 @@ from ming_py.errors import MingError
 SHAPE_OPS = frozenset({"SHAPE", "STRIDED_SLICE", "PACK", "GATHER"})  # ming takes them only folded
 _INTEGER_TYPES = {schema.TensorType.INT32: np.int32, schema.TensorType.INT64: np.int64}
 _OP_NAMES = {value: name for name, value in vars(schema.BuiltinOperator).items() if not name.startswith("_")}
+_REEXPORT = "re-export the model with the TFLite converter"
 
 
 def fold_shape_arithmetic(model: schema.ModelT) -> None:
@@ -58,21 +59,37 @@ def constant(model: schema.ModelT, index: int) -> np.ndarray | None:
     return np.frombuffer(bytes(bytearray(data)), dtype=_INTEGER_TYPES[tensor.type]).reshape(shape)
 
 
+def tensor_name(tensor) -> str:
+    return (tensor.name or b"").decode(errors="backslashreplace")
+
+
 def _is_integer(tensor) -> bool:
     return tensor.type in _INTEGER_TYPES
 
 
 def _label(model: schema.ModelT, operator, kind: str) -> str:
-    name = (model.subgraphs[0].tensors[operator.outputs[0]].name or b"").decode(errors="backslashreplace")
-    return f"node '{name}' ({kind})"
+    return f"node '{tensor_name(model.subgraphs[0].tensors[operator.outputs[0]])}' ({kind})"
 
 
 def _evaluate(model: schema.ModelT, operator, kind: str) -> np.ndarray:
+    """The op's value; operands numpy cannot combine (shapes that do not stack, an axis out of range) are
+    refused naming the node."""
     label = _label(model, operator, kind)
+    output = model.subgraphs[0].tensors[operator.outputs[0]]
+    if not _is_integer(output):
+        raise MingError(f"{label}: ming takes {kind} only as int32/int64 shape arithmetic, which it folds to "
+                        "constants (the shape computations Keras writes); this one computes a tensor of another "
+                        "type (compute the map with the supported ops instead)")
+    try:
+        return _computed(model, operator, kind, label)
+    except (ValueError, IndexError, TypeError, OverflowError) as error:  # numpy's AxisError is both of the first
+        reason = (str(error).strip().splitlines() or [type(error).__name__])[0][:160]
+        raise MingError(f"{label}: its constant operands do not fold ({reason}); {_REEXPORT}") from None
+
+
+def _computed(model: schema.ModelT, operator, kind: str, label: str) -> np.ndarray:
     graph = model.subgraphs[0]
     output = graph.tensors[operator.outputs[0]]
-    if not _is_integer(output):
-        raise MingError(f"{label} computes a non-integer tensor; ming folds only shape arithmetic on int32 values")
     if kind == "SHAPE":
         return _shape_of(graph.tensors[operator.inputs[0]], label).astype(_INTEGER_TYPES[output.type])
     values = [constant(model, index) for index in operator.inputs]

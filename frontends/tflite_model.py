@@ -28,14 +28,14 @@ from ai_edge_litert import schema_py_generated as schema
 from iree.compiler import ir
 
 from ming_py.errors import MingError
-from ming_py.ir import (Arg, Concat, FixedPointRequant, Graph, GraphOutput, HostOp, Kernel, Pad, Reshape,
-                        Upsample)
+from ming_py.ir import (Arg, FixedPointRequant, Graph, GraphOutput, HostOp, Kernel, Pad, Reshape, Upsample,
+                        node_inputs)
 
 from .layout import channels_first
 from . import iree_compile, isolated
 from .facts import FrontendFacts, ModelPort
 from .lift import Lifter
-from .tflite_fold import SHAPE_OPS, fold_shape_arithmetic, op_name
+from .tflite_fold import SHAPE_OPS, fold_shape_arithmetic, op_name, tensor_name
 from .tflite_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables, with_stand_ins
 
 ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN",
@@ -65,10 +65,6 @@ def load_tflite(path: Path) -> schema.ModelT:
         return schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
     except Exception as exc:  # a damaged flatbuffer raises from deep inside the generated reader
         raise MingError(f"{path}: not a valid TFLite model ({type(exc).__name__})") from None
-
-
-def tensor_name(tensor) -> str:
-    return (tensor.name or b"").decode(errors="backslashreplace")
 
 
 def check_supported(model: schema.ModelT) -> None:
@@ -379,7 +375,7 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
         if op_name(model, operator) in BOUNDARY_OPS:
             raise MingError(f"node '{tensor_name(graph.tensors[operator.outputs[0]])}' ({op_name(model, operator)}) "
                             "is supported only as the model's first (QUANTIZE) or last (SOFTMAX, DEQUANTIZE) op")
-    tables = node_tables(model)
+    tables = node_tables(model, str(path))
     text = import_to_linalg(with_stand_ins(model), path)
     name = name or path.stem
     op_types = {tensor_name(graph.tensors[op.outputs[0]]): op_name(model, op) for op in graph.operators}
@@ -426,7 +422,7 @@ def _repeated_axis(graph: Graph, kernel: Kernel) -> int | None:
         return None
     read = [e.single_dim() for e in kernel.inputs[0].map.results]
     new = [d for d in range(len(kernel.dims)) if d not in read]
-    readers = [n for n in graph.nodes if kernel.output.tensor in _node_inputs(n)]
+    readers = [n for n in graph.nodes if kernel.output.tensor in node_inputs(n)]
     if len(new) != 1 or new[0] == 0 or read != [d for d in range(len(kernel.dims)) if d != new[0]] \
             or len(readers) != 1 or not isinstance(readers[0], Reshape):
         return None
@@ -439,18 +435,12 @@ def _merge_upsampling(graph: Graph, upsample: Upsample) -> None:
     """`upsample` and an upsampling of its input whose only reader it is, as one node."""
     earlier = next((n for n in graph.nodes if isinstance(n, Upsample) and n.output == upsample.input), None)
     if earlier is None or any(o.tensor == earlier.output for o in graph.outputs) or \
-            [n for n in graph.nodes if earlier.output in _node_inputs(n)] != [upsample]:
+            [n for n in graph.nodes if earlier.output in node_inputs(n)] != [upsample]:
         return
     del graph.tensors[earlier.output]
     earlier.output = upsample.output
     earlier.factors = tuple(a * b for a, b in zip(earlier.factors, upsample.factors))
     graph.nodes.remove(upsample)
-
-
-def _node_inputs(node) -> tuple[str, ...]:
-    if isinstance(node, Kernel):
-        return tuple(o.tensor for o in node.inputs)
-    return tuple(node.inputs) if isinstance(node, Concat) else (node.input,)
 
 
 def _one_channel_maps(graph: Graph, shapes: dict[str, tuple[int, ...]]) -> frozenset[str]:

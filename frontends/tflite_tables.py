@@ -1,16 +1,26 @@
-"""TFLite's element-wise int8 ops as 256-entry tables, taken from LiteRT's own reference kernels.
+"""TFLite's element-wise int8 ops as 256-entry tables, taken from LiteRT's own kernels.
 
 An int8 activation (LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, ELU, PRELU, RELU, RELU6, RELU_N1_TO_1) and a MUL
 by a constant are functions of the 256 values their input can take (of each channel's 256 where a constant
 operand varies per channel, such as PRELU's alpha). ming does not read the integer code TOSA lowers them to:
 it copies the operator (options and constant operands included) into a one-op model, runs it with LiteRT's
-reference op resolver (`OpResolverType.BUILTIN_REF`, the arithmetic TFLite Micro runs) on every int8 value
-and keeps what comes out. The lifter puts the table in place of the node's generics (`lift_generic._mapped`).
+reference op resolver (`OpResolverType.BUILTIN_REF`) on every int8 value and keeps what comes out. ELU, which
+that resolver lacks, runs in LiteRT's builtin kernel instead (a table LiteRT fills in float,
+`PopulateLookupTable`). LiteRT runs in one child process for all of a model's tables (`litert_probe`, bounded
+by `isolated`); its answer is checked before use. The lifter puts the table in place of the node's generics
+(`lift_generic._mapped`).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
 
 import flatbuffers
 import numpy as np
@@ -18,7 +28,10 @@ from ai_edge_litert import schema_py_generated as schema
 
 from ming_py.errors import MingError
 
+from . import isolated
+from .litert_probe import MAX_PROBE_RANK, MAX_TABLE_CHANNELS
 from .onnx_tables import NodeTable
+from .tflite_fold import op_name, tensor_name
 
 # Unary int8 activations whose table replaces their lowering.
 TABLE_OPS = frozenset({"LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "ELU", "PRELU", "RELU", "RELU6",
@@ -29,32 +42,62 @@ CONSTANT_OPERAND_OPS = frozenset({"MUL"})
 # the converter sees an op of one input that TOSA lowers to one table generic instead; the lifter replaces
 # that generic's table with LiteRT's all the same.
 STAND_INS = {"ELU": "TANH"}
-_OP_NAMES = {value: name for name, value in vars(schema.BuiltinOperator).items() if not name.startswith("_")}
+# LiteRT's reference resolver has no ELU: its builtin kernel (the only op that may fall back to it)
+_BUILTIN_KERNEL_OPS = frozenset({"ELU"})
+# the child program (`python -m ...`): a module attribute, so that a test can put a failing one in its place
+PROBE_COMMAND = (sys.executable, "-m", "ming_py.frontends.litert_probe")
+WHAT = "LiteRT's kernels"
+_STARTED = re.compile(r"^probe ([0-9]{1,9})$", re.MULTILINE)  # the child's note as it starts a probe
 
 
-def node_tables(model: schema.ModelT) -> dict[str, NodeTable]:
+@dataclass(frozen=True)
+class _Probe:
+    """One node's one-op model and what its table needs besides LiteRT's output."""
+
+    name: str  # the node's output tensor
+    where: str  # "node 'name' (KIND)", for messages
+    kind: str
+    model: bytes  # the one-op flatbuffer
+    probe_shape: tuple[int, ...]  # (256, ...) with the channel axis kept
+    axis: int | None
+    shape: tuple[int, ...]  # the node's input shape in the model
+    x_quantization: tuple[np.float32, int]
+    y_quantization: tuple[np.float32, int]
+
+    @property
+    def groups(self) -> int:
+        return math.prod(self.probe_shape[1:])
+
+
+def node_tables(model: schema.ModelT, source: str = "the model") -> dict[str, NodeTable]:
     """The table of every TABLE_OPS node and every MUL by a constant, by the name of its output tensor (the
-    node name IREE keeps as the location of its generics)."""
+    node name IREE keeps as the location of its generics). `source` names the model in messages."""
+    probes = _probes(model)
+    if not probes:
+        return {}
+    return {probe.name: _table(probe, values) for probe, values in zip(probes, _run_isolated(probes, source))}
+
+
+def _probes(model: schema.ModelT) -> list[_Probe]:
     graph = model.subgraphs[0]
     constant = _constant_tensors(model)
-    tables = {}
+    probes = []
     for operator in graph.operators:
-        kind = _op_name(model, operator)
+        kind = op_name(model, operator)
         if kind in TABLE_OPS:
-            tables[_name(graph.tensors[operator.outputs[0]])] = _table(model, operator, 0, constant)
+            probes.append(_probe(model, operator, 0, constant))
         elif kind in CONSTANT_OPERAND_OPS:
             flags = [index in constant for index in operator.inputs]
             if flags in ([False, True], [True, False]):
-                tables[_name(graph.tensors[operator.outputs[0]])] = _table(model, operator, flags.index(False),
-                                                                           constant)
-    return tables
+                probes.append(_probe(model, operator, flags.index(False), constant))
+    return probes
 
 
 def with_stand_ins(model: schema.ModelT) -> schema.ModelT:
     """The model with each op of `STAND_INS` replaced by its stand-in (for the TOSA converter only; the
     model itself is left as it is)."""
     graph = model.subgraphs[0]
-    if not any(_op_name(model, operator) in STAND_INS for operator in graph.operators):
+    if not any(op_name(model, operator) in STAND_INS for operator in graph.operators):
         return model
     converted, subgraph = copy.copy(model), copy.copy(graph)
     converted.subgraphs, converted.operatorCodes = [subgraph], list(model.operatorCodes)
@@ -63,7 +106,7 @@ def with_stand_ins(model: schema.ModelT) -> schema.ModelT:
 
 
 def _stand_in(model: schema.ModelT, operator):
-    stand_in = STAND_INS.get(_op_name(model, operator))
+    stand_in = STAND_INS.get(op_name(model, operator))
     if stand_in is None:
         return operator
     builtin = getattr(schema.BuiltinOperator, stand_in)
@@ -79,15 +122,6 @@ def _stand_in(model: schema.ModelT, operator):
     return replaced
 
 
-def _op_name(model: schema.ModelT, operator) -> str:
-    code = model.operatorCodes[operator.opcodeIndex]
-    return _OP_NAMES.get(max(code.builtinCode, code.deprecatedBuiltinCode), str(code.builtinCode))
-
-
-def _name(tensor) -> str:
-    return (tensor.name or b"").decode(errors="backslashreplace")
-
-
 def _constant_tensors(model: schema.ModelT) -> set[int]:
     graph = model.subgraphs[0]
     return {i for i, t in enumerate(graph.tensors)
@@ -97,30 +131,41 @@ def _constant_tensors(model: schema.ModelT) -> set[int]:
 def _quantization(tensor, where: str) -> tuple[np.float32, int]:
     q = tensor.quantization
     if tensor.type != schema.TensorType.INT8 or q is None or q.scale is None or len(q.scale) != 1:
-        raise MingError(f"{where}: tensor '{_name(tensor)}' is not int8 quantized per tensor; ming tabulates int8 "
-                        "element-wise ops (convert the model with full integer quantization)")
+        raise MingError(f"{where}: tensor '{tensor_name(tensor)}' is not int8 quantized per tensor; ming tabulates "
+                        "int8 element-wise ops (convert the model with full integer quantization)")
     return np.float32(q.scale[0]), int(q.zeroPoint[0])
 
 
-def _table(model: schema.ModelT, operator, map_position: int, constant: set[int]) -> NodeTable:
+def _probe(model: schema.ModelT, operator, map_position: int, constant: set[int]) -> _Probe:
     graph = model.subgraphs[0]
-    kind = _op_name(model, operator)
+    kind = op_name(model, operator)
     output = graph.tensors[operator.outputs[0]]
-    where = f"node '{_name(output)}' ({kind})"
+    where = f"node '{tensor_name(output)}' ({kind})"
     source = graph.tensors[operator.inputs[map_position]]
     x_quantization, y_quantization = _quantization(source, where), _quantization(output, where)
     shape = tuple(int(d) for d in source.shape)
+    if len(shape) > MAX_PROBE_RANK or any(d < 1 for d in shape):
+        raise MingError(f"{where}: its input has shape {list(shape)}; ming tabulates element-wise ops on tensors of "
+                        f"at most {MAX_PROBE_RANK} positive dimensions (re-export the model with the TFLite converter)")
     others = [i for position, i in enumerate(operator.inputs) if position != map_position and i >= 0]
     if any(i not in constant for i in others):
         raise MingError(f"{where}: an operand other than its input is computed; ming tabulates element-wise ops "
                         "whose other operands are constants")
     axis = _channel_axis(shape, [tuple(int(d) for d in graph.tensors[i].shape) for i in others], where)
-    groups = shape[axis] if axis is not None else 1
+    if axis is not None and shape[axis] > MAX_TABLE_CHANNELS:
+        raise MingError(f"{where}: its constant operands differ along {shape[axis]} channels; ming tabulates at "
+                        f"most {MAX_TABLE_CHANNELS} channels (256 bytes of table each) per node")
     probe_shape = (256,) + tuple(shape[a] if a == axis else 1 for a in range(1, len(shape)))
-    values = _run(model, operator, map_position, probe_shape, where).reshape(256, groups).T
+    return _Probe(tensor_name(output), where, kind, _probe_model(model, operator, map_position, probe_shape),
+                  probe_shape, axis, shape, x_quantization, y_quantization)
+
+
+def _table(probe: _Probe, values: np.ndarray) -> NodeTable:
+    values, axis = values.reshape(256, probe.groups).T, probe.axis
     if np.all(values == values[:1]):
         values, axis = values[:1], None
-    return NodeTable(kind, np.ascontiguousarray(values, dtype=np.int8), axis, shape, *x_quantization, *y_quantization)
+    return NodeTable(probe.kind, np.ascontiguousarray(values, dtype=np.int8), axis, probe.shape,
+                     *probe.x_quantization, *probe.y_quantization)
 
 
 def _channel_axis(shape: tuple[int, ...], constants: list[tuple[int, ...]], where: str) -> int | None:
@@ -140,36 +185,60 @@ def _channel_axis(shape: tuple[int, ...], constants: list[tuple[int, ...]], wher
     return varying.pop() if varying else None
 
 
-def _run(model: schema.ModelT, operator, map_position: int, probe_shape, where: str) -> np.ndarray:
-    """The int8 output of the operator in LiteRT's reference kernels for every int8 value along the probe's
-    first axis. An op the reference resolver lacks (ELU) runs in LiteRT's builtin kernel without delegates:
-    its int8 kernel is a table LiteRT itself fills in float (`PopulateLookupTable`), as a reference one would."""
-    from ai_edge_litert.interpreter import OpResolverType
+def _run_isolated(probes: list[_Probe], source: str) -> list[np.ndarray]:
+    """LiteRT's int8 output of every probe, for every int8 value along its first axis, from one child process;
+    a crash there is named by the probe it was running."""
+    request = json.dumps({"probes": [{"model": base64.b64encode(p.model).decode(), "shape": list(p.probe_shape),
+                                      "resolvers": _resolvers(p.kind)} for p in probes]}).encode()
 
-    probe = _probe_model(model, operator, map_position, probe_shape)
-    values = np.broadcast_to(np.arange(-128, 128, dtype=np.int8).reshape((256,) + (1,) * (len(probe_shape) - 1)),
-                             probe_shape).copy()
+    def site(stderr: str) -> str | None:
+        started = _STARTED.findall(stderr)
+        index = int(started[-1]) if started else -1
+        return probes[index].where if 0 <= index < len(probes) else None
+
+    answer = isolated.run(list(PROBE_COMMAND), WHAT, source, stdin=request, site=site)
+    return _checked_answer(answer, probes, source)
+
+
+def _resolvers(kind: str) -> list[str]:
+    return ["BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES"] if kind in _BUILTIN_KERNEL_OPS else ["BUILTIN_REF"]
+
+
+def _checked_answer(answer: bytes, probes: list[_Probe], source: str) -> list[np.ndarray]:
+    """The child's answer, taken only in the form it must have: one entry per probe, each its int8 output of
+    exactly the probe's size or LiteRT's refusal (a MingError naming the node)."""
+    malformed = MingError(f"{WHAT} answered in an unexpected form on {source}; the model is probably malformed "
+                          "(check that LiteRT loads it)")
     try:
+        entries = json.loads(answer)
+    except (ValueError, RecursionError):  # not JSON (or not UTF-8), or nested past the parser's depth
+        raise malformed from None
+    if not isinstance(entries, list) or len(entries) != len(probes):
+        raise malformed
+    outputs = []
+    for probe, entry in zip(probes, entries):
+        if isinstance(entry, dict) and set(entry) == {"error"} and isinstance(entry["error"], str):
+            raise MingError(f"{probe.where}: LiteRT's {_kernel(probe.kind)} refuses it on int8 values "
+                            f"({_printable(entry['error'])}); re-convert the model with the TFLite converter's full "
+                            "integer quantization")
+        if not (isinstance(entry, dict) and set(entry) == {"values"} and isinstance(entry["values"], str)):
+            raise malformed
         try:
-            return _invoke(probe, values, OpResolverType.BUILTIN_REF)
-        except (RuntimeError, ValueError) as error:
-            if "Didn't find op" not in str(error):
-                raise
-            return _invoke(probe, values, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-    except (RuntimeError, ValueError) as error:  # LiteRT refuses the op's parameters in its Prepare
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise MingError(f"{where}: LiteRT's reference kernel refuses it on int8 values ({first[:160]}); "
-                        "re-convert the model with the TFLite converter's full integer quantization") from None
+            data = base64.b64decode(entry["values"], validate=True)
+        except binascii.Error:
+            raise malformed from None
+        if len(data) != math.prod(probe.probe_shape):
+            raise malformed
+        outputs.append(np.frombuffer(data, dtype=np.int8))
+    return outputs
 
 
-def _invoke(probe: bytes, values: np.ndarray, resolver) -> np.ndarray:
-    from ai_edge_litert.interpreter import Interpreter
+def _kernel(kind: str) -> str:
+    return "builtin kernel" if kind in _BUILTIN_KERNEL_OPS else "reference kernel"
 
-    interpreter = Interpreter(model_content=probe, experimental_op_resolver_type=resolver)
-    interpreter.allocate_tensors()
-    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], values)
-    interpreter.invoke()
-    return np.asarray(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else " " for c in text.strip())[:160]
 
 
 def _probe_model(model: schema.ModelT, operator, map_position: int, probe_shape) -> bytes:

@@ -36,6 +36,20 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
     reserved = {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
     targets = Targets(options.target_fps, options.target_latency_us)
+    try:
+        solution = _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets)
+    except FifosOverBudget as over:
+        if pins.depths or over.fifo is None:
+            raise
+        # the reservation held whole pixels at the default depth; the sized FIFOs (depths for the chosen lanes,
+        # deepened until the simulation completes) took more: solve once more with what they took reserved
+        reserved = {r: max(reserved[r], over.fifo[f"fifo_{r}"]) for r in reserved}
+        solution = _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets)
+    return board, solution
+
+
+def _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets) -> Solution:
+    """The ILP's schedule with `reserved` FIFO memory set aside, its FIFOs sized and checked to complete and fit."""
     solution = solve(stream_graph, board, budget, options.objective, pins, reserved=reserved,
                      calibration=options.calibration, targets=targets)
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
@@ -49,16 +63,22 @@ def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
     totals = solution.totals
     totals |= fifo | {"bram18k": totals["bram18k"] + fifo["fifo_bram18k"], "lut": totals["lut"] + fifo["fifo_lut"]}
     totals["solver"]["budget"] = vars(budget)
-    check_fifo_budget(stream_graph, solution, budget, pins.depths)
+    check_fifo_budget(stream_graph, solution, budget, pins.depths, fifo)
     check_completes(stream_graph, solution, plan.depths(least_pixels), pins.depths)
-    return board, solution
+    return solution
 
 
 class FifosOverBudget(MingError):
-    """The FIFOs the design needs take it past its budget."""
+    """The FIFOs the design needs take it past its budget; `fifo` holds what ming's own sizes took
+    (None when a pinned depth did)."""
+
+    def __init__(self, message: str, fifo: dict[str, int] | None = None):
+        super().__init__(message)
+        self.fifo = fifo
 
 
-def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pinned: dict[str, int]) -> None:
+def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pinned: dict[str, int],
+                      fifo: dict[str, int] | None = None) -> None:
     """Stops when the FIFOs take the design past its BRAM18K or LUT budget, naming the deepest pinned FIFO."""
     totals = solution.totals
     for resource, unit in (("bram18k", "BRAM18K"), ("lut", "LUTs")):
@@ -69,7 +89,7 @@ def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pi
             channel = max(pinned, key=lambda c: pinned[c] * solution.schedule.lanes_of(c))
             raise FifosOverBudget(f"--set {channel}.depth={pinned[channel]}: with it {used}; give a smaller depth")
         raise FifosOverBudget(f"the FIFOs ming sized take the design past its budget ({used}); raise the "
-                        f"{unit} budget or lower another")
+                              f"{unit} budget or lower another", fifo)
 
 
 def check_completes(graph: StreamGraph, solution: Solution, sized: dict[str, int],

@@ -45,6 +45,7 @@ from ming_py.ir import (
     Slice,
     Upsample,
     WindowAverage,
+    node_inputs,
 )
 from ming_py.runtime.ming_host import graph_layout_shape
 
@@ -177,7 +178,7 @@ class _Builder:
         """Whether every reader of `tensor` (through reshapes) multiplies each channel of a pixel by its own
         weights (a 1x1 or full conv, a dense layer): a permutation of its channels is then a permutation of
         their weights."""
-        readers = [n for n in self.graph.nodes if tensor in _node_inputs(n)]
+        readers = [n for n in self.graph.nodes if tensor in node_inputs(n)]
         if any(o.tensor == tensor for o in self.graph.outputs) or not readers:
             return False
         for node in readers:
@@ -420,12 +421,6 @@ class _Builder:
         stream_to_flat = flat.transpose(1, 2, 0).reshape(-1)
         return Process(kernel.name, "dense", kernel.source, (), (), weights=weights[:, stream_to_flat],
                        epilogue=kernel.epilogue)
-
-
-def _node_inputs(node) -> tuple[str, ...]:
-    if isinstance(node, Kernel):
-        return tuple(o.tensor for o in node.inputs)
-    return tuple(node.inputs) if isinstance(node, Concat) else (node.input,)
 
 
 def _one_window_position(kernel: Kernel, activation: Operand) -> bool:

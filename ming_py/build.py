@@ -20,7 +20,7 @@ from ming_py.line_buffers import build_stream_graph
 
 from .dataflow import Schedule, StreamGraph
 from .errors import MingError
-from .ir import Graph
+from .ir import FixedPointRequant, Graph
 from .progress import Progress
 from .options import BuildOptions, check_design, check_model
 from .output import check_output, output_lock, replace_tree
@@ -72,6 +72,13 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
     return Design(graph, stream_graph, schedule, board, files, solution)
 
 
+def keep_requantization_as_written(graph: Graph) -> None:
+    """TFLite's requantization by its rule as written, not the narrow datapath (`BuildOptions.narrow_requant`)."""
+    for kernel in graph.kernels():
+        if isinstance(kernel.epilogue, FixedPointRequant):
+            kernel.epilogue.narrow = False
+
+
 def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
           progress: Progress | None = None, inputs: list[str | Path] = ()) -> Design:
     """`inputs`: the files read besides the model (--settings), which OUT must not hold either."""
@@ -84,6 +91,8 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
     with output_lock(out):
         with progress.step(f"importing {Path(model).name} through IREE"):
             graph = lift(model, options.name)
+            if not options.narrow_requant:
+                keep_requantization_as_written(graph)
         for note in graph.notes:
             progress.note(f"note: {note}")
         with progress.step(f"choosing parallelism for {options.board} (ILP)"):

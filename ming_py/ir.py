@@ -227,6 +227,7 @@ class FixedPointRequant:
     # LiteRT's reference FULLY_CONNECTED rounds in float instead: sat(round_half_away(f32(f32(acc) *
     # f32(multiplier * 2^-shift))) + zero_point) (`numerics.requantize` with half_away)
     float32: bool = False
+    narrow: bool = True  # by the narrow datapath where it is proved (False: the rule as written)
 
     @property
     def float_multipliers(self) -> np.ndarray:
@@ -409,6 +410,13 @@ class Permute:
 
 
 Node = Kernel | Reshape | Concat | Upsample | Pad | Slice | Permute
+
+
+def node_inputs(node: Node) -> tuple[str, ...]:
+    """The tensors (and constants) a node reads."""
+    if isinstance(node, Kernel):
+        return tuple(o.tensor for o in node.inputs)
+    return tuple(node.inputs) if isinstance(node, Concat) else (node.input,)
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Optional, Sequence, Tuple
+from typing import NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 import numpy.typing as npt
@@ -73,7 +73,7 @@ __all__ = [
     "ort_qlinear_add_reference", "ort_qlinear_avgpool_reference", "ort_qlinear_mul_reference",
     "ORT_X86_DOMAIN_OFFSET", "LeanRequant", "lean_requant", "lean_channels", "lean_magnitude", "requantize_lean",
     "NarrowRequant", "requantize_narrow", "narrow_fixed_point", "narrow_float32", "requant_thresholds",
-    "narrow_constants",
+    "narrow_constants", "narrow_sum_residue", "least_reaching",
 ]
 
 INT8_MIN = -128
@@ -803,13 +803,8 @@ def _thresholds(bound: int, exponent: int, divisor: int, y_scale, y_zp, qmin, qm
     """``T[k]`` for levels 1 .. qmax - qmin: the least sum in ``[-bound, bound + 1]`` with a level >= k
     (``bound + 1``: none below the bound reaches it), by bisection over the monotonic level."""
     wanted = np.arange(1, qmax - qmin + 1, dtype=np.int64)
-    lo = np.full(wanted.shape, -bound - 1, np.int64)  # level < k (or outside the range)
-    hi = np.full(wanted.shape, bound + 1, np.int64)  # level >= k (or outside the range)
-    while np.any(hi - lo > 1):
-        mid = lo + (hi - lo) // 2
-        reached = _ort_average_level(mid, exponent, divisor, y_scale, y_zp, qmin, qmax, domain_offset) >= wanted
-        hi, lo = np.where(reached, mid, hi), np.where(reached, lo, mid)
-    return hi
+    return least_reaching(lambda total: _ort_average_level(total, exponent, divisor, y_scale, y_zp, qmin, qmax,
+                                                           domain_offset), wanted, -bound, bound + 1)
 
 
 def window_average_constants(x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int, window: int,
@@ -1090,8 +1085,6 @@ NARROW_WIDE_OPERAND_BITS = 27
 NARROW_MULTIPLIER_BITS = 26  # unsigned, so it fits the 27-bit signed port
 NARROW_SUM_BITS = 48  # the DSP48E2's P register
 NARROW_MAX_SHIFT = 46
-#: The internal switch of the narrow datapath (benchmarks/tflite_budget.py compares builds without it).
-NARROW_REQUANT = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1110,8 +1103,26 @@ class NarrowRequant:
 
     @property
     def rounding_bits(self) -> int:
-        """Bits of the roundings as two's complement numbers."""
-        return max(int(r if r >= 0 else ~r).bit_length() for r in self.roundings + self.roundings_negative) + 1
+        """Bits of the roundings as two's complement numbers, at most the sum's (the DSP48E2 adds them modulo
+        2^48: :func:`narrow_sum_residue`)."""
+        widest = max(int(r if r >= 0 else ~r).bit_length() for r in self.roundings + self.roundings_negative) + 1
+        return min(widest, NARROW_SUM_BITS)
+
+    @property
+    def level_bits(self) -> int:
+        """Bits of the shifted sum (before the zero point) as two's complement numbers: it is monotone in the
+        clamped accumulator, so its extremes are at low and high."""
+        ends = [((edge - self.center) * m + r) >> self.shift for edge in (self.low, self.high)
+                for m, negative, positive in zip(self.multipliers, self.roundings_negative, self.roundings)
+                for r in (negative, positive)]
+        return max(int(v if v >= 0 else ~v).bit_length() for v in ends) + 1
+
+
+def narrow_sum_residue(value: int) -> int:
+    """`value` modulo 2^48 as a signed 48-bit number: what the DSP48E2's P register adds (a rounding so reduced
+    gives the same sum wherever the sum itself fits, which :func:`narrow_constants` proves)."""
+    half = 1 << (NARROW_SUM_BITS - 1)
+    return (int(value) + half) % (1 << NARROW_SUM_BITS) - half
 
 
 def requantize_narrow(acc: ArrayLike, multiplier: ArrayLike, rounding_negative: ArrayLike, rounding: ArrayLike,
@@ -1148,10 +1159,11 @@ def _narrow_fixed_point(multiplier: bytes, shift: bytes, double_round: bool, zer
                         qmax: int) -> NarrowRequant | None:
     m = np.frombuffer(multiplier, np.int64).reshape(-1, 1)
     s = np.frombuffer(shift, np.int64).reshape(-1, 1)
-    # Monotone premise: a non-negative multiplier below one (M < 2^s) and no int32 wrap-around of the scaled
-    # value plus the zero point at either end of int32 (the unwrapped rule is monotone: for each sign of acc an
-    # increasing affine map and a floor; at the sign change double rounding keeps f(-1) <= 0 = f(0)).
-    if np.any(m < 0) or np.any(s < 2) or np.any(s > 62) or np.any(m >= np.int64(1) << s):
+    # Monotone premise: a Q31 multiplier (0 <= M < 2^31, so the products below stay exact in int64) whose real value
+    # is below one (M < 2^s), and no int32 wrap-around of the scaled value plus the zero point at either end of int32
+    # (the unwrapped rule is monotone: for each sign of acc an increasing affine map and a floor; at the sign change
+    # double rounding keeps f(-1) <= 0 = f(0)).
+    if np.any(m < 0) or np.any(m >= 1 << 31) or np.any(s < 2) or np.any(s > 62) or np.any(m >= np.int64(1) << s):
         return None
     ends = np.array([[I32_MIN, I32_MAX]], np.int64)
     rounding = (np.int64(1) << (s - 1)) + (np.where(ends >= 0, 1 << 30, -(1 << 30)) * (s > 31) if double_round else 0)
@@ -1173,20 +1185,27 @@ def _narrow_float32(multipliers: bytes, zero_point: int, qmin: int, qmax: int) -
         zero_point, qmin, qmax)
 
 
-def requant_thresholds(rule, channels: int, qmin: int, qmax: int) -> IntArray:
-    """[channel, level - qmin - 1]: the least int32 accumulator whose output reaches each level in (qmin, qmax]
-    (2^31 where none does) of a rule monotone non-decreasing over int32 (`rule` maps a [channels, levels] array of
-    accumulators to outputs); every level of every channel bisected at once."""
-    levels = np.arange(qmin + 1, qmax + 1, dtype=np.int64)
-    low = np.full((channels, levels.size), I32_MIN, np.int64)
-    high = np.full((channels, levels.size), I32_MAX + 1, np.int64)  # invariant: f(high) >= level (2^31: none)
+def least_reaching(rule, wanted: IntArray, first: int, last: int) -> IntArray:
+    """The least x in [first, last) with ``rule(x) >= wanted`` (`last` where none is), element by element of
+    `wanted`, for a `rule` non-decreasing in x that maps an array shaped as `wanted` to outputs; all at once by
+    bisection (`rule` never sees `last`)."""
+    low = np.full(np.shape(wanted), first, np.int64)
+    high = np.full(np.shape(wanted), last, np.int64)  # invariant: rule(high) >= wanted, or high == last
     while np.any(low < high):
         open_ = low < high
         mid = (low + high) >> 1
-        reached = rule(np.minimum(mid, I32_MAX)) >= levels
+        reached = rule(mid) >= wanted
         high = np.where(open_ & reached, mid, high)
         low = np.where(open_ & ~reached, mid + 1, low)
     return low
+
+
+def requant_thresholds(rule, channels: int, qmin: int, qmax: int) -> IntArray:
+    """[channel, level - qmin - 1]: the least int32 accumulator whose output reaches each level in (qmin, qmax]
+    (2^31 where none does) of a rule monotone non-decreasing over int32 (`rule` maps a [channels, levels] array of
+    accumulators to outputs)."""
+    levels = np.broadcast_to(np.arange(qmin + 1, qmax + 1, dtype=np.int64), (channels, qmax - qmin))
+    return least_reaching(rule, levels, I32_MIN, I32_MAX + 1)
 
 
 def narrow_constants(thresholds: IntArray, zero_point: int, qmin: int, qmax: int) -> NarrowRequant | None:
@@ -1194,14 +1213,15 @@ def narrow_constants(thresholds: IntArray, zero_point: int, qmin: int, qmax: int
     None.
 
     Proof: the rule f and g are monotone non-decreasing over int32 (g is for each sign of acc, and across zero
-    because R_neg <= R_pos), so g == f iff at every threshold t of a level l, g(t) >= l and g(t - 1) < l. With
-    low = t(qmin + 1) - 1 and high = t(qmax) (over the channels) the clamp moves none of those points. For a shift
-    s they are linear in (M, R) with x = t - center: R >= (l - zp) 2^s - x M, R <= (l - zp) 2^s - (x - 1) M - 1,
-    each on the R of its point's sign; integer roundings exist iff F(M) = max over both signs of (max lower bound -
-    min upper bound) <= 0, and F is convex in M. The least s at which every channel has a multiplier below 2^26 is
-    the shift (wiring); each channel takes its least such multiplier. The center puts [low, high] in 18 bits
-    (one DSP48E2), else in 27 (two)."""
-    low, high = int(thresholds[:, 0].min()) - 1, int(thresholds[:, -1].max())
+    because R_neg <= R_pos), so g == f iff at every threshold t of a level l, g(t) >= l and g(t - 1) < l (for the
+    points within int32). With low = t(qmin + 1) - 1 and high = t(qmax) (over the channels, clamped into int32) the
+    clamp moves none of those points. For a shift s they are linear in (M, R) with x = t - center:
+    R >= (l - zp) 2^s - x M, R <= (l - zp) 2^s - (x - 1) M - 1, each on the R of its point's sign; integer
+    roundings exist iff F(M) = max over both signs of (max lower bound - min upper bound) <= 0, and F is convex in
+    M. The least s at which every channel has a multiplier below 2^26 is the shift (wiring); each channel takes its
+    least such multiplier. The center puts [low, high] in 18 bits (one DSP48E2), else in 27 (two)."""
+    low = max(int(thresholds[:, 0].min()) - 1, I32_MIN)
+    high = min(int(thresholds[:, -1].max()), I32_MAX)
     for bits in (NARROW_OPERAND_BITS, NARROW_WIDE_OPERAND_BITS):
         center = _center(low, high, bits)
         constants = None if center is None else _narrow_at(thresholds, zero_point, qmin, qmax, low, high, center)
@@ -1217,29 +1237,32 @@ def _narrow_at(thresholds: IntArray, zero_point: int, qmin: int, qmax: int, low:
     steepest = int((thresholds[:, -1] - thresholds[:, 0]).min()) // max(qmax - qmin, 1)
     first = max(steepest.bit_length() - 2, 0)
     shifts = np.arange(first, min(first + NARROW_MULTIPLIER_BITS + 4, NARROW_MAX_SHIFT + 1))
-    scaled = levels << shifts[:, None, None]  # [shift, 1, level]
-    multipliers = np.concatenate([_least_multipliers(thresholds[c:c + 64], center, scaled)
-                                  for c in range(0, len(thresholds), 64)], axis=1)  # [shift, channel], 0: none
-    for index in np.flatnonzero((multipliers > 0).all(axis=1)):
-        negative, positive = _roundings(thresholds, center, scaled[index], multipliers[index])
+    windows = _multiplier_windows(thresholds, levels, shifts)  # [shift, channel] each
+    points = _points(thresholds, center)
+    for index in np.flatnonzero((windows[0] <= windows[1]).all(axis=1)):
+        scaled = levels << shifts[index]
+        multipliers = _least_multipliers(points, scaled, windows[0][index], windows[1][index])
+        if np.any(multipliers == 0):
+            continue
+        negative, positive = _roundings(points, scaled, multipliers)
         if np.any(negative > positive):
             continue
-        sums = [(edge - center) * multipliers[index] + r for edge in (low, high) for r in (negative, positive)]
+        sums = [(edge - center) * multipliers + r for edge in (low, high) for r in (negative, positive)]
         if np.abs(np.concatenate(sums)).max() >= 1 << (NARROW_SUM_BITS - 1):
             return None
-        return NarrowRequant(tuple(int(v) for v in multipliers[index]), tuple(int(v) for v in negative),
+        return NarrowRequant(tuple(int(v) for v in multipliers), tuple(int(v) for v in negative),
                              tuple(int(v) for v in positive), int(shifts[index]), low, high, center)
     return None
 
 
 def _center(low: int, high: int, bits: int) -> int | None:
-    """A center that puts [low, high] into `bits` signed bits, with as many low zero bits as can be (its
-    subtraction then leaves them alone), or None."""
+    """A center within int32 that puts [low, high] into `bits` signed bits, with as many low zero bits as can be
+    (its subtraction then leaves them alone), or None."""
     half = 1 << (bits - 1)
     for zeros in range(bits, -1, -1):
         center = (((low + high) // 2) >> zeros) << zeros
         for c in (center, center + (1 << zeros)):
-            if low - c >= -half and high - c < half:
+            if low - c >= -half and high - c < half and I32_MIN <= c <= I32_MAX:
                 return c
     return None
 
@@ -1247,33 +1270,84 @@ def _center(low: int, high: int, bits: int) -> int | None:
 _NONE = np.int64(-1) << 62
 
 
-def _bounds(thresholds: IntArray, center: int, scaled_levels: IntArray, multipliers: IntArray):
+def _sides(thresholds: IntArray):
+    """Per sign of the accumulator (negative, non-negative): which thresholds t bound the rounding from below
+    (g(t) >= l, t of that sign) and which from above (g(t - 1) < l, t - 1 of that sign), [channel, level]."""
+    return ((thresholds < 0, thresholds < 1), (thresholds >= 0, thresholds >= 1))
+
+
+class _Points(NamedTuple):
+    """The points of the thresholds t [channel, level] as the datapath sees them: the centred accumulators of
+    g(t) >= l and of g(t - 1) < l, and which of them bound the rounding of each sign (:func:`_sides`)."""
+
+    reaching: IntArray
+    below: IntArray
+    sides: tuple
+
+
+def _points(thresholds: IntArray, center: int) -> _Points:
+    return _Points(thresholds - center, thresholds - 1 - center, _sides(thresholds))
+
+
+def _bounds(points: _Points, scaled_levels: IntArray, multipliers: IntArray):
     """Per sign (negative, non-negative accumulators): the rounding's greatest lower bound and least upper bound
-    (+-2^62 where its sign has none), shaped as `multipliers` ([..., channel]; `scaled_levels` [..., 1, level])."""
-    t, mul = thresholds, multipliers[..., None]
-    lower = scaled_levels - (t - center) * mul      # g(t) >= l
-    upper = scaled_levels - (t - 1 - center) * mul - 1  # g(t - 1) < l
-    return [(np.max(np.where(t_side, lower, _NONE), axis=-1), -np.max(np.where(u_side, -upper, _NONE), axis=-1))
-            for t_side, u_side in ((t < 0, t < 1), (t >= 0, t >= 1))]
+    (+-2^62 where its sign has none), shaped as `multipliers` ([channel]; `scaled_levels` [1, level])."""
+    mul = multipliers[..., None]
+    lower = scaled_levels - points.reaching * mul  # g(t) >= l
+    upper = scaled_levels - points.below * mul - 1  # g(t - 1) < l
+    return [(np.max(np.where(t_side, lower, _NONE), axis=-1), np.min(np.where(u_side, upper, -_NONE), axis=-1))
+            for t_side, u_side in points.sides]
 
 
-def _least_multipliers(thresholds: IntArray, center: int, scaled_levels: IntArray) -> IntArray:
-    """[shift, channel]: the least M in [1, 2^26) with F(M) <= 0 (see :func:`narrow_constants`), 0 where there is
+def _multiplier_windows(thresholds: IntArray, levels: IntArray, shifts: IntArray):
+    """([shift, channel], [shift, channel]): the least and the greatest M in [1, 2^26) that F(M) <= 0 allows (see
+    :func:`narrow_constants`) by four of its pairs of bounds alone: per sign, a lower bound of its first or last
+    threshold against an upper bound of its last or first. A necessary condition: every M with F(M) <= 0 is in its
+    window, and most shifts have an empty one (least > greatest)."""
+    least = np.ones((len(shifts), len(thresholds)), np.int64)
+    greatest = np.full_like(least, (1 << NARROW_MULTIPLIER_BITS) - 1)
+    rows = np.arange(len(thresholds))
+    for prefix, (t_side, u_side) in zip((True, False), _sides(thresholds)):
+        (t_first, t_last), (u_first, u_last) = _first_last(t_side, prefix), _first_last(u_side, prefix)
+        for i, j in ((t_first, u_last), (t_last, u_first)):
+            present = (i >= 0) & (j >= 0)
+            i, j = np.maximum(i, 0), np.maximum(j, 0)
+            # lower(i) <= upper(j):  a M <= b  with  a = x_j - 1 - x_i,  b = (l_j - l_i) 2^s - 1
+            a = np.where(present, thresholds[rows, j] - 1 - thresholds[rows, i], 0)
+            b = np.where(present, ((levels[j] - levels[i])[None, :] << shifts[:, None]) - 1, 0)
+            divisor = np.where(a == 0, 1, np.abs(a))
+            greatest = np.where(a > 0, np.minimum(greatest, b // divisor), greatest)
+            least = np.where(a < 0, np.maximum(least, -(b // divisor)), least)  # M >= ceil(-b / -a)
+            least = np.where((a == 0) & (b < 0), greatest + 1, least)
+    return least, greatest
+
+
+def _first_last(side: IntArray, prefix: bool):
+    """Per channel: the first and the last level where `side` holds (a prefix of the levels, or a suffix), -1 where
+    it holds at none."""
+    count = side.sum(axis=1)
+    first, last = (0, count - 1) if prefix else (side.shape[1] - count, side.shape[1] - 1)
+    return np.where(count > 0, first, -1), np.where(count > 0, last, -1)
+
+
+def _least_multipliers(points: _Points, scaled_levels: IntArray, least: IntArray, greatest: IntArray) -> IntArray:
+    """[channel]: the least M in [least, greatest] with F(M) <= 0 (see :func:`narrow_constants`), 0 where there is
     none: the least minimizer of the convex F by bisection on its forward difference, then the least M below it
-    where F <= 0 (F does not increase there); every shift and channel at once."""
+    where F <= 0 (F does not increase there); every channel at once. [least, greatest] holds every M with F(M) <= 0
+    (:func:`_multiplier_windows`), so the bisections take the bits of its width, not 26."""
     def excess(multiplier: IntArray) -> IntArray:
-        (ln, un), (lp, up) = _bounds(thresholds, center, scaled_levels, multiplier)
+        (ln, un), (lp, up) = _bounds(points, scaled_levels, multiplier)
         return np.maximum(ln - un, lp - up)
 
-    top = (1 << NARROW_MULTIPLIER_BITS) - 1
-    shape = (scaled_levels.shape[0], len(thresholds))
-    low, high = np.ones(shape, np.int64), np.full(shape, top, np.int64)
+    empty = least > greatest
+    low, high = least.copy(), np.where(empty, least, greatest)
+    top = high.copy()
     while np.any(low < high):
         open_, mid = low < high, (low + high) >> 1
         rising = excess(np.minimum(mid + 1, top)) >= excess(mid)
         high, low = np.where(open_ & rising, mid, high), np.where(open_ & ~rising, mid + 1, low)
-    feasible_somewhere = excess(low) <= 0
-    high, low = low, np.ones(shape, np.int64)
+    feasible_somewhere = ~empty & (excess(low) <= 0)
+    high, low = low, least.copy()
     while np.any(low < high):
         open_, mid = low < high, (low + high) >> 1
         feasible = excess(mid) <= 0
@@ -1281,13 +1355,12 @@ def _least_multipliers(thresholds: IntArray, center: int, scaled_levels: IntArra
     return np.where(feasible_somewhere, low, 0)
 
 
-def _roundings(thresholds: IntArray, center: int, scaled_levels: IntArray, multipliers: IntArray):
+def _roundings(points: _Points, scaled_levels: IntArray, multipliers: IntArray):
     """(R_neg, R_pos) per channel: R_neg its least value, R_pos its greatest (so R_neg <= R_pos wherever they can
-    be); a sign without bounds takes the other's."""
-    (ln, un), (lp, up) = _bounds(thresholds, center, scaled_levels, multipliers)
+    be); a side bounded on one end only takes the other side's value where its bound allows, else that bound."""
+    (ln, un), (lp, up) = _bounds(points, scaled_levels, multipliers)
     unbounded = -_NONE
-    negative = np.where(ln > _NONE, ln, un)
-    positive = np.where(up < unbounded, up, lp)
-    negative = np.where((ln == _NONE) & (un == unbounded), positive, negative)
-    positive = np.where((lp == _NONE) & (up == unbounded), negative, positive)
+    preferred_positive = np.where(up < unbounded, up, np.where(lp > _NONE, lp, unbounded))
+    negative = np.where(ln > _NONE, ln, np.minimum(un, preferred_positive))
+    positive = np.where(up < unbounded, up, np.maximum(lp, negative))
     return negative, positive

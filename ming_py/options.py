@@ -43,6 +43,7 @@ class BuildOptions:
     target_fps: float | None = None  # images per second the design must sustain (its steady-state interval)
     target_latency_us: float | None = None  # the longest an image may take through the design
     name: str | None = None  # the design's name (top function, files, IP, bitstream); default: the model file's
+    narrow_requant: bool = True  # TFLite's requantization by the proved narrow datapath (False: as written)
 
 
 def clock_mhz(value: str | float | None) -> float | None:

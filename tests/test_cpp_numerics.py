@@ -719,6 +719,13 @@ def _narrow_cases(rng):
                 nx.fixed_point_requantize(a, mu[:, None], s[:, None], d, zp, qmin, qmax)
         if constants is not None:
             yield constants, zp, qmin, qmax, rule
+    for zp in (127, -128):  # one output whatever the accumulator: low, high, center at the ends of int32
+        for double_round in (False, True):
+            rule = lambda a, d=double_round, zp=zp: nx.fixed_point_requantize(a, np.array([[1]]), np.array([[62]]), d,
+                                                                              zp)
+            constants = nx.narrow_fixed_point(np.array([1]), np.array([62]), double_round, zp)
+            assert constants is not None
+            yield constants, zp, -128, 127, rule
 
 
 def test_requantize_narrow(driver):
@@ -747,6 +754,63 @@ def test_requantize_narrow(driver):
         got = driver.run(fn, *cols[:11])
         as_int8 = (cols[11] + 128) % 256 - 128  # it returns int8_t: a uint8 output's bits
         _assert_equal(fn, got, as_int8, {"acc": cols[0], "multiplier": cols[1], "shift": cols[4]})
+
+
+# Vitis's ap_int reduced to what ming::requantize_narrow's synthesis branch needs: two's complement wrap-around to W
+# bits on construction, arithmetic in long long (exact at these widths, as ap_int's widening operators are).
+AP_INT_STAND_IN = """#pragma once
+template <int W> struct ap_int {
+    long long v;
+    ap_int(long long x = 0)
+        : v(W >= 64 ? x : static_cast<long long>(static_cast<unsigned long long>(x) << (64 - W)) >> (64 - W)) {}
+    operator long long() const { return v; }
+};
+template <int W> struct ap_uint {
+    unsigned long long v;
+    ap_uint(long long x = 0) : v(static_cast<unsigned long long>(x) & ((1ULL << W) - 1)) {}
+    operator long long() const { return static_cast<long long>(v); }
+};
+"""
+
+
+def test_requantize_narrow_synthesis_widths(cpp_work):
+    """ming::requantize_narrow as synthesis computes it (no MING_CSIM: ap_int widths, the level in
+    NarrowRequant.level_bits bits, the roundings modulo 2^48 as the ROMs hold them) == the TFLite rule."""
+    include = cpp_work / "ap_int_stand_in"
+    include.mkdir(exist_ok=True)
+    (include / "ap_int.h").write_text(AP_INT_STAND_IN)
+    cases = "\n".join(f"      case {bits}: y = run<{bits}>(r); break;" for bits in range(9, 25))
+    arguments = "r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10]"
+    source = ('#include <cstdio>\n#include "ming_numerics.h"\n'
+              "template <int L> int run(const long long* r) {\n"
+              f"  return r[11] == 18 ? ming::requantize_narrow<ming::Multiplier::dsp, 18, L>({arguments})\n"
+              f"                     : ming::requantize_narrow<ming::Multiplier::dsp, 27, L>({arguments});\n}}\n"
+              "int main() {\n  long long r[13];\n  for (;;) {\n"
+              '    for (int i = 0; i < 13; i++) if (std::scanf("%lld", r + i) != 1) return 0;\n'
+              f"    int y = run<48>(r);\n    switch (r[12]) {{\n{cases}\n      default: break;\n    }}\n"
+              '    std::printf("%d\\n", y);\n  }\n}\n')
+    exe = _compile(source, cpp_work, "narrow_synthesis", ["-std=c++17", "-O1", "-Wall", "-Wno-unknown-pragmas",
+                                                          f"-I{include}"])
+    rng = np.random.default_rng(32)
+    rows, want = [], []
+    for c, zp, qmin, qmax, rule in _narrow_cases(rng):
+        channels = len(c.multipliers)
+        t = np.minimum(nx.requant_thresholds(rule, channels, qmin, qmax), I32_MAX)
+        acc = np.concatenate([t - 1, t, rng.integers(c.low - 4096, c.high + 4096, (channels, 200)),
+                              rng.integers(I32_MIN, I32_MAX, (channels, 50), endpoint=True),
+                              np.tile([I32_MIN, I32_MAX, c.low, c.high, -1, 0], (channels, 1))], axis=1)
+        acc = np.clip(acc, I32_MIN, I32_MAX)
+        want.append(((rule(acc).astype(np.int64) + 128) % 256 - 128).reshape(-1))  # int8_t: a uint8 output's bits
+        assert c.level_bits <= 24 and c.rounding_bits <= nx.NARROW_SUM_BITS
+        for k in range(channels):
+            constants = (f"{c.multipliers[k]} {nx.narrow_sum_residue(c.roundings_negative[k])} "
+                         f"{nx.narrow_sum_residue(c.roundings[k])} {c.shift} {c.low} {c.high} {c.center} {zp} {qmin} "
+                         f"{qmax} {c.operand_bits} {max(c.level_bits, 9)}")
+            rows += [f"{a} {constants}" for a in acc[k]]
+    done = subprocess.run([str(exe)], input="\n".join(rows) + "\n", capture_output=True, text=True, check=True)
+    got = np.array(done.stdout.split(), np.int64)
+    assert got.size == len(rows) >= 100_000
+    assert np.array_equal(got, np.concatenate(want))
 
 
 # ---------------------------------------------------------------------------

@@ -22,8 +22,10 @@ from ai_edge_litert import schema_py_generated as schema
 from onnx import TensorProto, helper, numpy_helper
 
 import tflite_models
-from ming_py.frontends import iree_compile, isolated, tflite_model
+from ming_py.frontends import iree_compile, isolated, tflite_model, tflite_tables
+from ming_py.frontends.layout import channels_first
 from ming_py.errors import MingError
+from ming_py.ir import Graph, GraphInput, GraphOutput, TensorInfo
 from ming_py.pipeline import lift
 from test_faults import EXAMPLE, ming as run_ming
 
@@ -326,6 +328,65 @@ def test_a_sigsegv_sent_to_the_converter_child_is_one_line_from_the_cli(tmp_path
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert_refused(result, f"the TFLite converter crashed on {path} (signal SEGV)")
+
+
+def two_tables() -> schema.ModelT:
+    """HARD_SWISH then MUL by a constant: two tables, filled by LiteRT in one child process."""
+    builder = tflite_models.TfliteBuilder(seed=9)
+    x = builder.input((1, 4, 4, 3), scale=0.05, zero_point=-10)
+    y = builder.mul(builder.elementwise(x, "HARD_SWISH", 0.03, -50), np.array([0.5, -1.0, 2.0]), 0.02, 0)
+    return schema.ModelT.InitFromPackedBuf(bytearray(builder.build([y], "two_tables")), 0)
+
+
+@pytest.mark.unit
+def test_a_litert_crash_while_filling_tables_is_one_line_naming_the_node(monkeypatch):
+    """The table child (`litert_probe`) as it is, but dying with SIGSEGV in its second probe, as LiteRT would on
+    a hostile operator: one line naming that node, and ming survives."""
+    script = textwrap.dedent("""
+        import os, signal, sys
+        from ming_py.frontends import litert_probe
+        real, calls = litert_probe.run_probe, []
+        def run_probe(*args):
+            calls.append(args)
+            if len(calls) == 2:
+                os.kill(os.getpid(), signal.SIGSEGV)
+            return real(*args)
+        litert_probe.run_probe = run_probe
+        sys.exit(litert_probe.main())
+    """)
+    monkeypatch.setattr(tflite_tables, "PROBE_COMMAND", (sys.executable, "-c", script))
+    with pytest.raises(MingError) as error:
+        tflite_tables.node_tables(two_tables(), "m.tflite")
+    message = str(error.value)
+    assert message.startswith("node 'mul_out' (MUL): LiteRT's kernels crashed on m.tflite (signal SEGV)"), message
+    assert "\n" not in message and isolated.MEMORY_VARIABLE in message
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("answer", ["not json", "[]", '[{"values": "AAAA"}, {"values": "AAAA"}]',
+                                   '[{"values": "?"}, {"values": "?"}]', '[{"error": 5}, {"error": 5}]',
+                                   '{"values": []}', "[" * 50_000])
+def test_an_answer_of_the_table_child_out_of_form_is_refused(monkeypatch, answer):
+    """Whatever the child writes (it runs native code on the model) is checked, not trusted: a wrong count of
+    entries, a table of the wrong size, not base64, not text."""
+    script = f"import sys; sys.stdin.buffer.read(); sys.stdout.write({answer!r})"
+    monkeypatch.setattr(tflite_tables, "PROBE_COMMAND", (sys.executable, "-c", script))
+    with pytest.raises(MingError, match=r"^LiteRT's kernels answered in an unexpected form on m.tflite"):
+        tflite_tables.node_tables(two_tables(), "m.tflite")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("role", ["input", "output"])
+def test_a_channels_last_port_without_the_models_rank_is_refused(role):
+    """A 2-d L x C tensor (moved to C x L) for a (1, L, C) model port: no host permutation maps the one onto the
+    other, so it is refused instead of passing channels-last values on as they are."""
+    graph = Graph("g", tensors={"t": TensorInfo("t", (10, 4), "i8")})
+    if role == "input":
+        graph.inputs = [GraphInput("x", "t", (1, 10, 4), 0.1, 0)]
+    else:
+        graph.outputs = [GraphOutput("y", "t", (1, 10, 4), 0.1, 0)]
+    with pytest.raises(MingError, match=rf"^model {role} '[xy]' of shape \[1, 10, 4\] reaches ming as a 2-d"):
+        channels_first(graph)
 
 
 def test_a_valid_tflite_model_still_converts_under_the_default_bounds(tmp_path):

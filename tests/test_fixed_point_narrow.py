@@ -136,14 +136,46 @@ def test_the_search_refuses_where_the_proof_fails():
     assert nx.narrow_fixed_point(np.array([3 << 30]), np.array([31]), True, 0) is None  # real multiplier >= 1
     # int32 wrap-around at the ends: the rule is not monotone
     assert nx.narrow_fixed_point(np.array([(1 << 31) - 1]), np.array([31]), False, 100) is None
+    assert nx.narrow_fixed_point(np.array([1 << 31]), np.array([40]), True, 0) is None  # not a Q31 multiplier
     assert nx.narrow_float32(np.array([1.5], np.float32), 0) is None
 
 
+@pytest.mark.parametrize("zp", [127, -128, 0, 5])
+@pytest.mark.parametrize("double_round", [False, True])
+def test_constants_fit_int32_where_a_level_is_reached_by_every_accumulator_or_by_none(zp, double_round):
+    """A multiplier of 2^-62 gives one output whatever the accumulator: the thresholds of the other levels are
+    I32_MIN or 2^31, outside int32 once one below or one above. The constants the C++ takes as int32_t (low, high,
+    center) stay within int32, and the datapath still equals the rule at both ends."""
+    multiplier, shift = np.array([1]), np.array([62])
+    c = nx.narrow_fixed_point(multiplier, shift, double_round, zp)
+    if c is None:
+        return
+    assert all(nx.I32_MIN <= v <= nx.I32_MAX for v in (c.low, c.high, c.center)), c
+    acc = np.array([[nx.I32_MIN, nx.I32_MIN + 1, -1, 0, 1, nx.I32_MAX - 1, nx.I32_MAX]])
+    assert_equal(fixed_point(acc, multiplier, shift, double_round, zp), narrow(acc, c, zp), acc, zp)
+
+
+def test_the_roundings_fit_the_sum_and_the_level_its_bits():
+    """The roundings the ROMs hold have at most the sum's 48 bits, and the shifted sum at the clamp's ends (its
+    extremes) fits the level bits the C++ computes in."""
+    multiplier, shift = q31(np.exp2(np.random.default_rng(5).uniform(-10, -9, 16)))
+    c = nx.narrow_fixed_point(multiplier, shift, True, -3)
+    assert c is not None and c.rounding_bits <= nx.NARROW_SUM_BITS
+    assert all(nx.narrow_sum_residue(r) == r for r in c.roundings + c.roundings_negative if abs(r) < 1 << 47)
+    assert nx.narrow_sum_residue(1 << 47) == -(1 << 47) and nx.narrow_sum_residue(-1) == -1
+    acc = np.tile([nx.I32_MIN, c.low, c.high, nx.I32_MAX], (len(c.multipliers), 1))
+    column = lambda values: np.array(values, np.int64)[:, None]  # noqa: E731
+    level = ((np.clip(acc, c.low, c.high) - c.center) * column(c.multipliers)
+             + np.where(acc < 0, column(c.roundings_negative), column(c.roundings))) >> c.shift
+    assert np.all(level >= -(1 << (c.level_bits - 1))) and np.all(level < 1 << (c.level_bits - 1))
+    assert c.level_bits <= 16  # channels within an octave: the level is a few bits wider than the output
+
+
 def test_the_epilogue_falls_back_to_the_rule_as_written():
-    def epilogue(real):
+    def epilogue(real, narrow=True):
         multiplier, shift = q31(np.array(real))
         return FixedPointRequant(bias=np.zeros(len(real), np.int32), multiplier=multiplier.astype(np.int32),
-                                 shift=shift, zero_point=-128, channel_dims=(0,))
+                                 shift=shift, zero_point=-128, channel_dims=(0,), narrow=narrow)
 
     rule = rule_of(epilogue([0.003]))
     assert rule.datapath(epilogue([0.003, 0.004])) == "narrow"
@@ -151,8 +183,4 @@ def test_the_epilogue_falls_back_to_the_rule_as_written():
     assert rule.datapath(epilogue([0.003, 2.0 ** -21])) == "fixed point 32 x 32"
     constants = dict(rule.constants(epilogue([0.003, 0.004])))
     assert constants["multiplier"] == nx.NARROW_MULTIPLIER_BITS and constants["rounding"] <= 48
-    nx.NARROW_REQUANT = False
-    try:
-        assert rule.datapath(epilogue([0.003, 0.004])) == "fixed point 32 x 32"
-    finally:
-        nx.NARROW_REQUANT = True
+    assert rule.datapath(epilogue([0.003, 0.004], narrow=False)) == "fixed point 32 x 32"  # BuildOptions' switch

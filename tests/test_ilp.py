@@ -225,3 +225,24 @@ def test_no_design_fits_shows_the_users_budget(quantized, tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert "no design fits the budget (" in last and "LUT 1;" in last
     assert "the FIFOs need LUT" in last and "LUT -" not in last
+
+
+def test_fifos_sized_past_the_reservation_are_reserved_and_solved_again(lifted, monkeypatch):
+    """When the sized FIFOs take more than the reservation the ILP set aside, the schedule is solved once more
+    with what they took reserved (a design that fits), not refused."""
+    from ming_py.ilp import explore as exploration
+
+    sized = exploration._sized_design
+    calls = []
+
+    def first_overshoots(stream_graph, board, budget, options, pins, reservation, reserved, targets):
+        calls.append(dict(reserved))
+        if len(calls) == 1:
+            raise exploration.FifosOverBudget("over", {"fifo_bram18k": reserved["bram18k"] + 3,
+                                                       "fifo_lut": reserved["lut"] + 155})
+        return sized(stream_graph, board, budget, options, pins, reservation, reserved, targets)
+
+    monkeypatch.setattr(exploration, "_sized_design", first_overshoots)
+    exploration.explore(lifted("tiny_cnn"), BuildOptions(board="kv260"))
+    assert len(calls) == 2
+    assert calls[1] == {"bram18k": calls[0]["bram18k"] + 3, "lut": calls[0]["lut"] + 155}

@@ -171,3 +171,45 @@ def test_shape_arithmetic_on_run_time_values_is_refused_by_name():
 
     with pytest.raises(MingError, match=r"^node 'sliced' \(STRIDED_SLICE\) reads a value known only at run time"):
         fold_shape_arithmetic(_model(build))
+
+
+def _pack_of_unequal_vectors(b):
+    x = b.input((1, 2, 2, 3))
+    packed = b._tensor("packed", (2, 2), INT32)
+    _op(b, "PACK", [b._int32_constant("two", [1, 2]), b._int32_constant("three", [1, 2, 3])], [packed],
+        schema.PackOptionsT())
+    return [x]
+
+
+def _concatenation_past_its_axes(b):
+    x = b.input((1, 2, 2, 3))
+    joined = b._tensor("joined", (4,), INT32)
+    concat = schema.ConcatenationOptionsT()
+    concat.axis = 3
+    _op(b, "CONCATENATION", [b._int32_constant("left", [1, 2]), b._int32_constant("right", [3, 4])], [joined],
+        concat)
+    return [x]
+
+
+@pytest.mark.parametrize("build, node", [(_pack_of_unequal_vectors, "'packed' (PACK)"),
+                                         (_concatenation_past_its_axes, "'joined' (CONCATENATION)")])
+def test_constants_numpy_cannot_combine_are_one_line_naming_the_node(build, node):
+    """numpy's ValueError (stacking [2] with [3]) and AxisError (axis 3 of vectors) become the node's MingError."""
+    with pytest.raises(MingError, match=rf"^node {node.replace('(', '[(]').replace(')', '[)]')}: its constant "
+                                        "operands do not fold") as error:
+        fold_shape_arithmetic(_model(build))
+    assert "\n" not in str(error.value)
+
+
+def test_a_strided_slice_of_an_int8_map_says_ming_takes_it_only_as_shape_arithmetic():
+    def build(b):
+        x = b.input((1, 4, 4, 3))
+        sliced = b._same_quant("sliced_map", x, x.calibration[:, :2])
+        begin, end, stride = (b._int32_constant(n, v) for n, v in (("b", [0, 0, 0, 0]), ("e", [1, 2, 4, 3]),
+                                                                      ("s", [1, 1, 1, 1])))
+        _op(b, "STRIDED_SLICE", [x.index, begin, end, stride], [sliced.index], _slice_options())
+        return [sliced]
+
+    with pytest.raises(MingError, match=r"^node 'sliced_map' \(STRIDED_SLICE\): ming takes STRIDED_SLICE only as "
+                                        r"int32/int64 shape arithmetic"):
+        fold_shape_arithmetic(_model(build))

@@ -15,6 +15,7 @@ from emit_helpers import csim
 from ming_py import reference
 from ming_py.epilogues import rule_of
 from ming_py.errors import MingError
+from ming_py.frontends import litert_probe, tflite_tables
 from ming_py.frontends.tflite_tables import node_tables
 from ming_py.ir import FixedPointMul, LookupTable
 from ming_py.pipeline import lift
@@ -106,6 +107,56 @@ def test_parameters_litert_refuses_are_one_line_naming_the_node():
     with pytest.raises(MingError, match=r"^node 'sigmoid' \(LOGISTIC\): LiteRT's reference kernel refuses it") as error:
         node_tables(parsed(builder.build([y], "bad_logistic")))
     assert "\n" not in str(error.value) and "1. / 256" in str(error.value)
+
+
+@pytest.mark.unit
+def test_a_constant_of_more_channels_than_ming_tabulates_is_refused_before_litert_runs(monkeypatch):
+    """A MUL by a constant of 4097 channels would make LiteRT run a 256 x 4097 probe (a hostile width, a
+    256 x width one): refused by name first."""
+    builder = tflite_models.TfliteBuilder(seed=12)
+    channels = litert_probe.MAX_TABLE_CHANNELS + 1
+    x = builder.input((1, 1, 1, channels), scale=0.05, zero_point=0)
+    y = builder.mul(x, np.linspace(-1, 1, channels, dtype=np.float32), 0.05, 0)
+    monkeypatch.setattr(tflite_tables.isolated, "run", lambda *args, **kwargs: pytest.fail("LiteRT ran"))
+    with pytest.raises(MingError, match=rf"^node 'mul_out' \(MUL\): its constant operands differ along {channels} "
+                                        r"channels; ming tabulates at most 4096"):
+        node_tables(parsed(builder.build([y], "wide")))
+
+
+@pytest.mark.unit
+def test_only_elu_falls_back_from_the_reference_resolver(monkeypatch):
+    """The child may run LiteRT's builtin kernel only for ELU (the reference resolver has no ELU); every other
+    op gets the reference resolver alone, and a probe so restricted reports the missing op rather than
+    falling back."""
+    builder = tflite_models.TfliteBuilder(seed=13)
+    x = builder.input((1, 4, 4, 2), scale=0.04, zero_point=10)
+    y = builder.elementwise(builder.elementwise(x, "ELU", 0.02, 30), "TANH")
+    requests = []
+    real = tflite_tables.isolated.run
+
+    def recorded(command, what, model, stdin, site):
+        requests.append(litert_probe.parse_request(stdin))
+        return real(command, what, model, stdin, site)
+
+    monkeypatch.setattr(tflite_tables.isolated, "run", recorded)
+    assert set(node_tables(parsed(builder.build([y], "elu_tanh")))) == {"elu_out", "tanh_out"}
+    (probes,) = requests
+    assert [resolvers for _, _, resolvers in probes] == [("BUILTIN_REF", "BUILTIN_WITHOUT_DEFAULT_DELEGATES"),
+                                                         ("BUILTIN_REF",)]
+    elu_model, shape, _ = probes[0]
+    assert "Didn't find op" in litert_probe.run_probe(elu_model, shape, ("BUILTIN_REF",))["error"]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("request_text", [
+    b"[]", b'{"probes": [{"model": "AAAA", "shape": [256, 4097], "resolvers": ["BUILTIN_REF"]}]}',
+    b'{"probes": [{"model": "AAAA", "shape": [255], "resolvers": ["BUILTIN_REF"]}]}',
+    b'{"probes": [{"model": "AAAA", "shape": [256], "resolvers": ["BUILTIN"]}]}',
+    b'{"probes": [{"model": "A?AA", "shape": [256], "resolvers": ["BUILTIN_REF"]}]}',
+    b'{"probes": [{"model": "AAAA", "shape": [256, true], "resolvers": ["BUILTIN_REF"]}]}'])
+def test_the_child_runs_no_request_out_of_form(request_text):
+    with pytest.raises(ValueError):
+        litert_probe.parse_request(request_text)
 
 
 @pytest.mark.parametrize("scales", SCALES)
@@ -285,3 +336,45 @@ def test_csim_equals_litert_reference_kernels(tmp_path, model):
     graph = lift(path)
     x = model_input(graph, 11)
     assert np.array_equal(csim(graph, tmp_path / "out", x, check_ports=True), tflite_reference(path, x))
+
+
+GENERIC = """
+#map = affine_map<(d0, d1) -> (d0, d1)>
+func.func @f(%a: tensor<4x4x{t}>, %b: tensor<4x4x{t}>, %init: tensor<4x4x{r}>) -> tensor<4x4x{r}> {{
+  %0 = linalg.generic {{indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]}}
+      ins(%a, %b : tensor<4x4x{t}>, tensor<4x4x{t}>) outs(%init : tensor<4x4x{r}>) {{
+  ^bb0(%x: {t}, %y: {t}, %out: {r}):
+{body}
+  }} -> tensor<4x4x{r}>
+  return %0 : tensor<4x4x{r}>
+}}
+"""
+I32_PRODUCT = "    %p = arith.muli %x, %y : i32\n    linalg.yield %p : i32"
+NARROWED_PRODUCT = ("    %p = arith.muli %x, %y : i32\n    %n = arith.trunci %p : i32 to i16\n"
+                    "    %w = arith.extsi %n : i16 to i32\n    linalg.yield %w : i32")
+I8_PRODUCT = "    %p = arith.muli %x, %y : i8\n    linalg.yield %p : i8"
+
+
+@pytest.mark.parametrize("body, types, is_product", [(I32_PRODUCT, ("i32", "i32"), True),
+                                                      (NARROWED_PRODUCT, ("i32", "i32"), False),
+                                                      (I8_PRODUCT, ("i8", "i8"), False)],
+                         ids=["i32", "truncated_to_i16", "i8"])
+def test_only_an_i32_body_is_taken_as_the_exact_product_of_two_chains(body, types, is_product):
+    """The casts the payload reader drops must not hide a product that wraps: a muli truncated to i16 or done
+    in i8 is no exact int32 product of the two inputs."""
+    from iree.compiler import ir
+
+    from ming_py.frontends.lift_generic import GenericMixin
+    from ming_py.frontends.lift_values import IntTensor, IntProduct
+    from ming_py.frontends.mlir_attrs import access_map
+    from ming_py.ir import PARALLEL
+
+    with ir.Context() as context:
+        context.allow_unregistered_dialects = True
+        module = ir.Module.parse(GENERIC.format(t=types[0], r=types[1], body=body))
+        generic = next(op for op in module.body.operations[0].regions[0].blocks[0].operations
+                       if op.operation.name == "linalg.generic")
+        maps = [access_map(a, "test") for a in generic.attributes["indexing_maps"]]
+        product = GenericMixin._int_product(None, [IntTensor("a"), IntTensor("b")], maps, (PARALLEL, PARALLEL),
+                                            (4, 4), generic.regions[0].blocks[0], "test")
+    assert isinstance(product, IntProduct) == is_product

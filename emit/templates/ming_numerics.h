@@ -477,8 +477,10 @@ inline int8_t mul_fixed_point(int8_t a, int8_t b, int32_t a_offset, int32_t b_of
 //   + zero_point). The centred accumulator has OperandBits bits (signed), the multiplier 26 (unsigned): with 18,
 //   one DSP48E2 multiply (27 x 18 bits, AMD UG579) with the rounding in its post-adder; with 27, two. The sum has
 //   48 bits; low, high, center and shift are constants of the process (the shift is wiring). The template argument
-//   M places the product as in requantize_lean. Contract: low <= high, [low, high] within OperandBits bits around
-//   center, multiplier < 2^26, |sum| < 2^47.
+//   M places the product as in requantize_lean. The shifted sum (the level before the zero point) has LevelBits
+//   bits (NarrowRequant.level_bits: its extremes are at low and high), so synthesis compares and adds in that
+//   width, not 48 bits. Contract: low <= high, [low, high] within OperandBits bits around center,
+//   multiplier < 2^26, |sum| < 2^47, the level within LevelBits bits, zero_point, qmin, qmax within 9 bits.
 #ifdef MING_CSIM
 template <int Bits> struct NarrowInt { typedef int64_t type; };
 template <int Bits> struct NarrowUint { typedef int64_t type; };
@@ -526,7 +528,7 @@ struct NarrowProduct<Multiplier::fabric> {
     }
 };
 
-template <Multiplier M = Multiplier::dsp, int OperandBits = 18>
+template <Multiplier M = Multiplier::dsp, int OperandBits = 18, int LevelBits = 48>
 inline int8_t requantize_narrow(int32_t acc, uint32_t multiplier, int64_t rounding_negative, int64_t rounding,
                                 int shift, int32_t low, int32_t high, int32_t center, int32_t zero_point,
                                 int32_t qmin, int32_t qmax) {
@@ -538,8 +540,17 @@ inline int8_t requantize_narrow(int32_t acc, uint32_t multiplier, int64_t roundi
     const NarrowSum added = static_cast<NarrowSum>(detail::sign_extend(acc < 0 ? rounding_negative : rounding, 48));
     const NarrowSum sum = NarrowProduct<M>::sum(operand, factor, added);
     const int s = shift < 0 ? 0 : (shift > 47 ? 47 : shift);
+#ifdef MING_CSIM
     const int64_t level = detail::floor_shift(static_cast<int64_t>(sum), s);
     return static_cast<int8_t>(saturate(detail::wrap_add(level, zero_point), qmin, qmax));
+#else
+    // the zero point and the bounds have 9 bits (int8 and uint8 outputs): one bit above the wider of the two
+    const int ShiftedBits = (LevelBits > 9 ? LevelBits : 9) + 1;
+    const ap_int<LevelBits> level = sum >> s;
+    const ap_int<ShiftedBits> shifted = level + ap_int<9>(zero_point);
+    const ap_int<ShiftedBits> low_end(qmin), high_end(qmax);
+    return static_cast<int8_t>(shifted < low_end ? low_end : (shifted > high_end ? high_end : shifted));
+#endif
 }
 
 }  // namespace ming

@@ -122,8 +122,9 @@ class TfliteAdd(EpilogueRule):
 
 @register
 class TfliteMul(EpilogueRule):
-    """The product of the two inputs less their zero points (a 9 x 9-bit product), requantized in fixed point
-    (LiteRT's reference `MulElementwise`: MultiplyByQuantizedMultiplier, then the output zero point)."""
+    """The product of the two inputs less their zero points (a 10 x 10-bit product: each factor is in -255..255),
+    requantized in fixed point (LiteRT's reference `MulElementwise`: MultiplyByQuantizedMultiplier, then the
+    output zero point)."""
 
     ir_type = FixedPointMul
 

@@ -116,17 +116,14 @@ class OnnxRequant(EpilogueRule):
                      "requantization exponent")
 
 
-@functools.lru_cache(maxsize=4096)
-def _narrow(e: FixedPointRequant) -> numerics.NarrowRequant | None:
+def narrow_channels(e: FixedPointRequant) -> numerics.NarrowRequant | None:
+    """`numerics.narrow_fixed_point` (or `narrow_float32`, both cached by their constants) of an epilogue; None
+    where the proof fails or the build keeps the rule as written (`e.narrow`, `BuildOptions.narrow_requant`)."""
+    if not e.narrow:
+        return None
     if e.float32:
         return numerics.narrow_float32(e.float_multipliers, e.zero_point, e.qmin, e.qmax)
     return numerics.narrow_fixed_point(e.multiplier, e.shift, e.double_round, e.zero_point, e.qmin, e.qmax)
-
-
-def narrow_channels(e: FixedPointRequant) -> numerics.NarrowRequant | None:
-    """`numerics.narrow_fixed_point` (or `narrow_float32`) of an epilogue, computed once per epilogue; None where
-    the proof fails or the narrow datapath is switched off (`numerics.NARROW_REQUANT`)."""
-    return _narrow(e) if numerics.NARROW_REQUANT else None
 
 
 @register
@@ -197,14 +194,17 @@ class TfliteRequant(EpilogueRule):
     @staticmethod
     def _emit_narrow(narrow: numerics.NarrowRequant, view, constant) -> None:
         view.extra.update(shift=narrow.shift, low=narrow.low, high=narrow.high, center=narrow.center,
-                          operand_bits=narrow.operand_bits)
+                          operand_bits=narrow.operand_bits, level_bits=narrow.level_bits)
         lanes = view.spec.requant_lanes
         rounding_type = "int32_t" if narrow.rounding_bits <= 32 else "int64_t"
         constant("multiplier", "uint32_t", per_tile(np.array(narrow.multipliers, np.uint32), lanes),
                  f"multiplier of ming::requantize_narrow (< 2^{numerics.NARROW_MULTIPLIER_BITS}), proved equal to "
                  f"TFLite's rule over every int32 accumulator (numerics.narrow_constants), [output tile][lane]")
-        constant("rounding_negative", rounding_type,
-                 per_tile(np.array(narrow.roundings_negative, rounding_type.removesuffix("_t")), lanes),
-                 "rounding added to the product of a negative accumulator, [output tile][lane]")
-        constant("rounding", rounding_type, per_tile(np.array(narrow.roundings, rounding_type.removesuffix("_t")), lanes),
-                 "rounding added to the product of a non-negative accumulator, [output tile][lane]")
+        for role, values, comment in (
+                ("rounding_negative", narrow.roundings_negative, "rounding added to the product of a negative "
+                                                                 "accumulator"),
+                ("rounding", narrow.roundings, "rounding added to the product of a non-negative accumulator")):
+            reduced = np.array([numerics.narrow_sum_residue(r) for r in values], rounding_type.removesuffix("_t"))
+            constant(role, rounding_type, per_tile(reduced, lanes),
+                     f"{comment} (modulo 2^{numerics.NARROW_SUM_BITS}, the DSP48E2's P register), "
+                     f"[output tile][lane]")

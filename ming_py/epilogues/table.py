@@ -66,6 +66,8 @@ class Activation(TableRule):
         return e.table.astype(np.int64)[groups, result[0] + 128]
 
     def tables(self, e):
-        if e.function.isupper():  # a TFLite builtin operator's table (frontends/tflite_tables, lift_tosa)
+        # TFLite's builtin operators are upper case (LOGISTIC, MUL; lift_tosa names a table that is no
+        # operator's RESCALE), ONNX operator types are not (Sigmoid, PRelu): the frontends keep both as they are
+        if e.function.isupper():
             return e.table, f"TFLite's int8 {e.function}"
         return e.table, f"onnxruntime's DequantizeLinear -> {e.function} -> QuantizeLinear"
