@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from ming_py.ir import Concat, Graph, Kernel, TensorInfo
+from ming_py.ir import Graph, Kernel, TensorInfo, node_inputs
 
 
 def _identifier(text: str) -> str:
@@ -75,16 +75,8 @@ class GraphBuilder:
             outputs = {node.output.tensor} if isinstance(node, Kernel) else {node.output}
             if outputs & live:
                 kept.append(node)
-                live |= _node_inputs(node)
+                live |= set(node_inputs(node))
         self.graph.nodes = kept[::-1]
         used = live | {i.tensor for i in self.graph.inputs}
         self.graph.tensors = {k: v for k, v in self.graph.tensors.items() if k in used}
         self.graph.constants = {k: v for k, v in self.graph.constants.items() if k in used}
-
-
-def _node_inputs(node) -> set[str]:
-    if isinstance(node, Kernel):
-        return {o.tensor for o in node.inputs}
-    if isinstance(node, Concat):
-        return set(node.inputs)
-    return {node.input}

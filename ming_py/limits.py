@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 
 from .errors import MingError
-from .ir import Graph, Kernel, Reshape
+from .ir import Graph, Kernel, Reshape, node_inputs
 
 # Measured (module docstring): ~105 bytes of `ming build` per value streamed per image.
 MAX_STREAMED_VALUES = 24_000_000
@@ -69,14 +69,6 @@ def _shape(shape) -> str:
     return "x".join(str(int(d)) for d in dims)
 
 
-def _node_inputs(node) -> list[str]:
-    if isinstance(node, Kernel):
-        return [operand.tensor for operand in node.inputs]
-    if hasattr(node, "inputs"):
-        return list(node.inputs)
-    return [node.input]
-
-
 def _node_output(node) -> str:
     return node.output.tensor if isinstance(node, Kernel) else node.output
 
@@ -92,7 +84,7 @@ def map_figures(graph: Graph) -> dict[str, int]:
     for node in graph.nodes:
         if isinstance(node, Reshape):
             continue
-        for tensor in _node_inputs(node):
+        for tensor in node_inputs(node):
             if tensor in graph.tensors:
                 tensor = alias.get(tensor, tensor)
                 consumers[tensor] = consumers.get(tensor, 0) + 1
