@@ -20,7 +20,7 @@ from ming_py.line_buffers import build_stream_graph
 
 from .dataflow import Schedule, StreamGraph
 from .errors import MingError
-from .ir import FixedPointRequant, Graph
+from .ir import FixedPointMul, FixedPointRequant, Graph
 from .progress import Progress
 from .options import BuildOptions, check_design, check_model
 from .output import check_output, output_lock, replace_tree
@@ -75,7 +75,7 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
 def keep_requantization_as_written(graph: Graph) -> None:
     """TFLite's requantization by its rule as written, not the narrow datapath (`BuildOptions.narrow_requant`)."""
     for kernel in graph.kernels():
-        if isinstance(kernel.epilogue, FixedPointRequant):
+        if isinstance(kernel.epilogue, (FixedPointRequant, FixedPointMul)):
             kernel.epilogue.narrow = False
 
 

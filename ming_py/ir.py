@@ -291,6 +291,7 @@ class FixedPointMul:
     double_round: bool = True
     qmin: int = -128
     qmax: int = 127
+    narrow: bool = True  # by the narrow datapath where it is proved (False: the rule as written)
 
 
 Epilogue = (AccRequant | AverageRequant | WindowAverage | AddRequant | MulRequant | Rescale | LookupTable

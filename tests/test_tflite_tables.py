@@ -12,7 +12,7 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 import tflite_models
 from emit_helpers import csim
-from ming_py import reference
+from ming_py import numerics, reference
 from ming_py.epilogues import rule_of
 from ming_py.errors import MingError
 from ming_py.frontends import litert_probe, tflite_tables
@@ -315,6 +315,36 @@ def test_cpp_mul_equals_the_golden_rule_on_every_pair(tmp_path, double_round):
     golden = np.stack([rule.golden(e, (a.reshape(-1), b.reshape(-1)), None) for e in cases], axis=1).reshape(-1)
     assert np.array_equal(ours, golden)
 
+
+
+@pytest.mark.parametrize("double_round", [True, False])
+def test_cpp_narrow_mul_equals_the_golden_rule_on_every_pair(tmp_path, double_round):
+    """ming::mul_narrow, with the constants numerics.narrow_fixed_point proves, == TfliteMul's golden rule on all
+    65,536 pairs of int8 values; a multiplier of one (not below one) keeps the rule as written."""
+    from test_cpp_numerics import CXXFLAGS, _compile
+    from ming_py.epilogues.binary import _narrow_mul
+
+    cases = [FixedPointMul(128, -127, 1_518_500_250, 38, -128, double_round),
+             FixedPointMul(3, -40, 2_147_483_647, 45, 5, double_round, -20, 90),
+             FixedPointMul(-10, 7, 1_234_567_890, 40, 12, double_round)]
+    assert _narrow_mul(FixedPointMul(-127, 128, 1_073_741_824, 30, 127, double_round)) is None
+    narrow = [_narrow_mul(e) for e in cases]
+    assert all(n is not None for n in narrow)
+    assert _narrow_mul(FixedPointMul(3, -40, 2_147_483_647, 45, 5, double_round, narrow=False)) is None
+    calls = "\n".join(
+        f"    std::printf(\"%d\\n\", ming::mul_narrow<ming::Multiplier::dsp, {n.operand_bits}, {n.level_bits}>(a, b, "
+        f"{e.a_offset}, {e.b_offset}, {n.multipliers[0]}u, {numerics.narrow_sum_residue(n.roundings_negative[0])}LL, "
+        f"{numerics.narrow_sum_residue(n.roundings[0])}LL, {n.shift}, {n.low}, {n.high}, {n.center}, {e.zero_point}, "
+        f"{e.qmin}, {e.qmax}));" for e, n in zip(cases, narrow))
+    exe = _compile('#include <cstdio>\n#include "ming_numerics.h"\nint main() {\n'
+                   "  for (int x = -128; x < 128; x++)\n    for (int y = -128; y < 128; y++) {\n"
+                   "    const int8_t a = static_cast<int8_t>(x), b = static_cast<int8_t>(y);\n"
+                   f"{calls}\n    }}\n}}\n", tmp_path, "mul_narrow", CXXFLAGS)
+    ours = np.array(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split(), np.int64)
+    a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
+    rule = rule_of(cases[0])
+    golden = np.stack([rule.golden(e, (a.reshape(-1), b.reshape(-1)), None) for e in cases], axis=1).reshape(-1)
+    assert np.array_equal(ours, golden)
 
 # ---- C-simulation: one model per op family -------------------------------------------------------------------
 
