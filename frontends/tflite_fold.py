@@ -193,3 +193,151 @@ def reshaped(shape: list[int], target: list[int], label: str = "RESHAPE") -> lis
         raise MingError(f"{label}: a {shape} tensor cannot be reshaped to {target}; re-export the model "
                         "with the TFLite converter")
     return [size // known if d == -1 else d for d in target]
+
+
+# ---- RESIZE_NEAREST_NEIGHBOR (and RESIZE_BILINEAR at factor 1) as Keras' repeats ----------------------------
+
+RESIZE_OPS = frozenset({"RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"})
+
+
+def resizes_as_repeats(model: schema.ModelT) -> dict[str, str]:
+    """Every resize that copies each input pixel by whole factors, written as Keras' UpSampling2D writes
+    it (per axis: EXPAND_DIMS after the axis, TILE along the new axis, RESHAPE into the axis), which the
+    frontend lifts as one `Upsample`; a resize by 1 x 1 as a RESHAPE to its own shape. The other resizes
+    are refused by name. Returns each TILE's output name -> the resize's output name (the node's name)."""
+    graph = model.subgraphs[0]
+    kept, tiles = [], {}
+    for operator in graph.operators:
+        kind = op_name(model, operator)
+        if kind not in RESIZE_OPS:
+            kept.append(operator)
+            continue
+        factors = _resize_factors(model, operator, kind)
+        written = _repeats(model, operator, factors)
+        tiles |= {tensor_name(graph.tensors[op.outputs[0]]): tensor_name(graph.tensors[operator.outputs[0]])
+                  for op in written if op_name(model, op) == "TILE"}
+        kept.extend(written)
+    graph.operators = kept
+    return tiles
+
+
+def nearest_indices(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool) -> np.ndarray:
+    """The input index each output index reads in LiteRT's RESIZE_NEAREST_NEIGHBOR, in float32 as
+    tensorflow/lite/kernels/internal/reference/resize_nearest_neighbor.h (GetNearestNeighbor) computes it."""
+    if align_corners and out_size > 1:
+        scale = np.float32(in_size - 1) / np.float32(out_size - 1)
+    else:
+        scale = np.float32(in_size) / np.float32(out_size)
+    offset = np.float32(0.5 if half_pixel_centers else 0.0)
+    positions = (np.arange(out_size, dtype=np.float32) + offset) * scale
+    rounded = np.where(positions >= 0, np.floor(positions + np.float32(0.5)), np.ceil(positions - np.float32(0.5)))
+    index = (rounded if align_corners else np.floor(positions)).astype(np.int64)  # TfLiteRound: half away from 0
+    index = np.minimum(index, in_size - 1)
+    return np.maximum(index, 0) if half_pixel_centers else index
+
+
+def _resize_factors(model: schema.ModelT, operator, kind: str) -> tuple[int, int]:
+    """(rows, columns) the resize repeats each pixel by; anything else refused naming the node."""
+    graph = model.subgraphs[0]
+    label = _label(model, operator, kind)
+    source, output = graph.tensors[operator.inputs[0]], graph.tensors[operator.outputs[0]]
+    if _quantization_of(source) != _quantization_of(output):
+        raise MingError(f"{label}: its input and output quantization differ ({_quantization_of(source)} vs "
+                        f"{_quantization_of(output)}); TFLite's int8 resize keeps its input's (re-convert the model)")
+    size = constant(model, operator.inputs[1])
+    shape = [int(d) for d in (source.shape if source.shape is not None else [])]
+    if size is None or size.size != 2 or len(shape) != 4:
+        raise MingError(f"{label}: ming resizes 4-d NHWC maps to a constant size; {_REEXPORT}")
+    (h, w), (out_h, out_w) = shape[1:3], [int(d) for d in size.reshape(-1)]
+    options = operator.builtinOptions
+    align, half = (bool(options.alignCorners), bool(options.halfPixelCenters)) if options is not None else (False, False)
+    if out_h % h or out_w % w or out_h < h or out_w < w:
+        raise MingError(f"{label}: resizes {h}x{w} to {out_h}x{out_w}; ming takes only upsampling by whole factors "
+                        "(nearest neighbour)")
+    factors = out_h // h, out_w // w
+    if kind == "RESIZE_BILINEAR":
+        if factors != (1, 1) or (align and half):
+            raise MingError(f"{label}: a bilinear resize by {factors[0]}x{factors[1]} interpolates between pixels; "
+                            "ming takes RESIZE_BILINEAR only by 1x1 (export the model with nearest-neighbour "
+                            "upsampling, e.g. UpSampling2D(interpolation='nearest'))")
+        return factors
+    for axis, (n, m, f) in enumerate(((h, out_h, factors[0]), (w, out_w, factors[1]))):
+        if not np.array_equal(nearest_indices(n, m, align, half), np.arange(m) // f):
+            raise MingError(f"{label}: with align_corners={align} and half_pixel_centers={half}, LiteRT's nearest "
+                            f"resize of {n} to {m} along {('rows', 'columns')[axis]} is not a repeat of each pixel "
+                            "by a whole factor; ming takes only such repeats (export with align_corners=False)")
+    return factors
+
+
+def _quantization_of(tensor) -> tuple[list[float], list[int]]:
+    q = tensor.quantization
+    if q is None or q.scale is None:
+        return [], []
+    return [float(np.float32(s)) for s in q.scale], [int(z) for z in (q.zeroPoint if q.zeroPoint is not None else [])]
+
+
+def _repeats(model: schema.ModelT, operator, factors: tuple[int, int]) -> list:
+    """The ops that repeat rows by factors[0], then columns by factors[1], into the resize's output."""
+    graph = model.subgraphs[0]
+    output = graph.tensors[operator.outputs[0]]
+    name, shape = tensor_name(output), [int(d) for d in graph.tensors[operator.inputs[0]].shape]
+    current, ops = operator.inputs[0], []
+    repeated = [(axis, factor) for axis, factor in ((1, factors[0]), (2, factors[1])) if factor > 1]
+    for position, (axis, factor) in enumerate(repeated):
+        expanded = shape[:axis + 1] + [1] + shape[axis + 1:]
+        tiled = shape[:axis + 1] + [factor] + shape[axis + 1:]
+        shape = shape[:axis] + [shape[axis] * factor] + shape[axis + 1:]
+        label = f"{name}/{('rows', 'columns')[axis - 1]}"
+        expanded_index = _like(model, output, f"{label}/expanded", expanded)
+        tiled_index = _like(model, output, f"{label}/tiled", tiled)
+        last = position == len(repeated) - 1
+        result = operator.outputs[0] if last else _like(model, output, f"{label}/repeated", shape)
+        multiples = [factor if a == axis + 1 else 1 for a in range(5)]
+        ops += [_operator(model, "EXPAND_DIMS", [current, _int32(model, f"{label}/axis", [axis + 1])],
+                          expanded_index),
+                _operator(model, "TILE", [expanded_index, _int32(model, f"{label}/multiples", multiples)],
+                          tiled_index),
+                _operator(model, "RESHAPE", [tiled_index, _int32(model, f"{label}/shape", shape)], result)]
+        current = result
+    if not ops:  # 1 x 1: the map itself
+        ops.append(_operator(model, "RESHAPE", [current, _int32(model, f"{name}/shape", shape)], operator.outputs[0]))
+    return ops
+
+
+def _like(model: schema.ModelT, tensor, name: str, shape: list[int]) -> int:
+    """A new tensor of `tensor`'s type and quantization, named `name`, of `shape`."""
+    graph = model.subgraphs[0]
+    new = schema.TensorT()
+    new.name, new.type, new.quantization, new.shape = name.encode(), tensor.type, tensor.quantization, list(shape)
+    model.buffers.append(schema.BufferT())
+    new.buffer = len(model.buffers) - 1
+    graph.tensors.append(new)
+    return len(graph.tensors) - 1
+
+
+def _int32(model: schema.ModelT, name: str, values: list[int]) -> int:
+    index = _like(model, schema.TensorT(), name, [len(values)])
+    tensor = model.subgraphs[0].tensors[index]
+    tensor.type, tensor.quantization = schema.TensorType.INT32, None
+    _store(model, index, np.asarray(values, np.int32))
+    return index
+
+
+def _operator(model: schema.ModelT, kind: str, inputs: list[int], output: int):
+    builtin = getattr(schema.BuiltinOperator, kind)
+    codes = model.operatorCodes
+    index = next((i for i, c in enumerate(codes) if max(c.builtinCode, c.deprecatedBuiltinCode) == builtin), None)
+    if index is None:
+        code = schema.OperatorCodeT()
+        code.builtinCode, code.deprecatedBuiltinCode, code.version = builtin, min(builtin, 127), 1
+        codes.append(code)
+        index = len(codes) - 1
+    new = schema.OperatorT()
+    new.opcodeIndex, new.inputs, new.outputs = index, list(inputs), [output]
+    options = {"EXPAND_DIMS": (schema.BuiltinOptions.ExpandDimsOptions, schema.ExpandDimsOptionsT()),
+               "TILE": (schema.BuiltinOptions.TileOptions, schema.TileOptionsT()),
+               "RESHAPE": (schema.BuiltinOptions.ReshapeOptions, schema.ReshapeOptionsT())}[kind]
+    new.builtinOptionsType, new.builtinOptions = options
+    if kind == "RESHAPE":
+        new.builtinOptions.newShape = [int(d) for d in constant(model, inputs[1])]
+    return new

@@ -11,7 +11,8 @@ fixed-point requantization (`fixed_point`). A symbolic batch is fixed to 1
 in the flatbuffer's shape signatures before the conversion; the SHAPE,
 STRIDED_SLICE, PACK, GATHER and CONCATENATION of int32 shapes that Keras
 writes for it then fold to constants. EXPAND_DIMS and SQUEEZE are reshapes;
-TILE is taken as Keras' UpSampling2D writes it (a repeat per axis).
+TILE is taken as Keras' UpSampling2D writes it (a repeat per axis); a RESIZE_NEAREST_NEIGHBOR that repeats
+each pixel by whole factors (and a RESIZE_BILINEAR by 1x1) is rewritten that way first (`tflite_fold`).
 """
 
 from __future__ import annotations
@@ -35,13 +36,13 @@ from .layout import channels_first
 from . import iree_compile, isolated
 from .facts import FrontendFacts, ModelPort
 from .lift import Lifter
-from .tflite_fold import SHAPE_OPS, fold_shape_arithmetic, op_name, tensor_name
+from .tflite_fold import RESIZE_OPS, SHAPE_OPS, fold_shape_arithmetic, op_name, resizes_as_repeats, tensor_name
 from .tflite_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables, with_stand_ins
 
 ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN",
                              "CONCATENATION", "MAX_POOL_2D", "RESHAPE", "PAD", "EXPAND_DIMS", "SQUEEZE", "TILE"})
 BOUNDARY_OPS = frozenset({"QUANTIZE", "DEQUANTIZE", "SOFTMAX"})  # on the host, at the input or the output
-SUPPORTED_OPS = ACCELERATED_OPS | BOUNDARY_OPS | SHAPE_OPS | TABLE_OPS | CONSTANT_OPERAND_OPS
+SUPPORTED_OPS = ACCELERATED_OPS | BOUNDARY_OPS | SHAPE_OPS | TABLE_OPS | CONSTANT_OPERAND_OPS | RESIZE_OPS
 IREE_FLAGS = (
     "--iree-input-type=tosa",
     "--compile-to=global-optimization",
@@ -107,6 +108,8 @@ _OPTIONS = {
     "STRIDED_SLICE": schema.BuiltinOptions.StridedSliceOptions, "PACK": schema.BuiltinOptions.PackOptions,
     "GATHER": schema.BuiltinOptions.GatherOptions, "EXPAND_DIMS": schema.BuiltinOptions.ExpandDimsOptions,
     "SQUEEZE": schema.BuiltinOptions.SqueezeOptions, "TILE": schema.BuiltinOptions.TileOptions,
+    "RESIZE_NEAREST_NEIGHBOR": schema.BuiltinOptions.ResizeNearestNeighborOptions,
+    "RESIZE_BILINEAR": schema.BuiltinOptions.ResizeBilinearOptions,
 }
 # ops whose options carry geometry or parameters without a usable default: required
 _REQUIRED_OPTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION",
@@ -116,7 +119,7 @@ _INPUTS = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2
            "AVERAGE_POOL_2D": (1, 1), "MAX_POOL_2D": (1, 1), "MEAN": (2, 2), "CONCATENATION": (1, None),
            "RESHAPE": (1, 2), "PAD": (2, 2), "SOFTMAX": (1, 1), "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1),
            "SHAPE": (1, 1), "STRIDED_SLICE": (4, 4), "PACK": (1, None), "GATHER": (2, 2), "EXPAND_DIMS": (2, 2),
-           "SQUEEZE": (1, 1), "TILE": (2, 2)}
+           "SQUEEZE": (1, 1), "TILE": (2, 2), "RESIZE_NEAREST_NEIGHBOR": (2, 2), "RESIZE_BILINEAR": (2, 2)}
 _OPTIONAL_INPUTS = {"CONV_2D": {2}, "DEPTHWISE_CONV_2D": {2}, "FULLY_CONNECTED": {2}}
 _OPTIONS |= {op: schema.BuiltinOptions.NONE for op in TABLE_OPS} | {
     "MUL": schema.BuiltinOptions.MulOptions, "LEAKY_RELU": schema.BuiltinOptions.LeakyReluOptions,
@@ -369,6 +372,7 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
     model = load_tflite(path)
     check_supported(model)
     notes = fix_symbolic_batch(model)
+    resizes = resizes_as_repeats(model)
     boundary = split_host_boundary(model)
     graph = model.subgraphs[0]
     for operator in graph.operators:
@@ -385,6 +389,8 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
                         FrontendFacts(op_types, tuple(notes), tables=tables)).run(module)
     shapes = {tensor_name(t): tuple(int(d) for d in t.shape) for t in graph.tensors if t.shape is not None}
     lifted = _repeats_as_upsampling(lifted, op_types)
+    for upsample in (n for n in lifted.nodes if isinstance(n, Upsample) and n.source in resizes):
+        upsample.source = resizes[upsample.source]  # a resize written as repeats is named by its own output
     graph_ir = channels_first(lifted, _one_channel_maps(lifted, shapes))
     return _with_host_boundary(_reference_rounding(graph_ir, op_types), model, boundary)
 
@@ -395,6 +401,7 @@ def _repeats_as_upsampling(graph: Graph, op_types: dict[str, str]) -> Graph:
     (a generic whose input leaves that dim out) and a collapse of that axis into the one before, which is
     every value repeated along that axis, nearest upsampling. A repeat along rows then columns is one node."""
     for kernel in [k for k in graph.kernels() if op_types.get(k.source) == "TILE"]:
+        _collapse_first(graph, kernel)
         axis = _repeated_axis(graph, kernel)
         if axis is None:
             raise MingError(f"node '{kernel.source}' (TILE): ming takes TILE only as a repeat of every value "
@@ -412,6 +419,21 @@ def _repeats_as_upsampling(graph: Graph, op_types: dict[str, str]) -> Graph:
         del graph.tensors[kernel.output.tensor]
         _merge_upsampling(graph, upsample)
     return graph
+
+
+def _collapse_first(graph: Graph, kernel: Kernel) -> None:
+    """IREE writes a repeat that the model outputs as a reshape to 5-d (batch kept) and one to the output's
+    4-d shape: its first reshape then collapses the repeat's axis instead, the second adds the batch."""
+    first = [n for n in graph.nodes if kernel.output.tensor in node_inputs(n)]
+    if len(first) != 1 or not isinstance(first[0], Reshape):
+        return
+    middle = first[0].output
+    second = [n for n in graph.nodes if middle in node_inputs(n)]
+    if len(second) != 1 or not isinstance(second[0], Reshape) or any(o.tensor == middle for o in graph.outputs):
+        return
+    shape = graph.tensors[second[0].output].shape
+    if len(shape) == len(kernel.dims) and shape[0] == 1 and math.prod(shape) == math.prod(kernel.dims):
+        graph.tensors[middle] = replace(graph.tensors[middle], shape=tuple(shape[1:]))
 
 
 def _repeated_axis(graph: Graph, kernel: Kernel) -> int | None:

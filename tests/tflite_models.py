@@ -26,6 +26,7 @@ OP_VERSIONS = {  # the versions TFLite's converter writes for int8 kernels
 }
 OP_VERSIONS.update({"LOGISTIC": 2, "TANH": 2, "HARD_SWISH": 1, "LEAKY_RELU": 2, "ELU": 1, "PRELU": 1, "RELU": 2,
                     "RELU6": 2, "RELU_N1_TO_1": 1, "MUL": 2})
+OP_VERSIONS.update({"RESIZE_NEAREST_NEIGHBOR": 3, "RESIZE_BILINEAR": 3})
 OP_VERSIONS.update({"SHAPE": 1, "STRIDED_SLICE": 1, "PACK": 1, "GATHER": 1, "EXPAND_DIMS": 1, "SQUEEZE": 1, "TILE": 3})
 # float functions of the element-wise activations (for the calibration batch)
 ELEMENTWISE = {
@@ -345,6 +346,28 @@ class TfliteBuilder:
         options = schema.MulOptionsT()
         options.fusedActivationFunction = ACTIVATIONS[activation]
         self._op("MUL", [a.index, b.index], [y.index], schema.BuiltinOptions.MulOptions, options)
+        return y
+
+    def resize(self, x: Tensor, size, kind="nearest", align_corners=False, half_pixel_centers=False,
+               scale=None, zero_point=0, name="resize") -> Tensor:
+        """RESIZE_NEAREST_NEIGHBOR or RESIZE_BILINEAR to `size` (height, width); the output keeps the input's
+        quantization unless `scale` is given."""
+        (h, w), (out_h, out_w) = x.shape[1:3], size
+        rows = np.minimum(np.arange(out_h) * h // out_h, h - 1)
+        cols = np.minimum(np.arange(out_w) * w // out_w, w - 1)
+        out = x.calibration[:, rows][:, :, cols]  # nearest, for the calibration only
+        if scale is None:
+            y = self._same_quant(f"{name}_out", x, out)
+        else:
+            y = self._output(f"{name}_out", out, scale, zero_point)
+        if kind == "nearest":
+            op, options_type, options = ("RESIZE_NEAREST_NEIGHBOR", schema.BuiltinOptions.ResizeNearestNeighborOptions,
+                                         schema.ResizeNearestNeighborOptionsT())
+        else:
+            op, options_type, options = ("RESIZE_BILINEAR", schema.BuiltinOptions.ResizeBilinearOptions,
+                                         schema.ResizeBilinearOptionsT())
+        options.alignCorners, options.halfPixelCenters = align_corners, half_pixel_centers
+        self._op(op, [x.index, self._int32_constant(f"{name}_size", list(size))], [y.index], options_type, options)
         return y
 
     # ---- the model ----
