@@ -48,6 +48,9 @@ def lift(model: str | Path, name: str | None = None) -> Graph:
         graph = import_tflite(model, name or Path(model).stem)
     else:
         graph = import_onnx(model, name or Path(model).stem)
+    if not graph.nodes:
+        raise MingError(f"{Path(model).name}: the model computes nothing between its input and its outputs "
+                        "(no layer for the accelerator); compile a model with at least one layer")
     check_limits(graph)  # before any stage walks the image token by token
     return graph
 

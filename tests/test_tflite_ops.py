@@ -154,3 +154,12 @@ def test_csim_of_a_nearest_resize_equals_litert_reference(tmp_path, geometry, co
     graph = lift(path)
     x = every_value((1, *geometry[:2], 3))
     assert np.array_equal(csim(graph, tmp_path / "out", x, check_ports=True), tflite_reference(path, x))
+
+
+def test_a_model_that_computes_nothing_is_one_clear_error(tmp_path):
+    """input -> a resize by one -> output lifts to no node at all: refused in one line, not an empty design."""
+    path = tmp_path / "nothing.tflite"
+    path.write_bytes(resize_model((5, 4, 5, 4, False, False), conv_after=False))
+    with pytest.raises(MingError, match=r"nothing\.tflite: the model computes nothing between its input and its "
+                                        r"outputs"):
+        lift(path)
