@@ -323,17 +323,22 @@ def _int32(model: schema.ModelT, name: str, values: list[int]) -> int:
     return index
 
 
-def _operator(model: schema.ModelT, kind: str, inputs: list[int], output: int):
+def operator_code(model: schema.ModelT, kind: str, version: int) -> int:
+    """The index of `kind`'s operator code in the model, added (at `version`) where the model has none."""
     builtin = getattr(schema.BuiltinOperator, kind)
     codes = model.operatorCodes
     index = next((i for i, c in enumerate(codes) if max(c.builtinCode, c.deprecatedBuiltinCode) == builtin), None)
-    if index is None:
-        code = schema.OperatorCodeT()
-        code.builtinCode, code.deprecatedBuiltinCode, code.version = builtin, min(builtin, 127), 1
-        codes.append(code)
-        index = len(codes) - 1
+    if index is not None:
+        return index
+    code = schema.OperatorCodeT()
+    code.builtinCode, code.deprecatedBuiltinCode, code.version = builtin, min(builtin, 127), version
+    codes.append(code)
+    return len(codes) - 1
+
+
+def _operator(model: schema.ModelT, kind: str, inputs: list[int], output: int):
     new = schema.OperatorT()
-    new.opcodeIndex, new.inputs, new.outputs = index, list(inputs), [output]
+    new.opcodeIndex, new.inputs, new.outputs = operator_code(model, kind, 1), list(inputs), [output]
     options = {"EXPAND_DIMS": (schema.BuiltinOptions.ExpandDimsOptions, schema.ExpandDimsOptionsT()),
                "TILE": (schema.BuiltinOptions.TileOptions, schema.TileOptionsT()),
                "RESHAPE": (schema.BuiltinOptions.ReshapeOptions, schema.ReshapeOptionsT())}[kind]

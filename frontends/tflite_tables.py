@@ -31,7 +31,7 @@ from ming_py.errors import MingError
 from . import isolated
 from .litert_probe import MAX_PROBE_RANK, MAX_TABLE_CHANNELS
 from .onnx_tables import NodeTable
-from .tflite_fold import op_name, tensor_name
+from .tflite_fold import op_name, operator_code, tensor_name
 
 # Unary int8 activations whose table replaces their lowering.
 TABLE_OPS = frozenset({"LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "ELU", "PRELU", "RELU", "RELU6",
@@ -109,14 +109,7 @@ def _stand_in(model: schema.ModelT, operator):
     stand_in = STAND_INS.get(op_name(model, operator))
     if stand_in is None:
         return operator
-    builtin = getattr(schema.BuiltinOperator, stand_in)
-    codes = model.operatorCodes
-    index = next((i for i, c in enumerate(codes) if max(c.builtinCode, c.deprecatedBuiltinCode) == builtin), None)
-    if index is None:
-        code = schema.OperatorCodeT()
-        code.builtinCode, code.deprecatedBuiltinCode, code.version = builtin, min(builtin, 127), 2
-        codes.append(code)
-        index = len(codes) - 1
+    index = operator_code(model, stand_in, 2)
     replaced = copy.copy(operator)
     replaced.opcodeIndex, replaced.builtinOptionsType, replaced.builtinOptions = index, 0, None
     return replaced

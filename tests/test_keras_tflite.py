@@ -84,6 +84,16 @@ def assert_equal_outputs(ours: dict[str, np.ndarray], expected: dict[str, np.nda
         assert np.array_equal(ours[name], y), f"{name}: {np.count_nonzero(ours[name] != y)} of {y.size} differ"
 
 
+def assert_reference_and_csim_equal_litert(graph, path: Path, tmp_path: Path) -> None:
+    """`ming reference` on 4 inputs and the C-simulation on one == LiteRT's reference kernels, every value."""
+    for seed in range(4):
+        x = model_input(graph, seed)
+        result = reference.run(graph, x)
+        assert_equal_outputs({o.name: result[o.name] for o in graph.outputs}, litert_reference(path, x))
+    x = model_input(graph, 11)
+    assert_equal_outputs(csim_outputs(graph, tmp_path / "out", x), litert_reference(path, x))
+
+
 @pytest.mark.parametrize("name", ACCEPTED)
 def test_reference_equals_litert_reference_kernels(keras_model, name):
     _, runnable, graph = keras_model(name)
@@ -153,12 +163,7 @@ def test_mean_over_a_1x1_map_is_its_requantization(tmp_path, scale_factor, zero_
     graph = lift(path)
     tables = [k for k in graph.kernels() if isinstance(k.epilogue, LookupTable)]
     assert len(tables) == (scale_factor != 1.0)
-    for seed in range(4):
-        x = model_input(graph, seed)
-        result = reference.run(graph, x)
-        assert_equal_outputs({o.name: result[o.name] for o in graph.outputs}, litert_reference(path, x))
-    x = model_input(graph, 11)
-    assert_equal_outputs(csim_outputs(graph, tmp_path / "out", x), litert_reference(path, x))
+    assert_reference_and_csim_equal_litert(graph, path, tmp_path)
 
 
 def _tiled(multiples: list[int]) -> bytes:
@@ -216,9 +221,4 @@ def test_expand_dims_and_squeeze_are_reshapes_around_a_conv1d(tmp_path):
     path.write_bytes(_conv1d_by_hand())
     graph = lift(path)
     assert (graph.outputs[0].onnx_shape, graph.outputs[0].permutation) == ((1, 8, 6), (2, 0, 1))
-    for seed in range(4):
-        x = model_input(graph, seed)
-        result = reference.run(graph, x)
-        assert_equal_outputs({o.name: result[o.name] for o in graph.outputs}, litert_reference(path, x))
-    x = model_input(graph, 11)
-    assert_equal_outputs(csim_outputs(graph, tmp_path / "out", x), litert_reference(path, x))
+    assert_reference_and_csim_equal_litert(graph, path, tmp_path)
