@@ -293,22 +293,14 @@ def test_activation_reading_a_computed_operand_is_refused(tmp_path):
         lift(path)
 
 
-@pytest.mark.parametrize("double_round", [True, False])
-def test_cpp_mul_equals_the_golden_rule_on_every_pair(tmp_path, double_round):
-    """ming::mul_fixed_point == TfliteMul's golden rule on all 65,536 pairs of int8 values, for zero points at
-    both ends and multipliers with shifts on both sides of 31."""
+def assert_cpp_equals_golden_on_every_pair(cases, calls: str, tmp_path, name: str) -> None:
+    """The C++ `calls` (one printf per case, of int8 `a` and `b`) == each case's golden rule on all 65,536 pairs."""
     from test_cpp_numerics import CXXFLAGS, _compile
 
-    cases = [FixedPointMul(128, -127, 1_518_500_250, 38, -128, double_round),
-             FixedPointMul(3, -40, 2_147_483_647, 45, 5, double_round, -20, 90),
-             FixedPointMul(-127, 128, 1_073_741_824, 30, 127, double_round)]
-    calls = "\n".join(
-        f"    std::printf(\"%d\\n\", ming::mul_fixed_point<{str(e.double_round).lower()}>(a, b, {e.a_offset}, "
-        f"{e.b_offset}, {e.multiplier}, {e.shift}, {e.zero_point}, {e.qmin}, {e.qmax}));" for e in cases)
     exe = _compile('#include <cstdio>\n#include "ming_numerics.h"\nint main() {\n'
                    "  for (int x = -128; x < 128; x++)\n    for (int y = -128; y < 128; y++) {\n"
                    "    const int8_t a = static_cast<int8_t>(x), b = static_cast<int8_t>(y);\n"
-                   f"{calls}\n    }}\n}}\n", tmp_path, "mul_fixed_point", CXXFLAGS)
+                   f"{calls}\n    }}\n}}\n", tmp_path, name, CXXFLAGS)
     ours = np.array(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split(), np.int64)
     a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
     rule = rule_of(cases[0])
@@ -316,12 +308,23 @@ def test_cpp_mul_equals_the_golden_rule_on_every_pair(tmp_path, double_round):
     assert np.array_equal(ours, golden)
 
 
+@pytest.mark.parametrize("double_round", [True, False])
+def test_cpp_mul_equals_the_golden_rule_on_every_pair(tmp_path, double_round):
+    """ming::mul_fixed_point == TfliteMul's golden rule on all 65,536 pairs of int8 values, for zero points at
+    both ends and multipliers with shifts on both sides of 31."""
+    cases = [FixedPointMul(128, -127, 1_518_500_250, 38, -128, double_round),
+             FixedPointMul(3, -40, 2_147_483_647, 45, 5, double_round, -20, 90),
+             FixedPointMul(-127, 128, 1_073_741_824, 30, 127, double_round)]
+    calls = "\n".join(
+        f"    std::printf(\"%d\\n\", ming::mul_fixed_point<{str(e.double_round).lower()}>(a, b, {e.a_offset}, "
+        f"{e.b_offset}, {e.multiplier}, {e.shift}, {e.zero_point}, {e.qmin}, {e.qmax}));" for e in cases)
+    assert_cpp_equals_golden_on_every_pair(cases, calls, tmp_path, "mul_fixed_point")
+
 
 @pytest.mark.parametrize("double_round", [True, False])
 def test_cpp_narrow_mul_equals_the_golden_rule_on_every_pair(tmp_path, double_round):
     """ming::mul_narrow, with the constants numerics.narrow_fixed_point proves, == TfliteMul's golden rule on all
     65,536 pairs of int8 values; a multiplier of one (not below one) keeps the rule as written."""
-    from test_cpp_numerics import CXXFLAGS, _compile
     from ming_py.epilogues.binary import _narrow_mul
 
     cases = [FixedPointMul(128, -127, 1_518_500_250, 38, -128, double_round),
@@ -336,15 +339,8 @@ def test_cpp_narrow_mul_equals_the_golden_rule_on_every_pair(tmp_path, double_ro
         f"{e.a_offset}, {e.b_offset}, {n.multipliers[0]}u, {numerics.narrow_sum_residue(n.roundings_negative[0])}LL, "
         f"{numerics.narrow_sum_residue(n.roundings[0])}LL, {n.shift}, {n.low}, {n.high}, {n.center}, {e.zero_point}, "
         f"{e.qmin}, {e.qmax}));" for e, n in zip(cases, narrow))
-    exe = _compile('#include <cstdio>\n#include "ming_numerics.h"\nint main() {\n'
-                   "  for (int x = -128; x < 128; x++)\n    for (int y = -128; y < 128; y++) {\n"
-                   "    const int8_t a = static_cast<int8_t>(x), b = static_cast<int8_t>(y);\n"
-                   f"{calls}\n    }}\n}}\n", tmp_path, "mul_narrow", CXXFLAGS)
-    ours = np.array(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split(), np.int64)
-    a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
-    rule = rule_of(cases[0])
-    golden = np.stack([rule.golden(e, (a.reshape(-1), b.reshape(-1)), None) for e in cases], axis=1).reshape(-1)
-    assert np.array_equal(ours, golden)
+    assert_cpp_equals_golden_on_every_pair(cases, calls, tmp_path, "mul_narrow")
+
 
 # ---- C-simulation: one model per op family -------------------------------------------------------------------
 
