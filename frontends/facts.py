@@ -78,3 +78,6 @@ class FrontendFacts:
     # Add node name (and that of a Relu fused after it) -> the kernel onnxruntime runs for it
     # (`frontends.ort_kernels`: "uint8" or "int8" QLinearAdd, or "float")
     qlinear_kernels: dict[str, str] = field(default_factory=dict)
+    # the model's maps are H x W x C (TFLite's NHWC; `layout.channels_first` moves them after lifting): a
+    # channel slice or shuffle runs along the last axis
+    channels_last: bool = False

@@ -19,9 +19,11 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
+
 from ming_py.errors import MingError
-from ming_py.ir import (AccessMap, Concat, Graph, GraphInput, GraphOutput, Kernel, Operand, Pad, Reshape, TensorInfo,
-                        Upsample)
+from ming_py.ir import (AccessMap, Concat, Graph, GraphInput, GraphOutput, Kernel, Operand, Pad, Permute, Reshape,
+                        TensorInfo, Upsample)
 
 LC_TO_CL = (1, 0)
 HWC_TO_CHW = (2, 0, 1)  # new axis i is old axis HWC_TO_CHW[i]
@@ -36,7 +38,9 @@ def channels_first(graph: Graph, one_channel: frozenset[str] = frozenset()) -> G
     for name in moved:
         info = graph.tensors[name]
         graph.tensors[name] = TensorInfo(name, _permute(info.shape), info.dtype)
+    nodes = []
     for node in graph.nodes:
+        nodes.append(node)
         if isinstance(node, Kernel):
             node.inputs = tuple(_operand(o, moved) for o in node.inputs)
             node.output = _operand(node.output, moved)
@@ -46,8 +50,9 @@ def channels_first(graph: Graph, one_channel: frozenset[str] = frozenset()) -> G
             node.padding = _permute(node.padding)
         elif isinstance(node, Upsample) and node.output in moved:
             node.factors = _permute(node.factors)
-        elif isinstance(node, Reshape):
-            _check_reshape(graph, node, moved)
+        elif isinstance(node, Reshape) and not _keeps_order(graph, node, moved):
+            nodes[-1:] = _flattened_in_nhwc(graph, node, moved)
+    graph.nodes = nodes
     graph.inputs = [replace(i, permutation=_port_permutation(graph, i, moved, "input")) for i in graph.inputs]
     graph.outputs = [replace(o, permutation=_port_permutation(graph, o, moved, "output")) for o in graph.outputs]
     return graph
@@ -78,16 +83,35 @@ def _operand(operand: Operand, moved: set[str]) -> Operand:
     return replace(operand, map=amap, padding=_permute(operand.padding) if operand.padding else ())
 
 
-def _check_reshape(graph: Graph, node: Reshape, moved: set[str]) -> None:
-    """A reshape keeps its meaning across the transposition when it only adds or drops unit dimensions
-    around a moved map, or when the moved map it flattens (or makes) has one channel or is 1 x 1."""
+def _keeps_order(graph: Graph, node: Reshape, moved: set[str]) -> bool:
+    """Whether a reshape keeps its meaning across the transposition: it only adds or drops unit dimensions
+    around a moved map, or the moved map it flattens (or makes) has one channel or is 1 x 1."""
     shapes = [graph.tensors[t].shape for t in (node.input, node.output)]
     if node.input in moved and node.output in moved and _squeezed(shapes[0]) == _squeezed(shapes[1]):
-        return
-    for tensor, shape in zip((node.input, node.output), shapes):
-        if tensor in moved and not _orders_agree(shape):
-            raise MingError(f"node '{node.source}' (Reshape) flattens an H x W x C map in NHWC order; ming streams "
-                            "only the flattening of 1 x 1 maps of TFLite models (pool to 1 x 1 first)")
+        return True
+    return all(tensor not in moved or _orders_agree(shape) for tensor, shape in zip((node.input, node.output), shapes))
+
+
+def _flattened_in_nhwc(graph: Graph, node: Reshape, moved: set[str]) -> list[Reshape | Permute]:
+    """A Flatten of an H x W x C (or L x C) map into a vector, in TFLite's order (pixel-major), as ming's
+    channel-major flatten followed by a `Permute` of the vector, which folds into the weights of the dense
+    layers that read it."""
+    if node.output in moved or node.input not in moved:
+        raise MingError(f"node '{node.source}' (RESHAPE) makes an H x W x C map of a vector or of another map; "
+                        "ming streams reshapes of TFLite maps that flatten one into a vector (Flatten -> Dense)")
+    if len(_squeezed(graph.tensors[node.output].shape)) != 1:
+        raise MingError(f"node '{node.source}' (RESHAPE) reshapes an H x W x C map into another map; ming streams "
+                        "reshapes of TFLite maps that flatten one into a vector (Flatten -> Dense)")
+    shape = graph.tensors[node.input].shape
+    channel = len(shape) - 3 if len(shape) >= 3 else 0
+    channels, pixels = shape[channel], math.prod(shape[channel + 1:])
+    # element p * C + c of the pixel-major vector is element c * P + p of the channel-major one
+    order = np.arange(channels * pixels).reshape(channels, pixels).T.reshape(-1)
+    info = graph.tensors[node.output]
+    channel_major = f"{node.output}_channel_major"
+    graph.tensors[channel_major] = TensorInfo(channel_major, info.shape, info.dtype)
+    return [replace(node, output=channel_major),
+            Permute(f"{node.name}_pixel_major", node.source, channel_major, node.output, tuple(int(i) for i in order))]
 
 
 def _orders_agree(shape: tuple) -> bool:

@@ -96,12 +96,17 @@ class ShapeMixin:
             raise MingError(f"{where}: cannot reshape a per-channel float value; unsupported layer pattern")
 
     def _reshape_tensor(self, tensor: str, shape: tuple[int, ...], source: str) -> str:
+        """`tensor` in `shape`: a new Reshape node, or the tensor of that shape its chain of reshapes started
+        from (a channel shuffle's Reshape -> Transpose -> Reshape comes back to its map's shape)."""
         info = self.graph.tensors[tensor]
-        if info.shape == tuple(shape):
-            return tensor
-        for node in self.graph.nodes:
-            if isinstance(node, Reshape) and node.output == tensor and self.graph.tensors[node.input].shape == shape:
-                return node.input
+        reshapes = {n.output: n.input for n in self.graph.nodes if isinstance(n, Reshape)}
+        ancestor = tensor
+        while True:
+            if self.graph.tensors[ancestor].shape == tuple(shape):
+                return ancestor
+            if ancestor not in reshapes:
+                break
+            ancestor = reshapes[ancestor]
         out = self.builder.new_tensor(f"{tensor}_reshaped", shape, info.dtype)
         self.graph.nodes.append(Reshape(self.builder.node_name(f"{source}_reshape", "reshape"), source, tensor, out))
         return out
@@ -132,15 +137,22 @@ class ShapeMixin:
         offsets = tuple(op.attributes["static_offsets"])
         strides = tuple(op.attributes["static_strides"])
         sizes = tuple(op.attributes["static_sizes"])
+        if isinstance(source, np.ndarray) and source.ndim == len(offsets):  # a constant's part (a group's bias)
+            window = tuple(slice(o, o + s * t, t) for o, s, t in zip(offsets, sizes, strides))
+            self.values[op.results[0]] = source[window].reshape(tensor_shape(op.results[0]))
+            return
         dropped = len(offsets) - len(tensor_shape(op.results[0]))
         if dropped > 0 and isinstance(source, (IntTensor, FloatValue)) and sizes[:dropped] == (1,) * dropped \
                 and offsets[:dropped] == (0,) * dropped:  # a rank-reducing slice of leading unit dims
             source = self._reshaped(source, self._shape(source)[dropped:], location_name(op), where)
             offsets, strides, sizes = offsets[dropped:], strides[dropped:], sizes[dropped:]
-        if isinstance(source, (IntTensor, FloatValue)) and strides == (1,) * len(strides) \
-                and offsets[1:] == (0,) * (len(offsets) - 1) and sizes[1:] == self._shape(source)[1:]:
-            self.values[op.results[0]] = self._channel_slice(source, offsets[0], sizes[0], location_name(op), where)
-            return
+        if isinstance(source, (IntTensor, FloatValue)) and strides == (1,) * len(strides):
+            axis = self._channel_axis(len(offsets))
+            others = [a for a in range(len(offsets)) if a != axis]
+            if all(offsets[a] == 0 and sizes[a] == self._shape(source)[a] for a in others):
+                self.values[op.results[0]] = self._channel_slice(source, offsets[axis], sizes[axis],
+                                                                 location_name(op), where)
+                return
         base = source.base if isinstance(source, Padded) else source
         if not (isinstance(base, IntTensor) or (isinstance(base, FloatValue) and is_plain_dequant(base))) \
                 or len(offsets) != len(tensor_shape(op.results[0])):
@@ -161,6 +173,9 @@ class ShapeMixin:
         term = value.terms[0]
         return FloatValue(shape, (replace(term, tensor=self._reshape_tensor(term.tensor, shape, node)),))
 
+    def _channel_axis(self, rank: int) -> int:
+        return rank - 1 if self.facts.channels_last else 0
+
     def _channel_slice(self, value: IntTensor | FloatValue, start: int, size: int, node: str,
                        where: str) -> IntTensor | FloatValue:
         """Channels [start, start + size) of an int8 tensor or of one dequantized per tensor (a Slice node)."""
@@ -169,12 +184,14 @@ class ShapeMixin:
                 raise MingError(f"{where}: only a tensor dequantized per tensor can be split along its channels")
             term = value.terms[0]
             sliced = self._channel_slice(IntTensor(term.tensor), start, size, node, where)
-            return FloatValue((size,) + value.shape[1:], (replace(term, tensor=sliced.name),))
+            return FloatValue(self.graph.tensors[sliced.name].shape, (replace(term, tensor=sliced.name),))
         info = self.graph.tensors[value.name]
-        if (start, size) == (0, info.shape[0]):
+        axis = self._channel_axis(len(info.shape))
+        if (start, size) == (0, info.shape[axis]):
             return value
         name = self.builder.node_name(f"{node}_slice", "slice")
-        out = self.builder.new_tensor(f"{name}_{start}_{start + size}", (size,) + info.shape[1:], info.dtype)
+        shape = info.shape[:axis] + (size,) + info.shape[axis + 1:]
+        out = self.builder.new_tensor(f"{name}_{start}_{start + size}", shape, info.dtype)
         self.graph.nodes.append(Slice(name, node, value.name, out, start))
         return IntTensor(out)
 
@@ -212,11 +229,20 @@ class ShapeMixin:
             origin = reshape.input
         origin_shape = self.graph.tensors[origin].shape
         map_shape = (int(np.prod(origin_shape[:-2])), *origin_shape[-2:]) if len(origin_shape) >= 3 \
-            else (int(np.prod(origin_shape)),)
-        pixel = int(np.prod(map_shape[1:]))
-        positions = np.arange(int(np.prod(shape))).reshape(shape).transpose(axes).reshape(-1, pixel)
-        order = positions[:, 0] // pixel
-        if not np.array_equal(positions, order[:, None] * pixel + np.arange(pixel)):
+            else origin_shape if self.facts.channels_last else (int(np.prod(origin_shape)),)
+        positions = np.arange(int(np.prod(shape))).reshape(shape).transpose(axes)
+        if self.facts.channels_last:  # a pixel's channels are consecutive: position = pixel * C + channel
+            channels = map_shape[-1]
+            positions = positions.reshape(-1, channels)
+            order = positions[0]
+            pixels = np.arange(len(positions))[:, None] * channels
+            moves_values = not np.array_equal(positions, pixels + order)
+        else:  # a channel's pixels are consecutive: position = channel * pixel + p
+            pixel = int(np.prod(map_shape[1:]))
+            positions = positions.reshape(-1, pixel)
+            order = positions[:, 0] // pixel
+            moves_values = not np.array_equal(positions, order[:, None] * pixel + np.arange(pixel))
+        if moves_values:
             raise MingError(f"{where}: transposing a {shape} tensor by {axes} moves values between pixels; ming "
                             "supports transpositions that reorder the channels of each pixel (a channel shuffle)")
         permuted = self._reshape_tensor(origin, map_shape, node)

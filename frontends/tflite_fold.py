@@ -9,7 +9,7 @@ concatenation.cc, gather.cc), stores each result as a constant tensor and remove
 RESHAPE whose target shape is now constant gets the output shape it computes (the converter writes a
 placeholder such as [1, 1, 12, 16] for an output whose signature was [-1, -1, 12, 16]).
 What does not fold (a shape read from a dimension still symbolic, an op over values of a map) is
-refused by name.
+refused by name; a STRIDED_SLICE of an int8 map (Keras' `x[..., a:b]`) is no shape arithmetic and stays.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from ai_edge_litert import schema_py_generated as schema
 
 from ming_py.errors import MingError
 
-SHAPE_OPS = frozenset({"SHAPE", "STRIDED_SLICE", "PACK", "GATHER"})  # ming takes them only folded
+SHAPE_OPS = frozenset({"SHAPE", "STRIDED_SLICE", "PACK", "GATHER"})  # ming folds them (a STRIDED_SLICE of a map stays)
 _INTEGER_TYPES = {schema.TensorType.INT32: np.int32, schema.TensorType.INT64: np.int64}
 _OP_NAMES = {value: name for name, value in vars(schema.BuiltinOperator).items() if not name.startswith("_")}
 _REEXPORT = "re-export the model with the TFLite converter"
@@ -34,7 +34,10 @@ def fold_shape_arithmetic(model: schema.ModelT) -> None:
     kept = []
     for operator in graph.operators:
         kind = op_name(model, operator)
-        if kind in SHAPE_OPS or (kind == "CONCATENATION" and _is_integer(graph.tensors[operator.outputs[0]])):
+        output = graph.tensors[operator.outputs[0]]
+        if kind == "STRIDED_SLICE" and not _is_integer(output):
+            kept.append(operator)  # a slice of a map (Keras' x[..., a:b]): a channel slice, taken as it is
+        elif kind in SHAPE_OPS or (kind == "CONCATENATION" and _is_integer(output)):
             _store(model, operator.outputs[0], _evaluate(model, operator, kind))
         else:
             kept.append(operator)

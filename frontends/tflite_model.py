@@ -40,11 +40,14 @@ from .tflite_fold import RESIZE_OPS, SHAPE_OPS, fold_shape_arithmetic, op_name, 
 from .tflite_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables, with_stand_ins
 
 ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN",
-                             "CONCATENATION", "MAX_POOL_2D", "RESHAPE", "PAD", "EXPAND_DIMS", "SQUEEZE", "TILE"})
+                             "CONCATENATION", "MAX_POOL_2D", "RESHAPE", "PAD", "EXPAND_DIMS", "SQUEEZE", "TILE",
+                             "SPLIT", "SPLIT_V", "SLICE", "TRANSPOSE", "MAXIMUM", "MINIMUM"})
+SPLIT_OPS = frozenset({"SPLIT", "SPLIT_V"})  # one output per part
 BOUNDARY_OPS = frozenset({"QUANTIZE", "DEQUANTIZE", "SOFTMAX"})  # on the host, at the input or the output
 SUPPORTED_OPS = ACCELERATED_OPS | BOUNDARY_OPS | SHAPE_OPS | TABLE_OPS | CONSTANT_OPERAND_OPS | RESIZE_OPS
 IREE_FLAGS = (
     "--iree-input-type=tosa",
+    "--iree-global-opt-propagate-transposes=false",
     "--compile-to=global-optimization",
     "--mlir-print-debuginfo",
 )
@@ -110,6 +113,9 @@ _OPTIONS = {
     "SQUEEZE": schema.BuiltinOptions.SqueezeOptions, "TILE": schema.BuiltinOptions.TileOptions,
     "RESIZE_NEAREST_NEIGHBOR": schema.BuiltinOptions.ResizeNearestNeighborOptions,
     "RESIZE_BILINEAR": schema.BuiltinOptions.ResizeBilinearOptions,
+    "SPLIT": schema.BuiltinOptions.SplitOptions, "SPLIT_V": schema.BuiltinOptions.SplitVOptions,
+    "SLICE": schema.BuiltinOptions.SliceOptions, "TRANSPOSE": schema.BuiltinOptions.TransposeOptions,
+    "MAXIMUM": schema.BuiltinOptions.MaximumMinimumOptions, "MINIMUM": schema.BuiltinOptions.MaximumMinimumOptions,
 }
 # ops whose options carry geometry or parameters without a usable default: required
 _REQUIRED_OPTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION",
@@ -119,7 +125,9 @@ _INPUTS = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2
            "AVERAGE_POOL_2D": (1, 1), "MAX_POOL_2D": (1, 1), "MEAN": (2, 2), "CONCATENATION": (1, None),
            "RESHAPE": (1, 2), "PAD": (2, 2), "SOFTMAX": (1, 1), "QUANTIZE": (1, 1), "DEQUANTIZE": (1, 1),
            "SHAPE": (1, 1), "STRIDED_SLICE": (4, 4), "PACK": (1, None), "GATHER": (2, 2), "EXPAND_DIMS": (2, 2),
-           "SQUEEZE": (1, 1), "TILE": (2, 2), "RESIZE_NEAREST_NEIGHBOR": (2, 2), "RESIZE_BILINEAR": (2, 2)}
+           "SQUEEZE": (1, 1), "TILE": (2, 2), "RESIZE_NEAREST_NEIGHBOR": (2, 2), "RESIZE_BILINEAR": (2, 2),
+           "SPLIT": (2, 2), "SPLIT_V": (3, 3), "SLICE": (3, 3), "TRANSPOSE": (2, 2),
+           "MAXIMUM": (2, 2), "MINIMUM": (2, 2)}
 _OPTIONAL_INPUTS = {"CONV_2D": {2}, "DEPTHWISE_CONV_2D": {2}, "FULLY_CONNECTED": {2}}
 _OPTIONS |= {op: schema.BuiltinOptions.NONE for op in TABLE_OPS} | {
     "MUL": schema.BuiltinOptions.MulOptions, "LEAKY_RELU": schema.BuiltinOptions.LeakyReluOptions,
@@ -164,7 +172,10 @@ def check_structure(model: schema.ModelT) -> None:
                             f"{len(codes)} operator codes); {_DAMAGED}")
         kind = op_name(model, operator)
         label = f"{label} ({kind})"
-        if len(outputs) != 1:
+        if kind in SPLIT_OPS:
+            if not outputs:
+                raise MingError(f"{label} has no outputs, TFLite's {kind} has one per part; {_DAMAGED}")
+        elif len(outputs) != 1:
             raise MingError(f"{label} has {len(outputs)} outputs, TFLite's {kind} has one; {_DAMAGED}")
         for field, values in (("output", outputs), ("input", inputs)):
             for slot, index in enumerate(values):
@@ -386,7 +397,7 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
     with ir.Context() as context:
         module = iree_compile.parse(text, context, str(path))
         lifted = Lifter(name, [_port(graph, i) for i in graph.inputs], [_port(graph, i) for i in graph.outputs],
-                        FrontendFacts(op_types, tuple(notes), tables=tables)).run(module)
+                        FrontendFacts(op_types, tuple(notes), tables=tables, channels_last=True)).run(module)
     shapes = {tensor_name(t): tuple(int(d) for d in t.shape) for t in graph.tensors if t.shape is not None}
     lifted = _repeats_as_upsampling(lifted, op_types)
     for upsample in (n for n in lifted.nodes if isinstance(n, Upsample) and n.source in resizes):

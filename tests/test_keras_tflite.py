@@ -19,16 +19,20 @@ from test_tflite import model_input
 from ming_py import reference
 from ming_py.errors import MingError
 from ming_py.frontends.tflite_model import _flatbuffer, load_tflite, op_name
-from ming_py.ir import LookupTable, Upsample
+from ming_py.ir import LookupTable, Permute, Slice, Upsample
 from ming_py.pipeline import lift
 
 KERAS = Path(__file__).parent / "data" / "keras"
 ACCEPTED = (
+    "conv1d_flatten.tflite",
     "efficientnet_lite_block.tflite",
+    "flatten_dense.tflite",
+    "grouped_conv.tflite",
     "kws_conv1d.tflite",
     "mobilenet_v2.tflite",
     "mobilenet_v3_small.tflite",
     "mobilenet_v3_small_minimalistic.tflite",
+    "shufflenet_block.tflite",
     "two_head_detector.tflite",
     "two_head_detector_float_io.tflite",
 )
@@ -136,6 +140,36 @@ def test_conv1d_maps_are_channels_first_and_the_input_a_host_permutation(keras_m
     assert (port.onnx_shape, port.permutation) == ((1, 49, 10), (2, 0, 1))
     convs = [k for k in graph.kernels() if k.op == "conv"]
     assert [graph.shape_of(k.output.tensor) for k in convs] == [(24, 49), (32, 25), (32, 25)]
+
+
+def test_a_grouped_convolution_is_one_convolution_per_group_of_channel_slices(keras_model):
+    _, _, graph = keras_model("grouped_conv.tflite")
+    slices = [n for n in graph.nodes if isinstance(n, Slice)]
+    assert len({s.input for s in slices}) == 1 and sorted(s.start for s in slices) == [0, 4, 8, 12]
+    readers = [k for k in graph.kernels() if {o.tensor for o in k.inputs} & {s.output for s in slices}]
+    assert len(readers) == 4 and all(k.op == "conv" for k in readers)
+
+
+def test_a_channel_shuffle_and_splits_are_permutes_and_slices_of_channels(keras_model):
+    _, _, graph = keras_model("shufflenet_block.tflite")
+    permutes = [n for n in graph.nodes if isinstance(n, Permute)]
+    # Reshape (8, 8, g, 24 / g) -> Permute -> Reshape: output channel c is input channel (c % g) * 24 / g + c // g
+    assert sorted(p.order for p in permutes) == sorted(
+        tuple((c % g) * (24 // g) + c // g for c in range(24)) for g in (2, 3))
+    assert all(graph.shape_of(p.output) == (24, 8, 8) for p in permutes)
+    # SPLIT in halves of 12; SPLIT_V into 8 and 16, the 8 read only as its channels 2:6 and :2 (slices of the map)
+    assert sorted((s.start, graph.shape_of(s.output)[0]) for s in graph.nodes if isinstance(s, Slice)) == [
+        (0, 2), (0, 12), (2, 4), (8, 16), (12, 12)]
+
+
+@pytest.mark.parametrize("name, shape", [("flatten_dense.tflite", (8, 4, 4)), ("conv1d_flatten.tflite", (8, 13))])
+def test_a_flatten_in_pixel_major_order_is_a_permute_of_the_channel_major_one(keras_model, name, shape):
+    _, _, graph = keras_model(name)
+    (permute,) = [n for n in graph.nodes if isinstance(n, Permute)]
+    assert graph.shape_of(permute.input) == (int(np.prod(shape)),)
+    # TFLite's element (pixel p, channel c) at p * C + c, ming's at c * P + p
+    channels, pixels = shape[0], int(np.prod(shape[1:]))
+    assert permute.order == tuple(c * pixels + p for p in range(pixels) for c in range(channels))
 
 
 # ---- small models of the edges -------------------------------------------------------------------------------

@@ -34,6 +34,19 @@ the converter writes, untouched:
 - kws_conv1d.tflite: a Conv1D keyword-spotting net on a (49, 10) MFCC input: three Conv1D + BatchNorm + ReLU
   (each EXPAND_DIMS, CONV_2D on a map 1 high, RESHAPE), one strided, GlobalAveragePooling1D (MEAN over 25 steps),
   FULLY_CONNECTED (Dense), SOFTMAX.
+- shufflenet_block.tflite: ShuffleNetV2-like units on 16x16x3: a channel split in halves (`ops.split`: SPLIT), a
+  1x1 / depthwise 3x3 / 1x1 branch, CONCATENATION, the channel shuffle Reshape -> Permute -> Reshape (RESHAPE,
+  TRANSPOSE, RESHAPE), a split into 8 and 16 channels (SPLIT_V), slices of channels (`x[..., 2:6]`:
+  STRIDED_SLICE of the map), a second shuffle in 3 groups, MEAN, FULLY_CONNECTED, SOFTMAX.
+- grouped_conv.tflite: a ResNeXt-like block on 16x16x3: a 3x3 Conv2D in 4 groups (one CONV_2D whose filters
+  have 4 input channels), 1x1 convs, a residual ADD.
+- flatten_dense.tflite: Conv, MaxPooling2D to 4x4x8, Flatten (RESHAPE, in TFLite's pixel-major order) -> Dense
+  -> Dense.
+- conv1d_flatten.tflite: two strided Conv1D on a (49, 10) input flattened (13 x 8) into Dense.
+- maximum_minimum.tflite: two Conv + BatchNorm maps combined by Maximum and Minimum (MAXIMUM, MINIMUM; the
+  converter gives their inputs and output one scale), CONCATENATION.
+- dense_to_map.tflite: a decoder's start, Dense reshaped into a 4x4x4 map and convolved.
+- transpose_conv.tflite: Conv2DTranspose upsampling by 2 (TRANSPOSE_CONV).
 
 Needs tensorflow-cpu (2.21, Keras 3):
 
@@ -157,6 +170,82 @@ def kws_conv1d() -> keras.Model:
     return keras.Model(inputs, layers.Softmax()(x))
 
 
+def _shuffle(x, groups):
+    """ShuffleNet's channel shuffle as Keras writes it: Reshape -> Permute -> Reshape (TFLite's TRANSPOSE)."""
+    height, width, channels = x.shape[1:]
+    x = layers.Reshape((height, width, groups, channels // groups))(x)
+    x = layers.Permute((1, 2, 4, 3))(x)
+    return layers.Reshape((height, width, channels))(x)
+
+
+def shufflenet_block() -> keras.Model:
+    inputs = keras.Input((16, 16, 3))
+    x = _conv_bn(inputs, 24, 3, strides=2, activation="relu")  # 8x8x24
+    keep, branch = keras.ops.split(x, 2, axis=-1)  # SPLIT
+    branch = _conv_bn(branch, 12, 1, activation="relu")
+    branch = _conv_bn(branch, None, 3, depthwise=True, activation=None)
+    branch = _conv_bn(branch, 12, 1, activation="relu")
+    x = _shuffle(layers.Concatenate()([keep, branch]), 2)
+    keep, branch = keras.ops.split(x, [8], axis=-1)  # SPLIT_V, 8 and 16 channels
+    branch = _conv_bn(branch, 16, 1, activation="relu")
+    x = layers.Concatenate()([branch, keep[..., 2:6], keep[..., :2]])  # STRIDED_SLICE of the channels
+    x = _shuffle(_conv_bn(x, 24, 1, activation="relu"), 3)
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.Dense(10, activation="softmax")(x))
+
+
+def grouped_conv() -> keras.Model:
+    """A ResNeXt-like block: 1x1, a 3x3 convolution in 4 groups (one CONV_2D with 4-channel filters), 1x1, Add."""
+    inputs = keras.Input((16, 16, 3))
+    x = _conv_bn(inputs, 16, 3, activation="relu")
+    y = _conv_bn(x, 16, 1, activation="relu")
+    y = layers.Conv2D(16, 3, padding="same", groups=4, use_bias=False)(y)
+    y = layers.Activation("relu")(layers.BatchNormalization()(y))
+    y = _conv_bn(y, 16, 1, activation=None)
+    x = layers.Activation("relu")(layers.Add()([x, y]))
+    return keras.Model(inputs, _conv_bn(x, 8, 1, strides=2, activation="relu"))
+
+
+def flatten_dense() -> keras.Model:
+    """Flatten of a 4x4x8 map into Dense (pixel-major, TFLite's order)."""
+    inputs = keras.Input((16, 16, 3))
+    x = _conv_bn(inputs, 8, 3, strides=2, activation="relu")
+    x = layers.MaxPooling2D(2)(x)  # 4x4x8
+    x = layers.Dense(32, activation="relu")(layers.Flatten()(x))
+    return keras.Model(inputs, layers.Dense(10)(x))
+
+
+def dense_to_map() -> keras.Model:
+    """A decoder's start: Dense reshaped into a 4x4x4 map, then a convolution."""
+    inputs = keras.Input((16,))
+    x = layers.Dense(64, activation="relu")(inputs)
+    x = layers.Reshape((4, 4, 4))(x)
+    return keras.Model(inputs, _conv_bn(x, 8, 3, activation="relu"))
+
+
+def conv1d_flatten() -> keras.Model:
+    """Conv1D as the converter writes it (EXPAND_DIMS, CONV_2D on a map 1 high, RESHAPE) flattened into Dense."""
+    inputs = keras.Input((49, 10))
+    x = layers.Conv1D(16, 3, strides=2, padding="same", activation="relu")(inputs)
+    x = layers.Conv1D(8, 3, strides=2, padding="same", activation="relu")(x)
+    return keras.Model(inputs, layers.Dense(12)(layers.Flatten()(x)))
+
+
+def maximum_minimum() -> keras.Model:
+    inputs = keras.Input((16, 16, 3))
+    x = _conv_bn(inputs, 16, 3, activation=None)
+    y = _conv_bn(inputs, 16, 1, activation=None)
+    return keras.Model(inputs, layers.Concatenate()([layers.Maximum()([x, y]), layers.Minimum()([x, y])]))
+
+
+def transpose_conv() -> keras.Model:
+    """A decoder step: Conv2DTranspose (TRANSPOSE_CONV) upsampling by 2."""
+    inputs = keras.Input((8, 8, 3))
+    x = _conv_bn(inputs, 16, 3, activation="relu")
+    x = layers.Conv2DTranspose(8, 3, strides=2, padding="same", activation="relu")(x)
+    return keras.Model(inputs, _conv_bn(x, 8, 1, activation=None))
+
+
 # name -> (builder, float input and output)
 MODELS = {
     "mobilenet_v2": (mobilenet_v2, False),
@@ -166,6 +255,13 @@ MODELS = {
     "two_head_detector": (two_head_detector, False),
     "two_head_detector_float_io": (two_head_detector, True),
     "kws_conv1d": (kws_conv1d, False),
+    "shufflenet_block": (shufflenet_block, False),
+    "grouped_conv": (grouped_conv, False),
+    "flatten_dense": (flatten_dense, False),
+    "dense_to_map": (dense_to_map, False),
+    "conv1d_flatten": (conv1d_flatten, False),
+    "maximum_minimum": (maximum_minimum, False),
+    "transpose_conv": (transpose_conv, False),
 }
 
 
