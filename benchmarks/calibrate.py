@@ -216,7 +216,10 @@ PRIMITIVES = (
               "ming::requantize_shift (an average by a power of two): the offset, a rounding shift by a constant "
               "(a compare of the bits shifted out with one half and an increment), zero point, saturation"),
     Primitive("max_int8", "max_int8",
-              "one max-pooling lane per window element: an 8-bit signed compare and a 2:1 multiplexer"),
+              "one max-pooling lane per window element, or one lane of an element-wise MAXIMUM: an 8-bit signed "
+              "compare and a 2:1 multiplexer"),
+    Primitive("min_int8", "min_int8",
+              "one lane of an element-wise MINIMUM: an 8-bit signed compare and a 2:1 multiplexer"),
     Primitive("table_lane", "table_lane",
               "one table lane: a 256 x 8-bit ROM of constant (pseudo-random) contents in LUTs, indexed by x + 128",
               mapping=""),

@@ -18,6 +18,7 @@ from .lift_values import (
     Fill,
     FloatValue,
     IntChain,
+    IntExtremum,
     IntProduct,
     IntSum,
     IntTensor,
@@ -66,9 +67,14 @@ class GenericMixin:
         if product is not None:
             self.values[result] = product
             return
+        extremum = self._int_extremum(op, raw, maps, iterators, dims, block, node, where)
+        if extremum is not None:
+            self.values[result] = extremum
+            return
         if all(it == PARALLEL for it in iterators) and all(m.is_identity() or isinstance(v, np.ndarray)
                                                            for v, m in zip(raw, maps)):
-            tensors = [i for i, v in enumerate(raw) if isinstance(v, (IntTensor, IntChain, IntSum, IntProduct))]
+            tensors = [i for i, v in enumerate(raw)
+                       if isinstance(v, (IntTensor, IntChain, IntSum, IntProduct, IntExtremum))]
             if not tensors:
                 self.values[result] = self._fold_constants(raw, maps, dims, block, where)
                 return
@@ -83,8 +89,9 @@ class GenericMixin:
                 chains = [v if isinstance(v, IntChain) else IntChain(v.name, None, ()) for v in raw]
                 self.values[result] = IntSum(*chains, dims)
                 return
-        elif any(isinstance(v, IntSum) for v in raw):
-            raise MingError(f"{where}: the sum of two tensors must be requantized before other operations")
+        elif any(isinstance(v, (IntSum, IntExtremum)) for v in raw):
+            raise MingError(f"{where}: the sum, maximum or minimum of two tensors must be requantized before other "
+                            "operations")
         payload = _int_payload(block, where)
         if n_in == 1 and isinstance(out_init, Fill) and out_init.value == 0 and element_type(result) == "i32" \
                 and isinstance(payload, Op) and payload.name == "add" and set(payload.args) == {Arg(0), Arg(1)}:
@@ -142,9 +149,35 @@ class GenericMixin:
         elif len(raw) != 2 or _int_payload(block, where) != Op("mul", (Arg(0), Arg(1))):
             return None
         chains = [v if isinstance(v, IntChain) else IntChain(v.name, None, ()) for v in raw]
-        if any(isinstance(c.tensor, (IntSum, IntProduct)) or (c.steps and c.steps[-1].dtype != "i32") for c in chains):
+        if any(not isinstance(c.tensor, str) or (c.steps and c.steps[-1].dtype != "i32") for c in chains):
             return None
         return IntProduct(chains[0], chains[1], tuple(dims), (maps[0], maps[1]))
+
+    def _int_extremum(self, op, raw, maps, iterators, dims, block, node, where) -> IntTensor | IntExtremum | None:
+        """TFLite's MAXIMUM and MINIMUM of two tensors: IREE compares the two chains that rescale each int8 input
+        to int32 (`arith.maxsi`, `arith.minsi`) and rescales the result back to int8. The compare of two chains
+        read element by element, materialized when its output chain is read (`TosaMixin._extremum`); a compare
+        in int8 itself, at once. One line naming the node where an operand is broadcast over the other; None for
+        any other generic (a compare with a constant is an element-wise chain of its one tensor)."""
+        tensors = [v for v in raw if isinstance(v, (IntTensor, IntChain))]
+        if len(raw) != 2 or len(tensors) != 2 or any(it != PARALLEL for it in iterators) or not _all_int(block):
+            return None
+        payload = _int_payload(block, where)
+        if not (isinstance(payload, Op) and payload.name in ("max", "min") and set(payload.args) == {Arg(0), Arg(1)}):
+            return None
+        label = self.facts.op_types.get(node) or {"max": "MAXIMUM", "min": "MINIMUM"}[payload.name]
+        if not all(m.is_identity() for m in maps):
+            raise MingError(f"node '{node}' ({label}) broadcasts one operand over the other; ming takes "
+                            f"{label} of two tensors of one shape")
+        chains = []
+        for i, value in enumerate(raw):
+            if isinstance(value, IntChain) and value.steps and value.steps[-1].dtype == "i8":
+                value = self._get(op.operands[i], where)  # an int8 tensor of the model, its requantization done
+            chains.append(value if isinstance(value, IntChain) else IntChain(value.name, None, ()))
+        extremum = IntExtremum(chains[0], chains[1], tuple(dims), payload.name, node)
+        if element_type(op.results[0]) == "i8":  # no rescale after the compare
+            return self._materialize(IntChain(extremum, None, ()), where)
+        return extremum
 
     def _upsample(self, block, node: str, shape: tuple[int, ...], where: str) -> FloatValue:
         """A nearest Resize: IREE's generic computes every output element's source index and reads the
@@ -219,6 +252,13 @@ def _squares_its_input(block) -> bool:
     ops = list(block.operations)
     return len(ops) == 2 and ops[0].operation.name == "arith.muli" and ops[1].operation.name == "linalg.yield" \
         and list(ops[0].operands) == [block.arguments[0]] * 2 and ops[1].operands[0] == ops[0].results[0]
+
+
+def _all_int(block) -> bool:
+    """Whether every argument of a generic's body and every value it computes is an integer of one width (the
+    compare of two int32 values, or of two int8 ones)."""
+    values = list(block.arguments) + [r for body_op in block.operations for r in body_op.results]
+    return len({str(value.type) for value in values}) == 1 and str(values[0].type) in ("i8", "i32")
 
 
 def _all_i32(block) -> bool:

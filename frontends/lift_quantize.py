@@ -290,8 +290,9 @@ class QuantizeMixin:
 
     def _binary_kernel(self, name: str, node: str, op: str, operands: tuple[Operand, Operand], shape,
                        epilogue, payload: str = "") -> IntTensor:
-        """The element-wise sum or difference (`op` "add", `payload` "add" or "sub") or product ("mul") of
-        two int8 operands over `shape`, requantized by `epilogue`."""
+        """The element-wise sum or difference (`op` "add", `payload` "add" or "sub"), product ("mul"), maximum
+        ("max") or minimum ("min") of two int8 operands over `shape`, requantized by `epilogue` (None: the int8
+        result as it is)."""
         out = self.builder.new_tensor(f"{name}_out", shape, "i8")
         payload = Op(payload or op, (Arg(0), Arg(1)))
         self.graph.nodes.append(Kernel(

@@ -9,7 +9,7 @@ import numpy as np
 
 from ming_py import numerics
 from ming_py.errors import MingError
-from ming_py.ir import AccessMap, AffineExpr, HostOp, Pad, Permute, Reshape, Slice
+from ming_py.ir import AccessMap, AffineExpr, DepthToSpace, HostOp, Pad, Permute, Reshape, Slice
 
 from .lift_values import (
     Empty,
@@ -242,6 +242,9 @@ class ShapeMixin:
             positions = positions.reshape(-1, pixel)
             order = positions[:, 0] // pixel
             moves_values = not np.array_equal(positions, order[:, None] * pixel + np.arange(pixel))
+        if moves_values and (block := _depth_to_space_block(positions.reshape(-1), map_shape)) is not None:
+            return self._depth_to_space(self._reshape_tensor(origin, map_shape, node), block, node,
+                                        tuple(shape[a] for a in axes))
         if moves_values:
             raise MingError(f"{where}: transposing a {shape} tensor by {axes} moves values between pixels; ming "
                             "supports transpositions that reorder the channels of each pixel (a channel shuffle)")
@@ -253,8 +256,32 @@ class ShapeMixin:
             self.graph.nodes.append(Permute(name, node, base, permuted, tuple(int(c) for c in order)))
         return self._reshape_tensor(permuted, tuple(shape[a] for a in axes), node)
 
+    def _depth_to_space(self, tensor: str, block: int, node: str, shape: tuple[int, ...]) -> str:
+        """An H x W x (block^2 C) map's channel blocks moved into pixels (a `DepthToSpace` node), in `shape`."""
+        height, width, channels = self.graph.tensors[tensor].shape
+        name = self.builder.node_name(node, "depth_to_space")
+        out = self.builder.new_tensor(f"{name}_out", (height * block, width * block, channels // block**2),
+                                      self.graph.tensors[tensor].dtype)
+        self.graph.nodes.append(DepthToSpace(name, node, tensor, out, block))
+        return self._reshape_tensor(out, shape, node)
+
 
 # ---- helpers ----------------------------------------------------------------
+
+
+def _depth_to_space_block(positions: np.ndarray, map_shape: tuple[int, ...]) -> int | None:
+    """The block of the depth-to-space that reads an H x W x C map's values in the order `positions` (TFLite's
+    DEPTH_TO_SPACE: output pixel (y * b + dy, x * b + dx) channel c is input pixel (y, x) channel
+    (dy * b + dx) * C / b^2 + c), or None."""
+    if len(map_shape) != 3:
+        return None
+    height, width, channels = map_shape
+    for block in range(2, int(np.sqrt(channels)) + 1):
+        if channels % block**2 == 0:
+            moved = np.arange(positions.size).reshape(height, width, block, block, channels // block**2)
+            if np.array_equal(moved.transpose(0, 2, 1, 3, 4).reshape(-1), positions):
+                return block
+    return None
 
 
 def _all_scalar(value: FloatValue) -> bool:

@@ -1,6 +1,7 @@
 """The lifter's TOSA-only paths (TFLite models): integer element-wise chains (bias addition, zero-point
 correction, RESCALE, clamp) read as one fixed-point epilogue of the producing kernel (`fixed_point`), the sum
-of two chains (ADD), and MEAN's sums over one axis after another."""
+of two chains (ADD), the maximum or minimum of two (MAXIMUM, MINIMUM), and MEAN's sums over one axis after
+another."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ming_py.ir import MAC_OPS, PARALLEL, AccessMap, AffineExpr, Arg, Kernel, Lo
 
 from . import fixed_point, int_body
 from .lift_generic import broadcast_input
-from .lift_values import ChainStep, IntChain, IntProduct, IntSum, IntTensor, compact
+from .lift_values import ChainStep, IntChain, IntExtremum, IntProduct, IntSum, IntTensor, compact
 from .mlir_attrs import tensor_shape
 
 
@@ -62,7 +63,7 @@ class TosaMixin:
     def _chain(self, values, maps, dims, block, position, dtype, node, where) -> IntChain:
         source = values[position]
         chain = source if isinstance(source, IntChain) else \
-            IntChain(source if isinstance(source, (IntSum, IntProduct)) else source.name, None, ())
+            IntChain(source if isinstance(source, (IntSum, IntProduct, IntExtremum)) else source.name, None, ())
         axis = chain.axis
         constants = []
         for i, (value, amap) in enumerate(zip(values, maps)):
@@ -84,6 +85,8 @@ class TosaMixin:
             return self._fixed_point_add(chain.tensor, chain, where)
         if isinstance(chain.tensor, IntProduct):
             return self._fixed_point_mul(chain.tensor, chain, where)
+        if isinstance(chain.tensor, IntExtremum):
+            return self._extremum(chain.tensor, chain, where)
         producer = self.builder.producer(chain.tensor)
         if producer is not None and producer.op in MAC_OPS and producer.epilogue is None \
                 and chain.steps[-1].dtype == "i8":
@@ -107,36 +110,41 @@ class TosaMixin:
             producer.epilogue = fixed_point.average_of(chain, valid, where)
             self.builder.retype(producer.output.tensor, "i8")
             return IntTensor(producer.output.tensor)
-        if isinstance(chain.tensor, str) and chain.axis is None and self.graph.tensors[chain.tensor].dtype == "i8" \
+        if isinstance(chain.tensor, str) and self.graph.tensors[chain.tensor].dtype == "i8" \
                 and chain.steps[-1].dtype == "i8":
             return self._int8_chain(chain)
         raise MingError(f"{where}: this integer arithmetic after {producer.source if producer else chain.tensor} "
                         "has no form in ming yet")
 
     def _int8_chain(self, chain: IntChain) -> IntTensor:
-        """An int8 -> int8 chain of per-tensor steps read after its producer's epilogue (TOSA's MEAN over a
-        1 x 1 map: a RESCALE to int32 less the zero point, a RESCALE back to int8): its value at every int8
-        input as a table, evaluated exactly; the source itself where that is the identity. The table is named
-        after the node's TFLite op, or TOSA's RESCALE: upper case, which tells the table rule it is TFLite's."""
-        values = np.arange(-128, 128, dtype=np.int64).reshape(-1, 1)
-        table = fixed_point.run_steps(chain.steps, values, 1)[:, 0]
-        if np.array_equal(table, values[:, 0]):
-            return IntTensor(chain.tensor)
-        node = chain.steps[-1].node
+        """An int8 -> int8 chain read after its producer's epilogue (TOSA's MEAN over a 1 x 1 map: a RESCALE to
+        int32 less the zero point, a RESCALE back to int8; MAXIMUM or MINIMUM of a map and a constant, a scalar
+        or one per channel): its value at every int8 input in every channel as a table, evaluated exactly (one
+        table where the channels agree, one per channel where its constants differ along them); the source
+        itself where that is the identity. The table is named after the node's TFLite op, or TOSA's RESCALE:
+        upper case, which tells the table rule it is TFLite's."""
         shape = self.graph.tensors[chain.tensor].shape
+        channels = 1 if chain.axis is None else shape[chain.axis]
+        values = np.repeat(np.arange(-128, 128, dtype=np.int64).reshape(-1, 1), channels, axis=1)
+        tables = fixed_point.run_steps(chain.steps, values, channels).T  # [channel][x + 128]
+        if np.array_equal(tables, values.T):
+            return IntTensor(chain.tensor)
+        per_channel = bool(np.any(tables != tables[:1]))
+        node = chain.steps[-1].node
         name = self.builder.kernel_name(node, "table")
         out = self.builder.new_tensor(f"{name}_out", shape, "i8")
         identity = AccessMap.identity(len(shape))
+        table = LookupTable((tables if per_channel else tables[:1]).astype(np.int8),
+                            chain.axis if per_channel else None, self.facts.op_types.get(node, "RESCALE"))
         self.graph.nodes.append(Kernel(
             name=name, source=node, dims=shape, iterators=(PARALLEL,) * len(shape),
             inputs=(Operand(chain.tensor, identity),), output=Operand(out, identity), payload=Arg(0), init=None,
-            op="table", epilogue=LookupTable(table.astype(np.int8).reshape(1, 256), None,
-                                             self.facts.op_types.get(node, "RESCALE"))))
+            op="table", epilogue=table))
         return IntTensor(out)
 
     def _fixed_point_add(self, total: IntSum, chain: IntChain, where: str) -> IntTensor:
         a, b = total.a, total.b
-        if any(isinstance(c.tensor, IntSum) or self.graph.tensors[c.tensor].dtype != "i8" or c.axis is not None
+        if any(not isinstance(c.tensor, str) or self.graph.tensors[c.tensor].dtype != "i8" or c.axis is not None
                for c in (a, b)):
             raise MingError(f"{where}: only the sum of two per-tensor rescaled int8 tensors is supported")
         shape = total.shape
@@ -148,6 +156,29 @@ class TosaMixin:
                                    (Operand(a.tensor, identity), Operand(b.tensor, identity)), shape,
                                    fixed_point.add_of(a, b, chain.steps, where))
 
+    def _extremum(self, extremum: IntExtremum, chain: IntChain, where: str) -> IntTensor:
+        """TFLite's MAXIMUM or MINIMUM: LiteRT's reference kernel compares the raw int8 values, and the converter
+        gives both inputs and the output one scale and zero point (the op's SameOperandsAndResultsScale), so
+        IREE's RESCALEs around its int32 compare are identities. Each is proved one on all 256 int8 values (the
+        output's with its clamp); then the kernel compares the two int8 tensors, with no requantization."""
+        node = extremum.node
+        label = self.facts.op_types.get(node) or {"max": "MAXIMUM", "min": "MINIMUM"}[extremum.op]
+        operands = (extremum.a, extremum.b)
+        if any(not isinstance(o.tensor, str) or self.graph.tensors[o.tensor].dtype != "i8" for o in operands):
+            raise MingError(f"node '{node}' ({label}) compares a value other than an int8 tensor of the model; ming "
+                            f"takes {label} of two int8 tensors")
+        if any(tuple(self.graph.tensors[o.tensor].shape) != tuple(extremum.shape) for o in operands):
+            raise MingError(f"node '{node}' ({label}) broadcasts one operand over the other; ming takes {label} of "
+                            "two tensors of one shape")
+        values = np.arange(-128, 128, dtype=np.int64).reshape(-1, 1)
+        final = chain.steps[-1].dtype if chain.steps else "i8"
+        if final != "i8" or not all(o.axis is None and _is_identity(o.steps, values) for o in operands + (chain,)):
+            raise MingError(f"node '{node}' ({label}) has inputs quantized differently from its output; ming takes "
+                            "MAXIMUM/MINIMUM with equal scales and zero points, as the TFLite converter writes them")
+        identity = AccessMap.identity(len(extremum.shape))
+        return self._binary_kernel(self.builder.kernel_name(node, extremum.op), node, extremum.op,
+                                   tuple(Operand(o.tensor, identity) for o in operands), extremum.shape, None)
+
     def _channel_dim(self, kernel: Kernel, chain: IntChain) -> int:
         """The loop dim of `kernel` that indexes the channels of its output (TFLite: the last axis)."""
         results = kernel.output.map.results
@@ -156,6 +187,11 @@ class TosaMixin:
 
 
 # ---- helpers ----------------------------------------------------------------
+
+
+def _is_identity(steps, values: np.ndarray) -> bool:
+    """Whether the chain's steps give back every one of `values` (probes, 1), exactly."""
+    return np.array_equal(fixed_point.run_steps(steps, values, 1), values)
 
 
 def _merge_reductions(first: Kernel, maps, iterators, dims, where) -> Kernel:

@@ -166,7 +166,7 @@ class IntChain:
     a whole once consumed: TOSA's bias addition, zero-point correction, RESCALE and clamp become one
     epilogue of the producing kernel; the RESCALEs around an addition become an Add."""
 
-    tensor: str | IntSum | IntProduct
+    tensor: str | IntSum | IntProduct | IntExtremum
     axis: int | None  # the tensor axis the constants vary along (the channels), None: none varies
     steps: tuple[ChainStep, ...]
 
@@ -189,6 +189,18 @@ class IntProduct:
     b: IntChain
     shape: tuple[int, ...]
     maps: tuple[AccessMap, AccessMap]
+
+
+@dataclass(frozen=True)
+class IntExtremum:
+    """The int32 maximum or minimum (`op` "max", "min") of two chains (TFLite's MAXIMUM and MINIMUM between their
+    input and output RESCALEs), computed by the generic of `node`."""
+
+    a: IntChain
+    b: IntChain
+    shape: tuple[int, ...]
+    op: str
+    node: str
 
 
 # ---- forms of values --------------------------------------------------------

@@ -38,7 +38,7 @@ def fold_shape_arithmetic(model: schema.ModelT) -> None:
         if kind == "STRIDED_SLICE" and not _is_integer(output):
             kept.append(operator)  # a slice of a map (Keras' x[..., a:b]): a channel slice, taken as it is
         elif kind in SHAPE_OPS or (kind == "CONCATENATION" and _is_integer(output)):
-            _store(model, operator.outputs[0], _evaluate(model, operator, kind))
+            store_constant(model, operator.outputs[0], _evaluate(model, operator, kind))
         else:
             kept.append(operator)
     graph.operators = kept
@@ -157,7 +157,7 @@ def gather(params: np.ndarray, indices: np.ndarray, options, label: str = "GATHE
     return np.take(params, indices, axis=axis)
 
 
-def _store(model: schema.ModelT, index: int, value: np.ndarray) -> None:
+def store_constant(model: schema.ModelT, index: int, value: np.ndarray) -> None:
     """Tensor `index` becomes the constant `value` (in a buffer of its own)."""
     tensor = model.subgraphs[0].tensors[index]
     buffer = schema.BufferT()
@@ -291,23 +291,23 @@ def _repeats(model: schema.ModelT, operator, factors: tuple[int, int]) -> list:
         tiled = shape[:axis + 1] + [factor] + shape[axis + 1:]
         shape = shape[:axis] + [shape[axis] * factor] + shape[axis + 1:]
         label = f"{name}/{('rows', 'columns')[axis - 1]}"
-        expanded_index = _like(model, output, f"{label}/expanded", expanded)
-        tiled_index = _like(model, output, f"{label}/tiled", tiled)
+        expanded_index = tensor_like(model, output, f"{label}/expanded", expanded)
+        tiled_index = tensor_like(model, output, f"{label}/tiled", tiled)
         last = position == len(repeated) - 1
-        result = operator.outputs[0] if last else _like(model, output, f"{label}/repeated", shape)
+        result = operator.outputs[0] if last else tensor_like(model, output, f"{label}/repeated", shape)
         multiples = [factor if a == axis + 1 else 1 for a in range(5)]
-        ops += [_operator(model, "EXPAND_DIMS", [current, _int32(model, f"{label}/axis", [axis + 1])],
+        ops += [_operator(model, "EXPAND_DIMS", [current, int32_constant(model, f"{label}/axis", [axis + 1])],
                           expanded_index),
-                _operator(model, "TILE", [expanded_index, _int32(model, f"{label}/multiples", multiples)],
+                _operator(model, "TILE", [expanded_index, int32_constant(model, f"{label}/multiples", multiples)],
                           tiled_index),
-                _operator(model, "RESHAPE", [tiled_index, _int32(model, f"{label}/shape", shape)], result)]
+                _operator(model, "RESHAPE", [tiled_index, int32_constant(model, f"{label}/shape", shape)], result)]
         current = result
     if not ops:  # 1 x 1: the map itself
-        ops.append(_operator(model, "RESHAPE", [current, _int32(model, f"{name}/shape", shape)], operator.outputs[0]))
+        ops.append(_operator(model, "RESHAPE", [current, int32_constant(model, f"{name}/shape", shape)], operator.outputs[0]))
     return ops
 
 
-def _like(model: schema.ModelT, tensor, name: str, shape: list[int]) -> int:
+def tensor_like(model: schema.ModelT, tensor, name: str, shape: list[int]) -> int:
     """A new tensor of `tensor`'s type and quantization, named `name`, of `shape`."""
     graph = model.subgraphs[0]
     new = schema.TensorT()
@@ -318,11 +318,11 @@ def _like(model: schema.ModelT, tensor, name: str, shape: list[int]) -> int:
     return len(graph.tensors) - 1
 
 
-def _int32(model: schema.ModelT, name: str, values: list[int]) -> int:
-    index = _like(model, schema.TensorT(), name, [len(values)])
+def int32_constant(model: schema.ModelT, name: str, values: list[int]) -> int:
+    index = tensor_like(model, schema.TensorT(), name, [len(values)])
     tensor = model.subgraphs[0].tensors[index]
     tensor.type, tensor.quantization = schema.TensorType.INT32, None
-    _store(model, index, np.asarray(values, np.int32))
+    store_constant(model, index, np.asarray(values, np.int32))
     return index
 
 

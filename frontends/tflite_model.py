@@ -38,10 +38,12 @@ from .facts import FrontendFacts, ModelPort
 from .lift import Lifter
 from .tflite_fold import RESIZE_OPS, SHAPE_OPS, fold_shape_arithmetic, op_name, resizes_as_repeats, tensor_name
 from .tflite_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables, with_stand_ins
+from .tflite_transpose_conv import transpose_convs_as_phases
 
 ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN",
                              "CONCATENATION", "MAX_POOL_2D", "RESHAPE", "PAD", "EXPAND_DIMS", "SQUEEZE", "TILE",
-                             "SPLIT", "SPLIT_V", "SLICE", "TRANSPOSE", "MAXIMUM", "MINIMUM"})
+                             "SPLIT", "SPLIT_V", "SLICE", "TRANSPOSE", "MAXIMUM", "MINIMUM", "TRANSPOSE_CONV",
+                             "DEPTH_TO_SPACE"})
 SPLIT_OPS = frozenset({"SPLIT", "SPLIT_V"})  # one output per part
 BOUNDARY_OPS = frozenset({"QUANTIZE", "DEQUANTIZE", "SOFTMAX"})  # on the host, at the input or the output
 SUPPORTED_OPS = ACCELERATED_OPS | BOUNDARY_OPS | SHAPE_OPS | TABLE_OPS | CONSTANT_OPERAND_OPS | RESIZE_OPS
@@ -116,10 +118,12 @@ _OPTIONS = {
     "SPLIT": schema.BuiltinOptions.SplitOptions, "SPLIT_V": schema.BuiltinOptions.SplitVOptions,
     "SLICE": schema.BuiltinOptions.SliceOptions, "TRANSPOSE": schema.BuiltinOptions.TransposeOptions,
     "MAXIMUM": schema.BuiltinOptions.MaximumMinimumOptions, "MINIMUM": schema.BuiltinOptions.MaximumMinimumOptions,
+    "TRANSPOSE_CONV": schema.BuiltinOptions.TransposeConvOptions,
+    "DEPTH_TO_SPACE": schema.BuiltinOptions.DepthToSpaceOptions,
 }
 # ops whose options carry geometry or parameters without a usable default: required
 _REQUIRED_OPTIONS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION",
-                               "SOFTMAX"})
+                               "SOFTMAX", "TRANSPOSE_CONV", "DEPTH_TO_SPACE"})
 # (fewest, most) inputs per op and the positions that may be absent (-1)
 _INPUTS = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2, 3), "ADD": (2, 2),
            "AVERAGE_POOL_2D": (1, 1), "MAX_POOL_2D": (1, 1), "MEAN": (2, 2), "CONCATENATION": (1, None),
@@ -127,8 +131,8 @@ _INPUTS = {"CONV_2D": (2, 3), "DEPTHWISE_CONV_2D": (2, 3), "FULLY_CONNECTED": (2
            "SHAPE": (1, 1), "STRIDED_SLICE": (4, 4), "PACK": (1, None), "GATHER": (2, 2), "EXPAND_DIMS": (2, 2),
            "SQUEEZE": (1, 1), "TILE": (2, 2), "RESIZE_NEAREST_NEIGHBOR": (2, 2), "RESIZE_BILINEAR": (2, 2),
            "SPLIT": (2, 2), "SPLIT_V": (3, 3), "SLICE": (3, 3), "TRANSPOSE": (2, 2),
-           "MAXIMUM": (2, 2), "MINIMUM": (2, 2)}
-_OPTIONAL_INPUTS = {"CONV_2D": {2}, "DEPTHWISE_CONV_2D": {2}, "FULLY_CONNECTED": {2}}
+           "MAXIMUM": (2, 2), "MINIMUM": (2, 2), "TRANSPOSE_CONV": (3, 4), "DEPTH_TO_SPACE": (1, 1)}
+_OPTIONAL_INPUTS = {"CONV_2D": {2}, "DEPTHWISE_CONV_2D": {2}, "FULLY_CONNECTED": {2}, "TRANSPOSE_CONV": {3}}
 _OPTIONS |= {op: schema.BuiltinOptions.NONE for op in TABLE_OPS} | {
     "MUL": schema.BuiltinOptions.MulOptions, "LEAKY_RELU": schema.BuiltinOptions.LeakyReluOptions,
     "HARD_SWISH": schema.BuiltinOptions.HardSwishOptions}
@@ -384,6 +388,7 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
     check_supported(model)
     notes = fix_symbolic_batch(model)
     resizes = resizes_as_repeats(model)
+    transpose_convs_as_phases(model)
     boundary = split_host_boundary(model)
     graph = model.subgraphs[0]
     for operator in graph.operators:

@@ -6,9 +6,10 @@ previous rows plus the current one and a K_h x K_w x C window; padding is
 generated at the borders. Regular reductions keep a row buffer (dense layers)
 or per-channel accumulators (global pooling); element-wise processes work one
 pixel at a time. An upsample keeps one input row (and the pixel being
-repeated); a pad process inserts a border no window absorbed and holds
-nothing. A tensor read by several processes goes through a `split` process
-(one stream per consumer, CODO's fan-out rule); a channel slice (ONNX Split,
+repeated), a depth-to-space process the blocks dy >= 1 of one input row;
+a pad process inserts a border no window absorbed and holds nothing. A
+tensor read by several processes goes through a `split` process (one stream
+per consumer, CODO's fan-out rule); a channel slice (ONNX Split,
 Slice) is a split output carrying a range of the channels. A Flatten feeding a
 dense layer costs nothing: the dense weights are permuted at compile time to
 the stream's (row, column, channel) order. A channel permutation (a channel
@@ -31,6 +32,7 @@ from ming_py.ir import (
     REDUCTION,
     AddRequant,
     Concat,
+    DepthToSpace,
     FixedPointAdd,
     FixedPointMul,
     Graph,
@@ -247,6 +249,8 @@ class _Builder:
             return Process(node.name, "concat", node.source, (), ()), list(node.inputs), node.output
         if isinstance(node, Upsample):
             return self._upsample(node), [node.input], node.output
+        if isinstance(node, DepthToSpace):
+            return self._depth_to_space(node), [node.input], node.output
         if isinstance(node, Pad):
             return self._pad(node), [node.input], node.output
         kernel: Kernel = node
@@ -262,7 +266,8 @@ class _Builder:
                         [activations[0].tensor], kernel.output.tensor)
             return self._window(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
         if kernel.op in ("add", "mul") and isinstance(kernel.epilogue,
-                                                         (AddRequant, MulRequant, FixedPointAdd, FixedPointMul)):
+                                                         (AddRequant, MulRequant, FixedPointAdd, FixedPointMul)) \
+                or kernel.op in ("max", "min") and kernel.epilogue is None:
             return (Process(kernel.name, self._binary_kind(kernel), kernel.source, (), (), epilogue=kernel.epilogue),
                     [o.tensor for o in kernel.inputs], kernel.output.tensor)
         if isinstance(kernel.epilogue, (Rescale, LookupTable)):
@@ -278,8 +283,8 @@ class _Builder:
         raise MingError(f"layer {kernel.source}: {kernel.op} kernels cannot be streamed yet")
 
     def _binary_kind(self, kernel: Kernel) -> str:
-        """"add" or "mul" for two maps of one shape; "broadcast" for a map and a vector (or scalar) read at
-        every pixel."""
+        """"add", "mul", "max" or "min" for two maps of one shape; "broadcast" for a map and a vector (or scalar)
+        read at every pixel (Add, Sub, Mul: the lifter gives MAXIMUM and MINIMUM two maps of one shape)."""
         for operand in kernel.inputs:
             self._map_input(operand.tensor, kernel.name)
         broadcast = [o for o in kernel.inputs if len(o.map.results) < len(kernel.dims)]
@@ -312,6 +317,16 @@ class _Builder:
                 stream_shape(self.graph.shape_of(node.output)) != (c, h * rows, w * cols):
             raise MingError(f"layer {node.source}: only the rows and columns of a C x H x W map are upsampled")
         return Process(node.name, "upsample", node.source, (), ())
+
+    def _depth_to_space(self, node: DepthToSpace) -> Process:
+        c, h, w = self._map_input(node.input, node.name)
+        block = node.block
+        if block < 1 or c % (block * block) or \
+                stream_shape(self.graph.shape_of(node.output)) != (c // (block * block), h * block, w * block):
+            raise MingError(f"layer {node.source}: depth to space with block {block} takes a (block^2 C) x H x W map "
+                            f"to C x {block}H x {block}W ({c} x {h} x {w} in, "
+                            f"{'x'.join(map(str, self.graph.shape_of(node.output)))} out)")
+        return Process(node.name, "depth_to_space", node.source, (), ())
 
     def _pad(self, node: Pad) -> Process:
         c, h, w = self._map_input(node.input, node.name)

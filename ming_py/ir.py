@@ -375,6 +375,19 @@ class Upsample:
 
 
 @dataclass(eq=False)
+class DepthToSpace:
+    """Blocks of channels moved into pixels (TFLite's DEPTH_TO_SPACE, ONNX DepthToSpace in DCR mode; a
+    transposed convolution's phases): channel (dy * block + dx) * C + c of input pixel (y, x) is channel c of
+    output pixel (y * block + dy, x * block + dx). A (block^2 C, H, W) map in, a (C, block H, block W) one out."""
+
+    name: str
+    source: str
+    input: str
+    output: str
+    block: int
+
+
+@dataclass(eq=False)
 class Pad:
     """A constant border: `padding` (low, high) per tensor axis, filled with the int8 `value` (a
     standalone Pad that no window consumer absorbs)."""
@@ -410,7 +423,7 @@ class Permute:
     order: tuple[int, ...]
 
 
-Node = Kernel | Reshape | Concat | Upsample | Pad | Slice | Permute
+Node = Kernel | Reshape | Concat | Upsample | DepthToSpace | Pad | Slice | Permute
 
 
 def node_inputs(node: Node) -> tuple[str, ...]:

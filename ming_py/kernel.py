@@ -3,7 +3,8 @@ and what `ming simulate` steps through.
 
 Every process is one flattened loop pipelined at II=1 (emit/templates/process/*.cpp.j2). Its
 iterations are grouped by *position*: a padded input position of a sliding window, an input
-pixel of a 1x1 conv or an element-wise process, an output pixel of an upsample or pad process,
+pixel of a 1x1 conv or an element-wise process, an output pixel of an upsample or pad process (or
+an input pixel of a depth-to-space process as its row arrives),
 the input vector and the fold of a dense layer.
 In each position the loop reads the position's input tokens (at most one per iteration and input,
 spread evenly over the position, the way a producer running at the same pace writes them) and

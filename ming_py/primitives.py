@@ -1,10 +1,10 @@
 """The calibrated cost of the datapath primitives of the emitted HLS C++, for the cost model.
 
 `primitives.json` (next to this module) holds, for every primitive the generated C++ is built of -- a MAC lane's
-product and adder tree, each requantization datapath, a max-pooling lane, a table lane, a multiplexer, a loop
-counter, the AXI adapters -- its LUTs, flip-flops, DSP48E2 slices, carry chains and LUT levels as yosys
-synthesizes a Verilog model of it for the UltraScale+ fabric (`synth_xilinx -family xcup`). Regenerate it, and
-read how each figure is measured, with
+product and adder tree, each requantization datapath, a max-pooling (or MAXIMUM, MINIMUM) lane, a table lane, a
+multiplexer, a loop counter, the AXI adapters -- its LUTs, flip-flops, DSP48E2 slices, carry chains and LUT levels
+as yosys synthesizes a Verilog model of it for the UltraScale+ fabric (`synth_xilinx -family xcup`). Regenerate it,
+and read how each figure is measured, with
 
     python benchmarks/calibrate.py          # needs yosys (sudo apt-get install yosys)
     python benchmarks/calibrate.py --check  # exit 1 if a figure differs from the committed table
@@ -28,8 +28,8 @@ PRIMITIVES = (
     "requant_lean_dsp", "requant_lean_dsp_shift_by_channel", "requant_lean_fabric", "requant_exact",
     "requant_fixed_point", "requant_narrow_dsp", "requant_narrow_fabric", "requant_narrow_wide_dsp",
     "requant_narrow_wide_fabric", "requant_add", "requant_add_float", "requant_mul", "average_term",
-    "average_add", "average_level", "requant_shift", "max_int8", "table_lane", "mux_int8", "counter", "unpack_axis",
-    "pack_axis",
+    "average_add", "average_level", "requant_shift", "max_int8", "min_int8", "table_lane", "mux_int8", "counter",
+    "unpack_axis", "pack_axis",
 )
 
 TABLE: dict = json.loads(Path(__file__).with_name("primitives.json").read_text())

@@ -21,6 +21,7 @@ from .ir import (
     Arg,
     Concat,
     Const,
+    DepthToSpace,
     Expr,
     Graph,
     Kernel,
@@ -62,6 +63,8 @@ def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.nda
             values[node.output] = np.concatenate([values[i] for i in node.inputs], axis=node.axis)
         elif isinstance(node, Upsample):
             values[node.output] = upsample(values[node.input], node.factors)
+        elif isinstance(node, DepthToSpace):
+            values[node.output] = depth_to_space(values[node.input], node.block)
         elif isinstance(node, Pad):
             values[node.output] = np.pad(values[node.input], node.padding, constant_values=node.value)
         elif isinstance(node, Slice):
@@ -69,6 +72,15 @@ def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.nda
         elif isinstance(node, Permute):
             values[node.output] = values[node.input][np.array(node.order)]
     return values
+
+
+def depth_to_space(array: np.ndarray, block: int) -> np.ndarray:
+    """A (block^2 C, H, W) map's channel (dy * block + dx) * C + c at (y, x) moved to channel c at
+    (y * block + dy, x * block + dx)."""
+    *leading, channels, height, width = array.shape
+    blocks = array.reshape(block, block, channels // block**2, height, width)  # [dy, dx, c, y, x]
+    moved = blocks.transpose(2, 3, 0, 4, 1)  # [c, y, dy, x, dx]
+    return moved.reshape(*leading, channels // block**2, height * block, width * block)
 
 
 def upsample(array: np.ndarray, factors: tuple[int, ...]) -> np.ndarray:

@@ -36,7 +36,8 @@ def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, conc
 
 
 LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "float_avgpool", "global_avgpool", "global_maxpool", "add", "mul",
-                "broadcast", "rescale", "table", "concat", "split", "upsample", "pad", "permute")
+                "max", "min", "broadcast", "rescale", "table", "concat", "split", "upsample", "depth_to_space", "pad",
+                "permute")
 
 
 def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: int = 8) -> Schedule:

@@ -24,7 +24,7 @@ def device(entry: dict) -> int:
 
 def test_every_cost_primitive_is_in_the_table():
     named = set(LANE_PRIMITIVES.values()) | {LEAN_IN_FABRIC} | {p for p, _ in MAC_PRODUCT.values()}
-    named |= {"adder_tree", "counter", "mux_int8", "max_int8", "unpack_axis", "pack_axis"}
+    named |= {"adder_tree", "counter", "mux_int8", "max_int8", "min_int8", "unpack_axis", "pack_axis"}
     assert named <= set(TABLE), named - set(TABLE)
 
 

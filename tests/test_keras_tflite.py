@@ -29,10 +29,12 @@ ACCEPTED = (
     "flatten_dense.tflite",
     "grouped_conv.tflite",
     "kws_conv1d.tflite",
+    "maximum_minimum.tflite",
     "mobilenet_v2.tflite",
     "mobilenet_v3_small.tflite",
     "mobilenet_v3_small_minimalistic.tflite",
     "shufflenet_block.tflite",
+    "transpose_conv.tflite",
     "two_head_detector.tflite",
     "two_head_detector_float_io.tflite",
 )

@@ -50,7 +50,7 @@ def test_the_templates_are_the_kinds_templates():
 
 
 def _process(name: str) -> tuple[StreamGraph, Process]:
-    """A small process of kind `name`: 4 channels of 6 x 6 in (two such inputs for add and mul, a map and a
+    """A small process of kind `name`: 4 channels of 6 x 6 in (two such inputs for add, mul, max and min, a map and a
     4-vector for broadcast), the kind's own output shape."""
     window = None
     ins, out = [(4, 6, 6)], (4, 6, 6)
@@ -69,7 +69,9 @@ def _process(name: str) -> tuple[StreamGraph, Process]:
         out = (4, 1, 1)
     elif name == "upsample":
         out = (4, 12, 12)
-    elif name in ("add", "mul"):
+    elif name == "depth_to_space":
+        out = (1, 12, 12)
+    elif name in ("add", "mul", "max", "min"):
         ins = [(4, 6, 6), (4, 6, 6)]
     elif name == "broadcast":
         ins = [(4, 6, 6), (4, 1, 1)]

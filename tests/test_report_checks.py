@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import architectures
+import tflite_models
 import zoo
 from emit_helpers import random_schedule
 from ming_py.boards import load_board
@@ -42,6 +43,10 @@ def networks(lifted, tmp_path_factory):
     """Lifted test networks that use every process template between them: name -> Graph."""
     folder = tmp_path_factory.mktemp("report_checks")
     graphs = {name: lifted(name) for name in ("tiny_cnn", "conv_gap", "add_identity", "concat_branches")}
+    compared = folder / "compared_branches.tflite"  # TFLite's MAXIMUM and MINIMUM
+    compared.write_bytes(tflite_models.compared_branches())
+    graphs["compared_branches"] = lift(compared)
+    graphs["transpose_conv"] = lift(Path(__file__).parent / "data" / "keras" / "transpose_conv.tflite")  # depth to space
     for name in ("mobilenet_v3_small", "shufflenet_v2", "yolo_tiny"):
         graphs[name] = lift(architectures.quantized(name, "qdq_int8", folder))
     pad = zoo._Graph("pad_before_add", (1, 4, 8, 8))

@@ -152,6 +152,8 @@ CASES = [
     Case("global_maxpool_2", "global_maxpool", [(4, 3, 5)], [(4, 1, 1)], [("c", 2)], [2], [2]),
     Case("add", "add", [(4, 3, 3), (4, 3, 3)], [(4, 3, 3)], (), [2, 2], [2]),
     Case("mul", "mul", [(4, 3, 3), (4, 3, 3)], [(4, 3, 3)], (), [4, 4], [4]),
+    Case("max", "max", [(4, 3, 3), (4, 3, 3)], [(4, 3, 3)], (), [2, 2], [2]),
+    Case("min", "min", [(4, 3, 3), (4, 3, 3)], [(4, 3, 3)], (), [1, 1], [1]),
     Case("broadcast_vector_second", "broadcast", [(4, 3, 3), (4, 1, 1)], [(4, 3, 3)], (), [2, 2], [2]),
     Case("broadcast_vector_first", "broadcast", [(4, 1, 1), (4, 3, 3)], [(4, 3, 3)], (), [1, 1], [1]),
     Case("broadcast_scalar", "broadcast", [(4, 3, 3), (1, 1, 1)], [(4, 3, 3)], (), [2, 1], [2]),
@@ -162,13 +164,15 @@ CASES = [
     Case("split_routes", "split", [(6, 3, 3)], [(2, 3, 3), (4, 3, 3)], (), [2], [2, 2], routes=((0, 2), (2, 4))),
     Case("upsample_2x3", "upsample", [(2, 3, 3)], [(2, 6, 9)], (), [1], [1]),
     Case("upsample_2x2_lanes", "upsample", [(4, 2, 3)], [(4, 4, 6)], (), [2], [2]),
+    Case("depth_to_space_2", "depth_to_space", [(8, 2, 3)], [(2, 4, 6)], (), [1], [1]),
+    Case("depth_to_space_3_lanes", "depth_to_space", [(18, 2, 2)], [(2, 6, 6)], (), [2], [2]),
     pad_case("pad_asym", 2, 3, 3, (1, 2, 0, 1), 1),
     pad_case("pad_lanes", 4, 2, 3, (1, 0, 1, 0), 2),
     Case("permute", "permute", [(4, 3, 3)], [(4, 3, 3)], (), [1], [1], order=(2, 0, 3, 1)),
     Case("permute_lanes", "permute", [(4, 2, 3)], [(4, 2, 3)], (), [2], [2], order=(3, 2, 1, 0)),
 ]
 KINDS = {"conv", "depthwise", "pointwise", "dense", "maxpool", "avgpool", "float_avgpool", "global_avgpool", "global_maxpool", "add",
-         "mul", "broadcast", "rescale", "table", "concat", "split", "upsample", "pad", "permute"}
+         "mul", "max", "min", "broadcast", "rescale", "table", "concat", "split", "upsample", "depth_to_space", "pad", "permute"}
 
 
 def test_every_kind_has_a_case():
@@ -272,7 +276,7 @@ def dependencies(case: Case) -> list[list[list[int | None]]]:
                     pixel = y * case.win.in_width + x
                     whole = kind in ("conv", "pointwise")  # every output channel reads every input channel
                     needs.append([pixel * per_in[0] + (per_in[0] - 1 if whole else t)])
-                elif kind in ("add", "mul", "rescale", "table"):
+                elif kind in ("add", "mul", "max", "min", "rescale", "table"):
                     needs.append([q * per_in[i] + t for i in range(len(ins))])
                 elif kind == "broadcast":
                     vector = next(i for i, s in enumerate(case.ins) if s != shape)
@@ -289,6 +293,10 @@ def dependencies(case: Case) -> list[list[list[int | None]]]:
                 elif kind == "upsample":
                     sh, sw = out_h // case.ins[0][1], out_w // case.ins[0][2]
                     needs.append([(oy // sh * case.ins[0][2] + ox // sw) * per_in[0] + t])
+                elif kind == "depth_to_space":  # output (y b + dy, x b + dx) channel c: input (y, x), (dy b + dx) C + c
+                    block = out_h // case.ins[0][1]
+                    y, dy, x, dx = oy // block, oy % block, ox // block, ox % block
+                    needs.append([(y * case.ins[0][2] + x) * per_in[0] + (dy * block + dx) * t_out + t])
                 elif kind == "pad":
                     top, left, _, _ = case.win.pads
                     y, x = oy - top, ox - left
@@ -337,7 +345,10 @@ def test_a_reduction_over_the_whole_input_writes_after_its_last_read(case):
     assert loop.drain >= loop.depth + 1
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.kind in ("add", "mul", "rescale", "table")], ids=repr)
+ELEMENT_WISE = ("add", "mul", "max", "min", "rescale", "table")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.kind in ELEMENT_WISE], ids=repr)
 def test_an_element_wise_process_writes_each_token_in_the_iteration_that_reads_it(case):
     loop = loop_of(case.spec())
     writes = moves(loop, "writes", 0)
@@ -400,7 +411,7 @@ def expected_iterations(case: Case) -> int:
     h, w = case.ins[0][1:] if kind != "broadcast" else case.outs[0][1:]
     if kind in ("global_avgpool", "global_maxpool"):  # every pixel's tokens, then the results
         return h * w * t_in[0] + t_out[0]
-    if kind in ("add", "mul", "rescale", "table", "split"):  # one token of every stream per iteration
+    if kind in ("add", "mul", "max", "min", "rescale", "table", "split"):  # one token of every stream per iteration
         return h * w * max(t_in + t_out)
     if kind == "concat":  # the inputs' tokens of a pixel one after the other
         return h * w * sum(t_in)
@@ -409,6 +420,9 @@ def expected_iterations(case: Case) -> int:
         return t_in[vector] + h * w * t_out[0]
     if kind in ("upsample", "pad"):  # one output token per iteration
         return tokens(case.outs[0], case.lanes_out[0])
+    if kind == "depth_to_space":  # per input row: its tokens as they arrive, then the b - 1 buffered rows
+        block = case.outs[0][1] // h
+        return h * w * block * (2 * block - 1) * t_out[0]
     if kind == "permute":  # a pixel read while the previous one is written, one trailing pixel
         return t_in[0] + (h * w - 1) * max(t_in[0], t_out[0]) + t_out[0]
     raise AssertionError(kind)

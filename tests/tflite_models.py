@@ -25,9 +25,10 @@ OP_VERSIONS = {  # the versions TFLite's converter writes for int8 kernels
     "QUANTIZE": 2, "DEQUANTIZE": 2,
 }
 OP_VERSIONS.update({"LOGISTIC": 2, "TANH": 2, "HARD_SWISH": 1, "LEAKY_RELU": 2, "ELU": 1, "PRELU": 1, "RELU": 2,
-                    "RELU6": 2, "RELU_N1_TO_1": 1, "MUL": 2})
+                    "RELU6": 2, "RELU_N1_TO_1": 1, "MUL": 2, "TRANSPOSE_CONV": 3})
 OP_VERSIONS.update({"RESIZE_NEAREST_NEIGHBOR": 3, "RESIZE_BILINEAR": 3})
 OP_VERSIONS.update({"SHAPE": 1, "STRIDED_SLICE": 1, "PACK": 1, "GATHER": 1, "EXPAND_DIMS": 1, "SQUEEZE": 1, "TILE": 3})
+OP_VERSIONS.update({"MAXIMUM": 2, "MINIMUM": 2})
 # float functions of the element-wise activations (for the calibration batch)
 ELEMENTWISE = {
     "LOGISTIC": lambda x: 1 / (1 + np.exp(-x)), "TANH": np.tanh,
@@ -348,6 +349,34 @@ class TfliteBuilder:
         self._op("MUL", [a.index, b.index], [y.index], schema.BuiltinOptions.MulOptions, options)
         return y
 
+    def share_quantization(self, tensors: list[Tensor]) -> None:
+        """Give `tensors` one scale and zero point covering all their calibrated values, as the converter does for
+        the inputs of a MAXIMUM or MINIMUM (the op's same-scale constraint)."""
+        low = min(min(float(t.calibration.min()) for t in tensors), 0.0)
+        high = max(max(float(t.calibration.max()) for t in tensors), 0.0)
+        scale = np.float32(max(high - low, 1e-3) / 255)
+        zero_point = int(np.clip(np.round(-128 - low / scale), -128, 127))
+        for t in tensors:
+            quantization = self.tensors[t.index].quantization
+            quantization.scale, quantization.zeroPoint = [float(scale)], [zero_point]
+            self.quant[t.index] = (float(scale), zero_point)
+
+    def extremum(self, a: Tensor, b, kind="MAXIMUM", name=None) -> Tensor:
+        """MAXIMUM or MINIMUM of two int8 tensors (`b` may broadcast), or of a tensor and a constant (`b` an
+        array, quantized as `a`). The output takes `a`'s quantization, as the converter writes the op (its inputs
+        and output share one scale and zero point)."""
+        name = name or kind.lower()
+        if not isinstance(b, Tensor):
+            scale, zero_point = self.quant[a.index]
+            values = np.asarray(b, np.float32)
+            q = np.clip(np.round(values / scale) + zero_point, -128, 127).astype(np.int8)
+            index = self._tensor(f"{name}_constant", values.shape, INT8, np.float32(scale), zero_point, q)
+            b = Tensor(index, ((q.astype(np.float32) - zero_point) * np.float32(scale)).astype(np.float32))
+        function = np.maximum if kind == "MAXIMUM" else np.minimum
+        y = self._same_quant(f"{name}_out", a, function(a.calibration, b.calibration))
+        self._op(kind, [a.index, b.index], [y.index])
+        return y
+
     def resize(self, x: Tensor, size, kind="nearest", align_corners=False, half_pixel_centers=False,
                scale=None, zero_point=0, name="resize") -> Tensor:
         """RESIZE_NEAREST_NEIGHBOR or RESIZE_BILINEAR to `size` (height, width); the output keeps the input's
@@ -436,6 +465,19 @@ def every_op() -> bytes:
     f = b.fully_connected(r, 10, name="fc")
     y = b.softmax(f, name="softmax")
     return b.build([y], "every_op")
+
+
+def compared_branches(kinds=("MAXIMUM", "MINIMUM"), seed=5) -> bytes:
+    """input -> CONV_2D (left) and CONV_2D (right) of one scale and zero point; each of `kinds` of the two
+    (MAXIMUM, MINIMUM: Keras' Maximum and Minimum layers), concatenated where there are several; a 1x1 CONV_2D."""
+    b = TfliteBuilder(seed=seed)
+    x = b.input((1, 6, 5, 3))
+    left = b.conv(x, 8, activation=None, name="left")
+    right = b.conv(x, 8, activation=None, name="right")
+    b.share_quantization([left, right])
+    compared = [b.extremum(left, right, kind, name=kind.lower()) for kind in kinds]
+    y = compared[0] if len(compared) == 1 else b.concat(compared, name="joined")
+    return b.build([b.conv(y, 4, kernel=1, name="head")], "compared_branches")
 
 
 def conv_stack(per_channel=True) -> bytes:

@@ -1,5 +1,5 @@
 // One lane of max pooling per window element (process/window.cpp.j2): sum[u] = x > sum[u] ? x : sum[u]
-// (int8 values).
+// (int8 values); one lane of an element-wise MAXIMUM (process/extremum.cpp.j2) is the same compare and select.
 module max_int8 (
   input clk,
   input signed [7:0] x,

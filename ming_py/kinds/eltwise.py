@@ -1,8 +1,9 @@
-"""Two maps of one shape combined value by value: Add and Sub (`add`), Mul (`mul`). One token of each
-input and of the output per iteration."""
+"""Two maps of one shape combined value by value: Add and Sub (`add`), Mul (`mul`), TFLite's MAXIMUM (`max`)
+and MINIMUM (`min`). One token of each input and of the output per iteration."""
 
 from __future__ import annotations
 
+from ming_py import primitives
 from ming_py.loops import Access
 
 from .base import MUL_STAGES, REQUANT_STAGES, DataMovement, one_lane_count, pixel_positions, register
@@ -37,3 +38,30 @@ class Mul(Eltwise):
 
     def pipeline_depth(self, terms):
         return 2 + MUL_STAGES
+
+
+class Extremum(Eltwise):
+    """The greater (`max`) or smaller (`min`) of two int8 values of one scale, per lane: an 8-bit signed compare
+    and a 2:1 select (no requantization, no DSP), the calibrated primitive `primitive` (ming_py/primitives.json,
+    benchmarks/calibration/<primitive>.v). LiteRT's reference MAXIMUM and MINIMUM compare the raw int8 values."""
+
+    template = "extremum"
+    primitive: str = None
+
+    def pipeline_depth(self, terms):
+        return 3  # the stream reads, the compare and select (two LUT levels), the write
+
+    def logic_lut(self, spec):
+        return spec.lanes_out[0] * primitives.lut(self.primitive)
+
+
+@register
+class Maximum(Extremum):
+    name = "max"
+    primitive = "max_int8"
+
+
+@register
+class Minimum(Extremum):
+    name = "min"
+    primitive = "min_int8"
