@@ -127,6 +127,14 @@ NARROW_MODEL = ("ming::requantize_narrow (TFLite's rule, proved): the accumulato
                 "(18 bits), an 18 x 26-bit product (multiplier from a ROM), the rounding of the accumulator's sign "
                 "(two 48-bit ROM values, a 2:1 select) added, a constant shift (wiring), zero point, saturation")
 
+BILINEAR_PRODUCTS = (Product(9, True, 11, True), Product(9, True, 11, True), Product(19, True, 11, True))
+BILINEAR_MODEL = ("one lane of a bilinear resize (process/bilinear.cpp.j2, ming::bilinear): the four int8 neighbours "
+                  "chosen from the line buffer's four banks by the parities of their rows and columns (four 8-bit 4:1 "
+                  "multiplexers), each row across as (v0 << 10) + (v1 - v0) * wx1 (a 9 x 11-bit product, 18 bits), "
+                  "the rows down as "
+                  "(top << 10) + (bottom - top) * wy1 (a 19 x 11-bit product, 28 bits), the rounding half away from "
+                  "zero and the shift by 20 (weights 11-bit inputs)")
+
 PRIMITIVES = (
     Primitive("mac_product_fabric", "mac_product", "int8 x int8 -> int16 MAC product in LUTs (BIND_OP impl=fabric)",
               fabric=True),
@@ -223,6 +231,10 @@ PRIMITIVES = (
     Primitive("table_lane", "table_lane",
               "one table lane: a 256 x 8-bit ROM of constant (pseudo-random) contents in LUTs, indexed by x + 128",
               mapping=""),
+    Primitive("bilinear_lane_dsp", "bilinear_lane",
+              BILINEAR_MODEL + "; the three products in DSP48E2 (BIND_OP impl=dsp)", products=BILINEAR_PRODUCTS),
+    Primitive("bilinear_lane_fabric", "bilinear_lane", BILINEAR_MODEL + "; the three products in LUTs (for "
+              "comparison: the bilinear kind binds its products to DSPs)", fabric=True),
     Primitive("mux_int8", "mux_int8",
               "an 8-bit INPUTS:1 multiplexer with its select (a channel permutation's output lane)",
               sweep=("INPUTS", (2, 4, 8, 16, 32, 64))),

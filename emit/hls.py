@@ -203,6 +203,8 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
         constant("weights", "int8_t", kind.weight_rows(p.weights, spec).astype(np.int8),
                  f"weights {kind.weights_layout(p)}, one row of every weight a fold step multiplies")
     rule_of(p.epilogue).emit(p.epilogue, view, constant)
+    for role, (ctype, values, comment) in kind.constant_tables(spec, p).items():
+        constant(role, ctype, values, comment)
     return view, constants
 
 

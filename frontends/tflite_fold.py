@@ -15,6 +15,7 @@ refused by name; a STRIDED_SLICE of an int8 map (Keras' `x[..., a:b]`) is no sha
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
@@ -203,13 +204,23 @@ def reshaped(shape: list[int], target: list[int], label: str = "RESHAPE") -> lis
 RESIZE_OPS = frozenset({"RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"})
 
 
-def resizes_as_repeats(model: schema.ModelT) -> dict[str, str]:
-    """Every resize that copies each input pixel by whole factors, written as Keras' UpSampling2D writes
-    it (per axis: EXPAND_DIMS after the axis, TILE along the new axis, RESHAPE into the axis), which the
-    frontend lifts as one `Upsample`; a resize by 1 x 1 as a RESHAPE to its own shape. The other resizes
-    are refused by name. Returns each TILE's output name -> the resize's output name (the node's name)."""
+@dataclass(frozen=True)
+class Resizes:
+    """What `resizes_as_repeats` wrote: each TILE's output name -> the resize's output name (the node's name),
+    and per bilinear resize (by that name) its row and column tables (`bilinear_tables`)."""
+
+    tiles: dict[str, str]
+    bilinear: dict[str, tuple[tuple, tuple]]
+
+
+def resizes_as_repeats(model: schema.ModelT) -> Resizes:
+    """Every resize by whole factors written as Keras' UpSampling2D writes it (per axis: EXPAND_DIMS after
+    the axis, TILE along the new axis, RESHAPE into the axis), which the frontend lifts as one `Upsample`:
+    a nearest resize where it copies each input pixel, a bilinear one as the stand-in of the map's shape that
+    the frontend replaces by its interpolation (its tables returned); a resize by 1 x 1 as a RESHAPE to its
+    own shape. The other resizes are refused by name."""
     graph = model.subgraphs[0]
-    kept, tiles = [], {}
+    kept, tiles, bilinear = [], {}, {}
     for operator in graph.operators:
         kind = op_name(model, operator)
         if kind not in RESIZE_OPS:
@@ -217,11 +228,39 @@ def resizes_as_repeats(model: schema.ModelT) -> dict[str, str]:
             continue
         factors = _resize_factors(model, operator, kind)
         written = _repeats(model, operator, factors)
-        tiles |= {tensor_name(graph.tensors[op.outputs[0]]): tensor_name(graph.tensors[operator.outputs[0]])
-                  for op in written if op_name(model, op) == "TILE"}
+        name = tensor_name(graph.tensors[operator.outputs[0]])
+        tiles |= {tensor_name(graph.tensors[op.outputs[0]]): name for op in written if op_name(model, op) == "TILE"}
+        if kind == "RESIZE_BILINEAR" and factors != (1, 1):
+            (_, height, width, _), (_, out_h, out_w, _) = (graph.tensors[i].shape
+                                                            for i in (operator.inputs[0], operator.outputs[0]))
+            options = operator.builtinOptions or schema.ResizeBilinearOptionsT()
+            flags = bool(options.alignCorners), bool(options.halfPixelCenters)
+            bilinear[name] = (bilinear_tables(int(height), int(out_h), *flags),
+                              bilinear_tables(int(width), int(out_w), *flags))
         kept.extend(written)
     graph.operators = kept
-    return tiles
+    return Resizes(tiles, bilinear)
+
+
+def bilinear_tables(in_size: int, out_size: int, align_corners: bool,
+                    half_pixel_centers: bool) -> tuple[tuple[int, int, int, int], ...]:
+    """Per output index, (i0, i1, weight of i0, weight of i1) in 1/1024 as LiteRT's int8 RESIZE_BILINEAR
+    computes them (tensorflow/lite/kernels/internal/reference/resize_bilinear.h: ResizeBilinearInteger and
+    ComputeInterpolationValuesInteger, C++ integer division toward zero)."""
+    def divide(a: int, b: int) -> int:  # C++'s, toward zero
+        quotient = abs(a) // b
+        return quotient if a >= 0 else -quotient
+
+    scale = divide(1024 * in_size + out_size // 2, out_size)
+    if align_corners and out_size > 1:
+        scale = divide(1024 * (in_size - 1) + (out_size - 1) // 2, out_size - 1)
+    tables = []
+    for index in range(out_size):
+        scaled = index * scale + scale // 2 - 512 if half_pixel_centers else index * scale
+        low, high = max(divide(scaled, 1024), 0), min(divide(scaled + 1023, 1024), in_size - 1)
+        fraction = scaled - 1024 * low
+        tables.append((low, high, 1024 - fraction, fraction))
+    return tuple(tables)
 
 
 def nearest_indices(in_size: int, out_size: int, align_corners: bool, half_pixel_centers: bool) -> np.ndarray:
@@ -259,10 +298,9 @@ def _resize_factors(model: schema.ModelT, operator, kind: str) -> tuple[int, int
                         "(nearest neighbour)")
     factors = out_h // h, out_w // w
     if kind == "RESIZE_BILINEAR":
-        if factors != (1, 1) or (align and half):
-            raise MingError(f"{label}: a bilinear resize by {factors[0]}x{factors[1]} interpolates between pixels; "
-                            "ming takes RESIZE_BILINEAR only by 1x1 (export the model with nearest-neighbour "
-                            "upsampling, e.g. UpSampling2D(interpolation='nearest'))")
+        if align and half:
+            raise MingError(f"{label}: align_corners and half_pixel_centers together; LiteRT refuses the pair "
+                            f"({_REEXPORT})")
         return factors
     for axis, (n, m, f) in enumerate(((h, out_h, factors[0]), (w, out_w, factors[1]))):
         if not np.array_equal(nearest_indices(n, m, align, half), np.arange(m) // f):

@@ -12,7 +12,9 @@ in the flatbuffer's shape signatures before the conversion; the SHAPE,
 STRIDED_SLICE, PACK, GATHER and CONCATENATION of int32 shapes that Keras
 writes for it then fold to constants. EXPAND_DIMS and SQUEEZE are reshapes;
 TILE is taken as Keras' UpSampling2D writes it (a repeat per axis); a RESIZE_NEAREST_NEIGHBOR that repeats
-each pixel by whole factors (and a RESIZE_BILINEAR by 1x1) is rewritten that way first (`tflite_fold`).
+each pixel by whole factors is rewritten that way first (`tflite_fold`), and a RESIZE_BILINEAR by whole
+factors too, as the stand-in that its `BilinearResize` (LiteRT's integer tables) replaces after lifting. A
+TRANSPOSE_CONV becomes PAD, a convolution of its phases and DEPTH_TO_SPACE (`tflite_transpose_conv`).
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from ai_edge_litert import schema_py_generated as schema
 from iree.compiler import ir
 
 from ming_py.errors import MingError
-from ming_py.ir import (Arg, FixedPointRequant, Graph, GraphOutput, HostOp, Kernel, Pad, Reshape, Upsample,
-                        node_inputs)
+from ming_py.ir import (Arg, BilinearResize, FixedPointRequant, Graph, GraphOutput, HostOp, Kernel, Pad, Reshape,
+                        Upsample, node_inputs)
 
 from .layout import channels_first
 from . import iree_compile, isolated
@@ -405,8 +407,13 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
                         FrontendFacts(op_types, tuple(notes), tables=tables, channels_last=True)).run(module)
     shapes = {tensor_name(t): tuple(int(d) for d in t.shape) for t in graph.tensors if t.shape is not None}
     lifted = _repeats_as_upsampling(lifted, op_types)
-    for upsample in (n for n in lifted.nodes if isinstance(n, Upsample) and n.source in resizes):
-        upsample.source = resizes[upsample.source]  # a resize written as repeats is named by its own output
+    for upsample in (n for n in lifted.nodes if isinstance(n, Upsample) and n.source in resizes.tiles):
+        upsample.source = resizes.tiles[upsample.source]  # a resize written as repeats is named by its own output
+        if upsample.source in resizes.bilinear:
+            rows, cols = resizes.bilinear[upsample.source]
+            lifted.nodes[lifted.nodes.index(upsample)] = BilinearResize(
+                upsample.name.replace("upsample", "bilinear", 1), upsample.source, upsample.input, upsample.output,
+                rows, cols)
     graph_ir = channels_first(lifted, _one_channel_maps(lifted, shapes))
     return _with_host_boundary(_reference_rounding(graph_ir, op_types), model, boundary)
 

@@ -31,6 +31,7 @@ from ming_py.ir import (
     MAC_OPS,
     REDUCTION,
     AddRequant,
+    BilinearResize,
     Concat,
     DepthToSpace,
     FixedPointAdd,
@@ -49,6 +50,7 @@ from ming_py.ir import (
     WindowAverage,
     node_inputs,
 )
+from ming_py.kinds.bilinear import table_problem
 from ming_py.runtime.ming_host import graph_layout_shape
 
 from .fifo import record_order
@@ -251,6 +253,8 @@ class _Builder:
             return self._upsample(node), [node.input], node.output
         if isinstance(node, DepthToSpace):
             return self._depth_to_space(node), [node.input], node.output
+        if isinstance(node, BilinearResize):
+            return self._bilinear(node), [node.input], node.output
         if isinstance(node, Pad):
             return self._pad(node), [node.input], node.output
         kernel: Kernel = node
@@ -327,6 +331,19 @@ class _Builder:
                             f"to C x {block}H x {block}W ({c} x {h} x {w} in, "
                             f"{'x'.join(map(str, self.graph.shape_of(node.output)))} out)")
         return Process(node.name, "depth_to_space", node.source, (), ())
+
+    def _bilinear(self, node: BilinearResize) -> Process:
+        c, h, w = self._map_input(node.input, node.name)
+        out_shape = stream_shape(self.graph.shape_of(node.output))
+        if out_shape != (c, len(node.rows), len(node.cols)):
+            raise MingError(f"layer {node.source}: bilinear resize to {len(node.rows)} x {len(node.cols)} pixels "
+                            f"(its row and column tables) keeps the {c} channels of its {c} x {h} x {w} map, but "
+                            f"its output is {'x'.join(map(str, self.graph.shape_of(node.output)))}")
+        rows, cols = tuple(map(tuple, node.rows)), tuple(map(tuple, node.cols))
+        problem = table_problem(rows, h, "row", "y") or table_problem(cols, w, "column", "x")
+        if problem:
+            raise MingError(f"layer {node.source}: bilinear resize of a {c} x {h} x {w} map: {problem}")
+        return Process(node.name, "bilinear", node.source, (), (), resize=(rows, cols))
 
     def _pad(self, node: Pad) -> Process:
         c, h, w = self._map_input(node.input, node.name)

@@ -92,6 +92,9 @@ class Process:
     routes: tuple[tuple[int, int], ...] = ()
     # permute: output channel c is input channel order[c]
     order: tuple[int, ...] = ()
+    # bilinear: (rows, cols) of `ir.BilinearResize`, per output row (y0, y1, wy0, wy1), per output column
+    # (x0, x1, wx0, wx1); empty for every other kind
+    resize: tuple[tuple[tuple[int, int, int, int], ...], tuple[tuple[int, int, int, int], ...]] | tuple[()] = ()
 
 
 @dataclass(frozen=True)

@@ -375,6 +375,22 @@ class Upsample:
 
 
 @dataclass(eq=False)
+class BilinearResize:
+    """TFLite's int8 RESIZE_BILINEAR (reference_ops::ResizeBilinearInteger): output pixel (y, x) of a channel is
+    the four input values at rows (y0, y1) = rows[y][:2] and columns (x0, x1) = cols[x][:2], each times its
+    row weight and column weight in 1/1024 (rows[y][2:], cols[x][2:]), summed, plus 2^19 away from zero and
+    divided by 2^20 toward zero. The weights of a row or column sum to 1024 (one may be negative where
+    y0 = y1 at a border); a (C, H, W) map in, a (C, OH, OW) one out."""
+
+    name: str
+    source: str
+    input: str
+    output: str
+    rows: tuple[tuple[int, int, int, int], ...]  # per output row: y0, y1, weight of y0, weight of y1
+    cols: tuple[tuple[int, int, int, int], ...]  # per output column: x0, x1, weight of x0, weight of x1
+
+
+@dataclass(eq=False)
 class DepthToSpace:
     """Blocks of channels moved into pixels (TFLite's DEPTH_TO_SPACE, ONNX DepthToSpace in DCR mode; a
     transposed convolution's phases): channel (dy * block + dx) * C + c of input pixel (y, x) is channel c of
@@ -423,7 +439,7 @@ class Permute:
     order: tuple[int, ...]
 
 
-Node = Kernel | Reshape | Concat | Upsample | DepthToSpace | Pad | Slice | Permute
+Node = Kernel | Reshape | Concat | Upsample | BilinearResize | DepthToSpace | Pad | Slice | Permute
 
 
 def node_inputs(node: Node) -> tuple[str, ...]:

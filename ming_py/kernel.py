@@ -38,7 +38,8 @@ def kernel_spec(graph, process, unroll, lanes_in, lanes_out, requantizers: int =
     """The spec of a process of a `StreamGraph` under a schedule."""
     shape = lambda name: (graph.channels[name].channels, graph.channels[name].height, graph.channels[name].width)
     return KernelSpec(process.kind, tuple(shape(c) for c in process.inputs), tuple(shape(c) for c in process.outputs),
-                      tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window, process.routes, requantizers)
+                      tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window, process.routes, requantizers,
+                      process.resize)
 
 
 def schedule_spec(graph, process, schedule: Schedule) -> KernelSpec:
@@ -59,7 +60,16 @@ def spec_from_report(node: dict, channels: dict[str, dict]) -> KernelSpec:
                       tuple(schedule.get("unroll", {}).items()),
                       tuple(channels[c]["lanes"] for c in node["inputs"]),
                       tuple(channels[c]["lanes"] for c in node["outputs"]), window,
-                      tuple(tuple(route) for route in node.get("routes", ())), schedule.get("requantizers", 0))
+                      tuple(tuple(route) for route in node.get("routes", ())), schedule.get("requantizers", 0),
+                      _resize_from_report(node.get("resize")))
+
+
+def _resize_from_report(resize) -> tuple:
+    """A bilinear process's (rows, cols) tables from report.json's {"rows": [[y0, y1, wy0, wy1], ...], "cols": ...}
+    (empty for every other kind)."""
+    if resize is None:
+        return ()
+    return tuple(tuple(tuple(int(v) for v in entry) for entry in resize[axis]) for axis in ("rows", "cols"))
 
 
 def validate_schedule(graph: StreamGraph, schedule: Schedule) -> list[str]:

@@ -19,6 +19,7 @@ from .epilogues import Golden, rule_of
 from .runtime.ming_host import accelerator_input, model_output
 from .ir import (
     Arg,
+    BilinearResize,
     Concat,
     Const,
     DepthToSpace,
@@ -63,6 +64,8 @@ def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.nda
             values[node.output] = np.concatenate([values[i] for i in node.inputs], axis=node.axis)
         elif isinstance(node, Upsample):
             values[node.output] = upsample(values[node.input], node.factors)
+        elif isinstance(node, BilinearResize):
+            values[node.output] = bilinear_resize(values[node.input], node.rows, node.cols)
         elif isinstance(node, DepthToSpace):
             values[node.output] = depth_to_space(values[node.input], node.block)
         elif isinstance(node, Pad):
@@ -72,6 +75,19 @@ def run_integer(graph: Graph, values: dict[str, np.ndarray]) -> dict[str, np.nda
         elif isinstance(node, Permute):
             values[node.output] = values[node.input][np.array(node.order)]
     return values
+
+
+def bilinear_resize(array: np.ndarray, rows, cols) -> np.ndarray:
+    """A (..., H, W) int8 map resized by LiteRT's integer bilinear rule (`ir.BilinearResize`)."""
+    y0, y1, wy0, wy1 = (np.array(column, np.int64) for column in zip(*rows))
+    x0, x1, wx0, wx1 = (np.array(column, np.int64) for column in zip(*cols))
+    values = array.astype(np.int64)
+    total = (values[..., y0[:, None], x0[None, :]] * (wy0[:, None] * wx0[None, :])
+             + values[..., y1[:, None], x0[None, :]] * (wy1[:, None] * wx0[None, :])
+             + values[..., y0[:, None], x1[None, :]] * (wy0[:, None] * wx1[None, :])
+             + values[..., y1[:, None], x1[None, :]] * (wy1[:, None] * wx1[None, :]))
+    rounded = total + np.where(total > 0, 1 << 19, -(1 << 19))
+    return (np.sign(rounded) * (np.abs(rounded) >> 20)).astype(array.dtype)  # C++'s division, toward zero
 
 
 def depth_to_space(array: np.ndarray, block: int) -> np.ndarray:

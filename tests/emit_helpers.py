@@ -37,7 +37,7 @@ def csim(graph, out: Path, x: np.ndarray, schedule: Schedule | None = None, conc
 
 LANE_KEEPING = ("depthwise", "maxpool", "avgpool", "float_avgpool", "global_avgpool", "global_maxpool", "add", "mul",
                 "max", "min", "broadcast", "rescale", "table", "concat", "split", "upsample", "depth_to_space", "pad",
-                "permute")
+                "permute", "bilinear")
 
 
 def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: int = 8) -> Schedule:

@@ -33,6 +33,7 @@ ACCEPTED = (
     "mobilenet_v2.tflite",
     "mobilenet_v3_small.tflite",
     "mobilenet_v3_small_minimalistic.tflite",
+    "segmentation_head.tflite",
     "shufflenet_block.tflite",
     "transpose_conv.tflite",
     "two_head_detector.tflite",

@@ -71,6 +71,11 @@ def _process(name: str) -> tuple[StreamGraph, Process]:
         out = (4, 12, 12)
     elif name == "depth_to_space":
         out = (1, 12, 12)
+    elif name == "bilinear":
+        from test_bilinear_resize import litert_axis
+
+        out = (4, 12, 12)
+        kwargs["resize"] = (litert_axis(6, 12), litert_axis(6, 12))
     elif name in ("add", "mul", "max", "min"):
         ins = [(4, 6, 6), (4, 6, 6)]
     elif name == "broadcast":

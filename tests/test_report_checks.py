@@ -27,6 +27,7 @@ from ming_py.line_buffers import build_stream_graph
 from ming_py.output import write_tree
 from ming_py.pipeline import lift
 from tcl_stubs import Synthesis, csynth_files, run_hls_script, write_csynth
+from test_bilinear_resize import between_convs
 from test_vivado_project import MET, SMALL, build_tree, calls_of, run_script
 
 MODEL = "tiny_cnn"
@@ -47,6 +48,7 @@ def networks(lifted, tmp_path_factory):
     compared.write_bytes(tflite_models.compared_branches())
     graphs["compared_branches"] = lift(compared)
     graphs["transpose_conv"] = lift(Path(__file__).parent / "data" / "keras" / "transpose_conv.tflite")  # depth to space
+    graphs["bilinear_resize"] = between_convs(3, 3, 4, 4, 2, 2)  # built in the IR (test_bilinear_resize.py)
     for name in ("mobilenet_v3_small", "shufflenet_v2", "yolo_tiny"):
         graphs[name] = lift(architectures.quantized(name, "qdq_int8", folder))
     pad = zoo._Graph("pad_before_add", (1, 4, 8, 8))

@@ -1,6 +1,7 @@
-"""TFLite's RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR: the resizes that repeat each pixel by whole factors
-become one `Upsample` (`tflite_fold.resizes_as_repeats`); `ming reference` and the C-simulation must equal
-LiteRT's reference kernels (BUILTIN_REF) on every value; every other resize is refused naming the node."""
+"""TFLite's RESIZE_NEAREST_NEIGHBOR and RESIZE_BILINEAR: the nearest resizes that repeat each pixel by whole
+factors become one `Upsample` (`tflite_fold.resizes_as_repeats`), the bilinear ones by whole factors one
+`BilinearResize` with LiteRT's integer tables; `ming reference` and the C-simulation must equal LiteRT's
+reference kernels (BUILTIN_REF) on every value; every other resize is refused naming the node."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import tflite_models
 from emit_helpers import csim
 from ming_py import reference
 from ming_py.errors import MingError
-from ming_py.frontends.tflite_fold import nearest_indices
-from ming_py.ir import Upsample
+from ming_py.frontends.tflite_fold import bilinear_tables, nearest_indices
+from ming_py.ir import BilinearResize, Upsample
 from ming_py.pipeline import lift
 from test_tflite import tflite_reference
 
@@ -125,8 +126,7 @@ def test_a_resize_by_one_is_the_map_itself(tmp_path, kind, align, half):
     ("nearest", (4, 4, 4, 4), (True, True), r"with align_corners=True and half_pixel_centers=True"),
     ("nearest", (4, 4, 6, 8), (False, False), r"resizes 4x4 to 6x8; ming takes only upsampling by whole factors"),
     ("nearest", (4, 4, 2, 2), (False, False), r"resizes 4x4 to 2x2"),
-    ("bilinear", (4, 4, 8, 8), (False, False), r"a bilinear resize by 2x2 interpolates between pixels; .*nearest"),
-    ("bilinear", (4, 4, 4, 8), (False, True), r"a bilinear resize by 1x2"),
+    ("bilinear", (4, 4, 6, 8), (False, True), r"resizes 4x4 to 6x8; ming takes only upsampling by whole factors"),
 ])
 def test_resizes_that_are_not_repeats_are_refused_by_name(tmp_path, kind, geometry, options, message):
     path = tmp_path / "refused.tflite"
@@ -163,3 +163,58 @@ def test_a_model_that_computes_nothing_is_one_clear_error(tmp_path):
     with pytest.raises(MingError, match=r"nothing\.tflite: the model computes nothing between its input and its "
                                         r"outputs"):
         lift(path)
+
+
+# ---- RESIZE_BILINEAR: LiteRT's integer interpolation ------------------------------------------------------------
+
+BILINEAR = [(4, 3, 8, 6, False, True), (3, 5, 9, 15, False, True), (4, 4, 8, 8, False, False),
+            (3, 4, 6, 12, True, False), (2, 3, 8, 3, False, True), (5, 4, 7, 9, False, True), (6, 6, 3, 4, True, False)]
+
+
+def litert_bilinear(x: np.ndarray, out_h: int, out_w: int, align: bool, half: bool) -> np.ndarray:
+    """LiteRT's RESIZE_BILINEAR (BUILTIN_REF) of the int8 NHWC map `x`."""
+    b = tflite_models.TfliteBuilder()
+    source = b.input(x.shape, scale=0.05, zero_point=3)
+    y = b.resize(source, (out_h, out_w), "bilinear", align, half)
+    interpreter = Interpreter(model_content=b.build([y]), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    return interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("geometry", BILINEAR)
+def test_bilinear_tables_give_litert_integer_interpolation(geometry):
+    """`bilinear_tables` and `reference.bilinear_resize` == LiteRT's int8 kernel on every value of random maps,
+    at whole and other factors, downscaling included, with each corner flag."""
+    h, w, out_h, out_w, align, half = geometry
+    rows, cols = bilinear_tables(h, out_h, align, half), bilinear_tables(w, out_w, align, half)
+    assert all(w0 + w1 == 1024 for *_, w0, w1 in rows + cols)
+    rng = np.random.default_rng(h * 100 + out_w)
+    for x in (rng.integers(-128, 128, (1, h, w, 4), dtype=np.int8), np.full((1, h, w, 4), -128, np.int8),
+              np.full((1, h, w, 4), 127, np.int8)):
+        ours = reference.bilinear_resize(x[0].transpose(2, 0, 1), rows, cols).transpose(1, 2, 0)[None]
+        assert np.array_equal(ours, litert_bilinear(x, out_h, out_w, align, half))
+
+
+@pytest.mark.parametrize("geometry", [g for g in BILINEAR if g[2] % g[0] == 0 and g[3] % g[1] == 0])
+def test_a_bilinear_upsampling_equals_litert_reference(tmp_path, geometry):
+    path = tmp_path / "bilinear.tflite"
+    path.write_bytes(resize_model(geometry, "bilinear", conv_before=True, seed=5))
+    graph = lift(path)
+    (resize,) = [n for n in graph.nodes if isinstance(n, BilinearResize)]
+    assert resize.source == "resize_out" and not [n for n in graph.nodes if isinstance(n, Upsample)]
+    for seed in range(3):
+        x = np.random.default_rng(seed).integers(-128, 128, (1, *geometry[:2], 3), dtype=np.int8)
+        assert np.array_equal(reference.run(graph, x)[graph.outputs[0].name], tflite_reference(path, x))
+
+
+@pytest.mark.parametrize("geometry, conv_after", [((4, 3, 8, 6, False, True), True),
+                                                  ((3, 4, 6, 12, True, False), False)])
+def test_csim_of_a_bilinear_upsampling_equals_litert_reference(tmp_path, geometry, conv_after):
+    path = tmp_path / "bilinear.tflite"
+    path.write_bytes(resize_model(geometry, "bilinear", conv_before=True, conv_after=conv_after, seed=5))
+    graph = lift(path)
+    x = every_value((1, *geometry[:2], 3))
+    assert np.array_equal(csim(graph, tmp_path / "out", x, check_ports=True), tflite_reference(path, x))

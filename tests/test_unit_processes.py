@@ -56,14 +56,14 @@ def window(c_in, h, w, c_out, kernel=(1, 1), stride=(1, 1), dilation=(1, 1), pad
     return Window(c_in, h, w, c_out, out_h, out_w, kernel, stride, dilation, pads, 0, groups)
 
 
-def graph_of(kind: str, ins, outs, win=None, routes=(), order=()) -> tuple[StreamGraph, Process]:
+def graph_of(kind: str, ins, outs, win=None, routes=(), order=(), resize=()) -> tuple[StreamGraph, Process]:
     """A graph of one process of `kind` reading streams of shapes `ins` and writing `outs` ((C, H, W) each)."""
     in_names = [f"in{i}" for i in range(len(ins))]
     out_names = [f"out{i}" for i in range(len(outs))]
     channels = {name: Channel(name, "input", "p", *shape) for name, shape in zip(in_names, ins)}
     channels |= {name: Channel(name, "p", "output", *shape) for name, shape in zip(out_names, outs)}
     process = Process("p", kind, "node_p", tuple(in_names), tuple(out_names), window=win, routes=routes,
-                      order=order)
+                      order=order, resize=resize)
     c, h, w = ins[0]
     ports = tuple(Port(name, (1, *shape), name, (1, *shape), 0.1, 0, index=i)
                   for i, (name, shape) in enumerate(zip(out_names, outs)))
@@ -75,15 +75,15 @@ class Case:
     """A process and one schedule of it."""
 
     def __init__(self, label, kind, ins, outs, unroll=(), lanes_in=None, lanes_out=None, win=None, routes=(),
-                 order=()):
+                 order=(), resize=()):
         self.label, self.kind, self.ins, self.outs, self.win = label, kind, ins, outs, win
-        self.routes, self.order = routes, order
+        self.routes, self.order, self.resize = routes, order, resize
         self.unroll = tuple(unroll)
         self.lanes_in = tuple(lanes_in or (1,) * len(ins))
         self.lanes_out = tuple(lanes_out or (1,) * len(outs))
 
     def spec(self) -> KernelSpec:
-        graph, process = graph_of(self.kind, self.ins, self.outs, self.win, self.routes, self.order)
+        graph, process = graph_of(self.kind, self.ins, self.outs, self.win, self.routes, self.order, self.resize)
         return kernel_spec(graph, process, self.unroll, self.lanes_in, self.lanes_out)
 
     def factor(self, loop: str) -> int:
@@ -115,6 +115,15 @@ def grouped_conv(label, c_in, h, w, c_out, groups, g, oc, ic, k) -> Case:
     win = window(c_in, h, w, c_out, kernel=(3, 3), pads=(1, 1, 1, 1), groups=groups)
     return Case(label, "conv", [(c_in, h, w)], [(c_out, win.out_height, win.out_width)],
                 [("g", g), ("oc", oc), ("ic", ic), ("k", k)], [g * ic], [g * oc], win)
+
+
+def bilinear_case(label, c, h, w, out_h, out_w, lanes, align_corners=False) -> Case:
+    """A bilinear resize by LiteRT's integer tables (half-pixel centres, or aligned corners)."""
+    from test_bilinear_resize import litert_axis
+
+    tables = tuple(litert_axis(size, out, align_corners=align_corners, half_pixel_centers=not align_corners)
+                   for size, out in ((h, out_h), (w, out_w)))
+    return Case(label, "bilinear", [(c, h, w)], [(c, out_h, out_w)], (), [lanes], [lanes], resize=tables)
 
 
 def pad_case(label, c, h, w, pads, lanes) -> Case:
@@ -166,13 +175,18 @@ CASES = [
     Case("upsample_2x2_lanes", "upsample", [(4, 2, 3)], [(4, 4, 6)], (), [2], [2]),
     Case("depth_to_space_2", "depth_to_space", [(8, 2, 3)], [(2, 4, 6)], (), [1], [1]),
     Case("depth_to_space_3_lanes", "depth_to_space", [(18, 2, 2)], [(2, 6, 6)], (), [2], [2]),
+    bilinear_case("bilinear_2x", 2, 3, 4, 6, 8, 1),
+    bilinear_case("bilinear_3x_lanes", 4, 2, 3, 6, 9, 2),
+    bilinear_case("bilinear_align_corners", 2, 3, 3, 7, 5, 2, align_corners=True),
+    bilinear_case("bilinear_down", 2, 5, 6, 2, 3, 1),
     pad_case("pad_asym", 2, 3, 3, (1, 2, 0, 1), 1),
     pad_case("pad_lanes", 4, 2, 3, (1, 0, 1, 0), 2),
     Case("permute", "permute", [(4, 3, 3)], [(4, 3, 3)], (), [1], [1], order=(2, 0, 3, 1)),
     Case("permute_lanes", "permute", [(4, 2, 3)], [(4, 2, 3)], (), [2], [2], order=(3, 2, 1, 0)),
 ]
 KINDS = {"conv", "depthwise", "pointwise", "dense", "maxpool", "avgpool", "float_avgpool", "global_avgpool", "global_maxpool", "add",
-         "mul", "max", "min", "broadcast", "rescale", "table", "concat", "split", "upsample", "depth_to_space", "pad", "permute"}
+         "mul", "max", "min", "broadcast", "rescale", "table", "concat", "split", "upsample", "depth_to_space", "pad", "permute",
+         "bilinear"}
 
 
 def test_every_kind_has_a_case():
@@ -297,6 +311,9 @@ def dependencies(case: Case) -> list[list[list[int | None]]]:
                     block = out_h // case.ins[0][1]
                     y, dy, x, dx = oy // block, oy % block, ox // block, ox % block
                     needs.append([(y * case.ins[0][2] + x) * per_in[0] + (dy * block + dx) * t_out + t])
+                elif kind == "bilinear":  # the last of its four neighbours to arrive: (y1, x1)
+                    y1, x1 = case.resize[0][oy][1], case.resize[1][ox][1]
+                    needs.append([(y1 * case.ins[0][2] + x1) * per_in[0] + t])
                 elif kind == "pad":
                     top, left, _, _ = case.win.pads
                     y, x = oy - top, ox - left
@@ -423,6 +440,8 @@ def expected_iterations(case: Case) -> int:
     if kind == "depth_to_space":  # per input row: its tokens as they arrive, then the b - 1 buffered rows
         block = case.outs[0][1] // h
         return h * w * block * (2 * block - 1) * t_out[0]
+    if kind == "bilinear":  # every input token read and every output token written, one per iteration
+        return h * w * t_in[0] + tokens(case.outs[0], case.lanes_out[0])
     if kind == "permute":  # a pixel read while the previous one is written, one trailing pixel
         return t_in[0] + (h * w - 1) * max(t_in[0], t_out[0]) + t_out[0]
     raise AssertionError(kind)

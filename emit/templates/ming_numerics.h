@@ -488,6 +488,8 @@ template <int Bits> struct NarrowUint { typedef int64_t type; };
 template <int Bits> struct NarrowInt { typedef ap_int<Bits> type; };
 template <int Bits> struct NarrowUint { typedef ap_uint<Bits> type; };
 #endif
+// an unsigned value of `Bits` bits carried by no register (a field of a table's word)
+template <int Bits> using narrow_uint = typename NarrowUint<Bits>::type;
 typedef NarrowUint<26>::type NarrowMultiplier;
 typedef NarrowInt<48>::type NarrowSum;
 
@@ -565,6 +567,40 @@ inline int8_t mul_narrow(int8_t a, int8_t b, int32_t a_offset, int32_t b_offset,
     MING_BIND_MUL(product, fabric)
     return requantize_narrow<M, OperandBits, LevelBits>(static_cast<int32_t>(product), multiplier, rounding_negative,
                                                         rounding, shift, low, high, center, zero_point, qmin, qmax);
+}
+
+// reference.bilinear_resize (TFLite's RESIZE_BILINEAR, LiteRT's reference_ops::ResizeBilinearInteger), one value:
+//   round(top0 wy0 wx0 + top1 wy0 wx1 + bottom0 wy1 wx0 + bottom1 wy1 wx1) / 2^20, half away from zero, computed
+//   as two interpolations across and one down, each (v0 << 10) + (v1 - v0) * w1: equal, as w0 + w1 = 1024. `across`
+//   (wx1) and `down` (wy1) lie in [0, 1023], or in [-1024, 1023] where the two columns (rows) are one
+//   (ming_py.kinds.bilinear.table_problem), so a row across is a convex combination of int8 values times 1024
+//   (18 bits signed) and the sum one of those times 1024 (28 bits); the result fits int8. Three products bound to
+//   DSP48E2 (9 x 11, 9 x 11 and 19 x 11 bits; benchmarks/calibration/bilinear_lane.v is this datapath).
+typedef NarrowInt<11>::type BilinearWeight;  // a weight in 1/1024
+typedef NarrowInt<18>::type BilinearAcross;  // a row across, in 1/1024
+
+inline BilinearAcross bilinear_across(int8_t v0, int8_t v1, BilinearWeight w1) {
+    const NarrowInt<9>::type step = v1 - v0;
+    const NarrowInt<19>::type product = step * w1;
+    MING_BIND_MUL(product, dsp)
+    return BilinearAcross(v0) * 1024 + product;
+}
+
+inline int8_t bilinear(int8_t top0, int8_t top1, int8_t bottom0, int8_t bottom1, BilinearWeight across,
+                       BilinearWeight down) {
+    const BilinearAcross top = bilinear_across(top0, top1, across);
+    const BilinearAcross bottom = bilinear_across(bottom0, bottom1, across);
+    const NarrowInt<19>::type step = bottom - top;
+    const NarrowInt<29>::type product = step * down;
+    MING_BIND_MUL(product, dsp)
+    const NarrowInt<28>::type sum = NarrowInt<28>::type(top) * 1024 + product;  // in 1/2^20
+    // (sum + 2^19 (sum > 0) or - 2^19 (else)) / 2^20 toward zero is floor((sum + 2^19 - (sum <= 0)) / 2^20)
+    const NarrowInt<28>::type rounded = sum + (sum > 0 ? 524288 : 524287);
+#ifdef MING_CSIM
+    return static_cast<int8_t>(detail::floor_shift(rounded, 20));
+#else
+    return static_cast<int8_t>(rounded >> 20);  // ap_int's shift is arithmetic
+#endif
 }
 
 }  // namespace ming

@@ -6,15 +6,15 @@ from __future__ import annotations
 from ming_py.dataflow import GROUP_LOOP, Process, StreamGraph
 
 # each module registers its kinds
-from . import (broadcast, concat, dense, depth_to_space, eltwise, global_pool, pad, permute, pointwise, split, table,
-               upsample, window)
+from . import (bilinear, broadcast, concat, dense, depth_to_space, eltwise, global_pool, pad, permute, pointwise, split,
+               table, upsample, window)
 from .base import ASPECTS, KernelSpec, ProcessKind, kind_of, registered
 
 __all__ = ["ASPECTS", "KernelSpec", "ProcessKind", "kind_of", "registered", "trip_counts", "unrollable",
            "MAC_KINDS", "WINDOW_GEOMETRY_KINDS",
            # the kind modules
-           "broadcast", "concat", "dense", "depth_to_space", "eltwise", "global_pool", "pad", "permute", "pointwise",
-           "split", "table", "upsample", "window"]
+           "bilinear", "broadcast", "concat", "dense", "depth_to_space", "eltwise", "global_pool", "pad", "permute",
+           "pointwise", "split", "table", "upsample", "window"]
 
 # the kinds that multiply weights, and those that carry a `Window`
 MAC_KINDS = tuple(name for name, kind in registered().items() if kind.mac)

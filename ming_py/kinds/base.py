@@ -38,6 +38,7 @@ class KernelSpec:
     window: Window | None = None
     routes: tuple[tuple[int, int], ...] = ()  # split: per output, (first channel, channels); empty: all
     requantizers: int = 0  # requantizers serving the output lanes in turn (`shared_requantizers`); 0: one per lane
+    resize: tuple = ()  # bilinear: the (rows, cols) tables of its `Process` (`ming_py.kinds.bilinear`)
 
     @property
     def process_kind(self) -> ProcessKind:
@@ -191,6 +192,11 @@ class ProcessKind:
         """DSPs of its own datapath beyond MAC lanes and requantization."""
         return 0
 
+    def constant_tables(self, spec: KernelSpec, process) -> dict:
+        """Its own constant tables beyond weights and epilogue: role (a ROM of `arrays`) -> (C type, values,
+        comment), declared in the weights header as `<process>_<role>`."""
+        return {}
+
     def fixed_unroll(self, window: Window | None) -> dict[str, int]:
         """Loops it always unrolls by a set factor: not among its trip counts, not the schedule's to choose."""
         return {}
@@ -225,7 +231,7 @@ class ProcessKind:
 
 
 # every attribute and method above but `depth_bound`, which follows from `pipeline_depth`, and the defaults
-# `logic_dsp` and `fixed_unroll`
+# `logic_dsp`, `constant_tables` and `fixed_unroll`
 ASPECTS = ("name", "unrollable", "needs_window", "line_buffer", "mac", "shares_requantizer", "template", "pipeline_label", "trip_counts",
            "lane_options", "lanes_match", "multiplier_choices", "static_banks", "summed_terms", "pipeline_depth",
            "tokens_in", "macs", "macs_per_image", "reduction_tiles", "positions", "arrays", "logic_lut", "counters",

@@ -47,6 +47,8 @@ the converter writes, untouched:
   converter gives their inputs and output one scale), CONCATENATION.
 - dense_to_map.tflite: a decoder's start, Dense reshaped into a 4x4x4 map and convolved.
 - transpose_conv.tflite: Conv2DTranspose upsampling by 2 (TRANSPOSE_CONV).
+- segmentation_head.tflite: a strided encoder, UpSampling2D(interpolation='bilinear') (RESIZE_BILINEAR with
+  half-pixel centres), CONCATENATION with the skip, a 1x1 classifier per pixel.
 
 Needs tensorflow-cpu (2.21, Keras 3):
 
@@ -246,6 +248,18 @@ def transpose_conv() -> keras.Model:
     return keras.Model(inputs, _conv_bn(x, 8, 1, activation=None))
 
 
+def segmentation_head() -> keras.Model:
+    """An FPN/U-Net-like decoder step: a strided encoder, UpSampling2D(interpolation='bilinear') (RESIZE_BILINEAR
+    with half-pixel centres), Concatenate with the skip, a per-pixel classifier."""
+    inputs = keras.Input((16, 16, 3))
+    skip = _conv_bn(inputs, 8, 3, activation="relu")
+    x = _conv_bn(skip, 16, 3, strides=2, activation="relu")
+    x = _conv_bn(x, 16, 3, activation="relu")
+    x = layers.UpSampling2D(2, interpolation="bilinear")(x)
+    x = layers.Concatenate()([x, skip])
+    return keras.Model(inputs, layers.Conv2D(4, 1)(_conv_bn(x, 8, 3, activation="relu")))
+
+
 # name -> (builder, float input and output)
 MODELS = {
     "mobilenet_v2": (mobilenet_v2, False),
@@ -262,6 +276,7 @@ MODELS = {
     "conv1d_flatten": (conv1d_flatten, False),
     "maximum_minimum": (maximum_minimum, False),
     "transpose_conv": (transpose_conv, False),
+    "segmentation_head": (segmentation_head, False),
 }
 
 
