@@ -96,12 +96,13 @@ def _flattened_in_nhwc(graph: Graph, node: Reshape, moved: set[str]) -> list[Res
     """A Flatten of an H x W x C (or L x C) map into a vector, in TFLite's order (pixel-major), as ming's
     channel-major flatten followed by a `Permute` of the vector, which folds into the weights of the dense
     layers that read it."""
-    if node.output in moved or node.input not in moved:
-        raise MingError(f"node '{node.source}' (RESHAPE) makes an H x W x C map of a vector or of another map; "
-                        "ming streams reshapes of TFLite maps that flatten one into a vector (Flatten -> Dense)")
-    if len(_squeezed(graph.tensors[node.output].shape)) != 1:
-        raise MingError(f"node '{node.source}' (RESHAPE) reshapes an H x W x C map into another map; ming streams "
-                        "reshapes of TFLite maps that flatten one into a vector (Flatten -> Dense)")
+    label = f"node '{node.source}' (RESHAPE)"
+    if node.input not in moved:
+        raise MingError(f"{label} makes an H x W x C map of a vector (a Dense reshaped into a map); ming streams "
+                        "maps into dense layers (Flatten -> Dense) but not back (start the decoder from a map)")
+    if node.output in moved or len(_squeezed(graph.tensors[node.output].shape)) != 1:
+        raise MingError(f"{label} reshapes an H x W x C map into another map, which moves values between pixels; "
+                        "ming streams reshapes that flatten a map into a vector (Flatten -> Dense)")
     shape = graph.tensors[node.input].shape
     channel = len(shape) - 3 if len(shape) >= 3 else 0
     channels, pixels = shape[channel], math.prod(shape[channel + 1:])

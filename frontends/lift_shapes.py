@@ -99,17 +99,21 @@ class ShapeMixin:
         """`tensor` in `shape`: a new Reshape node, or the tensor of that shape its chain of reshapes started
         from (a channel shuffle's Reshape -> Transpose -> Reshape comes back to its map's shape)."""
         info = self.graph.tensors[tensor]
-        reshapes = {n.output: n.input for n in self.graph.nodes if isinstance(n, Reshape)}
-        ancestor = tensor
-        while True:
-            if self.graph.tensors[ancestor].shape == tuple(shape):
-                return ancestor
-            if ancestor not in reshapes:
-                break
-            ancestor = reshapes[ancestor]
+        ancestor = next((a for a in self._reshaped_from(tensor) if self.graph.tensors[a].shape == tuple(shape)), None)
+        if ancestor is not None:
+            return ancestor
         out = self.builder.new_tensor(f"{tensor}_reshaped", shape, info.dtype)
         self.graph.nodes.append(Reshape(self.builder.node_name(f"{source}_reshape", "reshape"), source, tensor, out))
         return out
+
+    def _reshaped_from(self, tensor: str) -> list[str]:
+        """`tensor` and the tensors its chain of Reshape nodes comes from, the nearest first (every one holds
+        the same values in the same row-major order)."""
+        made_by = {n.output: n.input for n in self.graph.nodes if isinstance(n, Reshape)}
+        chain = [tensor]
+        while chain[-1] in made_by:
+            chain.append(made_by[chain[-1]])
+        return chain
 
     def _reshape_padded(self, source: Padded, groups: list[list[int]], expand: bool, shape, node, where) -> Padded:
         """A reshape of a padded tensor that splits or merges only unpadded axes (a grouped convolution's
@@ -223,10 +227,7 @@ class ShapeMixin:
         Reshape, ShuffleNet's channel shuffle), reshaped to the transposed shape. Any other transposition
         moves values between pixels, which a stream cannot do."""
         shape = self.graph.tensors[tensor].shape
-        origin = tensor  # reshapes keep the order of the values: the tensor a kernel made, as a (C, H, W) map
-        while (reshape := next((n for n in self.graph.nodes if isinstance(n, Reshape) and n.output == origin),
-                               None)) is not None:
-            origin = reshape.input
+        origin = self._reshaped_from(tensor)[-1]  # the tensor a kernel made, as a map
         origin_shape = self.graph.tensors[origin].shape
         map_shape = (int(np.prod(origin_shape[:-2])), *origin_shape[-2:]) if len(origin_shape) >= 3 \
             else origin_shape if self.facts.channels_last else (int(np.prod(origin_shape)),)
@@ -242,7 +243,8 @@ class ShapeMixin:
             positions = positions.reshape(-1, pixel)
             order = positions[:, 0] // pixel
             moves_values = not np.array_equal(positions, order[:, None] * pixel + np.arange(pixel))
-        if moves_values and (block := _depth_to_space_block(positions.reshape(-1), map_shape)) is not None:
+        if moves_values and self.facts.channels_last \
+                and (block := _depth_to_space_block(positions.reshape(-1), map_shape)) is not None:
             return self._depth_to_space(self._reshape_tensor(origin, map_shape, node), block, node,
                                         tuple(shape[a] for a in axes))
         if moves_values:

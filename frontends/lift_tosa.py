@@ -167,9 +167,6 @@ class TosaMixin:
         if any(not isinstance(o.tensor, str) or self.graph.tensors[o.tensor].dtype != "i8" for o in operands):
             raise MingError(f"node '{node}' ({label}) compares a value other than an int8 tensor of the model; ming "
                             f"takes {label} of two int8 tensors")
-        if any(tuple(self.graph.tensors[o.tensor].shape) != tuple(extremum.shape) for o in operands):
-            raise MingError(f"node '{node}' ({label}) broadcasts one operand over the other; ming takes {label} of "
-                            "two tensors of one shape")
         values = np.arange(-128, 128, dtype=np.int64).reshape(-1, 1)
         final = chain.steps[-1].dtype if chain.steps else "i8"
         if final != "i8" or not all(o.axis is None and _is_identity(o.steps, values) for o in operands + (chain,)):

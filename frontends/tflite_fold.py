@@ -295,12 +295,17 @@ def _resize_factors(model: schema.ModelT, operator, kind: str) -> tuple[int, int
     align, half = (bool(options.alignCorners), bool(options.halfPixelCenters)) if options is not None else (False, False)
     if out_h % h or out_w % w or out_h < h or out_w < w:
         raise MingError(f"{label}: resizes {h}x{w} to {out_h}x{out_w}; ming takes only upsampling by whole factors "
-                        "(nearest neighbour)")
+                        "(resize to a whole multiple of the map's height and width)")
     factors = out_h // h, out_w // w
     if kind == "RESIZE_BILINEAR":
         if align and half:
             raise MingError(f"{label}: align_corners and half_pixel_centers together; LiteRT refuses the pair "
                             f"({_REEXPORT})")
+        for axis, (n, m) in enumerate(((h, out_h), (w, out_w))):
+            if max(low for low, *_ in bilinear_tables(n, m, align, half)) > n - 1:
+                raise MingError(f"{label}: resizing {n} to {m} {('rows', 'columns')[axis]}, LiteRT's 10-bit scale "
+                                f"reads past the last {('row', 'column')[axis]} of the map; resize by a power of 2 "
+                                "or a smaller map")
         return factors
     for axis, (n, m, f) in enumerate(((h, out_h, factors[0]), (w, out_w, factors[1]))):
         if not np.array_equal(nearest_indices(n, m, align, half), np.arange(m) // f):

@@ -21,24 +21,17 @@ from ming_py.errors import MingError
 
 from .tflite_fold import constant, int32_constant, op_name, operator_code, store_constant, tensor_like, tensor_name
 
-_REEXPORT = "re-export the model with Conv2DTranspose strides equal along rows and columns and padding='same'"
+_REEXPORT = "re-export the model with Conv2DTranspose(padding='same')"
 
 
-def transpose_convs_as_phases(model: schema.ModelT) -> dict[str, str]:
-    """Every TRANSPOSE_CONV replaced by PAD, CONV_2D and DEPTH_TO_SPACE. Returns the name of each new op's
-    output -> the TRANSPOSE_CONV's output name (the node's name for people)."""
+def transpose_convs_as_phases(model: schema.ModelT) -> None:
+    """Every TRANSPOSE_CONV replaced by PAD, CONV_2D and DEPTH_TO_SPACE, whose outputs are named after its own
+    (`<name>/padded`, `<name>/phases`, then `<name>` itself)."""
     graph = model.subgraphs[0]
-    kept, names = [], {}
+    kept = []
     for operator in graph.operators:
-        if op_name(model, operator) != "TRANSPOSE_CONV":
-            kept.append(operator)
-            continue
-        written = _as_phases(model, operator)
-        name = tensor_name(graph.tensors[operator.outputs[0]])
-        names |= {tensor_name(graph.tensors[op.outputs[0]]): name for op in written}
-        kept.extend(written)
+        kept.extend(_as_phases(model, operator) if op_name(model, operator) == "TRANSPOSE_CONV" else [operator])
     graph.operators = kept
-    return names
 
 
 def phase_taps(kernel: int, stride: int, pad: int) -> tuple[int, np.ndarray]:
@@ -65,11 +58,16 @@ def _as_phases(model: schema.ModelT, operator) -> list:
     stride = options.strideH
     if options.strideW != stride or stride < 1:
         raise MingError(f"{label}: strides {options.strideH}x{options.strideW}; ming takes a transposed convolution "
-                        f"with one stride along rows and columns ({_REEXPORT})")
+                        "with one stride along rows and columns (re-export it with equal strides)")
     weights_tensor, source = graph.tensors[operator.inputs[1]], graph.tensors[operator.inputs[2]]
     weights = _int8_constant(model, operator.inputs[1], label)
     out_channels, kernel_h, kernel_w, in_channels = weights.shape
     (_, height, width, _), (_, out_h, out_w, _) = source.shape, output.shape
+    output_shape = constant(model, operator.inputs[0])
+    written = [int(d) for d in output_shape.reshape(-1)] if output_shape is not None else None
+    if written != [int(d) for d in output.shape]:
+        raise MingError(f"{label}: its output_shape operand {written} is not the shape of its output "
+                        f"{[int(d) for d in output.shape]}; re-export the model with a static output shape")
     if out_h % stride or out_w % stride:
         raise MingError(f"{label}: an output of {out_h}x{out_w} is not {stride} times a grid of phases; {_REEXPORT}")
     geometry = [_axis(size, out_size, kernel, stride, options.padding, label)

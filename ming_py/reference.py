@@ -94,8 +94,8 @@ def depth_to_space(array: np.ndarray, block: int) -> np.ndarray:
     """A (block^2 C, H, W) map's channel (dy * block + dx) * C + c at (y, x) moved to channel c at
     (y * block + dy, x * block + dx)."""
     *leading, channels, height, width = array.shape
-    blocks = array.reshape(block, block, channels // block**2, height, width)  # [dy, dx, c, y, x]
-    moved = blocks.transpose(2, 3, 0, 4, 1)  # [c, y, dy, x, dx]
+    blocks = array.reshape(-1, block, block, channels // block**2, height, width)  # [n, dy, dx, c, y, x]
+    moved = blocks.transpose(0, 3, 4, 1, 5, 2)  # [n, c, y, dy, x, dx]
     return moved.reshape(*leading, channels // block**2, height * block, width * block)
 
 

@@ -127,6 +127,8 @@ def test_a_resize_by_one_is_the_map_itself(tmp_path, kind, align, half):
     ("nearest", (4, 4, 6, 8), (False, False), r"resizes 4x4 to 6x8; ming takes only upsampling by whole factors"),
     ("nearest", (4, 4, 2, 2), (False, False), r"resizes 4x4 to 2x2"),
     ("bilinear", (4, 4, 6, 8), (False, True), r"resizes 4x4 to 6x8; ming takes only upsampling by whole factors"),
+    ("bilinear", (86, 2, 516, 4), (False, False), r"resizing 86 to 516 rows, LiteRT's 10-bit scale reads past the "
+                                                  r"last row of the map"),
 ])
 def test_resizes_that_are_not_repeats_are_refused_by_name(tmp_path, kind, geometry, options, message):
     path = tmp_path / "refused.tflite"

@@ -18,7 +18,8 @@ from ming_py.frontends.tflite_transpose_conv import phase_taps, transpose_convs_
 pytestmark = pytest.mark.unit
 
 
-def _transpose_conv(b, x, channels, kernel, strides, padding, activation=None, bias=True, name="deconv"):
+def _transpose_conv(b, x, channels, kernel, strides, padding, activation=None, bias=True, per_channel=True,
+                    name="deconv"):
     """TRANSPOSE_CONV as the converter writes it: output y = s * i + k - pad (pad from LiteRT's SAME rule)."""
     _, height, width, in_channels = x.calibration.shape
     (kh, kw), (sh, sw) = kernel, strides
@@ -28,7 +29,7 @@ def _transpose_conv(b, x, channels, kernel, strides, padding, activation=None, b
     else:
         out_h, out_w = (height - 1) * sh + kh, (width - 1) * sw + kw
         pad_h = pad_w = 0
-    w_index, w_float, w_scale = b._weights(f"{name}_weights", (channels, kh, kw, in_channels), 0)
+    w_index, w_float, w_scale = b._weights(f"{name}_weights", (channels, kh, kw, in_channels), 0, per_channel)
     out = np.zeros((1, out_h, out_w, channels))
     for y in range(height):
         for xx in range(width):
@@ -39,7 +40,7 @@ def _transpose_conv(b, x, channels, kernel, strides, padding, activation=None, b
                         out[0, oy, ox] += w_float[:, ky, kx] @ x.calibration[0, y, xx]
     inputs = [b._int32_constant(f"{name}_shape", [1, out_h, out_w, channels]), w_index, x.index]
     if bias:
-        b_index, b_float = b._bias(f"{name}_bias", x, w_scale, channels)
+        b_index, b_float = b._bias(f"{name}_bias", x, np.broadcast_to(w_scale, (channels,)), channels)
         inputs.append(b_index)
         out = out + b_float
     y = b._activation(f"{name}_out", out, activation)
@@ -52,7 +53,7 @@ def _transpose_conv(b, x, channels, kernel, strides, padding, activation=None, b
 
 
 def _model(shape, channels, kernel, strides, padding, **options) -> schema.ModelT:
-    b = tflite_models.TfliteBuilder(seed=sum(shape) + kernel[0] * 7 + strides[0])
+    b = tflite_models.TfliteBuilder(seed=sum(shape) + kernel[0] * 7 + kernel[1] + strides[0])
     y = _transpose_conv(b, b.input(shape), channels, kernel, strides, padding, **options)
     return schema.ModelT.InitFromPackedBuf(bytearray(b.build([y], "deconv")), 0)
 
@@ -66,10 +67,14 @@ def _model(shape, channels, kernel, strides, padding, **options) -> schema.Model
     ((1, 4, 3, 2), 2, 3, 1, "same", {}),
     ((1, 4, 4, 2), 2, 2, 2, "valid", {}),
     ((1, 3, 3, 2), 4, 4, 2, "valid", {"activation": "relu6"}),
+    ((1, 4, 5, 3), 3, (3, 2), 2, "same", {}),
+    ((1, 3, 4, 2), 2, (2, 4), 2, "valid", {"per_channel": False}),
+    ((1, 4, 4, 2), 3, 3, 2, "same", {"per_channel": False, "bias": False}),
 ])
 def test_phases_and_depth_to_space_equal_litert_reference_transpose_conv(tmp_path, shape, channels, kernel,
                                                                         stride, padding, options):
-    model = _model(shape, channels, (kernel, kernel), (stride, stride), padding, **options)
+    kernel = kernel if isinstance(kernel, tuple) else (kernel, kernel)
+    model = _model(shape, channels, kernel, (stride, stride), padding, **options)
     original = tmp_path / "original.tflite"
     original.write_bytes(_flatbuffer(model))
     transpose_convs_as_phases(model)
@@ -101,4 +106,14 @@ def test_phase_taps_cover_every_tap_once_per_phase_pair():
 def test_a_transpose_conv_ming_cannot_phase_is_refused_by_name(kernel, strides, padding, message):
     model = _model((1, 4, 4, 2), 3, (kernel, kernel), strides, padding)
     with pytest.raises(MingError, match=r"^node 'deconv_out' \(TRANSPOSE_CONV\): " + message):
+        transpose_convs_as_phases(model)
+
+
+def test_a_transpose_conv_whose_output_shape_operand_disagrees_is_refused_by_name():
+    model = _model((1, 4, 4, 2), 3, (3, 3), (2, 2), "same")
+    graph = model.subgraphs[0]
+    shape_tensor = graph.tensors[graph.operators[0].inputs[0]]
+    model.buffers[shape_tensor.buffer].data = np.array([1, 9, 8, 3], np.int32).view(np.uint8).copy()
+    with pytest.raises(MingError, match=r"^node 'deconv_out' \(TRANSPOSE_CONV\): its output_shape operand "
+                                        r"\[1, 9, 8, 3\] is not the shape of its output \[1, 8, 8, 3\]"):
         transpose_convs_as_phases(model)
