@@ -21,22 +21,20 @@ tokens per pixel, rows[y] = (y0, y1, wy0, wy1)):
 
 from __future__ import annotations
 
-import collections
 import math
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from hand_graphs import (assert_concurrent_csim_with_sized_fifos, assert_traced_loop, conv, csim_checked, image,
+                         lanes_schedule, map_graph, moves)
 from ming_py import primitives, reference
 from ming_py.array_layout import memory_cost
-from ming_py.dataflow import ProcessSchedule, Schedule
+from ming_py.dataflow import Schedule
 from ming_py.errors import MingError
-from ming_py.ir import (AccessMap, AccRequant, AffineExpr, Arg, BilinearResize, Concat, Graph, GraphInput, GraphOutput,
-                        Kernel, Op, Operand, TensorInfo)
+from ming_py.frontends.tflite_fold import bilinear_tables
+from ming_py.ir import BilinearResize, Concat, Graph, TensorInfo
 from ming_py.kernel import kernel_spec, loop_of, schedule_spec
-from ming_py.kinds import kind_of
 from ming_py.kinds.base import control_counters
 from ming_py.line_buffers import build_stream_graph
 from ming_py.line_buffers.fifo import FifoPlan
@@ -50,27 +48,10 @@ LANE_DSP, LANE_LUT = 3, 208  # yosys's figures of one lane (ming_py/primitives.j
 # LiteRT's tables
 # ---------------------------------------------------------------------------
 
-def _div(a: int, b: int) -> int:
-    """C++'s integer division (toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
 def litert_axis(in_size: int, out_size: int, align_corners: bool = False, half_pixel_centers: bool = True):
-    """The (i0, i1, w0, w1) of every output index along one axis, as ResizeBilinearInteger computes them: the scale
-    in 1/1024 rounded to nearest, the scaled index (with half-pixel centres: v * scale + scale / 2 - 512), its
-    floor (at least 0) and ceiling (at most in_size - 1), the weights 1024 - w1 and w1 = scaled - 1024 * i0."""
-    scale = _div(1024 * in_size + _div(out_size, 2), out_size)
-    if align_corners and out_size > 1:
-        scale = _div(1024 * (in_size - 1) + _div(out_size - 1, 2), out_size - 1)
-    table = []
-    for v in range(out_size):
-        scaled = v * scale + _div(scale, 2) - 512 if half_pixel_centers else v * scale
-        low = max(_div(scaled, 1024), 0)
-        high = min(_div(scaled + 1023, 1024), in_size - 1)
-        w1 = scaled - 1024 * low
-        table.append((low, high, 1024 - w1, w1))
-    return tuple(table)
+    """The (i0, i1, w0, w1) of every output index along one axis, as ResizeBilinearInteger computes them (the
+    frontend's `bilinear_tables`, checked against LiteRT itself in tests/test_tflite_ops.py)."""
+    return bilinear_tables(in_size, out_size, align_corners, half_pixel_centers)
 
 
 def litert_tables(h: int, w: int, out_h: int, out_w: int, align_corners: bool = False):
@@ -79,7 +60,7 @@ def litert_tables(h: int, w: int, out_h: int, out_w: int, align_corners: bool = 
 
 @pytest.mark.unit
 def test_the_tables_are_litert_s():
-    """Spot values: half-pixel 2x (the border weights 1280 and -256 of the brief), 3x, aligned corners, identity."""
+    """Spot values: half-pixel 2x (the border weights 1280 and -256), 3x, aligned corners, identity."""
     rows, _ = litert_tables(4, 4, 8, 8)
     assert rows[0] == (0, 0, 1280, -256) and rows[1] == (0, 1, 768, 256) and rows[-1] == (3, 3, 768, 256)
     assert litert_axis(2, 6)[:3] == ((0, 0, 1366, -342), (0, 0, 1025, -1), (0, 1, 684, 340))  # scale 341
@@ -92,54 +73,17 @@ def test_the_tables_are_litert_s():
 # graphs built by hand
 # ---------------------------------------------------------------------------
 
-def _graph(name: str, input_shape, output_shape) -> Graph:
-    graph = Graph(name)
-    graph.tensors["x"] = TensorInfo("x", tuple(input_shape), "i8")
-    graph.tensors["y"] = TensorInfo("y", tuple(output_shape), "i8")
-    graph.inputs = [GraphInput("x", "x", (1, *input_shape), 0.05, 0, dtype="int8")]
-    graph.outputs = [GraphOutput("y", "y", (1, *output_shape), 0.1, 0, dtype="int8")]
-    return graph
-
-
 def alone(c: int, h: int, w: int, out_h: int, out_w: int, align_corners: bool = False, tables=None) -> Graph:
     """The graph input (C, H, W) -> BilinearResize -> the graph output (C, OH, OW)."""
-    graph = _graph(f"resize_{out_h}x{out_w}", (c, h, w), (c, out_h, out_w))
+    graph = map_graph(f"resize_{out_h}x{out_w}", (c, h, w), (c, out_h, out_w))
     rows, cols = tables or litert_tables(h, w, out_h, out_w, align_corners)
     graph.nodes = [BilinearResize("resize", "resize", "x", "y", rows, cols)]
     return graph
 
 
-def _expr(num_dims: int, terms: dict[int, int]) -> AffineExpr:
-    return AffineExpr(tuple(terms.get(d, 0) for d in range(num_dims)))
-
-
-def conv(graph: Graph, name: str, source: str, output: str, out_channels: int, kernel: int = 1, stride: int = 1,
-         pad: int = 0, seed: int = 0) -> None:
-    """A convolution kernel as the frontend lifts one (dims O, OH, OW, I, KH, KW), requantized as onnxruntime's
-    QLinearConv, appended to `graph`."""
-    c, h, w = graph.shape_of(source)
-    out_h, out_w = (h + 2 * pad - kernel) // stride + 1, (w + 2 * pad - kernel) // stride + 1
-    rng = np.random.default_rng(seed)
-    weights = f"{name}_w"
-    graph.constants[weights] = rng.integers(-127, 128, (out_channels, c, kernel, kernel)).astype(np.int8)
-    graph.tensors[output] = graph.tensors.get(output) or TensorInfo(output, (out_channels, out_h, out_w), "i8")
-    dims = 6
-    activation = Operand(source, AccessMap(dims, (_expr(dims, {3: 1}), _expr(dims, {1: stride, 4: 1}),
-                                                  _expr(dims, {2: stride, 5: 1}))),
-                         padding=((0, 0), (pad, pad), (pad, pad)) if pad else (), pad_value=0)
-    weight = Operand(weights, AccessMap(dims, tuple(_expr(dims, {d: 1}) for d in (0, 3, 4, 5))))
-    epilogue = AccRequant(bias=rng.integers(-500, 500, out_channels).astype(np.int32), x_scale=np.float32(0.05),
-                          w_scale=np.full(out_channels, 0.01, np.float32), y_scale=np.float32(0.1) * c * kernel,
-                          zero_point=0, channel_dims=(0,))
-    graph.nodes.append(Kernel(name, name, (out_channels, out_h, out_w, c, kernel, kernel),
-                              ("parallel",) * 3 + ("reduction",) * 3, (activation, weight),
-                              Operand(output, AccessMap(dims, tuple(_expr(dims, {d: 1}) for d in (0, 1, 2)))),
-                              Op("add", (Arg(2), Op("mul", (Arg(0), Arg(1))))), 0, epilogue, "conv"))
-
-
 def between_convs(c_in: int, h: int, w: int, c: int, factor: int, c_out: int) -> Graph:
     """A decoder's upsampling: a 3x3 conv, BilinearResize by `factor` (half-pixel centres), a 1x1 conv."""
-    graph = _graph(f"between_{factor}", (c_in, h, w), (c_out, factor * h, factor * w))
+    graph = map_graph(f"between_{factor}", (c_in, h, w), (c_out, factor * h, factor * w))
     conv(graph, "before", "x", "p", c, kernel=3, pad=1, seed=1)
     graph.tensors["r"] = TensorInfo("r", (c, factor * h, factor * w), "i8")
     rows, cols = litert_tables(h, w, factor * h, factor * w)
@@ -151,17 +95,13 @@ def between_convs(c_in: int, h: int, w: int, c: int, factor: int, c_out: int) ->
 def decoder_join(c: int, h: int, w: int, factor: int) -> Graph:
     """A U-Net decoder's shape: the input map (C, f H, f W) goes down (an f x f conv of stride f) and back up
     (BilinearResize by f), and is concatenated with itself (the skip branch)."""
-    graph = _graph(f"join_{factor}", (c, factor * h, factor * w), (2 * c, factor * h, factor * w))
+    graph = map_graph(f"join_{factor}", (c, factor * h, factor * w), (2 * c, factor * h, factor * w))
     conv(graph, "down", "x", "p", c, kernel=factor, stride=factor, seed=3)
     graph.tensors["r"] = TensorInfo("r", (c, factor * h, factor * w), "i8")
     rows, cols = litert_tables(h, w, factor * h, factor * w)
     graph.nodes += [BilinearResize("resize", "resize", "p", "r", rows, cols),
                     Concat("join", "join", ("r", "x"), "y", 0)]
     return graph
-
-
-def image(graph: Graph, seed: int = 0) -> np.ndarray:
-    return np.random.default_rng(seed).integers(-128, 128, graph.inputs[0].onnx_shape).astype(np.int8)
 
 
 def resize_spec(c, h, w, out_h, out_w, lanes, align_corners=False, tables=None):
@@ -333,11 +273,6 @@ GEOMETRIES = [  # (C, H, W, OH, OW, lanes, aligned corners)
 ]
 
 
-def _moves(loop, side: str) -> list[int]:
-    tokens = sum(n * getattr(p, side)[0].count for n, p in loop.runs)
-    return loop.token_iterations(side, 0, list(range(tokens)))
-
-
 def _geometry_spec(c, h, w, out_h, out_w, lanes, aligned):
     return resize_spec(c, h, w, out_h, out_w, lanes, aligned)
 
@@ -348,7 +283,7 @@ def test_the_loop_moves_every_token_once_in_order_one_per_iteration(c, h, w, out
     loop = loop_of(_geometry_spec(c, h, w, out_h, out_w, lanes, aligned))
     t = c // lanes
     assert loop.iterations == (h * w + out_h * out_w) * t
-    reads, writes = _moves(loop, "reads"), _moves(loop, "writes")
+    reads, writes = moves(loop, "reads"), moves(loop, "writes")
     assert len(reads) == h * w * t and len(writes) == out_h * out_w * t
     for moved in (reads, writes):
         assert all(a < b for a, b in zip(moved, moved[1:])) and moved[-1] < loop.iterations
@@ -364,7 +299,7 @@ def test_each_output_token_is_written_when_its_rows_are_in(c, h, w, out_h, out_w
     rows, cols = litert_tables(h, w, out_h, out_w, aligned)
     loop = loop_of(_geometry_spec(c, h, w, out_h, out_w, lanes, aligned))
     t = c // lanes
-    reads, writes = _moves(loop, "reads"), _moves(loop, "writes")
+    reads, writes = moves(loop, "reads"), moves(loop, "writes")
     for index, written in enumerate(writes):
         pixel, token = divmod(index, t)
         y, x = divmod(pixel, out_w)
@@ -451,19 +386,6 @@ def test_the_cost_model_charges_the_datapath_per_lane_buffers_and_counters(lanes
 # FIFOs: a join behind a stride-f conv and BilinearResize (a U-Net decoder) neither deadlocks nor over-waits
 # ---------------------------------------------------------------------------
 
-def _lanes_schedule(graph, lanes: int) -> Schedule:
-    """Every channel at `lanes` lanes where they divide its channels (else at their greatest common divisor), the
-    convs' unroll tied to them."""
-    channel_lanes = {name: math.gcd(lanes, c.channels) for name, c in graph.channels.items()}
-    processes = {}
-    for p in graph.processes:
-        if p.kind in ("conv", "pointwise"):
-            unroll = (("oc", channel_lanes[p.outputs[0]]), ("ic", channel_lanes[p.inputs[0]]))
-            unroll += (("k", 1),) if p.kind == "conv" else ()
-            processes[p.name] = ProcessSchedule(unroll, multipliers=kind_of(p.kind).multiplier_choices(dict(unroll))[0])
-    return Schedule(processes, channel_lanes)
-
-
 @pytest.mark.unit
 @pytest.mark.parametrize("factor", [2, 3])
 def test_the_sized_skip_fifo_completes_and_a_shallower_one_deadlocks(factor):
@@ -474,7 +396,7 @@ def test_the_sized_skip_fifo_completes_and_a_shallower_one_deadlocks(factor):
     too, one token less deadlocks."""
     graph = build_stream_graph(decoder_join(2, 3, 4, factor))
     assert "bilinear" in {p.kind for p in graph.processes}
-    schedule = _lanes_schedule(graph, 2)
+    schedule = lanes_schedule(graph, 2)
     specs = {p.name: schedule_spec(graph, p, schedule) for p in graph.processes}
     plan = FifoPlan(graph, specs, {name: spec.depth for name, spec in specs.items()})
     depths = plan.depths(1)
@@ -499,12 +421,6 @@ def test_the_sized_skip_fifo_completes_and_a_shallower_one_deadlocks(factor):
 # the C-simulation
 # ---------------------------------------------------------------------------
 
-def _csim(graph, out: Path, x, schedule=None, concurrent=False):
-    from emit_helpers import csim
-
-    return csim(graph, out, x, schedule, concurrent=concurrent, check_ports=True)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("c, h, w, out_h, out_w, lanes, aligned", [
     (3, 3, 4, 6, 8, 1, False), (4, 3, 5, 6, 10, 2, False),  # 2x, half-pixel centres
@@ -518,7 +434,7 @@ def test_csim_equals_the_reference_alone(tmp_path, c, h, w, out_h, out_w, lanes,
     x = image(graph, seed=out_h * 10 + lanes)
     expected = reference.run(graph, x)["y"]
     schedule = Schedule(lanes={name: lanes for name in build_stream_graph(graph).channels})
-    y = _csim(graph, tmp_path / "out", x, schedule)
+    y = csim_checked(graph, tmp_path / "out", x, schedule)
     assert y.dtype == expected.dtype == np.int8 and y.shape == expected.shape == (1, c, out_h, out_w)
     assert (y == expected).all()
     if (out_h, out_w) == (h, w):
@@ -531,7 +447,7 @@ def test_csim_equals_the_reference_between_convs(tmp_path, factor, lanes):
     graph = between_convs(3, 3, 4, 4, factor, 2)
     x = image(graph, seed=factor)
     expected = reference.run(graph, x)["y"]
-    y = _csim(graph, tmp_path / "out", x, _lanes_schedule(build_stream_graph(graph), lanes) if lanes > 1 else None)
+    y = csim_checked(graph, tmp_path / "out", x, lanes_schedule(build_stream_graph(graph), lanes) if lanes > 1 else None)
     assert (y == expected).all()
 
 
@@ -539,14 +455,7 @@ def test_csim_equals_the_reference_between_convs(tmp_path, factor, lanes):
 @pytest.mark.parametrize("factor", [2, 3])
 def test_concurrent_csim_of_the_join_with_sized_fifos_equals_the_reference(tmp_path, factor):
     """One thread per process over FIFOs of the sized depths: no deadlock, and the values of `ming reference`."""
-    graph = decoder_join(2, 3, 4, factor)
-    stream_graph = build_stream_graph(graph)
-    schedule = _lanes_schedule(stream_graph, 2)
-    specs = {p.name: schedule_spec(stream_graph, p, schedule) for p in stream_graph.processes}
-    depths = FifoPlan(stream_graph, specs, {name: spec.depth for name, spec in specs.items()}).depths(1)
-    x = image(graph, seed=7)
-    y = _csim(graph, tmp_path / "out", x, Schedule(schedule.processes, schedule.lanes, depths), concurrent=True)
-    assert (y == reference.run(graph, x)["y"]).all()
+    assert_concurrent_csim_with_sized_fifos(decoder_join(2, 3, 4, factor), tmp_path / "out")
 
 
 @pytest.mark.slow
@@ -560,58 +469,5 @@ def test_the_emitted_loop_moves_tokens_when_the_loop_description_says(tmp_path, 
     loop's iteration count, and every register is as wide as the values it held and as the cost model charges.
     The registers' next values stay within one add, compare, boolean combination and select of registers, but for
     the phase registers set at an output row's end from the `reads` ROM (an asynchronous LUTRAM read, no more)."""
-    from ming_py.boards import load_board
-    from ming_py.build import design
-    from ming_py.csim import CHECK_PORTS_FLAGS, CXX_FLAGS
-    from ming_py.emit.identifiers import cpp_names
-    from ming_py.output import write_tree
-    from ming_py.runtime.ming_driver import compile_program
-    from pipelined_control import REGISTER_TYPE, excess, pipelined_loops, register_chains
-
-    graph = alone(c, h, w, out_h, out_w, aligned)
-    stream_graph = build_stream_graph(graph)
-    schedule = Schedule(lanes={name: lanes for name in stream_graph.channels})
-    built = design(graph, load_board("kv260"), schedule)
-    out = tmp_path / "out"
-    write_tree(built.files, out)
-    names = cpp_names(built.stream_graph)
-    hls = out / "hls"
-    binary = out / "trace"
-    compile_program([hls / f"{names.model}.cpp", hls / f"{names.model}_tb.cpp"], [hls],
-                    CXX_FLAGS + CHECK_PORTS_FLAGS + ("-DMING_TRACE_TOKENS", "-DMING_CHECK_WIDTHS"), binary)
-    run = subprocess.run([str(binary), str(hls / "input.bin"), str(out / "output.bin"), str(hls / "expected.bin")],
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-2000:]
-    trace, widths = collections.defaultdict(list), {}
-    for line in run.stderr.splitlines():
-        if line.startswith("ming trace: "):
-            function, rest = line.removeprefix("ming trace: ").split(" ", 1)
-            stream, side, iteration = rest.rsplit(" ", 2)
-            trace[function, stream, side].append(int(iteration))
-        elif line.startswith("ming widths: "):
-            function, number, bits, low, high = line.removeprefix("ming widths: ").rsplit(" ", 4)
-            widths[function, int(number)] = (int(bits), int(low), int(high))
-    (process,) = built.stream_graph.processes
-    spec = schedule_spec(built.stream_graph, process, schedule)
-    loop = loop_of(spec)
-    function = names.processes[process.name]
-    for side, channel in (("read", process.inputs[0]), ("write", process.outputs[0])):
-        tokens = built.stream_graph.channels[channel].values // lanes
-        assert trace[function, channel, side] == loop.token_iterations(side + "s", 0, list(range(tokens)))
-    cpp = built.files[f"hls/{names.model}.cpp"]
-    assert f"constexpr int ITERATIONS = {(h * w + out_h * out_w) * c // lanes};" in cpp
-    (emitted,) = [p for p in pipelined_loops(cpp) if p.function == function]
-    for name, declared in emitted.registers.items():
-        assert REGISTER_TYPE.fullmatch(declared.type), f"register {name} is a {declared.type}"
-    excesses = {name: excess(chain) for name, chain in register_chains(emitted).items() if excess(chain)}
-    assert excesses == {"pending": {"other": 1}, "reading": {"other": 1}}
-    declared = sorted(widths[function, d.line][0] for d in emitted.registers.values() if d.type != "bool")
-    for d in emitted.registers.values():
-        if d.type != "bool":
-            bits, low, high = widths[function, d.line]
-            assert low >= 0 and bits == max(high.bit_length(), 1), d
-    charged = sorted(max(m.bit_length(), 1) for m in control_counters(spec, None, loop.iterations))
-    assert declared == charged
-    # and the cycle-level simulation of the design takes the loop's cycles in the process
-    simulated = simulate_schedule(built.stream_graph, schedule)
-    assert simulated.completed and simulated.busy[process.name] == loop.cycles
+    assert_traced_loop(alone(c, h, w, out_h, out_w, aligned), lanes, tmp_path / "out",
+                       (h * w + out_h * out_w) * c // lanes, {"pending": {"other": 1}, "reading": {"other": 1}})

@@ -18,22 +18,19 @@ per output pixel):
 
 from __future__ import annotations
 
-import collections
 import math
-import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from hand_graphs import (assert_concurrent_csim_with_sized_fifos, assert_traced_loop, conv, csim_checked, image,
+                         lanes_schedule, map_graph, moves)
 from ming_py import reference
 from ming_py.array_layout import memory_cost
-from ming_py.dataflow import ProcessSchedule, Schedule
+from ming_py.dataflow import Schedule
 from ming_py.errors import MingError
-from ming_py.ir import (AccessMap, AccRequant, AffineExpr, Arg, Concat, DepthToSpace, Graph, GraphInput, GraphOutput,
-                        Kernel, Op, Operand, TensorInfo)
+from ming_py.ir import Concat, DepthToSpace, Graph, TensorInfo
 from ming_py.kernel import kernel_spec, loop_of, schedule_spec
-from ming_py.kinds import kind_of
 from ming_py.kinds.base import control_counters
 from ming_py.line_buffers import build_stream_graph
 from ming_py.line_buffers.fifo import FifoPlan
@@ -48,54 +45,17 @@ LUTRAM_MAX_BITS, LUTRAM_DEPTH = 1024, 64
 # graphs built by hand
 # ---------------------------------------------------------------------------
 
-def _graph(name: str, input_shape, output_shape) -> Graph:
-    graph = Graph(name)
-    graph.tensors["x"] = TensorInfo("x", tuple(input_shape), "i8")
-    graph.tensors["y"] = TensorInfo("y", tuple(output_shape), "i8")
-    graph.inputs = [GraphInput("x", "x", (1, *input_shape), 0.05, 0, dtype="int8")]
-    graph.outputs = [GraphOutput("y", "y", (1, *output_shape), 0.1, 0, dtype="int8")]
-    return graph
-
-
 def alone(c: int, h: int, w: int, block: int) -> Graph:
     """The graph input (block^2 C, H, W) -> DepthToSpace -> the graph output (C, block H, block W)."""
-    graph = _graph(f"d2s_{block}", (block * block * c, h, w), (c, block * h, block * w))
+    graph = map_graph(f"d2s_{block}", (block * block * c, h, w), (c, block * h, block * w))
     graph.nodes = [DepthToSpace("d2s", "d2s", "x", "y", block)]
     return graph
-
-
-def _expr(num_dims: int, terms: dict[int, int]) -> AffineExpr:
-    return AffineExpr(tuple(terms.get(d, 0) for d in range(num_dims)))
-
-
-def conv(graph: Graph, name: str, source: str, output: str, out_channels: int, kernel: int = 1, stride: int = 1,
-         pad: int = 0, seed: int = 0) -> None:
-    """A convolution kernel as the frontend lifts one (dims O, OH, OW, I, KH, KW), requantized as onnxruntime's
-    QLinearConv, appended to `graph`."""
-    c, h, w = graph.shape_of(source)
-    out_h, out_w = (h + 2 * pad - kernel) // stride + 1, (w + 2 * pad - kernel) // stride + 1
-    rng = np.random.default_rng(seed)
-    weights = f"{name}_w"
-    graph.constants[weights] = rng.integers(-127, 128, (out_channels, c, kernel, kernel)).astype(np.int8)
-    graph.tensors[output] = graph.tensors.get(output) or TensorInfo(output, (out_channels, out_h, out_w), "i8")
-    dims = 6
-    activation = Operand(source, AccessMap(dims, (_expr(dims, {3: 1}), _expr(dims, {1: stride, 4: 1}),
-                                                  _expr(dims, {2: stride, 5: 1}))),
-                         padding=((0, 0), (pad, pad), (pad, pad)) if pad else (), pad_value=0)
-    weight = Operand(weights, AccessMap(dims, tuple(_expr(dims, {d: 1}) for d in (0, 3, 4, 5))))
-    epilogue = AccRequant(bias=rng.integers(-500, 500, out_channels).astype(np.int32), x_scale=np.float32(0.05),
-                          w_scale=np.full(out_channels, 0.01, np.float32), y_scale=np.float32(0.1) * c * kernel,
-                          zero_point=0, channel_dims=(0,))
-    graph.nodes.append(Kernel(name, name, (out_channels, out_h, out_w, c, kernel, kernel),
-                              ("parallel",) * 3 + ("reduction",) * 3, (activation, weight),
-                              Operand(output, AccessMap(dims, tuple(_expr(dims, {d: 1}) for d in (0, 1, 2)))),
-                              Op("add", (Arg(2), Op("mul", (Arg(0), Arg(1))))), 0, epilogue, "conv"))
 
 
 def between_convs(c_in: int, h: int, w: int, c: int, block: int, c_out: int) -> Graph:
     """A transposed convolution as the frontend rewrites it: a 3x3 conv to block^2 C phase channels, DepthToSpace,
     then a 1x1 conv."""
-    graph = _graph(f"phases_{block}", (c_in, h, w), (c_out, block * h, block * w))
+    graph = map_graph(f"phases_{block}", (c_in, h, w), (c_out, block * h, block * w))
     conv(graph, "phases", "x", "p", block * block * c, kernel=3, pad=1, seed=1)
     graph.tensors["d"] = TensorInfo("d", (c, block * h, block * w), "i8")
     graph.nodes.append(DepthToSpace("d2s", "d2s", "p", "d", block))
@@ -106,15 +66,11 @@ def between_convs(c_in: int, h: int, w: int, c: int, block: int, c_out: int) -> 
 def decoder_join(c: int, h: int, w: int, block: int) -> Graph:
     """A U-Net decoder's shape: the input map (C, block H, block W) goes down (a block x block conv of stride block)
     and back up (DepthToSpace), and is concatenated with itself (the skip branch)."""
-    graph = _graph(f"join_{block}", (c, block * h, block * w), (2 * c, block * h, block * w))
+    graph = map_graph(f"join_{block}", (c, block * h, block * w), (2 * c, block * h, block * w))
     conv(graph, "down", "x", "p", block * block * c, kernel=block, stride=block, seed=3)
     graph.tensors["d"] = TensorInfo("d", (c, block * h, block * w), "i8")
     graph.nodes += [DepthToSpace("d2s", "d2s", "p", "d", block), Concat("join", "join", ("d", "x"), "y", 0)]
     return graph
-
-
-def image(graph: Graph, seed: int = 0) -> np.ndarray:
-    return np.random.default_rng(seed).integers(-128, 128, graph.inputs[0].onnx_shape).astype(np.int8)
 
 
 def d2s_spec(c: int, h: int, w: int, block: int, lanes: int):
@@ -155,11 +111,6 @@ GEOMETRIES = [  # (C, H, W, block, lanes)
 ]
 
 
-def _moves(loop, side: str) -> list[int]:
-    tokens = sum(n * getattr(p, side)[0].count for n, p in loop.runs)
-    return loop.token_iterations(side, 0, list(range(tokens)))
-
-
 @pytest.mark.unit
 @pytest.mark.parametrize("c, h, w, block, lanes", GEOMETRIES)
 def test_the_loop_moves_every_token_once_in_order_one_per_iteration(c, h, w, block, lanes):
@@ -167,7 +118,7 @@ def test_the_loop_moves_every_token_once_in_order_one_per_iteration(c, h, w, blo
     loop = loop_of(spec)
     t = c // lanes
     assert loop.iterations == h * w * block * (2 * block - 1) * t
-    reads, writes = _moves(loop, "reads"), _moves(loop, "writes")
+    reads, writes = moves(loop, "reads"), moves(loop, "writes")
     assert len(reads) == h * w * block * block * t == len(writes)
     for moved in (reads, writes):
         assert all(a < b for a, b in zip(moved, moved[1:])) and moved[-1] < loop.iterations
@@ -182,7 +133,7 @@ def test_each_output_token_is_written_in_or_after_the_iteration_that_reads_it(c,
     before its buffered rows are written."""
     loop = loop_of(d2s_spec(c, h, w, block, lanes))
     t = c // lanes
-    reads, writes = _moves(loop, "reads"), _moves(loop, "writes")
+    reads, writes = moves(loop, "reads"), moves(loop, "writes")
     for index, written in enumerate(writes):
         pixel, token = divmod(index, t)
         y_out, x_out = divmod(pixel, block * w)
@@ -268,19 +219,6 @@ def test_a_block_of_one_is_a_copy_with_no_buffer():
 # FIFOs: a join behind a stride-b conv and DepthToSpace (a U-Net decoder) neither deadlocks nor over-waits
 # ---------------------------------------------------------------------------
 
-def _lanes_schedule(graph, lanes: int) -> Schedule:
-    """Every channel at `lanes` lanes where they divide its channels (else at their greatest common divisor), the
-    convs' unroll tied to them."""
-    channel_lanes = {name: math.gcd(lanes, c.channels) for name, c in graph.channels.items()}
-    processes = {}
-    for p in graph.processes:
-        if p.kind in ("conv", "pointwise"):
-            unroll = (("oc", channel_lanes[p.outputs[0]]), ("ic", channel_lanes[p.inputs[0]]))
-            unroll += (("k", 1),) if p.kind == "conv" else ()
-            processes[p.name] = ProcessSchedule(unroll, multipliers=kind_of(p.kind).multiplier_choices(dict(unroll))[0])
-    return Schedule(processes, channel_lanes)
-
-
 @pytest.mark.unit
 @pytest.mark.parametrize("block", [2, 3])
 def test_the_sized_skip_fifo_completes_and_a_shallower_one_deadlocks(block):
@@ -290,7 +228,7 @@ def test_the_sized_skip_fifo_completes_and_a_shallower_one_deadlocks(block):
     (b - 1) rows and b pixels of the input; with one token less the design deadlocks."""
     graph = build_stream_graph(decoder_join(2, 3, 4, block))
     assert "depth_to_space" in {p.kind for p in graph.processes}
-    schedule = _lanes_schedule(graph, 2)
+    schedule = lanes_schedule(graph, 2)
     specs = {p.name: schedule_spec(graph, p, schedule) for p in graph.processes}
     plan = FifoPlan(graph, specs, {name: spec.depth for name, spec in specs.items()})
     depths = plan.depths(1)
@@ -315,12 +253,6 @@ def test_the_sized_skip_fifo_completes_and_a_shallower_one_deadlocks(block):
 # the C-simulation
 # ---------------------------------------------------------------------------
 
-def _csim(graph, out: Path, x, schedule=None, concurrent=False):
-    from emit_helpers import csim
-
-    return csim(graph, out, x, schedule, concurrent=concurrent, check_ports=True)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("c, h, w, block, lanes", [(3, 2, 3, 2, 1), (4, 3, 2, 2, 4), (2, 2, 3, 3, 1), (4, 2, 2, 3, 2),
                                                    (2, 2, 3, 4, 2)])
@@ -329,7 +261,7 @@ def test_csim_equals_the_reference_alone(tmp_path, c, h, w, block, lanes):
     x = image(graph, seed=block * 10 + lanes)
     expected = reference.run(graph, x)["y"]
     schedule = Schedule(lanes={name: lanes for name in build_stream_graph(graph).channels})
-    y = _csim(graph, tmp_path / "out", x, schedule)
+    y = csim_checked(graph, tmp_path / "out", x, schedule)
     assert y.dtype == expected.dtype == np.int8 and y.shape == expected.shape
     assert (y == expected).all()
     # the reference is the one in the IR's definition: channel (dy b + dx) C + k of (Y, X) at (Y b + dy, X b + dx)
@@ -344,7 +276,7 @@ def test_csim_equals_the_reference_between_convs(tmp_path, block, lanes):
     graph = between_convs(3, 3, 4, 4, block, 2)
     x = image(graph, seed=block)
     expected = reference.run(graph, x)["y"]
-    y = _csim(graph, tmp_path / "out", x, _lanes_schedule(build_stream_graph(graph), lanes) if lanes > 1 else None)
+    y = csim_checked(graph, tmp_path / "out", x, lanes_schedule(build_stream_graph(graph), lanes) if lanes > 1 else None)
     assert (y == expected).all()
 
 
@@ -352,14 +284,7 @@ def test_csim_equals_the_reference_between_convs(tmp_path, block, lanes):
 @pytest.mark.parametrize("block", [2, 3])
 def test_concurrent_csim_of_the_join_with_sized_fifos_equals_the_reference(tmp_path, block):
     """One thread per process over FIFOs of the sized depths: no deadlock, and the values of `ming reference`."""
-    graph = decoder_join(2, 3, 4, block)
-    stream_graph = build_stream_graph(graph)
-    schedule = _lanes_schedule(stream_graph, 2)
-    specs = {p.name: schedule_spec(stream_graph, p, schedule) for p in stream_graph.processes}
-    depths = FifoPlan(stream_graph, specs, {name: spec.depth for name, spec in specs.items()}).depths(1)
-    x = image(graph, seed=7)
-    y = _csim(graph, tmp_path / "out", x, Schedule(schedule.processes, schedule.lanes, depths), concurrent=True)
-    assert (y == reference.run(graph, x)["y"]).all()
+    assert_concurrent_csim_with_sized_fifos(decoder_join(2, 3, 4, block), tmp_path / "out")
 
 
 @pytest.mark.slow
@@ -369,57 +294,4 @@ def test_the_emitted_loop_moves_tokens_when_the_loop_description_says(tmp_path, 
     array bank or stream takes more accesses per iteration than it has ports, every stream read and write happens
     at the iteration `Loop.token_iterations` gives (the loop `ming simulate` steps through), ITERATIONS is the
     loop's iteration count, and every register is as wide as the values it held and as the cost model charges."""
-    from ming_py.build import design
-    from ming_py.boards import load_board
-    from ming_py.csim import CHECK_PORTS_FLAGS, CXX_FLAGS
-    from ming_py.emit.identifiers import cpp_names
-    from ming_py.output import write_tree
-    from ming_py.runtime.ming_driver import compile_program
-    from pipelined_control import REGISTER_TYPE, excess, pipelined_loops, register_chains
-
-    graph = alone(c, h, w, block)
-    stream_graph = build_stream_graph(graph)
-    schedule = Schedule(lanes={name: lanes for name in stream_graph.channels})
-    built = design(graph, load_board("kv260"), schedule)
-    out = tmp_path / "out"
-    write_tree(built.files, out)
-    names = cpp_names(built.stream_graph)
-    hls = out / "hls"
-    binary = out / "trace"
-    compile_program([hls / f"{names.model}.cpp", hls / f"{names.model}_tb.cpp"], [hls],
-                    CXX_FLAGS + CHECK_PORTS_FLAGS + ("-DMING_TRACE_TOKENS", "-DMING_CHECK_WIDTHS"), binary)
-    run = subprocess.run([str(binary), str(hls / "input.bin"), str(out / "output.bin"), str(hls / "expected.bin")],
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr[-2000:]
-    trace, widths = collections.defaultdict(list), {}
-    for line in run.stderr.splitlines():
-        if line.startswith("ming trace: "):
-            function, rest = line.removeprefix("ming trace: ").split(" ", 1)
-            stream, side, iteration = rest.rsplit(" ", 2)
-            trace[function, stream, side].append(int(iteration))
-        elif line.startswith("ming widths: "):
-            function, number, bits, low, high = line.removeprefix("ming widths: ").rsplit(" ", 4)
-            widths[function, int(number)] = (int(bits), int(low), int(high))
-    (process,) = built.stream_graph.processes
-    spec = schedule_spec(built.stream_graph, process, schedule)
-    loop = loop_of(spec)
-    function = names.processes[process.name]
-    for side, channel, index in (("read", process.inputs[0], 0), ("write", process.outputs[0], 0)):
-        tokens = built.stream_graph.channels[channel].values // lanes
-        assert trace[function, channel, side] == loop.token_iterations(side + "s", index, list(range(tokens)))
-    cpp = built.files[f"hls/{names.model}.cpp"]
-    assert f"constexpr int ITERATIONS = {h * w * block * (2 * block - 1) * c // lanes};" in cpp
-    (emitted,) = [p for p in pipelined_loops(cpp) if p.function == function]
-    for name, declared in emitted.registers.items():
-        assert REGISTER_TYPE.fullmatch(declared.type), f"register {name} is a {declared.type}"
-    assert {name: excess(chain) for name, chain in register_chains(emitted).items() if excess(chain)} == {}
-    declared = sorted(widths[function, d.line][0] for d in emitted.registers.values() if d.type != "bool")
-    for d in emitted.registers.values():
-        if d.type != "bool":
-            bits, low, high = widths[function, d.line]
-            assert low >= 0 and bits == max(high.bit_length(), 1), d
-    charged = sorted(max(m.bit_length(), 1) for m in control_counters(spec, None, loop.iterations))
-    assert declared == charged
-    # and the cycle-level simulation of the design takes the loop's cycles in the process
-    simulated = simulate_schedule(built.stream_graph, schedule)
-    assert simulated.completed and simulated.busy[process.name] == loop.cycles
+    assert_traced_loop(alone(c, h, w, block), lanes, tmp_path / "out", h * w * block * (2 * block - 1) * c // lanes)
