@@ -382,13 +382,19 @@ def operator_code(model: schema.ModelT, kind: str, version: int) -> int:
     return len(codes) - 1
 
 
-def _operator(model: schema.ModelT, kind: str, inputs: list[int], output: int):
+def new_operator(model: schema.ModelT, kind: str, inputs: list[int], output: int, options, version: int = 1):
+    """A new `kind` operator reading `inputs` into `output`, with its builtin `options` (a schema `...OptionsT`)."""
     new = schema.OperatorT()
-    new.opcodeIndex, new.inputs, new.outputs = operator_code(model, kind, 1), list(inputs), [output]
-    options = {"EXPAND_DIMS": (schema.BuiltinOptions.ExpandDimsOptions, schema.ExpandDimsOptionsT()),
-               "TILE": (schema.BuiltinOptions.TileOptions, schema.TileOptionsT()),
-               "RESHAPE": (schema.BuiltinOptions.ReshapeOptions, schema.ReshapeOptionsT())}[kind]
-    new.builtinOptionsType, new.builtinOptions = options
-    if kind == "RESHAPE":
-        new.builtinOptions.newShape = [int(d) for d in constant(model, inputs[1])]
+    new.opcodeIndex, new.inputs, new.outputs = operator_code(model, kind, version), list(inputs), [output]
+    new.builtinOptionsType = getattr(schema.BuiltinOptions, type(options).__name__.removesuffix("T"))
+    new.builtinOptions = options
     return new
+
+
+def _operator(model: schema.ModelT, kind: str, inputs: list[int], output: int):
+    """One of the ops a repeat is written with (EXPAND_DIMS, TILE, RESHAPE)."""
+    options = {"EXPAND_DIMS": schema.ExpandDimsOptionsT, "TILE": schema.TileOptionsT,
+               "RESHAPE": schema.ReshapeOptionsT}[kind]()
+    if kind == "RESHAPE":
+        options.newShape = [int(d) for d in constant(model, inputs[1])]
+    return new_operator(model, kind, inputs, output, options)

@@ -19,7 +19,8 @@ from ai_edge_litert import schema_py_generated as schema
 
 from ming_py.errors import MingError
 
-from .tflite_fold import constant, int32_constant, op_name, operator_code, store_constant, tensor_like, tensor_name
+from .tflite_fold import (constant, int32_constant, new_operator, op_name, store_constant, tensor_like,
+                          tensor_name)
 
 _REEXPORT = "re-export the model with Conv2DTranspose(padding='same')"
 
@@ -95,12 +96,10 @@ def _as_phases(model: schema.ModelT, operator) -> list:
         quantization = _repeated(_bias_quantization(source, weights_tensor, out_channels), phase_count)
     store_constant(model, new_bias, np.tile(bias, phase_count))
     graph.tensors[new_bias].quantization = quantization
-    inputs = [None, new_weights, new_bias]
     padded = tensor_like(model, source, f"{name}/padded", [1, height + low_h + high_h, width + low_w + high_w,
                                                            in_channels])
     pads = int32_constant(model, f"{name}/pads", [0, 0, low_h, high_h, low_w, high_w, 0, 0])
     graph.tensors[pads].shape = [4, 2]
-    inputs[0] = padded
     phases = tensor_like(model, output, f"{name}/phases", [1, out_h // stride, out_w // stride,
                                                             phase_count * out_channels])
     conv_options = schema.Conv2DOptionsT()
@@ -109,11 +108,9 @@ def _as_phases(model: schema.ModelT, operator) -> list:
     conv_options.fusedActivationFunction = options.fusedActivationFunction
     depth_options = schema.DepthToSpaceOptionsT()
     depth_options.blockSize = stride
-    return [_operator(model, "PAD", [operator.inputs[2], pads], padded,
-                      schema.BuiltinOptions.PadOptions, schema.PadOptionsT(), 1),
-            _operator(model, "CONV_2D", inputs, phases, schema.BuiltinOptions.Conv2DOptions, conv_options, 3),
-            _operator(model, "DEPTH_TO_SPACE", [phases], operator.outputs[0],
-                      schema.BuiltinOptions.DepthToSpaceOptions, depth_options, 1)]
+    return [new_operator(model, "PAD", [operator.inputs[2], pads], padded, schema.PadOptionsT()),
+            new_operator(model, "CONV_2D", [padded, new_weights, new_bias], phases, conv_options, version=3),
+            new_operator(model, "DEPTH_TO_SPACE", [phases], operator.outputs[0], depth_options)]
 
 
 def _axis(size: int, out_size: int, kernel: int, stride: int, padding: int, label: str):
@@ -166,11 +163,3 @@ def _repeated(quantization, times: int):
                               [0] * len(quantization.scale)) * times
     repeated.quantizedDimension = quantization.quantizedDimension
     return repeated
-
-
-def _operator(model: schema.ModelT, kind: str, inputs: list[int], output: int, options_type: int, options,
-              version: int):
-    new = schema.OperatorT()
-    new.opcodeIndex, new.inputs, new.outputs = operator_code(model, kind, version), list(inputs), [output]
-    new.builtinOptionsType, new.builtinOptions = options_type, options
-    return new
