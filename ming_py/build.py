@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ming_py.boards import Board
@@ -23,10 +24,11 @@ from .errors import MingError
 from .ir import FixedPointMul, FixedPointRequant, Graph
 from .progress import Progress
 from .options import BuildOptions, check_design, check_model
-from .output import check_output, output_lock, replace_tree
+from .output import check_output, output_lock, replace_tree, write_tree
 from .kernel import validate_schedule
 from .sample import sample_files
 from .simulate import simulate_schedule
+from .verify import NOT_VERIFIED, VerificationFailed, verify_design
 
 
 @dataclass
@@ -37,6 +39,19 @@ class Design:
     board: Board
     files: dict[str, str | bytes]  # relative path -> text (binary: the testbench's sample)
     solution: Solution | None = None
+    report: dict = field(default_factory=dict)  # report.json's data
+
+    def record_verification(self, verification: dict) -> None:
+        """report.json's "verification" (its first key) and report.md's account of it."""
+        self.report = {"verification": verification} | {k: v for k, v in self.report.items() if k != "verification"}
+        self.files["report.json"] = report_json(self.report)
+        self.files["report.md"] = report_markdown(self.report)
+
+    def record_model_file(self, model: Path) -> None:
+        """host.json's "model_file": where the model was and its sha256, for `ming csim --trace` and its verdict."""
+        host = json.loads(self.files["host.json"])
+        host["model_file"] = {"path": str(model.resolve()), "sha256": hashlib.sha256(model.read_bytes()).hexdigest()}
+        self.files["host.json"] = json.dumps(host, indent=2) + "\n"
 
 
 def design(graph: Graph, board: Board, schedule: Schedule | None = None, solution: Solution | None = None) -> Design:
@@ -69,7 +84,7 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
     }
     if solution is not None:
         files["settings.yaml"] = settings_yaml(data)
-    return Design(graph, stream_graph, schedule, board, files, solution)
+    return Design(graph, stream_graph, schedule, board, files, solution, data)
 
 
 def keep_requantization_as_written(graph: Graph) -> None:
@@ -80,12 +95,21 @@ def keep_requantization_as_written(graph: Graph) -> None:
 
 
 def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptions(),
-          progress: Progress | None = None, inputs: list[str | Path] = ()) -> Design:
-    """`inputs`: the files read besides the model (--settings), which OUT must not hold either."""
+          progress: Progress | None = None, inputs: list[str | Path] = (), verify: bool = True,
+          keep_failed: str | Path | None = None) -> Design:
+    """`inputs`: the files read besides the model (--settings), which OUT must not hold either.
+
+    verify: C-simulate the emitted C++ and compare it with the golden model (`ming_py.verify`) before anything is
+    written; a difference raises VerificationFailed and leaves OUT as it was, and writes the failing design to
+    `keep_failed` (a directory like OUT) if given."""
     progress = progress or Progress(quiet=True)
     check_design(options)  # every option fails before the slow import
     check_model(model)
     out = check_output(out, [model, *inputs])
+    if keep_failed is not None:
+        keep_failed = check_output(keep_failed, [model, *inputs, out])
+        if keep_failed == out:
+            raise MingError(f"--keep-failed {keep_failed}: is OUT itself; pass another directory")
     from .pipeline import lift  # the frontends load IREE: only once a model is to be imported
 
     with output_lock(out):
@@ -101,6 +125,21 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
                       f"solved in {solution.solve_seconds:.2f} s")
         with progress.step("emitting HLS C++ and reports"):
             result = design(graph, board, solution=solution)
+            result.record_model_file(Path(model))
+        if verify:
+            verification = verify_design(result, progress)
+            result.record_verification(verification.as_report())
+            if not verification.equal:
+                if keep_failed is not None:
+                    write_tree(result.files, keep_failed, [model, *inputs])
+                kept = f"; the design is in {keep_failed}" if keep_failed is not None else \
+                    "; nothing was written (--keep-failed DIR writes the design)"
+                raise VerificationFailed(verification.failure() + kept)
+            values = sum(check.values for check in verification.checks)
+            progress.note(f"verified: the C-simulation equals ming reference on {len(verification.checks)} images "
+                          f"({values:,} output values)")
+        else:
+            result.record_verification(NOT_VERIFIED)
         with progress.step(f"writing {out}"):
             replace_tree(result.files, out)
     totals = solution.totals

@@ -88,6 +88,12 @@ def _parser() -> argparse.ArgumentParser:
                             "depths that keep the simulated latency (default: %(default)s)")
     build.add_argument("-o", "--output", required=True, type=Path, help="output directory: new, empty or a former build, replaced on success; a file in it that "
                             "ming did not write stops the build (ming removes only what it wrote)")
+    build.add_argument("--no-verify", action="store_true",
+                       help="do not C-simulate the emitted C++ against ming reference before writing OUT (by default "
+                            "a difference stops the build with exit code 3 and writes nothing)")
+    build.add_argument("--keep-failed", type=Path, metavar="DIR",
+                       help="where a build whose C++ differs from ming reference writes its design, for debugging "
+                            "(a directory like OUT)")
     build.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
     simulate = commands.add_parser("simulate", help="cycle-level simulation of a build's dataflow schedule")
@@ -187,7 +193,8 @@ def _build(args) -> None:
     from .build import build
     from .progress import Progress
 
-    build(args.model, args.output, _options(args, _limits(args)), progress=Progress(args.quiet), inputs=_inputs(args))
+    build(args.model, args.output, _options(args, _limits(args)), progress=Progress(args.quiet), inputs=_inputs(args),
+          verify=not args.no_verify, keep_failed=args.keep_failed)
 
 
 def _sweep(args) -> None:
@@ -432,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
         return stop.exit_code
     except MingError as exc:
         print(f"ming: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return exc.exit_code
     except ValueError as exc:
         if os.environ.get("MING_DEBUG"):
             raise

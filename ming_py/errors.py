@@ -3,3 +3,5 @@
 
 class MingError(Exception):
     """A user-facing error: one line naming the model node/op and what to do."""
+
+    exit_code = 2  # the command's exit code when it ends on this error

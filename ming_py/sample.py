@@ -20,13 +20,32 @@ def sample_files(graph: Graph, stream_graph: StreamGraph) -> dict[str, bytes]:
     """A deterministic int8 input, uniform over the int8 range, and the accelerator's int8 output record for
     it from the golden model (each output's values in turn, in the record's order); both raw, in stream
     order (row, column, channel)."""
-    graph_input = graph.inputs[0]
-    q = np.random.default_rng(SEED).integers(-128, 128, size=graph.shape_of(graph_input.tensor), dtype=np.int64)
-    values = run_integer(graph, {graph_input.tensor: q})
+    raw_input, expected = image_record(graph, stream_graph, sample_input(graph))
+    return {"hls/input.bin": raw_input, "hls/expected.bin": expected}
+
+
+def sample_input(graph: Graph) -> np.ndarray:
+    return np.random.default_rng(SEED).integers(-128, 128, size=graph.shape_of(graph.inputs[0].tensor), dtype=np.int64)
+
+
+def extreme_input(graph: Graph) -> np.ndarray:
+    """An input at the ends of the int8 range, to drive accumulators and requantizers to saturation: its first
+    third of values (in the graph tensor's order: whole channels of a map) 127, its second third -128, the rest
+    -128 or 127 at random."""
+    shape = graph.shape_of(graph.inputs[0].tensor)
+    flat = np.where(np.random.default_rng(SEED + 1).random(int(np.prod(shape))) < 0.5, -128, 127)
+    third = flat.size // 3
+    flat[:third], flat[third:2 * third] = 127, -128
+    return flat.reshape(shape).astype(np.int64)
+
+
+def image_record(graph: Graph, stream_graph: StreamGraph, q: np.ndarray) -> tuple[bytes, bytes]:
+    """The raw input of the int8 graph input `q` and the golden model's output record for it, in stream order."""
+    values = run_integer(graph, {graph.inputs[0].tensor: q})
 
     def raw(array: np.ndarray, port) -> bytes:
         c = stream_graph.channels[port.channel]
         return to_stream_order(array, [c.channels, c.height, c.width]).astype(np.int8).tobytes()
 
     expected = b"".join(raw(values[graph.outputs[port.index].tensor], port) for port in stream_graph.outputs)
-    return {"hls/input.bin": raw(q, stream_graph.input), "hls/expected.bin": expected}
+    return raw(q, stream_graph.input), expected

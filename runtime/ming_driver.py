@@ -772,9 +772,9 @@ def compile_csim(deploy_dir: Path, csim: dict) -> Path:
     return binary
 
 
-def compile_program(sources: list, includes: list, flags: tuple, binary: Path) -> None:
+def compile_program(sources: list, includes: list, flags: tuple, binary: Path, seconds: float | None = None) -> None:
     """g++ (or $CXX) `sources` into `binary`, atomically: whoever runs it meanwhile finds no binary or a
-    complete one, and a failed or interrupted compile leaves none.
+    complete one, and a failed, interrupted or (after `seconds`) stopped compile leaves none.
 
     The compiler runs in a process group of its own with a private TMPDIR (and -pipe): on any exception,
     KeyboardInterrupt and ming's Interrupted included, the whole group (cc1plus, as, ld) is killed and
@@ -803,7 +803,11 @@ def compile_program(sources: list, includes: list, flags: tuple, binary: Path) -
                                        preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, held))
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        _, stderr = process.communicate()
+        try:
+            _, stderr = process.communicate(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            raise DeployError(f"compiling {binary.name} took more than {seconds:g} s; stopped") from None
         if process.returncode != 0:
             if "No space left on device" in stderr:
                 raise DeployError(f"no space left on the device while compiling {binary.name} (in "
