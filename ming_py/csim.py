@@ -41,6 +41,9 @@ DEADLOCK_EXIT_CODE = 3
 # -O option sets, it takes 3.9 s and the run it serves stays as fast (0.04 s an image).
 CHECK_PORTS_FLAGS = ("-DMING_CHECK_PORTS", "-O1")
 PORT_CONFLICT_EXIT_CODE = 3
+# The stream trace (ming_hls_stream.h, `ming_py.trace`): every token written to a stream, recorded in the file
+# $MING_TRACE_FILE names; sequential mode only.
+TRACE_FLAGS = ("-DMING_TRACE_STREAMS",)
 # "ming port check: <function> <array or stream> <file>:<line of the PIPELINE pragma> <counts>"
 _CONFLICT_LINE = re.compile(r"^ming port check: (?P<function>\S+) (?P<resource>.+) (?P<file>[^\s:]+):(?P<line>\d+) "
                             r"(?P<detail>\d+ .*)$")
@@ -104,14 +107,17 @@ def _compiler_identity(cxx: str) -> tuple[str, str, str]:
     return compiler, os.path.realpath(compiler), result.stdout + result.stderr
 
 
-def csim_flags(concurrent: bool = False, check_ports: bool = False) -> tuple[str, ...]:
-    return CXX_FLAGS + (CONCURRENT_FLAGS if concurrent else ()) + (CHECK_PORTS_FLAGS if check_ports else ())
+def csim_flags(concurrent: bool = False, check_ports: bool = False, trace: bool = False) -> tuple[str, ...]:
+    return (CXX_FLAGS + (CONCURRENT_FLAGS if concurrent else ()) + (CHECK_PORTS_FLAGS if check_ports else ())
+            + (TRACE_FLAGS if trace else ()))
 
 
-def csim_key(hls_dir: Path, model: str, concurrent: bool = False, check_ports: bool = False) -> str:
+def csim_key(hls_dir: Path, model: str, concurrent: bool = False, check_ports: bool = False,
+             trace: bool = False) -> str:
     """The cache key of the C-simulation of `hls_dir`: compiler, flags, model and sources."""
     digest = hashlib.sha256(KEY_VERSION + b"\0")
-    for part in (*_compiler_identity(os.environ.get("CXX", "g++")), model, *csim_flags(concurrent, check_ports)):
+    for part in (*_compiler_identity(os.environ.get("CXX", "g++")), model,
+                 *csim_flags(concurrent, check_ports, trace)):
         digest.update(part.encode() + b"\0")
     digest.update(b"\0")
     for path in sorted(p for p in hls_dir.iterdir() if p.suffix in (".cpp", ".h")):
@@ -134,11 +140,12 @@ def compile_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool
 
 
 def open_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool = False,
-              check_ports: bool = False) -> tuple[Path, int]:
+              check_ports: bool = False, seconds: float | None = None, trace: bool = False) -> tuple[Path, int]:
     """The testbench binary for `hls_dir` and a read-only descriptor of the file that was verified (or just
-    compiled): its sha256 equals the record written when ming compiled it. The caller closes it."""
+    compiled, within `seconds` if given): its sha256 equals the record written when ming compiled it. The caller
+    closes it. trace=True: the binary records every stream's tokens (TRACE_FLAGS)."""
     cache_dir()  # refuses a cache another user can write in, before anything is read from it
-    key = csim_key(hls_dir, model, concurrent, check_ports)
+    key = csim_key(hls_dir, model, concurrent, check_ports, trace)
     lock = open_lock(private_dir("locks"), f"csim-{key}.lock")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one compile per key at a time; verification sees no half-written record
@@ -149,7 +156,8 @@ def open_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool = 
             return binary, fd
         if problem:
             progress.note(f"the cached C-simulation binary {binary} {problem}; compiling it again")
-        _compile(hls_dir, model, binary, csim_flags(concurrent, check_ports), concurrent, check_ports, progress)
+        _compile(hls_dir, model, binary, csim_flags(concurrent, check_ports, trace), concurrent, check_ports, progress,
+                 seconds)
         fd = _open_binary(binary, private=True)
         if fd is None:
             raise MingError(f"the C-simulation binary {binary} is not a regular file of yours after compiling it; "
@@ -165,7 +173,7 @@ def open_csim(hls_dir: Path, model: str, progress: Progress, concurrent: bool = 
 
 
 def _compile(hls_dir: Path, model: str, binary: Path, flags: tuple[str, ...], concurrent: bool, check_ports: bool,
-             progress: Progress) -> None:
+             progress: Progress, seconds: float | None = None) -> None:
     if os.path.lexists(binary) and not binary.is_symlink() and not binary.is_file():
         raise MingError(f"the cached C-simulation binary {binary} is not a file; remove it, ming compiles it again")
     record_path(binary).unlink(missing_ok=True)  # no record while the binary changes
@@ -173,7 +181,7 @@ def _compile(hls_dir: Path, model: str, binary: Path, flags: tuple[str, ...], co
     mode = f" ({', '.join(modes)})" if modes else ""
     with progress.step(f"compiling the C-simulation{mode} with {os.environ.get('CXX', 'g++')}"):
         try:
-            compile_program([hls_dir / f"{model}.cpp", hls_dir / f"{model}_tb.cpp"], [hls_dir], flags, binary)
+            compile_program([hls_dir / f"{model}.cpp", hls_dir / f"{model}_tb.cpp"], [hls_dir], flags, binary, seconds)
         except DeployError as exc:
             raise MingError(str(exc)) from None
         except OSError as exc:
