@@ -10,7 +10,7 @@ from ming_py.array_layout import Dim, array, spread
 
 from .base import REQUANT_STAGES, ProcessKind, adder_tree, per_pixel_tokens, register
 from .window import (MAC_DEPTH, grouped_lanes, reduction_counters, grouped_lanes_match, grouped_layout, grouped_trips,
-                     grouped_weight_rows, groups_text, last_row, mac_arrays, mac_multipliers, window_positions)
+                     grouped_weight_rows, groups_text, mac_arrays, mac_multipliers, window_positions)
 
 
 @register
@@ -72,13 +72,12 @@ class Pointwise(ProcessKind):
 
     def counters(self, spec, epilogue):
         w, tokens_in = spec.window, spec.tokens_in[0]
-        pixel = (last_row(w.in_height, w.in_width, spec.requant_delay), w.in_width - 1, w.stride[0] - 1, w.stride[1] - 1, 1)  # row, col, phases, half
+        pixel = (w.in_height, w.in_width - 1, w.stride[0] - 1, w.stride[1] - 1, 1)  # row, col, phases, half
         fold = (spec.fold - 1, tokens_in - 1, spec.fold // tokens_in - 1)  # step, token, gap
         return pixel + fold + reduction_counters(spec)
 
     def view_values(self, spec, process, lanes_in, lanes_out):
-        w = spec.window
-        return {"last_row": last_row(w.in_height, w.in_width, spec.requant_delay)}
+        return {}
 
     def describe(self, process, ins, outs, shapes):
         w = process.window

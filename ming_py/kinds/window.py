@@ -139,14 +139,6 @@ def accumulators(spec: KernelSpec) -> dict[str, ArrayPlan]:
     return arrays
 
 
-def last_row(rows: int, width: int, drain: int) -> int:
-    """The greatest value of a loop's row counter: it walks `rows` rows of `width` positions and one more
-    position (row `rows`, column 0), then `drain` positions of one iteration each (`KernelSpec.requant_delay`:
-    the shared requantizers' last turns), and its last iteration still steps the counter to the next position,
-    which is in a later row where the drain or a one-column map passes the row's end."""
-    return (rows * width + drain + 1) // width
-
-
 def window_positions(spec: KernelSpec):
     tokens_in, tokens_out, fold = spec.tokens_in[0], spec.tokens_out[0], spec.fold
     tile = spec.reduction_tiles
@@ -308,14 +300,13 @@ class SlidingWindow(ProcessKind):
         rows = line_buffer_rows(spec)
         # the greatest line buffer row a window's first row is in: (top - PAD_TOP) mod ROWS
         return {"line_buffer_rows": rows, "window_tile": window_tile(w.kernel, spec.factor("k")),
-                "last_top_slot": max((top * w.stride[0] - w.pads[0]) % rows for top in range(w.out_height)),
-                "last_row": last_row(w.padded_height, w.padded_width, spec.requant_delay)}
+                "last_top_slot": max((top * w.stride[0] - w.pads[0]) % rows for top in range(w.out_height))}
 
     def counters(self, spec, epilogue):
         w, tokens_in = spec.window, spec.tokens_in[0]
         values = self.view_values(spec, None, spec.lanes_in, spec.lanes_out)
         (tile_h, tile_w), rows = values["window_tile"], values["line_buffer_rows"]
-        position = (values["last_row"], w.padded_width - 1, rows - 1, w.stride[0] - 1, w.stride[1] - 1)  # pr, pc, ...
+        position = (w.padded_height, w.padded_width - 1, rows - 1, w.stride[0] - 1, w.stride[1] - 1)  # pr, pc, ...
         fold = (spec.fold - 1, tokens_in - 1, spec.fold // tokens_in - 1)  # step, token, gap
         window = ((w.out_height - 1) * w.stride[0], (w.out_width - 1) * w.stride[1], values["last_top_slot"],
                   (w.kernel[0] - tile_h) * w.dilation[0], (w.kernel[1] - tile_w) * w.dilation[1])
