@@ -60,7 +60,7 @@ CPP_KEYWORDS = frozenset("""
 # (the modes `ming csim` defines with -D, and the switches ming's headers read).
 EMITTED_NAMES = frozenset("""
     main argc argv s_axis m_axis framing std posix hls ming ming_csim
-    MING_CSIM MING_CSIM_CONCURRENT MING_CHECK_PORTS MING_CHECK_WIDTHS MING_TRACE_TOKENS
+    MING_CSIM MING_CSIM_CONCURRENT MING_CHECK_PORTS MING_CHECK_WIDTHS MING_TRACE_TOKENS MING_TRACE_STREAMS
 """.split())
 
 # Vitis HLS headers (ap_int.h, ap_fixed.h, ap_axi_sdata.h, hls_stream.h) at synthesis; macros of GNU

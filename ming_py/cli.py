@@ -31,6 +31,7 @@ EXIT_MISSED = 1
 EXIT_USAGE = 2
 EXIT_DEADLOCK = 3
 EXIT_PORT_CONFLICT = 3
+EXIT_DIFFERENT = 3  # `ming reference --dump --framework`: a tensor differs from the framework's
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -79,6 +80,13 @@ def _parser() -> argparse.ArgumentParser:
     reference.add_argument("--input", required=True, type=Path, help=INPUT_HELP + ": one image or N stacked on a "
                            "first axis (N results, stacked likewise)")
     reference.add_argument("--output", required=True, type=Path, action="append", help=OUTPUT_HELP)
+    reference.add_argument("--dump", type=Path, metavar="DIR",
+                           help="also write every tensor of the golden model for the first image to DIR (new or "
+                                "empty) as .npy files named after the model's tensors, with index.json")
+    reference.add_argument("--framework", action="store_true",
+                           help="with --dump: run the model's framework (onnxruntime, or LiteRT's reference kernels) "
+                                "with every tensor exposed and print the first tensor where ming differs (exit "
+                                "code 3), or that all shared tensors agree")
 
     build = commands.add_parser("build", help="compile a model into a Vitis HLS project")
     build.add_argument("model", type=Path, help=MODEL_HELP)
@@ -119,6 +127,12 @@ def _parser() -> argparse.ArgumentParser:
     csim.add_argument("--check-ports", action="store_true",
                       help="also stop (exit code 3) when an iteration of a pipelined loop needs more ports of an "
                            "array or a stream than the array's partition and storage pragmas give")
+    csim.add_argument("--trace", action="store_true",
+                      help="then C-simulate the first image with every stream recorded and print the first stream "
+                           "(in dataflow order) that differs from the golden model (`ming reference`), and the "
+                           "process writing it (exit code 1 when one differs)")
+    csim.add_argument("--model", type=Path, help="with --trace: the model the build was made from, where host.json's "
+                      "record of it no longer holds (the file moved or changed)")
     csim.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
     deploy = commands.add_parser("deploy", help="run a build's deployment driver (OUT/deploy/run.py) on one image "
@@ -242,6 +256,33 @@ def _csim(args) -> int:
     return 0
 
 
+def _csim_and_trace(args) -> int:
+    """`ming csim`, then with --trace the first stream of the first image that differs from the golden model: exit
+    code 1 when one does (and the C-simulation itself succeeded)."""
+    if not args.trace:
+        if args.model is not None:
+            raise MingError("--model is the model for --trace; add --trace, or leave --model out")
+        return _csim(args)
+    from .options import build_metadata, check_output_count, check_output_files, load_input
+    from .progress import Progress
+    from .runtime.ming_driver import Port, output_names
+    from .trace import recorded_model, trace_build
+
+    host = build_metadata(args.build_dir)
+    model = recorded_model(args.build_dir, host, args.model)  # refused before the C-simulation runs
+    x = load_input(args.input, Port.of(host["input"]))
+    check_output_files(args.output)
+    check_output_count(args.output, output_names(host))
+    try:
+        code = _csim(args)
+    except MingError as failure:  # a failed C-simulation (a stream read while empty) is what the trace explains
+        print(f"ming: error: {failure}", file=sys.stderr)
+        code = EXIT_USAGE
+    divergence = trace_build(args.build_dir, host, model, x, Progress(args.quiet))
+    print(f"trace: {divergence}" if divergence else "trace: every stream equals the golden model")
+    return code or (EXIT_MISSED if divergence else 0)
+
+
 def _deploy(args) -> None:
     """The short form of `python3 OUT/deploy/run.py ...`: the same script, run with this Python."""
     import subprocess
@@ -355,11 +396,12 @@ def _fmt(values) -> str:
     return ",".join(map(str, values)) if values else "-"
 
 
-def _reference(args) -> None:
+def _reference(args) -> int:
     from . import reference
     from .options import check_input, check_model, check_output_count, check_output_files, load_input, save_outputs
     from .pipeline import lift
 
+    _check_dump_options(args)
     check_model(args.model)
     x = load_input(args.input)
     check_output_files(args.output)
@@ -371,7 +413,7 @@ def _reference(args) -> None:
     if x.shape == shape or shape[:1] != (1,) or x.shape[1:] != shape[1:]:
         check_input(x, port)
         save_outputs(args.output, reference.run(graph, x))
-        return
+        return _dump(args, graph, x)
     import numpy as np
 
     for image in x:  # N images stacked on a first axis, as `ming csim` and OUT/deploy/run.py take them
@@ -379,6 +421,38 @@ def _reference(args) -> None:
     results = [reference.run(graph, image[None]) for image in x]
     save_outputs(args.output, {name: np.stack([_one_image(result[name]) for result in results])
                                for name in results[0]})
+    return _dump(args, graph, x[:1])
+
+
+def _check_dump_options(args) -> None:
+    from .dump import check_dump_dir
+
+    if args.framework and args.dump is None:
+        raise MingError("--framework compares the tensors --dump writes; add --dump DIR")
+    if args.dump is not None:
+        check_dump_dir(args.dump)
+
+
+def _dump(args, graph, x) -> int:
+    """--dump: every golden tensor of the image `x` to DIR; --framework: exit code 3 when the framework's differ."""
+    if args.dump is None:
+        return 0
+    from .dump import golden_tensors, write_dump
+    from .framework_tensors import compare, framework_values, model_tensors
+
+    golden = golden_tensors(graph, x)
+    named = model_tensors(args.model, graph)
+    write_dump(args.dump, graph, golden, named)
+    print(f"dump: {len(golden)} tensors of the golden model in {args.dump} (index.json)")
+    if not args.framework:
+        return 0
+    framework, theirs = framework_values(args.model, x, sorted({named[t].name for t in golden if t in named}))
+    difference, compared = compare(golden, named, theirs, framework)
+    if difference is not None:
+        print(f"framework: {difference}")
+        return EXIT_DIFFERENT
+    print(f"framework: all {compared} tensors shared with {framework} agree")
+    return 0
 
 
 def _one_image(y: np.ndarray) -> np.ndarray:
@@ -423,7 +497,8 @@ def main(argv: list[str] | None = None) -> int:
         interrupt.install()
         _printable_streams()
         args = _parser().parse_args(argv)
-        handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "sweep": _sweep, "csim": _csim,
+        handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "sweep": _sweep,
+                    "csim": _csim_and_trace,
                     "simulate": _simulate, "deploy": _deploy, "compare": _compare, "boards": _boards}
         with interrupt.deferred():  # the command's modules, imported whole before a signal is raised (see above)
             for module in _MODULES.get(args.command, ()):

@@ -33,6 +33,15 @@
 //
 // Port check (compile with -DMING_CHECK_PORTS, either mode): every completed read and write is noted
 // to ming_check.h, which allows one of each per iteration of a pipelined loop.
+//
+// Stream trace (compile with -DMING_TRACE_STREAMS, default mode only; `ming csim --trace`): with the
+// environment variable MING_TRACE_FILE naming a file, every token written to a stream is kept, and a
+// stream's tokens are appended to that file as one block when the stream is destroyed, or when the
+// program aborts (a read of an empty stream, a register out of range) for the streams still alive.
+// The file is the 8 bytes "MINGTRC1", then blocks, integers in host byte order:
+//     uint32 name bytes, the stream's name, uint32 bytes per token, uint64 tokens, the tokens in write order
+// Only element types whose bytes are their value are recorded (ming::Pack<L>: its L int8 lanes; not the
+// AXI word, which has padding bytes).
 #ifndef MING_HLS_STREAM_H
 #define MING_HLS_STREAM_H
 
@@ -50,6 +59,17 @@
 
 #if defined(MING_CHECK_PORTS)
 #include "ming_check.h"
+#endif
+
+#if defined(MING_TRACE_STREAMS)
+#if defined(MING_CSIM_CONCURRENT)
+#error "MING_TRACE_STREAMS records the sequential C-simulation: compile without MING_CSIM_CONCURRENT"
+#endif
+#include <algorithm>
+#include <csignal>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
 #endif
 
 #if defined(MING_CSIM_CONCURRENT)
@@ -393,6 +413,78 @@ inline void dataflow(std::initializer_list<process> region) {
 
 #endif  // MING_CSIM_CONCURRENT
 
+#if defined(MING_TRACE_STREAMS)
+// The tokens written to one stream, kept until they are appended to the trace file (see the top).
+class stream_trace {
+public:
+    explicit stream_trace(const std::string* name) : name_(name) {
+        if (file() != nullptr) live().push_back(this);
+    }
+    ~stream_trace() {
+        flush();
+        std::vector<stream_trace*>& all = live();
+        all.erase(std::remove(all.begin(), all.end(), this), all.end());
+    }
+    stream_trace(const stream_trace&) = delete;
+    stream_trace& operator=(const stream_trace&) = delete;
+
+    void note(const void* token, std::size_t bytes) {
+        if (file() == nullptr) return;
+        const unsigned char* first = static_cast<const unsigned char*>(token);
+        token_bytes_ = bytes;
+        tokens_.insert(tokens_.end(), first, first + bytes);
+    }
+
+    // Appends the tokens kept so far to the file as one block.
+    void flush() {
+        std::FILE* out = file();
+        if (out == nullptr || tokens_.empty()) return;
+        const std::uint32_t name_bytes = static_cast<std::uint32_t>(name_->size());
+        const std::uint32_t token_bytes = static_cast<std::uint32_t>(token_bytes_);
+        const std::uint64_t count = tokens_.size() / token_bytes_;
+        std::fwrite(&name_bytes, sizeof name_bytes, 1, out);
+        std::fwrite(name_->data(), 1, name_bytes, out);
+        std::fwrite(&token_bytes, sizeof token_bytes, 1, out);
+        std::fwrite(&count, sizeof count, 1, out);
+        std::fwrite(tokens_.data(), 1, tokens_.size(), out);
+        std::fflush(out);  // std::abort does not flush stdio
+        tokens_.clear();
+    }
+
+private:
+    static std::vector<stream_trace*>& live() {
+        static std::vector<stream_trace*> all;
+        return all;
+    }
+    static std::FILE* file() {
+        static std::FILE* out = open_file();
+        return out;
+    }
+    static std::FILE* open_file() {
+        const char* path = std::getenv("MING_TRACE_FILE");
+        if (path == nullptr || *path == '\0') return nullptr;
+        std::FILE* out = std::fopen(path, "wb");
+        if (out == nullptr) {
+            std::fprintf(stderr, "ERROR [ming csim]: cannot write the stream trace %s\n", path);
+            std::exit(1);
+        }
+        std::fwrite("MINGTRC1", 1, 8, out);
+        std::signal(SIGABRT, on_abort);
+        return out;
+    }
+    // An abort ends the program without destroying the streams: their tokens so far go to the file first.
+    static void on_abort(int signal_number) {
+        for (stream_trace* trace : live()) trace->flush();
+        std::signal(signal_number, SIG_DFL);
+        std::raise(signal_number);
+    }
+
+    const std::string* name_;
+    std::size_t token_bytes_ = 0;
+    std::vector<unsigned char> tokens_;
+};
+#endif  // MING_TRACE_STREAMS
+
 }  // namespace ming_csim
 
 namespace hls {
@@ -426,6 +518,7 @@ public:
         if (!fifo_.blocking_push(v)) die_write_full();
         ++writes_;
         note_access(true);
+        note_written(v);
     }
     // Blocking read; empty stream -> error naming the stream + std::abort().
     T read() {
@@ -449,6 +542,7 @@ public:
         if (!fifo_.try_push(v)) return false;
         ++writes_;
         note_access(true);
+        note_written(v);
         return true;
     }
 
@@ -484,6 +578,13 @@ private:
         (void)write;
 #endif
     }
+    void note_written(const T& v) {
+#if defined(MING_TRACE_STREAMS)
+        if constexpr (std::has_unique_object_representations<T>::value) trace_.note(&v, sizeof(T));
+#else
+        (void)v;
+#endif
+    }
 
     [[noreturn]] void die_read_empty() const {
         std::fprintf(stderr,
@@ -503,6 +604,9 @@ private:
     }
 
     std::string name_;
+#if defined(MING_TRACE_STREAMS)
+    ming_csim::stream_trace trace_{&name_};
+#endif
 #if defined(MING_CHECK_PORTS)
     ming_check::StreamPorts ports_{&name_};  // one read and one write per pipelined iteration
 #endif
