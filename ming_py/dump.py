@@ -71,7 +71,11 @@ def write_dump(directory: Path, graph: Graph, values: dict[str, np.ndarray],
     tensor. Files are created, never opened through a symbolic link or over an existing file."""
     files = file_names({tensor: named[tensor].name if tensor in named else tensor for tensor in values})
     index = {files[tensor]: _index_entry(graph, tensor, array, named.get(tensor)) for tensor, array in values.items()}
-    directory.mkdir(exist_ok=True)
+    try:
+        directory.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise MingError(f"--dump {directory}: cannot create it ({exc.strerror}); give a new or empty directory "
+                        "you can write in") from None
     with _directory(directory) as fd:
         for tensor, array in values.items():
             buffer = io.BytesIO()
