@@ -31,7 +31,7 @@ EXIT_MISSED = 1
 EXIT_USAGE = 2
 EXIT_DEADLOCK = 3
 EXIT_PORT_CONFLICT = 3
-EXIT_DIFFERENT = 3  # `ming reference --dump --framework`: a tensor differs from the framework's
+EXIT_DIFFERS = 3  # the C-simulation differs from ming reference, or ming reference from the framework
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -128,11 +128,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="also stop (exit code 3) when an iteration of a pipelined loop needs more ports of an "
                            "array or a stream than the array's partition and storage pragmas give")
     csim.add_argument("--trace", action="store_true",
-                      help="then C-simulate the first image with every stream recorded and print the first stream "
+                      help="also C-simulate the first image with every stream recorded and print the first stream "
                            "(in dataflow order) that differs from the golden model (`ming reference`), and the "
-                           "process writing it (exit code 1 when one differs)")
-    csim.add_argument("--model", type=Path, help="with --trace: the model the build was made from, where host.json's "
-                      "record of it no longer holds (the file moved or changed)")
+                           "process writing it (exit code 3 when one differs)")
+    csim.add_argument("--model", type=Path, help="the model the build was made from, for the verdict and --trace, "
+                      "where host.json's record of it no longer holds (the file moved or changed)")
     csim.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
     deploy = commands.add_parser("deploy", help="run a build's deployment driver (OUT/deploy/run.py) on one image "
@@ -234,6 +234,8 @@ def _inputs(args) -> list[Path]:
 
 
 def _csim(args) -> int:
+    """`ming csim`: the outputs, then the verdict against ming reference (exit code 3 when they differ); with --trace,
+    before it, the first stream of the first image that differs from the golden model (exit code 3 too)."""
     from .csim import CsimDeadlock, PortConflict, run_csim
     from .options import build_metadata, check_output_count, check_output_files, load_input, save_outputs
     from .progress import Progress
@@ -243,44 +245,62 @@ def _csim(args) -> int:
     x = load_input(args.input, Port.of(host["input"]))
     check_output_files(args.output)
     check_output_count(args.output, output_names(host))
+    model, no_verdict = _golden_model(args, host)  # a --model or a --trace without a model is refused here
+    progress = Progress(args.quiet)
+    y, code = None, 0
     try:
-        y = run_csim(args.build_dir, x, Progress(args.quiet), concurrent=not args.sequential,
-                     check_ports=args.check_ports)
-    except CsimDeadlock as deadlock:
-        print(f"ming: {deadlock}", file=sys.stderr)
-        return EXIT_DEADLOCK
-    except PortConflict as conflict:
-        print(f"ming: {conflict}", file=sys.stderr)
-        return EXIT_PORT_CONFLICT
-    save_outputs(args.output, y)
-    return 0
-
-
-def _csim_and_trace(args) -> int:
-    """`ming csim`, then with --trace the first stream of the first image that differs from the golden model: exit
-    code 1 when one does (and the C-simulation itself succeeded)."""
-    if not args.trace:
-        if args.model is not None:
-            raise MingError("--model is the model for --trace; add --trace, or leave --model out")
-        return _csim(args)
-    from .options import build_metadata, check_output_count, check_output_files, load_input
-    from .progress import Progress
-    from .runtime.ming_driver import Port, output_names
-    from .trace import recorded_model, trace_build
-
-    host = build_metadata(args.build_dir)
-    model = recorded_model(args.build_dir, host, args.model)  # refused before the C-simulation runs
-    x = load_input(args.input, Port.of(host["input"]))
-    check_output_files(args.output)
-    check_output_count(args.output, output_names(host))
-    try:
-        code = _csim(args)
+        y = run_csim(args.build_dir, x, progress, concurrent=not args.sequential, check_ports=args.check_ports)
+    except (CsimDeadlock, PortConflict) as stop:
+        print(f"ming: {stop}", file=sys.stderr)
+        code = EXIT_DEADLOCK
     except MingError as failure:  # a failed C-simulation (a stream read while empty) is what the trace explains
+        if not args.trace:
+            raise
         print(f"ming: error: {failure}", file=sys.stderr)
         code = EXIT_USAGE
-    divergence = trace_build(args.build_dir, host, model, x, Progress(args.quiet))
-    print(f"trace: {divergence}" if divergence else "trace: every stream equals the golden model")
-    return code or (EXIT_MISSED if divergence else 0)
+    if y is not None:
+        save_outputs(args.output, y)
+    if model is None:
+        print(f"verdict: none ({no_verdict})")
+        return code
+    graph = _golden_graph(args.build_dir, host, model, progress)
+    if args.trace:
+        from .trace import trace_build
+
+        divergence = trace_build(args.build_dir, host, graph, x, progress)
+        print(f"trace: {divergence}" if divergence else "trace: every stream equals the golden model")
+        code = code or (EXIT_DIFFERS if divergence else 0)
+    if y is not None:
+        from .verdict import golden_outputs, verdict
+
+        result = verdict(y, golden_outputs(graph, x))
+        print(result.line())
+        code = code or (0 if result.equal else EXIT_DIFFERS)
+    return code
+
+
+def _golden_model(args, host: dict) -> tuple[Path | None, str]:
+    """The model a build was made from (--model, or host.json's record of it), or None and why there is none; with
+    --model or --trace, a model that cannot be had is an error."""
+    from .trace import recorded_model
+
+    if args.model is not None or args.trace:
+        return recorded_model(args.build_dir, host, args.model), ""
+    try:
+        return recorded_model(args.build_dir, host), ""
+    except MingError as why:
+        return None, str(why)
+
+
+def _golden_graph(build_dir: Path, host: dict, model: Path, progress):
+    """The golden model's graph of `model`, checked to be the model the build was made from."""
+    from .pipeline import lift
+    from .trace import check_same_channels
+
+    with progress.step(f"importing {model.name} for the golden model"):
+        graph = lift(model, host["graph"])
+    check_same_channels(build_dir, model, graph)
+    return graph
 
 
 def _deploy(args) -> None:
@@ -397,9 +417,9 @@ def _fmt(values) -> str:
 
 
 def _reference(args) -> int:
-    from . import reference
     from .options import check_input, check_model, check_output_count, check_output_files, load_input, save_outputs
     from .pipeline import lift
+    from .verdict import golden_outputs, stacked
 
     _check_dump_options(args)
     check_model(args.model)
@@ -408,20 +428,11 @@ def _reference(args) -> int:
     graph = lift(args.model)
     _print_notes(graph)
     check_output_count(args.output, [out.name for out in graph.outputs])
-    port = graph.inputs[0]
-    shape = tuple(port.onnx_shape)
-    if x.shape == shape or shape[:1] != (1,) or x.shape[1:] != shape[1:]:
-        check_input(x, port)
-        save_outputs(args.output, reference.run(graph, x))
-        return _dump(args, graph, x)
-    import numpy as np
-
-    for image in x:  # N images stacked on a first axis, as `ming csim` and OUT/deploy/run.py take them
-        check_input(image[None], port)
-    results = [reference.run(graph, image[None]) for image in x]
-    save_outputs(args.output, {name: np.stack([_one_image(result[name]) for result in results])
-                               for name in results[0]})
-    return _dump(args, graph, x[:1])
+    images = stacked(graph, x)
+    for image in x if images else [x]:  # N images stacked on a first axis, as `ming csim` and run.py take them
+        check_input(image[None] if images else image, graph.inputs[0])
+    save_outputs(args.output, golden_outputs(graph, x))
+    return _dump(args, graph, x[:1] if images else x)
 
 
 def _check_dump_options(args) -> None:
@@ -450,23 +461,19 @@ def _dump(args, graph, x) -> int:
     difference, compared = compare(golden, named, theirs, framework)
     if difference is not None:
         print(f"framework: {difference}")
-        return EXIT_DIFFERENT
+        return EXIT_DIFFERS
     print(f"framework: all {compared} tensors shared with {framework} agree")
     return 0
-
-
-def _one_image(y: np.ndarray) -> np.ndarray:
-    """An output of one image without its batch dimension of 1 (`ming_driver.Port.image_shape`)."""
-    return y[0] if y.ndim > 1 and y.shape[0] == 1 else y
 
 
 # What each command imports (numpy, scipy, IREE, matplotlib through them), loaded while signals wait
 _MODULES = {
     "analyze": ("ming_py.pipeline",),
-    "reference": ("ming_py.reference", "ming_py.options", "ming_py.pipeline"),
+    "reference": ("ming_py.reference", "ming_py.options", "ming_py.pipeline", "ming_py.verdict"),
     "build": ("ming_py.build", "ming_py.progress", "ming_py.options", "ming_py.ilp.pins"),
     "sweep": ("ming_py.boards", "ming_py.ilp.sweep", "ming_py.options", "ming_py.output", "ming_py.progress"),
-    "csim": ("ming_py.csim", "ming_py.options", "ming_py.progress", "ming_py.runtime.ming_driver"),
+    "csim": ("ming_py.csim", "ming_py.options", "ming_py.progress", "ming_py.runtime.ming_driver", "ming_py.pipeline",
+             "ming_py.trace", "ming_py.verdict"),
     "simulate": ("ming_py.simulate",),
     "compare": ("ming_py.compare", "ming_py.calibration"),
     "deploy": ("ming_py.options",),
@@ -498,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
         _printable_streams()
         args = _parser().parse_args(argv)
         handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "sweep": _sweep,
-                    "csim": _csim_and_trace,
+                    "csim": _csim,
                     "simulate": _simulate, "deploy": _deploy, "compare": _compare, "boards": _boards}
         with interrupt.deferred():  # the command's modules, imported whole before a signal is raised (see above)
             for module in _MODULES.get(args.command, ()):

@@ -244,27 +244,25 @@ def recorded_model(build_dir: Path, host: dict, model: Path | None = None) -> Pa
     return path
 
 
-def trace_build(build_dir: Path, host: dict, model: Path, x: np.ndarray, progress: Progress) -> Divergence | None:
-    """`locate` on the first image of `x` (as `ming csim` takes it) for the build in `build_dir` of `model`."""
+def trace_build(build_dir: Path, host: dict, graph: Graph, x: np.ndarray, progress: Progress) -> Divergence | None:
+    """`locate` on the first image of `x` (as `ming csim` takes it) for the build in `build_dir` of the golden model
+    `graph` (`check_same_channels`)."""
     from ming_py.line_buffers import build_stream_graph
-
-    from .pipeline import lift
 
     port = Port.of(host["input"])
     try:
         image = input_images(x, port)[0]
     except DeployError as exc:
         raise MingError(str(exc)) from None
-    with progress.step(f"importing {model.name} for the golden model"):
-        graph = lift(model, host["graph"])
-    stream_graph = build_stream_graph(graph)
-    _check_same_channels(build_dir, model, stream_graph)
     q = accelerator_input(image.reshape(port.onnx_shape), port)
-    return locate(build_dir / "hls", host["model"], graph, stream_graph, q, progress)
+    return locate(build_dir / "hls", host["model"], graph, build_stream_graph(graph), q, progress)
 
 
-def _check_same_channels(build_dir: Path, model: Path, stream_graph: StreamGraph) -> None:
-    """Every channel of the build (report.json) is one of `stream_graph`'s, of the same shape."""
+def check_same_channels(build_dir: Path, model: Path, graph: Graph) -> None:
+    """Every channel of the build (report.json) is one of the streaming graph of `graph`'s, of the same shape."""
+    from ming_py.line_buffers import build_stream_graph
+
+    stream_graph = build_stream_graph(graph)
     try:
         built = json.loads((build_dir / "report.json").read_text(encoding="utf-8"))["channels"]
         shapes = {c["name"]: list(c["shape"]) for c in built}

@@ -32,12 +32,17 @@ class Verdict:
 
 def golden_outputs(graph: Graph, x: np.ndarray) -> dict[str, np.ndarray]:
     """`ming reference` of one image in the model's input shape, or of N stacked on a first axis (stacked likewise,
-    as `ming csim` returns them)."""
-    shape = graph.inputs[0].onnx_shape
-    if x.shape == shape:
+    as `ming csim` and OUT/deploy/run.py return them)."""
+    if not stacked(graph, x):
         return reference.run(graph, x)
-    results = [reference.run(graph, image.reshape(shape)) for image in x]
+    results = [reference.run(graph, image[None]) for image in x]
     return {name: np.stack([one_image(result[name]) for result in results]) for name in results[0]}
+
+
+def stacked(graph: Graph, x: np.ndarray) -> bool:
+    """Whether `x` is N images stacked on a first axis rather than one image of a model whose batch is 1."""
+    shape = tuple(graph.inputs[0].onnx_shape)
+    return x.shape != shape and shape[:1] == (1,) and x.shape[1:] == shape[1:]
 
 
 def one_image(y: np.ndarray) -> np.ndarray:

@@ -183,5 +183,8 @@ def _locate(hls: Path, model: str, design, q: np.ndarray, progress: Progress) ->
     ("" if none does)."""
     from .trace import locate
 
-    divergence = locate(hls, model, design.graph, design.stream_graph, q, progress)
+    try:
+        divergence = locate(hls, model, design.graph, design.stream_graph, q, progress)
+    except MingError as failure:  # the traced run failed where every stream it wrote is right
+        return f"the traced C-simulation: {failure}"
     return f"first differing stream: {divergence}" if divergence is not None else ""

@@ -151,11 +151,27 @@ def test_csim_trace_prints_the_process_whose_stream_differs(example_build, tmp_p
     result = subprocess.run([sys.executable, "-m", "ming_py.cli", "csim", str(out), "--input", str(tmp_path / "x.npy"),
                              "--output", str(tmp_path / "y.npy"), "--sequential", "--trace", "-q"],
                             capture_output=True, text=True)
-    assert result.returncode == 1, result.stderr  # the C-simulation ran; its output differs
+    assert result.returncode == 3, result.stderr  # the C-simulation ran; its output differs
+    trace, verdict = result.stdout.splitlines()
     assert re.fullmatch(r"trace: conv2 writes conv2_to_conv3 differently: token \d+ \(row \d+, column \d+, channel "
-                        r"\d+\): expected -?\d+, got -?\d+ \(\d+ of 256 values differ\)\n", result.stdout), \
-        result.stdout
+                        r"\d+\): expected -?\d+, got -?\d+ \(\d+ of 256 values differ\)", trace), trace
+    assert re.fullmatch(r"verdict: \d+ of 10 output values differ from ming reference \(first: output '\w+' at "
+                        r"\(\d+(, \d+)*\): expected \S+, got \S+\)", verdict), verdict
     assert (tmp_path / "y.npy").is_file()  # the C-simulation's output is written as without --trace
+
+
+def test_csim_ends_with_a_verdict(example_build, tmp_path, capsys):
+    out = copy_build(example_build, tmp_path)
+    np.save(tmp_path / "x.npy", np.random.default_rng(2).standard_normal((3, 3, 16, 16)).astype(np.float32))
+    args = ("csim", out, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy", "-q")
+    result = ming(capsys, *args)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "verdict: the C-simulation equals ming reference on all 30 output values"
+    edit_first_weight(out, "conv2_weights")
+    result = ming(capsys, *args)
+    assert result.returncode == 3, result.stderr
+    assert re.fullmatch(r"verdict: \d+ of 30 output values differ from ming reference \(first: output '\w+' at "
+                        r"\(\d+(, \d+)*\): expected \S+, got \S+\)", result.stdout.splitlines()[-1]), result.stdout
 
 
 def test_csim_trace_needs_the_model_the_build_was_made_from(example_build, tmp_path, capsys):
@@ -171,10 +187,15 @@ def test_csim_trace_needs_the_model_the_build_was_made_from(example_build, tmp_p
     host_file.write_text(json.dumps(host | {"model_file": {"path": str(TINY_CNN), "sha256": "0" * 64}}))
     assert_one_line_error(ming(capsys, *args, "--trace"), "has changed since the build", "--model PATH")
     assert not (tmp_path / "y.npy").exists()  # refused before the C-simulation
-    assert_one_line_error(ming(capsys, *args, "--model", TINY_CNN), "--model is the model for --trace")
+    assert_one_line_error(ming(capsys, *args, "--model", tmp_path / "gone.onnx"), "gone.onnx")
+    assert not (tmp_path / "y.npy").exists()
+    result = ming(capsys, *args)  # without a model there is no verdict, and it says why
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1].startswith("verdict: none (the model ") and "--model PATH" in result.stdout
     result = ming(capsys, *args, "--trace", "--model", TINY_CNN)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "trace: every stream equals the golden model\n"
+    assert result.stdout == ("trace: every stream equals the golden model\n"
+                             "verdict: the C-simulation equals ming reference on all 10 output values\n")
 
 
 # ---- ming reference --dump [--framework] -------------------------------------------------------------------
