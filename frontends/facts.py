@@ -15,6 +15,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from .onnx_tables import NodeTable
+    from .ort_kernels import FloatAverage
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,12 @@ class FrontendFacts:
     weights: dict[str, QuantizedWeights] = field(default_factory=dict)
     # (de)quantization node -> the Transpose it wraps, whose transposition IREE hands over in its name
     transposes: dict[str, str] = field(default_factory=dict)
-    # Add node name (and that of a Relu fused after it) -> the kernel onnxruntime runs for it
+    # Add or AveragePool node name (and that of a Relu fused after an Add) -> the kernel onnxruntime runs for it
     # (`frontends.ort_kernels`: "uint8" or "int8" QLinearAdd, or "float")
     qlinear_kernels: dict[str, str] = field(default_factory=dict)
+    # AveragePool node name -> how onnxruntime's float32 kernel averages its windows where it runs the pool in
+    # float (`frontends.ort_kernels.float_averages`: the order of the sum, the divisor)
+    float_averages: dict[str, FloatAverage] = field(default_factory=dict)
     # the model's maps are H x W x C (TFLite's NHWC; `layout.channels_first` moves them after lifting): a
     # channel slice or shuffle runs along the last axis
     channels_last: bool = False

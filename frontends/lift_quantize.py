@@ -33,6 +33,7 @@ from ming_py.ir import (
 )
 
 from . import fixed_point
+from .ort_kernels import FLOAT as FLOAT_KERNEL, FloatAverage
 from .lift_shapes import transposition
 from .lift_values import (
     FloatInput,
@@ -223,6 +224,8 @@ class QuantizeMixin:
         valid = valid_window_counts(kernel, self.graph.shape_of(kernel.inputs[0].tensor))
         valid = np.transpose(valid, [kernel.parallel_dims.index(e.single_dim()) for e in kernel.output.map.results])
         divisor = np.broadcast_to(term.divisor, valid.shape)
+        if self._float_average(kernel).divides_by_unpadded:
+            divisor = valid
         exclude_padding = not np.all(divisor == window)  # ONNX count_include_pad=0 with effective padding
         if exclude_padding and not np.array_equal(divisor, valid):
             raise MingError(f"{where}: average pooling divisor is neither the window size nor the valid count")
@@ -242,17 +245,34 @@ class QuantizeMixin:
         return IntTensor(kernel.output.tensor)
 
     def _window_average(self, kernel: Kernel, window: int, x_scale, x_zero_point, scale, zero_point, valid, where):
-        """onnxruntime's QLinearAveragePool over windows of `window` elements (`WindowAverage`); `valid`: the
-        divisor by output position where padding is left out of it."""
+        """onnxruntime's AveragePool over windows of `window` elements (`WindowAverage`): QLinearAveragePool in
+        the kernel's domain, or the float kernel where onnxruntime fuses none; `valid`: the divisor by output
+        position where padding is left out of it."""
         divisors = (window,) if valid is None else tuple(sorted({int(v) for v in np.unique(valid)}))
-        offset = numerics.ORT_X86_DOMAIN_OFFSET if self.facts.qlinear_kernels.get(kernel.source) != "int8" else 0
         constants = numerics.window_average_constants(x_scale, x_zero_point, np.float32(scale), zero_point, window,
-                                                      divisors, domain_offset=offset)
+                                                      divisors, domain_offset=self._average_domain(kernel, zero_point))
         if constants is None:
             raise MingError(f"{where}: average pooling from scale {float(x_scale):.6g} to {float(scale):.6g} "
                             "is not supported (an output scale finer than a quarter of the input's over the "
                             "window); requantize the pool's output to a coarser scale")
-        return WindowAverage(count=window, constants=constants, exclude_padding=valid is not None)
+        by_columns = self._float_average(kernel).order == numerics.AVERAGE_BY_COLUMNS
+        return WindowAverage(count=window, constants=constants, exclude_padding=valid is not None,
+                             columns=_window_width(kernel, where) if by_columns else 0)
+
+    def _float_average(self, kernel: Kernel) -> FloatAverage:
+        """How onnxruntime averages the windows of average pool `kernel`: its float kernel's way where it runs the
+        pool in float, QLinearAveragePool's (row-major) otherwise."""
+        if self.facts.qlinear_kernels.get(kernel.source) != FLOAT_KERNEL:
+            return QLINEAR_AVERAGE
+        return self.facts.float_averages.get(kernel.source, QLINEAR_AVERAGE)
+
+    def _average_domain(self, kernel: Kernel, zero_point: int) -> int:
+        """The domain offset of the kernel onnxruntime runs for average pool `kernel`: uint8 QLinearAveragePool
+        (128), int8 (0), or the float kernel's quantization (`numerics.float_average_domain_offset`)."""
+        found = self.facts.qlinear_kernels.get(kernel.source)
+        if found == FLOAT_KERNEL:
+            return numerics.float_average_domain_offset(zero_point)
+        return 0 if found == "int8" else numerics.ORT_X86_DOMAIN_OFFSET
 
     def _add(self, value: FloatValue, scale, zero_point, node, where):
         plain = all(is_plain_dequant(FloatValue(value.shape, (replace(t, map=None, negated=False),)))
@@ -437,3 +457,16 @@ def _per_channel(array, shape, axes, dtype) -> np.ndarray:
     """A scalar or per-channel constant over `shape` (varying along `axes` at most) as one value per channel."""
     full = np.broadcast_to(np.asarray(array), shape)
     return full[tuple(slice(None) if a in axes else 0 for a in range(len(shape)))].reshape(-1).astype(dtype)
+
+
+QLINEAR_AVERAGE = FloatAverage(numerics.AVERAGE_BY_ROWS)  # qlinear_pool.cc: row-major, the ONNX divisor
+
+
+def _window_width(kernel: Kernel, where: str) -> int:
+    """The width of a 2-D pooling kernel's window: its reduction dim along the input's last axis, which must be
+    the innermost of the window's dims (the golden model and the process read the window in row-major order)."""
+    columns = [d for d in kernel.inputs[0].map.results[-1].used_dims() if d in kernel.reduction_dims]
+    if len(columns) != 1 or columns[0] != kernel.reduction_dims[-1]:
+        raise MingError(f"{where}: average pooling window {kernel.inputs[0].map} is not rows x columns of the map; "
+                        "export the pool over an N x C x H x W map")
+    return kernel.dims[columns[0]]

@@ -32,7 +32,7 @@ from .onnx_converters import constants_as_initializers, rewrite_converter_idioms
 from .facts import FrontendFacts, ModelPort, QuantizedWeights
 from .lift import Lifter
 from .onnx_geometry import check_pads, prepare_resizes
-from .ort_kernels import qlinear_kernels
+from .ort_kernels import float_averages, qlinear_kernels
 from .onnx_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables
 
 SUPPORTED_OPS = frozenset({
@@ -361,6 +361,7 @@ def import_onnx(path: str | Path, name: str | None = None) -> Graph:
     check_scales(model)
     notes = fix_symbolic_batch(model)
     kernels = qlinear_kernels(model)  # of the model as written: onnxruntime runs that one
+    averages = float_averages(model, kernels)
     types = onnx_formats.to_int8_qdq(model)
     check_supported(model)
     rewrite_converter_idioms(model)
@@ -380,5 +381,5 @@ def import_onnx(path: str | Path, name: str | None = None) -> Graph:
         op_types = {node.name: node.op_type for node in model.graph.node}
         facts = FrontendFacts(op_types, tuple(notes), tables=tables, resizes=resizes,
                               weights=quantized_weights(model.graph), transposes=transpose_wrappers(model.graph),
-                              qlinear_kernels=kernels)
+                              qlinear_kernels=kernels, float_averages=averages)
         return Lifter(name or path.stem, inputs, outputs, facts).run(module)

@@ -8,12 +8,22 @@ QLinearAdd only where its two inputs and its output then have one type: that typ
 residual Add whose input has fan-out) it runs in float, DQ -> Add -> Q. AveragePool likewise becomes
 QLinearAveragePool. Sub has no QLinear kernel; a QOperator QLinearAdd or QLinearAveragePool runs as it is written. docs/numerics.md §4.1; tests/test_eltwise.py checks this against the graph
 onnxruntime optimizes.
+
+An AveragePool left in float sums its windows in the order of the float32 kernel onnxruntime picks for it
+(`float_averages`, docs/numerics.md §1.5).
 """
 
 from __future__ import annotations
 
+import pathlib
+import platform
+from dataclasses import dataclass
+
 import onnx
 from onnx import TensorProto
+
+from ming_py.errors import MingError
+from ming_py.numerics import AVERAGE_BY_COLUMNS, AVERAGE_BY_ROWS
 
 from .onnx_formats import element_types
 
@@ -74,3 +84,124 @@ def qlinear_kernels(model: onnx.ModelProto) -> dict[str, str]:
                     kernels[reader.name] = kernels[node.name]
     return kernels
 
+
+# mlas/lib/pooling.cpp, MlasPool: the vector kernel takes strides of at most 2 along the width and kernel sides of
+# at most 32, and holds a padded row in a reduction buffer of MLAS_POOL_REDUCTION_BUFFER_STACK (2,048) floats less
+# MLAS_POOL_REDUCTION_BUFFER_PADDING (3)
+MLAS_VECTOR_STRIDE = 2
+MLAS_VECTOR_KERNEL = 32
+MLAS_REDUCTION_BUFFER = 2048 - 3
+FIRST_REFERENCE_AVERAGE_OPSET = 19  # AveragePool-19 runs providers/cpu/nn/pool_functors.h, not MLAS
+
+
+@dataclass(frozen=True)
+class FloatAverage:
+    """How onnxruntime's float32 kernel averages the windows of an AveragePool it runs in float."""
+
+    order: str  # numerics.AVERAGE_BY_COLUMNS or AVERAGE_BY_ROWS: the order it sums a window in
+    # it divides each window by its unpadded elements although count_include_pad=1 (ceil_mode without pads:
+    # pool_functors.h counts a window's elements inside the padded map, which is the map)
+    divides_by_unpadded: bool = False
+
+
+def float_averages(model: onnx.ModelProto, kernels: dict[str, str]) -> dict[str, FloatAverage]:
+    """Per 2-D AveragePool that onnxruntime runs in float (`kernels`, `qlinear_kernels`' answer, says "float"):
+    how its float32 kernel averages a window (`numerics.window_average_sum`)."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    shapes = _shapes(model)
+    return {node.name: _float_average(node, opset, shapes.get(node.input[0]))
+            for node in model.graph.node
+            if node.op_type == "AveragePool" and kernels.get(node.name) == FLOAT
+            and len(_ints(node, "kernel_shape")) == 2}
+
+
+def _float_average(node: onnx.NodeProto, opset: int, shape: tuple[int, ...] | None) -> FloatAverage:
+    """The kernel onnxruntime 1.32 runs for float AveragePool `node` (input `shape`, if known) on this machine:
+    AveragePool-19 and later (AveragePoolV19, pool_functors.h), opset 7-18 with ceil_mode and count_include_pad
+    (pool.cc sends them to the same loop, onnxruntime PR 29629), a pool the NchwcTransformer takes
+    (nchwc_transformer.cc TransformPool: 4-D, channels a multiple of the NCHWc block; MlasNchwcPool) and MLAS's
+    generic kernel sum by rows; MLAS's vector kernel (MlasPool2DVectorKernel) by columns."""
+    ceil_includes_pads = bool(_int(node, "ceil_mode") and _int(node, "count_include_pad"))
+    if ceil_includes_pads and not any(_pads(node)):  # the padded map is the map
+        return FloatAverage(AVERAGE_BY_ROWS, divides_by_unpadded=True)
+    if ceil_includes_pads and _overhangs(node, shape):
+        raise MingError(f"node '{node.name}' (AveragePool, ceil_mode=1, count_include_pad=1, pads {_pads(node)}): "
+                        "onnxruntime runs it in float (its int8 input feeds several nodes) and divides its last "
+                        "windows by their elements inside the padded map, which ming does not reproduce; export the "
+                        "pool with ceil_mode=0 or without pads")
+    if opset >= FIRST_REFERENCE_AVERAGE_OPSET or ceil_includes_pads:
+        return FloatAverage(AVERAGE_BY_ROWS)
+    if shape is not None and len(shape) == 4 and shape[1] > 0 and shape[1] % nchwc_block_size() == 0:
+        return FloatAverage(AVERAGE_BY_ROWS)
+    return FloatAverage(AVERAGE_BY_COLUMNS if _mlas_vector_kernel(node, shape) else AVERAGE_BY_ROWS)
+
+
+def _overhangs(node: onnx.NodeProto, shape: tuple[int, ...] | None) -> bool:
+    """Whether ceil_mode gives pool `node` a window that runs past the padded map (onnxruntime's
+    PoolAttributes::ComputeOutputSize: no window starts past the map and its leading pad)."""
+    if shape is None or len(shape) != 4 or not all(shape[2:]):
+        return True
+    kernel, strides, pads = _ints(node, "kernel_shape"), _ints(node, "strides") or [1, 1], _pads(node)
+    for axis in range(2):
+        size, head, tail = shape[2 + axis], pads[axis], pads[2 + axis]
+        padded = size + head + tail
+        outputs = -(-(padded - kernel[axis]) // strides[axis]) + 1
+        if (outputs - 1) * strides[axis] >= size + head:
+            outputs -= 1
+        if (outputs - 1) * strides[axis] + kernel[axis] > padded:
+            return True
+    return False
+
+
+def _pads(node: onnx.NodeProto) -> list[int]:
+    """The pool's pads (top, left, bottom, right); auto_pad SAME_* as at most kernel - 1 at the end."""
+    kernel = _ints(node, "kernel_shape")
+    if _attribute(node, "auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID"):
+        return [0, 0, kernel[0] - 1, kernel[1] - 1]
+    return _ints(node, "pads") or [0, 0, 0, 0]
+
+
+def _mlas_vector_kernel(node: onnx.NodeProto, shape: tuple[int, ...] | None) -> bool:
+    """Whether MlasPool takes its vector kernel for 2-D pool `node` (mlas/lib/pooling.cpp): not a pool of the
+    whole map (its global kernel), a stride of at most 2 along the width, no kernel side over 32, the padded
+    width within the reduction buffer."""
+    kernel, strides, pads = _ints(node, "kernel_shape"), _ints(node, "strides") or [1, 1], _pads(node)
+    width = shape[3] if shape is not None and len(shape) == 4 else 0
+    whole_map = shape is not None and list(shape[2:]) == kernel and strides == [1, 1] and not any(pads)
+    return (not whole_map and strides[1] <= MLAS_VECTOR_STRIDE and max(kernel) <= MLAS_VECTOR_KERNEL
+            and pads[1] + pads[3] + width <= MLAS_REDUCTION_BUFFER)
+
+
+def nchwc_block_size() -> int:
+    """MlasNchwcGetBlockSize() on this machine (mlas/lib/platform.cpp): on x86-64 16 with AVX512F, else 8; 1
+    (onnxruntime registers no NchwcTransformer) on other machines, as ming's other onnxruntime rules assume
+    x86-64."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return 1
+    try:
+        flags = pathlib.Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return 8
+    return 16 if "avx512f" in flags else 8
+
+
+def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape that shape inference gives (unknown dimensions as 0)."""
+    try:
+        graph = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:  # an inconsistent model: ming's checks report it later in their own words
+        graph = model.graph
+    return {v.name: tuple(d.dim_value for d in v.type.tensor_type.shape.dim)
+            for v in (*graph.value_info, *graph.input, *graph.output) if v.type.tensor_type.HasField("shape")}
+
+
+def _attribute(node: onnx.NodeProto, name: str, default):
+    return next((onnx.helper.get_attribute_value(a) for a in node.attribute if a.name == name), default)
+
+
+def _ints(node: onnx.NodeProto, name: str) -> list[int]:
+    return [int(v) for v in _attribute(node, name, [])]
+
+
+def _int(node: onnx.NodeProto, name: str) -> int:
+    return int(_attribute(node, name, 0))

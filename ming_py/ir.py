@@ -252,15 +252,18 @@ class FixedPointAdd:
 
 @dataclass(eq=False)
 class WindowAverage:
-    """Window elements of int8 values -> int8 average as onnxruntime's QLinearAveragePool computes it: a float32
-    sum in the window's row-major order, then the divisor, the output scale and zero point in float32, all in
-    `constants` (`numerics.window_average_constants` of the scales, zero points, onnxruntime's domain and the
-    divisors, a row each). With `exclude_padding` (ONNX count_include_pad=0 with padding) a window's divisor is
-    its count of unpadded elements; otherwise the one divisor is the window size `count`."""
+    """Window elements of int8 values -> int8 average as onnxruntime's AveragePool computes it (QLinearAveragePool,
+    or DQ -> AveragePool -> Q in float where it fuses none): a float32 sum of the window's elements, then the
+    divisor, the output scale and zero point in float32, all in `constants` (`numerics.window_average_constants`
+    of the scales, zero points, onnxruntime's domain and the divisors, a row each). With `exclude_padding` (ONNX
+    count_include_pad=0 with padding) a window's divisor is its count of unpadded elements; otherwise the one
+    divisor is the window size `count`. `columns` 0 sums the window in row-major order; `columns` = the window's
+    width sums each column down its rows, then the columns' sums left to right (`numerics.AVERAGE_BY_COLUMNS`)."""
 
     count: int
     constants: numerics.WindowAverageConstants
     exclude_padding: bool = False
+    columns: int = 0
 
 
 @dataclass(eq=False)

@@ -33,6 +33,10 @@ Rule summary (details in each docstring)
   window's row-major order, divides, and adds the output zero point before rounding (its output is not a
   function of the integer window sum); exact via :func:`window_average_sum` (each float32 addition in
   integers) and :func:`window_average_level` (the rest, a monotonic function of the sum, by thresholds).
+  Where onnxruntime fuses no QLinearAveragePool (an int8 input with fan-out on x86: DQ -> AveragePool -> Q in
+  float) the float32 kernel it picks sums the window in its own order (``AVERAGE_BY_COLUMNS`` for MLAS's vector
+  kernel) and MlasQuantizeLinear adds the output zero point after rounding
+  (:func:`float_average_domain_offset`); exact by the same two functions.
 * Mul (QLinearMul): ``y = sat(rne(f32(f32(f32(P) * R) + zy')))`` with ``P = (a-za)*(b-zb)``,
   ``R = f32(f32(sa*sb)/sy)``, the zero point added in float before rounding; exact via :func:`mul_requant`.
 * Concat (QLinearConcat), DQ->Q chains, standalone float Relu/Clip: a 256-entry table
@@ -67,7 +71,8 @@ __all__ = [
     "add_requant", "AddConstants", "add_constants", "add_fused_requant",
     "FloatAddConstants", "float_add_constants", "add_float_requant", "ort_float_add_reference", "mul_multiplier", "mul_parts", "round_to_float32", "mul_requant",
     "gap_requant", "WindowAverageConstants", "window_average_constants",
-    "window_average_terms", "window_average_sum", "window_average_level",
+    "window_average_terms", "window_average_sum", "window_average_level", "AVERAGE_BY_COLUMNS", "AVERAGE_BY_ROWS",
+    "float_average_domain_offset",
     "rescale_fixed_point", "rescale", "rescale_table", "apply_table",
     "fma_float32", "ort_dequantize_linear", "ort_quantize_linear",
     "ort_qlinear_add_reference", "ort_qlinear_avgpool_reference", "ort_qlinear_mul_reference",
@@ -777,15 +782,45 @@ def window_average_terms(x: ArrayLike, mantissa: int, x_zp: int) -> IntArray:
     return round_to_float32((_i64(x) - int(x_zp)) * np.int64(mantissa))
 
 
-def window_average_sum(elements: Sequence[ArrayLike], mantissa: int, x_zp: int) -> IntArray:
-    """onnxruntime's float32 sum of the dequantized window elements, in their order, in units of
-    ``2**exponent``: ``s = rn24(s + term)``. Padded elements hold ``zx`` (a term of 0, which leaves the
-    sum as it is, as onnxruntime skips them)."""
-    total = None
-    for element in elements:
-        term = window_average_terms(element, mantissa, x_zp)
-        total = term if total is None else round_to_float32(total + term)
+def window_average_sum(elements: Sequence[ArrayLike], mantissa: int, x_zp: int, columns: int = 0) -> IntArray:
+    """onnxruntime's float32 sum of the dequantized window elements, in units of ``2**exponent``, each addition
+    ``s = rn24(s + term)``. `elements` are the window's in row-major order; `columns` 0 sums them in that order
+    (``qlinear_pool.cc``, and the float kernels of `AVERAGE_BY_ROWS`); `columns` W > 0 sums each of the
+    window's W columns down its rows, then those column sums left to right (`AVERAGE_BY_COLUMNS`). Padded
+    elements hold ``zx`` (a term of 0, which leaves a sum as it is, as onnxruntime skips them)."""
+    terms = [window_average_terms(element, mantissa, x_zp) for element in elements]
+    if not columns:
+        return _float32_chain(terms)
+    return _float32_chain([_float32_chain(terms[column::columns]) for column in range(columns)])
+
+
+def _float32_chain(terms: Sequence[IntArray]) -> IntArray:
+    """The float32 sum of `terms` in their order, each addition rounded: ``s = rn24(s + term)``."""
+    total = terms[0]
+    for term in terms[1:]:
+        total = round_to_float32(total + term)
     return total
+
+
+# The orders in which onnxruntime's float32 AveragePool kernels sum a window (`window_average_sum`). MLAS's
+# vector kernel (mlas/lib/pooling.cpp, MlasPool2DVectorKernel: every 2-D pool of opset <= 18 with a stride of at
+# most 2 along the width, no kernel side over 32 and the padded width within its 2,045-float reduction buffer)
+# adds each input column down the window's rows first, then the column sums across the window.
+AVERAGE_BY_COLUMNS = "columns"
+# MLAS's generic kernel (MlasPool2DKernel), the NCHWc kernel (MlasNchwcPool, what onnxruntime's NchwcTransformer
+# turns a pool of whole channel blocks into), the opset-19 reference loop (AveragePool2DTask in
+# providers/cpu/nn/pool_functors.h, also what opset 7-18 run with ceil_mode and count_include_pad together) and
+# qlinear_pool.cc add the window's elements in row-major order.
+AVERAGE_BY_ROWS = "rows"
+
+
+def float_average_domain_offset(y_zp: int) -> int:
+    """The `domain_offset` of :func:`window_average_constants` that gives a float AveragePool's output: DQ ->
+    AveragePool -> Q, which onnxruntime runs where it fuses no QLinearAveragePool, quantizes the float32 average
+    by MlasQuantizeLinear, ``sat(rne(f32(a / sy)) + zy)`` (the zero point added after rounding). With
+    ``zy + offset = 0`` the QLinearAveragePool finish ``nearbyintf(f32(f32(a / sy) + f32(zy + offset))) - offset``
+    adds an exact 0.0 before rounding and ``zy`` after it: the same output."""
+    return -int(y_zp)
 
 
 def _ort_average_level(total: ArrayLike, exponent: int, divisor: int, y_scale: np.float32, y_zp: int,

@@ -62,15 +62,15 @@ def _window_rows(e: WindowAverage, valid: np.ndarray) -> np.ndarray:
 
 @register
 class OnnxWindowAverage(EpilogueRule):
-    """onnxruntime's float32 sum of each window's elements in order, each a chain of float32 additions in the
-    lane (`ming::average_term`, `ming::average_add`), and the level its divisor's thresholds give
-    (`ming::average_level`; `numerics.WindowAverageConstants`)."""
+    """onnxruntime's float32 sum of each window's elements in its kernel's order (`WindowAverage.columns`), each a
+    chain of float32 additions in the lane (`ming::average_term`, `ming::average_add`), and the level its
+    divisor's thresholds give (`ming::average_level`; `numerics.WindowAverageConstants`)."""
 
     ir_type = WindowAverage
 
     def golden(self, e, result, context):
         c = e.constants
-        total = numerics.window_average_sum(result, c.mantissa, c.x_zero_point)
+        total = numerics.window_average_sum(result, c.mantissa, c.x_zero_point, e.columns)
         return numerics.window_average_level(total, _window_rows(e, context.valid()), c)
 
     def reads_inputs(self):
@@ -94,7 +94,8 @@ class OnnxWindowAverage(EpilogueRule):
         c = e.constants
         rows = len(c.divisors)
         view.epilogue = "window_average"
-        view.extra.update(x_zero_point=c.x_zero_point, mantissa=c.mantissa, last=c.last, qmin=c.qmin, rows=rows)
+        view.extra.update(x_zero_point=c.x_zero_point, mantissa=c.mantissa, last=c.last, qmin=c.qmin, rows=rows,
+                          by_columns=e.columns > 0)
         if rows == 1:
             view.extra.update(low=int(c.low[0]), high=int(c.high[0]), drop=int(c.drop[0]), ratio=int(c.ratio[0]),
                               offset=int(c.offset[0]))
