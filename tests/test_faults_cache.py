@@ -63,7 +63,7 @@ def fake_compile(monkeypatch):
     like the real one; the list of the binaries it wrote."""
     compiled: list[Path] = []
 
-    def compile_program(sources, includes, flags, binary):
+    def compile_program(sources, includes, flags, binary, seconds=None):
         staging = binary.with_name(f".{binary.name}.{os.getpid()}")
         staging.write_text(genuine_script(flags))
         staging.chmod(0o775)
