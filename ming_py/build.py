@@ -28,7 +28,7 @@ from .output import check_output, output_lock, replace_tree, write_tree
 from .kernel import validate_schedule
 from .sample import sample_files
 from .simulate import simulate_schedule
-from .verify import NOT_VERIFIED, VerificationFailed, verify_design
+from .verify import NOT_VERIFIED, VerificationFailed, verify_design, verify_seconds
 
 
 @dataclass
@@ -106,6 +106,7 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
     check_design(options)  # every option fails before the slow import
     check_model(model)
     out = check_output(out, [model, *inputs])
+    seconds = verify_seconds() if verify else None
     if keep_failed is not None:
         keep_failed = check_output(keep_failed, [model, *inputs, out])
         if keep_failed == out:
@@ -127,7 +128,7 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
             result = design(graph, board, solution=solution)
             result.record_model_file(Path(model))
         if verify:
-            verification = verify_design(result, progress)
+            verification = verify_design(result, progress, seconds)
             result.record_verification(verification.as_report())
             if not verification.equal:
                 if keep_failed is not None:

@@ -122,3 +122,26 @@ def test_loops_that_run_on_past_the_map_keep_their_counters(tmp_path, name):
     result = build(model, tmp_path / "out", BuildOptions(settings=parse_assignments(pins)))
     verification = json.loads(result.files["report.json"])["verification"]
     assert verification["equal"], verification
+
+
+def test_a_compile_past_its_time_bound_is_stopped_and_leaves_nothing(tmp_path, monkeypatch):
+    from ming_py.runtime.ming_driver import DeployError, compile_program
+
+    slow = tmp_path / "slow-c++"
+    slow.write_text("#!/bin/sh\nsleep 30\n")
+    slow.chmod(0o755)
+    monkeypatch.setenv("CXX", str(slow))
+    binary = tmp_path / "bin" / "model_csim"
+    with pytest.raises(DeployError, match="took more than 0.5 s"):
+        compile_program([tmp_path / "a.cpp"], [], (), binary, seconds=0.5)
+    assert list(binary.parent.iterdir()) == []
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "1e9", "ten"])
+def test_the_verification_bound_is_checked(monkeypatch, value):
+    from ming_py.errors import MingError
+    from ming_py.verify import verify_seconds
+
+    monkeypatch.setenv("MING_VERIFY_SECONDS", value)
+    with pytest.raises(MingError, match="MING_VERIFY_SECONDS"):
+        verify_seconds()
