@@ -12,6 +12,12 @@ IREE drops unit axes, so a 2-d tensor is either a map one high or one wide
 (H x W: the caller names those, `one_channel`, from the model's own shapes;
 they keep their layout, which is already ming's 1 x H x W without the unit
 axis). A 2-d tensor 1 x C is a vector and stays as it is.
+
+A map whose channels IREE splits over its last two axes, ... x G x F (a
+depthwise convolution with a depth multiplier: channel g * F + f reads input
+channel g; the caller names them, `split_channels`), becomes G x F x ...,
+ming's form of a grouped convolution's output, which a reshape merges into the
+G * F channels of a map in the same order.
 """
 
 from __future__ import annotations
@@ -31,13 +37,17 @@ NHWC_TO_NCHW = (0, 3, 1, 2)
 _PERMUTATIONS = {2: LC_TO_CL, 3: HWC_TO_CHW, 4: NHWC_TO_NCHW}
 
 
-def channels_first(graph: Graph, one_channel: frozenset[str] = frozenset()) -> Graph:
-    moved = {name for name, info in graph.tensors.items()
+def channels_first(graph: Graph, one_channel: frozenset[str] = frozenset(),
+                   split_channels: frozenset[str] = frozenset()) -> Graph:
+    moved = {name: _PERMUTATIONS[len(info.shape)] for name, info in graph.tensors.items()
              if len(info.shape) == 3 or (len(info.shape) == 4 and info.shape[0] == 1)
              or (len(info.shape) == 2 and info.shape[0] != 1 and name not in one_channel)}
-    for name in moved:
+    for name in split_channels:  # ... x G x F -> G x F x ...
+        rank = len(graph.tensors[name].shape)
+        moved[name] = (rank - 2, rank - 1, *range(rank - 2))
+    for name, order in moved.items():
         info = graph.tensors[name]
-        graph.tensors[name] = TensorInfo(name, _permute(info.shape), info.dtype)
+        graph.tensors[name] = TensorInfo(name, _permute(info.shape, order), info.dtype)
     nodes = []
     for node in graph.nodes:
         nodes.append(node)
@@ -58,7 +68,8 @@ def channels_first(graph: Graph, one_channel: frozenset[str] = frozenset()) -> G
     return graph
 
 
-def _port_permutation(graph: Graph, port: GraphInput | GraphOutput, moved: set[str], role: str) -> tuple:
+def _port_permutation(graph: Graph, port: GraphInput | GraphOutput, moved: dict[str, tuple[int, ...]],
+                      role: str) -> tuple:
     """The host permutation of a model input or output: its tensor's own, which needs the tensor to have the
     model's rank, a batch axis first (an N x L x C port's tensor is moved as H x W x C with H = N = 1). A moved
     tensor without one is refused: the host would pass its channels-last values on unpermuted."""
@@ -72,27 +83,32 @@ def _port_permutation(graph: Graph, port: GraphInput | GraphOutput, moved: set[s
     return _PERMUTATIONS[len(shape)]
 
 
-def _permute(items: tuple) -> tuple:
-    return tuple(items[a] for a in _PERMUTATIONS[len(items)])
+def _permute(items: tuple, order: tuple[int, ...] | None = None) -> tuple:
+    return tuple(items[a] for a in (order or _PERMUTATIONS[len(items)]))
 
 
-def _operand(operand: Operand, moved: set[str]) -> Operand:
+def _operand(operand: Operand, moved: dict[str, tuple[int, ...]]) -> Operand:
     if operand.tensor not in moved:
         return operand
-    amap = AccessMap(operand.map.num_dims, _permute(operand.map.results))
-    return replace(operand, map=amap, padding=_permute(operand.padding) if operand.padding else ())
+    order = moved[operand.tensor]
+    amap = AccessMap(operand.map.num_dims, _permute(operand.map.results, order))
+    return replace(operand, map=amap, padding=_permute(operand.padding, order) if operand.padding else ())
 
 
-def _keeps_order(graph: Graph, node: Reshape, moved: set[str]) -> bool:
+def _keeps_order(graph: Graph, node: Reshape, moved: dict[str, tuple[int, ...]]) -> bool:
     """Whether a reshape keeps its meaning across the transposition: it only adds or drops unit dimensions
-    around a moved map, or the moved map it flattens (or makes) has one channel or is 1 x 1."""
+    around a moved map, it merges the G x F channel axes of a split map into G * F channels, or the moved map
+    it flattens (or makes) has one channel or is 1 x 1."""
     shapes = [graph.tensors[t].shape for t in (node.input, node.output)]
     if node.input in moved and node.output in moved and _squeezed(shapes[0]) == _squeezed(shapes[1]):
+        return True
+    if moved.get(node.input, ())[:2] == (len(shapes[0]) - 2, len(shapes[0]) - 1) \
+            and shapes[1] == (shapes[0][0] * shapes[0][1],) + shapes[0][2:]:  # split channels merged
         return True
     return all(tensor not in moved or _orders_agree(shape) for tensor, shape in zip((node.input, node.output), shapes))
 
 
-def _flattened_in_nhwc(graph: Graph, node: Reshape, moved: set[str]) -> list[Reshape | Permute]:
+def _flattened_in_nhwc(graph: Graph, node: Reshape, moved: dict[str, tuple[int, ...]]) -> list[Reshape | Permute]:
     """A Flatten of an H x W x C (or L x C) map into a vector, in TFLite's order (pixel-major), as ming's
     channel-major flatten followed by a `Permute` of the vector, which folds into the weights of the dense
     layers that read it."""

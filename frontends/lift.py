@@ -52,6 +52,9 @@ class Lifter(BoundaryMixin, ShapeMixin, QuantizeMixin, GenericMixin, FloatMixin,
         self.quantization: dict[str, tuple[float, int]] = {}  # int8 tensor -> the (scale, zero point) it was given
         self.imported = 0  # model inputs imported so far
         self.sum_offsets: dict[str, int] = {}  # window sums of raw int8 values -> what the model's sum adds
+        # multiply-accumulate sums of x * w -> what the model's sums of (x - zero point) * w add, per output
+        # element (`GenericMixin._without_zero_points`), until the requantization takes it into its bias
+        self.mac_offsets: dict[str, np.ndarray] = {}
 
     @property
     def graph(self) -> Graph:
@@ -78,6 +81,10 @@ class Lifter(BoundaryMixin, ShapeMixin, QuantizeMixin, GenericMixin, FloatMixin,
         for op in func.regions[0].blocks[0].operations:
             self._visit(op.operation)
         self.builder.drop_unused()
+        for tensor in self.mac_offsets:
+            if tensor in self.graph.tensors:
+                raise MingError(f"layer {self.builder.producer(tensor).source}: its sums, taken without the input's "
+                                "zero point, are read other than by its requantization; not supported")
         return self.graph
 
     def _visit(self, op: ir.Operation) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 from iree.compiler import ir
 
 from ming_py.errors import MingError
-from ming_py.ir import PARALLEL, AccessMap, Arg, Const, Expr, Kernel, Op, Operand, Upsample
+from ming_py.ir import MAC_OPS, PARALLEL, AccessMap, Arg, Const, Expr, Kernel, Op, Operand, Upsample
 
 from .lift_shapes import transposition, unsliced
 from .lift_values import (
@@ -216,12 +216,67 @@ class GenericMixin:
             raise MingError(f"{where}: element type {dtype} is not supported")
         kind = kernel_op(payload, self.facts.op_types.get(node, ""), operands, dtype) if init is not None \
             else "elementwise"
+        offset = None
+        if kind in MAC_OPS:
+            payload, operands, offset = self._without_zero_points(payload, operands, dims, iterators, maps[-1],
+                                                                  node, where)
         name = self.builder.kernel_name(node, kind)
         out = self.builder.new_tensor(f"{name}_out", tensor_shape(result), dtype)
         self.graph.nodes.append(Kernel(
             name=name, source=node, dims=dims, iterators=iterators, inputs=tuple(operands),
             output=Operand(out, maps[-1]), payload=payload, init=init, op=kind))
+        if offset is not None:
+            self.mac_offsets[out] = offset
         return IntTensor(out)
+
+    def _without_zero_points(self, payload: Expr, operands: list[Operand], dims, iterators, out_map: AccessMap,
+                             node: str, where: str) -> tuple[Expr, list[Operand], np.ndarray | None]:
+        """A multiply-accumulate kernel in the form every MAC kernel of the graph has (`MAC_OPS`: acc + x * w,
+        the int8 activation times the int8 weights as they are), and the offset its sums then differ from the
+        model's by (None: none), per element of its output (an int64 array over the output's axes, of size 1
+        along the axes it does not vary over).
+
+        IREE writes a quantized convolution it does not rewrite itself (TOSA's depthwise convolution with a
+        depth multiplier, `linalg.depthwise_conv_2d_nhwc_hwcm_q`) as acc + (x - x_zp) * (w - w_zp) with scalar
+        zero points. The weights' zero point is taken into the weights (w - w_zp, which must stay int8), the
+        input's into the offset -x_zp * sum(w - w_zp) over the window: the padding holds x_zp, so every
+        window element of the model's sum, padding included, is (x - x_zp) * w, and the streamed sum of x * w
+        is the model's plus x_zp * sum(w). The offset is added to the bias of the kernel's requantization."""
+        n = len(operands)
+        terms = _mac_terms(payload, n)
+        if terms is None:
+            raise MingError(f"{where}: multiply-accumulate body {payload} is not acc + (x - zero point) * "
+                            "(w - zero point); not supported")
+        (a, za), (b, zb) = terms
+        if za is None and zb is None:
+            return payload, operands, None
+        constants = self.graph.constants
+        zero_points = [_scalar_zero_point(z, operands, constants, where) for z in (za, zb)]
+        is_weight = [operands[i].tensor in constants and bool(operands[i].map.results) for i in (a, b)]
+        if is_weight.count(True) != 1:
+            raise MingError(f"{where}: a multiply-accumulate with zero points must multiply an activation by "
+                            "constant weights")
+        (x, x_zp), (w, w_zp) = ((a, zero_points[0]), (b, zero_points[1])) if is_weight[1] else \
+            ((b, zero_points[1]), (a, zero_points[0]))
+        activation, weight = operands[x], operands[w]
+        weights = constants[weight.tensor].astype(np.int64) - w_zp
+        if np.any(weights < -128) or np.any(weights > 127):
+            raise MingError(f"{where}: weights less their zero point {w_zp} leave int8; ming multiplies int8 "
+                            "weights (quantize them symmetrically)")
+        if w_zp:
+            weight = replace(weight, tensor=self.builder.constant(node, weights.astype(np.int8)))
+        offset = None
+        if x_zp:
+            if activation.padding and any(p != (0, 0) for p in activation.padding) \
+                    and activation.pad_value != x_zp:
+                raise MingError(f"{where}: the input is padded with {activation.pad_value}, not its zero point "
+                                f"{x_zp}; not supported")
+            offset = -x_zp * _weight_sums(weights, weight.map, dims, iterators, out_map, where)
+        kept = sorted((x, w))
+        operands = [activation if i == x else weight for i in kept]
+        first, second = (0, 1) if kept[0] == x else (1, 0)
+        plain = Op("add", (Arg(2), Op("mul", (Arg(first), Arg(second)))))
+        return plain, operands, offset
 
     def _operand(self, value, amap: AccessMap, node: str, where: str) -> Operand:
         value, amap = unsliced(value, amap)
@@ -326,6 +381,63 @@ def _int_payload(block, where) -> Expr:
         else:
             raise MingError(f"{where}: operation {name} in a kernel body is not supported")
     raise MingError(f"{where}: kernel body without yield")
+
+
+def _mac_terms(payload: Expr, n_inputs: int):
+    """((a, za), (b, zb)) of a body acc + (in_a - za) * (in_b - zb), where acc is the argument after the n
+    inputs and each zero point is an argument, a constant or None (no subtraction); None for another body."""
+    if not (isinstance(payload, Op) and payload.name == "add" and len(payload.args) == 2):
+        return None
+    acc, product = payload.args
+    if isinstance(product, Arg):
+        acc, product = product, acc
+    if acc != Arg(n_inputs) or not (isinstance(product, Op) and product.name == "mul" and len(product.args) == 2):
+        return None
+    terms = []
+    for factor in product.args:
+        if isinstance(factor, Op) and factor.name == "sub" and isinstance(factor.args[0], Arg) \
+                and isinstance(factor.args[1], (Arg, Const)):
+            factor, zero_point = factor.args
+        else:
+            zero_point = None
+        if not (isinstance(factor, Arg) and factor.index < n_inputs):
+            return None
+        terms.append((factor.index, zero_point))
+    return tuple(terms)
+
+
+def _scalar_zero_point(zero_point, operands: list[Operand], constants, where: str) -> int:
+    """The value of a zero point subtracted in a multiply-accumulate body: a constant, or a scalar constant
+    input."""
+    if zero_point is None:
+        return 0
+    if isinstance(zero_point, Const):
+        return int(zero_point.value)
+    operand = operands[zero_point.index]
+    value = constants.get(operand.tensor)
+    if value is None or np.size(value) != 1:
+        raise MingError(f"{where}: a zero point of a multiply-accumulate that is not one constant is not "
+                        "supported")
+    return int(np.asarray(value).reshape(-1)[0])
+
+
+def _weight_sums(weights: np.ndarray, weight_map: AccessMap, dims, iterators, out_map: AccessMap,
+                 where: str) -> np.ndarray:
+    """The sum of the weights a kernel multiplies into each output element, over its reduction dims, as an
+    int64 array over the output's axes (size 1 along the axes the weights do not depend on)."""
+    weight_dims = [e.single_dim() for e in weight_map.results]
+    out_dims = [e.single_dim() for e in out_map.results]
+    if None in weight_dims or None in out_dims or len(set(weight_dims)) != len(weight_dims):
+        raise MingError(f"{where}: weights read as {weight_map} with zero points are not supported")
+    reduced = tuple(axis for axis, d in enumerate(weight_dims) if iterators[d] != PARALLEL)
+    kept = [d for d in weight_dims if iterators[d] == PARALLEL]
+    if any(d not in out_dims for d in kept):
+        raise MingError(f"{where}: weights read as {weight_map} with zero points are not supported")
+    sums = weights.sum(axis=reduced)  # over the kept dims, in the weights' order
+    unread = [d for d, kind in enumerate(iterators) if kind != PARALLEL and d not in weight_dims]
+    sums = sums * int(np.prod([dims[d] for d in unread]))  # reduction dims the weights do not vary along
+    order = sorted(range(len(kept)), key=lambda i: out_dims.index(kept[i]))
+    return sums.transpose(order).reshape([dims[d] if d in kept else 1 for d in out_dims]).astype(np.int64)
 
 
 def kernel_op(payload: Expr, onnx_op: str, operands: list[Operand], dtype: str) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 from ming_py import numerics
 from ming_py.access import valid_window_counts
 from ming_py.errors import MingError
-from ming_py.ir import MAC_OPS, PARALLEL, AccessMap, AffineExpr, Arg, Kernel, LookupTable, Op, Operand
+from ming_py.ir import MAC_OPS, PARALLEL, AccessMap, AffineExpr, Arg, Kernel, LookupTable, Op, Operand, Reshape
 
 from . import fixed_point, int_body
 from .lift_generic import broadcast_input
@@ -92,8 +92,12 @@ class TosaMixin:
                 and chain.steps[-1].dtype == "i8":
             channel_dim = self._channel_dim(producer, chain)
             producer.epilogue = fixed_point.requant_of(chain, (channel_dim,), producer.dims[channel_dim], where)
+            self._add_mac_offset(producer, chain.axis, 1, where)
             self.builder.retype(producer.output.tensor, "i8")
             return IntTensor(producer.output.tensor)
+        grouped = self._grouped_sums(chain)
+        if grouped is not None:
+            return self._requantize_groups(grouped, chain, where)
         if producer is not None and producer.op == "sumpool" and producer.epilogue is None \
                 and producer.output.tensor in self.sum_offsets:  # a MEAN: the rescale of a global sum
             channel_dim = self._channel_dim(producer, chain)
@@ -175,6 +179,54 @@ class TosaMixin:
         identity = AccessMap.identity(len(extremum.shape))
         return self._binary_kernel(self.builder.kernel_name(node, extremum.op), node, extremum.op,
                                    tuple(Operand(o.tensor, identity) for o in operands), extremum.shape, None)
+
+    def _add_mac_offset(self, kernel: Kernel, axis: int | None, channel_axes: int, where: str) -> None:
+        """Add to the bias of `kernel`'s requantization what the model's sums add to its sums of x * w (the
+        input's zero point times the window's weights, `GenericMixin._without_zero_points`); its channels are
+        the last `channel_axes` axes of its output, or its axis `axis` (one axis)."""
+        offset = self.mac_offsets.pop(kernel.output.tensor, None)
+        if offset is None:
+            return
+        rank = offset.ndim
+        axes = list(range(rank - channel_axes, rank)) if axis is None or channel_axes > 1 else [axis]
+        if any(offset.shape[a] != 1 for a in range(rank) if a not in axes):
+            raise MingError(f"{where}: the input zero point's correction of {kernel.source} varies along the "
+                            "map, not only along its channels; not supported")
+        per_channel = offset.reshape(-1)
+        bias = kernel.epilogue.bias.astype(np.int64) + per_channel
+        kernel.epilogue.bias = numerics.wrap_i32(np.broadcast_to(bias, kernel.epilogue.bias.shape)).astype(np.int32)
+
+    def _grouped_sums(self, chain: IntChain) -> tuple[Kernel, Reshape] | None:
+        """The multiply-accumulate kernel and the reshape whose merged last axes `chain` requantizes, or None: a
+        TFLite depthwise convolution with a depth multiplier M (IREE's depthwise_conv_2d_nhwc_hwcm_q) writes
+        its sums as ... x C x M, channel c * M + m reading input channel c, and collapses C x M into the
+        channels before the bias and the RESCALE."""
+        if not isinstance(chain.tensor, str) or chain.steps[-1].dtype != "i8":
+            return None
+        reshape = next((n for n in self.graph.nodes if isinstance(n, Reshape) and n.output == chain.tensor), None)
+        kernel = self.builder.producer(reshape.input) if reshape is not None else None
+        if kernel is None or kernel.op not in MAC_OPS or kernel.epilogue is not None:
+            return None
+        sums, merged = self.graph.tensors[reshape.input].shape, self.graph.tensors[reshape.output].shape
+        channels_axis = len(merged) - 1
+        if len(sums) < 2 or merged != sums[:-2] + (sums[-2] * sums[-1],) \
+                or chain.axis not in (None, channels_axis) \
+                or any(e.single_dim() is None for e in kernel.output.map.results[-2:]):
+            return None
+        return kernel, reshape
+
+    def _requantize_groups(self, grouped: tuple[Kernel, Reshape], chain: IntChain, where: str) -> IntTensor:
+        """`chain` as the requantization of the kernel's sums over its last two output axes (group, channel in
+        the group: the channel index is the row-major index over their loop dims); the reshape then merges
+        int8 values."""
+        kernel, reshape = grouped
+        channel_dims = tuple(e.single_dim() for e in kernel.output.map.results[-2:])
+        channels = kernel.dims[channel_dims[0]] * kernel.dims[channel_dims[1]]
+        kernel.epilogue = fixed_point.requant_of(chain, channel_dims, channels, where)
+        self._add_mac_offset(kernel, None, 2, where)
+        self.builder.retype(kernel.output.tensor, "i8")
+        self.builder.retype(reshape.output, "i8")
+        return IntTensor(reshape.output)
 
     def _channel_dim(self, kernel: Kernel, chain: IntChain) -> int:
         """The loop dim of `kernel` that indexes the channels of its output (TFLite: the last axis)."""

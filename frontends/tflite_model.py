@@ -414,7 +414,7 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
             lifted.nodes[lifted.nodes.index(upsample)] = BilinearResize(
                 upsample.name.replace("upsample", "bilinear", 1), upsample.source, upsample.input, upsample.output,
                 rows, cols)
-    graph_ir = channels_first(lifted, _one_channel_maps(lifted, shapes))
+    graph_ir = channels_first(lifted, _one_channel_maps(lifted, shapes), _split_channel_maps(lifted))
     return _with_host_boundary(_reference_rounding(graph_ir, op_types), model, boundary)
 
 
@@ -506,6 +506,19 @@ def _one_channel_maps(graph: Graph, shapes: dict[str, tuple[int, ...]]) -> froze
         elif isinstance(node, (Pad, Upsample)) and node.input in one_channel:
             one_channel.add(node.output)
     return frozenset(one_channel)
+
+
+def _split_channel_maps(graph: Graph) -> frozenset[str]:
+    """The tensors of the kernels whose channels span their last two output axes (... x C x M: a depthwise
+    convolution with depth multiplier M, whose requantization runs over both, `lift_tosa._requantize_groups`)."""
+    split = set()
+    for kernel in graph.kernels():
+        channel_dims = tuple(getattr(kernel.epilogue, "channel_dims", ()))
+        results = kernel.output.map.results
+        if len(channel_dims) == 2 and len(results) >= 2 \
+                and tuple(e.single_dim() for e in results[-2:]) == channel_dims:
+            split.add(kernel.output.tensor)
+    return frozenset(split)
 
 
 def _reference_rounding(graph: Graph, op_types: dict[str, str]) -> Graph:

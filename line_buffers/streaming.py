@@ -31,6 +31,7 @@ from ming_py.ir import (
     MAC_OPS,
     REDUCTION,
     AddRequant,
+    Arg,
     BilinearResize,
     Concat,
     DepthToSpace,
@@ -40,6 +41,7 @@ from ming_py.ir import (
     Kernel,
     LookupTable,
     MulRequant,
+    Op,
     Operand,
     Pad,
     Permute,
@@ -144,14 +146,15 @@ class _Builder:
         return StreamGraph(graph.name, list(self.processes), channels, input_port, output_ports)
 
     def _oriented(self, process: Process, input_tensors: list[str], out_shape) -> tuple[int, int, int]:
-        """The (C, H, W) a process streams: a window's own output map, a map 1 high or 1 wide as its input
-        was where the pixels are the same (IREE keeps only C x L of either)."""
-        shape = stream_shape(out_shape)
-        if len(_squeezed(out_shape)) != 2:
-            return shape
+        """The (C, H, W) a process streams: a window's own output map (a grouped convolution's G x F x L
+        output 1 high or 1 wide is a map of G * F channels), a map 1 high or 1 wide as its input was where the
+        pixels are the same (IREE keeps only C x L of either)."""
         if process.window is not None:
             window = process.window
             return (window.out_channels, window.out_height, window.out_width)
+        shape = stream_shape(out_shape)
+        if len(_squeezed(out_shape)) != 2:
+            return shape
         inputs = [self.views[t].shape for t in input_tensors if t in self.views]
         same = [s for s in inputs if s[1] * s[2] == shape[1] * shape[2] and 1 in s[1:]]
         return (shape[0], *same[0][1:]) if same else shape
@@ -260,6 +263,10 @@ class _Builder:
         kernel: Kernel = node
         activations = [o for o in kernel.inputs if o.tensor not in self.graph.constants]
         out_shape = self.graph.shape_of(kernel.output.tensor)
+        if kernel.op in MAC_OPS and not _multiplies_activation_by_weights(kernel, self.graph.constants):
+            raise MingError(f"layer {kernel.source}: its multiply-accumulate `{kernel.payload}` over "
+                            f"{len(kernel.inputs)} inputs is not acc + x * w of an activation x and constant "
+                            "weights w; not supported")
         if kernel.op in MAC_OPS and len(out_shape) <= 1 and not _one_window_position(kernel, activations[0]):
             return self._dense(kernel, activations[0]), [activations[0].tensor], kernel.output.tensor
         if kernel.op in MAC_OPS or kernel.op in ("maxpool", "sumpool"):
@@ -435,8 +442,9 @@ class _Builder:
         view = self.views[activation.tensor]
         n_dim = kernel.output.map.results[0].single_dim() if kernel.output.map.results else None
         k_dims = [e.single_dim() for e in activation.map.results]
+        one_channel = tuple(view.shape) == (1, *view.logical)  # an H x W map of one channel (IREE dropped C)
         whole_map = len(k_dims) > 1 and None not in k_dims and len(set(k_dims)) == len(k_dims) \
-            and tuple(view.logical) == tuple(view.shape) and len(view.logical) == len(k_dims)
+            and (tuple(view.logical) == tuple(view.shape) or one_channel) and len(view.logical) == len(k_dims)
         if not whole_map:  # else a window as large as the map (IREE writes such a convolution as a contraction)
             if len(view.logical) != 1 and stream_shape(view.logical) != (int(np.prod(view.logical)), 1, 1):
                 raise MingError(f"layer {kernel.source}: dense layer over a {view.logical} tensor is not supported")
@@ -453,6 +461,21 @@ class _Builder:
         stream_to_flat = flat.transpose(1, 2, 0).reshape(-1)
         return Process(kernel.name, "dense", kernel.source, (), (), weights=weights[:, stream_to_flat],
                        epilogue=kernel.epilogue)
+
+
+def _multiplies_activation_by_weights(kernel: Kernel, constants) -> bool:
+    """Whether the kernel computes acc + x * w of its two inputs, one an activation and the other constant
+    weights, the values as they are: what every multiply-accumulate process computes (a zero point left in the
+    body, acc + (x - zp) * w, would be dropped; the frontend folds it into the bias)."""
+    payload, inputs = kernel.payload, kernel.inputs
+    if len(inputs) != 2 or sum(o.tensor in constants for o in inputs) != 1:
+        return False
+    if not (isinstance(payload, Op) and payload.name == "add" and len(payload.args) == 2):
+        return False
+    acc, product = payload.args if isinstance(payload.args[0], Arg) and payload.args[0].index == 2 \
+        else payload.args[::-1]
+    return acc == Arg(2) and isinstance(product, Op) and product.name == "mul" \
+        and sorted(a.index for a in product.args if isinstance(a, Arg)) == [0, 1]
 
 
 def _one_window_position(kernel: Kernel, activation: Operand) -> bool:

@@ -168,17 +168,20 @@ class TfliteBuilder:
         return tensor
 
     def conv(self, x: Tensor, channels, kernel=3, stride=1, padding="same", activation="relu",
-             depthwise=False, per_channel=True, name="conv") -> Tensor:
+             depthwise=False, per_channel=True, name="conv", depth_multiplier=1) -> Tensor:
+        """CONV_2D, or DEPTHWISE_CONV_2D where `depthwise` (output channel o reads input channel
+        o // depth_multiplier, as TFLite's kernel does; `channels` is then C_in * depth_multiplier)."""
         n, h, w, c = x.calibration.shape
         kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
         if depthwise:
-            channels = c
-            w_index, w_float, w_scale = self._weights(f"{name}_weights", (1, kh, kw, c), 3, per_channel)
+            channels = c * depth_multiplier
+            w_index, w_float, w_scale = self._weights(f"{name}_weights", (1, kh, kw, channels), 3, per_channel)
         else:
             w_index, w_float, w_scale = self._weights(f"{name}_weights", (channels, kh, kw, c), 0, per_channel)
         b_index, b_float = self._bias(f"{name}_bias", x, w_scale, channels)
         windows, (oh, ow) = _windows(x.calibration, kh, kw, stride, padding, 0.0)
         if depthwise:
+            windows = np.repeat(windows, depth_multiplier, axis=3)  # output channel o reads o // multiplier
             out = np.einsum("nhwcij,ijc->nhwc", windows, w_float[0])
         else:
             out = np.einsum("nhwcij,oijc->nhwo", windows, w_float)
@@ -186,13 +189,13 @@ class TfliteBuilder:
         y = self._activation(f"{name}_out", out, activation)
         if depthwise:
             options = schema.DepthwiseConv2DOptionsT()
-            options.depthMultiplier = 1
+            options.depthMultiplier = depth_multiplier
             kind, options_type = "DEPTHWISE_CONV_2D", schema.BuiltinOptions.DepthwiseConv2DOptions
         else:
             options = schema.Conv2DOptionsT()
             kind, options_type = "CONV_2D", schema.BuiltinOptions.Conv2DOptions
         options.padding = schema.Padding.SAME if padding == "same" else schema.Padding.VALID
-        options.strideH = options.strideW = stride
+        options.strideH, options.strideW = (stride, stride) if isinstance(stride, int) else stride
         options.dilationHFactor = options.dilationWFactor = 1
         options.fusedActivationFunction = ACTIVATIONS[activation]
         self._op(kind, [x.index, w_index, b_index], [y.index], options_type, options)
@@ -425,18 +428,20 @@ class TfliteBuilder:
         return bytes(builder.Output())
 
 
-def _windows(x: np.ndarray, kh: int, kw: int, stride: int, padding: str, pad_value: float):
-    """Sliding windows [N, OH, OW, C, KH, KW] of an NHWC batch with TFLite's SAME/VALID padding."""
+def _windows(x: np.ndarray, kh: int, kw: int, stride, padding: str, pad_value: float):
+    """Sliding windows [N, OH, OW, C, KH, KW] of an NHWC batch with TFLite's SAME/VALID padding (`stride` an
+    int or (rows, columns))."""
     n, h, w, c = x.shape
+    sh, sw = (stride, stride) if isinstance(stride, int) else stride
     if padding == "same":
-        oh, ow = -(-h // stride), -(-w // stride)
-        ph, pw = max((oh - 1) * stride + kh - h, 0), max((ow - 1) * stride + kw - w, 0)
+        oh, ow = -(-h // sh), -(-w // sw)
+        ph, pw = max((oh - 1) * sh + kh - h, 0), max((ow - 1) * sw + kw - w, 0)
         x = np.pad(x, [(0, 0), (ph // 2, ph - ph // 2), (pw // 2, pw - pw // 2), (0, 0)],
                    constant_values=pad_value)
     else:
-        oh, ow = (h - kh) // stride + 1, (w - kw) // stride + 1
+        oh, ow = (h - kh) // sh + 1, (w - kw) // sw + 1
     windows = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))
-    return windows[:, ::stride, ::stride][:, :oh, :ow], (oh, ow)
+    return windows[:, ::sh, ::sw][:, :oh, :ow], (oh, ow)
 
 
 # ---- networks ----------------------------------------------------------------
