@@ -150,8 +150,10 @@ def _check_image(image: str, raw_input: bytes, expected: bytes, stream_graph: St
         raise _too_long(budget) from None
     values = len(expected)
     if result.returncode == DEADLOCK_EXIT_CODE:
-        return ImageCheck(image, values, values, f"the concurrent C-simulation deadlocks: {deadlock_from(result.stderr)}"
-                          .replace("\n", "; "))
+        blocked = deadlock_from(result.stderr).report
+        first = f": {len(blocked)} processes blocked, first {blocked[0].strip()}" if blocked else ""
+        return ImageCheck(image, values, values, f"the concurrent C-simulation deadlocks{first} (`ming csim` on the "
+                          "kept design lists them all)")
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
         return ImageCheck(image, values, values, f"the C-simulation failed: {last}")
