@@ -128,17 +128,7 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
             result = design(graph, board, solution=solution)
             result.record_model_file(Path(model))
         if verify:
-            verification = verify_design(result, progress, seconds)
-            result.record_verification(verification.as_report())
-            if not verification.equal:
-                if keep_failed is not None:
-                    write_tree(result.files, keep_failed, [model, *inputs])
-                kept = f"; the design is in {keep_failed}" if keep_failed is not None else \
-                    "; nothing was written (--keep-failed DIR writes the design)"
-                raise VerificationFailed(verification.failure() + kept)
-            values = sum(check.values for check in verification.checks)
-            progress.note(f"verified: the C-simulation equals ming reference on {len(verification.checks)} images "
-                          f"({values:,} output values)")
+            _verify(result, progress, seconds, keep_failed, [model, *inputs])
         else:
             result.record_verification(NOT_VERIFIED)
         with progress.step(f"writing {out}"):
@@ -151,3 +141,19 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
     progress.note(f"wrote {len(result.files)} files to {out} ({len(result.stream_graph.processes)} processes, "
                   f"{len(result.stream_graph.channels)} channels) in {progress.elapsed():.1f} s")
     return result
+
+
+def _verify(result: Design, progress: Progress, seconds: float, keep_failed: Path | None, inputs: list) -> None:
+    """The build's self-check (`ming_py.verify`), recorded in the reports; a design that fails it is written to
+    `keep_failed` if given, and raises VerificationFailed."""
+    verification = verify_design(result, progress, seconds)
+    result.record_verification(verification.as_report())
+    if not verification.equal:
+        if keep_failed is not None:
+            write_tree(result.files, keep_failed, inputs)
+        kept = f"; the design is in {keep_failed}" if keep_failed is not None else \
+            "; nothing was written (--keep-failed DIR writes the design)"
+        raise VerificationFailed(verification.failure() + kept)
+    values = sum(check.values for check in verification.checks)
+    progress.note(f"verified: the C-simulation equals ming reference on {len(verification.checks)} images "
+                  f"({values:,} output values)")
