@@ -10,8 +10,6 @@ import numpy as np
 from . import reference
 from .ir import Graph
 
-EXIT_DIFFERS = 3
-
 
 @dataclass(frozen=True)
 class Verdict:
