@@ -20,6 +20,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import zoo
+from test_architectures import _assert_equal, _onnxruntime
 from emit_helpers import csim_outputs
 from ming_py import numerics, reference
 from ming_py.errors import MingError
@@ -83,20 +84,6 @@ def shufflenet(tmp_path_factory):
         return cache[variant]
 
     return build
-
-
-def _onnxruntime(path, x: np.ndarray) -> dict[str, np.ndarray]:
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    names = [o.name for o in session.get_outputs()]
-    return dict(zip(names, session.run(None, {session.get_inputs()[0].name: x})))
-
-
-def _assert_equal(ours: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> None:
-    assert list(ours) == list(expected)
-    for name, y in expected.items():
-        mine = np.asarray(ours[name])
-        assert mine.dtype == y.dtype and mine.shape == y.shape, name
-        assert np.array_equal(mine, y), f"{name}: {np.count_nonzero(mine != y)} of {y.size} differ"
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
