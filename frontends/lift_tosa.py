@@ -90,8 +90,7 @@ class TosaMixin:
         producer = self.builder.producer(chain.tensor)
         if producer is not None and producer.op in MAC_OPS and producer.epilogue is None \
                 and chain.steps[-1].dtype == "i8":
-            channel_dim = self._channel_dim(producer, chain)
-            producer.epilogue = fixed_point.requant_of(chain, (channel_dim,), producer.dims[channel_dim], where)
+            producer.epilogue = self._requant_over_channels(producer, chain, where)
             self._add_mac_offset(producer, chain.axis, 1, where)
             self.builder.retype(producer.output.tensor, "i8")
             return IntTensor(producer.output.tensor)
@@ -100,8 +99,7 @@ class TosaMixin:
             return self._requantize_groups(grouped, chain, where)
         if producer is not None and producer.op == "sumpool" and producer.epilogue is None \
                 and producer.output.tensor in self.sum_offsets:  # a MEAN: the rescale of a global sum
-            channel_dim = self._channel_dim(producer, chain)
-            epilogue = fixed_point.requant_of(chain, (channel_dim,), producer.dims[channel_dim], where)
+            epilogue = self._requant_over_channels(producer, chain, where)
             epilogue.bias = numerics.wrap_i32(epilogue.bias.astype(np.int64)
                                               + self.sum_offsets[producer.output.tensor]).astype(np.int32)
             producer.epilogue = epilogue
@@ -227,6 +225,14 @@ class TosaMixin:
         self.builder.retype(kernel.output.tensor, "i8")
         self.builder.retype(reshape.output, "i8")
         return IntTensor(reshape.output)
+
+    def _requant_over_channels(self, kernel: Kernel, chain: IntChain, where: str):
+        """`chain` as the requantization of `kernel`'s sums, per channel of its output; an output of one value
+        (IREE folds a 1 x 1 result, a one-unit FULLY_CONNECTED's, into a scalar) is one channel."""
+        if not kernel.output.map.results:
+            return fixed_point.requant_of(chain, (), 1, where)
+        channel_dim = self._channel_dim(kernel, chain)
+        return fixed_point.requant_of(chain, (channel_dim,), kernel.dims[channel_dim], where)
 
     def _channel_dim(self, kernel: Kernel, chain: IntChain) -> int:
         """The loop dim of `kernel` that indexes the channels of its output (TFLite: the last axis)."""

@@ -284,8 +284,7 @@ class _Builder:
         if isinstance(kernel.epilogue, (Rescale, LookupTable)):
             self._map_input(kernel.inputs[0].tensor, kernel.name)
             per_channel = isinstance(kernel.epilogue, LookupTable) and kernel.epilogue.channel_dim is not None
-            streamed = kernel.output.map.results[channel_axis(out_shape)].single_dim()  # the loop dim of the channels
-            if per_channel and kernel.epilogue.channel_dim != streamed:
+            if per_channel and kernel.epilogue.channel_dim != _streamed_channel_dim(kernel, out_shape):
                 raise MingError(f"layer {kernel.source}: its per-channel tables run along axis "
                                 f"{kernel.epilogue.channel_dim} of {out_shape}, not along the channels it streams")
             kind = "rescale" if isinstance(kernel.epilogue, Rescale) else "table"
@@ -429,7 +428,8 @@ class _Builder:
         channel_exprs = [e for e in channel_exprs if e is not None]
         if not channel_exprs and c != 1:
             raise MingError(f"layer {kernel.source}: input access {activation.map} is not a C x H x W map (maps of "
-                            "a single channel inside the network are not supported)")
+                            "a single channel inside the network are not supported); give the layer and the one "
+                            "before it at least two channels")
         return channel_exprs, row_expr, col_expr
 
     def _stream_channels(self, tensor: str, channels: int) -> np.ndarray:
@@ -451,6 +451,8 @@ class _Builder:
             k_dims = k_dims[-1:]
         weight = next(o for o in kernel.inputs if o.tensor in self.graph.constants)
         weights = _gather(self.graph.constants[weight.tensor], weight, kernel.dims, [n_dim, *k_dims])
+        if whole_map:
+            weights = _zero_beyond_window(weights, tuple(view.logical), kernel.source)
         weights = weights.reshape(weights.shape[0], -1)  # flat index channel * H * W + row * W + col
         if view.flat_order is not None:  # the dense layer reads element i of the map at flat index flat_order[i]
             weights = weights[:, np.argsort(view.flat_order)]
@@ -478,14 +480,24 @@ def _multiplies_activation_by_weights(kernel: Kernel, constants) -> bool:
         and sorted(a.index for a in product.args if isinstance(a, Arg)) == [0, 1]
 
 
+def _streamed_channel_dim(kernel: Kernel, out_shape) -> int | None:
+    """The loop dim of the channels `kernel` streams; None for an output of one value (IREE folds a 1 x 1 x 1
+    map into a scalar)."""
+    if not kernel.output.map.results:
+        return None
+    return kernel.output.map.results[channel_axis(out_shape)].single_dim()
+
+
 def _one_window_position(kernel: Kernel, activation: Operand) -> bool:
     """Whether a kernel of a single output pixel is a window, not a dense layer: a depthwise one (its output
-    channel indexes the input) or one over padding (TOSA drops the 1 x 1 output of either)."""
+    channel indexes the input) or one over padding (TOSA drops the 1 x 1 output of either, and the channel axis
+    too where there is one channel: a dense layer never reads padding)."""
+    if any(p != (0, 0) for p in activation.padding):
+        return True
     if not kernel.output.map.results:
         return False
     channel = set(kernel.output.map.results[0].used_dims())
-    return any(p != (0, 0) for p in activation.padding) or any(channel & set(e.used_dims())
-                                                                for e in activation.map.results)
+    return any(channel & set(e.used_dims()) for e in activation.map.results)
 
 
 def _squeezed(shape) -> tuple[int, ...]:
@@ -513,7 +525,8 @@ def _output_dims(kernel: Kernel, row_expr, col_expr) -> tuple[list[int], int | N
     channel_dims = [d for d in out_dims if d not in (oh_dim, ow_dim)]
     if len(channel_dims) + (oh_dim is not None) + (ow_dim is not None) != len(out_dims) or not channel_dims:
         raise MingError(f"layer {kernel.source}: output access {kernel.output.map} is not a C x H x W map (maps of "
-                        "a single channel inside the network are not supported)")
+                        "a single channel inside the network are not supported); give the layer and the one before it "
+                        "at least two channels")
     return channel_dims, oh_dim, ow_dim
 
 
@@ -532,6 +545,17 @@ def _spatial(expr, out_dim: int | None, kernel: Kernel, what: str) -> tuple[int 
     except ValueError as reason:
         raise MingError(f"layer {kernel.source}: {what} access `{expr}` {reason}") from None
     return axis.window_dim, axis.stride, axis.dilation
+
+
+def _zero_beyond_window(weights: np.ndarray, logical: tuple[int, ...], source: str) -> np.ndarray:
+    """The weights (N, *window) of a window at the map's origin that never reads the map's last rows or columns
+    (a VALID convolution whose one output position leaves them out), extended with zeros to the whole map (N,
+    *logical)."""
+    short = [size - extent for size, extent in zip(logical, weights.shape[1:])]
+    if any(gap < 0 for gap in short):
+        raise MingError(f"layer {source}: its window of {weights.shape[1:]} over a {logical} map reads beyond "
+                        "the map; not supported (a bug in ming, please report it)")
+    return np.pad(weights, [(0, 0)] + [(0, gap) for gap in short])
 
 
 def _gather(array: np.ndarray, operand: Operand, dims: tuple[int, ...], order: list[int | None]) -> np.ndarray:
