@@ -257,7 +257,8 @@ def _float_binary(name, lhs, rhs, dims, where):
         return FloatValue(dims, terms, lhs.bias * rhs)
     if name != "arith.divf":
         raise MingError(f"{where}: unsupported float expression")
-    divisor = float(rhs) if np.size(rhs) == 1 else compact(rhs.astype(np.float64))
+    # one divisor of any rank (IREE gives a one-row ceil_mode AveragePool a 1 x 1 x 1 x 1 tensor of them)
+    divisor = float(rhs.reshape(())) if np.size(rhs) == 1 else compact(rhs.astype(np.float64))
     terms = tuple(replace(t, divisor=t.divisor * divisor) for t in lhs.terms)
     return FloatValue(dims, terms, lhs.bias / rhs)
 

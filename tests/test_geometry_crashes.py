@@ -21,6 +21,13 @@ SUPPORTED = {
     # map whose weights are zero there
     "conv_4x4_stride_1x2_valid_on_4x5": Case("tflite", (2, 4, 5), (Conv(4, (4, 4), (1, 2), padding="valid"),)),
     "conv_4x4_stride_2x1_valid_on_5x4": Case("tflite", (2, 5, 4), (Conv(4, (4, 4), (2, 1), padding="valid"),)),
+    # ONNX AveragePool with ceil_mode on a one-row (or one-column) output: IREE's divisor is a one-element tensor
+    "onnx_avgpool_ceil_one_row_qdq": Case(
+        "qdq_int8", (4, 2, 6), (Conv(4, (1, 1)), Pool("avg", (2, 2), (2, 2), "valid", ceil_mode=1))),
+    "onnx_avgpool_ceil_one_row_qoperator": Case(
+        "qoperator_int8", (4, 2, 6), (Conv(4, (1, 1)), Pool("avg", (2, 2), (2, 2), "valid", ceil_mode=1))),
+    "onnx_avgpool_ceil_one_column_qdq": Case(
+        "qdq_int8", (4, 6, 2), (Conv(4, (1, 1)), Pool("avg", (2, 2), (2, 2), "valid", ceil_mode=1))),
 }
 
 # refused by a MingError naming the layer
