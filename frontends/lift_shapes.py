@@ -154,8 +154,9 @@ class ShapeMixin:
             axis = self._channel_axis(len(offsets))
             others = [a for a in range(len(offsets)) if a != axis]
             if all(offsets[a] == 0 and sizes[a] == self._shape(source)[a] for a in others):
-                self.values[op.results[0]] = self._channel_slice(source, offsets[axis], sizes[axis],
-                                                                 location_name(op), where)
+                self.values[op.results[0]] = self._channel_piece(source, offsets[axis], sizes[axis],
+                                                                 tensor_shape(op.results[0]), location_name(op),
+                                                                 where)
                 return
         base = source.base if isinstance(source, Padded) else source
         if not (isinstance(base, IntTensor) or (isinstance(base, FloatValue) and is_plain_dequant(base))) \
@@ -179,6 +180,21 @@ class ShapeMixin:
 
     def _channel_axis(self, rank: int) -> int:
         return rank - 1 if self.facts.channels_last else 0
+
+    def _channel_piece(self, value: IntTensor | FloatValue, start: int, size: int, result_shape, node: str,
+                       where: str) -> IntTensor | FloatValue:
+        """Channels [start, start + size) of `value` in the slice's own shape `result_shape` (which may drop unit
+        axes: IREE's slice of one channel of a one-row map). A Slice takes the channels of a (C, ...) map: a
+        channels-last N x H x W x C map loses its batch axis first."""
+        shape = self._shape(value)
+        if (start, size) == (0, shape[self._channel_axis(len(shape))]):
+            return value
+        if self.facts.channels_last and len(shape) == 4 and shape[0] == 1:
+            value = self._reshaped(value, shape[1:], node, where)
+        piece = self._channel_slice(value, start, size, node, where)
+        if self._shape(piece) != tuple(result_shape):
+            piece = self._reshaped(piece, tuple(result_shape), node, where)
+        return piece
 
     def _channel_slice(self, value: IntTensor | FloatValue, start: int, size: int, node: str,
                        where: str) -> IntTensor | FloatValue:

@@ -28,6 +28,12 @@ SUPPORTED = {
         "qoperator_int8", (4, 2, 6), (Conv(4, (1, 1)), Pool("avg", (2, 2), (2, 2), "valid", ceil_mode=1))),
     "onnx_avgpool_ceil_one_column_qdq": Case(
         "qdq_int8", (4, 6, 2), (Conv(4, (1, 1)), Pool("avg", (2, 2), (2, 2), "valid", ceil_mode=1))),
+    # a TFLite grouped conv on a one-row map, IREE's one slice of the input's channels per group (rank-reduced
+    # where the group has one channel)
+    "grouped_conv_3x3_same_one_channel_per_group_on_one_row": Case(
+        "tflite", (5, 1, 16), (Conv(20, (3, 3), padding="same", groups=5),)),
+    "grouped_conv_1x3_same_one_channel_per_group_on_one_row": Case(
+        "tflite", (5, 1, 16), (Conv(10, (1, 3), padding="same", groups=5),)),
 }
 
 # refused by a MingError naming the layer
