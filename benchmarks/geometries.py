@@ -8,7 +8,7 @@ deadlocked C-simulation, a counter leaving its declared width).
     python benchmarks/geometries.py --seed 7 -n 40
     python benchmarks/geometries.py --seed 7 -n 20 --family depthwise --frontend tflite
     python benchmarks/geometries.py --ci                # the cases tests/test_generated_geometries.py runs
-    python benchmarks/geometries.py --regressions       # the committed regression corpus
+    python benchmarks/geometries.py --regressions       # the committed regression corpus (and crashes)
     python benchmarks/geometries.py --seed 7 -n 40 --only 12 --keep   # one case again, its files kept
 
 Exit code 1 when any case differs or crashed, 0 otherwise. `--json FILE` writes every case and outcome.
@@ -33,8 +33,11 @@ def _cases(args) -> list[tuple[str, geometries.Case]]:
     """(label, case) pairs to run."""
     if args.regressions:
         import test_generated_geometries as t
+        import test_geometry_crashes as crashes
 
-        return [(name, case) for name, case in t.REGRESSIONS.items()]
+        return [(name, case) for name, case in t.REGRESSIONS.items()] + \
+            [(name, case) for name, case in crashes.SUPPORTED.items()] + \
+            [(name, case) for name, (case, _) in crashes.REFUSED.items()]
     if args.ci:
         import test_generated_geometries as t
 

@@ -62,7 +62,9 @@ def _ids(cases) -> list[str]:
     return [f"ci{i}-{c.family}-{c.frontend}-" + "x".join(map(str, c.shape)) for i, c in enumerate(cases)]
 
 
-# Defects the tier found, each as the least case that shows it, and what it showed before its fix:
+# Defects the tier found, each as the least case that shows it, and what it showed before its fix (the
+# crashes it found, raw exceptions instead of a MingError, are tests/test_geometry_crashes.py's cases;
+# benchmarks/geometries.py --regressions runs both):
 REGRESSIONS = {
     # (a) the row counter `pr` of a window process is declared for 0..PADDED_H, but with shared requantizers
     # the loop runs REQUANT_STEPS iterations past its last position (MobileNetV1-0.25 at 96x96: the 6x6
