@@ -158,6 +158,8 @@ class ShapeMixin:
                                                                  tensor_shape(op.results[0]), location_name(op),
                                                                  where)
                 return
+        if isinstance(source, (IntTensor, FloatValue)) and len(offsets) == len(tensor_shape(op.results[0])):
+            source, offsets = self._channels_sliced_first(source, offsets, sizes, strides, location_name(op), where)
         base = source.base if isinstance(source, Padded) else source
         if not (isinstance(base, IntTensor) or (isinstance(base, FloatValue) and is_plain_dequant(base))) \
                 or len(offsets) != len(tensor_shape(op.results[0])):
@@ -165,6 +167,18 @@ class ShapeMixin:
         if not all(use.owner.name == "linalg.generic" for use in op.results[0].uses):
             raise MingError(f"{where}: a slice must feed kernels directly (its strides fold into their windows)")
         self.values[op.results[0]] = Sliced(source, offsets, strides)
+
+    def _channels_sliced_first(self, source, offsets, sizes, strides, node: str, where: str):
+        """A strided slice that also takes a range of the channels (a group of a strided grouped convolution) as
+        a Slice of those channels, then the strided slice of that piece (its window's strides): a kernel reads
+        channels from the first of its input's."""
+        axis = self._channel_axis(len(offsets))
+        shape = self._shape(source)
+        if strides[axis] != 1 or (offsets[axis], sizes[axis]) == (0, shape[axis]):
+            return source, offsets
+        piece_shape = shape[:axis] + (sizes[axis],) + shape[axis + 1:]
+        piece = self._channel_piece(source, offsets[axis], sizes[axis], piece_shape, node, where)
+        return piece, offsets[:axis] + (0,) + offsets[axis + 1:]
 
     def _shape(self, value: IntTensor | FloatValue) -> tuple[int, ...]:
         return self.graph.tensors[value.name].shape if isinstance(value, IntTensor) else value.shape

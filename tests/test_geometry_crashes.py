@@ -34,6 +34,10 @@ SUPPORTED = {
         "tflite", (5, 1, 16), (Conv(20, (3, 3), padding="same", groups=5),)),
     "grouped_conv_1x3_same_one_channel_per_group_on_one_row": Case(
         "tflite", (5, 1, 16), (Conv(10, (1, 3), padding="same", groups=5),)),
+    # a strided 1x1 grouped conv in TFLite: IREE's strided slice of each group's channels
+    "grouped_conv_1x1_stride_2_same": Case("tflite", (24, 3, 3), (Conv(16, (1, 1), (2, 2), padding="same", groups=8),)),
+    "grouped_conv_1x1_stride_2x1_then_conv": Case(
+        "tflite", (6, 5, 5), (Conv(6, (1, 1), (2, 1), padding="valid", groups=3), Conv(4, (3, 3)))),
 }
 
 # refused by a MingError naming the layer
