@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
-from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 import tflite_models
+from test_tflite import tflite_reference as litert
 import zoo
 from emit_helpers import csim, random_schedule, stream_graph_of
 from ming_py import reference
@@ -37,14 +37,6 @@ from ming_py.pipeline import lift
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "generators"))
 import micro_speech_stripped  # noqa: E402
-
-
-def litert(path: Path, x: np.ndarray) -> np.ndarray:
-    interpreter = Interpreter(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    interpreter.allocate_tensors()
-    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
-    interpreter.invoke()
-    return interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
 
 
 def int8_input(graph, seed: int) -> np.ndarray:
