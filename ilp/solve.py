@@ -16,7 +16,9 @@ or folded window, waits for the rows it needs); minimise the finish of the
 process feeding the output (with several outputs, of the output record: the
 writer sends them one after the other). Objective `sum` is MING's
 original sum of process cycles. Among equally fast designs the cheaper is kept
-(`_thrifty`).
+(`_thrifty`). The default, `frugal`, finds the fastest design's latency, then the
+least resources (`footprint`: the largest share of the budget, then the sum of the
+shares) among the designs within FRUGAL_SLACK of it.
 
 The search (`_search`) is deterministic: HiGHS on one thread with its fixed seed, limited by
 branch-and-bound nodes and never by wall-clock time, so the same model and
@@ -54,6 +56,9 @@ from .budget import RESOURCES, UNITS, Budget
 from .pins import Pins
 from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, process_cost,
                    storage_plan)
+from .footprint import (LARGEST_STEP, Footprint, counted, footprint, largest_steps, objective_value,
+                        resource_score, weight)  # noqa: F401 (resource_score: re-exported)
+from .footprint import shares as resource_shares
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing
 # Branch-and-bound nodes of the proving MIP run, the search's only limit, the same on every machine: at most
@@ -160,7 +165,8 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     * frugal: the fastest design's latency, then the least resources among designs within FRUGAL_SLACK of it;
     * sum: MING's sum of process cycles;
     * targets: the least resources among designs whose interval and latency meet them.
-    Least resources: the least `resource_score`, the design's share of the budget summed over its resources.
+    Least resources: the least `footprint` (the largest share of the budget over its resources, FIFOs
+    included, in steps of 0.1 %; then the sum of the shares).
 
     Deterministic: the same graph, budget and pins give the same design on every machine and every run
     (HiGHS on one thread, limited by branch-and-bound nodes, never by wall-clock time)."""
@@ -176,21 +182,25 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     options, costs = _affordable(options, costs, available)
     if node_limit is None:
         node_limit = min(NODE_LIMIT, max(1_000, NODE_WORK // sum(map(len, options.values()))))
+    measured: dict = {}  # frugal: the fastest design it was measured against
     if targets:
-        model, picked, status, rule = _meet(graph, board, options, costs, available, targets, node_limit)
-        fastest = None
+        model, picked, status, rule = _meet(graph, board, options, costs, available, targets, node_limit, reserved)
     else:
         model = _Model(graph, options, costs, available, "sum" if objective == "sum" else "latency")
         search = _decided(_search(model, node_limit), graph, budget, reserved, calibration, node_limit, pins)
         picked, status = _thrifty(model, search.picked) if objective == "latency" else search.picked, search.describe()
-        rule, fastest = RULES[objective], None
+        rule = RULES[objective]
         if objective == "frugal":
             fastest = model.describe(picked, reserved)
-            picked, status, rule = _frugal(model, picked, status, node_limit)
-    chosen = {name: model.options[name][j] for name, j in picked.items()}  # the targets' model keeps fewer
+            fastest["latency_us"] = round(fastest["cycles"] / board.clock_mhz, 3)
+            model, picked, status, rule, limit = _frugal(model, picked, status, node_limit, reserved)
+            measured = {"fastest": fastest, "latency_limit_cycles": limit}
+    chosen = {name: model.options[name][j] for name, j in picked.items()}  # the frugal and targets' models keep fewer
     chosen_costs = {name: model.costs[name][j] for name, j in picked.items()}
     size = {"variables": len(model.problem.variables()), "constraints": len(model.problem.constraints),
-            "rule": rule} | ({"fastest": fastest} if fastest is not None else {})
+            "rule": rule} | measured
+    if model.goal == "resources":
+        size["footprint"] = model.footprint(picked).report()
     if targets:
         size["targets"] = {k: v for k, v in vars(targets).items() if v is not None}
     if calibration is not None:
@@ -200,11 +210,16 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
 
 
 OBJECTIVES = ("frugal", "latency", "sum")
-FRUGAL_SLACK = 0.01  # the frugal design may be this much slower than the fastest
+# The default design may be this much slower than the fastest: on small models the fastest design's latency is
+# set by streaming the input in and its last layers out, and the designs within a few percent of it take a
+# fraction of its DSPs and LUTs (benchmarks/default_design.py)
+FRUGAL_SLACK = 0.10
+LEAST_RESOURCES = ("the least resources (the least largest share of the budget over DSP, BRAM18K, URAM and LUT, "
+                   "FIFOs included, in steps of 0.1 %; then the least sum of the shares)")
 RULES = {"latency": "the fastest design (among as fast ones, the one whose fullest resource is emptiest)",
          "sum": "the least sum of process cycles (MING's objective)",
-         "frugal": "the least resources among designs within 1 % of the fastest design's latency"}
-SCORE_SCALE = 100_000  # resource scores in 1/100,000 of the budget, so that the objective is integral
+         "frugal": f"{LEAST_RESOURCES} among designs within {round(100 * FRUGAL_SLACK)} % of the fastest "
+                   f"design's latency"}
 
 
 def _decided(search: _Search, graph, budget, reserved, calibration, node_limit, pins: Pins | None) -> _Search:
@@ -221,18 +236,20 @@ def _decided(search: _Search, graph, budget, reserved, calibration, node_limit, 
     return search
 
 
-def _frugal(fastest: _Model, picked: dict[str, int], status: str, node_limit: int) -> tuple[dict[str, int], str, str]:
-    """The least-resource design within FRUGAL_SLACK of the fastest one's latency (`picked`, which bounds it)."""
-    limit = math.floor(fastest.value_of(picked) * (1 + FRUGAL_SLACK))
+def _frugal(fastest: _Model, picked: dict[str, int], status: str, node_limit: int, reserved: dict[str, int]):
+    """(model, picked, status, rule, latency limit): the least-resource design within FRUGAL_SLACK of the
+    fastest one's latency (`picked`, which is one of them and starts the search), in the model of the
+    candidates such a design may hold."""
+    cycles = fastest.value_of(picked)
+    limit = math.floor(cycles * (1 + FRUGAL_SLACK))
     options, costs = _fast_enough(fastest.graph, fastest.options, fastest.costs, limit)
-    model = _Model(fastest.graph, options, costs, fastest.budget, "resources", latency_limit=limit)
+    model = _Model(fastest.graph, options, costs, fastest.budget, "resources", latency_limit=limit, reserved=reserved)
     start = _descend(model, {name: options[name].index(fastest.options[name][j]) for name, j in picked.items()})
     search = _search(model, node_limit, incumbent=start)
-    if search.picked is None:
-        return picked, status, RULES["latency"]
-    rule = f"{RULES['frugal']} ({fastest.value_of(picked):,} cycles, {status})"
-    chosen = {name: fastest.options[name].index(options[name][j]) for name, j in search.picked.items()}
-    return chosen, search.describe(), rule
+    if search.picked is None:  # the search proved nothing about `start`, which still meets the rule's bound
+        search = _Search("feasible", start, model.value_of(start), 0.0)
+    rule = f"{RULES['frugal']} ({cycles:,} cycles, {status}): at most {limit:,} cycles"
+    return model, search.picked, search.describe(), rule, limit
 
 
 def _fast_enough(graph, options, costs, limit: int):
@@ -248,7 +265,7 @@ def _keep(options, costs, wanted):
             {name: [costs[name][j] for j in kept[name]] for name in costs})
 
 
-def _target_model(graph, board, options, costs, budget, targets: Targets) -> _Model:
+def _target_model(graph, board, options, costs, budget, targets: Targets, reserved: dict[str, int]) -> _Model:
     """The least-resource model under the targets: candidates slower than the interval leave it."""
     if targets.fps is not None:
         interval = math.floor(board.clock_mhz * 1e6 / targets.fps)
@@ -263,19 +280,20 @@ def _target_model(graph, board, options, costs, budget, targets: Targets) -> _Mo
     limit = math.floor(targets.latency_us * board.clock_mhz) if targets.latency_us is not None else None
     if limit is not None:
         options, costs = _fast_enough(graph, options, costs, limit)
-    return _Model(graph, options, costs, budget, "resources", latency_limit=limit)
+    return _Model(graph, options, costs, budget, "resources", latency_limit=limit, reserved=reserved)
 
 
-def _meet(graph, board: Board, options, costs, budget: Budget, targets: Targets, node_limit: int):
+def _meet(graph, board: Board, options, costs, budget: Budget, targets: Targets, node_limit: int,
+          reserved: dict[str, int]):
     """(model, picked, status, rule): the least-resource design meeting the targets, or TargetMissed naming
     the best figure the budget allows."""
-    model = _target_model(graph, board, options, costs, budget, targets)
+    model = _target_model(graph, board, options, costs, budget, targets, reserved)
     search = _search(model, node_limit) if all(model.options.values()) else _Search("infeasible")
     wanted = " and ".join(f"{option} {value:g}" for option, value in
                           (("--target-fps", targets.fps), ("--target-latency-us", targets.latency_us))
                           if value is not None)
     if search.picked is not None:
-        return model, search.picked, search.describe(), f"the least resources among designs meeting {wanted}"
+        return model, search.picked, search.describe(), f"{LEAST_RESOURCES} among designs meeting {wanted}"
     if search.status != "infeasible":
         raise SearchStopped(f"the ILP found no design meeting {wanted} within its limit of {node_limit:,} "
                             "branch-and-bound nodes; relax the targets or pin some unroll factors (--set)")
@@ -298,12 +316,6 @@ def _best_achievable(best: _Model, board: Board, node_limit: int) -> str:
 
 def _fps(board: Board, cycles: int) -> str:
     return f"{board.clock_mhz * 1e6 / max(cycles, 1):,.0f} images/s"
-
-
-def resource_score(cost: Cost, budget: Budget) -> int:
-    """A candidate's share of the budget, summed over the resources (each weighted by its scarcity: a unit of
-    a resource the budget holds few of counts more), in 1/SCORE_SCALE."""
-    return round(SCORE_SCALE * sum(getattr(cost, r) / getattr(budget, r) for r in RESOURCES if getattr(budget, r) > 0))
 
 
 def _candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration):
@@ -340,11 +352,15 @@ def _no_design_fits(graph: StreamGraph, budget: Budget, reserved: dict[str, int]
 class _Model:
     """The ILP: one-hot candidates per process, lanes tied per channel, budget rows, and its goal:
     "latency" (the latency model's output finish), "sum" (of process cycles), "interval" (the slowest process)
-    or "resources" (`resource_score`), the last optionally with the latency model bounded by `latency_limit`."""
+    or "resources" (the least `footprint` within the user's budget, `budget` plus the `reserved` FIFO memory),
+    the last optionally with the latency model bounded by `latency_limit`."""
 
-    def __init__(self, graph: StreamGraph, options, costs, budget: Budget, goal: str, latency_limit: int | None = None):
+    def __init__(self, graph: StreamGraph, options, costs, budget: Budget, goal: str, latency_limit: int | None = None,
+                 reserved: dict[str, int] | None = None):
         self.graph, self.options, self.costs, self.budget = graph, options, costs, budget
         self.goal, self.latency_limit = goal, latency_limit
+        self.reserved = reserved or {}
+        self.whole = replace(budget, **{r: getattr(budget, r) + v for r, v in self.reserved.items()})
         problem = pulp.LpProblem("ming_dse", pulp.LpMinimize)
         self.pick = {name: [pulp.LpVariable(f"x_{i}_{j}", cat="Binary") for j in range(len(choices))]
                      for i, (name, choices) in enumerate(options.items())}
@@ -369,8 +385,25 @@ class _Model:
         else:
             if latency_limit is not None:
                 problem += self._latency(graph, problem) <= latency_limit, "latency_limit"
-            problem += pulp.lpSum(self.sample(name, lambda c: resource_score(c, budget)) for name in self.pick)
+            problem += self._footprint(problem)
         self.problem = problem
+
+    def _footprint(self, problem):
+        """`footprint.objective_value` of the chosen design: an integer `largest` no less than every resource's
+        share (the FIFOs' included) in LARGEST_STEPs, weighted above the processes' shares summed."""
+        self.shares = {name: [resource_shares(c, self.whole) for c in self.costs[name]] for name in self.pick}
+        held = resource_shares(dict.fromkeys(RESOURCES, 0) | self.reserved, self.whole)
+        largest = pulp.LpVariable("largest_share", lowBound=0, cat="Integer")
+        for r in counted(self.whole):
+            used = pulp.lpSum(x * s[r] for name, xs in self.pick.items() for x, s in zip(xs, self.shares[name]))
+            problem += LARGEST_STEP * largest >= held[r] + used, f"largest_{r}"
+        total = pulp.lpSum(x * sum(s.values()) for name, xs in self.pick.items()
+                           for x, s in zip(xs, self.shares[name]))
+        return weight(len(self.pick), self.whole) * largest + total
+
+    def footprint(self, picked: dict[str, int]) -> Footprint:
+        """A design's footprint within the user's budget (its processes and the reserved FIFO memory)."""
+        return footprint((self.costs[name][j] for name, j in picked.items()), self.whole, self.reserved)
 
     def _timing_classes(self, problem) -> dict[str, list[tuple[pulp.LpVariable, Cost]]]:
         """Per process, a variable per distinct timing (cycles, fill, progress curve, lags) weighing as much as
@@ -532,7 +565,7 @@ class _Model:
         if self.goal == "interval":
             return max(c.cycles for c in costs.values())
         if self.goal == "resources":
-            return sum(resource_score(c, self.budget) for c in costs.values())
+            return objective_value(self.footprint(picked), len(self.pick), self.whole)
         return self.latency_of(picked)
 
     def latency_of(self, picked: dict[str, int]) -> int:
@@ -685,11 +718,17 @@ def _thrifty(model: _Model, picked: dict[str, int]) -> dict[str, int]:
 
 def _descend(model: _Model, picked: dict[str, int]) -> dict[str, int]:
     """A cheaper design to start the least-resource search from: each process in turn takes the candidate with
-    its lanes of least `resource_score` that keeps the design within the budget and the latency limit."""
+    its lanes that gives the design the least footprint and keeps it within the budget and the latency limit."""
+    held = resource_shares(dict.fromkeys(RESOURCES, 0) | model.reserved, model.whole)
     for name in model.pick:
         lanes = _lanes_of(model.options[name][picked[name]])
-        ranked = sorted((j for j, choice in enumerate(model.options[name]) if _lanes_of(choice) == lanes),
-                        key=lambda j: (resource_score(model.costs[name][j], model.budget), j))
+        others = {r: held[r] + sum(model.shares[n][j][r] for n, j in picked.items() if n != name) for r in held}
+
+        def key(j: int) -> tuple:
+            mine = model.shares[name][j]
+            return largest_steps(others[r] + mine[r] for r in others), sum(mine.values()), j
+
+        ranked = sorted((j for j, choice in enumerate(model.options[name]) if _lanes_of(choice) == lanes), key=key)
         for j in ranked:
             if j == picked[name] or model.fits(picked | {name: j}):
                 picked = picked | {name: j}
