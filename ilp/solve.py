@@ -57,7 +57,7 @@ from .pins import Pins
 from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, process_cost,
                    storage_plan)
 from .footprint import (LARGEST_STEP, Footprint, counted, footprint, largest_steps, objective_value,
-                        resource_score, weight)  # noqa: F401 (resource_score: re-exported)
+                        weight)
 from .footprint import shares as resource_shares
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing
@@ -157,12 +157,14 @@ class TargetMissed(MingError):
 
 def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "latency", pins: Pins | None = None,
           node_limit: int | None = None, reserved: dict[str, int] | None = None,
-          calibration: Calibration | None = None, targets: Targets | None = None) -> Solution:
+          calibration: Calibration | None = None, targets: Targets | None = None,
+          slack: float | None = None) -> Solution:
     """The design `objective` (or, with `targets`, the least-resource design meeting them) picks within `budget`
     (the user's), of which `reserved` (FIFO memory) is already taken:
 
     * latency: the fastest design (then, as fast, the one whose fullest resource is emptiest: `_thrifty`);
-    * frugal: the fastest design's latency, then the least resources among designs within FRUGAL_SLACK of it;
+    * frugal: the fastest design's latency, then the least resources among designs within `slack` of it
+      (FRUGAL_SLACK, 10 %, unless a comparison asks for another);
     * sum: MING's sum of process cycles;
     * targets: the least resources among designs whose interval and latency meet them.
     Least resources: the least `footprint` (the largest share of the budget over its resources, FIFOs
@@ -193,7 +195,8 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
         if objective == "frugal":
             fastest = model.describe(picked, reserved)
             fastest["latency_us"] = round(fastest["cycles"] / board.clock_mhz, 3)
-            model, picked, status, rule, limit = _frugal(model, picked, status, node_limit, reserved)
+            model, picked, status, rule, limit = _frugal(model, picked, status, node_limit, reserved,
+                                                         FRUGAL_SLACK if slack is None else slack)
             measured = {"fastest": fastest, "latency_limit_cycles": limit}
     chosen = {name: model.options[name][j] for name, j in picked.items()}  # the frugal and targets' models keep fewer
     chosen_costs = {name: model.costs[name][j] for name, j in picked.items()}
@@ -216,10 +219,15 @@ OBJECTIVES = ("frugal", "latency", "sum")
 FRUGAL_SLACK = 0.10
 LEAST_RESOURCES = ("the least resources (the least largest share of the budget over DSP, BRAM18K, URAM and LUT, "
                    "FIFOs included, in steps of 0.1 %; then the least sum of the shares)")
+
+
+def frugal_rule(slack: float) -> str:
+    return f"{LEAST_RESOURCES} among designs within {100 * slack:g} % of the fastest design's latency"
+
+
 RULES = {"latency": "the fastest design (among as fast ones, the one whose fullest resource is emptiest)",
          "sum": "the least sum of process cycles (MING's objective)",
-         "frugal": f"{LEAST_RESOURCES} among designs within {round(100 * FRUGAL_SLACK)} % of the fastest "
-                   f"design's latency"}
+         "frugal": frugal_rule(FRUGAL_SLACK)}
 
 
 def _decided(search: _Search, graph, budget, reserved, calibration, node_limit, pins: Pins | None) -> _Search:
@@ -236,19 +244,20 @@ def _decided(search: _Search, graph, budget, reserved, calibration, node_limit, 
     return search
 
 
-def _frugal(fastest: _Model, picked: dict[str, int], status: str, node_limit: int, reserved: dict[str, int]):
-    """(model, picked, status, rule, latency limit): the least-resource design within FRUGAL_SLACK of the
+def _frugal(fastest: _Model, picked: dict[str, int], status: str, node_limit: int, reserved: dict[str, int],
+            slack: float):
+    """(model, picked, status, rule, latency limit): the least-resource design within `slack` of the
     fastest one's latency (`picked`, which is one of them and starts the search), in the model of the
     candidates such a design may hold."""
     cycles = fastest.value_of(picked)
-    limit = math.floor(cycles * (1 + FRUGAL_SLACK))
+    limit = math.floor(cycles * (1 + slack))
     options, costs = _fast_enough(fastest.graph, fastest.options, fastest.costs, limit)
     model = _Model(fastest.graph, options, costs, fastest.budget, "resources", latency_limit=limit, reserved=reserved)
     start = _descend(model, {name: options[name].index(fastest.options[name][j]) for name, j in picked.items()})
     search = _search(model, node_limit, incumbent=start)
     if search.picked is None:  # the search proved nothing about `start`, which still meets the rule's bound
         search = _Search("feasible", start, model.value_of(start), 0.0)
-    rule = f"{RULES['frugal']} ({cycles:,} cycles, {status}): at most {limit:,} cycles"
+    rule = f"{frugal_rule(slack)} ({cycles:,} cycles, {status}): at most {limit:,} cycles"
     return model, search.picked, search.describe(), rule, limit
 
 

@@ -165,8 +165,9 @@ def _design_options(parser, lists: bool = False) -> None:
         parser.add_argument(f"--{resource}", help=f"{resource.upper()} budget: {share}")
     parser.add_argument("--clock", help="clock in MHz (default: the board's)")
     parser.add_argument("--objective", choices=("frugal", "latency", "sum"), default="frugal",
-                        help="frugal: the least resources within 1%% of the fastest design's latency; latency: "
-                             "the fastest design; sum: MING's sum of process cycles (default: %(default)s)")
+                        help="frugal: the least resources (largest share of the budget, then the sum of the "
+                             "shares) within 10%% of the fastest design's latency; latency: the fastest design; "
+                             "sum: MING's sum of process cycles (default: %(default)s)")
     several = "comma-separated targets, one design each, e.g. 100,1000,10000" if lists else None
     parser.add_argument("--target-fps", metavar="F", help=several or "the least-resource design that sustains F "
                         "images per second at the build clock (instead of --objective)")

@@ -11,7 +11,8 @@ import pytest
 
 from ming_py.boards import load_board
 from ming_py.ilp import Budget, solve
-from ming_py.ilp.solve import FRUGAL_SLACK, TargetMissed, Targets, resource_score
+from ming_py.ilp.footprint import footprint
+from ming_py.ilp.solve import FRUGAL_SLACK, TargetMissed, Targets
 from ming_py.line_buffers import build_stream_graph
 from ming_py.pipeline import lift
 
@@ -24,8 +25,9 @@ def example():
     return build_stream_graph(lift(EXAMPLE)), board, Budget.of(board)
 
 
-def score(solution) -> int:
-    return sum(resource_score(cost, solution.budget) for cost in solution.costs.values())
+def score(solution):
+    """The order "least resources" ranks designs by (largest share of the budget, then the sum of shares)."""
+    return footprint(solution.costs.values(), solution.budget)
 
 
 def fps(solution, board) -> float:
@@ -39,7 +41,7 @@ def test_frugal_is_within_its_slack_of_the_fastest_and_no_dearer(example):
     assert frugal.totals["cycles"] <= math.floor(fastest.totals["cycles"] * (1 + FRUGAL_SLACK))
     assert score(frugal) <= score(fastest)
     assert frugal.totals["solver"]["fastest"]["cycles"] == fastest.totals["cycles"]
-    assert "within 1 %" in frugal.totals["solver"]["rule"]
+    assert "within 10 %" in frugal.totals["solver"]["rule"]
 
 
 @pytest.mark.parametrize("share", ["1", "4", "10"])
