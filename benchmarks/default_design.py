@@ -14,7 +14,7 @@ latency-resource curve: the least-resource design (`--target-latency-us`) at 1.0
 2 and 4 times the fastest design's latency, which shows whether a design a little slower than the fastest is
 much smaller.
 
-    python benchmarks/default_design.py [--models example,mnist,ds_cnn,resnet8,vww] [--curve resnet8,example]
+    python benchmarks/default_design.py [--models example,mnist,ds_cnn,resnet8,vww] [--curve mnist,example]
 
 Models: the README's example (examples/tiny_cnn.onnx); an MNIST CNN shaped like Keras' "simple MNIST
 convnet" (28x28x1, conv 3x3 32 + ReLU, max pool, conv 3x3 64 + ReLU, max pool, a 10-way dense layer; seeded
@@ -116,7 +116,7 @@ def curve(name: str, graph, board, budget, reserved) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated, of: " + ", ".join(MODELS))
-    parser.add_argument("--curve", default="resnet8,example", help="models to give the latency-resource curve of")
+    parser.add_argument("--curve", default="mnist,example", help="models to give the latency-resource curve of")
     args = parser.parse_args()
     board = load_board(BOARD)
     budget = Budget.of(board)
