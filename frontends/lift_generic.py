@@ -10,7 +10,8 @@ import numpy as np
 from iree.compiler import ir
 
 from ming_py.errors import MingError
-from ming_py.ir import MAC_OPS, PARALLEL, AccessMap, Arg, Const, Expr, Kernel, Op, Operand, Upsample
+from ming_py.ir import MAC_OPS, PARALLEL, REDUCTION, AccessMap, AffineExpr, Arg, Const, Expr, Kernel, Op, Operand, \
+    Upsample
 
 from .lift_shapes import transposition, unsliced
 from .lift_values import (
@@ -46,6 +47,9 @@ class GenericMixin:
         windowed = any(it != PARALLEL for it in iterators)  # a reduction takes padding into its window
         if n_in == 0 and node in self.facts.resizes:
             self.values[result] = self._upsample(block, node, tensor_shape(result), where)
+            return
+        if _is_one_element_pool(op, n_in, maps, iterators, self.values):
+            self.values[result] = self._one_element_pool(op, n_in, maps, iterators, dims, block, node, where)
             return
         if node in self.facts.tables:
             mapped = self._mapped(op, n_in, maps, node, where)
@@ -101,6 +105,37 @@ class GenericMixin:
                 return
         ins = [self._get(v, where, padded=windowed) for v in op.operands[:n_in]]
         self.values[result] = self._int_generic(ins, out_init, maps, iterators, dims, block, node, result, where)
+
+    def _one_element_pool(self, op, n_in, maps, iterators, dims, block, node, where):
+        """A pooling whose window is one element (`_is_one_element_pool`: a strided subsample, Keras ResNetV2's
+        `MaxPooling2D(1, strides=2)`), as the pooling of a window of size 1 along each strided axis: a
+        reduction dim of size 1 added per strided axis of the input (stride * o + k), the fill as the init.
+        Then a max or sum pooling like any other, float (ONNX) or integer (TFLite)."""
+        values = [self.values.get(v) for v in op.operands[:n_in]]
+        fill = next(i for i, v in enumerate(values) if isinstance(v, Fill))
+        source = next(i for i, v in enumerate(values) if i != fill and not isinstance(v, Empty))
+        strided = [i for i, e in enumerate(maps[source].results) if _stride_of(e) > 1]
+        num_dims = len(iterators) + len(strided)
+
+        def widened(amap: AccessMap, window: bool) -> AccessMap:
+            results = []
+            for i, e in enumerate(amap.results):
+                coeffs = list(e.coeffs) + [0] * len(strided)
+                if window and i in strided:
+                    coeffs[len(iterators) + strided.index(i)] = 1
+                results.append(AffineExpr(tuple(coeffs), e.constant))
+            return AccessMap(num_dims, tuple(results))
+
+        maps = [widened(maps[source], True), widened(maps[-1], False)]
+        iterators = tuple(iterators) + (REDUCTION,) * len(strided)
+        dims = tuple(dims) + (1,) * len(strided)
+        ins = [self._get(op.operands[source], where, padded=True)]
+        out_init = values[fill]
+        if element_type(op.results[0]) == "f32":
+            return self._float_reduction(ins, out_init, maps, iterators, dims, block, node, where)
+        payload = _renumber(_int_payload(block, where), {source: 0, fill: 1})
+        return self._int_generic(ins, out_init, maps, iterators, dims, block, node, op.results[0], where,
+                                 payload=payload)
 
     def _mapped(self, op, n_in, maps, node, where) -> Mapped | None:
         """A generic of a node that has a table, reading the node's dequantized int8 input (TFLite: the int8
@@ -201,12 +236,17 @@ class GenericMixin:
         self.graph.nodes.append(Upsample(name, node, term.tensor, out, factors))
         return FloatValue(tuple(shape), (replace(term, tensor=out),))
 
-    def _int_generic(self, ins, out_init, maps, iterators, dims, block, node, result, where) -> IntTensor:
-        payload = _int_payload(block, where)
-        # TOSA's pooling passes the window's shape as an empty tensor the body never reads
-        args = list(block.arguments)
-        kept = [i for i, value in enumerate(ins) if not (isinstance(value, Empty) and not list(args[i].uses))]
-        payload = _renumber(payload, {old: new for new, old in enumerate(kept + [len(ins)])})
+    def _int_generic(self, ins, out_init, maps, iterators, dims, block, node, result, where,
+                     payload: Expr | None = None) -> IntTensor:
+        """The integer kernel of a generic; `payload`: its body over `ins` and the accumulator, where the
+        caller rewrote the generic (the block's own body otherwise)."""
+        kept = list(range(len(ins)))
+        if payload is None:
+            payload = _int_payload(block, where)
+            # TOSA's pooling passes the window's shape as an empty tensor the body never reads
+            args = list(block.arguments)
+            kept = [i for i, value in enumerate(ins) if not (isinstance(value, Empty) and not list(args[i].uses))]
+            payload = _renumber(payload, {old: new for new, old in enumerate(kept + [len(ins)])})
         operands = [self._operand(ins[i], maps[i], node, where) for i in kept]
         init = int(out_init.value) if isinstance(out_init, Fill) else None
         if not isinstance(out_init, (Fill, Empty)):
@@ -294,6 +334,29 @@ class GenericMixin:
 
 _INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul",
                "arith.maxsi": "max", "arith.minsi": "min"}
+
+
+def _stride_of(expr: AffineExpr) -> int:
+    """The coefficient of an access `s * d` (one dim, no offset); 0 for any other access."""
+    dims = expr.used_dims()
+    return expr.coeffs[dims[0]] if len(dims) == 1 and not expr.constant else 0
+
+
+def _is_one_element_pool(op, n_in: int, maps, iterators, values) -> bool:
+    """Whether a generic is TOSA's pooling with a 1x1 window (max or average, any stride): IREE drops the
+    window's loops, so every iterator is parallel, reads the pool's fill as an input element by element,
+    makes an empty tensor its init, and reads the map at a stride (a 1x1 window at stride 1 it folds away)."""
+    if n_in != 3 or any(it != PARALLEL for it in iterators) or not isinstance(values.get(op.operands[n_in]), Empty):
+        return False
+    held = [values.get(v) for v in op.operands[:n_in]]
+    fills = [i for i, v in enumerate(held) if isinstance(v, Fill)]
+    windows = [i for i, v in enumerate(held) if isinstance(v, Empty) and not maps[i].results]
+    if len(fills) != 1 or len(windows) != 1 or maps[fills[0]] != maps[-1]:
+        return False
+    source = ({0, 1, 2} - {fills[0], windows[0]}).pop()
+    args = list(op.regions[0].blocks[0].arguments)
+    return any(_stride_of(e) > 1 for e in maps[source].results) and bool(list(args[fills[0]].uses)) \
+        and not list(args[n_in].uses) and not list(args[windows[0]].uses)
 
 
 def _copies_its_input(block) -> bool:
