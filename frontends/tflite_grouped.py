@@ -1,5 +1,5 @@
-"""TFLite's grouped CONV_2D with one input channel per group as the DEPTHWISE_CONV_2D it is, rewritten in the
-flatbuffer.
+"""TFLite's grouped CONV_2D with one channel per group, in or out, rewritten in the flatbuffer as one convolution
+over the whole map.
 
 A CONV_2D whose filters [O, H, W, 1] read one channel of a C-channel input (Keras' `Conv2D(O, groups=C)`) is C
 groups of one channel: output channel o reads input channel o // (O / C), as DEPTHWISE_CONV_2D with depth
@@ -8,6 +8,11 @@ grouped form as C convolutions of one-channel maps and a concatenation, which a 
 one channel per group); the depthwise form is one convolution over the map. The filters become [1, H, W, O]
 (the same values, output channel last) with their per-channel scales along that axis; every output sums the
 same products and is requantized with the same multiplier, so the result is equal value for value.
+
+A CONV_2D of G groups with one output channel each (filters [G, H, W, C / G]) gives G one-channel maps, which
+no stream carries either: it becomes the CONV_2D over all C channels whose filter o is group o's filter on its
+channels and zero on the others (TFLite's int8 filters are symmetric, zero point 0: a zero weight adds
+nothing to the sum), the same sums and multipliers at C / (C / G) = G times the multiplications.
 """
 
 from __future__ import annotations
@@ -18,11 +23,42 @@ from ai_edge_litert import schema_py_generated as schema
 from .tflite_fold import new_operator, op_name, store_constant, tensor_like, tensor_name
 
 
-def one_channel_groups_as_depthwise(model: schema.ModelT) -> None:
-    """Every CONV_2D of one input channel per group (at least two groups) replaced by its DEPTHWISE_CONV_2D."""
+def one_channel_groups_as_whole_convs(model: schema.ModelT) -> None:
+    """Every CONV_2D of one input channel per group (at least two groups) replaced by its DEPTHWISE_CONV_2D,
+    every one of one output channel per group by the full CONV_2D of its filters, zero outside their group."""
     graph = model.subgraphs[0]
-    graph.operators = [_as_depthwise(model, op) if _has_one_channel_groups(model, op) else op
-                       for op in graph.operators]
+    for position, operator in enumerate(graph.operators):
+        if _has_one_channel_groups(model, operator):
+            graph.operators[position] = _as_depthwise(model, operator)
+        elif _has_one_output_per_group(model, operator):
+            _as_full_conv(model, operator)
+
+
+def _has_one_output_per_group(model: schema.ModelT, operator) -> bool:
+    if op_name(model, operator) != "CONV_2D":
+        return False
+    tensors = model.subgraphs[0].tensors
+    source, weights = tensors[operator.inputs[0]], tensors[operator.inputs[1]]
+    if source.shape is None or weights.shape is None or len(source.shape) != 4 or len(weights.shape) != 4:
+        return False
+    channels, out_channels, per_group = int(source.shape[3]), int(weights.shape[0]), int(weights.shape[3])
+    return 1 < per_group < channels and channels == out_channels * per_group \
+        and _int8_filters(model, operator.inputs[1]) is not None \
+        and (weights.quantization is None or weights.quantization.zeroPoint is None
+             or not np.any(np.asarray(weights.quantization.zeroPoint)))
+
+
+def _as_full_conv(model: schema.ModelT, operator) -> None:
+    graph = model.subgraphs[0]
+    weights_tensor = graph.tensors[operator.inputs[1]]
+    filters = _int8_filters(model, operator.inputs[1])  # [G, H, W, C / G]
+    groups, height, width, per_group = filters.shape
+    full = np.zeros((groups, height, width, groups * per_group), np.int8)
+    for group in range(groups):
+        full[group, :, :, group * per_group:(group + 1) * per_group] = filters[group]
+    whole = tensor_like(model, weights_tensor, f"{tensor_name(graph.tensors[operator.outputs[0]])}/whole", [])
+    store_constant(model, whole, full)
+    operator.inputs = [operator.inputs[0], whole] + list(operator.inputs[2:])
 
 
 def _has_one_channel_groups(model: schema.ModelT, operator) -> bool:
