@@ -59,6 +59,10 @@ the converter writes, untouched:
 - grouped_conv_shapes.tflite: Conv2D(groups=g) on a map one row high: 8 groups of one channel, 2 groups feeding an
   ADD, 4 groups into a MaxPooling2D, and 4 groups as the model's output.
 - grouped_conv_output.tflite: a 3x3 Conv2D in 4 groups as the model's last layer.
+- ssd_head.tflite: SSD's box and class heads on two feature maps, each Reshape((-1, 4)) or Reshape((-1, classes))
+  (SHAPE, STRIDED_SLICE, PACK, RESHAPE for a symbolic batch), CONCATENATION along the anchors: two outputs.
+- ssd_flat_head.tflite: the same heads flattened with the batch (`ops.reshape(x, (-1, 4))`: shapes [-1, 4] whose
+  -1 is no batch), concatenated along axis 0, LOGISTIC on the class scores.
 - segmentation_head.tflite: a strided encoder, UpSampling2D(interpolation='bilinear') (RESIZE_BILINEAR with
   half-pixel centres), CONCATENATION with the skip, a 1x1 classifier per pixel.
 
@@ -343,6 +347,42 @@ def grouped_conv_output() -> keras.Model:
     return keras.Model(inputs, layers.Conv2D(8, 3, padding="same", groups=4)(x))
 
 
+def ssd_head() -> keras.Model:
+    """SSD-MobileNet's head on two feature maps (8x8 and 4x4): per map a box conv (anchors x 4) and a class conv
+    (anchors x classes), each reshaped to [-1, N, 4] or [-1, N, classes] and concatenated over the maps along
+    the anchors, two outputs (raw boxes, class logits); the converter writes the reshapes for a symbolic batch."""
+    anchors, classes = 3, 5
+    inputs = keras.Input((16, 16, 3))
+    x = _conv_bn(inputs, 16, 3, strides=2)
+    x = _conv_bn(x, None, 3, depthwise=True)
+    first = _conv_bn(x, 16, 1)  # 8x8
+    x = _conv_bn(first, None, 3, strides=2, depthwise=True)
+    second = _conv_bn(x, 24, 1)  # 4x4
+    boxes, scores = [], []
+    for feature in (first, second):
+        boxes.append(layers.Reshape((-1, 4))(layers.Conv2D(anchors * 4, 1)(feature)))
+        scores.append(layers.Reshape((-1, classes))(layers.Conv2D(anchors * classes, 1)(feature)))
+    return keras.Model(inputs, [layers.Concatenate(axis=1)(boxes), layers.Concatenate(axis=1)(scores)])
+
+
+def ssd_flat_head() -> keras.Model:
+    """The SSD head with the batch merged into the anchors (`ops.reshape(x, (-1, 4))`, as TensorFlow's object
+    detection API flattens box encodings): the converter writes [-1, 4] (the -1 no batch) for the reshapes,
+    their CONCATENATION along axis 0, and the sigmoid (LOGISTIC) of the class scores."""
+    anchors, classes = 3, 5
+    inputs = keras.Input((16, 16, 3))
+    x = _conv_bn(inputs, 16, 3, strides=2)
+    first = _conv_bn(x, 16, 1)  # 8x8
+    x = _conv_bn(first, None, 3, strides=2, depthwise=True)
+    second = _conv_bn(x, 24, 1)  # 4x4
+    boxes, scores = [], []
+    for feature in (first, second):
+        boxes.append(keras.ops.reshape(layers.Conv2D(anchors * 4, 1)(feature), (-1, 4)))
+        scores.append(keras.ops.reshape(layers.Conv2D(anchors * classes, 1)(feature), (-1, classes)))
+    scores = layers.Activation("sigmoid")(keras.ops.concatenate(scores, axis=0))
+    return keras.Model(inputs, [keras.ops.concatenate(boxes, axis=0), scores])
+
+
 # name -> (builder, float input and output)
 MODELS = {
     "mobilenet_v2": (mobilenet_v2, False),
@@ -366,6 +406,8 @@ MODELS = {
     "one_value_regressor": (one_value_regressor, False),
     "grouped_conv_shapes": (grouped_conv_shapes, False),
     "grouped_conv_output": (grouped_conv_output, False),
+    "ssd_head": (ssd_head, False),
+    "ssd_flat_head": (ssd_flat_head, False),
 }
 
 
