@@ -10,22 +10,34 @@ in one line naming its layer.
   -> 1). A multiply-accumulate over one input element (also a conv on a one-channel map with a 1x1 window) is
   one whose reduction loop IREE dropped.
 - Grouped convolutions (Keras `Conv2D(groups=g)`) with one channel per group in or out (a DEPTHWISE_CONV_2D, a
-  full CONV_2D zero outside each group), as the model's output, on one-row maps, into an ADD or a conv.
+  full CONV_2D zero outside each group), as the model's output, on one-row maps, into an ADD or a conv; and any
+  window with SAME padding over a one-row (one-column) map (the one row of the window that meets it).
+- SSD's head with a symbolic batch: ming's rewrite (batch 1, shape arithmetic folded) keeps the rows a RESHAPE
+  that merged the batch gives; a converter crash on a rewritten model says what ming did, not that the model is
+  malformed; TFLite_Detection_PostProcess is refused naming the tensors to cut the model at.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from ai_edge_litert import schema_py_generated as schema
+from ai_edge_litert.interpreter import Interpreter
 
 import one_value_models
+import tflite_models
 from geometries import Case, Conv, Dense, Join, Pool, check_case
 from test_keras_tflite import assert_equal_outputs, litert_reference
 from ming_py import reference
 from ming_py.build import build
+from ming_py.errors import MingError
+from ming_py.frontends import tflite_model
+from ming_py.frontends.tflite_fold import tensor_name
+from ming_py.frontends.tflite_model import _flatbuffer, fix_symbolic_batch, load_tflite
 from ming_py.pipeline import lift
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -85,6 +97,24 @@ SUPPORTED = {
         Join("add", (Conv(4, (3, 3), (2, 2), padding="same", groups=4),), (Conv(4, (1, 1), (2, 2), padding="same"),)),)),
     "grouped_dilated_valid_relu": Case("tflite", (4, 7, 5), (Conv(12, (2, 3), (1, 2), (2, 1), padding="valid",
                                                                   groups=4, relu=True),)),
+    # ---- windows over a one-row (one-column) map with SAME padding: the one row of the window that meets it ----
+    "grouped_3x3_one_channel_per_group_on_one_row": Case("tflite", (8, 1, 16), (Conv(8, (3, 3), padding="same",
+                                                                                    groups=8),)),
+    "grouped_3x3_two_channels_per_group_on_one_row": Case("tflite", (8, 1, 16), (Conv(8, (3, 3), padding="same",
+                                                                                     groups=4),)),
+    "depthwise_3x3_on_one_row": Case("tflite", (8, 1, 16), (Conv(8, (3, 3), padding="same", depthwise=True,
+                                                                 groups=8),)),
+    "depthwise_3x3_multiplier_2_strided_on_one_row": Case("tflite", (4, 1, 6), (
+        Conv(8, (3, 3), (2, 2), padding="same", depthwise=True, groups=4, multiplier=2),)),
+    "conv_3x3_on_one_row": Case("tflite", (8, 1, 16), (Conv(8, (3, 3), padding="same"),)),
+    "conv_3x5_dilated_strided_on_one_column": Case("tflite", (4, 9, 1), (Conv(8, (3, 5), (2, 2), (1, 2),
+                                                                              padding="same"),)),
+    "conv_2x2_dilated_no_tap_on_the_row": Case("tflite", (4, 1, 5), (Conv(4, (2, 2), (1, 1), (2, 2),
+                                                                          padding="same"),)),
+    "conv_3x3_on_1x1": Case("tflite", (4, 1, 1), (Conv(4, (3, 3), padding="same"),)),
+    "maxpool_3x3_on_one_row": Case("tflite", (4, 1, 9), (Conv(4, (1, 1)), Pool("max", (3, 3), (2, 2), "same"))),
+    "avgpool_2x3_on_one_row": Case("tflite", (4, 1, 9), (Conv(4, (1, 1)), Pool("avg", (2, 3), (2, 2), "same"))),
+    "maxpool_3x3_on_1x1": Case("tflite", (4, 1, 1), (Conv(4, (1, 1)), Pool("max", (3, 3), (2, 2), "same"))),
     "onnx_grouped_one_channel_per_group": Case("qdq_int8", (8, 6, 6), (Conv(8, (3, 3), padding="same", groups=8),)),
     "onnx_grouped_one_output_channel_per_group": Case("qdq_int8", (8, 6, 6), (Conv(4, (3, 3), padding="same",
                                                                                   groups=4),)),
@@ -174,7 +204,119 @@ def test_the_resnet_v2_shortcut_is_a_one_element_window_pool():
 
 
 def test_grouped_convs_of_one_channel_per_group_are_whole_convs():
-    """Keras' Conv2D(groups=C) of one channel per group is one kernel over the map, not one per group."""
+    """Keras' Conv2D(groups=C) of one channel per group is one kernel over the map, not one per group: no
+    convolution of the lifted model makes a map of one channel (a group of several channels stays a kernel of
+    its own, of its channels)."""
     graph = lift(DATA / "keras" / "grouped_conv_shapes.tflite")
-    sources = [k.source for k in graph.kernels() if k.op == "conv"]
-    assert len(sources) == len(set(sources)), sources  # no layer split into groups of one channel
+    shapes = [graph.shape_of(k.output.tensor) for k in graph.kernels() if k.op == "conv"]
+    assert shapes and all(len(shape) >= 2 and shape[0] > 1 for shape in shapes), shapes
+
+
+# ---- SSD's head: ming's rewrite of a symbolic batch, the converter's failures on it, the post-processing ----
+
+def test_ssd_flat_head_shapes_follow_the_reshapes_not_a_batch_of_one():
+    """Box heads flattened with the batch ([-1, 4], the -1 no batch) and concatenated: after ming's rewrite the
+    CONCATENATION and the LOGISTIC after it have the anchors' count of rows the RESHAPEs give (a batch of 1 gave
+    them one row, which the TFLite converter rejected), as LiteRT computes them."""
+    path = DATA / "keras" / "ssd_flat_head.tflite"
+    model = load_tflite(path)
+    fix_symbolic_batch(model)
+    graph = model.subgraphs[0]
+    shapes = {tensor_name(graph.tensors[i]): [int(d) for d in graph.tensors[i].shape] for i in graph.outputs}
+    interpreter = Interpreter(model_path=str(path))
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"],
+                           np.zeros(interpreter.get_input_details()[0]["shape"], np.int8))
+    interpreter.invoke()
+    expected = {d["name"]: [int(s) for s in interpreter.get_tensor(d["index"]).shape]
+                for d in interpreter.get_output_details()}
+    assert shapes == expected and sorted(expected.values()) == [[240, 4], [240, 5]]
+    for tensor in graph.tensors:
+        assert tensor.shapeSignature is None or all(d >= 0 for d in tensor.shapeSignature), tensor_name(tensor)
+
+
+@pytest.mark.parametrize("name", ["ssd_head.tflite", "ssd_flat_head.tflite"])
+def test_ssd_head_converts_after_the_rewrite(name):
+    """The rewritten SSD heads convert; what ming then refuses is the head's RESHAPE of a map into rows of
+    boxes, by name (not the converter failing on ming's rewrite)."""
+    with pytest.raises(MingError) as error:
+        lift(DATA / "keras" / name)
+    message = str(error.value)
+    assert "(RESHAPE)" in message and "converter" not in message and "\n" not in message, message
+
+
+def _crashing_converter(monkeypatch):
+    """The TOSA converter replaced by a process that dies of SIGSEGV (what a converter bug does)."""
+    real = tflite_model.isolated.run
+
+    def crash(command, what, model, **kwargs):
+        if what != "the TFLite converter":
+            return real(command, what, model, **kwargs)
+        return real([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"], what, model,
+                    **kwargs)
+
+    monkeypatch.setattr(tflite_model.isolated, "run", crash)
+
+
+def test_a_converter_crash_on_a_rewritten_model_says_what_ming_did(monkeypatch):
+    _crashing_converter(monkeypatch)
+    with pytest.raises(MingError) as error:
+        lift(DATA / "keras" / "mobilenet_v3_small_minimalistic.tflite")  # a symbolic batch, a Flatten's SHAPE ops
+    message = str(error.value)
+    assert "crashed (signal SEGV) on ming's rewrite" in message and "malformed" not in message, message
+    assert "static ones (batch 1)" in message and "SHAPE" in message and "report" in message, message
+    assert "\n" not in message
+
+
+def test_a_converter_crash_on_a_model_ming_did_not_rewrite_is_the_model(monkeypatch, tmp_path):
+    _crashing_converter(monkeypatch)
+    path = one_value_models.write("fc_1_unit_then_logistic", tmp_path)  # a static batch, nothing to rewrite
+    with pytest.raises(MingError) as error:
+        lift(path)
+    message = str(error.value)
+    assert "crashed on" in message and "probably malformed" in message and "rewrite" not in message, message
+
+
+def test_detection_postprocess_is_refused_naming_where_to_cut(tmp_path):
+    path = tmp_path / "ssd_with_postprocess.tflite"
+    path.write_bytes(_with_detection_postprocess())
+    with pytest.raises(MingError) as error:
+        lift(path)
+    message = str(error.value)
+    assert "TFLite_Detection_PostProcess" in message and "cut the model" in message, message
+    assert "'raw_boxes_out' and 'scores_out'" in message and "\n" not in message, message
+
+
+def _with_detection_postprocess() -> bytes:
+    """A small SSD head (raw boxes [1, 48, 4], LOGISTIC class scores [1, 48, 5]) ending in the object detection
+    API's TFLite_Detection_PostProcess custom op (boxes, classes, scores, count)."""
+    b = tflite_models.TfliteBuilder(seed=1)
+    y = b.conv(b.input((1, 4, 4, 3)), 8, kernel=3, name="conv")
+    boxes = b.reshape(b.conv(y, 12, kernel=1, activation=None, name="box"), (1, 48, 4), name="raw_boxes")
+    scores = b.reshape(b.conv(y, 15, kernel=1, activation=None, name="cls"), (1, 48, 5), name="raw_scores")
+    scores = b.elementwise(scores, "LOGISTIC", name="scores")
+    model = schema.ModelT.InitFromPackedBuf(bytearray(b.build([boxes, scores], "ssd")), 0)
+    graph = model.subgraphs[0]
+    code = schema.OperatorCodeT()
+    code.builtinCode = code.deprecatedBuiltinCode = schema.BuiltinOperator.CUSTOM
+    code.customCode, code.version = b"TFLite_Detection_PostProcess", 1
+    model.operatorCodes.append(code)
+
+    def tensor(name, shape):
+        new = schema.TensorT()
+        new.name, new.shape, new.type = name.encode(), shape, schema.TensorType.FLOAT32
+        model.buffers.append(schema.BufferT())
+        new.buffer = len(model.buffers) - 1
+        graph.tensors.append(new)
+        return len(graph.tensors) - 1
+
+    anchors = tensor("anchors", [48, 4])
+    outputs = [tensor("TFLite_Detection_PostProcess", [1, 10, 4])] + \
+        [tensor(f"TFLite_Detection_PostProcess:{i}", [1, 10]) for i in (1, 2)] + \
+        [tensor("TFLite_Detection_PostProcess:3", [1])]
+    operator = schema.OperatorT()
+    operator.opcodeIndex, operator.outputs = len(model.operatorCodes) - 1, outputs
+    operator.inputs = [graph.outputs[0], graph.outputs[1], anchors]
+    graph.operators.append(operator)
+    graph.outputs = outputs
+    return _flatbuffer(model)
