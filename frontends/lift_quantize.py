@@ -411,7 +411,11 @@ class QuantizeMixin:
         if len(varying) != 1:
             raise MingError(f"{where}: only concatenation along one axis is supported")
         axis = varying.pop()
-        lead = _batch_axes(value.shape, axis)
+        first = value.pieces[0][2]
+        rank = len(self.graph.tensors[first.name].shape if isinstance(first, IntTensor) else first.shape)
+        lead = len(value.shape) - rank
+        if lead < 0 or any(d != 1 for d in value.shape[:lead]):  # a piece IREE took unit axes from
+            lead = _batch_axes(value.shape, axis)
         pieces = sorted(value.pieces, key=lambda p: p[0][axis])
         inputs = []
         position = 0
