@@ -34,6 +34,9 @@ DEFAULT_SECONDS = 600
 # what a tool says when the address-space limit stops it (an allocation, a thread stack, a library mapping)
 _OUT_OF_MEMORY = ("MemoryError", "bad_alloc", "out of memory", "Cannot allocate memory", "failed to allocate",
                   "pthread_create failed", "failed to map segment", "Resource temporarily unavailable")
+# what to do when a tool fails on a model ming rewrote
+_REPORT = ("please report it to the ming developers with the model; meanwhile, a model exported with a static "
+           "batch of 1 and static shapes needs less of that rewrite")
 _LOCATION = re.compile(r'^\s*loc\((?:"([^"]*)")?.*?\):\s*')
 
 
@@ -93,9 +96,11 @@ def first_error(stderr: str) -> str:
 
 
 def run(command: list[str], what: str, model: str, stdin: bytes = b"",
-        site: Callable[[str], str | None] | None = None) -> bytes:
+        site: Callable[[str], str | None] | None = None, rewritten: str = "") -> bytes:
     """`command`'s stdout; a crash, the time or memory bound, or a failure as one MingError line. `site` reads
-    from the child's stderr where it was (a node it names), which then starts the line."""
+    from the child's stderr where it was (a node it names), which then starts the line. `rewritten`: what ming
+    changed in the model before the tool read it (nothing: the tool read the model as the user wrote it); a
+    crash or failure on a rewritten model says so and does not blame the model."""
     memory, limit = memory_mb(), seconds()
     try:
         result = subprocess.run(command, input=stdin, capture_output=True, timeout=limit,
@@ -112,6 +117,13 @@ def run(command: list[str], what: str, model: str, stdin: bytes = b"",
     if any(marker in stderr for marker in _OUT_OF_MEMORY):
         raise MingError(f"{at}{what} ran out of memory on {model} (limit {memory} MiB); if the model is large, "
                         f"allow more with {MEMORY_VARIABLE}=<MiB>")
+    if result.returncode < 0 and rewritten:
+        name = signal.Signals(-result.returncode).name.removeprefix("SIG")
+        raise MingError(f"{at}{what} crashed (signal {name}) on ming's rewrite of {model}, not on the model as "
+                        f"written: ming {rewritten} before the conversion; {_REPORT}")
+    if rewritten:
+        raise MingError(f"{at}{what} failed on ming's rewrite of {model} ({first_error(stderr) or f'exit status {result.returncode}'}); "
+                        f"ming {rewritten} before the conversion; {_REPORT}")
     if result.returncode < 0:
         name = signal.Signals(-result.returncode).name.removeprefix("SIG")
         raise MingError(f"{at}{what} crashed on {model} (signal {name}); the model is probably malformed: check "

@@ -10,7 +10,8 @@ import numpy as np
 from iree.compiler import ir
 
 from ming_py.errors import MingError
-from ming_py.ir import MAC_OPS, PARALLEL, AccessMap, Arg, Const, Expr, Kernel, Op, Operand, Upsample
+from ming_py.ir import MAC_OPS, PARALLEL, REDUCTION, AccessMap, AffineExpr, Arg, Const, Expr, Kernel, Op, Operand, \
+    Upsample
 
 from .lift_shapes import transposition, unsliced
 from .lift_values import (
@@ -46,6 +47,9 @@ class GenericMixin:
         windowed = any(it != PARALLEL for it in iterators)  # a reduction takes padding into its window
         if n_in == 0 and node in self.facts.resizes:
             self.values[result] = self._upsample(block, node, tensor_shape(result), where)
+            return
+        if _drops_unit_window(op, n_in, maps, iterators, self.values):
+            self.values[result] = self._dropped_unit_window(op, n_in, maps, iterators, dims, block, node, where)
             return
         if node in self.facts.tables:
             mapped = self._mapped(op, n_in, maps, node, where)
@@ -101,6 +105,66 @@ class GenericMixin:
                 return
         ins = [self._get(v, where, padded=windowed) for v in op.operands[:n_in]]
         self.values[result] = self._int_generic(ins, out_init, maps, iterators, dims, block, node, result, where)
+
+    def _dropped_unit_window(self, op, n_in, maps, iterators, dims, block, node, where):
+        """A generic IREE wrote without its reduction loops because each runs once (`_drops_unit_window`): the
+        same generic with them back, the fill as its init. A pooling's one-element window (a strided subsample,
+        Keras ResNetV2's `MaxPooling2D(1, strides=2)`): a reduction dim of size 1 per strided axis of the input
+        (stride * o + k). A multiply-accumulate over one input element (a FULLY_CONNECTED of a one-value input,
+        a conv on a one-channel map whose window is one pixel): one reduction dim of size 1, the activation's
+        last axis (its channel) and the weights' first. Then a pooling or multiply-accumulate like any other,
+        float (ONNX) or integer (TFLite)."""
+        values = [self.values.get(v) for v in op.operands[:n_in]]
+        fill = next(i for i, v in enumerate(values) if isinstance(v, Fill))
+        read = [i for i, v in enumerate(values) if i != fill and not isinstance(v, Empty)]
+        if len(read) == 1:
+            ins, maps, added = self._one_element_pool_window(op, read[0], maps[read[0]], maps[-1], where)
+        elif element_type(op.results[0]) == "f32":
+            raise MingError(f"node '{node}' ({self.facts.op_types.get(node, 'a float multiply-accumulate')}) "
+                            "multiplies one input element per output (one input channel or feature, a 1x1 "
+                            "window); ming takes such a layer from TFLite, not in ONNX's float form")
+        else:
+            ins, maps = self._one_element_mac_operands(op, read, maps, node, where)
+            added = 1
+        iterators = tuple(iterators) + (REDUCTION,) * added
+        dims = tuple(dims) + (1,) * added
+        if element_type(op.results[0]) == "f32":
+            return self._float_reduction(ins, values[fill], maps, iterators, dims, block, node, where)
+        payload = _renumber(_int_payload(block, where), {old: new for new, old in enumerate(read + [fill])})
+        return self._int_generic(ins, values[fill], maps, iterators, dims, block, node, op.results[0], where,
+                                 payload=payload)
+
+    def _one_element_pool_window(self, op, source: int, source_map: AccessMap, out_map: AccessMap, where):
+        """The input of a one-element pooling, its map with a window dim of size 1 on each strided axis and the
+        output's map; the number of window dims."""
+        strided = [i for i, e in enumerate(source_map.results) if _stride_of(e) > 1]
+        first = source_map.num_dims
+        window = {axis: first + n for n, axis in enumerate(strided)}
+        ins = [self._get(op.operands[source], where, padded=True)]
+        return ins, [_widened(source_map, len(strided), window), _widened(out_map, len(strided), {})], len(strided)
+
+    def _one_element_mac_operands(self, op, read: list[int], maps, node: str, where: str):
+        """The activation and the weights of a one-element multiply-accumulate, each with an axis of size 1 for
+        its reduction dim (the activation's last, the weights' first), and their maps and the output's."""
+        k = maps[-1].num_dims
+        ins, new_maps = [], []
+        for i in read:
+            value = self._get(op.operands[i], where)
+            results = maps[i].results
+            if isinstance(value, np.ndarray):
+                value = value.reshape((1,) + value.shape)
+                position = 0
+            elif isinstance(value, IntTensor):
+                shape = self.graph.tensors[value.name].shape
+                value = IntTensor(self._reshape_tensor(value.name, tuple(shape) + (1,), node))
+                position = len(results)
+            else:
+                raise MingError(f"{where}: unsupported operand of a multiply-accumulate over one element")
+            widened = _widened(maps[i], 1, {})
+            unit = AffineExpr(tuple(int(d == k) for d in range(k + 1)))
+            new_maps.append(AccessMap(k + 1, widened.results[:position] + (unit,) + widened.results[position:]))
+            ins.append(value)
+        return ins, new_maps + [_widened(maps[-1], 1, {})]
 
     def _mapped(self, op, n_in, maps, node, where) -> Mapped | None:
         """A generic of a node that has a table, reading the node's dequantized int8 input (TFLite: the int8
@@ -201,12 +265,17 @@ class GenericMixin:
         self.graph.nodes.append(Upsample(name, node, term.tensor, out, factors))
         return FloatValue(tuple(shape), (replace(term, tensor=out),))
 
-    def _int_generic(self, ins, out_init, maps, iterators, dims, block, node, result, where) -> IntTensor:
-        payload = _int_payload(block, where)
-        # TOSA's pooling passes the window's shape as an empty tensor the body never reads
-        args = list(block.arguments)
-        kept = [i for i, value in enumerate(ins) if not (isinstance(value, Empty) and not list(args[i].uses))]
-        payload = _renumber(payload, {old: new for new, old in enumerate(kept + [len(ins)])})
+    def _int_generic(self, ins, out_init, maps, iterators, dims, block, node, result, where,
+                     payload: Expr | None = None) -> IntTensor:
+        """The integer kernel of a generic; `payload`: its body over `ins` and the accumulator, where the
+        caller rewrote the generic (the block's own body otherwise)."""
+        kept = list(range(len(ins)))
+        if payload is None:
+            payload = _int_payload(block, where)
+            # TOSA's pooling passes the window's shape as an empty tensor the body never reads
+            args = list(block.arguments)
+            kept = [i for i, value in enumerate(ins) if not (isinstance(value, Empty) and not list(args[i].uses))]
+            payload = _renumber(payload, {old: new for new, old in enumerate(kept + [len(ins)])})
         operands = [self._operand(ins[i], maps[i], node, where) for i in kept]
         init = int(out_init.value) if isinstance(out_init, Fill) else None
         if not isinstance(out_init, (Fill, Empty)):
@@ -294,6 +363,48 @@ class GenericMixin:
 
 _INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul",
                "arith.maxsi": "max", "arith.minsi": "min"}
+
+
+def _stride_of(expr: AffineExpr) -> int:
+    """The coefficient of an access `s * d` (one dim, no offset); 0 for any other access."""
+    dims = expr.used_dims()
+    return expr.coeffs[dims[0]] if len(dims) == 1 and not expr.constant else 0
+
+
+def _widened(amap: AccessMap, added: int, unit_terms: dict[int, int]) -> AccessMap:
+    """`amap` over `added` more loop dims; result i plus the new dim unit_terms[i] where given."""
+    num_dims = amap.num_dims + added
+    results = []
+    for i, e in enumerate(amap.results):
+        coeffs = list(e.coeffs) + [0] * added
+        if i in unit_terms:
+            coeffs[unit_terms[i]] = 1
+        results.append(AffineExpr(tuple(coeffs), e.constant))
+    return AccessMap(num_dims, tuple(results))
+
+
+def _drops_unit_window(op, n_in: int, maps, iterators, values) -> bool:
+    """Whether a generic is a pooling or a multiply-accumulate whose reduction loops IREE dropped because each
+    runs once: every iterator parallel, the init (a fill) read as an input element by element and an empty
+    tensor as the init; and either one input read at a stride beside the pooling's empty window shape (a 1x1
+    pool; at stride 1 IREE folds it away), or two inputs that read disjoint dims (an activation and weights
+    that share no axis: no channel of a depthwise conv)."""
+    if n_in != 3 or any(it != PARALLEL for it in iterators) or not isinstance(values.get(op.operands[n_in]), Empty):
+        return False
+    held = [values.get(v) for v in op.operands[:n_in]]
+    fills = [i for i, v in enumerate(held) if isinstance(v, Fill)]
+    if len(fills) != 1 or maps[fills[0]] != maps[-1]:
+        return False
+    args = list(op.regions[0].blocks[0].arguments)
+    if not list(args[fills[0]].uses) or list(args[n_in].uses):
+        return False
+    others = [i for i in range(n_in) if i != fills[0]]
+    windows = [i for i in others if isinstance(held[i], Empty) and not maps[i].results and not list(args[i].uses)]
+    if len(windows) == 1:
+        source = next(i for i in others if i != windows[0])
+        return any(_stride_of(e) > 1 for e in maps[source].results)
+    read = [set(d for e in maps[i].results for d in e.used_dims()) for i in others]
+    return not windows and not (read[0] & read[1])
 
 
 def _copies_its_input(block) -> bool:

@@ -414,8 +414,8 @@ class QuantizeMixin:
         first = value.pieces[0][2]
         rank = len(self.graph.tensors[first.name].shape if isinstance(first, IntTensor) else first.shape)
         lead = len(value.shape) - rank
-        if lead < 0 or any(d != 1 for d in value.shape[:lead]):
-            raise MingError(f"{where}: unsupported concatenation shape")
+        if lead < 0 or any(d != 1 for d in value.shape[:lead]):  # a piece IREE took unit axes from
+            lead = _batch_axes(value.shape, axis)
         pieces = sorted(value.pieces, key=lambda p: p[0][axis])
         inputs = []
         position = 0
@@ -433,6 +433,16 @@ class QuantizeMixin:
 
 
 # ---- helpers ----------------------------------------------------------------
+
+
+def _batch_axes(shape: tuple[int, ...], axis: int) -> int:
+    """The leading axes of size 1 of a concatenation's result before its axis (the batch IREE keeps on the
+    model's tensors): each piece is concatenated in the shape of its slice less them, whatever unit axes IREE
+    dropped from the piece itself (a group of one channel of a grouped convolution comes as an H x W map)."""
+    lead = 0
+    while lead < axis and shape[lead] == 1:
+        lead += 1
+    return lead
 
 
 def _same_axis(axis: int, model_shape: tuple[int, ...], shape: tuple[int, ...]) -> int | None:

@@ -28,9 +28,11 @@ _OP_NAMES = {value: name for name, value in vars(schema.BuiltinOperator).items()
 _REEXPORT = "re-export the model with the TFLite converter"
 
 
-def fold_shape_arithmetic(model: schema.ModelT) -> None:
+def fold_shape_arithmetic(model: schema.ModelT, signatures: dict[int, list[int]] | None = None) -> None:
     """Replace every SHAPE_OPS op, and every CONCATENATION of integer vectors, by the constant it computes;
-    then give each RESHAPE the output shape of its constant target shape."""
+    then give each RESHAPE the output shape of its constant target shape, and the ops after it the shapes
+    that follows (`_settle_dims`). `signatures`: the shape signatures as the model wrote them, of the tensors
+    whose symbolic leading dim was taken for a batch of 1 (`tflite_model.fix_symbolic_batch`)."""
     graph = model.subgraphs[0]
     kept = []
     for operator in graph.operators:
@@ -44,8 +46,11 @@ def fold_shape_arithmetic(model: schema.ModelT) -> None:
             kept.append(operator)
     graph.operators = kept
     for operator in graph.operators:
-        if op_name(model, operator) == "RESHAPE":
+        kind = op_name(model, operator)
+        if kind == "RESHAPE":
             _settle_reshape(model, operator)
+        else:
+            _settle_dims(model, operator, kind, signatures or {})
 
 
 def op_name(model: schema.ModelT, operator) -> str:
@@ -167,6 +172,56 @@ def store_constant(model: schema.ModelT, index: int, value: np.ndarray) -> None:
     tensor.buffer = len(model.buffers) - 1
     tensor.shape = list(value.shape)
     tensor.shapeSignature = None
+
+
+# ops whose output has the shape of their first input (element-wise, tables, the host boundary)
+_SAME_SHAPE_OPS = frozenset({"LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "ELU", "PRELU", "RELU", "RELU6",
+                             "RELU_N1_TO_1", "QUANTIZE", "DEQUANTIZE", "SOFTMAX", "ADD", "MUL", "MAXIMUM",
+                             "MINIMUM"})
+
+
+def _settle_dims(model: schema.ModelT, operator, kind: str, signatures: dict[int, list[int]]) -> None:
+    """An op's output shape from its inputs' static shapes where its signature left a dim symbolic: a
+    CONCATENATION sums them along its axis, a SQUEEZE drops its axes, an element-wise op keeps its input's.
+
+    A symbolic leading dim is the batch only until a RESHAPE merges the batch into another axis (SSD's box heads
+    reshaped to [-1, 4] and concatenated along the anchors): there the converter writes [-1, 4] and a
+    placeholder [1, 4], and the batch of 1 would say 1 row where the RESHAPE (settled from its target) gives
+    N. The shapes written after a settled RESHAPE are replaced by those its inputs give; a shape the
+    signature contradicts, and the other ops, stay as written."""
+    graph = model.subgraphs[0]
+    index = operator.outputs[0]
+    output = graph.tensors[index]
+    signature = signatures.get(index, output.shapeSignature)
+    if signature is None or not any(int(d) < 0 for d in signature) or \
+            kind not in _SAME_SHAPE_OPS | {"CONCATENATION", "SQUEEZE"}:
+        return
+    inputs = [graph.tensors[i] for i in operator.inputs if i >= 0]
+    if any(t.shapeSignature is not None and any(int(d) < 0 for d in t.shapeSignature) for t in inputs):
+        return  # an input still open: nothing to settle from
+    shape = _settled_shape(operator, kind, [[int(d) for d in t.shape] for t in inputs])
+    if shape is None or len(shape) != len(signature) or \
+            any(int(d) >= 0 and int(d) != size for d, size in zip(signature, shape)):
+        return  # the signature says otherwise: left to the converter's own check
+    output.shape = shape
+    output.shapeSignature = list(shape)
+
+
+def _settled_shape(operator, kind: str, shapes: list[list[int]]) -> list[int] | None:
+    shape = list(shapes[0])
+    if kind == "CONCATENATION":
+        axis = operator.builtinOptions.axis if operator.builtinOptions is not None else 0
+        axis = axis + len(shape) if axis < 0 else axis
+        if not 0 <= axis < len(shape) or any(len(s) != len(shape) for s in shapes):
+            return None
+        shape[axis] = sum(s[axis] for s in shapes)
+    elif kind == "SQUEEZE":
+        dims = list(operator.builtinOptions.squeezeDims or []) if operator.builtinOptions is not None else []
+        dims = [d + len(shape) if d < 0 else d for d in dims] or [a for a, size in enumerate(shape) if size == 1]
+        shape = [size for a, size in enumerate(shape) if a not in dims]
+    elif kind in ("ADD", "MUL", "MAXIMUM", "MINIMUM") and any(s != shape for s in shapes):
+        return None  # a broadcast: not settled here
+    return shape
 
 
 def _settle_reshape(model: schema.ModelT, operator) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections import Counter
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,6 +39,8 @@ from .layout import channels_first
 from . import iree_compile, isolated
 from .facts import FrontendFacts, ModelPort
 from .lift import Lifter
+from .tflite_grouped import one_channel_groups_as_whole_convs
+from .tflite_windows import unit_axis_windows_as_one_tap
 from .tflite_fold import RESIZE_OPS, SHAPE_OPS, fold_shape_arithmetic, op_name, resizes_as_repeats, tensor_name
 from .tflite_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables, with_stand_ins
 from .tflite_transpose_conv import transpose_convs_as_phases
@@ -178,7 +181,7 @@ def check_structure(model: schema.ModelT) -> None:
                             f"{len(codes)} operator codes); {_DAMAGED}")
         kind = op_name(model, operator)
         label = f"{label} ({kind})"
-        if kind in SPLIT_OPS:
+        if kind in SPLIT_OPS or kind == "CUSTOM":
             if not outputs:
                 raise MingError(f"{label} has no outputs, TFLite's {kind} has one per part; {_DAMAGED}")
         elif len(outputs) != 1:
@@ -190,6 +193,8 @@ def check_structure(model: schema.ModelT) -> None:
                 if not 0 <= index < len(tensors):
                     raise MingError(f"{label}: {field} {slot} is tensor index {index}, out of range (the model has "
                                     f"{len(tensors)} tensors); {_DAMAGED}")
+        if kind == "CUSTOM":
+            raise MingError(_custom_op_refusal(model, operator))
         if kind not in _INPUTS:
             continue  # an op ming does not take: check_supported names it
         fewest, most = _INPUTS[kind]
@@ -202,6 +207,27 @@ def check_structure(model: schema.ModelT) -> None:
         if kind in _REQUIRED_OPTIONS and (not options_type or operator.builtinOptions is None):
             raise MingError(f"{label} has no builtin options ({kind} needs its strides, padding or axis); "
                             f"{_DAMAGED}")
+
+
+# SSD's box decoding and non-maximum suppression (TensorFlow's object detection API writes it as a custom op)
+DETECTION_POSTPROCESS = "TFLite_Detection_PostProcess"
+
+
+def _custom_op_refusal(model: schema.ModelT, operator) -> str:
+    """One line naming a custom op by its code and its first output; for SSD's detection post-processing, the
+    tensors to cut the model at (its raw box encodings and class scores: the model's outputs without it)."""
+    graph = model.subgraphs[0]
+    code = (model.operatorCodes[operator.opcodeIndex].customCode or b"").decode(errors="backslashreplace") or "?"
+    outputs = [i for i in (operator.outputs if operator.outputs is not None else []) if i >= 0]
+    label = f"node '{tensor_name(graph.tensors[outputs[0]])}'" if outputs else "a node"
+    if code == DETECTION_POSTPROCESS:
+        inputs = [f"'{tensor_name(graph.tensors[i])}'" for i in list(operator.inputs if operator.inputs is not None else [])[:2] if i >= 0]
+        return (f"{label} (custom op {code}: SSD's box decoding and non-maximum suppression) runs on no "
+                f"accelerator ming builds; cut the model before it, so that its outputs are the raw box encodings "
+                f"and class scores {' and '.join(inputs)}, and decode the boxes and run the suppression on the host "
+                f"(with the anchors the op holds)")
+    return (f"{label} (custom op {code}) is not supported: ming compiles TFLite builtin ops; cut the model "
+            f"before it or re-export it without custom ops")
 
 
 def check_tensors(model: schema.ModelT) -> None:
@@ -247,17 +273,20 @@ def check_tensors(model: schema.ModelT) -> None:
 def fix_symbolic_batch(model: schema.ModelT) -> list[str]:
     """Batch 1 where the shape signature leaves the batch dimension open (-1), with a note per model input;
     then the shape arithmetic over the now static shapes folded to constants (`tflite_fold`), which settles
-    the output shape of every RESHAPE that depended on the batch."""
+    the output shape of every RESHAPE that depended on the batch, and of the ops after a RESHAPE that merged
+    the batch into another axis (where the leading -1 was no batch)."""
     graph = model.subgraphs[0]
     notes = []
+    written = {}  # the signatures as the model wrote them, of the tensors whose leading -1 becomes 1
     for index, tensor in enumerate(graph.tensors):
         signature = tensor.shapeSignature
         if signature is not None and len(signature) > 1 and signature[0] == -1:
+            written[index] = [int(d) for d in signature]
             tensor.shapeSignature = [1] + list(signature[1:])
             tensor.shape = [1] + list(tensor.shape[1:])
             if index in graph.inputs:
                 notes.append(f"'{tensor_name(tensor)}' has a symbolic batch dimension; compiled for batch 1")
-    fold_shape_arithmetic(model)
+    fold_shape_arithmetic(model, written)
     for tensor in graph.tensors:
         if tensor.shapeSignature is not None and any(d < 0 for d in tensor.shapeSignature):
             raise MingError(f"tensor '{tensor_name(tensor)}' has a dynamic shape {list(tensor.shapeSignature)}; "
@@ -366,16 +395,39 @@ def _flatbuffer(model: schema.ModelT) -> bytes:
     return bytes(builder.Output())
 
 
-def import_to_linalg(model: schema.ModelT, path: Path) -> str:
+def import_to_linalg(model: schema.ModelT, path: Path, rewritten: str = "") -> str:
     """The model as integer linalg-on-tensors MLIR text, through TOSA bytecode; the converter runs in a
-    child process (`isolated`): a malformed model that crashes it costs the child, not ming."""
+    child process (`isolated`): a malformed model that crashes it costs the child, not ming. `rewritten`: what
+    ming changed in the flatbuffer (`rewrites`), said where the converter fails."""
     with tempfile.TemporaryDirectory(prefix="ming-") as scratch:  # the converter reads and writes files
         staged, tosa = Path(scratch) / "model.tflite", Path(scratch) / "model.mlirbc"
         staged.write_bytes(_flatbuffer(model))
         isolated.run([sys.executable, "-m", "ming_py.frontends.tosa_convert", str(staged), str(tosa)],
-                     "the TFLite converter", str(path))
+                     "the TFLite converter", str(path), rewritten=rewritten)
         bytecode = tosa.read_bytes()
     return iree_compile.lower(bytecode, IREE_FLAGS, str(path))
+
+
+def _op_counts(model: schema.ModelT) -> Counter:
+    return Counter(op_name(model, op) for op in model.subgraphs[0].operators)
+
+
+def _signatures(model: schema.ModelT) -> list:
+    return [None if t.shapeSignature is None else [int(d) for d in t.shapeSignature]
+            for t in model.subgraphs[0].tensors]
+
+
+def rewrites(before: Counter, after: Counter, shapes_set: bool) -> str:
+    """What ming changed in a flatbuffer, in words ("" for nothing): the batch fixed, the ops it removed and
+    added (shape arithmetic folded, resizes, transposed and grouped convolutions rewritten, the host's ops)."""
+    removed = before - after
+    added = after - before
+    parts = ["set the model's symbolic shapes to static ones (batch 1)"] if shapes_set else []
+    if removed:
+        parts.append("removed " + ", ".join(f"{n} {kind}" for kind, n in sorted(removed.items())))
+    if added:
+        parts.append("added " + ", ".join(f"{n} {kind}" for kind, n in sorted(added.items())))
+    return "; ".join(parts)
 
 
 def _port(graph, index: int) -> ModelPort:
@@ -388,9 +440,12 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
     path = Path(path)
     model = load_tflite(path)
     check_supported(model)
+    ops_before, signatures_before = _op_counts(model), _signatures(model)
     notes = fix_symbolic_batch(model)
     resizes = resizes_as_repeats(model)
     transpose_convs_as_phases(model)
+    unit_axis_windows_as_one_tap(model)
+    one_channel_groups_as_whole_convs(model)
     boundary = split_host_boundary(model)
     graph = model.subgraphs[0]
     for operator in graph.operators:
@@ -398,7 +453,9 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
             raise MingError(f"node '{tensor_name(graph.tensors[operator.outputs[0]])}' ({op_name(model, operator)}) "
                             "is supported only as the model's first (QUANTIZE) or last (SOFTMAX, DEQUANTIZE) op")
     tables = node_tables(model, str(path))
-    text = import_to_linalg(with_stand_ins(model), path)
+    staged = with_stand_ins(model)
+    rewritten = rewrites(ops_before, _op_counts(staged), _signatures(model) != signatures_before)
+    text = import_to_linalg(staged, path, rewritten)
     name = name or path.stem
     op_types = {tensor_name(graph.tensors[op.outputs[0]]): op_name(model, op) for op in graph.operators}
     with ir.Context() as context:

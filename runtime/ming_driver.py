@@ -382,8 +382,8 @@ def _port_problem(port: dict, name: str) -> str | None:
     if len(stream) != 3 or 0 in stream:
         return f"'{name}.stream_shape' is {stream}, not three positive sizes (C, H, W)"
     values = math.prod(stream)
-    for key in ("onnx_shape", "array_shape"):
-        if not port[key] or 0 in port[key] or math.prod(port[key]) != values:
+    for key in ("onnx_shape", "array_shape"):  # an array of one value may be a scalar (IREE folds a 1 x 1 port)
+        if (key == "onnx_shape" and not port[key]) or 0 in port[key] or math.prod(port[key]) != values:
             return (f"'{name}.{key}' is {port[key]}: its {math.prod(port[key])} values are not the "
                     f"{values} of 'stream_shape' {stream}")
     if port["words"] != ming_host.words_per_image(values):

@@ -38,14 +38,18 @@ SUPPORTED = {
     "grouped_conv_1x1_stride_2_same": Case("tflite", (24, 3, 3), (Conv(16, (1, 1), (2, 2), padding="same", groups=8),)),
     "grouped_conv_1x1_stride_2x1_then_conv": Case(
         "tflite", (6, 5, 5), (Conv(6, (1, 1), (2, 1), padding="valid", groups=3), Conv(4, (3, 3)))),
+    # a SAME window over a 1x1x1 map: its one tap that meets the map (tflite_windows), a 1x1 window
+    "add_of_maxpool_and_conv_on_1x1x1": Case("tflite", (1, 1, 1), (Join(
+        "add", (Pool("max", (1, 2), (1, 2), "same"),), (Conv(1, (1, 2), (1, 2), padding="same"),)),)),
+    "conv_1x2_same_on_1x1x1": Case("tflite", (1, 1, 1), (Conv(1, (1, 2), (1, 2), padding="same"),)),
 }
 
 # refused by a MingError naming the layer
 REFUSED = {
-    # a window over padding whose output is one value (one channel, 1 x 1): a map of a single channel
-    "add_of_maxpool_and_conv_on_1x1x1": (Case("tflite", (1, 1, 1), (Join(
-        "add", (Pool("max", (1, 2), (1, 2), "same"),), (Conv(1, (1, 2), (1, 2), padding="same"),)),)), "conv2_out"),
-    "conv_1x2_same_on_1x1x1": (Case("tflite", (1, 1, 1), (Conv(1, (1, 2), (1, 2), padding="same"),)), "conv0_out"),
+    # a window over padding whose output is one value (one channel, 1 x 1): a map of a single channel (ONNX: TFLite's
+    # SAME windows on a 1x1x1 map are their one tap, above)
+    "onnx_conv_1x2_padded_on_1x1x1": (Case("qdq_int8", (1, 1, 1), (Conv(1, (1, 2), (1, 2), padding=(0, 0, 0, 1)),)),
+                                      "conv0"),
 }
 
 

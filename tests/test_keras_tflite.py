@@ -24,17 +24,23 @@ from ming_py.pipeline import lift
 
 KERAS = Path(__file__).parent / "data" / "keras"
 ACCEPTED = (
+    "binary_classifier.tflite",
     "conv1d_flatten.tflite",
     "efficientnet_lite_block.tflite",
     "flatten_dense.tflite",
     "grouped_conv.tflite",
+    "grouped_conv_output.tflite",
+    "grouped_conv_shapes.tflite",
     "kws_conv1d.tflite",
     "maximum_minimum.tflite",
     "mobilenet_v2.tflite",
     "mobilenet_v3_small.tflite",
     "mobilenet_v3_small_minimalistic.tflite",
+    "one_value_regressor.tflite",
+    "resnet_v2_shortcut.tflite",
     "segmentation_head.tflite",
     "shufflenet_block.tflite",
+    "strided_subsample_input.tflite",
     "transpose_conv.tflite",
     "two_head_detector.tflite",
     "two_head_detector_float_io.tflite",

@@ -47,6 +47,22 @@ the converter writes, untouched:
   converter gives their inputs and output one scale), CONCATENATION.
 - dense_to_map.tflite: a decoder's start, Dense reshaped into a 4x4x4 map and convolved.
 - transpose_conv.tflite: Conv2DTranspose upsampling by 2 (TRANSPOSE_CONV).
+- resnet_v2_shortcut.tflite: Keras ResNetV2's block2 (pre-activation BatchNorm + ReLU, 1x1, ZeroPadding2D + strided
+  3x3, 1x1, ADD) whose shortcut, where the block strides, is `MaxPooling2D(1, strides=2)` (a MAX_POOL_2D with a 1x1
+  window: a strided subsample), on 15x15 and 8x8 maps; MEAN, FULLY_CONNECTED.
+- strided_subsample_input.tflite: MaxPooling2D(1, strides=2) on the input, AveragePooling2D(1, strides=(1, 2),
+  padding='same') after a conv.
+- binary_classifier.tflite: GlobalAveragePooling2D into Dense(1, activation='sigmoid') (FULLY_CONNECTED to one
+  unit, LOGISTIC) and Dense(1, activation='tanh'): two one-value outputs.
+- one_value_regressor.tflite: TFLite Micro's hello_world shape, Dense 1 -> 16 -> 16 -> 1, then hard-swish
+  (HARD_SWISH): a one-value input and output.
+- grouped_conv_shapes.tflite: Conv2D(groups=g) on a map one row high: 8 groups of one channel, 2 groups feeding an
+  ADD, 4 groups into a MaxPooling2D, and 4 groups as the model's output.
+- grouped_conv_output.tflite: a 3x3 Conv2D in 4 groups as the model's last layer.
+- ssd_head.tflite: SSD's box and class heads on two feature maps, each Reshape((-1, 4)) or Reshape((-1, classes))
+  (SHAPE, STRIDED_SLICE, PACK, RESHAPE for a symbolic batch), CONCATENATION along the anchors: two outputs.
+- ssd_flat_head.tflite: the same heads flattened with the batch (`ops.reshape(x, (-1, 4))`: shapes [-1, 4] whose
+  -1 is no batch), concatenated along axis 0, LOGISTIC on the class scores.
 - segmentation_head.tflite: a strided encoder, UpSampling2D(interpolation='bilinear') (RESIZE_BILINEAR with
   half-pixel centres), CONCATENATION with the skip, a 1x1 classifier per pixel.
 
@@ -260,6 +276,113 @@ def segmentation_head() -> keras.Model:
     return keras.Model(inputs, layers.Conv2D(4, 1)(_conv_bn(x, 8, 3, activation="relu")))
 
 
+def _resnet_v2_block(x, filters, stride):
+    """Keras ResNetV2's block2 without a conv shortcut: pre-activation, the shortcut a MaxPooling2D(1, strides)
+    (a strided subsample) where the block strides, 1x1, ZeroPadding2D + 3x3 at the stride, 1x1, Add."""
+    preact = layers.Activation("relu")(layers.BatchNormalization(epsilon=1.001e-5)(x))
+    shortcut = layers.MaxPooling2D(1, strides=stride)(x) if stride > 1 else x
+    y = _conv_bn(preact, filters, 1, activation="relu")
+    y = layers.ZeroPadding2D(((1, 1), (1, 1)))(y)
+    y = layers.Conv2D(filters, 3, strides=stride, use_bias=False)(y)
+    y = layers.Activation("relu")(layers.BatchNormalization(epsilon=1.001e-5)(y))
+    y = layers.Conv2D(x.shape[-1], 1)(y)
+    return layers.Add()([shortcut, y])
+
+
+def resnet_v2_shortcut() -> keras.Model:
+    """ResNetV2's strided blocks (the last block of each stack, `MaxPooling2D(1, strides=2)` as the shortcut),
+    one of them at the map's odd size, and a subsampled input."""
+    inputs = keras.Input((15, 15, 3))
+    x = _conv_bn(inputs, 16, 3, activation=None)
+    x = _resnet_v2_block(x, 8, 2)  # 8x8
+    x = _resnet_v2_block(x, 8, 1)
+    x = _resnet_v2_block(x, 8, 2)  # 4x4
+    x = layers.GlobalAveragePooling2D()(layers.Activation("relu")(layers.BatchNormalization()(x)))
+    return keras.Model(inputs, layers.Dense(10)(x))
+
+
+def strided_subsample_input() -> keras.Model:
+    """MaxPooling2D(1, strides=2) and AveragePooling2D(1, strides=(1, 2), padding='same') straight on the input."""
+    inputs = keras.Input((9, 12, 3))
+    x = layers.MaxPooling2D(1, strides=2)(inputs)  # 5x6
+    x = _conv_bn(x, 8, 3, activation="relu")
+    x = layers.AveragePooling2D(1, strides=(1, 2), padding="same")(x)  # 5x3
+    return keras.Model(inputs, _conv_bn(x, 8, 1, activation=None))
+
+
+def binary_classifier() -> keras.Model:
+    """A binary classifier's head: GlobalAveragePooling2D, Dense(1, activation='sigmoid') (FULLY_CONNECTED to one
+    unit, LOGISTIC); beside it a one-unit tanh score (Dense(1, activation='tanh'))."""
+    inputs = keras.Input((8, 8, 3))
+    x = _conv_bn(inputs, 8, 3, strides=2, activation="relu")
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, [layers.Dense(1, activation="sigmoid")(x), layers.Dense(1, activation="tanh")(x)])
+
+
+def one_value_regressor() -> keras.Model:
+    """TFLite Micro's hello_world shape (1 -> 16 -> 16 -> 1) with a hard-swish output: one-value tensors at both
+    ends."""
+    inputs = keras.Input((1,))
+    x = layers.Dense(16, activation="relu")(inputs)
+    x = layers.Dense(16, activation="relu")(x)
+    return keras.Model(inputs, layers.Activation("hard_swish")(layers.Dense(1)(x)))
+
+
+def grouped_conv_shapes() -> keras.Model:
+    """Grouped convolutions where the groups' results are the model's output, one channel per group, on a map
+    one row high, and feeding a pool and an Add."""
+    inputs = keras.Input((1, 16, 8))
+    x = layers.Conv2D(8, 3, padding="same", groups=8, use_bias=False)(inputs)  # one channel per group, 1 row
+    x = layers.Activation("relu")(layers.BatchNormalization()(x))
+    y = layers.Conv2D(8, (1, 3), padding="same", groups=2)(x)
+    x = layers.Add()([x, y])
+    x = layers.MaxPooling2D((1, 2))(layers.Conv2D(16, (1, 3), padding="same", groups=4, activation="relu")(x))
+    return keras.Model(inputs, layers.Conv2D(8, (1, 3), padding="same", groups=4)(x))
+
+
+def grouped_conv_output() -> keras.Model:
+    """A ResNeXt-like map whose last layer, the model's output, is a 3x3 convolution in 4 groups."""
+    inputs = keras.Input((8, 8, 3))
+    x = _conv_bn(inputs, 16, 3, activation="relu")
+    return keras.Model(inputs, layers.Conv2D(8, 3, padding="same", groups=4)(x))
+
+
+def ssd_head() -> keras.Model:
+    """SSD-MobileNet's head on two feature maps (8x8 and 4x4): per map a box conv (anchors x 4) and a class conv
+    (anchors x classes), each reshaped to [-1, N, 4] or [-1, N, classes] and concatenated over the maps along
+    the anchors, two outputs (raw boxes, class logits); the converter writes the reshapes for a symbolic batch."""
+    anchors, classes = 3, 5
+    inputs = keras.Input((16, 16, 3))
+    x = _conv_bn(inputs, 16, 3, strides=2)
+    x = _conv_bn(x, None, 3, depthwise=True)
+    first = _conv_bn(x, 16, 1)  # 8x8
+    x = _conv_bn(first, None, 3, strides=2, depthwise=True)
+    second = _conv_bn(x, 24, 1)  # 4x4
+    boxes, scores = [], []
+    for feature in (first, second):
+        boxes.append(layers.Reshape((-1, 4))(layers.Conv2D(anchors * 4, 1)(feature)))
+        scores.append(layers.Reshape((-1, classes))(layers.Conv2D(anchors * classes, 1)(feature)))
+    return keras.Model(inputs, [layers.Concatenate(axis=1)(boxes), layers.Concatenate(axis=1)(scores)])
+
+
+def ssd_flat_head() -> keras.Model:
+    """The SSD head with the batch merged into the anchors (`ops.reshape(x, (-1, 4))`, as TensorFlow's object
+    detection API flattens box encodings): the converter writes [-1, 4] (the -1 no batch) for the reshapes,
+    their CONCATENATION along axis 0, and the sigmoid (LOGISTIC) of the class scores."""
+    anchors, classes = 3, 5
+    inputs = keras.Input((16, 16, 3))
+    x = _conv_bn(inputs, 16, 3, strides=2)
+    first = _conv_bn(x, 16, 1)  # 8x8
+    x = _conv_bn(first, None, 3, strides=2, depthwise=True)
+    second = _conv_bn(x, 24, 1)  # 4x4
+    boxes, scores = [], []
+    for feature in (first, second):
+        boxes.append(keras.ops.reshape(layers.Conv2D(anchors * 4, 1)(feature), (-1, 4)))
+        scores.append(keras.ops.reshape(layers.Conv2D(anchors * classes, 1)(feature), (-1, classes)))
+    scores = layers.Activation("sigmoid")(keras.ops.concatenate(scores, axis=0))
+    return keras.Model(inputs, [keras.ops.concatenate(boxes, axis=0), scores])
+
+
 # name -> (builder, float input and output)
 MODELS = {
     "mobilenet_v2": (mobilenet_v2, False),
@@ -277,6 +400,14 @@ MODELS = {
     "maximum_minimum": (maximum_minimum, False),
     "transpose_conv": (transpose_conv, False),
     "segmentation_head": (segmentation_head, False),
+    "resnet_v2_shortcut": (resnet_v2_shortcut, False),
+    "strided_subsample_input": (strided_subsample_input, False),
+    "binary_classifier": (binary_classifier, False),
+    "one_value_regressor": (one_value_regressor, False),
+    "grouped_conv_shapes": (grouped_conv_shapes, False),
+    "grouped_conv_output": (grouped_conv_output, False),
+    "ssd_head": (ssd_head, False),
+    "ssd_flat_head": (ssd_flat_head, False),
 }
 
 
