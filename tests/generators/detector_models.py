@@ -35,7 +35,7 @@ from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantTy
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "detectors"
 SEED = 11
-QUANTIZED_OPS = ["Conv", "Relu", "Transpose", "Reshape", "Concat"]
+QUANTIZED_OPS = ["Conv", "Relu"]
 
 
 class _Builder:
@@ -87,6 +87,11 @@ def _flatten_by_slice(b: _Builder, x: str, k: int) -> str:
     return b.node("Reshape", [nhwc, shape])
 
 
+def _unsqueeze(b: _Builder, x: str, axis: int) -> str:
+    """Unsqueeze of opset 13 (axes as an input)."""
+    return b.node("Unsqueeze", [x, b.constant("axes", np.array([axis], np.int64))])
+
+
 def _anchors(maps, per_position: int, size: int) -> tuple[np.ndarray, np.ndarray]:
     """Anchor centres and sizes (1, anchors, 2) in the order the flattened heads give (row, column, anchor)."""
     centres, sizes = [], []
@@ -100,7 +105,8 @@ def _anchors(maps, per_position: int, size: int) -> tuple[np.ndarray, np.ndarray
     return (np.array(centres, np.float32)[None], np.array(sizes, np.float32)[None])
 
 
-def face_detector() -> onnx.ModelProto:
+def face_detector(concatenated: bool) -> onnx.ModelProto:
+    """The heads of the three maps concatenated before decoding (`concatenated`), or decoded per map."""
     b = _Builder(SEED)
     size, per_position = 32, 2
     x = "input"
@@ -113,62 +119,68 @@ def face_detector() -> onnx.ModelProto:
         for head, k in (("scores", 1), ("centres", 2), ("sizes", 2)):
             y = b.conv(feature, 16, per_position * k, 1, 1, False, f"{head}{number}")
             heads[head].append(flatten(b, y, k))
-    scores, centres, sizes = (b.node("Concat", heads[h], f"{h}_concat", axis=1) for h in heads)
-    anchor_xy, anchor_wh = _anchors((8, 4, 2), per_position, size)
-    wh = b.constant("anchor_wh", anchor_wh)
-    outputs = {
-        "scores": b.node("Sigmoid", [scores], "scores_sigmoid"),
-        "centres": b.node("Add", [b.node("Mul", [b.node("Mul", [centres, b.constant("variance",
-                                                                                    np.float32(0.1))]), wh]),
-                                  b.constant("anchor_xy", anchor_xy)], "centres_decoded"),
-        "sizes": b.node("Mul", [b.node("Exp", [b.node("Mul", [sizes, b.constant("variance",
-                                                                                np.float32(0.2))])]), wh],
-                        "sizes_decoded"),
-    }
-    for name, tensor in outputs.items():
-        b.nodes.append(helper.make_node("Identity", [tensor], [name], name=f"{name}_output"))
-    anchors = anchor_xy.shape[1]
+    levels = [slice(None)] if concatenated else [slice(number, number + 1) for number in range(3)]
+    sides = [(8, 4, 2)] if concatenated else [(8,), (4,), (2,)]
+    outputs = []
+    for level, maps in zip(levels, sides):
+        xy, wh = _anchors(maps, per_position, size)
+        suffix = "" if concatenated else str(maps[0])
+        scores, centres, sizes = (b.node("Concat", heads[h][level], f"{h}_concat", axis=1) if concatenated
+                                  else heads[h][level][0] for h in heads)
+        decoded = _decode(b, scores, centres, sizes, xy, wh)
+        for (name, k), tensor in zip((("scores", 1), ("centres", 2), ("sizes", 2)), decoded):
+            b.nodes.append(helper.make_node("Identity", [tensor], [name + suffix], name=f"{name}{suffix}_output"))
+            outputs.append(helper.make_tensor_value_info(name + suffix, TensorProto.FLOAT,
+                                                         ["batch", xy.shape[1], k]))
     graph = helper.make_graph(
-        b.nodes, "face_detector",
-        [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["batch", 3, size, size])],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", anchors, k])
-         for n, k in (("scores", 1), ("centres", 2), ("sizes", 2))], b.initializers)
+        b.nodes, "face_detector", [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["batch", 3, size, size])],
+        outputs, b.initializers)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)])
+
+
+def _decode(b: _Builder, scores: str, centres: str, sizes: str, anchor_xy: np.ndarray,
+            anchor_wh: np.ndarray) -> tuple[str, str, str]:
+    """Sigmoid(scores), centres * 0.1 * anchor_wh + anchor_xy, Exp(sizes * 0.2) * anchor_wh."""
+    wh = b.constant("anchor_wh", anchor_wh)
+    return (b.node("Sigmoid", [scores], "scores_sigmoid"),
+            b.node("Add", [b.node("Mul", [b.node("Mul", [centres, b.constant("variance", np.float32(0.1))]), wh]),
+                           b.constant("anchor_xy", anchor_xy)], "centres_decoded"),
+            b.node("Mul", [b.node("Exp", [b.node("Mul", [sizes, b.constant("variance", np.float32(0.2))])]), wh],
+                   "sizes_decoded"))
 
 
 def ssd_tile() -> onnx.ModelProto:
     b = _Builder(SEED + 1)
-    size, side, per_position = 16, 4, 1
+    size, side, per_position = 16, 4, 2
     x = "input"
     nchw = b.node("Transpose", [x], "input_nchw", perm=[0, 3, 1, 2])
     feature = b.conv(b.conv(nchw, 3, 8, 3, 2, True, "stem"), 8, 16, 3, 2, True, "stage1")  # 4 x 4
     loc = _flatten_by_slice(b, b.conv(feature, 16, 4 * per_position, 1, 1, False, "loc"), 4)
     cls = _flatten_by_slice(b, b.conv(feature, 16, per_position, 1, 1, False, "cls"), 1)
-    # the anchor grid in the graph: (column, row) centres of a side x side grid, then sizes
+    # the anchor grid in the graph: (column, row) centres of a side x side grid, per_position anchors each
+    anchors = side * side * per_position
     steps = b.node("Add", [b.node("Mul", [b.node("Cast", [b.node("Range", [
         b.constant("start", np.int64(0)), b.constant("limit", np.int64(side)), b.constant("delta", np.int64(1))])],
-        to=TensorProto.FLOAT), b.constant("step", np.float32(size / side))]), b.constant("half",
-                                                                                           np.float32(size / side / 2))])
+        to=TensorProto.FLOAT), b.constant("step", np.float32(size / side))]),
+        b.constant("half", np.float32(size / side / 2))])
     grid_shape = b.constant("grid", np.array([side, side], np.int64))
-    columns = b.node("Expand", [b.node("Unsqueeze", [steps, b.constant("axes", np.array([0], np.int64))]), grid_shape])
-    rows = b.node("Expand", [b.node("Unsqueeze", [steps, b.constant("axes", np.array([1], np.int64))]), grid_shape])
-    centres = b.node("Reshape", [b.node("Concat", [b.node("Unsqueeze", [columns, b.constant("axes", np.array([2], np.int64))]),
-                                                   b.node("Unsqueeze", [rows, b.constant("axes", np.array([2], np.int64))])], axis=2),
-                                 b.constant("centres_shape", np.array([1, side * side, 2], np.int64))])
-    sizes = b.node("Add", [b.node("ConstantOfShape", [b.constant("sizes_shape",
-                                                                  np.array([1, side * side, 2], np.int64))],
+    columns = b.node("Expand", [_unsqueeze(b, steps, 0), grid_shape])
+    rows = b.node("Expand", [_unsqueeze(b, steps, 1), grid_shape])
+    grid = b.node("Concat", [_unsqueeze(b, columns, 2), _unsqueeze(b, rows, 2)], axis=2)  # (side, side, 2)
+    per_anchor = b.node("Expand", [_unsqueeze(b, grid, 2), b.constant("anchor_grid", np.array(
+        [side, side, per_position, 2], np.int64))])
+    centres = b.node("Reshape", [per_anchor, b.constant("centres_shape", np.array([1, anchors, 2], np.int64))])
+    sizes = b.node("Add", [b.node("ConstantOfShape", [b.constant("sizes_shape", np.array([1, anchors, 2], np.int64))],
                                   value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.0])),
                            b.constant("size", np.float32(size / side))])
-    anchors = b.node("Concat", [centres, sizes], axis=2)  # (1, 16, 4): x, y, w, h
-    anchor_wh = b.node("Concat", [sizes, sizes], axis=2)
+    anchor_wh = b.node("Concat", [sizes, sizes], axis=2)  # (1, anchors, 4): w, h, w, h
     anchor_xy = b.node("Concat", [centres, b.node("ConstantOfShape", [b.constant(
-        "zeros_shape", np.array([1, side * side, 2], np.int64))])], axis=2)
+        "zeros_shape", np.array([1, anchors, 2], np.int64))])], axis=2)  # x, y, 0, 0
     repeats = b.node("Concat", [b.node("Slice", [b.node("Shape", [x]), b.constant("start", np.array([0], np.int64)),
                                                  b.constant("end", np.array([1], np.int64))]),
                                 b.constant("ones", np.array([1, 1], np.int64))], axis=0)
     tiled_wh = b.node("Tile", [anchor_wh, repeats], "anchor_wh_tiled")
     tiled_xy = b.node("Tile", [anchor_xy, repeats], "anchor_xy_tiled")
-    del anchors
     boxes = b.node("Add", [b.node("Mul", [b.node("Mul", [loc, b.constant("variance", np.float32(0.1))]),
                                           tiled_wh]), tiled_xy], "boxes_decoded")
     scores = b.node("Sigmoid", [cls], "scores_sigmoid")
@@ -177,8 +189,8 @@ def ssd_tile() -> onnx.ModelProto:
     graph = helper.make_graph(
         b.nodes, "ssd_tile",
         [helper.make_tensor_value_info(x, TensorProto.FLOAT, ["unk__0", size, size, 3])],
-        [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, ["unk__0", side * side, 4]),
-         helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["unk__0", side * side, 1])], b.initializers)
+        [helper.make_tensor_value_info("boxes", TensorProto.FLOAT, ["unk__0", anchors, 4]),
+         helper.make_tensor_value_info("scores", TensorProto.FLOAT, ["unk__0", anchors, 1])], b.initializers)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
@@ -252,8 +264,8 @@ def _rescale(node: onnx.NodeProto, initializers: dict, new: np.ndarray) -> None:
 
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    face = quantize(face_detector(), OUT / "face_detector_pot.onnx")
-    power_of_two_scales(face)
+    for concatenated, name in ((True, "face_detector_pot.onnx"), (False, "face_detector_levels_pot.onnx")):
+        power_of_two_scales(quantize(face_detector(concatenated), OUT / name))
     quantize(ssd_tile(), OUT / "ssd_tile.onnx")
     for path in sorted(OUT.glob("*.onnx")):
         model = onnx.load(str(path))
