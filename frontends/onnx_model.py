@@ -32,7 +32,7 @@ from .onnx_converters import constants_as_initializers, rewrite_converter_idioms
 from .facts import FrontendFacts, ModelPort, QuantizedWeights
 from .lift import Lifter
 from .onnx_geometry import check_pads, prepare_resizes
-from .onnx_tail import split_host_tails, with_host_tails
+from .onnx_tail import check_float_postprocessing, split_host_tails, with_host_tails
 from .ort_kernels import float_averages, qlinear_kernels
 from .onnx_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables
 
@@ -364,6 +364,7 @@ def import_onnx(path: str | Path, name: str | None = None) -> Graph:
     kernels = qlinear_kernels(model)  # of the model as written: onnxruntime runs that one
     averages = float_averages(model, kernels)
     types = onnx_formats.to_int8_qdq(model)
+    check_float_postprocessing(model, path)
     check_supported(model)
     rewrite_converter_idioms(model)
     tails = split_host_tails(model, path)

@@ -80,7 +80,8 @@ class _Model:
             for name in node.input:
                 self.consumers.setdefault(name, []).append(node)
         self.initializers = {i.name: i for i in graph.initializer}
-        self.constant = set(self.initializers)
+        self.constant = set(self.initializers)  # and what shape arithmetic computes: constant at batch 1
+        self.constant.update(node.output[0] for node in graph.node if node.op_type == "Shape")
         for node in graph.node:
             if node.input and all(name in self.constant for name in node.input if name):
                 self.constant.update(node.output)
@@ -99,6 +100,10 @@ class _Model:
             return ort_dequantize_linear(values, scale, int(np.asarray(zero_point).reshape(())))
         raise MingError(f"node '{reader.name}' ({reader.op_type}) reads the constant '{name}', which ming cannot "
                         "evaluate (a constant subgraph it does not fold); make it an initializer")
+
+    def readers(self, tensor: str) -> list[onnx.NodeProto]:
+        """The nodes that read `tensor`'s values (not a Shape: its result is constant at batch 1)."""
+        return [node for node in self.consumers.get(tensor, []) if node.op_type != "Shape"]
 
     def computed_inputs(self, node: onnx.NodeProto) -> list[str]:
         return [name for name in node.input if name and name not in self.constant]
@@ -153,10 +158,10 @@ def _chain_problem(model: _Model, region: _Region) -> tuple[onnx.NodeProto, str]
         return region.nodes[0], f"reads '{dequantize.output[0]}', dequantized per channel"
     tensor = dequantize.output[0]
     for node in region.nodes:
-        readers = [n for n in model.consumers.get(tensor, []) if any(n is r for r in region.nodes)]
-        if len(readers) != 1 or readers[0] is not node:
+        readers = model.readers(tensor)
+        if not any(node is r for r in readers):
             return node, "is not on a single chain from the DequantizeLinear to the output"
-        if tensor != dequantize.output[0] and (len(model.consumers.get(tensor, [])) != 1 or tensor in model.outputs):
+        if tensor != dequantize.output[0] and (len(readers) != 1 or tensor in model.outputs):
             return node, f"reads '{tensor}', which other nodes or outputs read too"
         tensor = node.output[0]
     return None
@@ -175,25 +180,39 @@ def _cut_advice(model: _Model, path: Path, regions: dict[str, _Region | None], r
             "the rest on the host")
 
 
-def split_host_tails(model: onnx.ModelProto, path: Path) -> dict[str, HostTail]:
-    """Move, in place, the float chains after the last DequantizeLinear of the outputs to the host: the
-    output becomes that DequantizeLinear's value (a new tensor per output); returns the chains by the new
-    output names. Refuses a float region that is not such a chain by node name, with where to cut."""
-    graph_model = _Model(model)
-    regions = {output: _region(graph_model, output) for output in graph_model.outputs}
-    hosted = [output for output in graph_model.outputs if _needs_host(regions[output])]
-    problems = {output: _chain_problem(graph_model, regions[output]) for output in hosted}
+def check_float_postprocessing(model: onnx.ModelProto, path: Path) -> None:
+    """Refuse a float region after the last DequantizeLinears that is not an element-wise/reshape chain from
+    one of them, by node name, with where to cut the model (shape arithmetic counts as constant)."""
+    _hosted_regions(_Model(model), path)
+
+
+def _hosted_regions(model: _Model, path: Path) -> list[_Region]:
+    regions = {output: _region(model, output) for output in model.outputs}
+    hosted = [output for output in model.outputs if _needs_host(regions[output])]
+    problems = {output: _chain_problem(model, regions[output]) for output in hosted}
     refused = {output for output, problem in problems.items() if problem is not None}
     if refused:
-        output = next(o for o in graph_model.outputs if o in refused)
+        output = next(o for o in model.outputs if o in refused)
         node, why = problems[output]
         raise MingError(f"node '{node.name}' ({node.op_type}) in the float post-processing of output '{output}' "
                         f"{why}; ming runs only an element-wise/reshape float tail on the host. Cut the model "
-                        f"where its integer part ends: {_cut_advice(graph_model, path, regions, refused)}")
+                        f"where its integer part ends: {_cut_advice(model, path, regions, refused)}")
+    return [regions[output] for output in hosted]
+
+
+def split_host_tails(model: onnx.ModelProto, path: Path) -> dict[str, HostTail]:
+    """Move, in place, the float chains after the last DequantizeLinear of the outputs to the host: the
+    output becomes that DequantizeLinear's value (a new tensor per output); returns the chains by the new
+    output names. Refuses a float region that is not such a chain as `check_float_postprocessing` does."""
+    graph_model = _Model(model)
     tails = {}
-    for output in hosted:
-        ops = _host_ops(graph_model, regions[output], path)
-        tails[_detach(graph_model, regions[output])] = HostTail(output, graph_model.shapes[output], ops)
+    for region in _hosted_regions(graph_model, path):
+        for tensor in (region.output, region.dequantizers[0].output[0]):
+            if tensor not in graph_model.shapes:
+                raise MingError(f"tensor '{tensor}' has a dynamic shape; export the model with static shapes "
+                                "(batch 1)")
+        ops = _host_ops(graph_model, region, path)
+        tails[_detach(graph_model, region)] = HostTail(region.output, graph_model.shapes[region.output], ops)
     return tails
 
 
