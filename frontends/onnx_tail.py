@@ -42,6 +42,7 @@ UNARY_OPS = frozenset({"Sigmoid", "Exp", "Tanh", "Softplus", "Softsign", "Log", 
 BINARY_OPS = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
 CONSTANT_FIRST = {"add": "add", "mul": "mul", "sub": "rsub", "div": "rdiv"}
 LAYOUT_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"})
+QDQ_OPS = frozenset({"QuantizeLinear", "DequantizeLinear"})  # in a region: a pair that gives its values back
 TAIL_OPS = UNARY_OPS | frozenset(BINARY_OPS)
 # detectors' post-processing: never on the accelerator, never in a host tail
 POSTPROCESSING_OPS = frozenset({"NonMaxSuppression", "TopK", "GatherND", "GatherElements", "ScatterND", "ArgMax",
@@ -128,7 +129,13 @@ def _region(model: _Model, output: str) -> _Region | None:
             continue
         seen.add(id(node))
         if node.op_type == "DequantizeLinear":
-            dequantizers.append(node)
+            quantize = _passed_through(model, node)
+            if quantize is None:
+                dequantizers.append(node)
+                continue
+            nodes += [node, quantize]  # values as they were: a layout op on int8 values between them
+            seen.add(id(quantize))
+            stack.append(quantize.input[0])
             continue
         if node.op_type == "QuantizeLinear":
             return None
@@ -139,6 +146,36 @@ def _region(model: _Model, output: str) -> _Region | None:
                    tuple(sorted(dequantizers, key=lambda n: order[id(n)])))
 
 
+def _passed_through(model: _Model, dequantize: onnx.NodeProto) -> onnx.NodeProto | None:
+    """The QuantizeLinear before `dequantize` where the two give back exactly the values of a layout op
+    (Transpose, Reshape, Concat, ...) of tensors dequantized with the same scale and zero point (a quantizer
+    wraps such ops so; onnxruntime moves int8 values): None otherwise."""
+    quantize = model.producers.get(dequantize.input[0])
+    if quantize is None or quantize.op_type != "QuantizeLinear" or len(model.readers(quantize.output[0])) != 1:
+        return None
+    layout = model.producers.get(quantize.input[0])
+    if layout is None or layout.op_type not in LAYOUT_OPS | {"Concat"}:
+        return None
+    params = _parameters(model, quantize)
+    sources = [model.producers.get(name) for name in model.computed_inputs(layout)]
+    if params is None or _parameters(model, dequantize) != params or not sources or \
+            any(s is None or s.op_type != "DequantizeLinear" or _parameters(model, s) != params for s in sources):
+        return None
+    return quantize
+
+
+def _parameters(model: _Model, node: onnx.NodeProto) -> tuple | None:
+    """A (de)quantization's constant scale and zero point as comparable values (None: not constant)."""
+    names = [node.input[1], _input(node, 2)]
+    if any(name and name not in model.initializers for name in names):
+        return None
+    scale, zero_point = (numpy_helper.to_array(model.initializers[n]) if n else np.zeros((), np.int8)
+                         for n in names)
+    if scale.size != 1 or zero_point.size != 1:
+        return None
+    return float(scale.reshape(())), int(zero_point.reshape(()))
+
+
 def _needs_host(region: _Region | None) -> bool:
     return region is not None and any(n.op_type in TAIL_OPS | POSTPROCESSING_OPS for n in region.nodes)
 
@@ -147,7 +184,7 @@ def _chain_problem(model: _Model, region: _Region) -> tuple[onnx.NodeProto, str]
     """The first node (and why) that keeps the region from being a host chain; None for a chain."""
     for node in region.nodes:
         computed = model.computed_inputs(node)
-        if node.op_type not in TAIL_OPS | LAYOUT_OPS:
+        if node.op_type not in TAIL_OPS | LAYOUT_OPS | QDQ_OPS:
             return node, "is not element-wise"
         if len(computed) != 1:
             return node, f"combines {len(computed)} computed tensors ({', '.join(repr(c) for c in computed)})"
@@ -226,7 +263,7 @@ def _host_ops(model: _Model, region: _Region, path: Path) -> tuple[HostOp, ...]:
     ops.append(HostOp("reshape", shape=model.shapes[dequantize.output[0]]))
     ops += [_layout_op(model, node) for node in layout]
     for node in rest:
-        ops += [_layout_op(model, node)] if node.op_type in LAYOUT_OPS else [_binary_op(model, node, path)]
+        ops += [_layout_op(model, node)] if node.op_type in LAYOUT_OPS | QDQ_OPS else [_binary_op(model, node, path)]
     ops.append(HostOp("reshape", shape=model.shapes[region.output]))
     return tuple(op for op in ops if op is not None)
 
@@ -235,7 +272,7 @@ def _split_prefix(model: _Model, nodes) -> tuple[list, list, list]:
     """(element-wise nodes tabulated, layout nodes among them, the nodes after them)."""
     tabulated, layout = [], []
     for position, node in enumerate(nodes):
-        if node.op_type in LAYOUT_OPS:
+        if node.op_type in LAYOUT_OPS | QDQ_OPS:
             layout.append(node)
         elif node.op_type in UNARY_OPS or (node.op_type in BINARY_OPS and _constant_size(model, node) == 1):
             tabulated.append(node)
@@ -250,7 +287,7 @@ def _constant_size(model: _Model, node: onnx.NodeProto) -> int:
 
 
 def _layout_op(model: _Model, node: onnx.NodeProto) -> HostOp | None:
-    if node.op_type == "Identity":
+    if node.op_type == "Identity" or node.op_type in QDQ_OPS:
         return None
     if node.op_type == "Transpose":
         rank = len(model.shapes[node.input[0]])

@@ -262,6 +262,22 @@ def test_constant_first_and_dequantized_constants_run_on_the_host_bit_for_bit(tm
         assert_bitwise_equal(reference.run(graph, x), onnxruntime_outputs(path, x))
 
 
+def test_an_activation_at_an_output_runs_on_the_host_for_every_int8_value(tmp_path):
+    """Q -> DQ -> Sigmoid as the whole model: the accelerator passes the int8 values, the host tabulates
+    onnxruntime's Sigmoid; all 256 values equal onnxruntime's."""
+    graph = helper.make_graph(
+        [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="quantize"),
+         helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"], name="dequantize"),
+         helper.make_node("Sigmoid", ["d"], ["y"], name="act")],
+        "bare", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        initializer=[_constant("s", np.float32(0.05)), _constant("z", np.int8(3))])
+    path, lifted = _lift_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                               tmp_path)
+    x = ((np.arange(256, dtype=np.float32) - 131) * np.float32(0.05)).reshape(1, 4, 8, 8)
+    assert_bitwise_equal(reference.run(lifted, x), onnxruntime_outputs(path, x))
+
+
 def _refusal(model: onnx.ModelProto, tmp_path: Path) -> str:
     path = tmp_path / "m.onnx"
     onnx.save(model, str(path))

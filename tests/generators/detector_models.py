@@ -16,8 +16,9 @@ activation and weight scale it wrote to the nearest power of two (log2 rounded) 
 with the rounded scale (int8, per tensor, zero point 0), the form Vitis AI's quantizer (vai_q_onnx, power-of-two
 mode) gives. The model is then still a valid QDQ model; its calibration is merely coarser.
 
-Only the layers a quantizer quantizes are QDQ (`op_types_to_quantize`): the decoding after the heads stays
-float, as exporters leave it. Run with ming's venv (onnx, onnxruntime only):
+The face detectors' heads are int8 up to the decoding (Transpose, Reshape and Concat wrapped in QDQ, as a
+vendor quantizer leaves them); the SSD's heads are float after their convolutions. The decoding stays float
+in both, as exporters leave it. Run with ming's venv (onnx, onnxruntime only):
 
     .venv/bin/python tests/generators/detector_models.py
 """
@@ -35,7 +36,9 @@ from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantTy
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "detectors"
 SEED = 11
-QUANTIZED_OPS = ["Conv", "Relu"]
+# a vendor quantizer wraps the heads' Transpose, Reshape and Concat in QDQ too; tf2onnx-like heads stay float
+VENDOR_OPS = ["Conv", "Relu", "Transpose", "Reshape", "Concat"]
+FLOAT_HEAD_OPS = ["Conv", "Relu"]
 
 
 class _Builder:
@@ -205,9 +208,9 @@ def _constant_nodes(model: onnx.ModelProto) -> list[str]:
     return names
 
 
-def quantize(model: onnx.ModelProto, out: Path, samples: int = 8) -> Path:
-    """int8 QDQ of the layers in QUANTIZED_OPS (not of the constant anchor grid), calibrated on seeded
-    standard-normal inputs."""
+def quantize(model: onnx.ModelProto, out: Path, ops: list[str], samples: int = 8) -> Path:
+    """int8 QDQ of the layers of `ops` (not of the constant anchor grid), calibrated on seeded standard-normal
+    inputs."""
     shape = [1 if isinstance(d, str) or not d else d for d in
              (dim.dim_param or dim.dim_value for dim in model.graph.input[0].type.tensor_type.shape.dim)]
     rng = np.random.default_rng(SEED)
@@ -222,7 +225,7 @@ def quantize(model: onnx.ModelProto, out: Path, samples: int = 8) -> Path:
         onnx.save(model, str(float_path))
         quantize_static(str(float_path), str(out), Reader(), quant_format=QuantFormat.QDQ,
                         activation_type=QuantType.QInt8, weight_type=QuantType.QInt8, per_channel=False,
-                        op_types_to_quantize=QUANTIZED_OPS, nodes_to_exclude=_constant_nodes(model))
+                        op_types_to_quantize=ops, nodes_to_exclude=_constant_nodes(model))
     return out
 
 
@@ -265,8 +268,8 @@ def _rescale(node: onnx.NodeProto, initializers: dict, new: np.ndarray) -> None:
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     for concatenated, name in ((True, "face_detector_pot.onnx"), (False, "face_detector_levels_pot.onnx")):
-        power_of_two_scales(quantize(face_detector(concatenated), OUT / name))
-    quantize(ssd_tile(), OUT / "ssd_tile.onnx")
+        power_of_two_scales(quantize(face_detector(concatenated), OUT / name, VENDOR_OPS))
+    quantize(ssd_tile(), OUT / "ssd_tile.onnx", FLOAT_HEAD_OPS)
     for path in sorted(OUT.glob("*.onnx")):
         model = onnx.load(str(path))
         print(path.name, path.stat().st_size, "bytes, opset", model.opset_import[0].version, file=sys.stderr)
