@@ -119,8 +119,9 @@ def _scalar(model: _Model, dequantize: onnx.NodeProto) -> bool:
     return scale is not None and int(np.prod(scale.dims)) == 1
 
 
-def _region(model: _Model, output: str) -> _Region | None:
-    """The float region of `output`; None where the output is not float (a QuantizeLinear in the way)."""
+def _region(model: _Model, output: str, requantized: bool = False) -> _Region | None:
+    """The float region of `output`; None where the output is not float (a QuantizeLinear in the way).
+    `requantized`: through every QDQ around a layout op or Concat, whatever their scales."""
     nodes, dequantizers, stack, seen = [], [], [output], set()
     while stack:
         tensor = stack.pop()
@@ -129,7 +130,7 @@ def _region(model: _Model, output: str) -> _Region | None:
             continue
         seen.add(id(node))
         if node.op_type == "DequantizeLinear":
-            quantize = _passed_through(model, node)
+            quantize = _passed_through(model, node, requantized)
             if quantize is None:
                 dequantizers.append(node)
                 continue
@@ -146,7 +147,7 @@ def _region(model: _Model, output: str) -> _Region | None:
                    tuple(sorted(dequantizers, key=lambda n: order[id(n)])))
 
 
-def _passed_through(model: _Model, dequantize: onnx.NodeProto) -> onnx.NodeProto | None:
+def _passed_through(model: _Model, dequantize: onnx.NodeProto, requantized: bool = False) -> onnx.NodeProto | None:
     """The QuantizeLinear before `dequantize` where the two give back exactly the values of a layout op
     (Transpose, Reshape, Concat, ...) of tensors dequantized with the same scale and zero point (a quantizer
     wraps such ops so; onnxruntime moves int8 values): None otherwise."""
@@ -158,6 +159,9 @@ def _passed_through(model: _Model, dequantize: onnx.NodeProto) -> onnx.NodeProto
         return None
     params = _parameters(model, quantize)
     sources = [model.producers.get(name) for name in model.computed_inputs(layout)]
+    if requantized:
+        return quantize if sources and all(s is not None and s.op_type == "DequantizeLinear" for s in sources) \
+            else None
     if params is None or _parameters(model, dequantize) != params or not sources or \
             any(s is None or s.op_type != "DequantizeLinear" or _parameters(model, s) != params for s in sources):
         return None
@@ -227,14 +231,28 @@ def _hosted_regions(model: _Model, path: Path) -> list[_Region]:
     regions = {output: _region(model, output) for output in model.outputs}
     hosted = [output for output in model.outputs if _needs_host(regions[output])]
     problems = {output: _chain_problem(model, regions[output]) for output in hosted}
+    for output in hosted:  # a head flattened in int8 (NCHW -> NHWC) only for the post-processing
+        heads = _region(model, output, requantized=True)
+        if problems[output] is None and _flattens_a_head(heads) and len(heads.nodes) > len(regions[output].nodes):
+            regions[output] = heads
+            problems[output] = _chain_problem(model, heads) or \
+                (_flattens_a_head(heads), "moves a head's values between pixels (NCHW -> NHWC) between "
+                                          "quantizations of different scales")
     refused = {output for output, problem in problems.items() if problem is not None}
     if refused:
         output = next(o for o in model.outputs if o in refused)
         node, why = problems[output]
-        raise MingError(f"node '{node.name}' ({node.op_type}) in the float post-processing of output '{output}' "
+        raise MingError(f"node '{node.name}' ({node.op_type}) in the post-processing of output '{output}' "
                         f"{why}; ming runs only an element-wise/reshape float tail on the host. Cut the model "
                         f"where its integer part ends: {_cut_advice(model, path, regions, refused)}")
     return [regions[output] for output in hosted]
+
+
+def _flattens_a_head(region: _Region) -> onnx.NodeProto | None:
+    """The region's Transpose of a 4-D map from NCHW to NHWC (a detector's head before its Reshape to
+    (batch, anchors, k)), which the accelerator does not stream; None if it has none."""
+    return next((n for n in region.nodes if n.op_type == "Transpose" and
+                 [list(a.ints) for a in n.attribute if a.name == "perm"] == [[0, 2, 3, 1]]), None)
 
 
 def split_host_tails(model: onnx.ModelProto, path: Path) -> dict[str, HostTail]:

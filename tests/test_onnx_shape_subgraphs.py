@@ -298,7 +298,7 @@ def test_non_maximum_suppression_is_refused_with_the_cut(tmp_path):
     model = _qdq_conv_model(tail, ["selected"], extra=extra)
     model.graph.output[0].CopyFrom(helper.make_tensor_value_info("selected", TensorProto.INT64, ["selected", 3]))
     message = _refusal(model, tmp_path)
-    assert message.startswith("node 'nms' (NonMaxSuppression) in the float post-processing of output 'selected' "
+    assert message.startswith("node 'nms' (NonMaxSuppression) in the post-processing of output 'selected' "
                               "is not element-wise")
     assert f"onnx.utils.extract_model('{tmp_path / 'm.onnx'}', 'm_integer.onnx', ['input'], ['y'])" in message
 
@@ -312,7 +312,7 @@ def test_a_decoding_that_slices_and_concatenates_is_refused_with_the_cut(tmp_pat
     extra = [_constant("s0", np.array([0], np.int64)), _constant("s1", np.array([2], np.int64)),
              _constant("s2", np.array([4], np.int64)), _constant("axis", np.array([1], np.int64))]
     message = _refusal(_qdq_conv_model(tail, ["out", "scores"], extra=extra), tmp_path)
-    assert message.startswith("node 'slice_xy' (Slice) in the float post-processing of output 'out' is not "
+    assert message.startswith("node 'slice_xy' (Slice) in the post-processing of output 'out' is not "
                               "element-wise")
     assert message.endswith("['input'], ['y', 'scores']), then run the rest on the host")
 
