@@ -40,8 +40,8 @@ SHAPE_OPS = frozenset({"Shape", "Cast", "Slice", "Concat", "Gather", "Unsqueeze"
 
 # operators folded where every input is a constant (never QuantizeLinear or DequantizeLinear: they stay the
 # model's quantization)
-CONSTANT_OPS = SHAPE_OPS | {"Constant", "ConstantOfShape", "Reshape", "Range", "Expand", "Tile", "Transpose",
-                            "Flatten", "Equal", "Where", "Neg", "Floor", "Ceil", "Sqrt", "Pow", "Min", "Max"}
+CONSTANT_OPS = SHAPE_OPS | {"Constant", "ConstantOfShape", "Reshape", "Range", "Expand", "Tile", "Equal", "Where",
+                            "Neg", "Floor", "Ceil", "Min", "Max"}
 
 # The most values a folded constant may have: 2**24 (64 MiB as float32), twenty times the whole on-chip memory
 # of the KV260 (288 BRAM18K x 18,432 bits + 64 URAM x 294,912 bits = 24.2 Mbit, DESIGN.md), so no constant
