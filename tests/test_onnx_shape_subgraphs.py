@@ -91,13 +91,25 @@ def test_detector_c_simulation_with_its_host_tail_equals_onnxruntime(name, tmp_p
     assert_bitwise_equal(ours, {k: np.concatenate([t[k] for t in theirs]) for k in theirs[0]})
 
 
-def test_ming_build_verifies_the_tiled_ssd(tmp_path):
-    result = subprocess.run([str(Path(sys.executable).parent / "ming"), "build", str(DETECTORS / "ssd_tile.onnx"),
-                             "--board", "kv260", "-o", str(tmp_path / "out")], capture_output=True, text=True)
+def test_ming_build_verifies_the_tiled_ssd_and_its_deployment_equals_onnxruntime(tmp_path):
+    """`ming build` checks its C++; `ming deploy --backend csim` runs the host tail from the build's metadata
+    (host.json, the board's numpy-only ming_host) on a batch: equal to onnxruntime bit for bit."""
+    ming = str(Path(sys.executable).parent / "ming")
+    path = DETECTORS / "ssd_tile.onnx"
+    result = subprocess.run([ming, "build", str(path), "--board", "kv260", "-o", str(tmp_path / "out")],
+                            capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "verified: the C-simulation equals ming reference" in result.stderr
-    meta = (tmp_path / "out").rglob("host.json")
-    assert any('"table"' in p.read_text() for p in meta)
+    assert '"table"' in (tmp_path / "out" / "host.json").read_text()
+    x = np.concatenate([model_input(path, seed) for seed in (20, 21, 22)])
+    np.save(tmp_path / "x.npy", x)
+    result = subprocess.run([ming, "deploy", str(tmp_path / "out"), "--input", str(tmp_path / "x.npy"), "--output",
+                             str(tmp_path / "y.npz"), "--backend", "csim"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    ours = dict(np.load(tmp_path / "y.npz"))
+    theirs = [onnxruntime_outputs(path, image[None]) for image in x]
+    assert_bitwise_equal({name: ours[name] for name in theirs[0]},
+                         {k: np.concatenate([t[k] for t in theirs]) for k in theirs[0]})
 
 
 def test_concatenated_heads_are_refused_with_the_cut_that_compiles(tmp_path):
