@@ -28,7 +28,7 @@ from ming_py.runtime import ming_driver, ming_host
 from ming_py.runtime.ming_host import HostOp
 
 DETECTORS = Path(__file__).parent / "data" / "detectors"
-BUILT = ["face_detector_levels_pot.onnx", "ssd_tile.onnx"]
+BUILT = ["face_detector_levels_pot.onnx", "ssd_tile.onnx", "torch_face_levels.onnx"]
 
 
 def onnxruntime_outputs(path, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -56,7 +56,8 @@ def assert_bitwise_equal(ours: dict, theirs: dict) -> None:
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("name", ["face_detector_pot.onnx", "face_detector_levels_pot.onnx"])
+@pytest.mark.parametrize("name", ["face_detector_pot.onnx", "face_detector_levels_pot.onnx", "torch_face_levels.onnx",
+                                  "torch_face_concat.onnx"])
 def test_face_detectors_are_opset_12_with_power_of_two_scales(name):
     model = onnx.load(str(DETECTORS / name))
     assert [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")] == [12]
@@ -112,18 +113,22 @@ def test_ming_build_verifies_the_tiled_ssd_and_its_deployment_equals_onnxruntime
                          {k: np.concatenate([t[k] for t in theirs]) for k in theirs[0]})
 
 
-def test_concatenated_heads_are_refused_with_the_cut_that_compiles(tmp_path):
-    path = DETECTORS / "face_detector_pot.onnx"
+@pytest.mark.parametrize("name, concat, outputs", [("face_detector_pot.onnx", "scores_concat_", 9),
+                                                   ("torch_face_concat.onnx", "/Concat_", 6)])
+def test_concatenated_heads_are_refused_with_the_cut_that_compiles(tmp_path, name, concat, outputs):
+    """Heads flattened (NCHW -> NHWC) and concatenated in int8 before the decoding: refused at the Concat, and
+    the cut ming prints (the heads' dequantized convolutions as outputs) builds and equals onnxruntime."""
+    path = DETECTORS / name
     with pytest.raises(MingError) as error:
         lift(path)
     message = str(error.value)
     assert "\n" not in message
-    assert message.startswith("node 'scores_concat_") and "(Concat)" in message and "output 'scores'" in message
+    assert message.startswith(f"node '{concat}") and "(Concat)" in message and "output 'scores'" in message
     call = re.search(r"onnx\.utils\.extract_model\((.*)\), then", message).group(1)
-    source, target, inputs, outputs = eval(f"({call})", {})  # the literal arguments ming printed
-    assert source == str(path) and inputs == ["input"] and len(outputs) == 9
+    source, target, inputs, names = eval(f"({call})", {})  # the literal arguments ming printed
+    assert source == str(path) and inputs == ["input"] and len(names) == outputs
     cut = tmp_path / target
-    onnx.utils.extract_model(source, str(cut), inputs, outputs)
+    onnx.utils.extract_model(source, str(cut), inputs, names)
     graph = lift(cut)
     x = model_input(cut, 0)
     assert_bitwise_equal(reference.run(graph, x), onnxruntime_outputs(cut, x))
