@@ -346,14 +346,9 @@ def _binary_op(model: _Model, node: onnx.NodeProto, path: Path) -> HostOp:
 def _table(model: _Model, dequantize: onnx.NodeProto, nodes) -> np.ndarray:
     """onnxruntime's results of `dequantize` then `nodes` (element-wise, scalar constants) for every int8
     value -128..127, in an onnxruntime session with default options (the kernels the model runs with)."""
-    initializers, previous = {}, "q"
-    copied = []
-    for name in dequantize.input[1:]:
-        if name:
-            initializers[name] = model.value(name, dequantize)
-    copy = helper.make_node("DequantizeLinear", ["q", *dequantize.input[1:]], ["dequantized"],
-                            name=dequantize.name)
-    copied.append(copy)
+    initializers = {name: model.value(name, dequantize) for name in dequantize.input[1:] if name}
+    copied = [helper.make_node("DequantizeLinear", ["q", *dequantize.input[1:]], ["dequantized"],
+                               name=dequantize.name)]
     previous = "dequantized"
     for number, node in enumerate(nodes):
         (computed,) = model.computed_inputs(node)

@@ -431,7 +431,8 @@ def _float_step_problem(op: dict, where: str, shape: list) -> str | None:
         return f"'{where}.values' has {len(values)} numbers, not the 256 of an int8 table"
     if op["kind"] in _CONSTANT_HOST_OPS:
         if len(values) != math.prod(op["shape"]):
-            return f"'{where}.values' has {len(values)} numbers, not the {math.prod(op['shape'])} of shape {op['shape']}"
+            return (f"'{where}.values' has {len(values)} numbers, not the {math.prod(op['shape'])} of shape "
+                    f"{op['shape']}")
         if len(op["shape"]) > len(shape) or any(c not in (1, s) for c, s in zip(op["shape"][::-1], shape[::-1])):
             return f"'{where}.shape' {op['shape']} does not broadcast to the values' shape {shape}"
     if op["kind"] == "transpose" and sorted(op["shape"]) != list(range(len(shape))):
