@@ -138,11 +138,11 @@ def _input_permutation(shape, unit_shape, perm) -> list[int] | None:
 
 
 def _fold_shape_arithmetic(model: onnx.ModelProto) -> None:
-    """Replace each shape computation by its constant value: a Shape of a static shape, and every node of
+    """Replace each shape computation by its constant value: a Shape (or Size) of a static shape, and every node of
     CONSTANT_OPS whose inputs are then constants; again until nothing changes (shape inference gives the
     output of a Reshape whose shape was just folded a static shape, which the next Shape reads)."""
     graph = model.graph
-    while any(n.op_type == "Shape" for n in graph.node) and _fold_once(model):
+    while any(n.op_type in ("Shape", "Size") for n in graph.node) and _fold_once(model):
         pass
 
 
@@ -157,6 +157,8 @@ def _fold_once(model: onnx.ModelProto) -> bool:
             value = np.array(shapes[node.input[0]], np.int64)
             start, end = (next((a.i for a in node.attribute if a.name == key), None) for key in ("start", "end"))
             value = value[start:end]
+        elif node.op_type == "Size" and node.input[0] in shapes:
+            value = np.array(int(np.prod(shapes[node.input[0]], dtype=np.int64)), np.int64)
         elif node.op_type in CONSTANT_OPS and node.op_type != "Shape" and node.input \
                 and all(name in constants for name in node.input if name):
             value = _fold(node, constants, model.opset_import)

@@ -195,6 +195,21 @@ def test_shape_of_a_reshape_shaped_by_another_shape_subgraph_folds():
 
 
 @pytest.mark.unit
+def test_size_of_a_map_folds_into_the_reshape_it_shapes():
+    """x.view(-1, x.numel() // 4): Size -> Div -> Unsqueeze -> Concat -> Reshape."""
+    tail = [helper.make_node("Size", ["y"], ["n"], name="size"),
+            helper.make_node("Div", ["n", "four"], ["per_row"], name="div"),
+            helper.make_node("Unsqueeze", ["per_row", "axes"], ["per_row1"], name="unsqueeze"),
+            helper.make_node("Concat", ["rows", "per_row1"], ["shape"], name="concat", axis=0),
+            helper.make_node("Reshape", ["y", "shape"], ["out"], name="reshape")]
+    extra = [_constant("four", np.int64(4)), _constant("axes", np.array([0], np.int64)),
+             _constant("rows", np.array([4], np.int64))]
+    model = _folded(_qdq_conv_model(tail, ["out"], extra=extra))
+    assert not {"Size", "Div", "Unsqueeze", "Concat"} & {n.op_type for n in model.graph.node}
+    assert {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}["shape"].tolist() == [4, 16]
+
+
+@pytest.mark.unit
 def test_anchor_grid_subgraph_folds_to_onnxruntimes_values():
     """Range, Cast, Mul, Expand, ConstantOfShape and a Tile over the batch fold to what onnxruntime computes."""
     nodes = [helper.make_node("Range", ["r0", "r1", "r2"], ["range"], name="range"),
