@@ -220,5 +220,6 @@ def host_data(graph: StreamGraph, board: Board) -> dict:
         "input": port(graph.input),
         "outputs": [port(p) | {"index": p.index, "host_ops": [
             {"kind": op.kind, "axis": op.axis, "scale": op.scale, "zero_point": op.zero_point,
-             "shape": list(op.shape)} for op in p.host_ops]} for p in graph.outputs],
+             "shape": list(op.shape)} | ({"values": [float(v) for v in op.values]} if op.values else {})
+            for op in p.host_ops]} for p in graph.outputs],
     }

@@ -8,8 +8,12 @@ each is rewritten into its quantize_static equivalent, which computes the same v
 * Squeeze and Unsqueeze (around pooling, Conv1D): a Reshape to the same static shape;
 * an input's Reshape that only inserts unit axes followed by a Transpose (Conv1D's EXPAND_DIMS and layout
   change): the Transpose of the input first, then the Reshape, so that the Transpose is host layout;
-* shape arithmetic (Keras 3's Flatten: Shape -> Slice -> Concat -> Reshape): with the batch fixed, its
-  values are constants.
+* shape arithmetic (Keras 3's Flatten: Shape -> Slice -> Concat -> Reshape; PyTorch's `x.view(x.size(0), -1,
+  k)`: Shape -> Gather -> Unsqueeze -> Concat -> Reshape; tf2onnx's anchor grids: Range, Cast, Expand, Tile,
+  ConstantOfShape over the batch): with the batch fixed, its values are constants. Folding repeats until
+  nothing changes (a Reshape folded to a static shape gives the next Shape its value). A folded value is
+  bounded (`FOLD_LIMIT`): a node whose result would be larger stops the build with its name instead of
+  allocating it.
 
 Before any of that, `constants_as_initializers` takes what PyTorch's TorchScript exporter writes around its
 QDQ pairs: Constant nodes (scales, zero points), a zero point made by ConstantOfShape -> Cast, Identity
@@ -25,6 +29,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
+from ming_py.errors import MingError
+
 from .onnx_formats import element_types
 
 # integer operators of shape arithmetic, folded where their inputs are constants
@@ -34,7 +40,13 @@ SHAPE_OPS = frozenset({"Shape", "Cast", "Slice", "Concat", "Gather", "Unsqueeze"
 
 # operators folded where every input is a constant (never QuantizeLinear or DequantizeLinear: they stay the
 # model's quantization)
-CONSTANT_OPS = SHAPE_OPS | {"Constant", "ConstantOfShape", "Reshape"}
+CONSTANT_OPS = SHAPE_OPS | {"Constant", "ConstantOfShape", "Reshape", "Range", "Expand", "Tile", "Equal", "Where",
+                            "Neg", "Floor", "Ceil", "Min", "Max"}
+
+# The most values a folded constant may have: 2**24 (64 MiB as float32), twenty times the whole on-chip memory
+# of the KV260 (288 BRAM18K x 18,432 bits + 64 URAM x 294,912 bits = 24.2 Mbit, DESIGN.md), so no constant
+# the accelerator or its host tail can use comes near it; a subgraph that computes more is a model error.
+FOLD_LIMIT = 1 << 24
 
 
 def constants_as_initializers(model: onnx.ModelProto) -> None:
@@ -48,7 +60,7 @@ def constants_as_initializers(model: onnx.ModelProto) -> None:
     types = element_types(model) if any(n.op_type == "Cast" for n in graph.node) else {}  # shape inference
     for node in list(graph.node):
         if node.op_type in CONSTANT_OPS and all(name in constants for name in node.input if name):
-            value = _evaluate(node, constants, model.opset_import)
+            value = _fold(node, constants, model.opset_import)
             constants[node.output[0]] = value
             graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
             graph.node.remove(node)
@@ -126,29 +138,75 @@ def _input_permutation(shape, unit_shape, perm) -> list[int] | None:
 
 
 def _fold_shape_arithmetic(model: onnx.ModelProto) -> None:
-    """Replace each integer shape computation by its constant value: a Shape of a static shape, and the
-    shape operators over integer constants that follow it."""
+    """Replace each shape computation by its constant value: a Shape (or Size) of a static shape, and every node of
+    CONSTANT_OPS whose inputs are then constants; again until nothing changes (shape inference gives the
+    output of a Reshape whose shape was just folded a static shape, which the next Shape reads)."""
     graph = model.graph
-    if not any(n.op_type == "Shape" for n in graph.node):
-        return
+    while any(n.op_type in ("Shape", "Size") for n in graph.node) and _fold_once(model):
+        pass
+
+
+def _fold_once(model: onnx.ModelProto) -> bool:
+    """One pass of `_fold_shape_arithmetic`; whether it folded anything."""
+    graph = model.graph
     shapes = _static_shapes(model)
-    constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer
-                 if i.data_type in (TensorProto.INT64, TensorProto.INT32)}
+    constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    folded = False
     for node in list(graph.node):
         if node.op_type == "Shape" and node.input[0] in shapes:
             value = np.array(shapes[node.input[0]], np.int64)
             start, end = (next((a.i for a in node.attribute if a.name == key), None) for key in ("start", "end"))
             value = value[start:end]
-        elif node.op_type in SHAPE_OPS and node.op_type != "Shape" and node.input \
+        elif node.op_type == "Size" and node.input[0] in shapes:
+            value = np.array(int(np.prod(shapes[node.input[0]], dtype=np.int64)), np.int64)
+        elif node.op_type in CONSTANT_OPS and node.op_type != "Shape" and node.input \
                 and all(name in constants for name in node.input if name):
-            value = _evaluate(node, constants, model.opset_import)
-            if value.dtype.kind not in "iu":
-                continue
+            value = _fold(node, constants, model.opset_import)
         else:
             continue
         constants[node.output[0]] = value
         graph.initializer.append(numpy_helper.from_array(value, node.output[0]))
         graph.node.remove(node)
+        folded = True
+    return folded
+
+
+def _fold(node: onnx.NodeProto, constants: dict[str, np.ndarray], opsets) -> np.ndarray:
+    """The node's constant output, refused by name where it would hold more than FOLD_LIMIT values."""
+    size = _folded_size(node, constants)
+    if size is not None and size > FOLD_LIMIT:
+        raise MingError(f"node '{node.name}' ({node.op_type}) computes a constant of {size:,} values, more than "
+                        f"the {FOLD_LIMIT:,} ming folds; check its inputs (a shape computed for a dynamic batch "
+                        "or size must give batch 1 and the model's static size)")
+    value = _evaluate(node, constants, opsets)
+    if value.size > FOLD_LIMIT:
+        raise MingError(f"node '{node.name}' ({node.op_type}) computes a constant of {value.size:,} values, more "
+                        f"than the {FOLD_LIMIT:,} ming folds; check its inputs")
+    return value
+
+
+def _folded_size(node: onnx.NodeProto, constants: dict[str, np.ndarray]) -> int | None:
+    """How many values the node's output has, from its inputs, for the ops whose output can be much larger
+    than their inputs (None for the others: their result is checked once computed)."""
+    values = [constants[name] if name else None for name in node.input]
+    try:
+        if node.op_type == "ConstantOfShape":
+            return int(np.prod([max(int(d), 0) for d in values[0].reshape(-1)], dtype=object))
+        if node.op_type == "Tile":
+            return int(np.prod([int(d) for d in values[0].shape], dtype=object) *
+                       np.prod([max(int(r), 0) for r in values[1].reshape(-1)], dtype=object))
+        if node.op_type == "Expand":
+            shape = [int(d) for d in values[1].reshape(-1)]
+            rank = max(len(shape), values[0].ndim)
+            padded = [1] * (rank - values[0].ndim) + list(values[0].shape)
+            wanted = [1] * (rank - len(shape)) + shape
+            return int(np.prod([max(a, b) for a, b in zip(padded, wanted)], dtype=object))
+        if node.op_type == "Range":
+            start, limit, delta = (float(v.reshape(())) for v in values[:3])
+            return max(int(np.ceil((limit - start) / delta)), 0) if delta else None
+    except (TypeError, ValueError, IndexError, OverflowError):  # malformed: onnx's evaluator names the problem
+        return None
+    return None
 
 
 def _evaluate(node: onnx.NodeProto, constants: dict[str, np.ndarray], opsets) -> np.ndarray:

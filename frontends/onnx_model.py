@@ -32,6 +32,7 @@ from .onnx_converters import constants_as_initializers, rewrite_converter_idioms
 from .facts import FrontendFacts, ModelPort, QuantizedWeights
 from .lift import Lifter
 from .onnx_geometry import check_pads, prepare_resizes
+from .onnx_tail import check_float_postprocessing, split_host_tails, with_host_tails
 from .ort_kernels import float_averages, qlinear_kernels
 from .onnx_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables
 
@@ -363,8 +364,10 @@ def import_onnx(path: str | Path, name: str | None = None) -> Graph:
     kernels = qlinear_kernels(model)  # of the model as written: onnxruntime runs that one
     averages = float_averages(model, kernels)
     types = onnx_formats.to_int8_qdq(model)
+    check_float_postprocessing(model, path)
     check_supported(model)
     rewrite_converter_idioms(model)
+    tails = split_host_tails(model, path)
     inputs = [ModelPort(v.name, _shape(v), integer_dtype=types.input_dtype(v.name)) for v in model_inputs(model.graph)]
     outputs = [ModelPort(v.name, _shape(v), integer_dtype=types.output_dtype(v.name)) for v in model.graph.output]
     inputs = [replace(port, permutation=fold_input_transpose(model, value))
@@ -382,4 +385,4 @@ def import_onnx(path: str | Path, name: str | None = None) -> Graph:
         facts = FrontendFacts(op_types, tuple(notes), tables=tables, resizes=resizes,
                               weights=quantized_weights(model.graph), transposes=transpose_wrappers(model.graph),
                               qlinear_kernels=kernels, float_averages=averages)
-        return Lifter(name or path.stem, inputs, outputs, facts).run(module)
+        return with_host_tails(Lifter(name or path.stem, inputs, outputs, facts).run(module), tails)

@@ -58,7 +58,9 @@ TAIL_CHUNK_VALUES = 1 << 14
 # is this module's load_input).
 INPUT_DTYPES = ("float32", "int8", "uint8")
 QUANTIZERS = ("onnxruntime", "tflite")
-HOST_OP_KINDS = ("softmax", "quantize", "dequantize", "reshape", "tflite_softmax")
+HOST_OP_KINDS = ("softmax", "quantize", "dequantize", "reshape", "tflite_softmax", "table", "add", "sub", "mul", "div",
+                 "rsub", "rdiv", "transpose")
+_CONSTANT_HOST_OPS = ("add", "sub", "mul", "div", "rsub", "rdiv")
 CSIM_MODES = {"zynq_axis_dma": "axis", "alveo_xrt": "memory"}
 REBUILD = "run `ming build` again"
 # The file names the metadata may give: C identifiers (model, kernels, the overlay's DMA), plain file names
@@ -409,10 +411,32 @@ def _host_ops_problem(port: dict, name: str) -> str | None:
             if not op["shape"] or 0 in op["shape"] or math.prod(op["shape"]) != math.prod(shape):
                 return f"'{where}.shape' is {op['shape']}, not a shape of {math.prod(shape)} values"
             shape = op["shape"]
-        problem = _scale_problem(op["scale"], f"{where}.scale") or \
+        problem = _float_step_problem(op, where, shape)
+        if op["kind"] == "transpose" and problem is None:
+            shape = [shape[axis] for axis in op["shape"]]
+        problem = problem or _scale_problem(op["scale"], f"{where}.scale") or \
             _zero_point_problem(op["zero_point"], f"{where}.zero_point")
         if problem:
             return problem
+    return None
+
+
+def _float_step_problem(op: dict, where: str, shape: list) -> str | None:
+    """What is wrong with a float post-processing step (`ming_host.HostOp`) on values of `shape`."""
+    values = op.get("values", [])
+    if not isinstance(values, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                               for v in values):  # inf where onnxruntime's Exp overflows
+        return f"'{where}.values' is not a list of numbers"
+    if op["kind"] == "table" and len(values) != 256:
+        return f"'{where}.values' has {len(values)} numbers, not the 256 of an int8 table"
+    if op["kind"] in _CONSTANT_HOST_OPS:
+        if len(values) != math.prod(op["shape"]):
+            return (f"'{where}.values' has {len(values)} numbers, not the {math.prod(op['shape'])} of shape "
+                    f"{op['shape']}")
+        if len(op["shape"]) > len(shape) or any(c not in (1, s) for c, s in zip(op["shape"][::-1], shape[::-1])):
+            return f"'{where}.shape' {op['shape']} does not broadcast to the values' shape {shape}"
+    if op["kind"] == "transpose" and sorted(op["shape"]) != list(range(len(shape))):
+        return f"'{where}.shape' is {op['shape']}, not a permutation of the {len(shape)} axes of {shape}"
     return None
 
 

@@ -24,7 +24,11 @@ VALUES_PER_WORD = 8  # int8 values per 64-bit bus word
 class HostOp:
     """A float step run on the host after the accelerator.
 
-    kind: "softmax" (attr: axis), "quantize"/"dequantize" (attrs: scale, zero_point), "reshape" (attr: shape).
+    kind: "softmax" (attr: axis), "quantize"/"dequantize" (attrs: scale, zero_point), "reshape" (attr: shape),
+    and the float post-processing of a model's output (a detector's box decoding, `onnx_tail`):
+    "table" (values: the 256 float32 results of the first steps for each int8 value -128..127, in place of
+    dequantizing), "add"/"sub"/"mul"/"div" (the values x op c, c a float32 constant of `shape` given by
+    `values`), "rsub"/"rdiv" (c - x, c / x) and "transpose" (shape: the permutation of the model's axes).
     """
 
     kind: str
@@ -32,11 +36,13 @@ class HostOp:
     scale: float = 1.0
     zero_point: int = 0
     shape: tuple = ()
+    values: tuple = ()
 
     @classmethod
     def of(cls, data: dict) -> "HostOp":
         """The step as the build's metadata (host.json, accelerator.json) records it."""
-        return cls(data["kind"], data["axis"], data["scale"], data["zero_point"], tuple(data["shape"]))
+        return cls(data["kind"], data["axis"], data["scale"], data["zero_point"], tuple(data["shape"]),
+                   tuple(data.get("values", ())))
 
 
 def saturate(v, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
@@ -214,6 +220,9 @@ def host_tail(images: np.ndarray, scale: float, zero_point: int, host_ops, dtype
         # quantized values are the model's output; then it runs the float Softmax and QuantizeLinear
         x = ort_qlinear_softmax(images, scale, ops[1].scale, ops[1].zero_point, _batch_axis(ops[0].axis, images))
         ops = ops[2:]
+    elif kinds[:1] == ["table"]:  # onnxruntime's own results of the first float steps, per int8 value
+        x = np.asarray(ops[0].values, np.float32)[np.asarray(images, np.int64) - INT8_MIN]
+        ops = ops[1:]
     else:
         x = ort_dequantize_linear(images, scale, zero_point)
     for op in ops:
@@ -234,6 +243,10 @@ def model_integers(q, dtype: str) -> np.ndarray:
     return (np.asarray(q).astype(np.int64) + INTEGER_OFFSETS[dtype]).astype(np.dtype(dtype))
 
 
+_ELEMENTWISE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "rsub": np.subtract,
+                "rdiv": np.divide}
+
+
 def _host_op(x: np.ndarray, op: HostOp) -> np.ndarray:
     """One host step on images stacked on axis 0."""
     if op.kind == "softmax":
@@ -246,6 +259,12 @@ def _host_op(x: np.ndarray, op: HostOp) -> np.ndarray:
         return ort_dequantize_linear(x, op.scale, op.zero_point)
     if op.kind == "reshape":
         return x.reshape((len(x),) + tuple(op.shape))
+    if op.kind in _ELEMENTWISE:
+        constant = np.asarray(op.values, np.float32).reshape(op.shape)
+        first, second = (constant, x) if op.kind in ("rsub", "rdiv") else (x, constant)
+        return _ELEMENTWISE[op.kind](first, second, dtype=np.float32)  # IEEE float32, as onnxruntime's kernels
+    if op.kind == "transpose":
+        return np.transpose(x, (0, *(1 + np.asarray(op.shape, np.int64))))
     raise ValueError(f"unknown host op {op.kind}")
 
 

@@ -253,9 +253,12 @@ def test_activation_without_quantize_after_it_is_refused(tmp_path):
     graph = helper.make_graph(
         [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="quantize"),
          helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"], name="dequantize"),
-         helper.make_node("Sigmoid", ["d"], ["y"], name="act")],
+         helper.make_node("Sigmoid", ["d"], ["a"], name="act"),  # at an output it runs on the host (onnx_tail)
+         helper.make_node("MaxPool", ["a"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("QuantizeLinear", ["p", "s", "z"], ["pq"], name="pool_quantize"),
+         helper.make_node("DequantizeLinear", ["pq", "s", "z"], ["y"], name="pool_dequantize")],
         "bare", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 2, 2])],
         initializer=[numpy_helper.from_array(np.array(0.05, np.float32), "s"),
                      numpy_helper.from_array(np.array(0, np.int8), "z")])
     path = tmp_path / "bare.onnx"
