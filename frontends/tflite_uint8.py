@@ -1,0 +1,309 @@
+"""Legacy uint8 TFLite models (TF1 quantization-aware training, `inference_type=tf.uint8`) rewritten in the
+flatbuffer into the int8 model that computes the same integers shifted by -128, before the TOSA conversion.
+
+A uint8 tensor q with zero point z holds the values of the int8 tensor q - 128 with zero point z - 128 and the
+same scale. LiteRT's uint8 reference kernels compute on q - z (or on maxima, copies and window sums), so the
+int8 kernels on the shifted tensors give the shifted results, op by op:
+
+* CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED (reference_ops::Conv, DepthwiseConv with
+  kAwayFromZero rounding, FullyConnected): acc = sum (x - zx)(w - zw) + bias, requantized by
+  MultiplyByQuantizedMultiplier with x_scale * w_scale / y_scale, + y_zero_point, clamped. The int8 kernels
+  take weights with zero point 0, so the weights become w - zw. That is int8 only where the weights lie
+  within 127 of their zero point; TF1's asymmetric weights span up to [-255, 255]. Then each weight is
+  written as the sum of two int8 parts, a = clip(w - zw, -128, 127) and b = (w - zw) - a, and the kernel sums
+  both products of every input value: a convolution or dense layer reads its input twice, concatenated along
+  the channels (CONCATENATION of the input with itself, same quantization: a copy), with weights [a | b]; a
+  depthwise convolution reads its input with every column repeated twice (RESIZE_NEAREST_NEIGHBOR by 1 x 2, the
+  padding made explicit by a PAD of the zero point after it) through a window twice as wide with stride
+  2 * s along the columns, a and b at the two copies of each tap. Every accumulator is the model's, the
+  bias and the requantization are unchanged.
+  LiteRT's int8 reference FULLY_CONNECTED rounds in float where the uint8 one rounds in fixed point: `finish`
+  gives the dense layers of a uint8 model the fixed-point rule back.
+* MAX_POOL_2D, RESHAPE, SQUEEZE, EXPAND_DIMS, PAD (of the zero point), CONCATENATION of inputs quantized as
+  its output: maxima and copies, the same on shifted values.
+* ADD (reference_ops::Add): the same fixed-point sum of (x - zero point) << 20 as the int8 kernel.
+* AVERAGE_POOL_2D: uint8 rounds sum / n half up (the sum is never negative), int8 half away from zero on
+  the shifted sum (TOSA's reciprocal 2^shift / n + 1 does it). `finish` gives each count n the multiplier of
+  the same shift that rounds every shifted sum of n values half up, checked on all of them (refused by name
+  where none near 2^shift / n does).
+* SOFTMAX at an output (the host's, `ming_host.tflite_softmax`): uint8 output scale 1/256, zero point 0 is the
+  int8 one of zero point -128; the differences to the maximum do not change.
+* QUANTIZE (uint8 to uint8 requantization, float to uint8 at the input) and DEQUANTIZE: on q - z.
+Any other op reading or writing a uint8 tensor is refused by name. The model's uint8 input and outputs
+become int8 ones whose values the host shifts (`GraphInput/GraphOutput.dtype == "uint8"`), so `ming
+reference`, the C-simulation and the deployed accelerator take and give the model's own uint8 arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+from ai_edge_litert import schema_py_generated as schema
+
+from ming_py.errors import MingError
+from ming_py.ir import FixedPointAverage, FixedPointRequant, Graph
+from ming_py import numerics
+
+from .tflite_fold import int32_constant, new_operator, op_name, store_constant, tensor_like, tensor_name
+
+MAC_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})
+# ops whose uint8 and int8 reference kernels agree on shifted values (the module's docstring)
+SHIFTABLE_OPS = MAC_OPS | frozenset({"MAX_POOL_2D", "AVERAGE_POOL_2D", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "PAD",
+                                     "CONCATENATION", "ADD", "SOFTMAX", "QUANTIZE", "DEQUANTIZE"})
+_UINT8, _INT8 = schema.TensorType.UINT8, schema.TensorType.INT8
+_RECONVERT = "re-convert the model with full integer quantization to int8 (TFLiteConverter with tf.int8)"
+
+
+@dataclass(frozen=True)
+class LegacyUint8:
+    """What the rewrite leaves for after the lifting: the model's ports that were uint8, its dense layers and
+    its average pools (by output tensor name, the lifted kernels' `source`)."""
+
+    inputs: frozenset[str] = frozenset()
+    outputs: frozenset[str] = frozenset()
+    dense: frozenset[str] = frozenset()
+    average_pools: frozenset[str] = frozenset()
+
+    def finish(self, graph: Graph) -> Graph:
+        """The lifted graph of the rewritten model as the uint8 model's: uint8 ports, the uint8 kernels'
+        rounding (see the module's docstring)."""
+        if not (self.inputs or self.outputs):
+            return graph
+        graph.inputs = [replace(i, dtype="uint8") if i.name in self.inputs else i for i in graph.inputs]
+        graph.outputs = [replace(o, dtype="uint8") if o.name in self.outputs and o.dtype == "int8" else o
+                         for o in graph.outputs]
+        for kernel in graph.kernels():
+            if kernel.source in self.dense and isinstance(kernel.epilogue, FixedPointRequant):
+                kernel.epilogue.float32 = False  # reference_ops::FullyConnected (uint8) rounds in fixed point
+        for kernel in graph.kernels():
+            if kernel.source in self.average_pools and isinstance(kernel.epilogue, FixedPointAverage):
+                kernel.epilogue = uint8_average(kernel.epilogue, kernel.source)
+        return graph
+
+
+def uint8_average(average: FixedPointAverage, node: str) -> FixedPointAverage:
+    """`average` with, for every number n of valid elements, the multiplier of its shift that rounds as LiteRT's
+    uint8 AVERAGE_POOL_2D does, (sum + n / 2) / n of the sum of n uint8 values (never negative: half up), on
+    every sum of n shifted values; where no multiplier near 2^shift / n does, the node is refused."""
+    multiplier = average.multiplier.copy()
+    for count in range(1, len(multiplier)):
+        if multiplier[count] == 0:
+            continue
+        shift = int(average.shift[count])
+        sums = np.arange(-128 * count, 127 * count + 1, dtype=np.int64)
+        expected = np.clip((sums + count // 2) // count + average.zero_point, average.qmin, average.qmax)
+        exact = (1 << shift) // count
+        found = next((m for m in (exact, exact + 1, exact - 1, exact + 2) if m < 1 << 31 and np.array_equal(
+            numerics.fixed_point_requantize(sums, m, shift, average.double_round, average.zero_point,
+                                            average.qmin, average.qmax), expected)), None)
+        if found is None:
+            raise MingError(f"node '{node}' (AVERAGE_POOL_2D): no 32-bit multiplier with shift {shift} divides a "
+                            f"window sum of {count} values as LiteRT's uint8 kernel rounds it; {_RECONVERT}")
+        multiplier[count] = found
+    return replace(average, multiplier=multiplier)
+
+
+def legacy_uint8_as_int8(model: schema.ModelT) -> LegacyUint8:
+    """Rewrite a uint8 model in place into the int8 model of the same integers shifted by -128 (see the module's
+    docstring); a model without uint8 tensors is left as it is."""
+    graph = model.subgraphs[0]
+    if not any(t.type == _UINT8 for t in graph.tensors):
+        return LegacyUint8()
+    _check_ops(model)
+    _check_quantization(model)
+    macs = [op for op in graph.operators if op_name(model, op) in MAC_OPS]
+    weights = {id(op): _centered_weights(model, op) for op in macs}
+    ports = LegacyUint8(
+        inputs=frozenset(tensor_name(graph.tensors[i]) for i in graph.inputs if graph.tensors[i].type == _UINT8),
+        outputs=frozenset(tensor_name(graph.tensors[i]) for i in graph.outputs if graph.tensors[i].type == _UINT8),
+        dense=frozenset(tensor_name(graph.tensors[op.outputs[0]]) for op in macs
+                        if op_name(model, op) == "FULLY_CONNECTED"),
+        average_pools=frozenset(tensor_name(graph.tensors[op.outputs[0]]) for op in graph.operators
+                                if op_name(model, op) == "AVERAGE_POOL_2D"))
+    weight_indices = {op.inputs[1] for op in macs}
+    for index, tensor in enumerate(graph.tensors):
+        if tensor.type == _UINT8 and index not in weight_indices:
+            _shift(model, index)
+    rewritten = []
+    for operator in graph.operators:
+        if id(operator) in weights:
+            rewritten.extend(_with_int8_weights(model, operator, weights[id(operator)]))
+        else:
+            rewritten.append(operator)
+    graph.operators = rewritten
+    return ports
+
+
+# ---- checks -------------------------------------------------------------------------------------
+
+
+def _label(model: schema.ModelT, operator) -> str:
+    graph = model.subgraphs[0]
+    return f"node '{tensor_name(graph.tensors[operator.outputs[0]])}' ({op_name(model, operator)})"
+
+
+def _check_ops(model: schema.ModelT) -> None:
+    graph = model.subgraphs[0]
+    for operator in graph.operators:
+        kind = op_name(model, operator)
+        touched = [graph.tensors[i] for i in (*operator.inputs, *operator.outputs) if i >= 0]
+        if kind not in SHIFTABLE_OPS and any(t.type == _UINT8 for t in touched):
+            raise MingError(f"{_label(model, operator)} computes on uint8 tensors; ming takes legacy uint8 models "
+                            f"with {', '.join(sorted(SHIFTABLE_OPS))} ({_RECONVERT})")
+        if kind == "CONCATENATION" and any(t.type == _UINT8 for t in touched) and \
+                len({_quantization(t) for t in touched}) > 1:
+            raise MingError(f"{_label(model, operator)} rescales its uint8 inputs (LiteRT's uint8 concatenation "
+                            "rounds in float); ming takes a uint8 concatenation whose inputs are quantized as its "
+                            f"output ({_RECONVERT})")
+        if kind in MAC_OPS and graph.tensors[operator.inputs[0]].type == _UINT8 and \
+                graph.tensors[operator.inputs[1]].type != _UINT8:
+            raise MingError(f"{_label(model, operator)} multiplies uint8 inputs by weights that are not uint8; "
+                            f"ming takes legacy uint8 models with uint8 weights ({_RECONVERT})")
+
+
+def _check_quantization(model: schema.ModelT) -> None:
+    for tensor in model.subgraphs[0].tensors:
+        if tensor.type != _UINT8:
+            continue
+        q = tensor.quantization
+        scales = [] if q is None or q.scale is None else list(q.scale)
+        zero_points = [] if q is None or q.zeroPoint is None else [int(z) for z in q.zeroPoint]
+        if len(scales) != 1 or len(zero_points) != 1:
+            raise MingError(f"tensor '{tensor_name(tensor)}' is uint8 without one scale and zero point; ming takes "
+                            f"uint8 tensors quantized per tensor ({_RECONVERT})")
+        if not 0 <= zero_points[0] <= 255:
+            raise MingError(f"tensor '{tensor_name(tensor)}' has a uint8 zero point {zero_points[0]} outside "
+                            "0..255; the flatbuffer is damaged or hand-edited")
+
+
+def _quantization(tensor) -> tuple:
+    q = tensor.quantization
+    if q is None or q.scale is None:
+        return ()
+    return tuple(float(np.float32(s)) for s in q.scale), tuple(int(z) for z in (q.zeroPoint or []))
+
+
+# ---- the shift ----------------------------------------------------------------------------------
+
+
+def _shift(model: schema.ModelT, index: int) -> None:
+    """Tensor `index` (uint8) as int8: zero point - 128, constant values - 128, a quantization of its own."""
+    tensor = model.subgraphs[0].tensors[index]
+    shifted = schema.QuantizationParametersT()
+    shifted.scale = [float(s) for s in tensor.quantization.scale]
+    shifted.zeroPoint = [int(tensor.quantization.zeroPoint[0]) - 128]
+    shifted.quantizedDimension = 0
+    tensor.quantization, tensor.type = shifted, _INT8
+    data = model.buffers[tensor.buffer].data
+    if data is not None and len(data):
+        values = np.frombuffer(bytes(bytearray(data)), np.uint8).astype(np.int16) - 128
+        store_constant(model, index, values.astype(np.int8).reshape([int(d) for d in tensor.shape]))
+
+
+# ---- weights ------------------------------------------------------------------------------------
+
+
+def _centered_weights(model: schema.ModelT, operator) -> np.ndarray:
+    """The uint8 weights of a MAC op less their zero point (int64, the tensor's shape)."""
+    tensor = model.subgraphs[0].tensors[operator.inputs[1]]
+    data = model.buffers[tensor.buffer].data
+    if data is None or len(data) == 0:
+        raise MingError(f"{_label(model, operator)}: its weights are not constant; ming multiplies activations by "
+                        "constant weights")
+    values = np.frombuffer(bytes(bytearray(data)), np.uint8).reshape([int(d) for d in tensor.shape])
+    return values.astype(np.int64) - int(tensor.quantization.zeroPoint[0])
+
+
+def _weights_tensor(model: schema.ModelT, operator, name: str, values: np.ndarray) -> int:
+    """A new int8 weights tensor of the op's weight scale and zero point 0 holding `values`."""
+    graph = model.subgraphs[0]
+    old = graph.tensors[operator.inputs[1]]
+    quantization = schema.QuantizationParametersT()
+    quantization.scale, quantization.zeroPoint = [float(old.quantization.scale[0])], [0]
+    quantization.quantizedDimension = 0
+    index = tensor_like(model, old, name, list(values.shape))
+    graph.tensors[index].type, graph.tensors[index].quantization = _INT8, quantization
+    store_constant(model, index, values.astype(np.int8))
+    return index
+
+
+def _with_int8_weights(model: schema.ModelT, operator, centered: np.ndarray) -> list:
+    """The MAC op with int8 weights of zero point 0 and the ops that feed it (see the module's docstring)."""
+    graph = model.subgraphs[0]
+    name = tensor_name(graph.tensors[operator.outputs[0]])
+    if centered.min() >= -128 and centered.max() <= 127:
+        operator.inputs[1] = _weights_tensor(model, operator, f"{name}/weights_int8", centered)
+        return [operator]
+    low = np.clip(centered, -128, 127)
+    parts = (low, centered - low)  # both int8: |w - zw| <= 255
+    if op_name(model, operator) == "DEPTHWISE_CONV_2D":
+        return _depthwise_over_repeated_columns(model, operator, parts, name)
+    return _over_input_twice(model, operator, parts, name)
+
+
+def _over_input_twice(model: schema.ModelT, operator, parts, name: str) -> list:
+    """A CONV_2D or FULLY_CONNECTED reading CONCATENATION(x, x) along the channels with weights [a | b]."""
+    graph = model.subgraphs[0]
+    source = graph.tensors[operator.inputs[0]]
+    shape = [int(d) for d in source.shape]
+    a, b = parts
+    if op_name(model, operator) == "FULLY_CONNECTED":
+        if int(np.prod(shape[1:])) != a.shape[1] or (operator.builtinOptions is not None and
+                                                     operator.builtinOptions.keepNumDims):
+            raise MingError(f"{_label(model, operator)}: its input {shape} is not one row of its {a.shape[1]} "
+                            f"weights; {_RECONVERT}")
+        split = [a.shape[0]] + shape[1:]
+        weights = np.concatenate([a.reshape(split), b.reshape(split)], axis=-1).reshape(a.shape[0], -1)
+    else:
+        weights = np.concatenate([a, b], axis=-1)
+    doubled = tensor_like(model, source, f"{name}/input_twice", shape[:-1] + [2 * shape[-1]])
+    options = schema.ConcatenationOptionsT()
+    options.axis, options.fusedActivationFunction = len(shape) - 1, schema.ActivationFunctionType.NONE
+    concat = new_operator(model, "CONCATENATION", [operator.inputs[0], operator.inputs[0]], doubled, options)
+    operator.inputs[0] = doubled
+    operator.inputs[1] = _weights_tensor(model, operator, f"{name}/weights_split", weights)
+    return [concat, operator]
+
+
+def _same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
+    """TFLite's SAME padding (low, high) of one axis (ComputePaddingHeightWidth)."""
+    out = (size + stride - 1) // stride
+    total = max((out - 1) * stride + kernel - size, 0)
+    return total // 2, total - total // 2
+
+
+def _depthwise_over_repeated_columns(model: schema.ModelT, operator, parts, name: str) -> list:
+    """A DEPTHWISE_CONV_2D over its input with every column repeated twice and padded, a window twice as wide,
+    stride 2 * s along the columns, the tap (kh, kw) of part a at column 2 * kw * dilation, of b one after."""
+    graph = model.subgraphs[0]
+    options = operator.builtinOptions
+    source = graph.tensors[operator.inputs[0]]
+    _, height, width, channels = [int(d) for d in source.shape]
+    a, b = parts
+    _, kernel_h, kernel_w, out_channels = a.shape
+    dilation_h, dilation_w = max(options.dilationHFactor, 1), max(options.dilationWFactor, 1)
+    span_h, span_w = (kernel_h - 1) * dilation_h + 1, (kernel_w - 1) * dilation_w + 1
+    if options.padding == schema.Padding.SAME:
+        top, bottom = _same_padding(height, span_h, options.strideH)
+        left, right = _same_padding(width, span_w, options.strideW)
+    else:
+        top = bottom = left = right = 0
+    weights = np.zeros((1, kernel_h, 2 * span_w, out_channels), np.int64)
+    for kw in range(kernel_w):
+        weights[:, :, 2 * kw * dilation_w] = a[:, :, kw]
+        weights[:, :, 2 * kw * dilation_w + 1] = b[:, :, kw]
+    repeated = tensor_like(model, source, f"{name}/columns_twice", [1, height, 2 * width, channels])
+    resize = schema.ResizeNearestNeighborOptionsT()
+    resize.alignCorners, resize.halfPixelCenters = False, False
+    size = int32_constant(model, f"{name}/columns_twice/size", [height, 2 * width])
+    padded = tensor_like(model, source, f"{name}/columns_twice/padded",
+                         [1, height + top + bottom, 2 * (width + left + right), channels])
+    pads = int32_constant(model, f"{name}/columns_twice/pads", [0, 0, top, bottom, 2 * left, 2 * right, 0, 0])
+    graph.tensors[pads].shape = [4, 2]
+    ops = [new_operator(model, "RESIZE_NEAREST_NEIGHBOR", [operator.inputs[0], size], repeated, resize),
+           new_operator(model, "PAD", [repeated, pads], padded, schema.PadOptionsT())]
+    options.padding, options.strideW, options.dilationWFactor = schema.Padding.VALID, 2 * options.strideW, 1
+    operator.inputs[0] = padded
+    operator.inputs[1] = _weights_tensor(model, operator, f"{name}/weights_split", weights)
+    return ops + [operator]
