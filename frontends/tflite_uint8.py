@@ -23,9 +23,10 @@ int8 kernels on the shifted tensors give the shifted results, op by op:
   its output: maxima and copies, the same on shifted values.
 * ADD (reference_ops::Add): the same fixed-point sum of (x - zero point) << 20 as the int8 kernel.
 * AVERAGE_POOL_2D: uint8 rounds sum / n half up (the sum is never negative), int8 half away from zero on
-  the shifted sum (TOSA's reciprocal 2^shift / n + 1 does it). `finish` gives each count n the multiplier of
-  the same shift that rounds every shifted sum of n values half up, checked on all of them (refused by name
-  where none near 2^shift / n does).
+  the shifted sum (TOSA's reciprocal 2^shift / n + 1 does it); no multiplier rounds the ties of both signs up
+  where n is not a power of 2. `finish` has the average sum the uint8 values (`FixedPointAverage.domain`: + 128
+  per valid element, the zero point less 128), checked against the uint8 rule on every sum of every number of
+  valid elements (refused by name where it differs).
 * SOFTMAX at an output (the host's, `ming_host.tflite_softmax`): uint8 output scale 1/256, zero point 0 is the
   int8 one of zero point -128; the differences to the maximum do not change.
 * QUANTIZE (uint8 to uint8 requantization, float to uint8 at the input) and DEQUANTIZE: on q - z.
@@ -83,25 +84,23 @@ class LegacyUint8:
 
 
 def uint8_average(average: FixedPointAverage, node: str) -> FixedPointAverage:
-    """`average` with, for every number n of valid elements, the multiplier of its shift that rounds as LiteRT's
-    uint8 AVERAGE_POOL_2D does, (sum + n / 2) / n of the sum of n uint8 values (never negative: half up), on
-    every sum of n shifted values; where no multiplier near 2^shift / n does, the node is refused."""
-    multiplier = average.multiplier.copy()
-    for count in range(1, len(multiplier)):
-        if multiplier[count] == 0:
+    """`average` on the model's own uint8 values (`domain` 128), as LiteRT's uint8 AVERAGE_POOL_2D divides them,
+    (sum + n / 2) / n, checked for every number n of valid elements on every sum of n values; the node is refused
+    where TOSA's reciprocal of n does not give it."""
+    uint8 = replace(average, domain=128)
+    for count in range(1, len(average.multiplier)):
+        if average.multiplier[count] == 0:
             continue
-        shift = int(average.shift[count])
-        sums = np.arange(-128 * count, 127 * count + 1, dtype=np.int64)
-        expected = np.clip((sums + count // 2) // count + average.zero_point, average.qmin, average.qmax)
-        exact = (1 << shift) // count
-        found = next((m for m in (exact, exact + 1, exact - 1, exact + 2) if m < 1 << 31 and np.array_equal(
-            numerics.fixed_point_requantize(sums, m, shift, average.double_round, average.zero_point,
-                                            average.qmin, average.qmax), expected)), None)
-        if found is None:
-            raise MingError(f"node '{node}' (AVERAGE_POOL_2D): no 32-bit multiplier with shift {shift} divides a "
-                            f"window sum of {count} values as LiteRT's uint8 kernel rounds it; {_RECONVERT}")
-        multiplier[count] = found
-    return replace(average, multiplier=multiplier)
+        sums = np.arange(0, 255 * count + 1, dtype=np.int64)
+        expected = np.clip((sums + count // 2) // count - 128, average.qmin, average.qmax)
+        ours = numerics.fixed_point_requantize(sums, int(average.multiplier[count]), int(average.shift[count]),
+                                               average.double_round, average.zero_point - 128, average.qmin,
+                                               average.qmax)
+        if not np.array_equal(ours, expected):
+            raise MingError(f"node '{node}' (AVERAGE_POOL_2D): TOSA's reciprocal of {count} divides "
+                            f"{int(np.count_nonzero(ours != expected))} of the {sums.size} sums of {count} uint8 "
+                            f"values otherwise than LiteRT's uint8 kernel; {_RECONVERT}")
+    return uint8
 
 
 def legacy_uint8_as_int8(model: schema.ModelT) -> LegacyUint8:
@@ -131,8 +130,22 @@ def legacy_uint8_as_int8(model: schema.ModelT) -> LegacyUint8:
             rewritten.extend(_with_int8_weights(model, operator, weights[id(operator)]))
         else:
             rewritten.append(operator)
-    graph.operators = rewritten
+    graph.operators = _in_dependency_order(graph, rewritten)
     return ports
+
+
+def _in_dependency_order(graph, operators: list) -> list:
+    """`operators` reordered (stably) so that each comes after the ops writing its inputs: a doubled map is
+    written by a CONCATENATION put before the flatten that reads it."""
+    written = {i for op in operators for i in op.outputs}
+    ready = {i for i in range(len(graph.tensors)) if i not in written}
+    ordered, pending = [], list(operators)
+    while pending:
+        position = next(k for k, op in enumerate(pending) if all(i < 0 or i in ready for i in op.inputs))
+        op = pending.pop(position)
+        ordered.append(op)
+        ready.update(op.outputs)
+    return ordered
 
 
 # ---- checks -------------------------------------------------------------------------------------
@@ -245,9 +258,11 @@ def _with_int8_weights(model: schema.ModelT, operator, centered: np.ndarray) -> 
 def _over_input_twice(model: schema.ModelT, operator, parts, name: str) -> list:
     """A CONV_2D or FULLY_CONNECTED reading CONCATENATION(x, x) along the channels with weights [a | b]."""
     graph = model.subgraphs[0]
-    source = graph.tensors[operator.inputs[0]]
-    shape = [int(d) for d in source.shape]
     a, b = parts
+    flatten = _flatten_into(model, operator) if op_name(model, operator) == "FULLY_CONNECTED" else None
+    reader = operator if flatten is None else flatten
+    source = graph.tensors[reader.inputs[0]]
+    shape = [int(d) for d in source.shape]
     if op_name(model, operator) == "FULLY_CONNECTED":
         if int(np.prod(shape[1:])) != a.shape[1] or (operator.builtinOptions is not None and
                                                      operator.builtinOptions.keepNumDims):
@@ -260,10 +275,32 @@ def _over_input_twice(model: schema.ModelT, operator, parts, name: str) -> list:
     doubled = tensor_like(model, source, f"{name}/input_twice", shape[:-1] + [2 * shape[-1]])
     options = schema.ConcatenationOptionsT()
     options.axis, options.fusedActivationFunction = len(shape) - 1, schema.ActivationFunctionType.NONE
-    concat = new_operator(model, "CONCATENATION", [operator.inputs[0], operator.inputs[0]], doubled, options)
-    operator.inputs[0] = doubled
+    concat = new_operator(model, "CONCATENATION", [reader.inputs[0], reader.inputs[0]], doubled, options)
+    reader.inputs[0] = doubled
+    if flatten is not None:  # the flatten of the doubled map: a row twice as long
+        row = [1, 2 * a.shape[1]]
+        graph.tensors[flatten.outputs[0]].shape = row
+        graph.tensors[flatten.outputs[0]].shapeSignature = None
+        if len(flatten.inputs) > 1:
+            flatten.inputs[1] = int32_constant(model, f"{name}/input_twice/shape", row)
+        if flatten.builtinOptions is not None and flatten.builtinOptions.newShape is not None:
+            flatten.builtinOptions.newShape = row
     operator.inputs[1] = _weights_tensor(model, operator, f"{name}/weights_split", weights)
     return [concat, operator]
+
+
+def _flatten_into(model: schema.ModelT, operator):
+    """The RESHAPE (a flatten) that writes the dense layer's input and nothing else reads, or None: the input is
+    doubled before it, the map's channels twice, so that the flatten stays the one ming streams into a dense
+    layer (its weights permuted to the map's order)."""
+    graph = model.subgraphs[0]
+    index = operator.inputs[0]
+    producer = next((op for op in graph.operators if index in op.outputs), None)
+    readers = [op for op in graph.operators if index in op.inputs]
+    if producer is None or op_name(model, producer) != "RESHAPE" or readers != [operator] or index in graph.outputs \
+            or len(graph.tensors[producer.inputs[0]].shape) < 2:
+        return None
+    return producer
 
 
 def _same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
