@@ -107,7 +107,7 @@ def legacy_uint8_as_int8(model: schema.ModelT) -> LegacyUint8:
     """Rewrite a uint8 model in place into the int8 model of the same integers shifted by -128 (see the module's
     docstring); a model without uint8 tensors is left as it is."""
     graph = model.subgraphs[0]
-    if not any(t.type == _UINT8 for t in graph.tensors):
+    if not is_legacy_uint8(model):
         return LegacyUint8()
     _check_ops(model)
     _check_quantization(model)
@@ -146,6 +146,18 @@ def _in_dependency_order(graph, operators: list) -> list:
         ordered.append(op)
         ready.update(op.outputs)
     return ordered
+
+
+def is_legacy_uint8(model: schema.ModelT) -> bool:
+    """Whether an op computes on uint8 tensors (a legacy model). An int8 model whose uint8 input or outputs are
+    only converted by a QUANTIZE next to them (TF2's `inference_input_type=tf.uint8`) is not: its boundary is
+    the host's (`tflite_model.split_host_boundary`)."""
+    graph = model.subgraphs[0]
+    return any(op_name(model, op) not in _CONVERSIONS and any(
+        graph.tensors[i].type == _UINT8 for i in (*op.inputs, *op.outputs) if i >= 0) for op in graph.operators)
+
+
+_CONVERSIONS = frozenset({"QUANTIZE", "DEQUANTIZE"})
 
 
 # ---- checks -------------------------------------------------------------------------------------

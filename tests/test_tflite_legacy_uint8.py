@@ -29,7 +29,7 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 from ming_py.errors import MingError
 from ming_py.frontends.tflite_fold import op_name
-from ming_py.frontends.tflite_uint8 import legacy_uint8_as_int8
+from ming_py.frontends.tflite_uint8 import LegacyUint8, legacy_uint8_as_int8
 
 DATA = Path(__file__).resolve().parent / "data"
 CORAL = DATA / "published" / "mobilenet_v1_0.25_128_quant.tflite"
@@ -195,6 +195,26 @@ def test_weights_within_int8_of_their_zero_point_are_centered_not_split():
     weights = graph.tensors[pointwise.inputs[1]]
     assert weights.type == schema.TensorType.INT8 and list(weights.shape) == [8, 1, 1, 8]
     assert list(weights.quantization.zeroPoint) == [0]
+
+
+@pytest.mark.unit
+def test_an_int8_model_with_uint8_ports_is_left_to_the_host_boundary():
+    """TF2's `inference_input_type=tf.uint8`: a QUANTIZE from the uint8 input, int8 everywhere else."""
+    model = schema.ModelT()
+    model.version, model.buffers = 3, [_buffer()]
+    code = schema.OperatorCodeT()
+    code.builtinCode = code.deprecatedBuiltinCode = schema.BuiltinOperator.QUANTIZE
+    model.operatorCodes = [code]
+    graph = schema.SubGraphT()
+    graph.tensors = [_tensor("input", schema.TensorType.UINT8, [1, 4], 0.5, 128),
+                     _tensor("output", schema.TensorType.INT8, [1, 4], 0.5, 0)]
+    operator = schema.OperatorT()
+    operator.opcodeIndex, operator.inputs, operator.outputs = 0, [0], [1]
+    graph.operators, graph.inputs, graph.outputs = [operator], [0], [1]
+    model.subgraphs = [graph]
+    assert legacy_uint8_as_int8(model) == LegacyUint8()  # nothing to finish after the lifting
+    assert [t.type for t in graph.tensors] == [schema.TensorType.UINT8, schema.TensorType.INT8]
+    assert graph.tensors[0].quantization.zeroPoint == [128] and len(graph.operators) == 1
 
 
 # ---- the published Coral model ----------------------------------------------------------------------
