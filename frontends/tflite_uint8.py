@@ -69,7 +69,7 @@ class LegacyUint8:
     def finish(self, graph: Graph) -> Graph:
         """The lifted graph of the rewritten model as the uint8 model's: uint8 ports, the uint8 kernels'
         rounding (see the module's docstring)."""
-        if not (self.inputs or self.outputs):
+        if self == LegacyUint8():  # an int8 model
             return graph
         graph.inputs = [replace(i, dtype="uint8") if i.name in self.inputs else i for i in graph.inputs]
         graph.outputs = [replace(o, dtype="uint8") if o.name in self.outputs and o.dtype == "int8" else o
@@ -105,13 +105,13 @@ def uint8_average(average: FixedPointAverage, node: str) -> FixedPointAverage:
 
 def legacy_uint8_as_int8(model: schema.ModelT) -> LegacyUint8:
     """Rewrite a uint8 model in place into the int8 model of the same integers shifted by -128 (see the module's
-    docstring); a model without uint8 tensors is left as it is."""
+    docstring); a model where no op computes on uint8 (`is_legacy_uint8`) is left as it is."""
     graph = model.subgraphs[0]
     if not is_legacy_uint8(model):
         return LegacyUint8()
     _check_ops(model)
     _check_quantization(model)
-    macs = [op for op in graph.operators if op_name(model, op) in MAC_OPS]
+    macs = [op for op in graph.operators if op_name(model, op) in MAC_OPS and _reads_uint8(graph, op)]
     weights = {id(op): _centered_weights(model, op) for op in macs}
     ports = LegacyUint8(
         inputs=frozenset(tensor_name(graph.tensors[i]) for i in graph.inputs if graph.tensors[i].type == _UINT8),
@@ -119,7 +119,7 @@ def legacy_uint8_as_int8(model: schema.ModelT) -> LegacyUint8:
         dense=frozenset(tensor_name(graph.tensors[op.outputs[0]]) for op in macs
                         if op_name(model, op) == "FULLY_CONNECTED"),
         average_pools=frozenset(tensor_name(graph.tensors[op.outputs[0]]) for op in graph.operators
-                                if op_name(model, op) == "AVERAGE_POOL_2D"))
+                                if op_name(model, op) == "AVERAGE_POOL_2D" and _reads_uint8(graph, op)))
     weight_indices = {op.inputs[1] for op in macs}
     for index, tensor in enumerate(graph.tensors):
         if tensor.type == _UINT8 and index not in weight_indices:
@@ -132,6 +132,10 @@ def legacy_uint8_as_int8(model: schema.ModelT) -> LegacyUint8:
             rewritten.append(operator)
     graph.operators = _in_dependency_order(graph, rewritten)
     return ports
+
+
+def _reads_uint8(graph, operator) -> bool:
+    return graph.tensors[operator.inputs[0]].type == _UINT8
 
 
 def _in_dependency_order(graph, operators: list) -> list:

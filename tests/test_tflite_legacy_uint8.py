@@ -11,7 +11,7 @@ kernels (`BUILTIN_REF`) value for value:
 - a TF1 quantization-aware model made by the real converter (tests/generators/legacy_uint8_models.py: padded
   conv and depthwise on inputs of zero point 128, ADD, MAX_POOL_2D, an AVERAGE_POOL_2D with windows of 4, 6 and
   9 elements, CONCATENATION, FULLY_CONNECTED behind a flatten, SOFTMAX), every kernel compared, C-simulated and
-  built on the KV260;
+  built on the KV260, and its float-input/output variant (QUANTIZE to uint8, DEQUANTIZE on the host);
 - uint8 ops without an exact int8 form refused by name.
 """
 
@@ -34,6 +34,7 @@ from ming_py.frontends.tflite_uint8 import LegacyUint8, legacy_uint8_as_int8
 DATA = Path(__file__).resolve().parent / "data"
 CORAL = DATA / "published" / "mobilenet_v1_0.25_128_quant.tflite"
 CNN = DATA / "legacy" / "legacy_uint8_cnn.tflite"
+CNN_FLOAT_IO = DATA / "legacy" / "legacy_uint8_cnn_float_io.tflite"
 IMAGES = (DATA / "legacy" / "coral_cat_128.npy", DATA / "legacy" / "coral_bird_128.npy")
 
 
@@ -311,6 +312,20 @@ def test_legacy_cnn_csim_equals_litert(cnn, tmp_path):
     ours = csim_outputs(cnn, tmp_path / "out", x)
     for name, expected in litert_outputs(CNN, x).items():
         assert ours[name].dtype == np.uint8 and np.array_equal(ours[name], expected)
+
+
+def test_legacy_cnn_with_float_io_equals_litert_kernel_by_kernel():
+    """QUANTIZE to uint8 at the input and DEQUANTIZE after the output's SOFTMAX, on the host."""
+    from ming_py import reference
+    from ming_py.pipeline import lift
+
+    graph = lift(CNN_FLOAT_IO)
+    assert graph.inputs[0].dtype == graph.outputs[0].dtype == "float32"
+    for seed in range(3):
+        x = np.random.default_rng(seed).uniform(-1.2, 1.2, graph.inputs[0].onnx_shape).astype(np.float32)
+        (name, expected), = litert_outputs(CNN_FLOAT_IO, x).items()
+        assert np.array_equal(reference.run(graph, x)[name], expected)
+        assert _kernels_equal_litert(graph, CNN_FLOAT_IO, x) == 7
 
 
 @pytest.mark.slow

@@ -11,6 +11,9 @@ converter writes, untouched.
   range symmetric about 0 (zero point 128) added back (ADD), MAX_POOL_2D 2x2
   and AVERAGE_POOL_2D 3x3 SAME stride 2 (border windows of 4 and 6 elements, inner ones of 9) of the sum,
   CONCATENATION of the two pools (one range, so one quantization), RESHAPE, FULLY_CONNECTED to 10 and SOFTMAX.
+- legacy_uint8_cnn_float_io.tflite: the same network with float32 input and output
+  (`inference_input_type=inference_output_type=tf.float32`): the converter adds a QUANTIZE to uint8 after the
+  input and a DEQUANTIZE before the output.
 
     /work/tfenv/bin/python tests/generators/legacy_uint8_models.py OUT_DIR
 """
@@ -44,7 +47,7 @@ def _bias(rng, channels: int):
     return tf.constant((rng.standard_normal(channels) * 0.1).astype(np.float32))
 
 
-def legacy_uint8_cnn() -> bytes:
+def legacy_uint8_cnn(float_io: bool = False) -> bytes:
     rng = np.random.default_rng(SEED)
     graph = tf.Graph()
     with graph.as_default():
@@ -68,6 +71,8 @@ def legacy_uint8_cnn() -> bytes:
             converter = tf.compat.v1.lite.TFLiteConverter.from_session(session, [image], [output])
             converter.inference_type = tf.uint8
             converter.quantized_input_stats = {"input": (128.0, 128.0)}  # real = (q - mean) / std
+            if float_io:
+                converter.inference_input_type = converter.inference_output_type = tf.float32
             return converter.convert()
 
 
@@ -77,3 +82,4 @@ if __name__ == "__main__":
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     (out / "legacy_uint8_cnn.tflite").write_bytes(legacy_uint8_cnn())
+    (out / "legacy_uint8_cnn_float_io.tflite").write_bytes(legacy_uint8_cnn(float_io=True))
