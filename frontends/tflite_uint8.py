@@ -9,11 +9,12 @@ int8 kernels on the shifted tensors give the shifted results, op by op:
   kAwayFromZero rounding, FullyConnected): acc = sum (x - zx)(w - zw) + bias, requantized by
   MultiplyByQuantizedMultiplier with x_scale * w_scale / y_scale, + y_zero_point, clamped. The int8 kernels
   take weights with zero point 0, so the weights become w - zw. That is int8 only where the weights lie
-  within 127 of their zero point; TF1's asymmetric weights span up to [-255, 255]. Then each weight is
-  written as the sum of two int8 parts, a = clip(w - zw, -128, 127) and b = (w - zw) - a, and the kernel sums
-  both products of every input value: a convolution or dense layer reads its input twice, concatenated along
-  the channels (CONCATENATION of the input with itself, same quantization: a copy), with weights [a | b]; a
-  depthwise convolution reads its input with every column repeated twice (RESIZE_NEAREST_NEIGHBOR by 1 x 2, the
+  within 127 of their zero point; TF1's asymmetric weights span up to [-255, 255] (in Coral's MobileNetV1
+  63 of 463,856 weights leave int8). Then each weight is written as the sum of two int8 parts,
+  a = clip(w - zw, -128, 127) and b = (w - zw) - a, and the kernel sums both products of every input value: a
+  convolution or dense layer reads its input followed again by the input channels where some b is not 0
+  (SLICEs of the channels and a CONCATENATION, same quantization: copies), with weights [a | b of those
+  channels]; a depthwise convolution reads its input with every column repeated twice (RESIZE_NEAREST_NEIGHBOR by 1 x 2, the
   padding made explicit by a PAD of the zero point after it) through a window twice as wide with stride
   2 * s along the columns, a and b at the two copies of each tap. Every accumulator is the model's, the
   bias and the requantization are unchanged.
@@ -268,47 +269,73 @@ def _with_int8_weights(model: schema.ModelT, operator, centered: np.ndarray) -> 
     parts = (low, centered - low)  # both int8: |w - zw| <= 255
     if op_name(model, operator) == "DEPTHWISE_CONV_2D":
         return _depthwise_over_repeated_columns(model, operator, parts, name)
-    return _over_input_twice(model, operator, parts, name)
+    return _over_channels_again(model, operator, parts, name)
 
 
-def _over_input_twice(model: schema.ModelT, operator, parts, name: str) -> list:
-    """A CONV_2D or FULLY_CONNECTED reading CONCATENATION(x, x) along the channels with weights [a | b]."""
+def _over_channels_again(model: schema.ModelT, operator, parts, name: str) -> list:
+    """A CONV_2D or FULLY_CONNECTED reading its input followed again by the channels where part b has a nonzero
+    weight (a SLICE per run of such channels, the whole input where all are; CONCATENATION along the channels),
+    with weights [a | b of those channels]."""
     graph = model.subgraphs[0]
     a, b = parts
-    flatten = _flatten_into(model, operator) if op_name(model, operator) == "FULLY_CONNECTED" else None
+    dense = op_name(model, operator) == "FULLY_CONNECTED"
+    flatten = _flatten_into(model, operator) if dense else None
     reader = operator if flatten is None else flatten
     source = graph.tensors[reader.inputs[0]]
     shape = [int(d) for d in source.shape]
-    if op_name(model, operator) == "FULLY_CONNECTED":
+    if dense:
         if int(np.prod(shape[1:])) != a.shape[1] or (operator.builtinOptions is not None and
                                                      operator.builtinOptions.keepNumDims):
             raise MingError(f"{_label(model, operator)}: its input {shape} is not one row of its {a.shape[1]} "
                             f"weights; {_RECONVERT}")
-        split = [a.shape[0]] + shape[1:]
-        weights = np.concatenate([a.reshape(split), b.reshape(split)], axis=-1).reshape(a.shape[0], -1)
-    else:
-        weights = np.concatenate([a, b], axis=-1)
-    doubled = tensor_like(model, source, f"{name}/input_twice", shape[:-1] + [2 * shape[-1]])
+        a, b = (part.reshape([a.shape[0]] + shape[1:]) for part in (a, b))
+    channels = shape[-1]
+    again = np.flatnonzero(np.any(b.reshape(-1, channels) != 0, axis=0))
+    weights = np.concatenate([a, b[..., again]], axis=-1)
+    pieces, ops = [reader.inputs[0]], []
+    for start, stop in _runs(again):
+        if stop - start == channels:
+            pieces.append(reader.inputs[0])
+            continue
+        piece = tensor_like(model, source, f"{name}/channels_{start}_{stop}", shape[:-1] + [stop - start])
+        begin = int32_constant(model, f"{name}/channels_{start}_{stop}/begin", [0] * (len(shape) - 1) + [start])
+        size = int32_constant(model, f"{name}/channels_{start}_{stop}/size", shape[:-1] + [stop - start])
+        ops.append(new_operator(model, "SLICE", [reader.inputs[0], begin, size], piece, schema.SliceOptionsT()))
+        pieces.append(piece)
+    widened = tensor_like(model, source, f"{name}/channels_again", shape[:-1] + [channels + len(again)])
     options = schema.ConcatenationOptionsT()
     options.axis, options.fusedActivationFunction = len(shape) - 1, schema.ActivationFunctionType.NONE
-    concat = new_operator(model, "CONCATENATION", [reader.inputs[0], reader.inputs[0]], doubled, options)
-    reader.inputs[0] = doubled
-    if flatten is not None:  # the flatten of the doubled map: a row twice as long
-        row = [1, 2 * a.shape[1]]
+    ops.append(new_operator(model, "CONCATENATION", pieces, widened, options))
+    reader.inputs[0] = widened
+    if flatten is not None:  # the flatten of the widened map: a longer row
+        row = [1, int(np.prod(shape[1:-1])) * (channels + len(again))]
         graph.tensors[flatten.outputs[0]].shape = row
         graph.tensors[flatten.outputs[0]].shapeSignature = None
         if len(flatten.inputs) > 1:
-            flatten.inputs[1] = int32_constant(model, f"{name}/input_twice/shape", row)
+            flatten.inputs[1] = int32_constant(model, f"{name}/channels_again/shape", row)
         if flatten.builtinOptions is not None and flatten.builtinOptions.newShape is not None:
             flatten.builtinOptions.newShape = row
+    if dense:
+        weights = weights.reshape(weights.shape[0], -1)
     operator.inputs[1] = _weights_tensor(model, operator, f"{name}/weights_split", weights)
-    return [concat, operator]
+    return ops + [operator]
+
+
+def _runs(indices: np.ndarray) -> list[tuple[int, int]]:
+    """The runs of consecutive values of sorted `indices`, as (start, stop)."""
+    runs: list[tuple[int, int]] = []
+    for i in (int(v) for v in indices):
+        if runs and runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], i + 1)
+        else:
+            runs.append((i, i + 1))
+    return runs
 
 
 def _flatten_into(model: schema.ModelT, operator):
-    """The RESHAPE (a flatten) that writes the dense layer's input and nothing else reads, or None: the input is
-    doubled before it, the map's channels twice, so that the flatten stays the one ming streams into a dense
-    layer (its weights permuted to the map's order)."""
+    """The RESHAPE (a flatten) that writes the dense layer's input and nothing else reads, or None: the map's
+    channels are taken again before it, so that the flatten stays the one ming streams into a dense layer (its
+    weights permuted to the map's order)."""
     graph = model.subgraphs[0]
     index = operator.inputs[0]
     producer = next((op for op in graph.operators if index in op.outputs), None)

@@ -92,9 +92,10 @@ def _out_size(size: int, kernel: int, stride: int, dilation: int, same: bool) ->
 
 def single_op_uint8_model(kind: str, size: tuple[int, int], channels: int, kernel: tuple[int, int] = (1, 1),
                           stride: int = 1, dilation: int = 1, same: bool = True, multiplier: int = 1,
-                          out_channels: int = 4, seed: int = 0) -> bytes:
+                          out_channels: int = 4, seed: int = 0, outliers: int | None = None) -> bytes:
     """A uint8 CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED as TF1's converter writes one: input zero point 100,
-    weights over all of 0..255 with zero point 40 (up to 215 from it), int32 bias, output zero point 120."""
+    weights over all of 0..255 with zero point 40 (up to 215 from it), int32 bias, output zero point 120. With
+    `outliers`, the weights lie within 127 of the zero point but for that many of them (255: 215 above it)."""
     rng = np.random.default_rng(seed)
     (h, w), (kh, kw) = size, kernel
     if kind == "FULLY_CONNECTED":
@@ -112,8 +113,12 @@ def single_op_uint8_model(kind: str, size: tuple[int, int], channels: int, kerne
         options.dilationHFactor = options.dilationWFactor = dilation
         if depthwise:
             options.depthMultiplier = multiplier
-    weights = rng.integers(0, 256, w_shape).astype(np.uint8)
-    weights.reshape(-1)[:2] = (0, 255)
+    if outliers is None:
+        weights = rng.integers(0, 256, w_shape).astype(np.uint8)
+        weights.reshape(-1)[:2] = (0, 255)
+    else:
+        weights = rng.integers(0, 168, w_shape).astype(np.uint8)
+        weights.reshape(-1)[rng.choice(weights.size, outliers, replace=False)] = 255
     taps = int(np.prod(w_shape[1:])) if kind != "DEPTHWISE_CONV_2D" else kh * kw
     bias = rng.integers(-3000, 3000, out_shape[-1]).astype(np.int32)
     model = schema.ModelT()
@@ -180,6 +185,17 @@ def test_split_weights_equal_litert_uint8_fully_connected(size, channels):
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("kind", ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"))
+@pytest.mark.parametrize("outliers", (1, 3, 7))
+def test_split_weights_with_few_outliers_equal_litert_uint8_kernels(kind, outliers):
+    """Only some input channels are read again (runs of them sliced), as in published models."""
+    for seed in range(3):
+        model = single_op_uint8_model(kind, (5, 6), 9, (3, 3) if kind != "FULLY_CONNECTED" else (1, 1), seed=seed,
+                                      outliers=outliers, out_channels=6)
+        _assert_rewrite_exact(model)
+
+
+@pytest.mark.unit
 def test_weights_within_int8_of_their_zero_point_are_centered_not_split():
     model = schema.ModelT.InitFromPackedBuf(bytearray(CNN.read_bytes()), 0)
     before = [op_name(model, op) for op in model.subgraphs[0].operators]
@@ -188,10 +204,11 @@ def test_weights_within_int8_of_their_zero_point_are_centered_not_split():
     after = [op_name(model, op) for op in graph.operators]
     used = {i for op in graph.operators for i in (*op.inputs, *op.outputs) if i >= 0}
     assert not any(graph.tensors[i].type == schema.TensorType.UINT8 for i in used)
-    # the 3x3 conv and the dense layer read their input twice (CONCATENATION), the depthwise conv its columns
-    # twice (RESIZE_NEAREST_NEIGHBOR, PAD); the 1x1 conv's weights (zero point 128) are only centered
-    assert len(after) == len(before) + 4 and after.count("CONCATENATION") == before.count("CONCATENATION") + 2
-    assert after.count("RESIZE_NEAREST_NEIGHBOR") == after.count("PAD") == 1
+    # the 3x3 conv and the dense layer read some input channels again (SLICE, CONCATENATION), the depthwise conv
+    # its columns twice (RESIZE_NEAREST_NEIGHBOR, PAD); the 1x1 conv's weights (zero point 128) are only centered
+    added = {kind: after.count(kind) - before.count(kind) for kind in set(after)}
+    assert added.pop("CONCATENATION") == 2 and added.pop("RESIZE_NEAREST_NEIGHBOR") == added.pop("PAD") == 1
+    assert added.pop("SLICE") >= 2 and not any(added.values())
     pointwise = _operator(model, "Relu6_1;add_2;Conv2D_1;Const_51")
     weights = graph.tensors[pointwise.inputs[1]]
     assert weights.type == schema.TensorType.INT8 and list(weights.shape) == [8, 1, 1, 8]
@@ -279,7 +296,7 @@ def test_coral_mobilenet_equals_litert_on_random_and_extreme_inputs(coral):
 
 @pytest.mark.slow
 def test_coral_mobilenet_builds_verified_as_published(tmp_path):
-    """MobileNetV1 0.25 with its weights split (927,712 int8 weights) needs more BRAM than the KV260 has
+    """MobileNetV1 0.25 with its weights split (495,650 int8 weights) needs more BRAM than the KV260 has
     without URAM weights; it is built for the U250."""
     from ming_py.build import build
     from ming_py.options import BuildOptions
