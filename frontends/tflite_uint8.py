@@ -12,9 +12,9 @@ int8 kernels on the shifted tensors give the shifted results, op by op:
   within 127 of their zero point; TF1's asymmetric weights span up to [-255, 255] (in Coral's MobileNetV1
   63 of 463,856 weights leave int8). Then each weight is written as the sum of two int8 parts,
   a = clip(w - zw, -128, 127) and b = (w - zw) - a, and the kernel sums both products of every input value: a
-  convolution or dense layer reads its input followed again by the input channels where some b is not 0
-  (SLICEs of the channels and a CONCATENATION, same quantization: copies), with weights [a | b of those
-  channels]; a depthwise convolution reads its input with every column repeated twice (RESIZE_NEAREST_NEIGHBOR by 1 x 2, the
+  convolution or dense layer reads its input followed again by the input channels where some b is not 0, in
+  aligned blocks of up to 8 (SLICEs of the channels and a CONCATENATION, same quantization: copies), with
+  weights [a | b of those channels]; a depthwise convolution reads its input with every column repeated twice (RESIZE_NEAREST_NEIGHBOR by 1 x 2, the
   padding made explicit by a PAD of the zero point after it) through a window twice as wide with stride
   2 * s along the columns, a and b at the two copies of each tap. Every accumulator is the model's, the
   bias and the requantization are unchanged.
@@ -274,8 +274,8 @@ def _with_int8_weights(model: schema.ModelT, operator, centered: np.ndarray) -> 
 
 def _over_channels_again(model: schema.ModelT, operator, parts, name: str) -> list:
     """A CONV_2D or FULLY_CONNECTED reading its input followed again by the channels where part b has a nonzero
-    weight (a SLICE per run of such channels, the whole input where all are; CONCATENATION along the channels),
-    with weights [a | b of those channels]."""
+    weight, in aligned blocks (`_blocks_of`; a SLICE per run of them, the whole input where all are;
+    CONCATENATION along the channels), with weights [a | b of those channels]."""
     graph = model.subgraphs[0]
     a, b = parts
     dense = op_name(model, operator) == "FULLY_CONNECTED"
@@ -290,7 +290,7 @@ def _over_channels_again(model: schema.ModelT, operator, parts, name: str) -> li
                             f"weights; {_RECONVERT}")
         a, b = (part.reshape([a.shape[0]] + shape[1:]) for part in (a, b))
     channels = shape[-1]
-    again = np.flatnonzero(np.any(b.reshape(-1, channels) != 0, axis=0))
+    again = _blocks_of(np.flatnonzero(np.any(b.reshape(-1, channels) != 0, axis=0)), channels)
     weights = np.concatenate([a, b[..., again]], axis=-1)
     pieces, ops = [reader.inputs[0]], []
     for start, stop in _runs(again):
@@ -319,6 +319,19 @@ def _over_channels_again(model: schema.ModelT, operator, parts, name: str) -> li
         weights = weights.reshape(weights.shape[0], -1)
     operator.inputs[1] = _weights_tensor(model, operator, f"{name}/weights_split", weights)
     return ops + [operator]
+
+
+LANE_BLOCK = 8  # channels read again in whole aligned blocks of this many
+
+
+def _blocks_of(channels_needed: np.ndarray, channels: int) -> np.ndarray:
+    """The channels to read again: every aligned block of LANE_BLOCK channels holding a needed one, all of them
+    where `channels` is no multiple of LANE_BLOCK. Streams carry channels in lanes that divide their channel
+    counts: single channels read again would leave the widened input, and every stream tied to it, one lane
+    wide."""
+    block = LANE_BLOCK if channels % LANE_BLOCK == 0 else channels
+    starts = np.unique(channels_needed // block) * block
+    return (starts[:, None] + np.arange(block)).reshape(-1)
 
 
 def _runs(indices: np.ndarray) -> list[tuple[int, int]]:

