@@ -10,14 +10,15 @@ int8 kernels on the shifted tensors give the shifted results, op by op:
   MultiplyByQuantizedMultiplier with x_scale * w_scale / y_scale, + y_zero_point, clamped. The int8 kernels
   take weights with zero point 0, so the weights become w - zw. That is int8 only where the weights lie
   within 127 of their zero point; TF1's asymmetric weights span up to [-255, 255] (in Coral's MobileNetV1
-  63 of 463,856 weights leave int8). Then each weight is written as the sum of two int8 parts,
-  a = clip(w - zw, -128, 127) and b = (w - zw) - a, and the kernel sums both products of every input value: a
-  convolution or dense layer reads its input followed again by the input channels where some b is not 0, in
-  aligned blocks of up to 8 (SLICEs of the channels and a CONCATENATION, same quantization: copies), with
-  weights [a | b of those channels]; a depthwise convolution reads its input with every column repeated twice (RESIZE_NEAREST_NEIGHBOR by 1 x 2, the
-  padding made explicit by a PAD of the zero point after it) through a window twice as wide with stride
-  2 * s along the columns, a and b at the two copies of each tap. Every accumulator is the model's, the
-  bias and the requantization are unchanged.
+  63 of 463,856 weights leave int8). Then each weight is written as the sum of int8 parts (`int8_parts`:
+  a = clip(w - zw, -128, 127), b = the rest, and a third, 1, where a weight is 255 above a zero point 0), and
+  the kernel sums the products of every part: a convolution or dense layer reads its input followed again by
+  the input channels where a later part is not 0, in aligned blocks of 8 (SLICEs of the channels and a
+  CONCATENATION, same quantization: copies), with weights [a | b of those channels | ...]; a depthwise
+  convolution reads its input with every column repeated once per part (RESIZE_NEAREST_NEIGHBOR by 1 x P, the
+  padding made explicit by a PAD of the zero point after it) through a window P times as wide with stride
+  P * s along the columns, the parts at the copies of each tap. Every accumulator is the model's, the bias
+  and the requantization are unchanged.
   LiteRT's int8 reference FULLY_CONNECTED rounds in float where the uint8 one rounds in fixed point: `finish`
   gives the dense layers of a uint8 model the fixed-point rule back.
 * MAX_POOL_2D, RESHAPE, SQUEEZE, EXPAND_DIMS, PAD (of the zero point), CONCATENATION of inputs quantized as
@@ -265,19 +266,28 @@ def _with_int8_weights(model: schema.ModelT, operator, centered: np.ndarray) -> 
     if centered.min() >= -128 and centered.max() <= 127:
         operator.inputs[1] = _weights_tensor(model, operator, f"{name}/weights_int8", centered)
         return [operator]
-    low = np.clip(centered, -128, 127)
-    parts = (low, centered - low)  # both int8: |w - zw| <= 255
+    parts = int8_parts(centered)
     if op_name(model, operator) == "DEPTHWISE_CONV_2D":
         return _depthwise_over_repeated_columns(model, operator, parts, name)
     return _over_channels_again(model, operator, parts, name)
 
 
+def int8_parts(centered: np.ndarray) -> list[np.ndarray]:
+    """int8 arrays summing to `centered` (|values| <= 255): clip(w, -128, 127), then the clipped rest while one is
+    left. Two parts but where a weight is 255 above its zero point (zero point 0): 127 + 127 + 1."""
+    parts, rest = [], centered
+    while not parts or rest.any():
+        parts.append(np.clip(rest, -128, 127))
+        rest = rest - parts[-1]
+    return parts
+
+
 def _over_channels_again(model: schema.ModelT, operator, parts, name: str) -> list:
-    """A CONV_2D or FULLY_CONNECTED reading its input followed again by the channels where part b has a nonzero
-    weight, in aligned blocks (`_blocks_of`; a SLICE per run of them, the whole input where all are;
-    CONCATENATION along the channels), with weights [a | b of those channels]."""
+    """A CONV_2D or FULLY_CONNECTED reading its input followed again, for every part after the first, by the
+    channels where that part has a nonzero weight, in aligned blocks (`_blocks_of`; a SLICE per run of them, the
+    whole input where all are; CONCATENATION along the channels), with weights [a | b of those channels | ...]."""
     graph = model.subgraphs[0]
-    a, b = parts
+    a = parts[0]
     dense = op_name(model, operator) == "FULLY_CONNECTED"
     flatten = _flatten_into(model, operator) if dense else None
     reader = operator if flatten is None else flatten
@@ -288,27 +298,24 @@ def _over_channels_again(model: schema.ModelT, operator, parts, name: str) -> li
                                                      operator.builtinOptions.keepNumDims):
             raise MingError(f"{_label(model, operator)}: its input {shape} is not one row of its {a.shape[1]} "
                             f"weights; {_RECONVERT}")
-        a, b = (part.reshape([a.shape[0]] + shape[1:]) for part in (a, b))
+        parts = [part.reshape([a.shape[0]] + shape[1:]) for part in parts]
     channels = shape[-1]
-    again = _blocks_of(np.flatnonzero(np.any(b.reshape(-1, channels) != 0, axis=0)), channels)
-    weights = np.concatenate([a, b[..., again]], axis=-1)
-    pieces, ops = [reader.inputs[0]], []
-    for start, stop in _runs(again):
-        if stop - start == channels:
-            pieces.append(reader.inputs[0])
-            continue
-        piece = tensor_like(model, source, f"{name}/channels_{start}_{stop}", shape[:-1] + [stop - start])
-        begin = int32_constant(model, f"{name}/channels_{start}_{stop}/begin", [0] * (len(shape) - 1) + [start])
-        size = int32_constant(model, f"{name}/channels_{start}_{stop}/size", shape[:-1] + [stop - start])
-        ops.append(new_operator(model, "SLICE", [reader.inputs[0], begin, size], piece, schema.SliceOptionsT()))
-        pieces.append(piece)
-    widened = tensor_like(model, source, f"{name}/channels_again", shape[:-1] + [channels + len(again)])
+    pieces, ops, weights, slices = [reader.inputs[0]], [], [parts[0]], {}
+    for part in parts[1:]:
+        again = _blocks_of(np.flatnonzero(np.any(part.reshape(-1, channels) != 0, axis=0)), channels)
+        weights.append(part[..., again])
+        for start, stop in _runs(again):
+            if (start, stop) not in slices:
+                slices[start, stop] = _channel_slice(model, reader.inputs[0], start, stop, name, ops)
+            pieces.append(slices[start, stop])
+    weights = np.concatenate(weights, axis=-1)
+    widened = tensor_like(model, source, f"{name}/channels_again", shape[:-1] + [weights.shape[-1]])
     options = schema.ConcatenationOptionsT()
     options.axis, options.fusedActivationFunction = len(shape) - 1, schema.ActivationFunctionType.NONE
     ops.append(new_operator(model, "CONCATENATION", pieces, widened, options))
     reader.inputs[0] = widened
     if flatten is not None:  # the flatten of the widened map: a longer row
-        row = [1, int(np.prod(shape[1:-1])) * (channels + len(again))]
+        row = [1, int(np.prod(weights.shape[1:]))]
         graph.tensors[flatten.outputs[0]].shape = row
         graph.tensors[flatten.outputs[0]].shapeSignature = None
         if len(flatten.inputs) > 1:
@@ -319,6 +326,19 @@ def _over_channels_again(model: schema.ModelT, operator, parts, name: str) -> li
         weights = weights.reshape(weights.shape[0], -1)
     operator.inputs[1] = _weights_tensor(model, operator, f"{name}/weights_split", weights)
     return ops + [operator]
+
+
+def _channel_slice(model: schema.ModelT, index: int, start: int, stop: int, name: str, ops: list) -> int:
+    """Channels start..stop of tensor `index`: the tensor itself where they are all, else a SLICE (added to `ops`)."""
+    source = model.subgraphs[0].tensors[index]
+    shape = [int(d) for d in source.shape]
+    if stop - start == shape[-1]:
+        return index
+    piece = tensor_like(model, source, f"{name}/channels_{start}_{stop}", shape[:-1] + [stop - start])
+    begin = int32_constant(model, f"{name}/channels_{start}_{stop}/begin", [0] * (len(shape) - 1) + [start])
+    size = int32_constant(model, f"{name}/channels_{start}_{stop}/size", shape[:-1] + [stop - start])
+    ops.append(new_operator(model, "SLICE", [index, begin, size], piece, schema.SliceOptionsT()))
+    return piece
 
 
 LANE_BLOCK = 8  # channels read again in whole aligned blocks of this many
@@ -367,14 +387,14 @@ def _same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
 
 
 def _depthwise_over_repeated_columns(model: schema.ModelT, operator, parts, name: str) -> list:
-    """A DEPTHWISE_CONV_2D over its input with every column repeated twice and padded, a window twice as wide,
-    stride 2 * s along the columns, the tap (kh, kw) of part a at column 2 * kw * dilation, of b one after."""
+    """A DEPTHWISE_CONV_2D over its input with every column repeated P times (P parts) and padded, a window P times
+    as wide, stride P * s along the columns, the tap (kh, kw) of part p at column P * kw * dilation + p."""
     graph = model.subgraphs[0]
     options = operator.builtinOptions
     source = graph.tensors[operator.inputs[0]]
     _, height, width, channels = [int(d) for d in source.shape]
-    a, b = parts
-    _, kernel_h, kernel_w, out_channels = a.shape
+    copies = len(parts)
+    _, kernel_h, kernel_w, out_channels = parts[0].shape
     dilation_h, dilation_w = max(options.dilationHFactor, 1), max(options.dilationWFactor, 1)
     span_h, span_w = (kernel_h - 1) * dilation_h + 1, (kernel_w - 1) * dilation_w + 1
     if options.padding == schema.Padding.SAME:
@@ -382,21 +402,22 @@ def _depthwise_over_repeated_columns(model: schema.ModelT, operator, parts, name
         left, right = _same_padding(width, span_w, options.strideW)
     else:
         top = bottom = left = right = 0
-    weights = np.zeros((1, kernel_h, 2 * span_w, out_channels), np.int64)
+    weights = np.zeros((1, kernel_h, copies * span_w, out_channels), np.int64)
     for kw in range(kernel_w):
-        weights[:, :, 2 * kw * dilation_w] = a[:, :, kw]
-        weights[:, :, 2 * kw * dilation_w + 1] = b[:, :, kw]
-    repeated = tensor_like(model, source, f"{name}/columns_twice", [1, height, 2 * width, channels])
+        for copy, part in enumerate(parts):
+            weights[:, :, copies * kw * dilation_w + copy] = part[:, :, kw]
+    label = f"{name}/columns_{copies}_times"
+    repeated = tensor_like(model, source, label, [1, height, copies * width, channels])
     resize = schema.ResizeNearestNeighborOptionsT()
     resize.alignCorners, resize.halfPixelCenters = False, False
-    size = int32_constant(model, f"{name}/columns_twice/size", [height, 2 * width])
-    padded = tensor_like(model, source, f"{name}/columns_twice/padded",
-                         [1, height + top + bottom, 2 * (width + left + right), channels])
-    pads = int32_constant(model, f"{name}/columns_twice/pads", [0, 0, top, bottom, 2 * left, 2 * right, 0, 0])
+    size = int32_constant(model, f"{label}/size", [height, copies * width])
+    padded = tensor_like(model, source, f"{label}/padded",
+                         [1, height + top + bottom, copies * (width + left + right), channels])
+    pads = int32_constant(model, f"{label}/pads", [0, 0, top, bottom, copies * left, copies * right, 0, 0])
     graph.tensors[pads].shape = [4, 2]
     ops = [new_operator(model, "RESIZE_NEAREST_NEIGHBOR", [operator.inputs[0], size], repeated, resize),
            new_operator(model, "PAD", [repeated, pads], padded, schema.PadOptionsT())]
-    options.padding, options.strideW, options.dilationWFactor = schema.Padding.VALID, 2 * options.strideW, 1
+    options.padding, options.strideW, options.dilationWFactor = schema.Padding.VALID, copies * options.strideW, 1
     operator.inputs[0] = padded
     operator.inputs[1] = _weights_tensor(model, operator, f"{name}/weights_split", weights)
     return ops + [operator]

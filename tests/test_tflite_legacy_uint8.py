@@ -92,9 +92,10 @@ def _out_size(size: int, kernel: int, stride: int, dilation: int, same: bool) ->
 
 def single_op_uint8_model(kind: str, size: tuple[int, int], channels: int, kernel: tuple[int, int] = (1, 1),
                           stride: int = 1, dilation: int = 1, same: bool = True, multiplier: int = 1,
-                          out_channels: int = 4, seed: int = 0, outliers: int | None = None) -> bytes:
+                          out_channels: int = 4, seed: int = 0, outliers: int | None = None,
+                          zero_point: int = 40) -> bytes:
     """A uint8 CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED as TF1's converter writes one: input zero point 100,
-    weights over all of 0..255 with zero point 40 (up to 215 from it), int32 bias, output zero point 120. With
+    weights over all of 0..255 with `zero_point` 40 (up to 215 from it), int32 bias, output zero point 120. With
     `outliers`, the weights lie within 127 of the zero point but for that many of them (255: 215 above it)."""
     rng = np.random.default_rng(seed)
     (h, w), (kh, kw) = size, kernel
@@ -117,7 +118,7 @@ def single_op_uint8_model(kind: str, size: tuple[int, int], channels: int, kerne
         weights = rng.integers(0, 256, w_shape).astype(np.uint8)
         weights.reshape(-1)[:2] = (0, 255)
     else:
-        weights = rng.integers(0, 168, w_shape).astype(np.uint8)
+        weights = rng.integers(0, zero_point + 128, w_shape).astype(np.uint8)
         weights.reshape(-1)[rng.choice(weights.size, outliers, replace=False)] = 255
     taps = int(np.prod(w_shape[1:])) if kind != "DEPTHWISE_CONV_2D" else kh * kw
     bias = rng.integers(-3000, 3000, out_shape[-1]).astype(np.int32)
@@ -129,7 +130,7 @@ def single_op_uint8_model(kind: str, size: tuple[int, int], channels: int, kerne
     model.operatorCodes = [code]
     graph = schema.SubGraphT()
     graph.tensors = [_tensor("input", schema.TensorType.UINT8, in_shape, 0.02, 100),
-                     _tensor("weights", schema.TensorType.UINT8, w_shape, 0.01, 40, 1),
+                     _tensor("weights", schema.TensorType.UINT8, w_shape, 0.01, zero_point, 1),
                      _tensor("bias", schema.TensorType.INT32, [out_shape[-1]], 0.0002, 0, 2),
                      _tensor("output", schema.TensorType.UINT8, out_shape, 0.0002 * 60 * np.sqrt(taps), 120)]
     operator = schema.OperatorT()
@@ -193,6 +194,16 @@ def test_split_weights_with_few_outliers_equal_litert_uint8_kernels(kind, outlie
         model = single_op_uint8_model(kind, (5, 6), 9, (3, 3) if kind != "FULLY_CONNECTED" else (1, 1), seed=seed,
                                       outliers=outliers, out_channels=6)
         _assert_rewrite_exact(model)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("kind", ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"))
+def test_weights_255_above_a_zero_point_0_split_in_three_equal_litert_uint8_kernels(kind):
+    model = single_op_uint8_model(kind, (5, 6), 8, (3, 3) if kind != "FULLY_CONNECTED" else (1, 1), seed=4,
+                                  zero_point=0)
+    assert sum(t.name.endswith(b"weights_split") for t in
+               schema.ModelT.InitFromPackedBuf(bytearray(rewritten(model)), 0).subgraphs[0].tensors) == 1
+    _assert_rewrite_exact(model)
 
 
 @pytest.mark.unit
