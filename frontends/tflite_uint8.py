@@ -55,7 +55,7 @@ MAC_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"})
 SHIFTABLE_OPS = MAC_OPS | frozenset({"MAX_POOL_2D", "AVERAGE_POOL_2D", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "PAD",
                                      "CONCATENATION", "ADD", "SOFTMAX", "QUANTIZE", "DEQUANTIZE"})
 _UINT8, _INT8 = schema.TensorType.UINT8, schema.TensorType.INT8
-_RECONVERT = "re-convert the model with full integer quantization to int8 (TFLiteConverter with tf.int8)"
+_RECONVERT = "re-convert the model to int8 with the TFLite converter's full integer quantization"
 
 
 @dataclass(frozen=True)
