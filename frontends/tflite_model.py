@@ -41,7 +41,7 @@ from .lift import Lifter
 from .tflite_fold import RESIZE_OPS, SHAPE_OPS, fold_shape_arithmetic, op_name, resizes_as_repeats, tensor_name
 from .tflite_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables, with_stand_ins
 from .tflite_transpose_conv import transpose_convs_as_phases
-from .tflite_uint8 import legacy_uint8_as_int8
+from .tflite_uint8 import is_legacy_uint8, legacy_uint8_as_int8
 
 ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN",
                              "CONCATENATION", "MAX_POOL_2D", "RESHAPE", "PAD", "EXPAND_DIMS", "SQUEEZE", "TILE",
@@ -94,9 +94,10 @@ def check_supported(model: schema.ModelT) -> None:
                             + ", ".join(sorted(SUPPORTED_OPS)))
     for index in list(graph.inputs) + list(graph.outputs):
         tensor = graph.tensors[index]
-        if tensor.type not in (schema.TensorType.INT8, schema.TensorType.UINT8, schema.TensorType.FLOAT32):
+        if tensor.type not in (schema.TensorType.INT8, schema.TensorType.FLOAT32) and \
+                not (tensor.type == schema.TensorType.UINT8 and is_legacy_uint8(model)):
             raise MingError(f"tensor '{tensor_name(tensor)}' is {_TYPE_NAMES.get(tensor.type, tensor.type)}; "
-                            "ming compiles int8 and legacy uint8 models (int8, uint8 or float32 inputs and outputs)")
+                            "ming compiles int8 models (int8 or float32 inputs and outputs) and legacy uint8 ones")
     if not any(t.type in (schema.TensorType.INT8, schema.TensorType.UINT8) for t in graph.tensors):
         raise MingError("model is not quantized (no int8 tensor); convert it with full integer quantization")
     check_tensors(model)

@@ -227,8 +227,7 @@ def test_weights_within_int8_of_their_zero_point_are_centered_not_split():
     assert list(weights.quantization.zeroPoint) == [0]
 
 
-@pytest.mark.unit
-def test_an_int8_model_with_uint8_ports_is_left_to_the_host_boundary():
+def _uint8_port_model():
     """TF2's `inference_input_type=tf.uint8`: a QUANTIZE from the uint8 input, int8 everywhere else."""
     model = schema.ModelT()
     model.version, model.buffers = 3, [_buffer()]
@@ -242,9 +241,23 @@ def test_an_int8_model_with_uint8_ports_is_left_to_the_host_boundary():
     operator.opcodeIndex, operator.inputs, operator.outputs = 0, [0], [1]
     graph.operators, graph.inputs, graph.outputs = [operator], [0], [1]
     model.subgraphs = [graph]
+    return model
+
+
+@pytest.mark.unit
+def test_an_int8_model_with_uint8_ports_is_left_to_the_host_boundary():
+    model = _uint8_port_model()
+    graph = model.subgraphs[0]
     assert legacy_uint8_as_int8(model) == LegacyUint8()  # nothing to finish after the lifting
     assert [t.type for t in graph.tensors] == [schema.TensorType.UINT8, schema.TensorType.INT8]
     assert graph.tensors[0].quantization.zeroPoint == [128] and len(graph.operators) == 1
+
+
+def test_uint8_ports_of_an_int8_model_are_refused_as_before():
+    from ming_py.frontends.tflite_model import check_supported
+
+    with pytest.raises(MingError, match=r"tensor 'input' is UINT8; ming compiles int8 models"):
+        check_supported(_uint8_port_model())
 
 
 # ---- the published Coral model ----------------------------------------------------------------------
