@@ -44,6 +44,7 @@ from .tflite_windows import unit_axis_windows_as_one_tap
 from .tflite_fold import RESIZE_OPS, SHAPE_OPS, fold_shape_arithmetic, op_name, resizes_as_repeats, tensor_name
 from .tflite_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables, with_stand_ins
 from .tflite_transpose_conv import transpose_convs_as_phases
+from .tflite_uint8 import is_legacy_uint8, legacy_uint8_as_int8
 
 ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN",
                              "CONCATENATION", "MAX_POOL_2D", "RESHAPE", "PAD", "EXPAND_DIMS", "SQUEEZE", "TILE",
@@ -96,10 +97,11 @@ def check_supported(model: schema.ModelT) -> None:
                             + ", ".join(sorted(SUPPORTED_OPS)))
     for index in list(graph.inputs) + list(graph.outputs):
         tensor = graph.tensors[index]
-        if tensor.type not in (schema.TensorType.INT8, schema.TensorType.FLOAT32):
+        if tensor.type not in (schema.TensorType.INT8, schema.TensorType.FLOAT32) and \
+                not (tensor.type == schema.TensorType.UINT8 and is_legacy_uint8(model)):
             raise MingError(f"tensor '{tensor_name(tensor)}' is {_TYPE_NAMES.get(tensor.type, tensor.type)}; "
-                            "ming compiles int8 models (int8 or float32 inputs and outputs)")
-    if not any(t.type == schema.TensorType.INT8 for t in graph.tensors):
+                            "ming compiles int8 models (int8 or float32 inputs and outputs) and legacy uint8 ones")
+    if not any(t.type in (schema.TensorType.INT8, schema.TensorType.UINT8) for t in graph.tensors):
         raise MingError("model is not quantized (no int8 tensor); convert it with full integer quantization")
     check_tensors(model)
 
@@ -442,6 +444,7 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
     check_supported(model)
     ops_before, signatures_before = _op_counts(model), _signatures(model)
     notes = fix_symbolic_batch(model)
+    legacy = legacy_uint8_as_int8(model)  # a uint8 model as the int8 one of the same integers shifted by -128
     resizes = resizes_as_repeats(model)
     transpose_convs_as_phases(model)
     unit_axis_windows_as_one_tap(model)
@@ -472,7 +475,7 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
                 upsample.name.replace("upsample", "bilinear", 1), upsample.source, upsample.input, upsample.output,
                 rows, cols)
     graph_ir = channels_first(lifted, _one_channel_maps(lifted, shapes), _split_channel_maps(lifted))
-    return _with_host_boundary(_reference_rounding(graph_ir, op_types), model, boundary)
+    return legacy.finish(_with_host_boundary(_reference_rounding(graph_ir, op_types), model, boundary))
 
 
 def _repeats_as_upsampling(graph: Graph, op_types: dict[str, str]) -> Graph:

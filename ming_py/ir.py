@@ -270,7 +270,9 @@ class WindowAverage:
 class FixedPointAverage:
     """Window sum of raw int8 values -> int8 average in TFLite's integer arithmetic (AVERAGE_POOL_2D): the
     sum over the window's valid (unpadded) elements, requantized by TOSA's reciprocal of their number,
-    `multiplier[valid]` and `shift[valid]` (index 0 unused)."""
+    `multiplier[valid]` and `shift[valid]` (index 0 unused). With `domain` (a legacy uint8 model's average,
+    `frontends.tflite_uint8`) the sum is that of the values plus `domain`, the model's own uint8 values, and the
+    average less `domain`: the sum is never negative, so it rounds as LiteRT's uint8 kernel does."""
 
     multiplier: np.ndarray  # int32 [window size + 1]
     shift: np.ndarray  # int [window size + 1]
@@ -278,6 +280,7 @@ class FixedPointAverage:
     double_round: bool = False
     qmin: int = -128
     qmax: int = 127
+    domain: int = 0  # added to every valid element before the division (the zero point then less it)
 
 
 @dataclass(eq=False)

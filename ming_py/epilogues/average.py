@@ -121,9 +121,10 @@ class TfliteAverage(EpilogueRule):
 
     def golden(self, e, result, context):
         valid = context.valid()
-        return numerics.fixed_point_requantize(result, e.multiplier.astype(np.int64)[valid],
-                                               e.shift.astype(np.int64)[valid], e.double_round, e.zero_point,
-                                               e.qmin, e.qmax)
+        return numerics.fixed_point_requantize(np.asarray(result, np.int64) + e.domain * valid,
+                                               e.multiplier.astype(np.int64)[valid],
+                                               e.shift.astype(np.int64)[valid], e.double_round,
+                                               e.zero_point - e.domain, e.qmin, e.qmax)
 
     def reads_inputs(self):
         return False
@@ -138,11 +139,13 @@ class TfliteAverage(EpilogueRule):
         return "fixed point 32 x 32"
 
     def emit(self, e, view, constant):
-        view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax)
+        view.extra.update(zero_point=e.zero_point - e.domain, double_round=e.double_round, qmin=e.qmin,
+                          qmax=e.qmax, domain=e.domain)
         if not view.spec.process_kind.line_buffer:  # every window holds the whole map
             count = len(e.multiplier) - 1
             view.epilogue = "fixed_point_scalar"
-            view.extra.update(multiplier=int(e.multiplier[count]), shift=int(e.shift[count]))
+            view.extra.update(multiplier=int(e.multiplier[count]), shift=int(e.shift[count]),
+                              domain=e.domain * count)
         else:
             view.epilogue = "fixed_point_average"
             constant("divisor_multiplier", "int32_t", e.multiplier.astype(np.int32),
