@@ -58,7 +58,8 @@ TAIL_CHUNK_VALUES = 1 << 14
 # is this module's load_input).
 INPUT_DTYPES = ("float32", "int8", "uint8")
 QUANTIZERS = ("onnxruntime", "tflite")
-HOST_OP_KINDS = ("softmax", "quantize", "dequantize", "reshape", "tflite_softmax")
+HOST_OP_KINDS = ("softmax", "quantize", "dequantize", "reshape", "transpose", "tflite_softmax", "tflite_requantize")
+INPUT_HOST_OP_KINDS = ("reshape", "transpose", "tflite_requantize")
 CSIM_MODES = {"zynq_axis_dma": "axis", "alveo_xrt": "memory"}
 REBUILD = "run `ming build` again"
 # The file names the metadata may give: C identifiers (model, kernels, the overlay's DMA), plain file names
@@ -247,7 +248,8 @@ def host_problem(host: object) -> str | None:
         return f"'model' is {host['model']!r}, not a C identifier (the stem of hls/<model>.cpp)"
     if "interface" in host and host["interface"] not in DEFAULT_BACKEND:
         return f"'interface' is {host['interface']!r}, not one of {', '.join(DEFAULT_BACKEND)}"
-    problem = _fields_problem(host.get("input"), _PORT_FIELDS, "input") or _port_problem(host["input"], "input")
+    problem = _fields_problem(host.get("input"), _PORT_FIELDS, "input") or _input_steps_problem(host["input"]) \
+        or _port_problem(host["input"], "input")
     if problem:
         return problem
     outputs = host.get("outputs")
@@ -370,6 +372,42 @@ def _zero_point_problem(value: int, name: str) -> str | None:
     return None if low <= value <= high else f"'{name}' is {value}, outside int8's range {low}..{high}"
 
 
+def _input_steps_problem(port: dict) -> str | None:
+    """What is wrong with the input's host steps (optional: none where absent): their fields, kinds, the shapes
+    they give and their zero points."""
+    steps = port.get("host_ops", [])
+    if not isinstance(steps, list):
+        return "'input.host_ops' is not a list"
+    for number, op in enumerate(steps):
+        where = f"input.host_ops[{number}]"
+        problem = _fields_problem(op, _HOST_OP_FIELDS, where)
+        if problem:
+            return problem
+        if op["kind"] not in INPUT_HOST_OP_KINDS:
+            return f"'{where}.kind' is {op['kind']!r}, not one of {', '.join(INPUT_HOST_OP_KINDS)}"
+        problem = _zero_point_problem(op["zero_point"], f"{where}.zero_point") or \
+            _zero_point_problem(op.get("input_zero_point", 0), f"{where}.input_zero_point") or \
+            _scale_problem(op["scale"], f"{where}.scale")
+        if problem:
+            return problem
+    return None
+
+
+def _port_shape(port: dict) -> list:
+    """The shape the port's permutation reorders: the model's, or the last of the input's layout steps'."""
+    shape = list(port["onnx_shape"])
+    for op in port.get("host_ops", []) if "index" not in port else []:
+        if op["kind"] == "reshape":
+            shape = list(op["shape"])
+        elif op["kind"] == "transpose":
+            axes = op.get("axes")
+            if not isinstance(axes, list) or sorted(a if _is(a, _INTEGER) else -1 for a in axes) != \
+                    list(range(len(shape))):
+                return []
+            shape = [shape[a] for a in axes]
+    return shape
+
+
 def _port_problem(port: dict, name: str) -> str | None:
     """Ranges and consistency of one port's numbers (their types are checked)."""
     if not port["onnx_name"]:
@@ -382,17 +420,19 @@ def _port_problem(port: dict, name: str) -> str | None:
     if len(stream) != 3 or 0 in stream:
         return f"'{name}.stream_shape' is {stream}, not three positive sizes (C, H, W)"
     values = math.prod(stream)
-    for key in ("onnx_shape", "array_shape"):
-        if not port[key] or 0 in port[key] or math.prod(port[key]) != values:
-            return (f"'{name}.{key}' is {port[key]}: its {math.prod(port[key])} values are not the "
-                    f"{values} of 'stream_shape' {stream}")
+    layout_shape = _port_shape(port)
+    for key, shape in (("onnx_shape", port["onnx_shape"]), ("array_shape", port["array_shape"]),
+                       ("host_ops", layout_shape)):
+        if not shape or 0 in shape or math.prod(shape) != values:
+            what = f"'{name}.{key}' is {shape}" if key != "host_ops" else f"'{name}.host_ops' give the shape {shape}"
+            return f"{what}: its {math.prod(shape)} values are not the {values} of 'stream_shape' {stream}"
     if port["words"] != ming_host.words_per_image(values):
         return (f"'{name}.words' is {port['words']}, not {ming_host.words_per_image(values)} (the {values} values "
                 f"of 'stream_shape' {stream}, {ming_host.VALUES_PER_WORD} to a word)")
     permutation = port["permutation"]
     if permutation and sorted(p if _is(p, _INTEGER) else -1 for p in permutation) != \
-            list(range(len(port["onnx_shape"]))):
-        return f"'{name}.permutation' is {permutation}, not a permutation of the {len(port['onnx_shape'])} axes"
+            list(range(len(layout_shape))):
+        return f"'{name}.permutation' is {permutation}, not a permutation of the {len(layout_shape)} axes"
     return _scale_problem(port["scale"], f"{name}.scale") or \
         _zero_point_problem(port["zero_point"], f"{name}.zero_point")
 
@@ -409,8 +449,15 @@ def _host_ops_problem(port: dict, name: str) -> str | None:
             if not op["shape"] or 0 in op["shape"] or math.prod(op["shape"]) != math.prod(shape):
                 return f"'{where}.shape' is {op['shape']}, not a shape of {math.prod(shape)} values"
             shape = op["shape"]
+        if op["kind"] == "transpose":
+            axes = op.get("axes")
+            if not isinstance(axes, list) or sorted(a if _is(a, _INTEGER) else -1 for a in axes) != \
+                    list(range(len(shape))):
+                return f"'{where}.axes' is {axes!r}, not a permutation of the {len(shape)} axes of {shape}"
+            shape = [shape[a] for a in axes]
         problem = _scale_problem(op["scale"], f"{where}.scale") or \
-            _zero_point_problem(op["zero_point"], f"{where}.zero_point")
+            _zero_point_problem(op["zero_point"], f"{where}.zero_point") or \
+            _zero_point_problem(op.get("input_zero_point", 0), f"{where}.input_zero_point")
         if problem:
             return problem
     return None
