@@ -21,6 +21,7 @@ import pytest
 from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
+from test_cli import ming
 from test_keras_tflite import assert_equal_outputs, litert_reference
 from ming_py import reference
 from ming_py.build import build
@@ -260,3 +261,18 @@ def test_a_uint8_input_given_int8_values_is_refused_with_the_conversion(built):
     assert "\n" not in message and "the model takes uint8 values" in message, message
     with pytest.raises(MingError, match="the model takes uint8 values"):
         run_csim(out, x.astype(np.int32) + 1000)
+
+
+def test_ming_reference_takes_the_models_uint8_array_and_refuses_int8_with_the_conversion(tmp_path):
+    path = DATA / "reshape_input_uint8_float.tflite"
+    x = next(model_arrays(path))
+    np.save(tmp_path / "x.npy", x)
+    result = ming("reference", path, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy")
+    assert result.returncode == 0, result.stderr
+    (expected,) = litert_reference(path, x).values()
+    assert np.array_equal(np.load(tmp_path / "y.npy"), expected)
+    np.save(tmp_path / "wrong.npy", (x.astype(np.int16) - 128).astype(np.int8))
+    result = ming("reference", path, "--input", tmp_path / "wrong.npy", "--output", tmp_path / "y.npy")
+    errors = [line for line in result.stderr.splitlines() if "error" in line]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert len(errors) == 1 and "input is int8, the model takes uint8 values (scale" in errors[0], result.stderr
