@@ -107,6 +107,19 @@ def _writer(graph, index: int):
 
 
 def _input_chain(model: schema.ModelT) -> list:
+    """The ops after the model's input the host runs, in order, up to the last that writes int8 and needs the
+    host: reshapes that only add or drop axes of size 1 at the chain's end stay the accelerator's (a Conv1D's
+    EXPAND_DIMS)."""
+    chain = _input_ops(model)
+    tensors = model.subgraphs[0].tensors
+    while chain and tensors[chain[-1].inputs[0]].type == schema.TensorType.INT8 and \
+            op_name(model, chain[-1]) in INPUT_LAYOUT_OPS - {"TRANSPOSE"} and \
+            not _host_layout(tensors[chain[-1].inputs[0]], tensors[chain[-1].outputs[0]], "RESHAPE"):
+        chain.pop()
+    return chain
+
+
+def _input_ops(model: schema.ModelT) -> list:
     """The ops after the model's input the host can run, in order, up to the last that writes int8."""
     graph = model.subgraphs[0]
     index, chain, cut = graph.inputs[0], [], 0
