@@ -477,8 +477,9 @@ class GraphInput:
 
 @dataclass(frozen=True)
 class GraphOutput:
-    """An int8 tensor leaving the accelerator: dequantized and run through `host_ops`, or int8 as it is (uint8:
-    shifted by +128).
+    """An int8 tensor leaving the accelerator: run through `host_ops` (`ming_host.host_tail`: TFLite's Softmax and
+    QUANTIZE of integers, the model's RESHAPE and TRANSPOSE, dequantization and float steps), or int8 as it is
+    (uint8: shifted by +128).
 
     The model's output is the tensor's values with their axes permuted back (see `GraphInput`).
     """

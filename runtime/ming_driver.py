@@ -390,6 +390,9 @@ def _input_steps_problem(port: dict) -> str | None:
             _scale_problem(op["scale"], f"{where}.scale")
         if problem:
             return problem
+        if op["kind"] == "transpose" and not _port_shape(dict(port, host_ops=steps[:number + 1])):
+            shape = _port_shape(dict(port, host_ops=steps[:number]))
+            return f"'{where}.axes' is {op.get('axes')!r}, not a permutation of the {len(shape)} axes of {shape}"
     return None
 
 
