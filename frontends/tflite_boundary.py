@@ -127,7 +127,9 @@ def _input_ops(model: schema.ModelT) -> list:
         kind, source, out = op_name(model, op), graph.tensors[index], graph.tensors[op.outputs[0]]
         if kind == "QUANTIZE" and not (source.type in _PORT_TYPES and out.type == schema.TensorType.INT8):
             break
-        if kind != "QUANTIZE" and (kind not in INPUT_LAYOUT_OPS or out.type != source.type):
+        if kind == "DEQUANTIZE" and not (source.type in _INTEGER_TYPES and out.type == schema.TensorType.FLOAT32):
+            break
+        if kind not in ("QUANTIZE", "DEQUANTIZE") and (kind not in INPUT_LAYOUT_OPS or out.type != source.type):
             break
         chain.append(op)
         index = op.outputs[0]
@@ -146,10 +148,15 @@ def _split_input(model: schema.ModelT) -> InputBoundary:
     steps = []
     for op in _input_chain(model):
         kind, source, out = op_name(model, op), graph.tensors[op.inputs[0]], graph.tensors[op.outputs[0]]
-        if kind == "QUANTIZE" and source.type == schema.TensorType.FLOAT32:
-            boundary = replace(boundary, quantization=_quantization(out))  # TFLite's float QUANTIZE (the host's)
+        if kind == "QUANTIZE" and source.type == schema.TensorType.FLOAT32 and boundary.quantization is None:
+            boundary = replace(boundary, quantization=_quantization(out))  # the float input's (the host's)
+        elif kind == "QUANTIZE" and source.type == schema.TensorType.FLOAT32:  # after a DEQUANTIZE
+            steps.append(HostOp("tflite_quantize", scale=_quantization(out)[0], zero_point=_quantization(out)[1]))
         elif kind == "QUANTIZE":
             steps += _requantize(_quantization(source), out)
+        elif kind == "DEQUANTIZE":
+            scale, zero_point = _quantization(source)
+            steps.append(HostOp("dequantize", scale=scale, zero_point=zero_point))
         else:
             steps.append(_layout_step(model, op, kind))
         graph.operators.remove(op)
@@ -188,15 +195,20 @@ def _layout_step(model: schema.ModelT, op, kind: str) -> HostOp:
 def _output_chain(model: schema.ModelT, position: int) -> list:
     """The ops before output `position` the host can run, in the model's order, each writing a tensor no other
     op reads: a SOFTMAX (after layout ops only: it takes the accelerator's quantization), QUANTIZEs of integers,
-    a DEQUANTIZE last, and RESHAPEs and TRANSPOSEs (`_host_layout`) anywhere."""
+    a DEQUANTIZE (last, or before a QUANTIZE of its floats), and RESHAPEs and TRANSPOSEs (`_host_layout`)
+    anywhere."""
     graph = model.subgraphs[0]
     index, chain, softmax = graph.outputs[position], [], False
     while (op := _writer(graph, index)) is not None:
         kind = op_name(model, op)
         source, out = graph.tensors[op.inputs[0]], graph.tensors[index]
+        quantizes_float = bool(chain) and op_name(model, chain[0]) == "QUANTIZE" and \
+            graph.tensors[chain[0].inputs[0]].type == schema.TensorType.FLOAT32
         if any(index in o.inputs for o in graph.operators if o not in chain) or graph.outputs.count(index) > 1 or \
-                (kind == "DEQUANTIZE" and chain) or (softmax and kind not in INPUT_LAYOUT_OPS) or \
-                (kind == "QUANTIZE" and not (source.type in _INTEGER_TYPES and out.type in _INTEGER_TYPES)) or \
+                (kind == "DEQUANTIZE" and not (quantizes_float or _only_layout(model, chain))) or \
+                (softmax and kind not in INPUT_LAYOUT_OPS) or \
+                (kind == "QUANTIZE" and not (source.type in _PORT_TYPES and out.type in _INTEGER_TYPES)) or \
+                (kind != "DEQUANTIZE" and quantizes_float) or \
                 (kind in INPUT_LAYOUT_OPS and not _host_layout(source, out, kind)) or \
                 kind not in OUTPUT_CHAIN_OPS | INPUT_LAYOUT_OPS:
             break
@@ -229,16 +241,26 @@ def _split_output(model: schema.ModelT, position: int) -> OutputBoundary:
                                 "zero point -128")
             steps.append(HostOp("tflite_softmax", scale=float(np.float32(op.builtinOptions.beta))))
             quantization = SOFTMAX_OUTPUT
+        elif kind == "QUANTIZE" and graph.tensors[op.inputs[0]].type == schema.TensorType.FLOAT32:
+            quantization = _quantization(out)  # after the DEQUANTIZE before it
+            steps.append(HostOp("tflite_quantize", scale=quantization[0], zero_point=quantization[1]))
         elif kind == "QUANTIZE":
             steps += _requantize(quantization, out)
             quantization = _quantization(out)
         elif kind in INPUT_LAYOUT_OPS:
             steps.append(_layout_step(model, op, kind))
-        elif any(step.kind not in LAYOUT_STEPS for step in steps):  # DEQUANTIZE of integers the host made
+        else:  # DEQUANTIZE
             steps.append(HostOp("dequantize", scale=quantization[0], zero_point=quantization[1]))
         graph.operators.remove(op)
     graph.outputs[position] = chain[0].inputs[0]
+    values = [op for op in steps if op.kind not in LAYOUT_STEPS]
+    if [op.kind for op in values] == ["dequantize"]:
+        steps.remove(values[0])  # with the accelerator's own quantization: the host's at a float output's end
     return replace(boundary, host_ops=tuple(steps))
+
+
+def _only_layout(model: schema.ModelT, ops: list) -> bool:
+    return all(op_name(model, op) in INPUT_LAYOUT_OPS for op in ops)
 
 
 def _check_accelerator_ports(model: schema.ModelT) -> None:

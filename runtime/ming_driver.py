@@ -58,8 +58,9 @@ TAIL_CHUNK_VALUES = 1 << 14
 # is this module's load_input).
 INPUT_DTYPES = ("float32", "int8", "uint8")
 QUANTIZERS = ("onnxruntime", "tflite")
-HOST_OP_KINDS = ("softmax", "quantize", "dequantize", "reshape", "transpose", "tflite_softmax", "tflite_requantize")
-INPUT_HOST_OP_KINDS = ("reshape", "transpose", "tflite_requantize")
+HOST_OP_KINDS = ("softmax", "quantize", "dequantize", "reshape", "transpose", "tflite_softmax", "tflite_quantize",
+                 "tflite_requantize")
+INPUT_HOST_OP_KINDS = ("reshape", "transpose", "dequantize", "tflite_quantize", "tflite_requantize")
 CSIM_MODES = {"zynq_axis_dma": "axis", "alveo_xrt": "memory"}
 REBUILD = "run `ming build` again"
 # The file names the metadata may give: C identifiers (model, kernels, the overlay's DMA), plain file names

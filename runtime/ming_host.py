@@ -26,7 +26,8 @@ class HostOp:
 
     kind: "softmax" (attr: axis), "quantize"/"dequantize" (attrs: scale, zero_point), "reshape" (attr: shape, one
     image's, its batch axis included), "transpose" (attr: axes, one image's), "tflite_softmax" (attr: scale, the
-    Softmax's beta), "tflite_requantize" (TFLite's QUANTIZE of integers into integers, `tflite_requantize`;
+    Softmax's beta), "tflite_quantize" (TFLite's QUANTIZE of floats: attrs scale, zero_point), "tflite_requantize"
+    (TFLite's QUANTIZE of integers into integers, `tflite_requantize`;
     attrs: scale, the input's scale over the output's, input_zero_point, zero_point; uint8 zero points shifted into
     int8 as the values are).
     """
@@ -209,6 +210,10 @@ def _input_steps(q: np.ndarray, model_shape, host_ops) -> np.ndarray:
     for op in host_ops:
         if op.kind == "tflite_requantize":
             images = tflite_requantize(images, op.scale, op.input_zero_point, op.zero_point).astype(np.int64)
+        elif op.kind == "dequantize":
+            images = ort_dequantize_linear(images, op.scale, op.zero_point)
+        elif op.kind == "tflite_quantize":
+            images = tflite_quantize(images, op.scale, op.zero_point).astype(np.int64)
         else:
             images = _layout_step(images, op)
     shape = images.shape[1:]
@@ -286,7 +291,7 @@ def host_tail(images: np.ndarray, scale: float, zero_point: int, host_ops, dtype
             if integer and op.kind != "dequantize":
                 x = ort_dequantize_linear(x, *_known(quantization, op))
             x = _host_op(x, op)
-            integer = op.kind == "quantize"
+            integer = op.kind in ("quantize", "tflite_quantize")
             quantization = (op.scale, op.zero_point) if integer else None
     if dtype in INTEGER_OFFSETS:
         return model_integers(x, dtype)
@@ -324,6 +329,8 @@ def _host_op(x: np.ndarray, op: HostOp) -> np.ndarray:
         return ort_quantize_linear(x, op.scale, op.zero_point).astype(np.int64)
     if op.kind == "dequantize":
         return ort_dequantize_linear(x, op.scale, op.zero_point)
+    if op.kind == "tflite_quantize":
+        return tflite_quantize(x, op.scale, op.zero_point).astype(np.int64)
     raise ValueError(f"unknown host op {op.kind}")
 
 

@@ -276,3 +276,39 @@ def test_ming_reference_takes_the_models_uint8_array_and_refuses_int8_with_the_c
     errors = [line for line in result.stderr.splitlines() if "error" in line]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert len(errors) == 1 and "input is int8, the model takes uint8 values (scale" in errors[0], result.stderr
+
+
+def with_dequantize_quantize_pairs(tmp_path: Path) -> Path:
+    """requantized_boundary's QUANTIZE ops of integers each made a DEQUANTIZE to float32 and a QUANTIZE of the
+    floats (how older converters wrote a boundary between types)."""
+    model = load_tflite(requantized_boundary(tmp_path))
+    graph = model.subgraphs[0]
+    code = schema.OperatorCodeT()
+    code.builtinCode = code.deprecatedBuiltinCode = schema.BuiltinOperator.DEQUANTIZE
+    code.version = 2
+    model.operatorCodes.append(code)
+    for quantize in [op for op in graph.operators if op.opcodeIndex == graph.operators[0].opcodeIndex]:
+        source = graph.tensors[quantize.inputs[0]]
+        floats = schema.TensorT()
+        floats.shape, floats.type, floats.name = list(source.shape), schema.TensorType.FLOAT32, source.name + b"/f"
+        model.buffers.append(schema.BufferT())
+        floats.buffer = len(model.buffers) - 1
+        graph.tensors.append(floats)
+        dequantize = schema.OperatorT()
+        dequantize.opcodeIndex, dequantize.inputs = len(model.operatorCodes) - 1, [quantize.inputs[0]]
+        dequantize.outputs = [len(graph.tensors) - 1]
+        quantize.inputs = [len(graph.tensors) - 1]
+        graph.operators.insert(graph.operators.index(quantize), dequantize)
+    path = tmp_path / "dequantize_quantize.tflite"
+    path.write_bytes(_flatbuffer(model))
+    return path
+
+
+def test_dequantize_quantize_pairs_at_the_boundary_run_on_the_host(tmp_path):
+    path = with_dequantize_quantize_pairs(tmp_path)
+    graph = lift(path)
+    assert [op.kind for op in graph.inputs[0].host_ops] == ["dequantize", "tflite_quantize"]
+    assert [op.kind for op in graph.outputs[0].host_ops] == ["dequantize", "tflite_quantize"]
+    for x in model_arrays(path, seeds=range(6)):
+        result = reference.run(graph, x)
+        assert_equal_outputs({o.name: result[o.name] for o in graph.outputs}, litert_reference(path, x))
