@@ -12,7 +12,8 @@ reference`, the C-simulation and the deployed driver take and give what LiteRT d
 
 uint8 values are held shifted into int8 (v - 128, zero points likewise): a QUANTIZE uint8 <-> int8 that keeps the
 scale and moves the zero point by 128 (what the converter writes) is that shift, any other QUANTIZE of integers
-the host's `tflite_requantize` (TFLite's Requantize, bit-exact). The host folds an input TRANSPOSE into the
+the host's `tflite_requantize` (TFLite's Requantize, bit-exact); a DEQUANTIZE and a QUANTIZE of its floats (a
+boundary between types written in float) are TFLite's DEQUANTIZE and QUANTIZE on the host. The host folds an input TRANSPOSE into the
 input's permutation (`GraphInput.permutation`, as ONNX input transposes are); a RESHAPE stays a step of its own.
 """
 

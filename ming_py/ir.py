@@ -459,7 +459,8 @@ class GraphInput:
 
     `host_ops` (empty: none) are the model's own steps right after its input that the host runs, in order, on
     the int8 values of the model's array (`scale` and `zero_point` are theirs): TFLite's QUANTIZE of integers
-    ("tflite_requantize"), RESHAPE and TRANSPOSE ("reshape", "transpose"). `permutation` (empty: none) then takes
+    ("tflite_requantize"), a DEQUANTIZE and QUANTIZE pair ("dequantize", "tflite_quantize"), RESHAPE and
+    TRANSPOSE ("reshape", "transpose"). `permutation` (empty: none) then takes
     the array to the graph tensor's layout: a Transpose right after the input (NHWC models) is a host
     reordering, not hardware (`ming_host.accelerator_input`).
     """
