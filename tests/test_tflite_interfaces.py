@@ -21,6 +21,7 @@ import pytest
 from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
+import tflite_models
 from test_cli import ming
 from test_keras_tflite import assert_equal_outputs, litert_reference
 from ming_py import reference
@@ -310,5 +311,20 @@ def test_dequantize_quantize_pairs_at_the_boundary_run_on_the_host(tmp_path):
     assert [op.kind for op in graph.inputs[0].host_ops] == ["dequantize", "tflite_quantize"]
     assert [op.kind for op in graph.outputs[0].host_ops] == ["dequantize", "tflite_quantize"]
     for x in model_arrays(path, seeds=range(6)):
+        result = reference.run(graph, x)
+        assert_equal_outputs({o.name: result[o.name] for o in graph.outputs}, litert_reference(path, x))
+
+
+def test_a_softmax_over_a_maps_channels_runs_on_the_host_in_the_models_layout(tmp_path):
+    """A per-pixel classifier's SOFTMAX before the output: the host moves the accelerator's channels-first map
+    back to NHWC before TFLite's Softmax over the last axis, the channels."""
+    builder = tflite_models.TfliteBuilder(seed=3)
+    y = builder.softmax(builder.conv(builder.input((1, 6, 6, 3)), 8, activation=None))
+    path = tmp_path / "pixel_softmax.tflite"
+    path.write_bytes(builder.build([y], "pixel_softmax"))
+    graph = lift(path)
+    assert [op.kind for op in graph.outputs[0].host_ops] == ["reshape", "transpose", "tflite_softmax"]
+    for seed in range(3):
+        x = np.random.default_rng(seed).integers(-128, 128, (1, 6, 6, 3)).astype(np.int8)
         result = reference.run(graph, x)
         assert_equal_outputs({o.name: result[o.name] for o in graph.outputs}, litert_reference(path, x))
