@@ -86,7 +86,8 @@ def _quantization(tensor) -> tuple[float, int]:
     """The tensor's per-tensor scale and zero point, a uint8 one shifted into int8."""
     q = tensor.quantization
     if q is None or q.scale is None or len(q.scale) != 1:
-        raise MingError(f"tensor '{tensor_name(tensor)}' is not quantized per tensor")
+        raise MingError(f"tensor '{tensor_name(tensor)}' is not quantized per tensor; ming takes one scale and zero "
+                        "point at the model's input and outputs (convert the model with full integer quantization)")
     offset = INTEGER_OFFSETS.get(_PORT_TYPES.get(tensor.type), 0)
     return float(np.float32(q.scale[0])), int(q.zeroPoint[0]) - offset
 
@@ -187,7 +188,8 @@ def _layout_step(model: schema.ModelT, op, kind: str) -> HostOp:
         raise MingError(f"node '{tensor_name(out)}' (TRANSPOSE): its permutation is not a constant; ming runs an "
                         "input's TRANSPOSE on the host by a constant permutation")
     dtype = np.int64 if perm.type == schema.TensorType.INT64 else np.int32
-    return HostOp("transpose", axes=tuple(int(a) for a in np.frombuffer(bytes(data), dtype)))
+    rank = len(graph.tensors[op.inputs[0]].shape)
+    return HostOp("transpose", axes=tuple(int(a) % rank for a in np.frombuffer(bytes(data), dtype)))
 
 
 # ---- the outputs --------------------------------------------------------------------------------------------
