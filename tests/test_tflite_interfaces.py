@@ -19,7 +19,7 @@ import flatbuffers
 import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as schema
-from ai_edge_litert.interpreter import Interpreter, OpResolverType
+from ai_edge_litert.interpreter import Interpreter
 
 import tflite_models
 from test_cli import ming
