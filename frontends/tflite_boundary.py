@@ -13,8 +13,10 @@ reference`, the C-simulation and the deployed driver take and give what LiteRT d
 uint8 values are held shifted into int8 (v - 128, zero points likewise): a QUANTIZE uint8 <-> int8 that keeps the
 scale and moves the zero point by 128 (what the converter writes) is that shift, any other QUANTIZE of integers
 the host's `tflite_requantize` (TFLite's Requantize, bit-exact); a DEQUANTIZE and a QUANTIZE of its floats (a
-boundary between types written in float) are TFLite's DEQUANTIZE and QUANTIZE on the host. The host folds an input TRANSPOSE into the
-input's permutation (`GraphInput.permutation`, as ONNX input transposes are); a RESHAPE stays a step of its own.
+boundary between types written in float) are TFLite's DEQUANTIZE and QUANTIZE on the host. The host folds an
+input TRANSPOSE into the input's permutation (`GraphInput.permutation`, as ONNX input transposes are); a RESHAPE
+stays a step of its own. An output's steps run in the model's layout: the host first moves the accelerator's
+channels-first map back to NHWC where a step needs it (a RESHAPE, a TRANSPOSE, a Softmax over channels).
 """
 
 from __future__ import annotations
