@@ -36,8 +36,6 @@ from ming_py.runtime.ming_driver import Accelerator
 
 DATA = Path(__file__).parent / "data" / "tflite_interfaces"
 MODELS = sorted(p.name for p in DATA.glob("*.tflite"))
-NUMPY_TYPES = {schema.TensorType.UINT8: np.uint8, schema.TensorType.INT8: np.int8,
-               schema.TensorType.FLOAT32: np.float32}
 
 
 def _flatbuffer(model: schema.ModelT) -> bytes:
