@@ -215,12 +215,20 @@ def _output_chain(model: schema.ModelT, position: int) -> list:
                 (kind == "QUANTIZE" and not (source.type in _PORT_TYPES and out.type in _INTEGER_TYPES)) or \
                 (kind != "DEQUANTIZE" and quantizes_float) or \
                 (kind in INPUT_LAYOUT_OPS and not _host_layout(source, out, kind)) or \
+                (kind in INPUT_LAYOUT_OPS and _writes_repeat(model, op.inputs[0])) or \
                 kind not in OUTPUT_CHAIN_OPS | INPUT_LAYOUT_OPS:
             break
         chain.insert(0, op)
         index = op.inputs[0]
         softmax = softmax or kind == "SOFTMAX"
     return chain
+
+
+def _writes_repeat(model: schema.ModelT, index: int) -> bool:
+    """Whether a TILE writes tensor `index`: the RESHAPE after it is a part of the repeat the accelerator's
+    upsampling is (EXPAND_DIMS -> TILE -> RESHAPE), not a step of the host."""
+    writer = _writer(model.subgraphs[0], index)
+    return writer is not None and op_name(model, writer) == "TILE"
 
 
 def _host_layout(source, out, kind: str) -> bool:
