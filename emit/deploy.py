@@ -14,6 +14,7 @@ from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import StreamGraph
 from ming_py.runtime.ming_driver import output_names
+from ming_py.runtime.ming_host import LAYOUT_STEPS
 
 from .environment import environment
 from .identifiers import cpp_names
@@ -41,8 +42,8 @@ def deploy_files(graph: StreamGraph, board: Board) -> dict[str, str]:
 def input_layout(port: dict) -> str | None:
     """The axis order of an image input as the README states it: NHWC when the model's input is transposed to
     channels first on the host, NCHW for a 4-D input taken as it is, None for other shapes."""
-    if len(port["onnx_shape"]) != 4:
-        return None
+    if len(port["onnx_shape"]) != 4 or any(op["kind"] in LAYOUT_STEPS for op in port.get("host_ops", ())):
+        return None  # not an image, or the model's own steps reorder it
     if list(port["permutation"]) == [0, 3, 1, 2]:
         return "N, H, W, C: channels last"
     return "N, C, H, W: channels first" if not port["permutation"] else None

@@ -217,9 +217,9 @@ def host_data(graph: StreamGraph, board: Board) -> dict:
         # "model" is the stem of the C++ file names (hls/<model>.cpp, <model>_tb.cpp), "graph" the model's own name
         "model": names.model, "graph": graph.name, "top": names.top, "board": board.name,
         "interface": board.interface,
-        "input": port(graph.input),
-        "outputs": [port(p) | {"index": p.index, "host_ops": [
-            {"kind": op.kind, "axis": op.axis, "scale": op.scale, "zero_point": op.zero_point,
-             "shape": list(op.shape)} | ({"values": [float(v) for v in op.values]} if op.values else {})
-            for op in p.host_ops]} for p in graph.outputs],
+        # the input's host steps (TFLite's QUANTIZE of integers, RESHAPE, TRANSPOSE after it) where it has any
+        "input": port(graph.input) | ({"host_ops": [op.as_data() for op in graph.input.host_ops]}
+                                      if graph.input.host_ops else {}),
+        "outputs": [port(p) | {"index": p.index, "host_ops": [op.as_data() for op in p.host_ops]}
+                    for p in graph.outputs],
     }

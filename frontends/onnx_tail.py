@@ -310,7 +310,7 @@ def _layout_op(model: _Model, node: onnx.NodeProto) -> HostOp | None:
     if node.op_type == "Transpose":
         rank = len(model.shapes[node.input[0]])
         perm = next((tuple(a.ints) for a in node.attribute if a.name == "perm"), tuple(range(rank))[::-1])
-        return HostOp("transpose", shape=tuple(int(p) for p in perm))
+        return HostOp("transpose", axes=tuple(int(p) for p in perm))
     if node.output[0] not in model.shapes:
         raise MingError(f"node '{node.name}' ({node.op_type}) has no static output shape; export the model with "
                         "static shapes (batch 1)")

@@ -23,7 +23,7 @@ import math
 import sys
 from collections import Counter
 import tempfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import flatbuffers
@@ -32,7 +32,7 @@ from ai_edge_litert import schema_py_generated as schema
 from iree.compiler import ir
 
 from ming_py.errors import MingError
-from ming_py.ir import (Arg, BilinearResize, FixedPointRequant, Graph, GraphOutput, HostOp, Kernel, Pad, Reshape,
+from ming_py.ir import (Arg, BilinearResize, FixedPointRequant, Graph, Kernel, Pad, Reshape,
                         Upsample, node_inputs)
 
 from .layout import channels_first
@@ -41,10 +41,11 @@ from .facts import FrontendFacts, ModelPort
 from .lift import Lifter
 from .tflite_grouped import one_channel_groups_as_whole_convs
 from .tflite_windows import unit_axis_windows_as_one_tap
+from .tflite_boundary import split_host_boundary, with_host_boundary
 from .tflite_fold import RESIZE_OPS, SHAPE_OPS, fold_shape_arithmetic, op_name, resizes_as_repeats, tensor_name
 from .tflite_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables, with_stand_ins
 from .tflite_transpose_conv import transpose_convs_as_phases
-from .tflite_uint8 import is_legacy_uint8, legacy_uint8_as_int8
+from .tflite_uint8 import legacy_uint8_as_int8
 
 ACCELERATED_OPS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "ADD", "AVERAGE_POOL_2D", "MEAN",
                              "CONCATENATION", "MAX_POOL_2D", "RESHAPE", "PAD", "EXPAND_DIMS", "SQUEEZE", "TILE",
@@ -97,10 +98,10 @@ def check_supported(model: schema.ModelT) -> None:
                             + ", ".join(sorted(SUPPORTED_OPS)))
     for index in list(graph.inputs) + list(graph.outputs):
         tensor = graph.tensors[index]
-        if tensor.type not in (schema.TensorType.INT8, schema.TensorType.FLOAT32) and \
-                not (tensor.type == schema.TensorType.UINT8 and is_legacy_uint8(model)):
+        if tensor.type not in (schema.TensorType.INT8, schema.TensorType.UINT8, schema.TensorType.FLOAT32):
             raise MingError(f"tensor '{tensor_name(tensor)}' is {_TYPE_NAMES.get(tensor.type, tensor.type)}; "
-                            "ming compiles int8 models (int8 or float32 inputs and outputs) and legacy uint8 ones")
+                            "ming compiles int8 models (int8, uint8 or float32 inputs and outputs) and legacy uint8 "
+                            "ones")
     if not any(t.type in (schema.TensorType.INT8, schema.TensorType.UINT8) for t in graph.tensors):
         raise MingError("model is not quantized (no int8 tensor); convert it with full integer quantization")
     check_tensors(model)
@@ -296,101 +297,6 @@ def fix_symbolic_batch(model: schema.ModelT) -> list[str]:
     return notes
 
 
-@dataclass(frozen=True)
-class OutputBoundary:
-    """A model output's final SOFTMAX and DEQUANTIZE, moved out of the model to the host."""
-
-    port: ModelPort | None = None  # the model's output, if the host computes it
-    dequantized: bool = False  # the model's output is float
-    softmax_beta: float | None = None  # the output ends with a Softmax, run on the host
-    softmax_output: tuple[float, int] = (1.0, 0)
-
-
-@dataclass(frozen=True)
-class HostBoundary:
-    """A float input's QUANTIZE and every output's boundary, moved out of the model to the host."""
-
-    input: ModelPort | None = None  # the float input, if the model quantized it
-    outputs: tuple[OutputBoundary, ...] = ()  # in the model's order
-
-
-def _quantization(tensor) -> tuple[float, int]:
-    q = tensor.quantization
-    if q is None or q.scale is None or len(q.scale) != 1:
-        raise MingError(f"tensor '{tensor_name(tensor)}' is not quantized per tensor")
-    return float(np.float32(q.scale[0])), int(q.zeroPoint[0])
-
-
-def split_host_boundary(model: schema.ModelT) -> HostBoundary:
-    """Remove a QUANTIZE that reads the float input and, for every output, a DEQUANTIZE that writes it
-    and a SOFTMAX before: the host does them (TFLite's rounding, `ming_host.tflite_quantize`), the
-    accelerator takes and gives int8."""
-    graph = model.subgraphs[0]
-    boundary = HostBoundary()
-    first = next((op for op in graph.operators if graph.inputs[0] in op.inputs), None)
-    if first is not None and op_name(model, first) == "QUANTIZE" and \
-            graph.tensors[graph.inputs[0]].type == schema.TensorType.FLOAT32:
-        boundary = replace(boundary, input=_port(graph, graph.inputs[0]))
-        graph.inputs = [first.outputs[0]]  # its quantization is the accelerator input's
-        graph.operators.remove(first)
-    outputs = [_split_output(model, position) for position in range(len(graph.outputs))]
-    return replace(boundary, outputs=tuple(outputs))
-
-
-def _split_output(model: schema.ModelT, position: int) -> OutputBoundary:
-    """The host side of output `position`: its DEQUANTIZE and a SOFTMAX before it taken out of the graph."""
-    graph = model.subgraphs[0]
-    boundary = OutputBoundary()
-
-    def last_op():
-        return next((op for op in graph.operators if graph.outputs[position] in op.outputs), None)
-
-    last = last_op()
-    if last is not None and op_name(model, last) == "DEQUANTIZE":
-        boundary = replace(boundary, port=_port(graph, graph.outputs[position]), dequantized=True)
-        graph.outputs[position] = last.inputs[0]
-        graph.operators.remove(last)
-    last = last_op()
-    if last is not None and op_name(model, last) == "SOFTMAX":
-        if _quantization(graph.tensors[last.outputs[0]]) != (float(np.float32(1 / 256)), -128):
-            raise MingError(f"node '{tensor_name(graph.tensors[last.outputs[0]])}' (SOFTMAX): an int8 Softmax "
-                            "output has scale 1/256 and zero point -128")
-        beta = float(np.float32(last.builtinOptions.beta))
-        boundary = replace(boundary, softmax_beta=beta, port=boundary.port or _port(graph, graph.outputs[position]),
-                           softmax_output=_quantization(graph.tensors[last.outputs[0]]))
-        graph.outputs[position] = last.inputs[0]
-        graph.operators.remove(last)
-    return boundary
-
-
-def _with_host_boundary(graph: Graph, model: schema.ModelT, boundary: HostBoundary) -> Graph:
-    """The model's own input and outputs: their quantization, and the float ones the host converts."""
-    subgraph = model.subgraphs[0]
-    scale, zero_point = _quantization(subgraph.tensors[subgraph.inputs[0]])
-    graph.inputs = [replace(i, scale=scale, zero_point=zero_point) for i in graph.inputs]
-    if boundary.input is not None:
-        graph.inputs = [replace(i, name=boundary.input.name, dtype="float32", quantizer="tflite")
-                        for i in graph.inputs]
-    graph.outputs = [_with_output_boundary(output, subgraph.tensors[index], output_boundary)
-                     for output, index, output_boundary in zip(graph.outputs, subgraph.outputs, boundary.outputs)]
-    return graph
-
-
-def _with_output_boundary(output: GraphOutput, tensor, boundary: OutputBoundary) -> GraphOutput:
-    scale, zero_point = _quantization(tensor)
-    output = replace(output, scale=scale, zero_point=zero_point)
-    if boundary.port is None:
-        return output
-    host_ops: tuple[HostOp, ...] = ()
-    if boundary.softmax_beta is not None:
-        host_ops = (HostOp("tflite_softmax", scale=boundary.softmax_beta),)
-        if boundary.dequantized:
-            scale, zero_point = boundary.softmax_output
-            host_ops += (HostOp("dequantize", scale=scale, zero_point=zero_point),)
-    return replace(output, name=boundary.port.name, onnx_shape=boundary.port.shape, host_ops=host_ops,
-                   dtype="float32" if boundary.dequantized else "int8")
-
-
 def _flatbuffer(model: schema.ModelT) -> bytes:
     builder = flatbuffers.Builder(1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
@@ -454,7 +360,8 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
     for operator in graph.operators:
         if op_name(model, operator) in BOUNDARY_OPS:
             raise MingError(f"node '{tensor_name(graph.tensors[operator.outputs[0]])}' ({op_name(model, operator)}) "
-                            "is supported only as the model's first (QUANTIZE) or last (SOFTMAX, DEQUANTIZE) op")
+                            "is supported only as the model's first ops (QUANTIZE after the input) or last "
+                            "(SOFTMAX, QUANTIZE, DEQUANTIZE before an output), which run on the host")
     tables = node_tables(model, str(path))
     staged = with_stand_ins(model)
     rewritten = rewrites(ops_before, _op_counts(staged), _signatures(model) != signatures_before)
@@ -475,7 +382,7 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
                 upsample.name.replace("upsample", "bilinear", 1), upsample.source, upsample.input, upsample.output,
                 rows, cols)
     graph_ir = channels_first(lifted, _one_channel_maps(lifted, shapes), _split_channel_maps(lifted))
-    return legacy.finish(_with_host_boundary(_reference_rounding(graph_ir, op_types), model, boundary))
+    return legacy.finish(with_host_boundary(_reference_rounding(graph_ir, op_types), model, boundary))
 
 
 def _repeats_as_upsampling(graph: Graph, op_types: dict[str, str]) -> Graph:

@@ -53,7 +53,7 @@ from ming_py.ir import (
     node_inputs,
 )
 from ming_py.kinds.bilinear import table_problem
-from ming_py.runtime.ming_host import graph_layout_shape
+from ming_py.runtime.ming_host import input_layout_shape
 
 from .fifo import record_order
 
@@ -118,7 +118,7 @@ class _Builder:
         graph = self.graph
         graph_input = graph.inputs[0]
         shape = graph.shape_of(graph_input.tensor)  # IREE drops unit dims: take the map from the ONNX shape
-        model_shape = graph_layout_shape(graph_input.onnx_shape, graph_input.permutation)
+        model_shape = input_layout_shape(graph_input)
         self.streams[INPUT] = stream_shape(model_shape)
         self.views[graph_input.tensor] = _View(INPUT, self.streams[INPUT], shape)
         for node in graph.nodes:
@@ -137,8 +137,8 @@ class _Builder:
         channels, output_channels = self._connect()
         input_channel = next(c.name for c in channels.values() if c.producer == INPUT)
         input_port = Port(input_channel, shape, graph_input.name, graph_input.onnx_shape, graph_input.scale,
-                          graph_input.zero_point, dtype=graph_input.dtype, permutation=graph_input.permutation,
-                          quantizer=graph_input.quantizer)
+                          graph_input.zero_point, graph_input.host_ops, graph_input.dtype, graph_input.permutation,
+                          graph_input.quantizer)
         output_ports = tuple(
             Port(output_channels[index], self.views[out.tensor].logical, out.name, out.onnx_shape, out.scale,
                  out.zero_point, out.host_ops, out.dtype, out.permutation, index=index)

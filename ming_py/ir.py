@@ -460,8 +460,12 @@ class GraphInput:
     """A model input: float32 quantized on entry, q = sat(rne(x / scale) + zero_point), int8 as it is, or uint8
     shifted by -128 (the frontend shifted the model's uint8 tensors to int8 alike).
 
-    `permutation` (empty: none) takes the model's array to the graph tensor's layout: a Transpose right
-    after the input (NHWC models) is a host reordering, not hardware.
+    `host_ops` (empty: none) are the model's own steps right after its input that the host runs, in order, on
+    the int8 values of the model's array (`scale` and `zero_point` are theirs): TFLite's QUANTIZE of integers
+    ("tflite_requantize"), a DEQUANTIZE and QUANTIZE pair ("dequantize", "tflite_quantize"), RESHAPE and
+    TRANSPOSE ("reshape", "transpose"). `permutation` (empty: none) then takes
+    the array to the graph tensor's layout: a Transpose right after the input (NHWC models) is a host
+    reordering, not hardware (`ming_host.accelerator_input`).
     """
 
     name: str  # the model's input name
@@ -472,12 +476,14 @@ class GraphInput:
     dtype: str = "float32"  # the model's input type: "float32", "int8" or "uint8"
     permutation: tuple[int, ...] = ()
     quantizer: str = "onnxruntime"  # whose rounding quantizes a float input: "onnxruntime" or "tflite"
+    host_ops: tuple[HostOp, ...] = ()
 
 
 @dataclass(frozen=True)
 class GraphOutput:
-    """An int8 tensor leaving the accelerator: dequantized and run through `host_ops`, or int8 as it is (uint8:
-    shifted by +128).
+    """An int8 tensor leaving the accelerator: run through `host_ops` (`ming_host.host_tail`: TFLite's Softmax and
+    QUANTIZE of integers, the model's RESHAPE and TRANSPOSE, dequantization and float steps), or int8 as it is
+    (uint8: shifted by +128).
 
     The model's output is the tensor's values with their axes permuted back (see `GraphInput`).
     """

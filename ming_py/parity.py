@@ -46,12 +46,12 @@ def compare(graph: Graph, model: str | Path, x: np.ndarray) -> Parity:
 
 
 def _output_step(out) -> float:
-    """Quantization step of what the output finally holds (the last quantize of a host tail; 1 for the int8
+    """Quantization step of what the output finally holds (the last (de)quantize of a host tail; 1 for the int8
     values of an int8 or uint8 output)."""
     if out.dtype != "float32":
         return 1.0
     scale = out.scale
     for op in out.host_ops:
-        if op.kind == "quantize":
+        if op.kind in ("quantize", "dequantize"):
             scale = op.scale
     return scale

@@ -58,8 +58,9 @@ TAIL_CHUNK_VALUES = 1 << 14
 # is this module's load_input).
 INPUT_DTYPES = ("float32", "int8", "uint8")
 QUANTIZERS = ("onnxruntime", "tflite")
-HOST_OP_KINDS = ("softmax", "quantize", "dequantize", "reshape", "tflite_softmax", "table", "add", "sub", "mul", "div",
-                 "rsub", "rdiv", "transpose")
+HOST_OP_KINDS = ("softmax", "quantize", "dequantize", "reshape", "transpose", "tflite_softmax", "tflite_quantize",
+                 "tflite_requantize", "table", "add", "sub", "mul", "div", "rsub", "rdiv")
+INPUT_HOST_OP_KINDS = ("reshape", "transpose", "dequantize", "tflite_quantize", "tflite_requantize")
 _CONSTANT_HOST_OPS = ("add", "sub", "mul", "div", "rsub", "rdiv")
 CSIM_MODES = {"zynq_axis_dma": "axis", "alveo_xrt": "memory"}
 REBUILD = "run `ming build` again"
@@ -249,7 +250,8 @@ def host_problem(host: object) -> str | None:
         return f"'model' is {host['model']!r}, not a C identifier (the stem of hls/<model>.cpp)"
     if "interface" in host and host["interface"] not in DEFAULT_BACKEND:
         return f"'interface' is {host['interface']!r}, not one of {', '.join(DEFAULT_BACKEND)}"
-    problem = _fields_problem(host.get("input"), _PORT_FIELDS, "input") or _port_problem(host["input"], "input")
+    problem = _fields_problem(host.get("input"), _PORT_FIELDS, "input") or _input_steps_problem(host["input"]) \
+        or _port_problem(host["input"], "input")
     if problem:
         return problem
     outputs = host.get("outputs")
@@ -372,6 +374,45 @@ def _zero_point_problem(value: int, name: str) -> str | None:
     return None if low <= value <= high else f"'{name}' is {value}, outside int8's range {low}..{high}"
 
 
+def _input_steps_problem(port: dict) -> str | None:
+    """What is wrong with the input's host steps (optional: none where absent): their fields, kinds, the shapes
+    they give and their zero points."""
+    steps = port.get("host_ops", [])
+    if not isinstance(steps, list):
+        return "'input.host_ops' is not a list"
+    for number, op in enumerate(steps):
+        where = f"input.host_ops[{number}]"
+        problem = _fields_problem(op, _HOST_OP_FIELDS, where)
+        if problem:
+            return problem
+        if op["kind"] not in INPUT_HOST_OP_KINDS:
+            return f"'{where}.kind' is {op['kind']!r}, not one of {', '.join(INPUT_HOST_OP_KINDS)}"
+        problem = _zero_point_problem(op["zero_point"], f"{where}.zero_point") or \
+            _zero_point_problem(op.get("input_zero_point", 0), f"{where}.input_zero_point") or \
+            _scale_problem(op["scale"], f"{where}.scale")
+        if problem:
+            return problem
+        if op["kind"] == "transpose" and not _port_shape(dict(port, host_ops=steps[:number + 1])):
+            shape = _port_shape(dict(port, host_ops=steps[:number]))
+            return f"'{where}.axes' is {op.get('axes')!r}, not a permutation of the {len(shape)} axes of {shape}"
+    return None
+
+
+def _port_shape(port: dict) -> list:
+    """The shape the port's permutation reorders: the model's, or the last of the input's layout steps'."""
+    shape = list(port["onnx_shape"])
+    for op in port.get("host_ops", []) if "index" not in port else []:
+        if op["kind"] == "reshape":
+            shape = list(op["shape"])
+        elif op["kind"] == "transpose":
+            axes = op.get("axes")
+            if not isinstance(axes, list) or sorted(a if _is(a, _INTEGER) else -1 for a in axes) != \
+                    list(range(len(shape))):
+                return []
+            shape = [shape[a] for a in axes]
+    return shape
+
+
 def _port_problem(port: dict, name: str) -> str | None:
     """Ranges and consistency of one port's numbers (their types are checked)."""
     if not port["onnx_name"]:
@@ -384,17 +425,20 @@ def _port_problem(port: dict, name: str) -> str | None:
     if len(stream) != 3 or 0 in stream:
         return f"'{name}.stream_shape' is {stream}, not three positive sizes (C, H, W)"
     values = math.prod(stream)
-    for key in ("onnx_shape", "array_shape"):  # an array of one value may be a scalar (IREE folds a 1 x 1 port)
-        if (key == "onnx_shape" and not port[key]) or 0 in port[key] or math.prod(port[key]) != values:
-            return (f"'{name}.{key}' is {port[key]}: its {math.prod(port[key])} values are not the "
-                    f"{values} of 'stream_shape' {stream}")
+    layout_shape = _port_shape(port)
+    for key, shape in (("onnx_shape", port["onnx_shape"]), ("array_shape", port["array_shape"]),
+                       ("host_ops", layout_shape)):
+        # an array of one value may be a scalar (IREE folds a 1 x 1 port)
+        if (key != "array_shape" and not shape) or 0 in shape or math.prod(shape) != values:
+            what = f"'{name}.{key}' is {shape}" if key != "host_ops" else f"'{name}.host_ops' give the shape {shape}"
+            return f"{what}: its {math.prod(shape)} values are not the {values} of 'stream_shape' {stream}"
     if port["words"] != ming_host.words_per_image(values):
         return (f"'{name}.words' is {port['words']}, not {ming_host.words_per_image(values)} (the {values} values "
                 f"of 'stream_shape' {stream}, {ming_host.VALUES_PER_WORD} to a word)")
     permutation = port["permutation"]
     if permutation and sorted(p if _is(p, _INTEGER) else -1 for p in permutation) != \
-            list(range(len(port["onnx_shape"]))):
-        return f"'{name}.permutation' is {permutation}, not a permutation of the {len(port['onnx_shape'])} axes"
+            list(range(len(layout_shape))):
+        return f"'{name}.permutation' is {permutation}, not a permutation of the {len(layout_shape)} axes"
     return _scale_problem(port["scale"], f"{name}.scale") or \
         _zero_point_problem(port["zero_point"], f"{name}.zero_point")
 
@@ -411,11 +455,15 @@ def _host_ops_problem(port: dict, name: str) -> str | None:
             if not op["shape"] or 0 in op["shape"] or math.prod(op["shape"]) != math.prod(shape):
                 return f"'{where}.shape' is {op['shape']}, not a shape of {math.prod(shape)} values"
             shape = op["shape"]
-        problem = _float_step_problem(op, where, shape)
-        if op["kind"] == "transpose" and problem is None:
-            shape = [shape[axis] for axis in op["shape"]]
-        problem = problem or _scale_problem(op["scale"], f"{where}.scale") or \
-            _zero_point_problem(op["zero_point"], f"{where}.zero_point")
+        if op["kind"] == "transpose":
+            axes = op.get("axes")
+            if not isinstance(axes, list) or sorted(a if _is(a, _INTEGER) else -1 for a in axes) != \
+                    list(range(len(shape))):
+                return f"'{where}.axes' is {axes!r}, not a permutation of the {len(shape)} axes of {shape}"
+            shape = [shape[a] for a in axes]
+        problem = _float_step_problem(op, where, shape) or _scale_problem(op["scale"], f"{where}.scale") or \
+            _zero_point_problem(op["zero_point"], f"{where}.zero_point") or \
+            _zero_point_problem(op.get("input_zero_point", 0), f"{where}.input_zero_point")
         if problem:
             return problem
     return None
@@ -435,8 +483,6 @@ def _float_step_problem(op: dict, where: str, shape: list) -> str | None:
                     f"{op['shape']}")
         if len(op["shape"]) > len(shape) or any(c not in (1, s) for c, s in zip(op["shape"][::-1], shape[::-1])):
             return f"'{where}.shape' {op['shape']} does not broadcast to the values' shape {shape}"
-    if op["kind"] == "transpose" and sorted(op["shape"]) != list(range(len(shape))):
-        return f"'{where}.shape' is {op['shape']}, not a permutation of the {len(shape)} axes of {shape}"
     return None
 
 

@@ -22,13 +22,17 @@ VALUES_PER_WORD = 8  # int8 values per 64-bit bus word
 
 @dataclass(frozen=True)
 class HostOp:
-    """A float step run on the host after the accelerator.
+    """A step run on the host after the accelerator (an output's tail) or before it (an input's).
 
-    kind: "softmax" (attr: axis), "quantize"/"dequantize" (attrs: scale, zero_point), "reshape" (attr: shape),
-    and the float post-processing of a model's output (a detector's box decoding, `onnx_tail`):
-    "table" (values: the 256 float32 results of the first steps for each int8 value -128..127, in place of
-    dequantizing), "add"/"sub"/"mul"/"div" (the values x op c, c a float32 constant of `shape` given by
-    `values`), "rsub"/"rdiv" (c - x, c / x) and "transpose" (shape: the permutation of the model's axes).
+    kind: "softmax" (attr: axis), "quantize"/"dequantize" (attrs: scale, zero_point), "reshape" (attr: shape, one
+    image's, its batch axis included), "transpose" (attr: axes, one image's), "tflite_softmax" (attr: scale, the
+    Softmax's beta), "tflite_quantize" (TFLite's QUANTIZE of floats: attrs scale, zero_point), "tflite_requantize"
+    (TFLite's QUANTIZE of integers into integers, `tflite_requantize`;
+    attrs: scale, the input's scale over the output's, input_zero_point, zero_point; uint8 zero points shifted into
+    int8 as the values are), and the float post-processing of a model's output (a detector's box decoding,
+    `onnx_tail`): "table" (values: the 256 float32 results of the first steps for each int8 value -128..127, in
+    place of dequantizing), "add"/"sub"/"mul"/"div" (the values x op c, c a float32 constant of `shape` given by
+    `values`) and "rsub"/"rdiv" (c - x, c / x).
     """
 
     kind: str
@@ -37,12 +41,29 @@ class HostOp:
     zero_point: int = 0
     shape: tuple = ()
     values: tuple = ()
+    axes: tuple = ()
+    input_zero_point: int = 0
 
     @classmethod
     def of(cls, data: dict) -> "HostOp":
-        """The step as the build's metadata (host.json, accelerator.json) records it."""
+        """The step as the build's metadata (host.json, accelerator.json) records it (`as_data`)."""
         return cls(data["kind"], data["axis"], data["scale"], data["zero_point"], tuple(data["shape"]),
-                   tuple(data.get("values", ())))
+                   tuple(data.get("values", ())), tuple(data.get("axes", ())), data.get("input_zero_point", 0))
+
+    def as_data(self) -> dict:
+        """The step for the build's metadata: every step's five fields, and the fields of its own kind."""
+        data = {"kind": self.kind, "axis": self.axis, "scale": self.scale, "zero_point": self.zero_point,
+                "shape": list(self.shape)}
+        if self.values:
+            data["values"] = [float(v) for v in self.values]
+        if self.kind == "transpose":
+            data["axes"] = list(self.axes)
+        if self.kind == "tflite_requantize":
+            data["input_zero_point"] = self.input_zero_point
+        return data
+
+
+LAYOUT_STEPS = ("reshape", "transpose")  # host steps that move values, on any element type
 
 
 def saturate(v, qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
@@ -176,11 +197,54 @@ def accelerator_input(x, port) -> np.ndarray:
     """The int8 values (int64 array) the accelerator takes for the model's input array `x`.
 
     `port` is the input's description (ming's GraphInput, or a Port of the build's metadata). `x` has the
-    model's shape, or images stacked on axis 0 in place of the batch dimension of 1. The model's Transpose
-    right after its input (NHWC models) is this reordering by `port.permutation`, not hardware.
+    model's shape, or images stacked on axis 0 in place of the batch dimension of 1. The model's own steps right
+    after its input (TFLite's QUANTIZE of integers, RESHAPE, TRANSPOSE: `port.host_ops`) run here in their
+    order, then the reordering by `port.permutation` (the model's Transpose right after its input, NHWC models'
+    channels moved first): they are the host's, not hardware.
     """
     q = model_input_values(x, port.scale, port.zero_point, port.dtype, port.quantizer)
+    q = _input_steps(q, port.onnx_shape, getattr(port, "host_ops", ()))
     return np.transpose(q, port.permutation) if port.permutation else q
+
+
+def _input_steps(q: np.ndarray, model_shape, host_ops) -> np.ndarray:
+    """`q` (one image of `model_shape`, or images stacked on axis 0) through the input's host steps; the
+    images on axis 0 in place of the batch axis of the last step's shape."""
+    if not host_ops:
+        return q
+    images = q.reshape((-1,) + tuple(model_shape))
+    for op in host_ops:
+        if op.kind == "tflite_requantize":
+            images = tflite_requantize(images, op.scale, op.input_zero_point, op.zero_point).astype(np.int64)
+        elif op.kind == "dequantize":
+            images = ort_dequantize_linear(images, op.scale, op.zero_point)
+        elif op.kind == "tflite_quantize":
+            images = tflite_quantize(images, op.scale, op.zero_point).astype(np.int64)
+        else:
+            images = _layout_step(images, op)
+    shape = images.shape[1:]
+    return images.reshape((len(images),) + (shape[1:] if shape[:1] == (1,) else (-1,)))
+
+
+def _layout_step(images: np.ndarray, op: HostOp) -> np.ndarray:
+    """A reshape or transpose of one image's axes, on images stacked on axis 0."""
+    if op.kind == "reshape":
+        return images.reshape((len(images),) + tuple(op.shape))
+    if op.kind == "transpose":
+        return np.transpose(images, (0, *(1 + np.asarray(op.axes, dtype=np.int64))))
+    raise ValueError(f"unknown host op {op.kind}")
+
+
+def input_layout_shape(port) -> tuple:
+    """The shape of the model's input array in the accelerator's layout: after the input's layout steps
+    (`accelerator_input`) and its permutation."""
+    shape = tuple(port.onnx_shape)
+    for op in getattr(port, "host_ops", ()):
+        if op.kind == "reshape":
+            shape = tuple(op.shape)
+        elif op.kind == "transpose":
+            shape = tuple(shape[a] for a in op.axes)
+    return graph_layout_shape(shape, port.permutation)
 
 
 def model_output(q: np.ndarray, port) -> np.ndarray:
@@ -201,33 +265,54 @@ def graph_layout_shape(model_shape, permutation) -> tuple:
     return tuple(model_shape[a] for a in permutation) if permutation else tuple(model_shape)
 
 
-def host_tail(images: np.ndarray, scale: float, zero_point: int, host_ops, dtype: str = "float32") -> np.ndarray:
-    """Dequantize the accelerator outputs `images` (stacked on axis 0) and run the float steps that follow
-    on the host, for every image at once; the steps' axes and shapes are those of one image.
+INTEGER_STEPS = ("tflite_softmax", "tflite_requantize")  # host steps from int8 values to int8 values
 
-    An integer model output (`dtype` "int8" or "uint8") without host steps is the accelerator's values as they
-    are (shifted by +128 for uint8).
+
+def host_tail(images: np.ndarray, scale: float, zero_point: int, host_ops, dtype: str = "float32") -> np.ndarray:
+    """Run the host steps after the accelerator on its int8 outputs `images` (stacked on axis 0), for every
+    image at once; the steps' axes and shapes are those of one image.
+
+    The values stay integers through the integer steps (TFLite's Softmax and QUANTIZE) and the layout steps; a
+    float step (or the end, for a float output) dequantizes them with the accelerator's `scale` and `zero_point`
+    unless a "dequantize" step says how. An integer model output (`dtype` "int8" or "uint8") is the values the
+    steps leave, shifted by +128 for uint8.
     """
     ops = list(host_ops)
-    if dtype in INTEGER_OFFSETS and not ops:
-        return model_integers(images, dtype)
     kinds = [op.kind for op in ops]
-    if kinds[:1] == ["tflite_softmax"]:  # int8 in, int8 out (scale 1/256, zero point -128), on the last axis
-        x = tflite_softmax(images, scale, ops[0].scale)
-        ops = ops[1:]
-    elif kinds[:2] == ["softmax", "quantize"] and "dequantize" in kinds[2:]:
+    x, quantization = images, (scale, zero_point)  # the integers' quantization (None: not the accelerator's)
+    if kinds[:2] == ["softmax", "quantize"] and "dequantize" in kinds[2:]:
         # onnxruntime fuses DequantizeLinear -> Softmax -> QuantizeLinear into QLinearSoftmax unless the
         # quantized values are the model's output; then it runs the float Softmax and QuantizeLinear
         x = ort_qlinear_softmax(images, scale, ops[1].scale, ops[1].zero_point, _batch_axis(ops[0].axis, images))
-        ops = ops[2:]
-    elif kinds[:1] == ["table"]:  # onnxruntime's own results of the first float steps, per int8 value
+        quantization, ops = None, ops[2:]
+    integer = True
+    if kinds[:1] == ["table"]:  # onnxruntime's own results of the first float steps, per int8 value
         x = np.asarray(ops[0].values, np.float32)[np.asarray(images, np.int64) - INT8_MIN]
-        ops = ops[1:]
-    else:
-        x = ort_dequantize_linear(images, scale, zero_point)
+        integer, quantization, ops = False, None, ops[1:]
     for op in ops:
-        x = _host_op(x, op)
-    return model_integers(x, dtype) if dtype in INTEGER_OFFSETS else x
+        if op.kind == "tflite_softmax":  # int8 in, int8 out (scale 1/256, zero point -128), on the last axis
+            x, quantization = tflite_softmax(x, _known(quantization, op)[0], op.scale), (1 / 256, INT8_MIN)
+        elif op.kind == "tflite_requantize":
+            x, quantization = tflite_requantize(x, op.scale, op.input_zero_point, op.zero_point), None
+        elif op.kind in LAYOUT_STEPS:
+            x = _layout_step(np.asarray(x), op)
+        else:
+            if integer and op.kind != "dequantize":
+                x = ort_dequantize_linear(x, *_known(quantization, op))
+            x = _host_op(x, op)
+            integer = op.kind in ("quantize", "tflite_quantize")
+            quantization = (op.scale, op.zero_point) if integer else None
+    if dtype in INTEGER_OFFSETS:
+        return model_integers(x, dtype)
+    return ort_dequantize_linear(x, *_known(quantization, None)) if integer else x
+
+
+def _known(quantization, op) -> tuple[float, int]:
+    """The quantization of integers a step takes: known unless an integer step left others."""
+    if quantization is None:
+        raise ValueError(f"host step {op.kind if op else 'the float output'} follows integers of unknown "
+                         "quantization (a 'dequantize' step must come first)")
+    return quantization
 
 
 def _batch_axis(axis: int, images: np.ndarray) -> int:
@@ -257,14 +342,12 @@ def _host_op(x: np.ndarray, op: HostOp) -> np.ndarray:
         return ort_quantize_linear(x, op.scale, op.zero_point).astype(np.int64)
     if op.kind == "dequantize":
         return ort_dequantize_linear(x, op.scale, op.zero_point)
-    if op.kind == "reshape":
-        return x.reshape((len(x),) + tuple(op.shape))
+    if op.kind == "tflite_quantize":
+        return tflite_quantize(x, op.scale, op.zero_point).astype(np.int64)
     if op.kind in _ELEMENTWISE:
         constant = np.asarray(op.values, np.float32).reshape(op.shape)
         first, second = (constant, x) if op.kind in ("rsub", "rdiv") else (x, constant)
         return _ELEMENTWISE[op.kind](first, second, dtype=np.float32)  # IEEE float32, as onnxruntime's kernels
-    if op.kind == "transpose":
-        return np.transpose(x, (0, *(1 + np.asarray(op.shape, np.int64))))
     raise ValueError(f"unknown host op {op.kind}")
 
 
@@ -380,6 +463,33 @@ def _reciprocal(x, integer_bits: int):
 def _bit_length(x: np.ndarray) -> np.ndarray:
     """Python's int.bit_length of every value (|x| < 2**53: exact in float64, whose frexp exponent it is)."""
     return np.frexp(x.astype(np.float64))[1].astype(np.int64)
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """TFLite's QuantizeMultiplier: `real` as a Q31 multiplier and a power-of-two exponent (left shift if
+    positive), the mantissa rounded half away from zero; exponents below -31 give 0."""
+    if real == 0:
+        return 0, 0
+    mantissa, exponent = np.frexp(real)
+    fixed = int(np.sign(mantissa) * np.floor(abs(mantissa) * (1 << 31) + 0.5))
+    if fixed == 1 << 31:
+        fixed, exponent = fixed // 2, exponent + 1
+    if exponent < -31:
+        return 0, 0
+    return fixed, int(exponent)
+
+
+def tflite_requantize(q, scale: float, input_zero_point: int, zero_point: int) -> np.ndarray:
+    """TFLite's QUANTIZE of int8 (or uint8) values into int8 (or uint8), reference_ops::Requantize:
+    sat(MultiplyByQuantizedMultiplier(q - input_zero_point, QuantizeMultiplier(scale)) + zero_point) with
+    `scale` the input's over the output's (in double), the multiply TFLite's SaturatingRoundingDoublingHighMul
+    of the value shifted left by a positive exponent, then its rounding right shift by a negative one. uint8
+    values and zero points come shifted into int8 (by -128 on both sides: the result is the same)."""
+    multiplier, exponent = quantize_multiplier(float(scale))
+    x = np.asarray(q, np.int64) - int(input_zero_point)
+    scaled = _srdhm(x * (1 << max(exponent, 0)), multiplier)
+    y = _rounding_divide_by_pot(scaled, max(-exponent, 0)) + int(zero_point)
+    return np.clip(y, INT8_MIN, INT8_MAX).astype(np.int64)
 
 
 def _quantize_multiplier_greater_than_one(real: float) -> tuple[int, int]:

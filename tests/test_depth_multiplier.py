@@ -6,8 +6,8 @@ acc + (x - x_zp) * w, over ... x C x M, collapsed into the C * M channels before
 frontend takes the input's zero point into the bias (the padding holds it, so the correction is one per channel)
 and the C x M axes into a grouped convolution's output (C groups of one input channel and M outputs); with one
 input channel it is a plain convolution. The published case is TFLite Micro's micro_speech keyword spotter
-(tests/data/published), its input RESHAPE removed: `ming reference` and the C-simulation equal LiteRT's reference
-kernels (BUILTIN_REF) bit for bit, and so they do on small geometries of every kind (one input channel or several,
+(tests/data/published), as published: its input RESHAPE of the 1x1960 vector into a 1x49x40x1 map runs on the host.
+`ming reference` and the C-simulation equal LiteRT's reference kernels (BUILTIN_REF) bit for bit, and so they do on small geometries of every kind (one input channel or several,
 multipliers 2 to 8, square and rectangular kernels and strides, SAME and VALID, maps one row or one column high,
 a window as large as the map) under random schedules; the ONNX equivalents equal onnxruntime.
 """
@@ -15,7 +15,6 @@ a window as large as the map) under random schedules; the ONNX equivalents equal
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +34,7 @@ from ming_py.line_buffers import build_stream_graph
 from ming_py.parity import onnxruntime_outputs
 from ming_py.pipeline import lift
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "generators"))
-import micro_speech_stripped  # noqa: E402
+MICRO_SPEECH = Path(__file__).resolve().parent / "data" / "published" / "micro_speech_quantized.tflite"
 
 
 def int8_input(graph, seed: int) -> np.ndarray:
@@ -51,21 +49,21 @@ def _output(graph, x: np.ndarray) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def micro_speech(tmp_path_factory):
-    path = tmp_path_factory.mktemp("micro_speech") / "micro_speech_stripped.tflite"
-    path.write_bytes(micro_speech_stripped.stripped())
-    return path, lift(path)
+def micro_speech():
+    return MICRO_SPEECH, lift(MICRO_SPEECH)
 
 
-def test_the_stripped_model_is_the_published_one_from_its_map_on():
-    data = micro_speech_stripped.stripped()
-    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(data, 0))
-    graph = model.subgraphs[0]
-    ops = [tflite_fold.op_name(model, op) for op in graph.operators]
-    assert ops == ["DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "SOFTMAX"]
-    assert list(graph.tensors[graph.inputs[0]].shape) == [1, 49, 40, 1]
-    assert graph.operators[0].inputs[0] == graph.inputs[0]
-    assert graph.operators[0].builtinOptions.depthMultiplier == 8
+def test_micro_speech_is_a_depth_multiplier_behind_an_input_reshape_the_host_runs(micro_speech):
+    path, graph = micro_speech
+    model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(path.read_bytes(), 0))
+    subgraph = model.subgraphs[0]
+    ops = [tflite_fold.op_name(model, op) for op in subgraph.operators]
+    assert ops == ["RESHAPE", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "SOFTMAX"]
+    assert list(subgraph.tensors[subgraph.inputs[0]].shape) == [1, 1960]
+    assert subgraph.operators[1].builtinOptions.depthMultiplier == 8
+    port = graph.inputs[0]
+    assert (port.name, port.onnx_shape, port.dtype) == ("Reshape_1", (1, 1960), "int8")
+    assert [(op.kind, op.shape) for op in port.host_ops] == [("reshape", (1, 49, 40, 1))]
 
 
 def test_micro_speech_reference_equals_litert_reference_kernels(micro_speech):
