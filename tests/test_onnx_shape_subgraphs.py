@@ -378,7 +378,7 @@ def _port(host_ops, shape=(1, 4, 2)) -> ming_driver.Port:
 def test_float_steps_of_a_batch_equal_each_image():
     rng = np.random.default_rng(0)
     table = tuple(float(v) for v in np.tanh(np.arange(-128, 128) / 16).astype(np.float32))
-    ops = (HostOp("table", values=table), HostOp("reshape", shape=(1, 4, 2)), HostOp("transpose", shape=(0, 2, 1)),
+    ops = (HostOp("table", values=table), HostOp("reshape", shape=(1, 4, 2)), HostOp("transpose", axes=(0, 2, 1)),
            HostOp("rdiv", shape=(2, 4), values=tuple(rng.standard_normal(8).tolist())),
            HostOp("sub", shape=(4,), values=(1.0, 2.0, 3.0, 4.0)), HostOp("reshape", shape=(1, 4, 2)))
     port = _port(ops)
@@ -397,7 +397,7 @@ def test_float_steps_of_a_batch_equal_each_image():
     ({"kind": "table", "values": [0.0] * 255}, "has 255 numbers, not the 256 of an int8 table"),
     ({"kind": "mul", "shape": [3], "values": [1.0, 2.0]}, "has 2 numbers, not the 3 of shape [3]"),
     ({"kind": "add", "shape": [3], "values": [1.0, 2.0, 3.0]}, "does not broadcast to the values' shape [1, 4, 2]"),
-    ({"kind": "transpose", "shape": [0, 1]}, "is [0, 1], not a permutation of the 3 axes of [1, 4, 2]"),
+    ({"kind": "transpose", "axes": [0, 1]}, "is [0, 1], not a permutation of the 3 axes of [1, 4, 2]"),
 ])
 def test_host_metadata_with_a_malformed_float_step_is_named(op, problem):
     step = {"kind": "reshape", "axis": -1, "scale": 1.0, "zero_point": 0, "shape": [1, 4, 2]}
