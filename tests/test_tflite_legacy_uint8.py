@@ -253,13 +253,6 @@ def test_an_int8_model_with_uint8_ports_is_left_to_the_host_boundary():
     assert graph.tensors[0].quantization.zeroPoint == [128] and len(graph.operators) == 1
 
 
-def test_uint8_ports_of_an_int8_model_are_refused_as_before():
-    from ming_py.frontends.tflite_model import check_supported
-
-    with pytest.raises(MingError, match=r"tensor 'input' is UINT8; ming compiles int8 models"):
-        check_supported(_uint8_port_model())
-
-
 # ---- the published Coral model ----------------------------------------------------------------------
 
 
