@@ -34,8 +34,6 @@ BEAT_LANES = 8  # int8 weights per 64-bit beat of the weight port
 STREAM_DEPTH = 2  # the loader's stream to each loaded process
 LOAD_DEPTH = 3  # cycles from a beat's read by the loader to its row's write in URAM (read, forward, write)
 WEIGHTS_FILE = "weights.bin"
-# The beat decode of a load loop: one LUT6 per beat of a row (the clock enable of that beat's 64 row bits).
-DECODE_LUT_PER_BEAT = 1
 
 
 def beats_per_row(lanes: int) -> int:
@@ -44,9 +42,10 @@ def beats_per_row(lanes: int) -> int:
 
 @dataclass(frozen=True)
 class LoaderCost:
-    """The load path's share of one loaded process (`ilp.cost.resources`): LUTs of its load loop (the loop
-    and row counters, the beat decode) and of the loader's loop over its beats (a counter), the row register
-    (FF) and the stream between them (LUTs, `line_buffers.fifo.fifo_memory`'s shift-register rule)."""
+    """The load path's share of one loaded process (`ilp.cost.resources`): LUTs and FFs of its load loop and of
+    the loader's loop over its beats, the yosys synthesis `weight_load` (benchmarks/calibration/weight_load.v,
+    `ming_py.primitives`) at its beats per row, and the LUTs of the stream between them
+    (`line_buffers.fifo.fifo_memory`'s rule: shift registers, 32 bits a LUT)."""
 
     lut: int
     ff: int
@@ -54,13 +53,9 @@ class LoaderCost:
 
 
 def loader_cost(weights: ArrayPlan) -> LoaderCost:
-    lanes, rows = weights.word_bits // 8, weights.words * weights.banks
-    beats = beats_per_row(lanes)
-    counters = [rows * beats, rows - 1, beats - 1, rows * beats]  # load loop, its row and beat; the loader's
-    lut = sum(primitives.counter_lut(max(m.bit_length(), 1)) for m in counters if m > 0)
-    lut += DECODE_LUT_PER_BEAT * beats
+    figures = primitives.weight_load(beats_per_row(weights.word_bits // 8))
     fifo_bits = STREAM_DEPTH * 8 * BEAT_LANES
-    return LoaderCost(lut, 8 * BEAT_LANES * beats, math.ceil(fifo_bits / 32))
+    return LoaderCost(primitives.device_luts(figures), figures["ff"], math.ceil(fifo_bits / 32))
 
 
 @dataclass(frozen=True)
