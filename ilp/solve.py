@@ -57,6 +57,9 @@ from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_wi
                    storage_plan)
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing
+# The largest weight array per bank the ILP may move from BRAM to LUTRAM: one BRAM18K's bits, 288 LUTs as a
+# 64-bit-a-LUT ROM (`ming_py.array_layout`); larger ones cost more LUTs than a BRAM18K saves is worth.
+LUTRAM_WEIGHT_BITS = 18_432
 # Branch-and-bound nodes of the proving MIP run, the search's only limit, the same on every machine: at most
 # NODE_LIMIT, fewer for larger models so that nodes x candidates stays within NODE_WORK
 NODE_LIMIT = 100_000
@@ -128,7 +131,8 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
 def weight_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out, pins: Pins,
                    offered: tuple[str, ...]) -> tuple[str, ...]:
     """Where a candidate's weights may go: the pinned memory, else "bram" (a ROM where its size puts it: LUTRAM
-    when small, else BRAM) and, among `offered`, LUTRAM or URAM for weights that would take BRAM."""
+    when small, else BRAM) and, among `offered`, for weights that would take BRAM: URAM, and LUTRAM where they are
+    small (at most one BRAM18K's bits a bank: LUTRAM_WEIGHT_BITS)."""
     if process.weights is None:
         return ("bram",)
     if process.name in pins.weights:
@@ -136,9 +140,10 @@ def weight_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out, pin
     if offered == ("bram",):
         return offered
     spec = kernel_spec(graph, process, tuple(unroll.items()), lanes_in, lanes_out)
-    if plan_arrays(spec, process.epilogue)["weights"].memory != "bram":
+    rom = plan_arrays(spec, process.epilogue)["weights"]
+    if rom.memory != "bram":
         return ("bram",)
-    return offered
+    return tuple(m for m in offered if m != "lutram" or rom.bits <= LUTRAM_WEIGHT_BITS * rom.banks)
 
 
 def loaded_weight_memories(graph: StreamGraph, pins: Pins, budget: Budget, calibration) -> tuple[str, ...]:
