@@ -56,6 +56,8 @@ def accelerator_metadata(graph: StreamGraph, board: Board, weights: dict | None 
     meta = host_data(graph, board, weights) | {"clock_mhz": board.clock_mhz}
     if weights and board.interface == "zynq_axis_dma":
         meta["weights"] = weights | {"dma": WEIGHT_DMA}
+    elif weights:
+        meta["weights"] = weights | {"kernel": alveo_kernels(graph).mm2s_weights}
     if board.interface == "zynq_axis_dma":
         meta |= {"target": board.zynq.pynq, "bitstream": f"{model}.bit", "dma": DMA,  # the overlay's attribute
                  "max_transfer_bytes": 2 ** LENGTH_BITS - 1,
@@ -67,6 +69,6 @@ def accelerator_metadata(graph: StreamGraph, board: Board, weights: dict | None 
                  "kernels": {"mm2s": kernels.mm2s, "s2mm": kernels.s2mm}, "max_transfer_bytes": ALVEO_TRANSFER_BYTES,
                  "csim": {"mode": "memory",
                           "sources": ["../vitis/mm2s.cpp", "../vitis/s2mm.cpp", "../vitis/system_tb.cpp",
-                                      f"../hls/{model}.cpp"],
+                                      f"../hls/{model}.cpp"] + (["../vitis/mm2s_weights.cpp"] if weights else []),
                           "include": ["../hls", "../vitis"], "binary": f"csim/{model}_system_csim"}}
     return meta

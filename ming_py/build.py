@@ -77,7 +77,7 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
     if board.interface == "zynq_axis_dma":
         files |= vivado_files(stream_graph, board, "weights_load" in data["totals"])
     else:
-        files |= alveo_files(stream_graph, board)
+        files |= alveo_files(stream_graph, board, data["totals"].get("weights_load", {}).get("words", 0))
     files |= {
         "report.json": report_json(data),
         "report.md": report_markdown(data),
@@ -95,10 +95,6 @@ def weight_files(stream_graph, schedule: Schedule, board: Board, data: dict) -> 
     rows = loaded_rows(stream_graph, schedule)
     if not rows:
         return {}
-    if board.interface != "zynq_axis_dma":
-        raise MingError(f"process {next(iter(rows))}: weights in URAM need the weight port, which ming feeds on "
-                        f"Zynq boards (a second AXI DMA) but not yet in the {board.name} Vitis flow; build for "
-                        "this card without --set ...weights=uram")
     image = weights_image(rows)
     data["totals"]["weights_load"] = load_report(loaded_arrays(rows), image, board.clock_mhz)
     return {f"hls/{WEIGHTS_FILE}": image, f"deploy/{WEIGHTS_FILE}": image}

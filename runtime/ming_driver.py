@@ -610,6 +610,18 @@ class XrtBackend:
         self.s2mm = pyxrt.kernel(self.device, uuid, kernels["s2mm"])
         self.input_words, self.record_words = accelerator.input.words, accelerator.record_words
         self.images = 0
+        self._load_weights(accelerator, uuid)
+
+    def _load_weights(self, accelerator, uuid) -> None:
+        """The weights in URAM through the weights' mover kernel, once after the xclbin is loaded."""
+        words = weight_words(accelerator)
+        if words is None:
+            return
+        mover = self.pyxrt.kernel(self.device, uuid, accelerator.meta["weights"]["kernel"])
+        bo = self.pyxrt.bo(self.device, words.nbytes, self.pyxrt.bo.normal, mover.group_id(0))
+        np.frombuffer(bo.map(), dtype=np.uint64)[:] = words
+        bo.sync(self.pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
+        self._start(mover, {0: bo, 2: len(words)}).wait()
 
     def buffers(self, images: int):
         if images != self.images:

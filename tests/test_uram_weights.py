@@ -154,3 +154,19 @@ def test_a_bram_budget_below_the_rom_weights_makes_the_ilp_move_weights_out_of_b
     ours, expected = run_csim(out, x), _onnxruntime(path, x)
     for name, y in expected.items():
         assert np.array_equal(ours[name], y), name
+
+
+def test_the_alveo_flow_streams_the_weights_through_its_own_mover(tmp_path):
+    out = tmp_path / "out"
+    build(EXAMPLE, out, BuildOptions(board="u55c", settings=dict(URAM_PINS)))
+    link = (out / "vitis" / "link.cfg").read_text()
+    assert "stream_connect=mm2s_weights_1.m_axis:tiny_cnn_top_1.s_axis_weights" in link
+    assert json.loads((out / "deploy" / "accelerator.json").read_text())["weights"]["kernel"] == "mm2s_weights"
+    x = np.stack([_example_input(seed)[0] for seed in range(2)])
+    np.save(tmp_path / "x.npy", x)
+    run = subprocess.run([sys.executable, str(out / "deploy" / "run.py"), "--backend", "csim", "--input",
+                          str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    expected = _onnxruntime(EXAMPLE, x[1:2])
+    assert np.array_equal(np.load(tmp_path / "y.npy")[1:2], next(iter(expected.values())))
