@@ -99,6 +99,11 @@ def load_cycles(parts: list[LoadedArray]) -> int:
     return sum(p.words for p in parts) + LOAD_DEPTH if parts else 0
 
 
+def load_ends(parts: list[LoadedArray]) -> dict[str, int]:
+    """Per loaded process, the cycle after its last row is written: the loader sends the parts in turn."""
+    return {p.process: p.first_word + p.words + LOAD_DEPTH for p in parts}
+
+
 def load_report(parts: list[LoadedArray], image: bytes, clock_mhz: float) -> dict:
     """What report.json, host.json and accelerator.json say of the load ("weights")."""
     cycles = load_cycles(parts)
