@@ -4,7 +4,7 @@ quantizer): each built for the KV260 as `ming build` builds it (the ILP chooses 
 the build verifies its C++ against `ming reference`), then C-simulated on random images, the weights loaded
 through the weight port, and compared with onnxruntime bit for bit.
 
-    python benchmarks/uram_networks.py [--only squeezenet] [--images 2] [--out DIR] [--json FILE]
+    python benchmarks/uram_networks.py [--only squeezenet] [--images 2] [--objective latency] [--out DIR] [--json FILE]
 
 Prints per network: the smallest design's BRAM18K with ROM weights, the build's DSP / BRAM18K / URAM / LUT,
 the weights in URAM, LUTRAM and BRAM (bits), the estimated and simulated latency, the load time at start,
@@ -56,12 +56,12 @@ def weight_bits_by_memory(report: dict) -> dict[str, int]:
     return bits
 
 
-def measure(name: str, directory: Path, images: int, quiet: bool) -> dict:
+def measure(name: str, directory: Path, images: int, quiet: bool, objective: str = "frugal") -> dict:
     model = uram_networks.quantized(name, directory)
     rom_bram = smallest_design(build_stream_graph(lift(model)))["bram18k"]
     out = directory / f"{name}_out"
     started = time.monotonic()
-    build(model, out, BuildOptions(board="kv260"), progress=Progress(quiet=quiet))
+    build(model, out, BuildOptions(board="kv260", objective=objective), progress=Progress(quiet=quiet))
     seconds = time.monotonic() - started
     report = json.loads((out / "report.json").read_text())
     totals = report["totals"]
@@ -80,7 +80,7 @@ def measure(name: str, directory: Path, images: int, quiet: bool) -> dict:
             "throughput_cycles": totals["throughput_cycles"], "weight_bits": weight_bits_by_memory(report),
             "load_cycles": load.get("load_cycles", 0), "load_us": load.get("load_us", 0.0),
             "verified": report["verification"]["equal"], "csim_values": compared, "csim_differ": differing,
-            "build_seconds": round(seconds, 1)}
+            "objective": objective, "build_seconds": round(seconds, 1)}
 
 
 def main() -> int:
@@ -89,6 +89,7 @@ def main() -> int:
     parser.add_argument("--images", type=int, default=2, help="random images C-simulated against onnxruntime")
     parser.add_argument("--out", help="keep the models and builds here (default: a temporary directory)")
     parser.add_argument("--json", help="write the rows to this file")
+    parser.add_argument("--objective", default="frugal", help="the ILP's objective (ming build --objective)")
     parser.add_argument("-q", "--quiet", action="store_true")
     args = parser.parse_args()
     rows, failed = [], 0
@@ -100,7 +101,7 @@ def main() -> int:
             if args.only not in name:
                 continue
             try:
-                row = measure(name, directory, args.images, args.quiet)
+                row = measure(name, directory, args.images, args.quiet, args.objective)
             except MingError as error:
                 print(f"{name}: {error}")
                 failed += 1
