@@ -146,13 +146,12 @@ def weight_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out, pin
     return tuple(m for m in offered if m != "lutram" or rom.bits <= LUTRAM_WEIGHT_BITS * rom.banks)
 
 
-def loaded_weight_memories(graph: StreamGraph, pins: Pins, budget: Budget, calibration) -> tuple[str, ...]:
+def loaded_weight_memories(graph: StreamGraph, budget: Budget, calibration) -> tuple[str, ...]:
     """The weight memories the ILP may choose beyond ROMs where their size puts them: URAM (loaded at start
     through the weight port, `ming_py.weights_load`) and LUTRAM, offered only where the smallest design with
-    ROM weights needs more BRAM than the budget holds (or a pin asks for them), so that every design that fits
-    with ROMs keeps them (no weight port, nothing to load)."""
-    pinned = set(pins.weights.values()) - {"bram"}
-    if not pinned and smallest_design(graph, calibration)["bram18k"] <= budget.bram18k:
+    ROM weights needs more BRAM than the budget holds, so that every design that fits with ROMs keeps them (no
+    weight port, nothing to load). A pinned process's weights go where its pin says (`weight_options`)."""
+    if smallest_design(graph, calibration)["bram18k"] <= budget.bram18k:
         return ("bram",)
     return ("bram", "lutram") + (("uram",) if budget.uram > 0 else ())
 
@@ -345,7 +344,7 @@ def resource_score(cost: Cost, budget: Budget) -> int:
 
 
 def _candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration):
-    weight_memories = loaded_weight_memories(graph, pins, budget, calibration)
+    weight_memories = loaded_weight_memories(graph, budget, calibration)
     options = {p.name: candidates(graph, p, pins, budget.uram > 0, weight_memories) for p in graph.processes}
     for name, choices in options.items():
         if not choices:
