@@ -242,11 +242,6 @@ PRIMITIVES = (
               "a loop counter of WIDTH bits with an enable, wrapping at LIMIT = 2^WIDTH - 2 (its own register is "
               "the ff; no reset: the loop's initialization is the FDRE's reset pin)",
               sweep=("WIDTH", (1, 2, 3, 4, 6, 8, 10, 12, 16, 20, 24, 32))),
-    Primitive("weight_load", "weight_load",
-              "the load of weights in URAM: a process's load loop (trip, beat and row counters, the row register of "
-              "BEATS 64-bit beats with a clock enable per beat, the URAM write port's address, word and enable) and "
-              "the weight loader's loop over its beats, for ROWS = 4096 rows (one URAM deep)",
-              sweep=("BEATS", (1, 2, 4, 8, 16, 32, 64))),
     Primitive("unpack_axis", "unpack_axis",
               "ming::unpack_axis with LANES lanes: the LANES + 7 value buffer filled from a 64-bit word at a "
               "variable offset and shifted down by LANES, its counters (values held, words, trips) and framing "
@@ -258,6 +253,11 @@ PRIMITIVES = (
               "tokens, words, trips), TLAST/TUSER, for a 224 x 224 x 3 image; the streams' handshakes are not "
               "modelled",
               sweep=("LANES", (1, 2, 4, 8, 16, 32, 64))),
+    Primitive("weight_load", "weight_load",
+              "the load of weights in URAM: a process's load loop (trip, beat and row counters, the row register of "
+              "BEATS 64-bit beats with a clock enable per beat, the URAM write port's address, word and enable) and "
+              "the weight loader's loop over its beats, for ROWS = 4096 rows (one URAM deep)",
+              sweep=("BEATS", (1, 2, 4, 8, 16, 32, 64))),
 )
 
 

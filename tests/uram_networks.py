@@ -122,7 +122,7 @@ class Network:
 NETWORKS = {
     "mobilenet_v2_035": Network("mobilenet_v2_035", mobilenet_v2, 0.35, "MobileNetV2-0.35"),
     "squeezenet_1_1": Network("squeezenet_1_1", squeezenet_1_1, 1.0, "SqueezeNet 1.1"),
-    "efficientnet_lite": Network("efficientnet_lite", efficientnet_lite, 0.5, "EfficientNet-lite-style (width 0.5)"),
+    "efficientnet_lite": Network("efficientnet_lite", efficientnet_lite, 0.35, "EfficientNet-lite-style (width 0.35)"),
 }
 
 
