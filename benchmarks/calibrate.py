@@ -253,6 +253,11 @@ PRIMITIVES = (
               "tokens, words, trips), TLAST/TUSER, for a 224 x 224 x 3 image; the streams' handshakes are not "
               "modelled",
               sweep=("LANES", (1, 2, 4, 8, 16, 32, 64))),
+    Primitive("weight_load", "weight_load",
+              "the load of weights in URAM: a process's load loop (trip, beat and row counters, the row register of "
+              "BEATS 64-bit beats with a clock enable per beat, the URAM write port's address, word and enable) and "
+              "the weight loader's loop over its beats, for ROWS = 4096 rows (one URAM deep)",
+              sweep=("BEATS", (1, 2, 4, 8, 16, 32, 64))),
 )
 
 

@@ -41,6 +41,7 @@ class AlveoKernels:
     mm2s: str
     accelerator: str
     s2mm: str
+    mm2s_weights: str = "mm2s_weights"  # the weights' mover, where weights are in URAM (`ming_py.weights_load`)
 
     @staticmethod
     def compute_unit(kernel: str) -> str:
@@ -53,17 +54,19 @@ def alveo_kernels(graph: StreamGraph) -> AlveoKernels:
     return AlveoKernels(mm2s="mm2s", accelerator=cpp_names(graph).top, s2mm="s2mm")
 
 
-def alveo_files(graph: StreamGraph, board: Board) -> dict[str, str]:
-    """The files of OUT/vitis/, as {path relative to OUT: text}."""
+def alveo_files(graph: StreamGraph, board: Board, weight_words: int = 0) -> dict[str, str]:
+    """The files of OUT/vitis/, as {path relative to OUT: text}; `weight_words`: the words of weights.bin where
+    weights are in URAM (a fourth kernel, `mm2s_weights`, feeds the accelerator's weight port once)."""
     if board.alveo is None or board.platform is None:
         raise MingError(f"board {board.name} has no Alveo kernel flow (it needs an [alveo] table and a Vitis "
                         f"platform; its interface is {board.interface})")
     env = environment()
-    context = _context(graph, board)
-    return {f"vitis/{name}": env.get_template(template).render(context) for name, template in TEMPLATES.items()}
+    context = _context(graph, board, weight_words)
+    templates = TEMPLATES | ({"mm2s_weights.cpp": "vitis/mm2s_weights.cpp.j2"} if weight_words else {})
+    return {f"vitis/{name}": env.get_template(template).render(context) for name, template in templates.items()}
 
 
-def _context(graph: StreamGraph, board: Board) -> dict:
+def _context(graph: StreamGraph, board: Board, weight_words: int = 0) -> dict:
     names = cpp_names(graph)
     kernels = alveo_kernels(graph)
     in_values = graph.channels[graph.input.channel].values
@@ -71,8 +74,10 @@ def _context(graph: StreamGraph, board: Board) -> dict:
         "name": names.model, "title": comment_text(graph.name), "top": names.top,
         "input_values": names.input_values, "output_values": names.output_values,
         "in_values": in_values, "in_words": words_per_image(in_values), "out_words": record_words(graph),
+        "weight_words": weight_words,
     }
-    cu = {role: AlveoKernels.compute_unit(getattr(kernels, role)) for role in ("mm2s", "accelerator", "s2mm")}
+    cu = {role: AlveoKernels.compute_unit(getattr(kernels, role))
+          for role in ("mm2s", "accelerator", "s2mm", "mm2s_weights")}
     return {
         "model": model, "kernels": kernels, "cu": cu, "board": board, "version": __version__,
         "memory": board.alveo.memory, "platform": board.platform,

@@ -20,18 +20,19 @@ from .environment import environment
 from .identifiers import cpp_names
 from .reports import host_data
 from .alveo import alveo_kernels
-from .vivado import DMA, LENGTH_BITS
+from .vivado import DMA, LENGTH_BITS, WEIGHT_DMA
 
 RUNTIME_FILES = ("ming_host.py", "ming_driver.py", "run.py")
 # An Alveo batch's two buffers share one memory bank; an HBM pseudo-channel holds 256 MB.
 ALVEO_TRANSFER_BYTES = 2 ** 27
 
 
-def deploy_files(graph: StreamGraph, board: Board) -> dict[str, str]:
-    """The files of OUT/deploy/, as {relative path: text}."""
+def deploy_files(graph: StreamGraph, board: Board, weights: dict | None = None) -> dict[str, str]:
+    """The files of OUT/deploy/, as {relative path: text}; `weights`: the weight load where weights are in URAM
+    (`ming_py.weights_load.load_report`; deploy/weights.bin is written beside)."""
     runtime = resources.files("ming_py.runtime")
     files = {f"deploy/{name}": runtime.joinpath(name).read_text(encoding="utf-8") for name in RUNTIME_FILES}
-    meta = accelerator_metadata(graph, board)
+    meta = accelerator_metadata(graph, board, weights)
     files["deploy/accelerator.json"] = json.dumps(meta, indent=2) + "\n"
     files["deploy/README.md"] = environment().get_template("deploy/README.md.j2").render(
         meta=meta, board=board, version=__version__, output_names=output_names(meta),
@@ -49,10 +50,15 @@ def input_layout(port: dict) -> str | None:
     return "N, C, H, W: channels first" if not port["permutation"] else None
 
 
-def accelerator_metadata(graph: StreamGraph, board: Board) -> dict:
-    """What the driver needs: host.json's quantization and layouts, and how to reach the hardware."""
+def accelerator_metadata(graph: StreamGraph, board: Board, weights: dict | None = None) -> dict:
+    """What the driver needs: host.json's quantization and layouts (and the weight load), and how to reach the
+    hardware."""
     model = cpp_names(graph).model
-    meta = host_data(graph, board) | {"clock_mhz": board.clock_mhz}
+    meta = host_data(graph, board, weights) | {"clock_mhz": board.clock_mhz}
+    if weights and board.interface == "zynq_axis_dma":
+        meta["weights"] = weights | {"dma": WEIGHT_DMA}
+    elif weights:
+        meta["weights"] = weights | {"kernel": alveo_kernels(graph).mm2s_weights}
     if board.interface == "zynq_axis_dma":
         meta |= {"target": board.zynq.pynq, "bitstream": f"{model}.bit", "dma": DMA,  # the overlay's attribute
                  "max_transfer_bytes": 2 ** LENGTH_BITS - 1,
@@ -64,6 +70,6 @@ def accelerator_metadata(graph: StreamGraph, board: Board) -> dict:
                  "kernels": {"mm2s": kernels.mm2s, "s2mm": kernels.s2mm}, "max_transfer_bytes": ALVEO_TRANSFER_BYTES,
                  "csim": {"mode": "memory",
                           "sources": ["../vitis/mm2s.cpp", "../vitis/s2mm.cpp", "../vitis/system_tb.cpp",
-                                      f"../hls/{model}.cpp"],
+                                      f"../hls/{model}.cpp"] + (["../vitis/mm2s_weights.cpp"] if weights else []),
                           "include": ["../hls", "../vitis"], "binary": f"csim/{model}_system_csim"}}
     return meta

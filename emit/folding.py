@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 
+from ming_py.array_layout import LUTRAM_DEPTH, LUTRAM_MAX_BITS
+
 from .environment import environment
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")  # a YAML plain scalar that stays a string
@@ -31,10 +33,26 @@ def _process(node: dict) -> dict:
         choices.append(("requantizers", schedule.get("requantizers", 0)))
     if schedule.get("storage", {}).get("line_buffer") in ("bram", "uram"):  # small ones sit in LUTRAM either way
         choices.append(("line_buffer", schedule["storage"]["line_buffer"]))
+    weights = _chosen_weight_memory(node)
+    if weights is not None:
+        choices.append(("weights", weights))
     figures = (f"{node['cycles']:,} cycles, {node['dsp']} DSP, {node['bram18k']} BRAM18K, {node['uram']} URAM, "
                f"{node['lut']:,} LUT")
     return {"key": _key(node["name"]), "kind": node["kind"], "figures": figures, "choices": choices,
             "unroll": ", ".join(f"{loop}: {factor}" for loop, factor in schedule["unroll"].items())}
+
+
+def _chosen_weight_memory(node: dict) -> str | None:
+    """The weights' memory where the ILP moved them from where their size puts a ROM (URAM, or LUTRAM for an
+    array that would take BRAM: `ming_py.storage.plan_arrays`); None where they stay there."""
+    memory = node["schedule"].get("storage", {}).get("weights")
+    if memory == "uram":
+        return memory
+    plan = next((b for b in node["buffers"] if b["role"] == "weights"), None)
+    if memory != "lutram" or plan is None:
+        return None
+    small = plan["words_per_bank"] * plan["word_bits"] <= LUTRAM_MAX_BITS or plan["words_per_bank"] <= LUTRAM_DEPTH
+    return None if small else memory
 
 
 def _key(name: str) -> str:

@@ -22,6 +22,7 @@ from ming_py.kernel import KernelSpec, Loop, loop_of, schedule_spec
 from ming_py.epilogues import rule_of
 from ming_py.kinds import kind_of, unrollable
 from ming_py.storage import plan_arrays
+from ming_py.weights_load import WEIGHTS_FILE, loaded_arrays, loaded_rows
 
 from .environment import TEMPLATES, environment
 from .identifiers import CppNames, c_string, comment_text, cpp_names
@@ -35,6 +36,7 @@ class CConstant:
     ctype: str
     array: np.ndarray
     comment: str
+    loaded: bool = False  # a RAM the weight port fills at start (`ming_py.weights_load`): declared, not initialized
 
     @property
     def dims(self) -> str:
@@ -67,10 +69,16 @@ class ProcessView:
     multipliers: str = "dsp"  # ming_py.kinds.window.MULTIPLIERS
     epilogue: str = ""
     arrays: dict[str, str] = field(default_factory=dict)  # role -> C++ constant array
+    weight_stream: str = ""  # the stream its weights arrive on at start where they are in URAM (`weights_load`)
     extra: dict = field(default_factory=dict)  # the kind's own values (`ProcessKind.view_values`) and the epilogue's
 
     def factor(self, loop: str) -> int:
         return self.spec.factor(loop)
+
+    @property
+    def streams(self) -> list[str]:
+        """The arguments of its call in the dataflow region."""
+        return self.inputs + self.outputs + ([self.weight_stream] if self.weight_stream else [])
 
     @property
     def trip_count(self) -> int:
@@ -93,11 +101,12 @@ def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, 
         view, consts = _process_view(graph, schedule, process, names)
         views.append(view)
         constants += consts
-    model = _model_view(graph, schedule, names)
+    model = _model_view(graph, schedule, names, views)
     internal = [c for c in graph.channels.values() if c.producer != "input" and c.consumer != "output"]
     channels = [{"name": names.channels[c.name], "label": c_string(c.name), "lanes": schedule.lanes_of(c.name),
                  "depth": schedule.depth_of(c.name)} for c in internal]
     context = {"model": model, "processes": views, "channels": channels, "constants": constants,
+               "loaded_constants": any(c.loaded for c in constants),
                "version": __version__, "board": board, "ip": ip_identity(names.model, board)}
     name = names.model
     # every process's pipelined loop as report.json states it, for run_hls.tcl to check after synthesis
@@ -135,8 +144,9 @@ def _tidy(text: str) -> str:
     return "\n".join(out).strip() + "\n"
 
 
-def _model_view(graph: StreamGraph, schedule: Schedule, names: CppNames) -> dict:
+def _model_view(graph: StreamGraph, schedule: Schedule, names: CppNames, views: list[ProcessView]) -> dict:
     inp = graph.channels[graph.input.channel]
+    parts = {part.process: part for part in loaded_arrays(loaded_rows(graph, schedule))}
     outputs = [_output_view(graph, schedule, names, port, values)
                for port, values in zip(graph.outputs, names.output_values)]
     return {
@@ -149,6 +159,11 @@ def _model_view(graph: StreamGraph, schedule: Schedule, names: CppNames) -> dict
         "in_shape_text": _shape_text(inp),
         "in_scale": f"{graph.input.scale:.9g}", "in_zero_point": graph.input.zero_point,
         "outputs": outputs,
+        "load_weights": names.load_weights,
+        # the loaded processes' weight streams in the loader's order, with their beats (`ming_py.weights_load`)
+        "loaded": [{"stream": v.weight_stream, "label": c_string(p.name), "words": parts[p.name].words}
+                   for p, v in zip(graph.processes, views) if v.weight_stream],
+        "weight_words": sum(part.words for part in parts.values()), "weights_file": WEIGHTS_FILE,
     }
 
 
@@ -184,6 +199,8 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
     lanes_in, lanes_out = [schedule.lanes_of(c) for c in p.inputs], [schedule.lanes_of(c) for c in p.outputs]
     spec = schedule_spec(graph, p, schedule)
     kind = kind_of(p.kind)
+    storage = plan_arrays(spec, p.epilogue, sched.storage_of("line_buffer"), sched.storage_of("weights"))
+    loaded = "weights" in storage and storage["weights"].loaded
     shapes = f"{' + '.join(_shape_text(c) for c in ins)} -> {_shape_text(outs[0])}"
     view = ProcessView(
         name=names.processes[p.name], label=c_string(p.name), kind=p.kind, template=kind.template,
@@ -191,17 +208,19 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
         inputs=[names.channels[c] for c in p.inputs], outputs=[names.channels[c] for c in p.outputs],
         in_lanes=lanes_in, out_lanes=lanes_out,
         unroll=[(loop, sched.factor(loop)) for loop in unrollable(p)], spec=spec, loop=loop_of(spec),
-        storage=plan_arrays(spec, p.epilogue, sched.storage_of("line_buffer")), window=p.window,
+        storage=storage, window=p.window,
         in_pixels=ins[0].pixels, multipliers=sched.multipliers, arrays=names.arrays[p.name],
+        weight_stream=names.weight_streams[p.name] if loaded else "",
         extra=kind.view_values(spec, p, lanes_in, lanes_out))
     constants: list[CConstant] = []
 
-    def constant(role: str, ctype: str, array: np.ndarray, comment: str) -> None:
-        constants.append(CConstant(view.arrays[role], ctype, array, comment_text(f"{p.name}: {comment}")))
+    def constant(role: str, ctype: str, array: np.ndarray, comment: str, loaded: bool = False) -> None:
+        constants.append(CConstant(view.arrays[role], ctype, array, comment_text(f"{p.name}: {comment}"), loaded))
 
     if p.weights is not None:
+        where = (" in URAM, loaded at start from the weight port (weights.bin)" if loaded else "")
         constant("weights", "int8_t", kind.weight_rows(p.weights, spec).astype(np.int8),
-                 f"weights {kind.weights_layout(p)}, one row of every weight a fold step multiplies")
+                 f"weights {kind.weights_layout(p)}, one row of every weight a fold step multiplies{where}", loaded)
     rule_of(p.epilogue).emit(p.epilogue, view, constant)
     for role, (ctype, values, comment) in kind.constant_tables(spec, p).items():
         constant(role, ctype, values, comment)

@@ -59,8 +59,8 @@ CPP_KEYWORDS = frozenset("""
 # main and its arguments, the top function's AXI4-Stream ports, namespaces, the C-simulation's macros
 # (the modes `ming csim` defines with -D, and the switches ming's headers read).
 EMITTED_NAMES = frozenset("""
-    main argc argv s_axis m_axis framing std posix hls ming ming_csim
-    MING_CSIM MING_CSIM_CONCURRENT MING_CHECK_PORTS MING_CHECK_WIDTHS MING_TRACE_TOKENS MING_TRACE_STREAMS
+    main argc argv s_axis m_axis s_axis_weights framing std posix hls ming ming_csim
+    MING_CSIM MING_CSIM_CONCURRENT MING_CHECK_PORTS MING_LOADED MING_WEIGHTS_FILE MING_CHECK_WIDTHS MING_TRACE_TOKENS MING_TRACE_STREAMS
 """.split())
 
 # Vitis HLS headers (ap_int.h, ap_fixed.h, ap_axi_sdata.h, hls_stream.h) at synthesis; macros of GNU
@@ -200,6 +200,8 @@ class CppNames:
     processes: dict[str, str]
     channels: dict[str, str]
     arrays: dict[str, dict[str, str]]  # process -> role (array_roles) -> constant array <process>_<role>
+    load_weights: str  # the top function's weight loader (`ming_py.weights_load`), where weights are in URAM
+    weight_streams: dict[str, str]  # process with weights -> its weight stream from the loader
 
 
 def array_roles(graph: StreamGraph, process: Process) -> list[str]:
@@ -210,11 +212,14 @@ def array_roles(graph: StreamGraph, process: Process) -> list[str]:
 
 
 def _model_identifiers(stem: str, outputs: int) -> list[str]:
-    """top, dataflow, the input's values, each output's values and, for several outputs, their writer."""
+    """top, dataflow, the input's values, each output's values and, for several outputs, their writer; last the
+    weight loader."""
     if outputs == 1:
-        return [f"{stem}_top", f"{stem}_dataflow", f"{stem.upper()}_INPUT_VALUES", f"{stem.upper()}_OUTPUT_VALUES"]
+        return [f"{stem}_top", f"{stem}_dataflow", f"{stem.upper()}_INPUT_VALUES", f"{stem.upper()}_OUTPUT_VALUES",
+                f"{stem}_load_weights"]
     return ([f"{stem}_top", f"{stem}_dataflow", f"{stem.upper()}_INPUT_VALUES"]
-            + [f"{stem.upper()}_OUTPUT{k}_VALUES" for k in range(outputs)] + [f"{stem}_write_outputs"])
+            + [f"{stem.upper()}_OUTPUT{k}_VALUES" for k in range(outputs)] + [f"{stem}_write_outputs",
+                                                                              f"{stem}_load_weights"])
 
 
 def cpp_names(graph: StreamGraph) -> CppNames:
@@ -226,15 +231,18 @@ def cpp_names(graph: StreamGraph) -> CppNames:
     outputs = len(graph.outputs)
     model = namer.claim(base, lambda stem: _model_identifiers(stem, outputs),
                         lambda stem: not is_reserved(stem) and stem.lower() not in RESERVED_FILE_STEMS)
-    top, dataflow, input_values, *output_values = _model_identifiers(model, outputs)
+    top, dataflow, input_values, *output_values, load_weights = _model_identifiers(model, outputs)
     write_outputs = output_values.pop() if outputs > 1 else None
     roles = {p.name: array_roles(graph, p) for p in graph.processes}
-    processes = namer.claim_all(roles, "node", lambda name, stem: [stem] + [f"{stem}_{r}" for r in roles[name]])
+    streams = {p.name: ["weights_in"] if "weights" in roles[p.name] else [] for p in graph.processes}
+    processes = namer.claim_all(roles, "node", lambda name, stem: [stem] + [f"{stem}_{r}" for r in
+                                                                            roles[name] + streams[name]])
     channels = namer.claim_all(graph.channels, "channel")
     arrays = {name: {role: f"{processes[name]}_{role}" for role in roles[name]} for name in roles}
     return CppNames(model, top, dataflow, input_values, tuple(output_values), write_outputs,
                     {p.name: processes[p.name] for p in graph.processes},
-                    {name: channels[name] for name in graph.channels}, arrays)
+                    {name: channels[name] for name in graph.channels}, arrays, load_weights,
+                    {name: f"{processes[name]}_weights_in" for name in roles if streams[name]})
 
 
 # ---- text that quotes a name --------------------------------------------------------------

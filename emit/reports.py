@@ -115,7 +115,8 @@ def _window_json(window) -> dict:
 def _arrays(graph: StreamGraph, schedule: Schedule, p) -> dict[str, ArrayPlan]:
     """The process's arrays as the storage plan lays them out for this schedule."""
     spec = schedule_spec(graph, p, schedule)
-    return plan_arrays(spec, p.epilogue, schedule.of(p.name).storage_of("line_buffer"))
+    sched = schedule.of(p.name)
+    return plan_arrays(spec, p.epilogue, sched.storage_of("line_buffer"), sched.storage_of("weights"))
 
 
 def _image_fifo(graph: StreamGraph, schedule: Schedule, p) -> dict | None:
@@ -195,12 +196,12 @@ def dataflow_mlir(graph: StreamGraph, schedule: Schedule) -> str:
         model=model, channels=channels, processes=processes, version=__version__)
 
 
-def host_metadata(graph: StreamGraph, board: Board) -> str:
+def host_metadata(graph: StreamGraph, board: Board, weights: dict | None = None) -> str:
     """host.json: what the host needs around the accelerator (`host_data`)."""
-    return json.dumps(host_data(graph, board), indent=2) + "\n"
+    return json.dumps(host_data(graph, board, weights), indent=2) + "\n"
 
 
-def host_data(graph: StreamGraph, board: Board) -> dict:
+def host_data(graph: StreamGraph, board: Board, weights: dict | None = None) -> dict:
     """What the host needs around the accelerator: quantization, layouts, the float tail of every output.
 
     "outputs" are in the order of an image's output record (see `record`): the host splits a record into
@@ -222,4 +223,4 @@ def host_data(graph: StreamGraph, board: Board) -> dict:
                                       if graph.input.host_ops else {}),
         "outputs": [port(p) | {"index": p.index, "host_ops": [op.as_data() for op in p.host_ops]}
                     for p in graph.outputs],
-    }
+    } | ({"weights": weights} if weights else {})

@@ -34,6 +34,9 @@ JOBS_VARIABLE = "MING_VIVADO_JOBS"
 DEFAULT_JOBS = 4
 
 PS, DMA, ACCELERATOR = "zynq_ps", "axi_dma", "accelerator"
+# Where weights are in URAM (`ming_py.weights_load`): a second DMA, memory to stream only, feeds the
+# accelerator's weight port once at start (the PYNQ driver sends deploy/weights.bin through it).
+WEIGHT_DMA = "weight_dma"
 CONTROL_SMC, MEMORY_SMC, RESET = "control_smc", "memory_smc", "reset"
 SMARTCONNECT = "xilinx.com:ip:smartconnect"
 PROC_SYS_RESET = "xilinx.com:ip:proc_sys_reset"
@@ -57,11 +60,12 @@ class Cell:
     set_by_hand: tuple[str, ...] = ()  # properties Vivado would otherwise derive from the connections
 
 
-def vivado_files(graph: StreamGraph, board: Board) -> dict[str, str]:
-    """The files of OUT/vivado/, as {path relative to OUT: text}, for a board with a [zynq] table."""
+def vivado_files(graph: StreamGraph, board: Board, loaded: bool = False) -> dict[str, str]:
+    """The files of OUT/vivado/, as {path relative to OUT: text}, for a board with a [zynq] table; `loaded`:
+    the accelerator has a weight port (weights in URAM), fed by a DMA of its own."""
     _check_board(board)
     model = cpp_names(graph).model
-    context = _context(model, board)
+    context = _context(model, board, loaded)
     return {SCRIPT: environment().get_template(TEMPLATE).render(context)}
 
 
@@ -72,7 +76,7 @@ def _check_board(board: Board) -> None:
     check_clock(board)
 
 
-def _context(model: str, board: Board) -> dict:
+def _context(model: str, board: Board, loaded: bool = False) -> dict:
     zynq = board.zynq
     ps = zynq.processing_system
     ip = ip_identity(model, board)
@@ -85,10 +89,10 @@ def _context(model: str, board: Board) -> dict:
         "clock_mhz": f"{board.clock_mhz:g}", "accelerator_vlnv": accelerator_vlnv,
         "ps_cell": PS, "ps_config": _ps_config(ps, board),
         "preset": (("apply_board_preset", "1"),) + PRESET_EXTRA.get(ps.name, ()),
-        "cells": _cells(accelerator_vlnv, ps), "board_files": _board_files(zynq),
-        "interface_nets": _interface_nets(ps), "clock_source": f"{PS}/{ps.clock_pin}",
-        "clocked_pins": _clocked_pins(ps),
-        "reset_nets": _reset_nets(ps), "version": __version__,
+        "cells": _cells(accelerator_vlnv, ps, loaded), "board_files": _board_files(zynq),
+        "interface_nets": _interface_nets(ps, loaded), "clock_source": f"{PS}/{ps.clock_pin}",
+        "clocked_pins": _clocked_pins(ps, loaded),
+        "reset_nets": _reset_nets(ps, loaded), "version": __version__, "weight_dma": WEIGHT_DMA if loaded else None,
     }
 
 
@@ -108,21 +112,33 @@ def _dma_properties(address_bits: int) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _cells(accelerator_vlnv: str, ps: ProcessingSystem) -> tuple[Cell, ...]:
+def _weight_dma_properties(address_bits: int) -> tuple[tuple[str, str], ...]:
+    """The weight DMA: memory to stream only, the image DMA's widths and length register."""
+    return tuple((key, "0" if key == "c_include_s2mm" else value) for key, value in _dma_properties(address_bits)
+                 if "s2mm" not in key or key == "c_include_s2mm")
+
+
+def _cells(accelerator_vlnv: str, ps: ProcessingSystem, loaded: bool = False) -> tuple[Cell, ...]:
+    weight_dma = (Cell(WEIGHT_DMA, AXI_DMA, _weight_dma_properties(ps.address_bits)),) if loaded else ()
     return (
         Cell(DMA, AXI_DMA, _dma_properties(ps.address_bits),
              set_by_hand=("c_m_axi_s2mm_data_width", "c_s_axis_s2mm_tdata_width")),
+        *weight_dma,
         Cell(ACCELERATOR, accelerator_vlnv),
-        Cell(CONTROL_SMC, SMARTCONNECT, (("NUM_SI", "1"), ("NUM_MI", "1"))),
-        Cell(MEMORY_SMC, SMARTCONNECT, (("NUM_SI", "2"), ("NUM_MI", "1"))),
+        Cell(CONTROL_SMC, SMARTCONNECT, (("NUM_SI", "1"), ("NUM_MI", "2" if loaded else "1"))),
+        Cell(MEMORY_SMC, SMARTCONNECT, (("NUM_SI", "3" if loaded else "2"), ("NUM_MI", "1"))),
         Cell(RESET, PROC_SYS_RESET),
     )
 
 
-def _interface_nets(ps: ProcessingSystem) -> tuple[tuple[str, str], ...]:
+def _interface_nets(ps: ProcessingSystem, loaded: bool = False) -> tuple[tuple[str, str], ...]:
     """(from, to) interface pins: the two streams through the accelerator, the processing system's
-    master to the DMA's registers, and the DMA's two memory masters into the high-performance port."""
-    return (
+    master to the DMA's registers, and the DMA's two memory masters into the high-performance port; with
+    a weight port, the weight DMA's stream into it, its registers and its memory master."""
+    weights = ((f"{WEIGHT_DMA}/M_AXIS_MM2S", f"{ACCELERATOR}/s_axis_weights"),
+               (f"{CONTROL_SMC}/M01_AXI", f"{WEIGHT_DMA}/S_AXI_LITE"),
+               (f"{WEIGHT_DMA}/M_AXI_MM2S", f"{MEMORY_SMC}/S02_AXI")) if loaded else ()
+    return weights + (
         (f"{DMA}/M_AXIS_MM2S", f"{ACCELERATOR}/s_axis"),
         (f"{ACCELERATOR}/m_axis", f"{DMA}/S_AXIS_S2MM"),
         (f"{PS}/{ps.master_port}", f"{CONTROL_SMC}/S00_AXI"),
@@ -133,22 +149,24 @@ def _interface_nets(ps: ProcessingSystem) -> tuple[tuple[str, str], ...]:
     )
 
 
-def _clocked_pins(ps: ProcessingSystem) -> tuple[str, ...]:
+def _clocked_pins(ps: ProcessingSystem, loaded: bool = False) -> tuple[str, ...]:
     """Every clock input of the design; all run on the processing system's PL clock 0."""
-    return (
+    weights = (f"{WEIGHT_DMA}/s_axi_lite_aclk", f"{WEIGHT_DMA}/m_axi_mm2s_aclk") if loaded else ()
+    return weights + (
         f"{PS}/{ps.master_clock_pin}", f"{PS}/{ps.slave_clock_pin}",
         f"{DMA}/s_axi_lite_aclk", f"{DMA}/m_axi_mm2s_aclk", f"{DMA}/m_axi_s2mm_aclk",  # no m_axi_sg_aclk without SG
         f"{ACCELERATOR}/ap_clk", f"{CONTROL_SMC}/aclk", f"{MEMORY_SMC}/aclk", f"{RESET}/slowest_sync_clk",
     )
 
 
-def _reset_nets(ps: ProcessingSystem) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _reset_nets(ps: ProcessingSystem, loaded: bool = False) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """(reset output, the reset inputs it drives): the processing system's PL reset into the reset
     block, whose outputs are synchronous to the PL clock."""
+    weights = (f"{WEIGHT_DMA}/axi_resetn",) if loaded else ()
     return (
         (f"{PS}/{ps.reset_pin}", (f"{RESET}/ext_reset_in",)),
         (f"{RESET}/interconnect_aresetn", (f"{CONTROL_SMC}/aresetn", f"{MEMORY_SMC}/aresetn")),
-        (f"{RESET}/peripheral_aresetn", (f"{DMA}/axi_resetn", f"{ACCELERATOR}/ap_rst_n")),
+        (f"{RESET}/peripheral_aresetn", (f"{DMA}/axi_resetn", *weights, f"{ACCELERATOR}/ap_rst_n")),
     )
 
 

@@ -28,7 +28,9 @@ Resources (DSP48E2, BRAM18K, URAM, LUT, FF), per primitive (`resources`, named i
   - "logic": the kind's own datapath (`ProcessKind.logic_lut`: max-pool comparators, average adders, a channel
     permutation's multiplexers);
   - "adapter": the top function's AXI adapters (`unpack_axis`, `pack_axis`) by their lanes, in the process they
-    feed or drain.
+    feed or drain;
+  - "loader": for weights in URAM, the process's load loop and its share of the weight distributor
+    (`ming_py.weights_load.loader_cost`); the load itself runs once at start and is not charged per image.
   What Vitis HLS adds around a synthesized datapath (pipeline enables, handshakes, binding) is FINN-R's
   factor 1.1 on LUTs (Blott et al., TRETS 2018: FINN's `lut_estimation`, c1 = 1.1).
 * "memory": the storage plan's own count (`ming_py.storage`): BRAM18K, URAM, LUTRAM and registers.
@@ -44,7 +46,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from ming_py import primitives
+from ming_py import primitives, weights_load
 from ming_py.adapters import pack_adapter, pack_loop, unpack_adapter
 from ming_py.calibration import Calibration
 from ming_py.dataflow import Process, StreamGraph
@@ -87,9 +89,12 @@ class Choice:
     unroll: tuple[tuple[str, int], ...]
     lanes_in: tuple[int, ...]
     lanes_out: tuple[int, ...]
-    line_buffer_in: str = "bram"  # "bram" | "uram" (weights are ROMs: BRAM or LUTRAM, URAM has no init)
+    line_buffer_in: str = "bram"  # "bram" | "uram"
     multipliers: str = "dsp"  # ming_py.kinds.window.MULTIPLIERS
     requantizers: int = 0  # shared requantizers (`ming_py.kinds.base.shared_requantizers`); 0: one per lane
+    # `ming_py.storage.WEIGHT_MEMORIES`: "bram" (a ROM where its size puts it), "lutram" (a ROM in LUTs) or
+    # "uram" (no bitstream init, UG573: loaded at start through the weight port, `ming_py.weights_load`)
+    weights: str = "bram"
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)
@@ -154,7 +159,13 @@ def resources(graph: StreamGraph, p: Process, choice: Choice, spec, trip_count: 
     adapters = _adapter_lut(graph, p, choice)
     if adapters:
         lut["adapter"] = adapters
-    bram, uram, memory_lut, registers = memory_cost(plan_arrays(spec, p.epilogue, choice.line_buffer_in))
+    arrays = plan_arrays(spec, p.epilogue, choice.line_buffer_in, choice.weights)
+    bram, uram, memory_lut, registers = memory_cost(arrays)
+    loader = weights_load.loader_cost(arrays["weights"]) if "weights" in arrays and arrays["weights"].loaded else None
+    if loader is not None:
+        lut["loader"] = loader.lut
+        memory_lut += loader.fifo_lut
+        registers += loader.ff
     parts = [("lut", primitive, HLS_LUT_OVERHEAD * amount) for primitive, amount in lut.items()]
     parts += [("lut", "memory", memory_lut), ("bram18k", "memory", bram), ("uram", "memory", uram)]
     parts += [("dsp", "mac", math.ceil(mac_dsp * spec.macs)), ("dsp", "requantizer", requant_dsp * spec.requant_lanes),
@@ -255,5 +266,5 @@ def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, 
 def storage_plan(p: Process, choice: Choice, graph: StreamGraph) -> dict[str, str]:
     """The memory of each array of the process that is not registers ("lutram", "bram" or "uram")."""
     spec = choice_spec(graph, p, choice)
-    return {role: a.memory for role, a in plan_arrays(spec, p.epilogue, choice.line_buffer_in).items()
+    return {role: a.memory for role, a in plan_arrays(spec, p.epilogue, choice.line_buffer_in, choice.weights).items()
             if a.memory != "register"}

@@ -2,7 +2,8 @@
 
 `--set conv2.unroll.oc=8`, `--set conv2.requantizers=2` (requantizers taking the output lanes in turn; 0:
 one per lane), `--set conv2.multipliers=fabric` (dsp, fabric or dsp_pair), `--set conv2.line_buffer=uram`
-(bram or uram), `--set conv1_to_pool1.depth=64`, or a JSON/YAML file with the same keys (flat
+(bram or uram), `--set conv2.weights=uram` (bram: where their size puts a ROM, lutram, or uram: loaded at start
+through the weight port, `ming_py.weights_load`), `--set conv1_to_pool1.depth=64`, or a JSON/YAML file with the same keys (flat
 `{"conv2.unroll.oc": 8}` or nested `{"conv2": {"unroll": {"oc": 8}}}`): the folding file every build writes
 (`OUT/settings.yaml`, `folding.settings_yaml`) is one.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from ming_py.dataflow import StreamGraph
 from ming_py.errors import MingError
 from ming_py.kinds import kind_of, trip_counts
+from ming_py.storage import WEIGHT_MEMORIES
 
 
 @dataclass
@@ -24,13 +26,14 @@ class Pins:
     unroll: dict[str, dict[str, int]] = field(default_factory=dict)  # process -> loop -> factor
     multipliers: dict[str, str] = field(default_factory=dict)  # process -> dsp | fabric | dsp_pair
     line_buffers: dict[str, str] = field(default_factory=dict)  # process -> bram | uram
+    weights: dict[str, str] = field(default_factory=dict)  # process -> bram | lutram | uram
     requantizers: dict[str, int] = field(default_factory=dict)  # process -> shared requantizers (0: one per lane)
     depths: dict[str, int] = field(default_factory=dict)  # channel -> FIFO depth
 
     @property
     def pinned(self) -> bool:
         """Whether any process setting is pinned (FIFO depths aside: the ILP does not choose them)."""
-        return bool(self.unroll or self.multipliers or self.line_buffers or self.requantizers)
+        return bool(self.unroll or self.multipliers or self.line_buffers or self.requantizers or self.weights)
 
 
 def parse_assignments(assignments: list[str], files: list[Path] = ()) -> dict[str, int | str]:
@@ -54,11 +57,13 @@ def parse_assignments(assignments: list[str], files: list[Path] = ()) -> dict[st
     return settings
 
 
-KEY_FORMS = "PROCESS.unroll.LOOP, PROCESS.requantizers, PROCESS.multipliers, PROCESS.line_buffer or CHANNEL.depth"
+KEY_FORMS = ("PROCESS.unroll.LOOP, PROCESS.requantizers, PROCESS.multipliers, PROCESS.line_buffer, PROCESS.weights "
+             "or CHANNEL.depth")
 # a process or channel name may hold dots (PyTorch's exports: /features/features.0/Conv), not spaces or "="
 _KEY = re.compile(r"(?P<name>[^\s=]+)\."
-                  r"(?:unroll\.(?P<loop>[^.\s=]+)|(?P<field>requantizers|multipliers|line_buffer|depth))")
-CHOICES = {"multipliers": ("dsp", "fabric", "dsp_pair"), "line_buffer": ("bram", "uram")}  # the named settings
+                  r"(?:unroll\.(?P<loop>[^.\s=]+)|(?P<field>requantizers|multipliers|line_buffer|weights|depth))")
+CHOICES = {"multipliers": ("dsp", "fabric", "dsp_pair"), "line_buffer": ("bram", "uram"),
+           "weights": WEIGHT_MEMORIES}  # the named settings
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
@@ -224,6 +229,10 @@ def _pin_process(pins: Pins, graph: StreamGraph, process, key: str, setting: str
         pins.requantizers[process.name] = value
     elif setting == "multipliers":
         pins.multipliers[process.name] = value
+    elif setting == "weights":
+        if process.weights is None:
+            raise MingError(f"{key}: process {process.name} ({process.kind}) has no weights")
+        pins.weights[process.name] = value
     else:
         if not kind_of(process.kind).line_buffer:
             raise MingError(f"{key}: process {process.name} ({process.kind}) has no line buffer")

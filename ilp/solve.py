@@ -51,6 +51,7 @@ from ming_py.kernel import kernel_spec
 from ming_py.kinds import kind_of, trip_counts
 from ming_py.kinds.base import shared_requantizers
 from ming_py.kinds.window import whole_groups
+from ming_py.storage import plan_arrays
 
 from .budget import RESOURCES, UNITS, Budget
 from .pins import Pins
@@ -61,6 +62,9 @@ from .footprint import (LARGEST_STEP, Footprint, counted, footprint, largest_ste
 from .footprint import shares as resource_shares
 
 MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothing
+# The largest weight array per bank the ILP may move from BRAM to LUTRAM: one BRAM18K's bits, 288 LUTs as a
+# 64-bit-a-LUT ROM (`ming_py.array_layout`); larger ones cost more LUTs than a BRAM18K saves is worth.
+LUTRAM_WEIGHT_BITS = 18_432
 # Branch-and-bound nodes of the proving MIP run, the search's only limit, the same on every machine: at most
 # NODE_LIMIT, fewer for larger models so that nodes x candidates stays within NODE_WORK
 NODE_LIMIT = 100_000
@@ -90,8 +94,10 @@ class Solution:
     totals: dict = field(default_factory=dict)
 
 
-def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool = False) -> list[Choice]:
-    """Every valid schedule of one process (lanes tied to the parallelism they feed) that keeps its pins."""
+def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool = False,
+               weight_memories: tuple[str, ...] = ("bram",)) -> list[Choice]:
+    """Every valid schedule of one process (lanes tied to the parallelism they feed) that keeps its pins, its
+    weights in each of `weight_memories` (`weight_options`)."""
     pins = pins or Pins()
     unroll_pins = pins.unroll.get(process.name, {})
     kind = kind_of(process.kind)
@@ -115,13 +121,44 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
             if not kind.static_banks(unroll.get("k", 1), lanes_in[0]):
                 continue
             sharing = _requantizer_options(graph, process, unroll, lanes_in, lanes_out, requantizers)
+            weights = weight_options(graph, process, unroll, lanes_in, lanes_out, pins, weight_memories)
             for memory in memories:
                 for multipliers in kind.multiplier_choices(unroll):
                     if multiplier_pin is not None and multipliers != multiplier_pin:
                         continue
                     for count in sharing:
-                        result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory, multipliers, count))
+                        for weight_memory in weights:
+                            result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory, multipliers,
+                                                 count, weight_memory))
     return result
+
+
+def weight_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out, pins: Pins,
+                   offered: tuple[str, ...]) -> tuple[str, ...]:
+    """Where a candidate's weights may go: the pinned memory, else "bram" (a ROM where its size puts it: LUTRAM
+    when small, else BRAM) and, among `offered`, for weights that would take BRAM: URAM, and LUTRAM where they are
+    small (at most one BRAM18K's bits a bank: LUTRAM_WEIGHT_BITS)."""
+    if process.weights is None:
+        return ("bram",)
+    if process.name in pins.weights:
+        return (pins.weights[process.name],)
+    if offered == ("bram",):
+        return offered
+    spec = kernel_spec(graph, process, tuple(unroll.items()), lanes_in, lanes_out)
+    rom = plan_arrays(spec, process.epilogue)["weights"]
+    if rom.memory != "bram":
+        return ("bram",)
+    return tuple(m for m in offered if m != "lutram" or rom.bits <= LUTRAM_WEIGHT_BITS * rom.banks)
+
+
+def loaded_weight_memories(graph: StreamGraph, budget: Budget, calibration) -> tuple[str, ...]:
+    """The weight memories the ILP may choose beyond ROMs where their size puts them: URAM (loaded at start
+    through the weight port, `ming_py.weights_load`) and LUTRAM, offered only where the smallest design with
+    ROM weights needs more BRAM than the budget holds, so that every design that fits with ROMs keeps them (no
+    weight port, nothing to load). A pinned process's weights go where its pin says (`weight_options`)."""
+    if smallest_design(graph, calibration)["bram18k"] <= budget.bram18k:
+        return ("bram",)
+    return ("bram", "lutram") + (("uram",) if budget.uram > 0 else ())
 
 
 def _requantizer_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out,
@@ -328,7 +365,8 @@ def _fps(board: Board, cycles: int) -> str:
 
 
 def _candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration):
-    options = {p.name: candidates(graph, p, pins, budget.uram > 0) for p in graph.processes}
+    weight_memories = loaded_weight_memories(graph, budget, calibration)
+    options = {p.name: candidates(graph, p, pins, budget.uram > 0, weight_memories) for p in graph.processes}
     for name, choices in options.items():
         if not choices:
             pinned = f" and {pins.requantizers[name]} requantizers" if name in pins.requantizers else ""

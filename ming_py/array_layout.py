@@ -84,7 +84,16 @@ class ArrayPlan:
         return self.element_bits * math.prod(d.lanes for d in self.dims)
 
     @property
+    def loaded(self) -> bool:
+        """Constants the bitstream cannot initialize (URAM, UG573): written once at start through the
+        accelerator's weight port (`ming_py.weights_load`), then only read."""
+        return self.rom and self.memory == "uram"
+
+    @property
     def storage_type(self) -> str:
+        """One port serves a loaded ROM: its load loop writes it before its compute loop reads it."""
+        if self.loaded:
+            return "ram_1p"
         return "rom_1p" if self.rom else "ram_s2p"
 
     @property

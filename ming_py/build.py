@@ -27,6 +27,7 @@ from .options import BuildOptions, check_design, check_model
 from .output import check_output, output_lock, replace_tree, write_tree
 from .kernel import validate_schedule
 from .sample import sample_files
+from .weights_load import WEIGHTS_FILE, load_ends, load_report, loaded_arrays, loaded_rows, weights_image
 from .simulate import simulate_schedule
 from .verify import NOT_VERIFIED, VerificationFailed, verify_design, verify_seconds
 
@@ -71,20 +72,38 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
         node["class"] = kinds.get(node["name"], "data_movement")
     files = {f"hls/{name}": text for name, text in emit_hls(stream_graph, schedule, board).items()}
     files |= sample_files(graph, stream_graph)
-    files |= deploy_files(stream_graph, board)
+    files |= weight_files(stream_graph, schedule, board, data)
+    files |= deploy_files(stream_graph, board, data["totals"].get("weights_load"))
     if board.interface == "zynq_axis_dma":
-        files |= vivado_files(stream_graph, board)
+        files |= vivado_files(stream_graph, board, "weights_load" in data["totals"])
     else:
-        files |= alveo_files(stream_graph, board)
+        files |= alveo_files(stream_graph, board, data["totals"].get("weights_load", {}).get("words", 0))
     files |= {
         "report.json": report_json(data),
         "report.md": report_markdown(data),
         "dataflow.mlir": dataflow_mlir(stream_graph, schedule),
-        "host.json": host_metadata(stream_graph, board),
+        "host.json": host_metadata(stream_graph, board, data["totals"].get("weights_load")),
     }
     if solution is not None:
         files["settings.yaml"] = settings_yaml(data)
     return Design(graph, stream_graph, schedule, board, files, solution, data)
+
+
+def weight_files(stream_graph, schedule: Schedule, board: Board, data: dict) -> dict[str, bytes]:
+    """hls/weights.bin and deploy/weights.bin where weights are in URAM (`ming_py.weights_load`), recorded in the
+    report's totals ("weights_load"): nothing otherwise."""
+    rows = loaded_rows(stream_graph, schedule)
+    if not rows:
+        return {}
+    image = weights_image(rows)
+    parts = loaded_arrays(rows)
+    first = simulate_schedule(stream_graph, schedule, starts=load_ends(parts))
+    if first.deadlock:  # the loader depends on no image stream: a deadlock here is a bug of ming's
+        raise MingError(f"the first image after the weight load deadlocks: {first.deadlock[0]}")
+    # the first image after reset, its processes waiting for their weights (the cycle-level simulation)
+    data["totals"]["weights_load"] = load_report(parts, image, board.clock_mhz) | {
+        "first_image_simulated_cycles": first.cycles}
+    return {f"hls/{WEIGHTS_FILE}": image, f"deploy/{WEIGHTS_FILE}": image}
 
 
 def keep_requantization_as_written(graph: Graph) -> None:

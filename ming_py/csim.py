@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MingError
+from .weights_load import WEIGHTS_FILE
 from .options import build_metadata
 from .cache import not_only_yours, open_lock, private_dir
 from .progress import Progress
@@ -76,6 +77,9 @@ class PortConflict(MingError):
     def __init__(self, process: str, resource: str, loop: str, location: str, detail: str):
         super().__init__(f"port conflict in {process}, loop {loop} ({location}): {resource}: {detail}")
         self.process, self.resource, self.loop, self.location, self.detail = process, resource, loop, location, detail
+
+
+WEIGHTS_VARIABLE = "MING_WEIGHTS_FILE"  # the testbench's weights.bin (emit/templates/testbench.cpp.j2)
 
 
 def cache_dir() -> Path:
@@ -273,11 +277,22 @@ def _closing(fd: int):
         os.close(fd)
 
 
-def csim_command(binary: Path, fd: int) -> tuple[list[str], dict]:
-    """The command line start and subprocess arguments that run the verified descriptor `fd` of `binary`."""
+def csim_command(binary: Path, fd: int, hls_dir: Path | None = None) -> tuple[list[str], dict]:
+    """The command line start and subprocess arguments that run the verified descriptor `fd` of `binary`; where
+    `hls_dir` holds weights.bin (weights in URAM, `ming_py.weights_load`) the testbench loads it through the
+    weight port ($MING_WEIGHTS_FILE)."""
+    how = weights_environment(hls_dir)
     if os.path.isdir("/proc/self/fd"):
-        return [str(binary)], {"executable": f"/proc/self/fd/{fd}", "pass_fds": (fd,)}
-    return [str(binary)], {}
+        return [str(binary)], how | {"executable": f"/proc/self/fd/{fd}", "pass_fds": (fd,)}
+    return [str(binary)], how
+
+
+def weights_environment(hls_dir: Path | None) -> dict:
+    """{"env": ...} naming the build's weights.bin for the testbench, where it has one; else nothing."""
+    weights = Path(hls_dir) / WEIGHTS_FILE if hls_dir is not None else None
+    if weights is None or not weights.is_file():
+        return {}
+    return {"env": os.environ | {WEIGHTS_VARIABLE: str(weights.resolve())}}
 
 
 def to_stream_order(array: np.ndarray, stream_shape: list[int]) -> np.ndarray:
@@ -377,7 +392,7 @@ def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = Non
     results = []
     with _closing(fd), tempfile.TemporaryDirectory() as tmp:
         in_file, out_file = Path(tmp) / "input.bin", Path(tmp) / "output.bin"
-        command, how = csim_command(binary, fd)
+        command, how = csim_command(binary, fd, out_dir / "hls")
         count = f" on {len(images)} images" if len(images) > 1 else ""
         with progress.step(f"running the C-simulation{count}"):
             for image in images:

@@ -29,7 +29,7 @@ PRIMITIVES = (
     "requant_fixed_point", "requant_narrow_dsp", "requant_narrow_fabric", "requant_narrow_wide_dsp",
     "requant_narrow_wide_fabric", "requant_add", "requant_add_float", "requant_mul", "average_term",
     "average_add", "average_level", "requant_shift", "max_int8", "min_int8", "table_lane", "bilinear_lane_dsp",
-    "bilinear_lane_fabric", "mux_int8", "counter", "unpack_axis", "pack_axis",
+    "bilinear_lane_fabric", "mux_int8", "counter", "unpack_axis", "pack_axis", "weight_load",
 )
 
 TABLE: dict = json.loads(Path(__file__).with_name("primitives.json").read_text())
@@ -77,6 +77,12 @@ def mux_lut(n: int) -> int:
 def adapter_lut(name: str, lanes: int) -> int:
     """LUTs of an AXI adapter (`unpack_axis`, `pack_axis`) at `lanes` lanes."""
     return device_luts(_at_least(name, lanes))
+
+
+def weight_load(beats: int) -> dict:
+    """The figures of the load of weights in URAM for rows of `beats` 64-bit beats (a process's load loop and the
+    weight loader's loop over its beats)."""
+    return _at_least("weight_load", beats)
 
 
 def adder_tree_per_term() -> float:

@@ -390,8 +390,11 @@ def simulate(report: dict, max_cycles: int = 10**9) -> SimResult:
     return _simulate(channels, nodes, record, max_cycles)
 
 
-def simulate_schedule(graph: StreamGraph, schedule: Schedule, max_cycles: int = 10**9) -> SimResult:
-    """Simulate a design from the build's own stream graph and schedule (what its report.json states)."""
+def simulate_schedule(graph: StreamGraph, schedule: Schedule, max_cycles: int = 10**9,
+                      starts: dict[str, int] | None = None) -> SimResult:
+    """Simulate a design from the build's own stream graph and schedule (what its report.json states); `starts`:
+    the cycle before which a process issues no iteration (the end of its weight load, `ming_py.weights_load`:
+    the first image after reset)."""
     channels = {name: _Channel(name, schedule.depth_of(name), (c.channels, c.height, c.width),
                                schedule.lanes_of(name), (c.producer, c.consumer))
                 for name, c in graph.channels.items()}
@@ -399,11 +402,14 @@ def simulate_schedule(graph: StreamGraph, schedule: Schedule, max_cycles: int = 
     for p in graph.processes:
         spec = schedule_spec(graph, p, schedule)
         nodes.append((p.name, loop_of(spec), p.inputs, p.outputs))
-    return _simulate(channels, nodes, [port.channel for port in graph.outputs], max_cycles)
+    return _simulate(channels, nodes, [port.channel for port in graph.outputs], max_cycles, starts)
 
 
-def _simulate(channels: dict[str, _Channel], nodes, record: list[str], max_cycles: int) -> SimResult:
+def _simulate(channels: dict[str, _Channel], nodes, record: list[str], max_cycles: int,
+              starts: dict[str, int] | None = None) -> SimResult:
     in_ports, processes, out_ports = _processes(nodes, channels, record)
+    for p in processes:
+        p.pushes = (starts or {}).get(p.name, 0)  # iteration i issues in cycle i + pushes
     everyone = in_ports + processes + out_ports
     timed_out = _run_all(everyone, max_cycles)
 

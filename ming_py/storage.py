@@ -15,14 +15,26 @@ Each array's layout and cost: `ming_py.array_layout`.
 from __future__ import annotations
 
 
+from dataclasses import replace
+
 from .array_layout import ArrayPlan
 from .epilogues import rule_of
 from .kinds import KernelSpec
 
 
-def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram") -> dict[str, ArrayPlan]:
-    """The arrays of a process by role, in declaration order: its kind's, with its epilogue's constants."""
-    return spec.process_kind.arrays(spec, epilogue, line_buffer_memory, epilogue_arrays(spec, epilogue))
+WEIGHT_MEMORIES = ("bram", "lutram", "uram")  # "bram": where its size puts a ROM (LUTRAM when small, else BRAM)
+
+
+def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram",
+                weight_memory: str = "bram") -> dict[str, ArrayPlan]:
+    """The arrays of a process by role, in declaration order: its kind's, with its epilogue's constants, the
+    weights moved to `weight_memory` where it is "lutram" (a ROM the bitstream initializes) or "uram" (loaded
+    at start through the weight port: `ArrayPlan.loaded`)."""
+    arrays = spec.process_kind.arrays(spec, epilogue, line_buffer_memory, epilogue_arrays(spec, epilogue))
+    weights = arrays.get("weights")
+    if weight_memory != "bram" and weights is not None and weights.memory != "register":
+        arrays["weights"] = replace(weights, memory=weight_memory)
+    return arrays
 
 
 def epilogue_arrays(spec: KernelSpec, epilogue) -> dict[str, ArrayPlan]:

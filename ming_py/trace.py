@@ -112,10 +112,11 @@ def run_traced(hls_dir: Path, model_name: str, stream_graph: StreamGraph, q: np.
             in_file, out_file, trace_file = (Path(tmp) / name for name in ("input.bin", "output.bin", "trace.bin"))
             c = stream_graph.channels[stream_graph.input.channel]
             to_stream_order(q, [c.channels, c.height, c.width]).astype(np.int8).tofile(in_file)
-            command, how = csim_command(binary, fd)
+            command, how = csim_command(binary, fd, hls_dir)
+            environment = how.pop("env", os.environ) | {TRACE_VARIABLE: str(trace_file)}
             with progress.step("running the traced C-simulation"):
                 result = subprocess.run([*command, str(in_file), str(out_file)], capture_output=True, text=True,
-                                        env=os.environ | {TRACE_VARIABLE: str(trace_file)}, **how)
+                                        env=environment, **how)
             if not trace_file.is_file():
                 raise MingError(f"the traced C-simulation wrote no trace: {_last_line(result.stderr)}")
             tokens = read_trace(trace_file.read_bytes())

@@ -141,7 +141,7 @@ def _check_image(image: str, raw_input: bytes, expected: bytes, stream_graph: St
                  tmp: Path, seconds: float, budget: float) -> ImageCheck:
     in_file, out_file = tmp / f"{image}.in.bin", tmp / f"{image}.out.bin"
     in_file.write_bytes(raw_input)
-    command, how = csim_command(binary, fd)
+    command, how = csim_command(binary, fd, tmp / "hls")
     try:
         result = subprocess.run([*command, str(in_file), str(out_file)], capture_output=True, text=True,
                                 timeout=seconds, **how)

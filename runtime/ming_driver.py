@@ -21,6 +21,7 @@ Needs numpy, and on the board PYNQ (Zynq) or pyxrt (Alveo); the csim backend nee
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -574,6 +575,22 @@ class Timing:
         self.unpack += unpack
 
 
+def weight_words(accelerator) -> np.ndarray | None:
+    """The words of deploy/weights.bin where the build keeps weights in URAM (accelerator.json's "weights"):
+    the accelerator's weight port takes them once after the bitstream is loaded. None without weights in URAM."""
+    weights = accelerator.meta.get("weights")
+    if not weights:
+        return None
+    path = accelerator.deploy_dir / weights["file"]
+    try:
+        data = path.read_bytes()
+    except OSError:
+        raise DeployError(f"{path} is missing: copy the whole deploy/ directory of the build") from None
+    if len(data) != weights["bytes"] or hashlib.sha256(data).hexdigest() != weights["sha256"]:
+        raise DeployError(f"{path} is not this build's weights (its size or sha256 differs from accelerator.json)")
+    return np.frombuffer(data, dtype="<u8")
+
+
 class PynqBackend:
     """The bitstream's AXI DMA (no scatter-gather): one MM2S and one S2MM transfer per batch."""
 
@@ -591,8 +608,21 @@ class PynqBackend:
         self.overlay = Overlay(str(bitstream))
         self.dma = getattr(self.overlay, accelerator.meta["dma"])
         self.allocate = allocate
+        self._load_weights(accelerator)
         self.input_words, self.record_words = accelerator.input.words, accelerator.record_words
         self.images = 0
+
+    def _load_weights(self, accelerator) -> None:
+        """The weights in URAM through the weight DMA, once after the bitstream is loaded (which resets them)."""
+        words = weight_words(accelerator)
+        if words is None:
+            return
+        dma = getattr(self.overlay, accelerator.meta["weights"]["dma"])
+        buffer = self.allocate(shape=(len(words),), dtype=np.uint64)
+        buffer[:] = words
+        dma.sendchannel.transfer(buffer)
+        _wait(dma.sendchannel, "MM2S (weights)", len(words))
+        buffer.freebuffer()
 
     def buffers(self, images: int):
         if images != self.images:  # physically contiguous buffers, kept while the batch size stays
@@ -650,6 +680,18 @@ class XrtBackend:
         self.s2mm = pyxrt.kernel(self.device, uuid, kernels["s2mm"])
         self.input_words, self.record_words = accelerator.input.words, accelerator.record_words
         self.images = 0
+        self._load_weights(accelerator, uuid)
+
+    def _load_weights(self, accelerator, uuid) -> None:
+        """The weights in URAM through the weights' mover kernel, once after the xclbin is loaded."""
+        words = weight_words(accelerator)
+        if words is None:
+            return
+        mover = self.pyxrt.kernel(self.device, uuid, accelerator.meta["weights"]["kernel"])
+        bo = self.pyxrt.bo(self.device, words.nbytes, self.pyxrt.bo.normal, mover.group_id(0))
+        np.frombuffer(bo.map(), dtype=np.uint64)[:] = words
+        bo.sync(self.pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
+        self._start(mover, {0: bo, 2: len(words)}).wait()
 
     def buffers(self, images: int):
         if images != self.images:
@@ -687,6 +729,10 @@ class CsimBackend:
         self.csim = accelerator.meta["csim"]
         self.binary = compile_csim(accelerator.deploy_dir, self.csim)
         self.images = 0
+        self.environment = None  # the testbench's weights.bin, where weights are in URAM
+        if weight_words(accelerator) is not None:
+            weights = accelerator.deploy_dir / accelerator.meta["weights"]["file"]
+            self.environment = os.environ | {"MING_WEIGHTS_FILE": str(weights.resolve())}
 
     def buffers(self, images: int):
         if images != self.images:
@@ -711,7 +757,7 @@ class CsimBackend:
                 self.words_out[:] = words
 
     def _simulate(self, args: list) -> None:
-        result = subprocess.run([str(self.binary), *args], capture_output=True, text=True)
+        result = subprocess.run([str(self.binary), *args], capture_output=True, text=True, env=self.environment)
         if result.returncode != 0:
             last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
             raise DeployError(f"the C-simulation failed: {last}")
