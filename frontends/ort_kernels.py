@@ -128,6 +128,20 @@ def float_convs(model: onnx.ModelProto) -> list[str]:
     return found
 
 
+def float_conv_notes(model: onnx.ModelProto) -> list[str]:
+    """One note where onnxruntime runs QDQ Convs of `model` in float32 (`float_convs`): ming computes them as
+    QLinearConv does, so onnxruntime's results differ where a float32 sum rounds across a half step."""
+    found = float_convs(model)
+    if not found:
+        return []
+    convs = sum(node.op_type == "Conv" for node in model.graph.node)
+    named = ", ".join(f"'{name}'" for name in found[:3]) + (", ..." if len(found) > 3 else "")
+    return [f"onnxruntime's default x86 session runs {len(found)} of the {convs} Convs ({named}) in float32, not as "
+            "QLinearConv (an int8 tensor they read or write feeds several nodes, so its QDQ group is not fused); "
+            "ming computes them exactly in integers as QLinearConv does, so onnxruntime's outputs may differ from "
+            "ming reference by a step where a float32 sum rounds across a half (session.qdqisint8allowed=1 makes "
+            "onnxruntime fuse them and agree)"]
+
 # mlas/lib/pooling.cpp, MlasPool: the vector kernel takes strides of at most 2 along the width and kernel sides of
 # at most 32, and holds a padded row in a reduction buffer of MLAS_POOL_REDUCTION_BUFFER_STACK (2,048) floats less
 # MLAS_POOL_REDUCTION_BUFFER_PADDING (3)
