@@ -139,8 +139,8 @@ def float_conv_notes(model: onnx.ModelProto) -> list[str]:
     return [f"onnxruntime's default x86 session runs {len(found)} of the {convs} Convs ({named}) in float32, not as "
             "QLinearConv (an int8 tensor they read or write feeds several nodes, so its QDQ group is not fused); "
             "ming computes them exactly in integers as QLinearConv does, so onnxruntime's outputs may differ from "
-            "ming reference by a step where a float32 sum rounds across a half (session.qdqisint8allowed=1 makes "
-            "onnxruntime fuse them and agree)"]
+            "ming reference by a step where a float32 sum rounds across a half (onnxruntime fuses them, and agrees, "
+            "with session.qdqisint8allowed=1 or for a model quantized with uint8 activations)"]
 
 # mlas/lib/pooling.cpp, MlasPool: the vector kernel takes strides of at most 2 along the width and kernel sides of
 # at most 32, and holds a padded row in a reduction buffer of MLAS_POOL_REDUCTION_BUFFER_STACK (2,048) floats less

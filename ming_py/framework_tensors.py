@@ -188,7 +188,8 @@ def float_conv_note(path: Path, tensor: str, names: list[str]) -> str | None:
         return (f"onnxruntime runs Conv '{conv}' in float32 (DQ -> Conv -> Q: an int8 tensor of its input or output "
                 "feeds several nodes, so it keeps int8 beside uint8 neighbours and the QDQ group is not fused); ming "
                 "computes the Conv exactly in integers as QLinearConv does, and the float32 sum rounds across a half "
-                "step at the values that differ (session.qdqisint8allowed=1 makes onnxruntime fuse it)")
+                "step at the values that differ (onnxruntime fuses it with session.qdqisint8allowed=1 or for a model "
+                "quantized with uint8 activations)")
     if conv in float_convs(model):
         return (f"exposing the tensors as outputs makes onnxruntime run Conv '{conv}' in float32 (its int8 input or "
                 "output now has several consumers); in the model as it is onnxruntime fuses it into QLinearConv, "

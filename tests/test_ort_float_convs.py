@@ -23,7 +23,7 @@ STORED = sorted(str(p.relative_to(DATA)) for folder in ("converted", "detectors"
                 for p in (DATA / folder).glob("*.onnx"))
 
 
-def fire(tmp_path: Path) -> Path:
+def fire(tmp_path: Path, activation_type: str = "QInt8") -> Path:
     """SqueezeNet's fire module after a stem: the squeezed tensor feeds two expansion Convs."""
     g = zoo._Graph("fire", (1, 3, 12, 12))
     stem = g.relu(g.conv("x", "stem", 16, kernel=3, pads=1), "stem_relu")
@@ -31,7 +31,8 @@ def fire(tmp_path: Path) -> Path:
     e1 = g.relu(g.conv(squeezed, "expand1x1", 16, kernel=1), "expand1x1_relu")
     e3 = g.relu(g.conv(squeezed, "expand3x3", 16, kernel=3, pads=1), "expand3x3_relu")
     out = g.conv(g.concat([e1, e3], "concat"), "head", 8, kernel=1)
-    return zoo.quantize_float_model(g.finish(out), tmp_path / "fire.onnx", (1, 3, 12, 12), per_channel=True)
+    return zoo.quantize_float_model(g.finish(out), tmp_path / f"fire_{activation_type}.onnx", (1, 3, 12, 12),
+                                    per_channel=True, activation_type=activation_type)
 
 
 def chain(tmp_path: Path) -> Path:
@@ -58,6 +59,12 @@ def test_the_convs_reading_a_shared_tensor_are_onnxruntimes_float_convs(tmp_path
     ours = float_convs(onnx.load(str(path)))
     assert set(ours) == {"squeeze", "expand1x1", "expand3x3"}  # squeeze writes the shared tensor
     assert sorted(ours) == sorted(onnxruntime_float_convs(path, tmp_path))
+
+
+def test_uint8_activations_keep_every_conv_fused(tmp_path):
+    """A uint8 Q -> DQ pair stays uint8 whatever its consumers: every Conv of the fire module is a QLinearConv."""
+    path = fire(tmp_path, "QUInt8")
+    assert float_convs(onnx.load(str(path))) == [] == onnxruntime_float_convs(path, tmp_path)
 
 
 def test_a_chain_of_convs_runs_as_qlinearconv(tmp_path):
