@@ -1,5 +1,5 @@
-"""Which kernel onnxruntime's default CPU session runs for each Add and AveragePool of a QDQ model, from the
-graph alone.
+"""Which kernel onnxruntime's default CPU session runs for each Add and AveragePool of a QDQ model, and which
+QDQ Convs it leaves in float32 (`float_convs`), from the graph alone.
 
 On x86 (`session.qdqisint8allowed` 0) onnxruntime first gives every consumer of a shared DequantizeLinear its
 own copy (EnsureUniqueDQForNodeUnit), then rewrites an int8 QuantizeLinear -> DequantizeLinear pair to uint8
