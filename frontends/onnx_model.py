@@ -33,7 +33,7 @@ from .facts import FrontendFacts, ModelPort, QuantizedWeights
 from .lift import Lifter
 from .onnx_geometry import check_pads, prepare_resizes
 from .onnx_tail import check_float_postprocessing, split_host_tails, with_host_tails
-from .ort_kernels import float_averages, qlinear_kernels
+from .ort_kernels import float_averages, float_conv_notes, qlinear_kernels
 from .onnx_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables
 
 SUPPORTED_OPS = frozenset({
@@ -362,6 +362,7 @@ def import_onnx(path: str | Path, name: str | None = None) -> Graph:
     check_scales(model)
     notes = fix_symbolic_batch(model)
     kernels = qlinear_kernels(model)  # of the model as written: onnxruntime runs that one
+    notes += float_conv_notes(model)
     averages = float_averages(model, kernels)
     types = onnx_formats.to_int8_qdq(model)
     check_float_postprocessing(model, path)

@@ -1,5 +1,5 @@
-"""Which kernel onnxruntime's default CPU session runs for each Add and AveragePool of a QDQ model, from the
-graph alone.
+"""Which kernel onnxruntime's default CPU session runs for each Add and AveragePool of a QDQ model, and which
+QDQ Convs it leaves in float32 (`float_convs`), from the graph alone.
 
 On x86 (`session.qdqisint8allowed` 0) onnxruntime first gives every consumer of a shared DequantizeLinear its
 own copy (EnsureUniqueDQForNodeUnit), then rewrites an int8 QuantizeLinear -> DequantizeLinear pair to uint8
@@ -31,59 +31,116 @@ FLOAT = "float"
 _TYPES = {TensorProto.INT8: "int8", TensorProto.UINT8: "uint8"}
 
 
-def qlinear_kernels(model: onnx.ModelProto) -> dict[str, str]:
-    """Per Add, AveragePool, QLinearAdd or QLinearAveragePool node name (and a Relu's right after an Add):
-    "uint8" or "int8" (the QLinear kernel of that type) or "float"."""
-    graph = model.graph
-    producers = {out: node for node in graph.node for out in node.output}
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-    outputs = {o.name for o in graph.output}
-    types = element_types(model)
+class _RewrittenTypes:
+    """The element types of a QDQ model's quantized tensors once onnxruntime's x86 session has given every
+    consumer of a shared DequantizeLinear its own copy and rewritten single-consumer int8 Q -> DQ pairs to uint8."""
 
-    def reach(tensor: str) -> int:
+    def __init__(self, model: onnx.ModelProto):
+        graph = model.graph
+        self.producers = {out: node for node in graph.node for out in node.output}
+        self.consumers: dict[str, list[onnx.NodeProto]] = {}
+        for node in graph.node:
+            for name in node.input:
+                self.consumers.setdefault(name, []).append(node)
+        self.outputs = {o.name for o in graph.output}
+        self.types = element_types(model)
+
+    def reach(self, tensor: str) -> int:
         """Consumers of `tensor` once every shared DequantizeLinear reading it is copied per consumer."""
-        readers = consumers.get(tensor, [])
-        if any(r.op_type != "DequantizeLinear" for r in readers) or tensor in outputs:
+        readers = self.consumers.get(tensor, [])
+        if any(r.op_type != "DequantizeLinear" for r in readers) or tensor in self.outputs:
             return 2
-        return sum(len(consumers.get(r.output[0], [])) + (r.output[0] in outputs) for r in readers)
+        return sum(len(self.consumers.get(r.output[0], [])) + (r.output[0] in self.outputs) for r in readers)
 
-    def dequantized_type(dequantize: onnx.NodeProto) -> str | None:
+    def dequantized(self, dequantize: onnx.NodeProto) -> str | None:
+        """The type DequantizeLinear `dequantize` reads after the rewrite."""
         source = dequantize.input[0]
-        kind = _TYPES.get(types.get(source))
-        quantize = producers.get(source)
-        if kind == "int8" and quantize is not None and quantize.op_type == "QuantizeLinear" and reach(source) == 1:
+        kind = _TYPES.get(self.types.get(source))
+        quantize = self.producers.get(source)
+        if kind == "int8" and quantize is not None and quantize.op_type == "QuantizeLinear" \
+                and self.reach(source) == 1:
             return "uint8"
         return kind
 
-    def quantized_type(add: onnx.NodeProto) -> str | None:
-        readers = consumers.get(add.output[0], [])
-        if len(readers) == 1 and readers[0].op_type == "Relu":  # folded into a QuantizeLinear at its minimum
-            readers = consumers.get(readers[0].output[0], [])
+    def quantized(self, node: onnx.NodeProto, activations: tuple[str, ...] = ("Relu",)) -> str | None:
+        """The type of the QuantizeLinear that alone reads `node`'s output (through one of `activations`, which
+        onnxruntime folds into the QuantizeLinear's range) after the rewrite; None without one."""
+        readers = self.consumers.get(node.output[0], [])
+        if len(readers) == 1 and readers[0].op_type in activations:
+            readers = self.consumers.get(readers[0].output[0], [])
         if len(readers) != 1 or readers[0].op_type != "QuantizeLinear":
             return None
         output = readers[0].output[0]
-        kind = _TYPES.get(types.get(output))
-        return "uint8" if kind == "int8" and reach(output) == 1 else kind
+        kind = _TYPES.get(self.types.get(output))
+        return "uint8" if kind == "int8" and self.reach(output) == 1 else kind
 
+    def input_dequantized(self, node: onnx.NodeProto, at: int) -> str | None:
+        """The type `node`'s input `at` is dequantized from after the rewrite; None where no DequantizeLinear
+        produces it."""
+        producer = self.producers.get(node.input[at]) if at < len(node.input) else None
+        return self.dequantized(producer) if producer is not None and producer.op_type == "DequantizeLinear" \
+            else None
+
+
+def qlinear_kernels(model: onnx.ModelProto) -> dict[str, str]:
+    """Per Add, AveragePool, QLinearAdd or QLinearAveragePool node name (and a Relu's right after an Add):
+    "uint8" or "int8" (the QLinear kernel of that type) or "float"."""
+    rewritten = _RewrittenTypes(model)
     kernels = {}
-    for node in graph.node:
+    for node in model.graph.node:
         if node.op_type in ("QLinearAdd", "QLinearAveragePool"):
-            kernels[node.name] = _TYPES.get(types.get(node.output[0]), FLOAT)
+            kernels[node.name] = _TYPES.get(rewritten.types.get(node.output[0]), FLOAT)
         elif node.op_type in ("Add", "AveragePool"):
-            inputs = [producers.get(name) for name in node.input]
+            inputs = [rewritten.producers.get(name) for name in node.input]
             if any(p is None or p.op_type != "DequantizeLinear" for p in inputs):
                 kernels[node.name] = FLOAT
                 continue
-            found = {dequantized_type(p) for p in inputs} | {quantized_type(node)}
+            found = {rewritten.dequantized(p) for p in inputs} | {rewritten.quantized(node)}
             kernels[node.name] = found.pop() if len(found) == 1 and None not in found else FLOAT
-            for reader in consumers.get(node.output[0], []):  # IREE may name the sum after a Relu it fuses
+            for reader in rewritten.consumers.get(node.output[0], []):  # IREE may name the sum after a Relu it fuses
                 if reader.op_type == "Relu":
                     kernels[reader.name] = kernels[node.name]
     return kernels
 
+
+def float_convs(model: onnx.ModelProto) -> list[str]:
+    """The QDQ Convs (DequantizeLinear input and weights, one QuantizeLinear after, through a Relu or Clip) that
+    onnxruntime's default x86 session runs in float32, DQ -> Conv -> Q, in the model's order.
+
+    ConvNodeGroupSelector (onnxruntime/core/optimizer/qdq_transformer/selectors_actions/qdq_selectors.cc) makes a
+    QLinearConv only where the input's and the output's types agree after the S8->U8 rewrite (`_RewrittenTypes`),
+    and takes int8 activations only with `session.qdqisint8allowed` (0 on x86). A Conv whose quantized input or
+    output has several consumers keeps an int8 Q -> DQ pair beside uint8 neighbours and runs in float: MLAS's
+    float32 convolution sums the dequantized products in its own order and QuantizeLinear rounds that sum, which
+    differs from the exact integer accumulation ming (and QLinearConv) requantizes where the exact value lies
+    within the float sum's rounding error of a rounding boundary (docs/numerics.md §4.1)."""
+    rewritten = _RewrittenTypes(model)
+    found = []
+    for node in model.graph.node:
+        if node.op_type != "Conv" or rewritten.input_dequantized(node, 0) is None \
+                or rewritten.input_dequantized(node, 1) is None:
+            continue
+        source, target = rewritten.input_dequantized(node, 0), rewritten.quantized(node, ("Relu", "Clip"))
+        if target is None:
+            continue
+        if source != target or source != "uint8":
+            found.append(node.name)
+    return found
+
+
+def float_conv_notes(model: onnx.ModelProto) -> list[str]:
+    """One note where onnxruntime runs QDQ Convs of `model` in float32 (`float_convs`): ming computes them as
+    QLinearConv does, so onnxruntime's results differ where a float32 sum rounds across a half step."""
+    found = float_convs(model)
+    if not found:
+        return []
+    convs = sum(node.op_type == "Conv" for node in model.graph.node)
+    named = ", ".join(f"'{name}'" for name in found[:3]) + (", ..." if len(found) > 3 else "")
+    return [f"onnxruntime's default x86 session runs {len(found)} of the {convs} Convs ({named}) in float32, not as "
+            "QLinearConv (an int8 tensor they read or write feeds several nodes, so its QDQ group is not fused); "
+            "ming computes them exactly in integers as QLinearConv does, so onnxruntime's outputs may differ from "
+            "ming reference by a step where a float32 sum rounds across a half (onnxruntime fuses them, and agrees, "
+            "with session.qdqisint8allowed=1 or for a model quantized with uint8 activations)"]
 
 # mlas/lib/pooling.cpp, MlasPool: the vector kernel takes strides of at most 2 along the width and kernel sides of
 # at most 32, and holds a padded row in a reduction buffer of MLAS_POOL_REDUCTION_BUFFER_STACK (2,048) floats less

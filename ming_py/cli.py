@@ -450,7 +450,7 @@ def _dump(args, graph, x) -> int:
     if args.dump is None:
         return 0
     from .dump import golden_tensors, write_dump
-    from .framework_tensors import compare, framework_values, model_tensors
+    from .framework_tensors import compare, float_conv_note, framework_values, model_tensors
 
     golden = golden_tensors(graph, x)
     named = model_tensors(args.model, graph)
@@ -458,10 +458,14 @@ def _dump(args, graph, x) -> int:
     print(f"dump: {len(golden)} tensors of the golden model in {args.dump} (index.json)")
     if not args.framework:
         return 0
-    framework, theirs = framework_values(args.model, x, sorted({named[t].name for t in golden if t in named}))
-    difference, compared = compare(golden, named, theirs, framework)
+    names = sorted({named[t].name for t in golden if t in named})
+    framework, theirs = framework_values(args.model, x, names)
+    difference, compared, tensor = compare(golden, named, theirs, framework)
     if difference is not None:
         print(f"framework: {difference}")
+        note = float_conv_note(args.model, tensor, names) if framework == "onnxruntime" else None
+        if note is not None:
+            print(f"framework: note: {note}")
         return EXIT_DIFFERS
     print(f"framework: all {compared} tensors shared with {framework} agree")
     return 0

@@ -149,16 +149,63 @@ def onnxruntime_values(path: Path, x: np.ndarray, names: list[str]) -> dict[str,
 
     model = onnx.load(str(path))
     known = _OnnxGraph(model)
-    exposed = {out.name for out in model.graph.output}
     inputs = [i.name for i in model.graph.input if i.name not in known.constants]
-    for name in names:
-        if name not in exposed and name not in known.input_names and name in known.types:
-            model.graph.output.append(onnx.helper.make_tensor_value_info(name, known.types[name].elem_type, None))
-            exposed.add(name)
+    exposed = _exposed(model, known, names)
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     fetched = [name for name in names if name in exposed]
     values = dict(zip(fetched, session.run(fetched, {inputs[0]: x})))
     return values | {name: x for name in names if name == inputs[0]}
+
+
+def _exposed(model, known: _OnnxGraph, names: list[str]) -> set[str]:
+    """Adds the tensors `names` to `model`'s graph outputs (those it has); the graph's outputs now."""
+    import onnx
+
+    exposed = {out.name for out in model.graph.output}
+    for name in names:
+        if name not in exposed and name not in known.input_names and name in known.types:
+            model.graph.output.append(onnx.helper.make_tensor_value_info(name, known.types[name].elem_type, None))
+            exposed.add(name)
+    return exposed
+
+
+def float_conv_note(path: Path, tensor: str, names: list[str]) -> str | None:
+    """Why onnxruntime's value of `tensor` (the int8 output of a QDQ Conv) may differ from ming's when `names` are
+    exposed as graph outputs: onnxruntime runs that Conv in float32 (`frontends.ort_kernels.float_convs`), in the
+    model as it is or only once the exposed tensors give its quantized input or output more consumers."""
+    import onnx
+
+    from ming_py.frontends.ort_kernels import float_convs
+
+    model = onnx.load(str(path))
+    known = _OnnxGraph(model)
+    conv = _conv_writing(known, tensor)
+    if conv is None:
+        return None
+    as_is = set(float_convs(model))
+    _exposed(model, known, names)
+    if conv in as_is:
+        return (f"onnxruntime runs Conv '{conv}' in float32 (DQ -> Conv -> Q: an int8 tensor of its input or output "
+                "feeds several nodes, so it keeps int8 beside uint8 neighbours and the QDQ group is not fused); ming "
+                "computes the Conv exactly in integers as QLinearConv does, and the float32 sum rounds across a half "
+                "step at the values that differ (onnxruntime fuses it with session.qdqisint8allowed=1 or for a model "
+                "quantized with uint8 activations)")
+    if conv in float_convs(model):
+        return (f"exposing the tensors as outputs makes onnxruntime run Conv '{conv}' in float32 (its int8 input or "
+                "output now has several consumers); in the model as it is onnxruntime fuses it into QLinearConv, "
+                "which ming equals: this difference is the exposure's, compare the model's outputs instead")
+    return None
+
+
+def _conv_writing(known: _OnnxGraph, tensor: str) -> str | None:
+    """The Conv whose output the QuantizeLinear writing `tensor` quantizes (through a folded Relu or Clip)."""
+    quantize = known.producer.get(tensor)
+    if quantize is None or quantize.op_type != "QuantizeLinear":
+        return None
+    node = known.producer.get(quantize.input[0])
+    if node is not None and node.op_type in _FOLDED_ACTIVATIONS:
+        node = known.producer.get(node.input[0])
+    return node.name if node is not None and node.op_type == "Conv" else None
 
 
 # ---- TFLite --------------------------------------------------------------------------------------------------
@@ -235,9 +282,9 @@ def _differences(ours: np.ndarray, theirs: np.ndarray, tensor: ModelTensor) -> n
 
 
 def compare(golden: dict[str, np.ndarray], named: dict[str, ModelTensor], theirs: dict[str, np.ndarray],
-            framework: str) -> tuple[str | None, int]:
+            framework: str) -> tuple[str | None, int, str | None]:
     """One line on the first golden tensor (in `golden`'s order) that differs from the framework's (None when
-    every shared tensor agrees), and how many tensors were compared."""
+    every shared tensor agrees), how many tensors were compared, and the model's name of that tensor."""
     compared = 0
     for tensor, ours in golden.items():
         model_tensor = named.get(tensor)
@@ -251,8 +298,8 @@ def compare(golden: dict[str, np.ndarray], named: dict[str, ModelTensor], theirs
             at = tuple(int(i) for i in wrong[0])
             return (f"{model_tensor.name} (ming's {tensor}) differs from {framework}: {len(wrong)} of {ours.size} "
                     f"values, the first at {list(at)} of ming's {list(ours.shape)}: ming {int(ours[at])}, {framework} "
-                    f"{_shown(theirs_here[at])}"), compared
-    return None, compared
+                    f"{_shown(theirs_here[at])}"), compared, model_tensor.name
+    return None, compared, None
 
 
 def _shown(value) -> str:
