@@ -181,7 +181,10 @@ def _parameters(model: _Model, node: onnx.NodeProto) -> tuple | None:
 
 
 def _needs_host(region: _Region | None) -> bool:
-    return region is not None and any(n.op_type in TAIL_OPS | POSTPROCESSING_OPS for n in region.nodes)
+    """Whether `region` is float post-processing of quantized values (a float model's ops are not: the
+    frontend names them unsupported or the model unquantized)."""
+    return region is not None and bool(region.dequantizers) and \
+        any(n.op_type in TAIL_OPS | POSTPROCESSING_OPS for n in region.nodes)
 
 
 def _chain_problem(model: _Model, region: _Region) -> tuple[onnx.NodeProto, str] | None:

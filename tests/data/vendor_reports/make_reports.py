@@ -39,13 +39,13 @@ class Process:
 PROCESSES = (
     Process("conv1", "window_positions", 325, 1, 351, (124, 12604, 16710, 0, 0), (13010, 16230, 0, 0, 0, 124), True),
     Process("pool1", "window_positions", 257, 1, 266, (0, 1130, 1010, 0, 0), (1290, 980, 0, 0, 0, 0), False),
-    Process("conv2", "window_positions", 133, 1, 158, (224, 27020, 30880, 0, 0), (26410, 29950, 0, 0, 0, 224), True),
-    Process("conv3", "pixels", 17, 2, 54, (160, 17610, 24900, 0, 0), (17980, 24480, 0, 0, 0, 160), False,
+    Process("conv2", "window_positions", 205, 1, 243, (76, 9089, 8403, 0, 0), (8884, 8150, 0, 0, 0, 76), True),
+    Process("conv3", "pixels", 77, 2, 245, (20, 3524, 5409, 0, 0), (3598, 5318, 0, 0, 0, 20), False,
             dsp_element="DSP48E"),
-    Process("pool2", "window_positions", 21, 1, 28, (0, 1402, 1190, 0, 0), (1268, 1221, 0, 0, 0, 0), False),
+    Process("pool2", "window_positions", 27, 1, 36, (0, 729, 877, 0, 0), (659, 900, 0, 0, 0, 0), False),
     Process("fc", "vector", 8, 1, 33, (100, 14020, 17120, 0, 0), (14210, 16880, 0, 1, 0, 96), False),
 )
-TOP_CSYNTH = {"latency": 452, "interval": 354, "area": (608, 75790, 94810, 2, 0)}
+TOP_CSYNTH = {"latency": 488, "interval": 354, "area": (320, 43100, 52529, 2, 0)}
 CHANNELS = ("input_to_conv1", "conv1_to_pool1", "pool1_to_conv2", "conv2_to_conv3", "conv3_to_pool2",
             "pool2_to_fc", "fc_to_output")
 
