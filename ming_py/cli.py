@@ -389,8 +389,8 @@ def _analyze(args) -> None:
     from .pipeline import analyze, lift
 
     graph = lift(args.model)
-    _print_notes(graph)
     reports = analyze(graph)
+    _print_notes(graph)
     if args.json:
         print(json.dumps([r.as_dict() for r in reports], indent=2))
         return
@@ -427,11 +427,11 @@ def _reference(args) -> int:
     x = load_input(args.input)
     check_output_files(args.output)
     graph = lift(args.model)
-    _print_notes(graph)
     check_output_count(args.output, [out.name for out in graph.outputs])
     images = stacked(graph, x)
     for image in x if images else [x]:  # N images stacked on a first axis, as `ming csim` and run.py take them
         check_input(image[None] if images else image, graph.inputs[0])
+    _print_notes(graph)  # after the checks: a bad argument is one line
     save_outputs(args.output, golden_outputs(graph, x))
     return _dump(args, graph, x[:1] if images else x)
 
