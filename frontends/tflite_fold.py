@@ -68,6 +68,16 @@ def constant(model: schema.ModelT, index: int) -> np.ndarray | None:
     return np.frombuffer(bytes(bytearray(data)), dtype=_INTEGER_TYPES[tensor.type]).reshape(shape)
 
 
+def int8_constant(model: schema.ModelT, index: int) -> np.ndarray | None:
+    """The value of an int8 tensor that has all its data (constant filters), or None (computed or of another
+    type: left to the import)."""
+    tensor = model.subgraphs[0].tensors[index]
+    data = model.buffers[tensor.buffer].data
+    if tensor.type != schema.TensorType.INT8 or data is None or len(data) != int(np.prod(tensor.shape)):
+        return None
+    return np.frombuffer(bytes(bytearray(data)), np.int8).reshape([int(d) for d in tensor.shape])
+
+
 def tensor_name(tensor) -> str:
     return (tensor.name or b"").decode(errors="backslashreplace")
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-from .tflite_fold import new_operator, op_name, store_constant, tensor_like, tensor_name
+from .tflite_fold import int8_constant, new_operator, op_name, store_constant, tensor_like, tensor_name
 
 
 def one_channel_groups_as_whole_convs(model: schema.ModelT) -> None:
@@ -43,7 +43,7 @@ def _has_one_output_per_group(model: schema.ModelT, operator) -> bool:
         return False
     channels, out_channels, per_group = int(source.shape[3]), int(weights.shape[0]), int(weights.shape[3])
     return 1 < per_group < channels and channels == out_channels * per_group \
-        and _int8_filters(model, operator.inputs[1]) is not None \
+        and int8_constant(model, operator.inputs[1]) is not None \
         and (weights.quantization is None or weights.quantization.zeroPoint is None
              or not np.any(np.asarray(weights.quantization.zeroPoint)))
 
@@ -51,7 +51,7 @@ def _has_one_output_per_group(model: schema.ModelT, operator) -> bool:
 def _as_full_conv(model: schema.ModelT, operator) -> None:
     graph = model.subgraphs[0]
     weights_tensor = graph.tensors[operator.inputs[1]]
-    filters = _int8_filters(model, operator.inputs[1])  # [G, H, W, C / G]
+    filters = int8_constant(model, operator.inputs[1])  # [G, H, W, C / G]
     groups, height, width, per_group = filters.shape
     full = np.zeros((groups, height, width, groups * per_group), np.int8)
     for group in range(groups):
@@ -70,13 +70,13 @@ def _has_one_channel_groups(model: schema.ModelT, operator) -> bool:
         return False
     channels, (out_channels, _, _, per_group) = int(source.shape[3]), (int(d) for d in weights.shape)
     return per_group == 1 and channels > 1 and out_channels % channels == 0 \
-        and _int8_filters(model, operator.inputs[1]) is not None
+        and int8_constant(model, operator.inputs[1]) is not None
 
 
 def _as_depthwise(model: schema.ModelT, operator):
     graph = model.subgraphs[0]
     source, weights_tensor = graph.tensors[operator.inputs[0]], graph.tensors[operator.inputs[1]]
-    filters = _int8_filters(model, operator.inputs[1])  # [O, H, W, 1]
+    filters = int8_constant(model, operator.inputs[1])  # [O, H, W, 1]
     depthwise = tensor_like(model, weights_tensor, f"{tensor_name(graph.tensors[operator.outputs[0]])}/depthwise",
                             [])
     store_constant(model, depthwise, np.ascontiguousarray(filters.transpose(3, 1, 2, 0)))  # [1, H, W, O]
@@ -94,12 +94,3 @@ def _as_depthwise(model: schema.ModelT, operator):
     options.depthMultiplier = filters.shape[0] // int(source.shape[3])
     inputs = [operator.inputs[0], depthwise] + list(operator.inputs[2:])
     return new_operator(model, "DEPTHWISE_CONV_2D", inputs, operator.outputs[0], options, version=3)
-
-
-def _int8_filters(model: schema.ModelT, index: int) -> np.ndarray | None:
-    """The constant int8 filters of tensor `index`, or None (computed or of another type: left to the import)."""
-    tensor = model.subgraphs[0].tensors[index]
-    data = model.buffers[tensor.buffer].data
-    if tensor.type != schema.TensorType.INT8 or data is None or len(data) != int(np.prod(tensor.shape)):
-        return None
-    return np.frombuffer(bytes(bytearray(data)), np.int8).reshape([int(d) for d in tensor.shape])

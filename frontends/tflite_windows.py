@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-from .tflite_fold import op_name, store_constant, tensor_like, tensor_name
+from .tflite_fold import int8_constant, op_name, store_constant, tensor_like, tensor_name
 
 _FILTERED = {"CONV_2D": (schema.Conv2DOptionsT,), "DEPTHWISE_CONV_2D": (schema.DepthwiseConv2DOptionsT,)}
 _POOLS = ("MAX_POOL_2D", "AVERAGE_POOL_2D")
@@ -62,7 +62,7 @@ def _one_tap(model: schema.ModelT, operator, kind: str, axis: int) -> None:
         return
     graph = model.subgraphs[0]
     filters_tensor = graph.tensors[operator.inputs[1]]
-    filters = _int8_filters(model, operator.inputs[1])
+    filters = int8_constant(model, operator.inputs[1])
     if filters is None:
         return
     tap = before // max(dilation, 1)
@@ -75,11 +75,3 @@ def _one_tap(model: schema.ModelT, operator, kind: str, axis: int) -> None:
         options.strideH, options.dilationHFactor = 1, 1
     else:
         options.strideW, options.dilationWFactor = 1, 1
-
-
-def _int8_filters(model: schema.ModelT, index: int) -> np.ndarray | None:
-    tensor = model.subgraphs[0].tensors[index]
-    data = model.buffers[tensor.buffer].data
-    if tensor.type != schema.TensorType.INT8 or data is None or len(data) != int(np.prod(tensor.shape)):
-        return None
-    return np.frombuffer(bytes(bytearray(data)), np.int8).reshape([int(d) for d in tensor.shape])
