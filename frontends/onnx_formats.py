@@ -312,6 +312,17 @@ def _operands(node: onnx.NodeProto) -> list[tuple[str, str, str]]:
     return [(node.input[i], _input(node, i + 1), _input(node, i + 2)) for i in starts]
 
 
+def producers_and_consumers(graph: onnx.GraphProto) -> tuple[dict[str, onnx.NodeProto],
+                                                              dict[str, list[onnx.NodeProto]]]:
+    """The node writing each tensor, and the nodes reading it (in graph order, a node once per input)."""
+    producers = {out: node for node in graph.node for out in node.output}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    return producers, consumers
+
+
 # ---- uint8 -> int8 --------------------------------------------------------------------------------
 
 

@@ -35,6 +35,7 @@ from ming_py.ir import Graph, GraphOutput, HostOp
 from ming_py.runtime.ming_host import INT8_MIN, ort_dequantize_linear
 
 from .onnx_converters import _static_shapes
+from .onnx_formats import producers_and_consumers
 
 # element-wise ops of one computed input: tabulated while their input is one of 256 values
 UNARY_OPS = frozenset({"Sigmoid", "Exp", "Tanh", "Softplus", "Softsign", "Log", "Sqrt", "Erf", "Relu", "LeakyRelu",
@@ -75,11 +76,7 @@ class _Model:
     def __init__(self, model: onnx.ModelProto):
         self.model = model
         graph = model.graph
-        self.producers = {out: node for node in graph.node for out in node.output}
-        self.consumers: dict[str, list[onnx.NodeProto]] = {}
-        for node in graph.node:
-            for name in node.input:
-                self.consumers.setdefault(name, []).append(node)
+        self.producers, self.consumers = producers_and_consumers(graph)
         self.initializers = {i.name: i for i in graph.initializer}
         self.constant = set(self.initializers)  # and what shape arithmetic computes: constant at batch 1
         self.constant.update(node.output[0] for node in graph.node if node.op_type == "Shape")

@@ -25,7 +25,7 @@ from onnx import TensorProto
 from ming_py.errors import MingError
 from ming_py.numerics import AVERAGE_BY_COLUMNS, AVERAGE_BY_ROWS
 
-from .onnx_formats import element_types
+from .onnx_formats import element_types, producers_and_consumers
 
 FLOAT = "float"
 _TYPES = {TensorProto.INT8: "int8", TensorProto.UINT8: "uint8"}
@@ -37,11 +37,7 @@ class _RewrittenTypes:
 
     def __init__(self, model: onnx.ModelProto):
         graph = model.graph
-        self.producers = {out: node for node in graph.node for out in node.output}
-        self.consumers: dict[str, list[onnx.NodeProto]] = {}
-        for node in graph.node:
-            for name in node.input:
-                self.consumers.setdefault(name, []).append(node)
+        self.producers, self.consumers = producers_and_consumers(graph)
         self.outputs = {o.name for o in graph.output}
         self.types = element_types(model)
 
