@@ -15,15 +15,14 @@ import functools
 import itertools
 import math
 
-import numpy as np
 import pytest
 
 from ming_py.boards import load_board
-from ming_py.dataflow import Channel, Port, Process, StreamGraph, Window
+from ming_py.dataflow import StreamGraph
 from ming_py.ilp import Budget, candidates, estimate, process_cost, solve
 from ming_py.ilp.footprint import Footprint, footprint
 from ming_py.ilp.solve import FRUGAL_SLACK, RULES, Targets
-from ming_py.ir import AccRequant
+from test_unit_dse import chain as unit_dse_chain
 
 pytestmark = pytest.mark.unit
 
@@ -36,28 +35,10 @@ BUDGETS = {"dsp-poor": Budget(dsp=24, bram18k=288, uram=64, lut=12000),
            "dsp-rich": Budget(dsp=1248, bram18k=288, uram=64, lut=12000)}
 
 
-def requant(channels: int, seed: int) -> AccRequant:
-    rng = np.random.default_rng(seed)
-    return AccRequant(bias=rng.integers(-500, 500, channels).astype(np.int32), x_scale=np.float32(0.05),
-                      w_scale=rng.uniform(0.005, 0.02, channels).astype(np.float32), y_scale=np.float32(0.1),
-                      zero_point=-3, channel_dims=(1,))
-
-
 @functools.lru_cache(maxsize=None)
 def chain() -> StreamGraph:
     """input (4x8x8) -> conv 3x3 pad 1 (8) -> 1x1 conv (8) -> max pool 2x2 stride 2 -> output (8x4x4)."""
-    rng = np.random.default_rng(11)
-    channels = {"x": Channel("x", "input", "conv", C0, H, W), "a": Channel("a", "conv", "pw", C1, H, W),
-                "b": Channel("b", "pw", "pool", C2, H, W), "y": Channel("y", "pool", "output", C2, H // 2, W // 2)}
-    processes = [
-        Process("conv", "conv", "conv", ("x",), ("a",), Window(C0, H, W, C1, H, W, (3, 3), pads=(1, 1, 1, 1)),
-                weights=rng.integers(-127, 128, (C1, C0, 9)).astype(np.int8), epilogue=requant(C1, 1)),
-        Process("pw", "pointwise", "pw", ("a",), ("b",), Window(C1, H, W, C2, H, W),
-                weights=rng.integers(-127, 128, (C2, C1)).astype(np.int8), epilogue=requant(C2, 2)),
-        Process("pool", "maxpool", "pool", ("b",), ("y",), Window(C2, H, W, C2, H // 2, W // 2, (2, 2), (2, 2))),
-    ]
-    return StreamGraph("chain", processes, channels, Port("x", (1, C0, H, W), "x", (1, C0, H, W), 0.05, 0),
-                       (Port("y", (1, C2, H // 2, W // 2), "y", (1, C2, H // 2, W // 2), 0.1, -3),))
+    return unit_dse_chain(C0, C1, C2, H, W, seed=11)
 
 
 @functools.lru_cache(maxsize=None)

@@ -39,20 +39,21 @@ def requant(channels: int, seed: int) -> AccRequant:
                       zero_point=-3, channel_dims=(1,))
 
 
-def chain() -> StreamGraph:
-    """input (8x8x8) -> conv 3x3 pad 1 (16) -> 1x1 conv (16) -> max pool 2x2 stride 2 -> output (16x4x4)."""
-    rng = np.random.default_rng(7)
-    channels = {"x": Channel("x", "input", "conv", C0, H, W), "a": Channel("a", "conv", "pw", C1, H, W),
-                "b": Channel("b", "pw", "pool", C2, H, W), "y": Channel("y", "pool", "output", C2, H // 2, W // 2)}
+def chain(c0: int = C0, c1: int = C1, c2: int = C2, h: int = H, w: int = W, seed: int = 7) -> StreamGraph:
+    """input (c0 x h x w) -> conv 3x3 pad 1 (c1) -> 1x1 conv (c2) -> max pool 2x2 stride 2 -> output (c2 x h/2 x w/2);
+    by default 8x8x8 -> 16 -> 16 -> 16x4x4."""
+    rng = np.random.default_rng(seed)
+    channels = {"x": Channel("x", "input", "conv", c0, h, w), "a": Channel("a", "conv", "pw", c1, h, w),
+                "b": Channel("b", "pw", "pool", c2, h, w), "y": Channel("y", "pool", "output", c2, h // 2, w // 2)}
     processes = [
-        Process("conv", "conv", "conv", ("x",), ("a",), Window(C0, H, W, C1, H, W, (3, 3), pads=(1, 1, 1, 1)),
-                weights=rng.integers(-127, 128, (C1, C0, 9)).astype(np.int8), epilogue=requant(C1, 1)),
-        Process("pw", "pointwise", "pw", ("a",), ("b",), Window(C1, H, W, C2, H, W),
-                weights=rng.integers(-127, 128, (C2, C1)).astype(np.int8), epilogue=requant(C2, 2)),
-        Process("pool", "maxpool", "pool", ("b",), ("y",), Window(C2, H, W, C2, H // 2, W // 2, (2, 2), (2, 2))),
+        Process("conv", "conv", "conv", ("x",), ("a",), Window(c0, h, w, c1, h, w, (3, 3), pads=(1, 1, 1, 1)),
+                weights=rng.integers(-127, 128, (c1, c0, 9)).astype(np.int8), epilogue=requant(c1, 1)),
+        Process("pw", "pointwise", "pw", ("a",), ("b",), Window(c1, h, w, c2, h, w),
+                weights=rng.integers(-127, 128, (c2, c1)).astype(np.int8), epilogue=requant(c2, 2)),
+        Process("pool", "maxpool", "pool", ("b",), ("y",), Window(c2, h, w, c2, h // 2, w // 2, (2, 2), (2, 2))),
     ]
-    return StreamGraph("chain", processes, channels, Port("x", (1, C0, H, W), "x", (1, C0, H, W), 0.05, 0),
-                       (Port("y", (1, C2, H // 2, W // 2), "y", (1, C2, H // 2, W // 2), 0.1, -3),))
+    return StreamGraph("chain", processes, channels, Port("x", (1, c0, h, w), "x", (1, c0, h, w), 0.05, 0),
+                       (Port("y", (1, c2, h // 2, w // 2), "y", (1, c2, h // 2, w // 2), 0.1, -3),))
 
 
 # trip counts of each process's unrollable loops, from its geometry (README: conv oc, ic, k; 1x1 conv oc, ic;
