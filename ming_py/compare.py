@@ -3,21 +3,32 @@
 Where the vendor tools leave their reports in a build directory:
 
     OUT/hls/<model>_prj/solution1/syn/report/      `vitis_hls -f run_hls.tcl -tclargs synth` (in OUT/hls)
-        csynth.xml                                  the top: target and estimated clock, latency, area
-        <function>_csynth.xml                       per module: a process's latency and area
+        csynth.xml                                  the top: target and estimated clock, interval, area
+        <function>_csynth.xml                       per module: a process's interval and area
         <function>_Pipeline_<loop>_csynth.xml       the module Vitis HLS may make of a process's pipelined loop
     OUT/vivado/<model>_vivado/                      `vivado -mode batch -source build_bitstream.tcl` (in OUT/vivado)
         timing_summary_routed.rpt                   WNS in its Design Timing Summary
         utilization_hierarchical_routed.rpt         post-route resources per instance
         utilization_routed.rpt                      post-route resources of the whole design
+    OUT/hls/<model>_prj/solution1/sim/report/       `vitis_hls -f run_hls.tcl -tclargs cosim` (in OUT/hls)
+        <top>_cosim.rpt                             C/RTL co-simulation: measured latency and interval
 
-Per process: II (the pipelined loop's PipelineII) and cycles (the module's worst-case latency) from C synthesis;
-DSP, LUT, FF, BRAM18K and URAM post-route where the hierarchical report holds the process, else from C synthesis.
+Like is compared with like. Throughput: a process's planned cycles per image (report.json `nodes[].cycles`) and the
+design's `totals.throughput_cycles` against the initiation interval C synthesis schedules (Interval-max of the
+module's and of the top's SummaryOfOverallLatency); II against the pipelined loop's PipelineII. Latency: ming's
+`totals.cycles` against the latency C/RTL co-simulation measured, never against csynth's static latency, which for a
+dataflow design is only an estimate (UG1399: the real latency of a dataflow region is known after co-simulation); the
+csynth figure is shown beside it, labelled as such. DSP, LUT, FF, BRAM18K and URAM post-route where the hierarchical
+report holds the process, else from C synthesis.
+
+Every report is read whole but refused above MAX_REPORT_BYTES, and every figure above MAX_FIGURE_DIGITS digits is
+refused with one line naming the file: no report can make compare raise anything but a MingError.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
@@ -27,13 +38,18 @@ from . import calibration
 from .calibration import RESOURCES
 from .errors import MingError
 
-METRICS = ("ii", "cycles") + RESOURCES
-LABELS = {"ii": "II", "cycles": "cycles", "dsp": "DSP", "lut": "LUT", "ff": "FF", "bram18k": "BRAM18K",
-          "uram": "URAM"}
+METRICS = ("ii", "interval") + RESOURCES
+LABELS = {"ii": "II", "interval": "interval", "latency": "latency", "dsp": "DSP", "lut": "LUT", "ff": "FF",
+          "bram18k": "BRAM18K", "uram": "URAM"}
 TOLERANCE = 0.10
-SOURCES = {"csynth": "C synthesis", "post-route": "post-route"}
+SOURCES = {"csynth": "C synthesis", "post-route": "post-route", "cosim": "C/RTL cosim"}
+
+MAX_REPORT_BYTES = 64 * 2**20  # the largest report read: csynth.xml of a big design is a few MB, a .rpt less
+MAX_FIGURE_DIGITS = 12  # the most digits of a cycle count or resource figure (10^12 cycles: 80 min at 200 MHz)
+C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # report.json's cpp_name and top name files in the reports
 
 HLS_STEP = "vitis_hls -f run_hls.tcl -tclargs synth"
+COSIM_STEP = "vitis_hls -f run_hls.tcl -tclargs cosim"
 VIVADO_STEP = "vivado -mode batch -source build_bitstream.tcl"
 TIMING_REPORT = "timing_summary_routed.rpt"
 UTILIZATION_REPORT = "utilization_routed.rpt"
@@ -50,7 +66,8 @@ SITES = {"lut": (("CLB LUTs", "Slice LUTs"), 1), "ff": (("CLB Registers", "Slice
 
 @dataclass(frozen=True)
 class Synthesis:
-    """What the csynth reports hold: figures by process cpp_name, each a dict metric -> value (None: unknown)."""
+    """What the csynth reports hold: figures by process cpp_name, each a dict metric -> value (None: unknown);
+    `interval` is Interval-max, `latency` csynth's static Worst-caseLatency (an estimate, shown, never compared)."""
 
     directory: Path
     target_ns: float | None
@@ -59,6 +76,18 @@ class Synthesis:
     processes: dict[str, dict]
     loop_problems: dict[str, str]  # cpp_name -> why its pipelined loop has no II
     notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Cosimulation:
+    """The C/RTL co-simulation report's row of the RTL that ran: status and min/avg/max latency and interval in
+    cycles (None: NA, as Vitis writes the interval of a single transaction)."""
+
+    path: Path
+    rtl: str
+    status: str
+    latency: dict
+    interval: dict
 
 
 @dataclass(frozen=True)
@@ -85,22 +114,36 @@ class Comparison:
         return self.result["missed"]
 
 
+@dataclass(frozen=True)
+class ReportPaths:
+    hls: Path  # the csynth reports
+    cosim: Path  # the co-simulation report
+    vivado: Path  # the Vivado project's reports
+
+
 # --- the comparison ----------------------------------------------------------------------------------------
 
 def compare_build(out: str | Path) -> Comparison:
     out = Path(out)
     report = load_report(out)
-    model = report["cpp_name"]
-    hls_dir = out / "hls" / f"{model}_prj" / "solution1" / "syn" / "report"
-    vivado_dir = out / "vivado" / f"{model}_vivado"
-    synthesis = read_synthesis(hls_dir, report)
-    implementation = read_implementation(vivado_dir, report)
-    if synthesis is None and implementation is None:
-        raise MingError(f"{out}: no vendor reports to compare: neither {hls_dir / 'csynth.xml'} (run `{HLS_STEP}` in "
-                        f"{out / 'hls'}) nor {vivado_dir / TIMING_REPORT} (run `{VIVADO_STEP}` in {out / 'vivado'})")
-    notes = _missing_notes(out, hls_dir, vivado_dir, synthesis, implementation)
-    result = _result(out, report, synthesis, implementation, notes)
+    paths = report_paths(out, report)
+    synthesis = read_synthesis(paths.hls, report)
+    cosimulation = read_cosimulation(paths.cosim)
+    implementation = read_implementation(paths.vivado, report)
+    if synthesis is None and implementation is None and cosimulation is None:
+        raise MingError(f"{out}: no vendor reports to compare: neither {paths.hls / 'csynth.xml'} (run `{HLS_STEP}` "
+                        f"in {out / 'hls'}) nor {paths.vivado / TIMING_REPORT} (run `{VIVADO_STEP}` in "
+                        f"{out / 'vivado'})")
+    notes = _missing_notes(out, paths, synthesis, cosimulation, implementation)
+    result = _result(out, report, synthesis, cosimulation, implementation, notes)
     return Comparison(report, synthesis, implementation, result)
+
+
+def report_paths(out: Path, report: dict) -> ReportPaths:
+    solution = out / "hls" / f"{report['cpp_name']}_prj" / "solution1"
+    return ReportPaths(hls=solution / "syn" / "report",
+                       cosim=solution / "sim" / "report" / f"{report['top']}_cosim.rpt",
+                       vivado=out / "vivado" / f"{report['cpp_name']}_vivado")
 
 
 def load_report(out: Path) -> dict:
@@ -108,46 +151,101 @@ def load_report(out: Path) -> dict:
     if not path.is_file():
         raise MingError(f"{out}: not a ming build directory (no report.json); run `ming build` first")
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        report = json.loads(_read_bytes(path).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise MingError(f"{path}: not a report.json ming wrote ({' '.join(str(exc).split())})") from None
-    if not isinstance(report, dict):
-        raise MingError(f"{path}: not a report.json ming wrote (not a JSON object)")
-    missing = [key for key in ("cpp_name", "top", "nodes", "totals") if key not in report]
-    if missing:
-        raise MingError(f"{path}: not a report.json ming wrote (no {', '.join(missing)})")
+    _check_report(path, report)
     return report
 
 
-def _missing_notes(out: Path, hls_dir: Path, vivado_dir: Path, synthesis: Synthesis | None,
+def _check_report(path: Path, report) -> None:
+    """What compare reads of report.json has the types ming writes; anything else is one line naming the field."""
+    def refuse(why: str):
+        raise MingError(f"{path}: not a report.json ming wrote ({why}); run `ming build` again")
+
+    if not isinstance(report, dict):
+        refuse("not a JSON object")
+    missing = [key for key in ("cpp_name", "top", "nodes", "totals") if key not in report]
+    if missing:
+        refuse(f"no {', '.join(missing)}")
+    for key in ("cpp_name", "top"):
+        if not isinstance(report[key], str) or not C_NAME.fullmatch(report[key]):
+            refuse(f"{key} is not a C++ name")
+    if not isinstance(report["nodes"], list) or not all(isinstance(node, dict) for node in report["nodes"]):
+        refuse("nodes is not a list of objects")
+    if not isinstance(report["totals"], dict):
+        refuse("totals is not an object")
+    for index, node in enumerate(report["nodes"]):
+        problem = _node_problem(node)
+        if problem:
+            name = node["name"] if isinstance(node.get("name"), str) else f"nodes[{index}]"
+            refuse(f"node {name}: {problem}")
+    problem = _figures_problem(report["totals"], ("cycles", "throughput_cycles", "simulated_cycles") + RESOURCES)
+    if problem:
+        refuse(f"totals: {problem}")
+
+
+def _node_problem(node: dict) -> str | None:
+    for key in ("name", "cpp_name"):
+        if not isinstance(node.get(key), str) or (key == "cpp_name" and not C_NAME.fullmatch(node[key])):
+            return f"{key} is not a C++ name" if key == "cpp_name" else f"{key} is not a string"
+    pipeline = node.get("pipeline")
+    if not isinstance(pipeline, dict):
+        return "no pipeline object"
+    if not isinstance(pipeline.get("loop"), str) or not C_NAME.fullmatch(pipeline["loop"]):
+        return "pipeline.loop is not a loop label"
+    if not _is_figure(pipeline.get("ii")):
+        return "pipeline.ii is not a number"
+    return _figures_problem(node, ("cycles",) + RESOURCES)
+
+
+def _figures_problem(figures: dict, keys: tuple[str, ...]) -> str | None:
+    bad = [key for key in keys if figures.get(key) is not None and not _is_figure(figures[key])]
+    return f"{bad[0]} is not a number of at most {MAX_FIGURE_DIGITS} digits" if bad else None
+
+
+def _is_figure(value) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and abs(value) < 10 ** MAX_FIGURE_DIGITS)
+
+
+def _missing_notes(out: Path, paths: ReportPaths, synthesis: Synthesis | None, cosimulation: Cosimulation | None,
                    implementation: Implementation | None) -> list[str]:
     notes = []
     if synthesis is None:
-        notes.append(f"no C synthesis reports ({hls_dir / 'csynth.xml'}): II and cycles not compared; run "
+        notes.append(f"no C synthesis reports ({paths.hls / 'csynth.xml'}): II and intervals not compared; run "
                      f"`{HLS_STEP}` in {out / 'hls'}")
     else:
         notes += synthesis.notes
+    if cosimulation is None:
+        notes.append(f"no C/RTL co-simulation report ({paths.cosim}): latency not compared; run `{COSIM_STEP}` in "
+                     f"{out / 'hls'}")
+    elif cosimulation.status != "Pass":
+        notes.append(f"C/RTL co-simulation did not pass ({cosimulation.rtl}: {cosimulation.status} in "
+                     f"{cosimulation.path}): latency not compared")
     if implementation is None:
-        notes.append(f"no post-route reports ({vivado_dir / TIMING_REPORT}): resources from C synthesis; run "
+        notes.append(f"no post-route reports ({paths.vivado / TIMING_REPORT}): resources from C synthesis; run "
                      f"`{VIVADO_STEP}` in {out / 'vivado'}")
     else:
         notes += implementation.notes
     return notes
 
 
-def _result(out: Path, report: dict, synthesis: Synthesis | None, implementation: Implementation | None,
-            notes: list[str]) -> dict:
+def _result(out: Path, report: dict, synthesis: Synthesis | None, cosimulation: Cosimulation | None,
+            implementation: Implementation | None, notes: list[str]) -> dict:
     processes = [_process_entry(node, synthesis, implementation) for node in report["nodes"]]
     totals = _totals_entry(report, synthesis, implementation)
+    latency = _latency_entry(report, synthesis, cosimulation)
     clock = _clock(report, synthesis, implementation)
     return {
         "build": str(out), "model": report.get("model"), "board": report.get("board"), "part": report.get("part"),
         "clock_mhz": report.get("clock_mhz"), "tolerance": TOLERANCE,
         "reports": {"hls": str(synthesis.directory) if synthesis else None,
+                    "cosim": str(cosimulation.path) if cosimulation else None,
                     "vivado": str(implementation.directory) if implementation else None},
-        "notes": notes, "clock": clock, "processes": processes, "totals": totals,
+        "notes": notes, "clock": clock, "processes": processes, "totals": totals, "latency": latency,
         "whole_design": implementation.whole_design if implementation else None,
-        "flagged": _flagged(processes, totals),
+        "flagged": _flagged(processes, totals, latency),
         "missed": _missed_ii(report, synthesis) + ([clock["missed"]] if clock["missed"] else []),
     }
 
@@ -156,7 +254,7 @@ def _process_entry(node: dict, synthesis: Synthesis | None, implementation: Impl
     function = node["cpp_name"]
     synthesized = synthesis.processes.get(function, {}) if synthesis else {}
     routed = implementation.processes.get(function) if implementation else None
-    planned = {"ii": (node.get("pipeline") or {}).get("ii")} | {m: node.get(m) for m in METRICS if m != "ii"}
+    planned = {"ii": node["pipeline"]["ii"], "interval": node.get("cycles")} | {r: node.get(r) for r in RESOURCES}
     figures = {}
     for metric in METRICS:
         if metric in RESOURCES and routed is not None:
@@ -164,13 +262,14 @@ def _process_entry(node: dict, synthesis: Synthesis | None, implementation: Impl
         else:
             achieved, source = synthesized.get(metric), "csynth" if synthesis else None
         figures[metric] = _figure(planned[metric], achieved, source)
-    return {"name": node["name"], "cpp_name": function, "kind": node.get("kind"), "figures": figures}
+    return {"name": node["name"], "cpp_name": function, "kind": node.get("kind"), "figures": figures,
+            "csynth_latency_estimate": synthesized.get("latency")}
 
 
 def _totals_entry(report: dict, synthesis: Synthesis | None, implementation: Implementation | None) -> dict:
     totals = report["totals"]
-    figures = {"cycles": _figure(totals.get("cycles"), synthesis.top.get("cycles") if synthesis else None,
-                                 "csynth" if synthesis else None)}
+    figures = {"interval": _figure(totals.get("throughput_cycles"), synthesis.top.get("interval") if synthesis
+                                   else None, "csynth" if synthesis else None)}
     accelerator = implementation.accelerator if implementation else None
     for resource in RESOURCES:
         if accelerator is not None:
@@ -179,6 +278,18 @@ def _totals_entry(report: dict, synthesis: Synthesis | None, implementation: Imp
             figures[resource] = _figure(totals.get(resource), synthesis.top.get(resource) if synthesis else None,
                                         "csynth" if synthesis else None)
     return {"name": "total", "figures": figures}
+
+
+def _latency_entry(report: dict, synthesis: Synthesis | None, cosimulation: Cosimulation | None) -> dict:
+    """ming's latency (its model's, and the cycle-level simulation's beside it) against the latency co-simulation
+    measured (the worst of its transactions); csynth's static estimate is carried along, not compared."""
+    totals = report["totals"]
+    measured = cosimulation.latency["max"] if cosimulation and cosimulation.status == "Pass" else None
+    return {"figure": _figure(totals.get("cycles"), measured, "cosim"),
+            "simulated_cycles": totals.get("simulated_cycles"),
+            "cosim": ({"rtl": cosimulation.rtl, "status": cosimulation.status, "latency": cosimulation.latency,
+                       "interval": cosimulation.interval} if cosimulation else None),
+            "csynth_estimate": synthesis.top.get("latency") if synthesis else None}
 
 
 def _figure(planned, achieved, source: str | None) -> dict:
@@ -196,10 +307,12 @@ def _figure(planned, achieved, source: str | None) -> dict:
             "difference": difference, "flagged": flagged}
 
 
-def _flagged(processes: list[dict], totals: dict) -> list[dict]:
-    return [{"process": entry["name"], "metric": metric} | {key: figure[key] for key in
-                                                           ("planned", "achieved", "source", "difference")}
-            for entry in processes + [totals] for metric, figure in entry["figures"].items() if figure["flagged"]]
+def _flagged(processes: list[dict], totals: dict, latency: dict) -> list[dict]:
+    scopes = [(entry["name"], entry["figures"]) for entry in processes + [totals]]
+    scopes.append(("total", {"latency": latency["figure"]}))
+    return [{"process": name, "metric": metric} | {key: figure[key] for key in
+                                                  ("planned", "achieved", "source", "difference")}
+            for name, figures in scopes for metric, figure in figures.items() if figure["flagged"]]
 
 
 def _missed_ii(report: dict, synthesis: Synthesis | None) -> list[str]:
@@ -218,7 +331,7 @@ def _missed_ii(report: dict, synthesis: Synthesis | None) -> list[str]:
 
 def _clock(report: dict, synthesis: Synthesis | None, implementation: Implementation | None) -> dict:
     target = synthesis.target_ns if synthesis and synthesis.target_ns is not None else None
-    if target is None and report.get("clock_mhz"):
+    if target is None and _is_figure(report.get("clock_mhz")) and report["clock_mhz"] > 0:
         target = round(1000.0 / report["clock_mhz"], 3)
     estimated = synthesis.estimated_ns if synthesis else None
     wns = implementation.wns_ns if implementation else None
@@ -249,6 +362,40 @@ def calibration_data(comparison: Comparison) -> dict:
                                 vivado=comparison.implementation is not None, processes=processes)
 
 
+# --- reading reports ---------------------------------------------------------------------------------------
+
+def _read_bytes(path: Path) -> bytes:
+    """A report whole, refused above MAX_REPORT_BYTES before it is read."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_REPORT_BYTES:
+            raise MingError(f"{path}: {size:,} bytes, more than the {MAX_REPORT_BYTES // 2**20} MiB any report of "
+                            f"the vendor tools or ming has; not read")
+        return path.read_bytes()
+    except OSError as exc:
+        raise MingError(f"{path}: cannot read it ({exc.strerror})") from None
+
+
+def _read_text(path: Path) -> str:
+    return _read_bytes(path).decode("utf-8", errors="replace")
+
+
+def _parse_number(text: str, where: str) -> int | float | None:
+    """An integer or decimal figure; None for undef, NA, '-' and the like; one line naming `where` for a figure of
+    more than MAX_FIGURE_DIGITS digits (no cycle count or resource is that large)."""
+    text = text.replace(",", "").strip()
+    match = re.fullmatch(r"[-+]?(\d*)(\.\d*)?([eE][-+]?\d+)?", text)
+    if not match or not re.search(r"\d", match.group(1) + (match.group(2) or "")):
+        return None
+    whole, fraction, exponent = match.groups()
+    if len(whole.lstrip("0")) > MAX_FIGURE_DIGITS or (exponent and abs(int(exponent[1:][:4])) > MAX_FIGURE_DIGITS):
+        raise MingError(f"{where}: the figure {text[:24]}{'...' if len(text) > 24 else ''} has more than "
+                        f"{MAX_FIGURE_DIGITS} digits, which no report of the vendor tools holds")
+    if fraction is None and exponent is None:
+        return int(text)
+    return float(text)
+
+
 # --- Vitis HLS: csynth reports -----------------------------------------------------------------------------
 
 def read_synthesis(directory: Path, report: dict) -> Synthesis | None:
@@ -256,8 +403,8 @@ def read_synthesis(directory: Path, report: dict) -> Synthesis | None:
     if not top_path.is_file():
         return None
     top = _xml(top_path)
-    target = _number(top, "UserAssignments/TargetClockPeriod")
-    periods = [_number(top, "PerformanceEstimates/SummaryOfTimingAnalysis/EstimatedClockPeriod")]
+    target = _number(top, "UserAssignments/TargetClockPeriod", top_path)
+    periods = [_number(top, "PerformanceEstimates/SummaryOfTimingAnalysis/EstimatedClockPeriod", top_path)]
     processes, loop_problems, notes = {}, {}, []
     for node in report["nodes"]:
         function = node["cpp_name"]
@@ -267,21 +414,25 @@ def read_synthesis(directory: Path, report: dict) -> Synthesis | None:
             notes.append(f"no {own} for process {node['name']}")
             continue
         module = _xml(own)
-        periods.append(_number(module, "PerformanceEstimates/SummaryOfTimingAnalysis/EstimatedClockPeriod"))
+        periods.append(_number(module, "PerformanceEstimates/SummaryOfTimingAnalysis/EstimatedClockPeriod", own))
         ii, problem = _loop_ii(directory, function, node["pipeline"]["loop"])
         if problem:
             loop_problems[function] = problem
-        processes[function] = {"ii": ii} | _latency_and_area(module)
+        processes[function] = {"ii": ii} | module_figures(module, own)
     known = [period for period in periods if period is not None]
     return Synthesis(directory=directory, target_ns=target, estimated_ns=max(known) if known else None,
-                     top=_latency_and_area(top), processes=processes, loop_problems=loop_problems,
+                     top=module_figures(top, top_path), processes=processes, loop_problems=loop_problems,
                      notes=tuple(notes))
 
 
-def _latency_and_area(root: ElementTree.Element) -> dict:
-    figures = {"cycles": _number(root, "PerformanceEstimates/SummaryOfOverallLatency/Worst-caseLatency")}
+def module_figures(root: ElementTree.Element, path: Path) -> dict:
+    """A csynth report's interval (Interval-max, and -min), static latency estimate (Worst-caseLatency) and area."""
+    overall = "PerformanceEstimates/SummaryOfOverallLatency"
+    figures = {"interval": _number(root, f"{overall}/Interval-max", path),
+               "interval_min": _number(root, f"{overall}/Interval-min", path),
+               "latency": _number(root, f"{overall}/Worst-caseLatency", path)}
     for resource, names in AREA_ELEMENTS.items():
-        values = [_number(root, f"AreaEstimates/Resources/{name}") for name in names]
+        values = [_number(root, f"AreaEstimates/Resources/{name}", path) for name in names]
         figures[resource] = next((value for value in values if value is not None), None)
     return figures
 
@@ -301,7 +452,7 @@ def _loop_ii(directory: Path, function: str, label: str) -> tuple[int | float | 
         if loop is None:
             continue
         text = (loop.findtext("PipelineII") or "").strip()
-        ii = _parse_number(text)
+        ii = _parse_number(text, f"{path}: {label}/PipelineII")
         if ii is None:
             return None, f"loop {label} is not pipelined (PipelineII '{text}' in {path.name})"
         return ii, None
@@ -310,10 +461,7 @@ def _loop_ii(directory: Path, function: str, label: str) -> tuple[int | float | 
 
 def _xml(path: Path) -> ElementTree.Element:
     """A csynth report's root. Reports have no DTD; one with entity declarations is refused unread."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MingError(f"{path}: cannot read it ({exc.strerror})") from None
+    data = _read_bytes(path)
     if b"<!ENTITY" in data or b"<!DOCTYPE" in data:
         raise MingError(f"{path}: declares a DTD or entities, which no csynth report does")
     try:
@@ -322,18 +470,38 @@ def _xml(path: Path) -> ElementTree.Element:
         raise MingError(f"{path}: not a csynth XML report ({exc})") from None
 
 
-def _number(root: ElementTree.Element, path: str) -> int | float | None:
-    return _parse_number((root.findtext(path) or "").strip())
+def _number(root: ElementTree.Element, element: str, path: Path) -> int | float | None:
+    return _parse_number(root.findtext(element) or "", f"{path}: {element}")
 
 
-def _parse_number(text: str) -> int | float | None:
-    """An integer or decimal figure; None for undef, '-' and the like."""
-    text = text.replace(",", "")
-    if re.fullmatch(r"[-+]?\d+", text):
-        return int(text)
-    if re.fullmatch(r"[-+]?(\d+\.\d*|\.\d+)([eE][-+]?\d+)?", text):
-        return float(text)
-    return None
+# --- Vitis HLS: the C/RTL co-simulation report -------------------------------------------------------------
+
+def read_cosimulation(path: Path) -> Cosimulation | None:
+    """The co-simulation report's RTL row that passed (else the first one that ran), or None without a report.
+    Its table (Vivado HLS and Vitis HLS alike):
+        | RTL | Status | Latency min | avg | max | Interval min | avg | max | Total Execution Time |
+    """
+    if not path.is_file():
+        return None
+    rows = [cells for cells in (_cells(line) for line in _read_text(path).splitlines())
+            if len(cells) >= 8 and cells[0] in ("Verilog", "VHDL")]
+    ran = [cells for cells in rows if cells[1] != "NA"]
+    if not ran:
+        raise MingError(f"{path}: no Verilog or VHDL row that ran in its RTL | Status | Latency | Interval table "
+                        f"(a C/RTL co-simulation report of Vitis HLS)")
+    cells = next((cells for cells in ran if cells[1] == "Pass"), ran[0])
+    where = f"{path}: {cells[0]}"
+    figures = [_parse_number(cell, where) for cell in cells[2:8]]
+    return Cosimulation(path=path, rtl=cells[0], status=cells[1],
+                        latency=dict(zip(("min", "avg", "max"), figures[:3])),
+                        interval=dict(zip(("min", "avg", "max"), figures[3:])))
+
+
+def _cells(line: str) -> list[str]:
+    line = line.strip()
+    if not line.startswith("|"):
+        return []
+    return [cell.strip() for cell in line.strip("|").split("|")]
 
 
 # --- Vivado: post-route reports ----------------------------------------------------------------------------
@@ -367,13 +535,6 @@ def read_implementation(directory: Path, report: dict) -> Implementation | None:
                           processes=processes, notes=tuple(notes))
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise MingError(f"{path}: cannot read it ({exc.strerror})") from None
-
-
 def design_wns(path: Path) -> float | None:
     """WNS(ns) of report_timing_summary's Design Timing Summary table (None: NA, an unconstrained design)."""
     lines = _read_text(path).splitlines()
@@ -385,8 +546,11 @@ def design_wns(path: Path) -> float | None:
     values = next((line.split() for line in lines[head + 1:] if re.search(r"[^-\s]", line)), [])
     if len(values) != len(names):
         raise MingError(f"{path}: the Design Timing Summary has {len(names)} columns and {len(values)} figures")
-    wns = dict(zip(names, values))["WNS(ns)"]
-    return float(wns) if _parse_number(wns) is not None else None
+    if "WNS(ns)" not in names:
+        raise MingError(f"{path}: the Design Timing Summary's columns ({', '.join(names)}) have no WNS(ns) of its "
+                        f"own (report_timing_summary separates its columns by two spaces)")
+    wns = _parse_number(dict(zip(names, values))["WNS(ns)"], f"{path}: WNS(ns)")
+    return float(wns) if wns is not None else None
 
 
 def whole_design_utilization(path: Path) -> dict:
@@ -395,7 +559,8 @@ def whole_design_utilization(path: Path) -> dict:
     for line in _read_text(path).splitlines():
         cells = [cell.strip() for cell in line.strip().split("|")[1:-1]]
         if len(cells) >= 3 and cells[0].rstrip("*").strip() not in rows:
-            rows[cells[0].rstrip("*").strip()] = _parse_number(cells[1])
+            site = cells[0].rstrip("*").strip()
+            rows[site] = _parse_number(cells[1], f"{path}: {site}")
     figures = {}
     for resource, (sites, per_site) in SITES.items():
         used = next((rows[site] for site in sites if rows.get(site) is not None), None)
@@ -419,7 +584,7 @@ def hierarchy_rows(path: Path) -> list[HierarchyRow]:
     if head is None:
         raise MingError(f"{path}: no utilization table with Instance and Module columns (report_utilization "
                         f"-hierarchical)")
-    columns = [cell.strip() for cell in lines[head].strip().split("|")[1:-1]]
+    columns = _table_cells(lines[head])
     rows = []
     for line in lines[head + 1:]:
         if line.startswith("+"):
@@ -428,22 +593,31 @@ def hierarchy_rows(path: Path) -> list[HierarchyRow]:
             break
         cells = line.split("|")[1:-1]
         if len(cells) != len(columns):
-            raise MingError(f"{path}: a row of {len(cells)} cells under {len(columns)} columns: {line.strip()}")
+            raise MingError(f"{path}: a row of {len(cells)} cells under {len(columns)} columns: {line.strip()[:200]}")
         named = dict(zip(columns, cells))
         instance = named["Instance"][1:] if named["Instance"].startswith(" ") else named["Instance"]
         rows.append(HierarchyRow(instance=instance.strip(), module=named["Module"].strip(),
-                                 depth=len(instance) - len(instance.lstrip()), figures=_hierarchy_figures(named)))
+                                 depth=len(instance) - len(instance.lstrip()),
+                                 figures=_hierarchy_figures(named, f"{path}: {instance.strip()}")))
     return rows
 
 
+def _table_cells(line: str) -> list[str]:
+    """The cells of a table row `| a | b |` (none where the line is no such row)."""
+    line = line.strip()
+    if not (line.startswith("|") and line.endswith("|")):
+        return []
+    return [cell.strip() for cell in line.split("|")[1:-1]]
+
+
 def _is_hierarchy_head(line: str) -> bool:
-    cells = [cell.strip() for cell in line.strip().split("|")]
+    cells = _table_cells(line)
     return "Instance" in cells and "Module" in cells
 
 
-def _hierarchy_figures(named: dict[str, str]) -> dict:
+def _hierarchy_figures(named: dict[str, str], where: str) -> dict:
     def column(*names: str):
-        return next((_parse_number(named[name].strip()) for name in names if name in named), None)
+        return next((_parse_number(named[name], f"{where}: {name}") for name in names if name in named), None)
 
     ramb36, ramb18 = column("RAMB36"), column("RAMB18")
     bram = 2 * ramb36 + ramb18 if ramb36 is not None and ramb18 is not None else None
@@ -483,15 +657,20 @@ def _names_function(row: HierarchyRow, function: str) -> bool:
 
 # --- the table ---------------------------------------------------------------------------------------------
 
+INTERVAL_LEGEND = ("interval: cycles from one image to the next (planned: a process's cycles per image, the design's "
+                   "throughput_cycles; achieved: csynth's Interval-max)")
+
 def table(comparison: Comparison) -> str:
     result = comparison.result
-    lines = [f"{result['model']} on {result['board']} ({result['part']}) at {result['clock_mhz']:g} MHz: planned "
-             f"(report.json) against achieved"]
-    for tool, label in (("hls", "C synthesis"), ("vivado", "post-route")):
+    clock = f"{result['clock_mhz']:g} MHz" if _is_figure(result["clock_mhz"]) else "an unknown clock"
+    lines = [f"{result['model']} on {result['board']} ({result['part']}) at {clock}: planned (report.json) against "
+             f"achieved"]
+    for tool, label in (("hls", "C synthesis"), ("cosim", "C/RTL co-simulation"), ("vivado", "post-route")):
         if result["reports"][tool]:
             lines.append(f"{label}: {result['reports'][tool]}")
     lines += [f"note: {note}" for note in result["notes"]]
-    lines += ["", *_figures_table(result), "", _clock_line(result["clock"])]
+    lines += ["", INTERVAL_LEGEND, *_figures_table(result), "", _latency_line(result["latency"]),
+              _clock_line(result["clock"])]
     if result["whole_design"]:
         lines.append("post-route, whole design (with the DMA and interconnect): " + ", ".join(
             f"{LABELS[r]} {_text(v)}" for r, v in result["whole_design"].items() if v is not None))
@@ -534,6 +713,26 @@ def _flag_line(entry: dict) -> str:
     difference = "not planned" if entry["difference"] is None else f"{entry['difference']:+.1%}"
     return (f"{entry['process']} {LABELS[entry['metric']]}: {_text(entry['achieved'])} "
             f"({SOURCES[entry['source']]}), planned {_text(entry['planned'])} ({difference})")
+
+
+def _latency_line(latency: dict) -> str:
+    figure = latency["figure"]
+    planned = f"planned {_text(figure['planned'])}"
+    if latency["simulated_cycles"] is not None:
+        planned += f" (ming's model; its cycle-level simulation {_text(latency['simulated_cycles'])})"
+    cosim = latency["cosim"]
+    if figure["achieved"] is not None:
+        difference = "" if figure["difference"] is None else f", {figure['difference']:+.1%}"
+        measured = (f"C/RTL co-simulation ({cosim['rtl']}) {_achieved_text(figure)} (min "
+                    f"{_text(cosim['latency']['min'])}, avg {_text(cosim['latency']['avg'])}{difference})")
+    elif cosim is not None:
+        measured = f"C/RTL co-simulation ({cosim['rtl']}) {cosim['status']}: not compared"
+    else:
+        measured = "no C/RTL co-simulation: not compared"
+    estimate = latency["csynth_estimate"]
+    csynth = (f"; C synthesis's static estimate {_text(estimate)}, not the comparison (a dataflow design's latency "
+              f"is known only from co-simulation, UG1399)" if estimate is not None else "")
+    return f"latency, cycles per image: {planned}, {measured}{csynth}"
 
 
 def _clock_line(clock: dict) -> str:

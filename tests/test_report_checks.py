@@ -239,7 +239,7 @@ def test_a_routed_design_that_meets_timing_and_fits_is_deployed(stream_graph, tm
     assert calls_of(trace, "open_run") == [["impl_1"]]
     assert calls_of(trace, "report_timing_summary") == [["-file", str(project / "timing_summary_routed.rpt")]]
     assert calls_of(trace, "report_utilization") == [["-file", str(project / "utilization_routed.rpt")],
-                                                      ["-hierarchical", "-file",
+                                                      ["-hierarchical", "-hierarchical_depth", "7", "-file",
                                                        str(project / "utilization_hierarchical_routed.rpt")]]
     board = load_board(board_name)
     shares = [f"LUT {100 * SMALL['LUT'] / board.lut:.1f} %", f"FF {100 * SMALL['FF'] / board.ff:.1f} %",

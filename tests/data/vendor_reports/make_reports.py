@@ -2,7 +2,13 @@
 in the layout Vitis HLS 2022.2 and build_bitstream.tcl leave in OUT:
 
     hls/tiny_cnn_prj/solution1/syn/report/{csynth.xml, <module>_csynth.xml}
+    hls/tiny_cnn_prj/solution1/sim/report/tiny_cnn_top_cosim.rpt
     vivado/tiny_cnn_vivado/{timing_summary_routed.rpt, utilization_routed.rpt, utilization_hierarchical_routed.rpt}
+
+As Vitis HLS writes them, every module's SummaryOfOverallLatency has Interval-min and Interval-max (a process that is
+not itself pipelined starts again one cycle after it ends: interval = latency + 1), the dataflow top's also
+DataflowPipelineThroughput; the co-simulation report has one row per RTL, VHDL not run (NA) and Verilog passed with
+one transaction, so its interval is NA.
 
     python tests/data/vendor_reports/make_reports.py    # rewrites them next to this script
 
@@ -18,6 +24,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MODEL, TOP, PART = "tiny_cnn", "tiny_cnn_top", "xck26-sfvc784-2LV-c"
 REPORT_DIR = Path("hls") / f"{MODEL}_prj" / "solution1" / "syn" / "report"
+COSIM_REPORT = Path("hls") / f"{MODEL}_prj" / "solution1" / "sim" / "report" / f"{TOP}_cosim.rpt"
+COSIM_LATENCY = 503  # the one transaction's latency, cycles
 PROJECT_DIR = Path("vivado") / f"{MODEL}_vivado"
 TARGET_NS, ESTIMATED_NS, WNS, WHS = 5.0, 4.381, 0.214, 0.011
 IP = "system_accelerator_0"  # the module prefix of the accelerator's instances in the block design
@@ -53,6 +61,7 @@ CHANNELS = ("input_to_conv1", "conv1_to_pool1", "pool1_to_conv2", "conv2_to_conv
 def csynth_xml(module: str, latency: int | str, interval: int | str, area: tuple, loop: str = "",
                dsp_element: str = "DSP", estimated: float = ESTIMATED_NS) -> str:
     dsp, lut, ff, bram, uram = area
+    throughput = f"      <DataflowPipelineThroughput>{interval}</DataflowPipelineThroughput>\n" if module == TOP else ""
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <profile>
   <ReportVersion>
@@ -81,7 +90,7 @@ def csynth_xml(module: str, latency: int | str, interval: int | str, area: tuple
       <Best-caseRealTimeLatency>{_time(latency)}</Best-caseRealTimeLatency>
       <Average-caseRealTimeLatency>{_time(latency)}</Average-caseRealTimeLatency>
       <Worst-caseRealTimeLatency>{_time(latency)}</Worst-caseRealTimeLatency>
-      <Interval-min>{interval}</Interval-min>
+{throughput}      <Interval-min>{interval}</Interval-min>
       <Interval-max>{interval}</Interval-max>
     </SummaryOfOverallLatency>
 {loop}  </PerformanceEstimates>
@@ -220,7 +229,7 @@ def hierarchical_report() -> str:
 | Tool Version : Vivado v.2022.2 (lin64) Build 3671981 Fri Oct 14 04:59:54 MDT 2022
 | Date         : Tue Mar  5 14:02:11 2024
 | Host         : build-server running 64-bit Ubuntu 22.04.3 LTS
-| Command      : report_utilization -hierarchical -file utilization_hierarchical_routed.rpt
+| Command      : report_utilization -hierarchical -hierarchical_depth 7 -file utilization_hierarchical_routed.rpt
 | Design       : system_wrapper
 | Device       : {PART}
 | Speed File   : -2LV
@@ -285,8 +294,37 @@ def timing_summary_report() -> str:
         "All user specified timing constraints are met.", ""])
 
 
+def cosim_report() -> str:
+    rule = "+--------+--------+" + "+".join(["-" * 12] * 3) + "+" + "+".join(["-" * 12] * 3) + "+" + "-" * 22 + "+"
+    latency = [str(COSIM_LATENCY)] * 3
+    return "\n".join([
+        "================================================================",
+        f"== Vitis HLS Report for '{TOP}'",
+        "================================================================",
+        "+ General Information: ",
+        "    * Date:           Tue Mar  5 13:41:07 2024",
+        "    * Version:        2022.2 (Build 3670227 on Oct 13 2022)",
+        f"    * Project:        {MODEL}_prj",
+        "    * Solution:       solution1 (Vivado IP Flow Target)",
+        "    * Product family: zynquplus",
+        f"    * Target device:  {PART}",
+        "", "",
+        "================================================================",
+        "== C/RTL Co-Simulation Report",
+        "================================================================",
+        rule,
+        "|        |        |" + f"{'Latency(Clock Cycles)':^38}|{'Interval(Clock Cycles)':^38}|" + f"{'Total Execution Time':^22}|",
+        "+  RTL   + Status +" + "+".join(["-" * 12] * 3) + "+" + "+".join(["-" * 12] * 3) + "+" + f"{'(Clock Cycles)':^22}+",
+        "|        |        |" + "|".join(f"{'min':^12}|{'avg':^12}|{'max':^12}".split("|") * 2) + "|" + " " * 22 + "|",
+        rule,
+        "|    VHDL|      NA|" + "|".join(f"{'NA':>12}" for _ in range(6)) + f"|{'NA':>22}|",
+        "| Verilog|    Pass|" + "|".join(f"{cell:>12}" for cell in latency + ["NA"] * 3) + f"|{COSIM_LATENCY:>22}|",
+        rule, "", ""])
+
+
 def reports() -> dict[Path, str]:
     files = {REPORT_DIR / name: text for name, text in csynth_files().items()}
+    files[COSIM_REPORT] = cosim_report()
     files[PROJECT_DIR / "timing_summary_routed.rpt"] = timing_summary_report()
     files[PROJECT_DIR / "utilization_routed.rpt"] = utilization_report()
     files[PROJECT_DIR / "utilization_hierarchical_routed.rpt"] = hierarchical_report()
