@@ -399,42 +399,77 @@ def _parse_number(text: str, where: str) -> int | float | None:
 # --- Vitis HLS: csynth reports -----------------------------------------------------------------------------
 
 def read_synthesis(directory: Path, report: dict) -> Synthesis | None:
+    """The top's figures from csynth.xml; a process's from <function>_csynth.xml, else from csynth.xml's
+    ModuleInformation (Vitis HLS 2022.1 and later list every module there, with its interval, latency and area but
+    no loops, so the II stays unknown)."""
     top_path = directory / "csynth.xml"
     if not top_path.is_file():
         return None
     top = _xml(top_path)
+    listed = _listed_modules(top)
     target = _number(top, "UserAssignments/TargetClockPeriod", top_path)
-    periods = [_number(top, "PerformanceEstimates/SummaryOfTimingAnalysis/EstimatedClockPeriod", top_path)]
+    periods = [_number(top, TIMING_ESTIMATE, top_path)]
     processes, loop_problems, notes = {}, {}, []
     for node in report["nodes"]:
         function = node["cpp_name"]
         own = directory / f"{function}_csynth.xml"
-        if not own.is_file():
-            loop_problems[function] = f"no report {own.name}"
-            notes.append(f"no {own} for process {node['name']}")
+        if own.is_file():
+            module = _xml(own)
+            periods.append(_number(module, TIMING_ESTIMATE, own))
+            ii, problem = _loop_ii(directory, function, node["pipeline"]["loop"])
+            if problem:
+                loop_problems[function] = problem
+            processes[function] = {"ii": ii} | module_figures(module, own)
             continue
-        module = _xml(own)
-        periods.append(_number(module, "PerformanceEstimates/SummaryOfTimingAnalysis/EstimatedClockPeriod", own))
-        ii, problem = _loop_ii(directory, function, node["pipeline"]["loop"])
-        if problem:
-            loop_problems[function] = problem
-        processes[function] = {"ii": ii} | module_figures(module, own)
+        loop_problems[function] = f"no report {own.name}"
+        if function in listed:
+            module = listed[function]
+            periods.append(_number(module, TIMING_ESTIMATE, top_path))
+            processes[function] = {"ii": None} | module_figures(module, top_path)
+            notes.append(f"no {own} for process {node['name']}: its interval and area from csynth.xml's "
+                         f"ModuleInformation, its II unknown")
+        else:
+            notes.append(f"no {own} for process {node['name']}")
     known = [period for period in periods if period is not None]
     return Synthesis(directory=directory, target_ns=target, estimated_ns=max(known) if known else None,
                      top=module_figures(top, top_path), processes=processes, loop_problems=loop_problems,
                      notes=tuple(notes))
 
 
+TIMING_ESTIMATE = "PerformanceEstimates/SummaryOfTimingAnalysis/EstimatedClockPeriod"
+
+
+def _listed_modules(top: ElementTree.Element) -> dict[str, ElementTree.Element]:
+    """csynth.xml's ModuleInformation/Module elements by Name (none before Vitis HLS 2022.1)."""
+    return {module.findtext("Name", "").strip(): module for module in top.findall("ModuleInformation/Module")}
+
+
 def module_figures(root: ElementTree.Element, path: Path) -> dict:
-    """A csynth report's interval (Interval-max, and -min), static latency estimate (Worst-caseLatency) and area."""
+    """A module's interval (below), static latency estimate (Worst-caseLatency) and area, from a csynth report's
+    root or a ModuleInformation/Module element (the same PerformanceEstimates and AreaEstimates inside)."""
     overall = "PerformanceEstimates/SummaryOfOverallLatency"
-    figures = {"interval": _number(root, f"{overall}/Interval-max", path),
-               "interval_min": _number(root, f"{overall}/Interval-min", path),
+    figures = {"interval": _interval(root, path),
                "latency": _number(root, f"{overall}/Worst-caseLatency", path)}
     for resource, names in AREA_ELEMENTS.items():
         values = [_number(root, f"AreaEstimates/Resources/{name}", path) for name in names]
         figures[resource] = next((value for value in values if value is not None), None)
     return figures
+
+
+def _interval(root: ElementTree.Element, path: Path) -> int | float | None:
+    """The cycles between two starts of the module, as Vitis HLS reports it: Interval-max where the report has it
+    (a module's own report, every version); in csynth.xml's ModuleInformation, which has none, a dataflow module's
+    DataflowPipelineThroughput, a pipelined one's PipelineInitiationInterval, and for a module that is not pipelined
+    its worst-case latency + 1 (it starts again the cycle after it is done, as its own report's Interval-max says)."""
+    overall = "PerformanceEstimates/SummaryOfOverallLatency"
+    for element in ("Interval-max", "DataflowPipelineThroughput"):
+        value = _number(root, f"{overall}/{element}", path)
+        if value is not None:
+            return value
+    if (root.findtext(f"{overall}/PipelineType") or "no").strip() != "no":
+        return _number(root, f"{overall}/PipelineInitiationInterval", path) or None
+    latency = _number(root, f"{overall}/Worst-caseLatency", path)
+    return latency + 1 if latency is not None else None
 
 
 def _loop_ii(directory: Path, function: str, label: str) -> tuple[int | float | None, str | None]:
