@@ -59,9 +59,9 @@ ACCELERATOR_CELL = "accelerator"  # the block design's cell of the accelerator (
 # csynth's AreaEstimates/Resources elements; Vitis HLS versions name the DSPs DSP48E or DSP
 AREA_ELEMENTS = {"dsp": ("DSP", "DSP48E"), "lut": ("LUT",), "ff": ("FF",), "bram18k": ("BRAM_18K",),
                  "uram": ("URAM",)}
-# report_utilization's Site Types (UltraScale+, 7 series) and how many BRAM18K one counts for
-SITES = {"lut": (("CLB LUTs", "Slice LUTs"), 1), "ff": (("CLB Registers", "Slice Registers"), 1),
-         "bram18k": (("Block RAM Tile",), 2), "uram": (("URAM",), 1), "dsp": (("DSPs",), 1)}
+# report_utilization's Site Types (UltraScale+, 7 series, Versal) and how many BRAM18K one counts for
+SITES = {"lut": (("CLB LUTs", "Slice LUTs"), 1), "ff": (("CLB Registers", "Slice Registers", "Registers"), 1),
+         "bram18k": (("Block RAM Tile",), 2), "uram": (("URAM",), 1), "dsp": (("DSPs", "DSP Slices"), 1)}
 
 
 @dataclass(frozen=True)

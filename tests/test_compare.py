@@ -247,9 +247,13 @@ def test_an_unknown_ii_counts_as_missed(out, old, new, missed):
 def test_a_module_report_missing_is_a_note_and_a_miss(out):
     (out / REPORT_DIR / "pool2_csynth.xml").unlink()
     data = compare_json(out)
-    assert data["notes"] == [f"no {out / REPORT_DIR / 'pool2_csynth.xml'} for process pool2"]
+    assert data["notes"] == [f"no {out / REPORT_DIR / 'pool2_csynth.xml'} for process pool2: its interval and area "
+                             f"from csynth.xml's ModuleInformation, its II unknown"]
     assert "pool2: no report pool2_csynth.xml" in data["missed"]
-    assert data["processes"][4]["figures"]["interval"]["achieved"] is None
+    pool2 = data["processes"][4]["figures"]
+    assert pool2["ii"]["achieved"] is None
+    assert pool2["interval"]["achieved"] == fixture_achieved()["pool2"]["interval"]  # latency + 1, not pipelined
+    assert pool2["lut"]["achieved"] == fixture_achieved()["pool2"]["lut"]  # post-route all the same
 
 
 @pytest.mark.parametrize("where", ["hls", "vivado"])
