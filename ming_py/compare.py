@@ -460,7 +460,8 @@ def _interval(root: ElementTree.Element, path: Path) -> int | float | None:
     """The cycles between two starts of the module, as Vitis HLS reports it: Interval-max where the report has it
     (a module's own report, every version); in csynth.xml's ModuleInformation, which has none, a dataflow module's
     DataflowPipelineThroughput, a pipelined one's PipelineInitiationInterval, and for a module that is not pipelined
-    its worst-case latency + 1 (it starts again the cycle after it is done, as its own report's Interval-max says)."""
+    its worst-case latency + 1 (it starts again the cycle after it is done, as its own report's Interval-max says;
+    0 for a module of latency 0, as FINN's entry_proc_csynth.xml in tests/data/vendor_reports/public says)."""
     overall = "PerformanceEstimates/SummaryOfOverallLatency"
     for element in ("Interval-max", "DataflowPipelineThroughput"):
         value = _number(root, f"{overall}/{element}", path)
@@ -469,7 +470,7 @@ def _interval(root: ElementTree.Element, path: Path) -> int | float | None:
     if (root.findtext(f"{overall}/PipelineType") or "no").strip() != "no":
         return _number(root, f"{overall}/PipelineInitiationInterval", path) or None
     latency = _number(root, f"{overall}/Worst-caseLatency", path)
-    return latency + 1 if latency is not None else None
+    return latency + 1 if latency else latency
 
 
 def _loop_ii(directory: Path, function: str, label: str) -> tuple[int | float | None, str | None]:
