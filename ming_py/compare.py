@@ -205,8 +205,11 @@ def _figures_problem(figures: dict, keys: tuple[str, ...]) -> str | None:
 
 
 def _is_figure(value) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and abs(value) < 10 ** MAX_FIGURE_DIGITS)
+    """A count or measure of at most MAX_FIGURE_DIGITS digits (an int is compared as such: a 400-digit one has no
+    float)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return (isinstance(value, int) or math.isfinite(value)) and abs(value) < 10 ** MAX_FIGURE_DIGITS
 
 
 def _missing_notes(out: Path, paths: ReportPaths, synthesis: Synthesis | None, cosimulation: Cosimulation | None,
