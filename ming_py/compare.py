@@ -186,9 +186,10 @@ def _check_report(path: Path, report) -> None:
 
 
 def _node_problem(node: dict) -> str | None:
-    for key in ("name", "cpp_name"):
-        if not isinstance(node.get(key), str) or (key == "cpp_name" and not C_NAME.fullmatch(node[key])):
-            return f"{key} is not a C++ name" if key == "cpp_name" else f"{key} is not a string"
+    if not isinstance(node.get("name"), str):
+        return "name is not a string"
+    if not isinstance(node.get("cpp_name"), str) or not C_NAME.fullmatch(node["cpp_name"]):
+        return "cpp_name is not a C++ name"
     pipeline = node.get("pipeline")
     if not isinstance(pipeline, dict):
         return "no pipeline object"
