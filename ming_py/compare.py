@@ -404,7 +404,7 @@ def _parse_number(text: str, where: str) -> int | float | None:
 
 def read_synthesis(directory: Path, report: dict) -> Synthesis | None:
     """The top's figures from csynth.xml; a process's from <function>_csynth.xml, else from csynth.xml's
-    ModuleInformation (Vitis HLS 2022.1 and later list every module there, with its interval, latency and area but
+    ModuleInformation (Vitis HLS 2022.2 lists every module there, with its latency, area and II but
     no loops, so the II stays unknown)."""
     top_path = directory / "csynth.xml"
     if not top_path.is_file():
@@ -444,7 +444,7 @@ TIMING_ESTIMATE = "PerformanceEstimates/SummaryOfTimingAnalysis/EstimatedClockPe
 
 
 def _listed_modules(top: ElementTree.Element) -> dict[str, ElementTree.Element]:
-    """csynth.xml's ModuleInformation/Module elements by Name (none before Vitis HLS 2022.1)."""
+    """csynth.xml's ModuleInformation/Module elements by Name (none in Vivado HLS 2020.1's)."""
     return {module.findtext("Name", "").strip(): module for module in top.findall("ModuleInformation/Module")}
 
 
