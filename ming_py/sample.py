@@ -1,7 +1,8 @@
 """The sample image every build carries for the Vitis testbench: `hls/input.bin` and `hls/expected.bin`.
 
-`vitis_hls -f run_hls.tcl -tclargs csim cosim` runs the testbench on the input and compares every output
-value with the expected one, so a C or RTL simulation that differs from `ming reference` fails.
+run_hls.tcl's steps csim and cosim (`MING_HLS_STEPS="csim cosim" vitis-run --mode hls --tcl run_hls.tcl`, or
+`vitis_hls -f run_hls.tcl -tclargs csim cosim`) run the testbench on the input and compare every output value
+with the expected one, so a C or RTL simulation that differs from `ming reference` fails.
 """
 
 from __future__ import annotations
