@@ -2,7 +2,7 @@
 
 Where the vendor tools leave their reports in a build directory:
 
-    OUT/hls/<model>_prj/solution1/syn/report/      `vitis_hls -f run_hls.tcl -tclargs synth` (in OUT/hls)
+    OUT/hls/<model>_prj/solution1/syn/report/      `MING_HLS_STEPS=synth vitis-run --mode hls --tcl run_hls.tcl` (in OUT/hls)
         csynth.xml                                  the top: target and estimated clock, interval, area
         <function>_csynth.xml                       per module: a process's interval and area
         <function>_Pipeline_<loop>_csynth.xml       the module Vitis HLS may make of a process's pipelined loop
@@ -10,7 +10,7 @@ Where the vendor tools leave their reports in a build directory:
         timing_summary_routed.rpt                   WNS in its Design Timing Summary
         utilization_hierarchical_routed.rpt         post-route resources per instance
         utilization_routed.rpt                      post-route resources of the whole design
-    OUT/hls/<model>_prj/solution1/sim/report/       `vitis_hls -f run_hls.tcl -tclargs cosim` (in OUT/hls)
+    OUT/hls/<model>_prj/solution1/sim/report/       `MING_HLS_STEPS=cosim vitis-run --mode hls --tcl run_hls.tcl` (in OUT/hls)
         <top>_cosim.rpt                             C/RTL co-simulation: measured latency and interval
 
 Like is compared with like. Throughput: a process's planned cycles per image (report.json `nodes[].cycles`) and the
@@ -48,8 +48,9 @@ MAX_REPORT_BYTES = 64 * 2**20  # the largest report read: csynth.xml of a big de
 MAX_FIGURE_DIGITS = 12  # the most digits of a cycle count or resource figure (10^12 cycles: 80 min at 200 MHz)
 C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # report.json's cpp_name and top name files in the reports
 
-HLS_STEP = "vitis_hls -f run_hls.tcl -tclargs synth"
-COSIM_STEP = "vitis_hls -f run_hls.tcl -tclargs cosim"
+# run_hls.tcl's steps under Vitis 2025.1 on, and under the vitis_hls of earlier releases
+HLS_STEP = "`MING_HLS_STEPS=synth vitis-run --mode hls --tcl run_hls.tcl` (or `vitis_hls -f run_hls.tcl -tclargs synth`)"
+COSIM_STEP = "`MING_HLS_STEPS=cosim vitis-run --mode hls --tcl run_hls.tcl` (or `vitis_hls -f run_hls.tcl -tclargs cosim`)"
 VIVADO_STEP = "vivado -mode batch -source build_bitstream.tcl"
 TIMING_REPORT = "timing_summary_routed.rpt"
 UTILIZATION_REPORT = "utilization_routed.rpt"
@@ -131,7 +132,7 @@ def compare_build(out: str | Path) -> Comparison:
     cosimulation = read_cosimulation(paths.cosim)
     implementation = read_implementation(paths.vivado, report)
     if synthesis is None and implementation is None and cosimulation is None:
-        raise MingError(f"{out}: no vendor reports to compare: neither {paths.hls / 'csynth.xml'} (run `{HLS_STEP}` "
+        raise MingError(f"{out}: no vendor reports to compare: neither {paths.hls / 'csynth.xml'} (run {HLS_STEP} "
                         f"in {out / 'hls'}) nor {paths.vivado / TIMING_REPORT} (run `{VIVADO_STEP}` in "
                         f"{out / 'vivado'})")
     notes = _missing_notes(out, paths, synthesis, cosimulation, implementation)
@@ -218,11 +219,11 @@ def _missing_notes(out: Path, paths: ReportPaths, synthesis: Synthesis | None, c
     notes = []
     if synthesis is None:
         notes.append(f"no C synthesis reports ({paths.hls / 'csynth.xml'}): II and intervals not compared; run "
-                     f"`{HLS_STEP}` in {out / 'hls'}")
+                     f"{HLS_STEP} in {out / 'hls'}")
     else:
         notes += synthesis.notes
     if cosimulation is None:
-        notes.append(f"no C/RTL co-simulation report ({paths.cosim}): latency not compared; run `{COSIM_STEP}` in "
+        notes.append(f"no C/RTL co-simulation report ({paths.cosim}): latency not compared; run {COSIM_STEP} in "
                      f"{out / 'hls'}")
     elif cosimulation.status != "Pass":
         notes.append(f"C/RTL co-simulation did not pass ({cosimulation.rtl}: {cosimulation.status} in "

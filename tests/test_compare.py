@@ -300,9 +300,9 @@ def test_without_hls_reports_vivado_alone_is_compared_with_a_note(out):
     shutil.rmtree(out / "hls" / REPORT_DIR.parts[1])
     data = compare_json(out, 0)
     assert data["notes"] == [f"no C synthesis reports ({out / REPORT_DIR / 'csynth.xml'}): II and intervals not "
-                             f"compared; run `vitis_hls -f run_hls.tcl -tclargs synth` in {out / 'hls'}",
+                             f"compared; run `MING_HLS_STEPS=synth vitis-run --mode hls --tcl run_hls.tcl` (or `vitis_hls -f run_hls.tcl -tclargs synth`) in {out / 'hls'}",
                              f"no C/RTL co-simulation report ({out / make_reports.COSIM_REPORT}): latency not "
-                             f"compared; run `vitis_hls -f run_hls.tcl -tclargs cosim` in {out / 'hls'}"]
+                             f"compared; run `MING_HLS_STEPS=cosim vitis-run --mode hls --tcl run_hls.tcl` (or `vitis_hls -f run_hls.tcl -tclargs cosim`) in {out / 'hls'}"]
     assert data["missed"] == []
     assert {entry["figures"]["ii"]["achieved"] for entry in data["processes"]} == {None}
     assert data["processes"][0]["figures"]["lut"]["achieved"] == fixture_achieved()["conv1"]["lut"]
@@ -311,7 +311,7 @@ def test_without_hls_reports_vivado_alone_is_compared_with_a_note(out):
 def test_no_reports_at_all_is_one_line_naming_what_to_run(bare_out):
     line = one_line_error(ming("compare", bare_out))
     assert line == (f"ming: error: {bare_out}: no vendor reports to compare: neither "
-                    f"{bare_out / REPORT_DIR / 'csynth.xml'} (run `vitis_hls -f run_hls.tcl -tclargs synth` in "
+                    f"{bare_out / REPORT_DIR / 'csynth.xml'} (run `MING_HLS_STEPS=synth vitis-run --mode hls --tcl run_hls.tcl` (or `vitis_hls -f run_hls.tcl -tclargs synth`) in "
                     f"{bare_out / 'hls'}) nor {bare_out / PROJECT_DIR / 'timing_summary_routed.rpt'} (run `vivado "
                     f"-mode batch -source build_bitstream.tcl` in {bare_out / 'vivado'})")
 

@@ -105,7 +105,7 @@ def test_without_a_cosim_report_latency_is_not_compared(out):
     data = compare_json(out)
     assert data["latency"]["figure"]["achieved"] is None and data["latency"]["cosim"] is None
     assert data["notes"] == [f"no C/RTL co-simulation report ({out / COSIM}): latency not compared; run "
-                             f"`vitis_hls -f run_hls.tcl -tclargs cosim` in {out / 'hls'}"]
+                             f"`MING_HLS_STEPS=cosim vitis-run --mode hls --tcl run_hls.tcl` (or `vitis_hls -f run_hls.tcl -tclargs cosim`) in {out / 'hls'}"]
 
 
 def test_a_cosim_report_alone_is_compared(out):
