@@ -1,9 +1,20 @@
-// ming::requantize_fixed_point<true> (ming_numerics.h, TFLite's TOSA RESCALE with double rounding), one lane:
-//   rounding = 2^(shift-1) (+-2^30 when shift > 31, by the sign of acc); product = acc * multiplier (32 x 32 bits);
-//   scaled = int32((product + rounding) >> shift) (floor); y = sat(int32(scaled + zero_point)).
-// multiplier (int32_t) and shift (uint8_t) come from per-channel ROMs; the zero point and the output range are
-// constants of the process.
+// ming::requantize_fixed_point<DoubleRound> (ming_numerics.h, TFLite's TOSA RESCALE), one lane:
+//   rounding = 2^(shift-1) (+-2^30 when DoubleRound and shift > 31, by the sign of acc);
+//   product = acc * multiplier (int32 x int32); scaled = int32((product + rounding) >> shift) (floor);
+//   y = sat(int32(scaled + zero_point)).
+// FROM_ROMS = 1: multiplier (int32_t) and shift (uint8_t) are inputs, read from ROMs (emit/templates/epilogues/
+//   fixed_point.j2: per channel, [output tile][lane]; fixed_point_average.j2: by the window's valid count): the
+//   rounding is a variable 2^(shift-1), the shift a 64-bit barrel shifter.
+// FROM_ROMS = 0: MULTIPLIER and SHIFT are constants of the process (eltwise.cpp.j2's Add,
+//   fixed_point_scalar.j2's average over the whole map, fixed_point_mul.j2's MUL): the product is by a
+//   constant, the rounding a select of two constants by the sign of acc (one constant without double
+//   rounding), the shift wiring (only the sum's bits below SHIFT + 32 are used).
+// The zero point, the output range and DOUBLE_ROUND (the template argument) are constants of the process.
 module requant_fixed_point #(
+  parameter FROM_ROMS = 1,
+  parameter MULTIPLIER = 1098017566,
+  parameter SHIFT = 48,
+  parameter DOUBLE_ROUND = 1,
   parameter integer ZERO_POINT = -3,
   parameter integer QMIN = -128,
   parameter integer QMAX = 127
@@ -16,13 +27,20 @@ module requant_fixed_point #(
 );
   (* io_register *) reg signed [31:0] acc_q, multiplier_q;
   (* io_register *) reg [7:0] shift_q;
-  wire signed [63:0] half = 64'sd1 << (shift_q - 1'b1);
-  wire signed [63:0] double_round = shift_q > 31 ? (acc_q >= 0 ? 64'sd1073741824 : -64'sd1073741824) : 64'sd0;
+  localparam signed [31:0] MULTIPLIER_VALUE = MULTIPLIER;
+  wire signed [31:0] multiplier_value = FROM_ROMS ? multiplier_q : MULTIPLIER_VALUE;
+  wire [7:0] shift_value = FROM_ROMS ? shift_q : SHIFT;
+  wire signed [63:0] half = 64'sd1 << (shift_value - 1'b1);
+  wire signed [63:0] double_round = DOUBLE_ROUND && shift_value > 31 ?
+                                    (acc_q >= 0 ? 64'sd1073741824 : -64'sd1073741824) : 64'sd0;
   wire signed [63:0] rounding = half + double_round;
-  wire signed [63:0] product = acc_q * multiplier_q;
-  wire signed [64:0] total;
-  ming_add #(.WIDTH(64)) total_add(.a(product), .b(rounding), .sum(total));
-  wire signed [63:0] shifted = $signed(total[63:0]) >>> shift_q;
+  wire signed [63:0] product = acc_q * multiplier_value;
+  wire signed [64:0] variable_total;
+  ming_add #(.WIDTH(64)) total_add(.a(product), .b(rounding), .sum(variable_total));
+  // with constants a plain `+`: the constant rounding folds into the adder and its unused top bits go, as in
+  // Vitis HLS (ming_add's kept hierarchy would stop both)
+  wire signed [64:0] total = FROM_ROMS ? variable_total : product + rounding;
+  wire signed [63:0] shifted = $signed(total[63:0]) >>> shift_value;
   wire signed [31:0] scaled = shifted[31:0];
   wire signed [31:0] value = scaled + ZERO_POINT;
   always @(posedge clk) begin
