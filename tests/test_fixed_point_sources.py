@@ -6,7 +6,9 @@ by the valid count of a window's average) the model with the variable rounding a
 
 Each case checks three things against each other: the datapath `lane_datapath` names for the process, the
 requantizer LUTs and DSPs `process_cost` charges, and the emitted C++ of the process (emit_hls), whose call reads a
-ROM or takes a literal."""
+ROM or takes a literal. The Verilog model both entries are synthesized from (benchmarks/calibration/
+requant_fixed_point.v) is simulated with Icarus Verilog against numerics.fixed_point_requantize, at the constants
+it is calibrated at and with multipliers and shifts as ROM inputs (skipped where iverilog is not on the PATH)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from ming_py.ilp.cost import HLS_LUT_OVERHEAD, Choice, process_cost
 from ming_py.ir import FixedPointAdd, FixedPointAverage, FixedPointMul, FixedPointRequant
 from ming_py.kernel import kernel_spec
 from ming_py.storage import plan_arrays
+from test_primitives import needs_iverilog, simulate
 
 pytestmark = pytest.mark.unit
 
@@ -172,3 +175,66 @@ def test_the_constant_entry_is_the_costliest_of_its_published_settings():
     assert len(settings) >= 2 and entry["chosen"] in [s["constants"] for s in settings]
     luts = [primitives.device_luts(s) for s in settings]
     assert primitives.device_luts(entry) == max(luts)
+
+
+# --- the yosys models compute the rules (Icarus Verilog) ------------------------------------------------------------
+
+def calibration_constants() -> list[dict[str, int]]:
+    """The representative constants benchmarks/calibrate.py synthesizes requant_fixed_point at."""
+    return [figures["constants"] for figures in primitives.primitive("requant_fixed_point")["settings"]]
+
+
+def accumulators(rng, thresholds: np.ndarray) -> np.ndarray:
+    """Every threshold of the rule and its neighbours, random int32 values near them and anywhere, the int32 ends."""
+    t = np.clip(thresholds.reshape(-1), numerics.I32_MIN + 1, numerics.I32_MAX)
+    span = max(int(np.abs(t).max()) * 2, 1 << 16)
+    return np.concatenate([t - 1, t, rng.integers(-span, span, 2000),
+                           rng.integers(numerics.I32_MIN, numerics.I32_MAX, 2000, endpoint=True),
+                           [numerics.I32_MIN, numerics.I32_MIN + 1, -1, 0, 1, numerics.I32_MAX]]).astype(np.int64)
+
+
+@needs_iverilog
+@pytest.mark.parametrize("zero_point", [-128, -3, 40])
+def test_the_constant_fixed_point_model_computes_the_rule(tmp_path, zero_point):
+    """requant_fixed_point with FROM_ROMS 0 at each calibrated setting == numerics.fixed_point_requantize."""
+    rng = np.random.default_rng(11)
+    settings = calibration_constants()
+    instances, expected, acc_all = [], [], None
+
+    def rule(acc, s):
+        return numerics.fixed_point_requantize(acc, s["MULTIPLIER"], s["SHIFT"], bool(s["DOUBLE_ROUND"]), zero_point)
+
+    acc_all = np.concatenate([accumulators(rng, numerics.requant_thresholds(
+        lambda a, s=s: rule(a, s).reshape(1, -1), 1, -128, 127)) for s in settings])
+    for i, s in enumerate(settings):
+        instances.append(f"  requant_fixed_point #(.FROM_ROMS(0), .MULTIPLIER({s['MULTIPLIER']}), .SHIFT({s['SHIFT']}), "
+                         f".DOUBLE_ROUND({s['DOUBLE_ROUND']}), .ZERO_POINT({zero_point})) dut{i}(.clk(clk), .acc(acc), "
+                         f".multiplier(32'sd0), .shift(8'd0), .y());")
+        expected.append(rule(acc_all, s))
+    y = simulate(tmp_path, "requant_fixed_point", {"acc": (32, acc_all)}, instances,
+                 [f"dut{i}.y" for i in range(len(settings))], 2)
+    for i, s in enumerate(settings):
+        np.testing.assert_array_equal(y[:, i], expected[i], err_msg=str(s))
+
+
+@needs_iverilog
+@pytest.mark.parametrize("double_round", [True, False])
+def test_the_rom_fixed_point_model_computes_the_rule(tmp_path, double_round):
+    """requant_fixed_point with FROM_ROMS 1, the multiplier and shift inputs drawn per accumulator (Q31
+    multipliers of reals 2^-28 .. 2^2, shifts 2 .. 62) == numerics.fixed_point_requantize."""
+    rng = np.random.default_rng(12)
+    real = np.exp2(rng.uniform(-28, 2, 4000))
+    multiplier, shift = q31(real)
+    keep = (shift >= 2) & (shift <= 62)
+    multiplier, shift = multiplier[keep], shift[keep]
+    # mostly accumulators whose output does not saturate (a level times 1 / real, near the rounding's ties)
+    levels = rng.integers(-140, 140, len(shift)) + rng.choice([0.0, 0.5, 0.25], len(shift))
+    near = np.clip(np.round(levels / real[keep]) + rng.integers(-2, 3, len(shift)), numerics.I32_MIN,
+                   numerics.I32_MAX).astype(np.int64)
+    acc = np.where(rng.random(len(shift)) < 0.8, near, rng.integers(numerics.I32_MIN, numerics.I32_MAX, len(shift)))
+    acc[:4] = [numerics.I32_MIN, numerics.I32_MAX, -1, 0]
+    instance = (f"  requant_fixed_point #(.FROM_ROMS(1), .DOUBLE_ROUND({int(double_round)}), .ZERO_POINT(-7)) "
+                "dut(.clk(clk), .acc(acc), .multiplier(multiplier), .shift(shift), .y());")
+    y = simulate(tmp_path, "requant_fixed_point",
+                 {"acc": (32, acc), "multiplier": (32, multiplier), "shift": (8, shift)}, [instance], ["dut.y"], 2)
+    np.testing.assert_array_equal(y[:, 0], numerics.fixed_point_requantize(acc, multiplier, shift, double_round, -7))
