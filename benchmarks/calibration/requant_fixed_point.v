@@ -10,6 +10,9 @@
 //   constant, the rounding a select of two constants by the sign of acc (one constant without double
 //   rounding), the shift wiring (only the sum's bits below SHIFT + 32 are used).
 // The zero point, the output range and DOUBLE_ROUND (the template argument) are constants of the process.
+// Widths (*_BITS, the C++'s: int32_t acc and multiplier, the uint8_t shift of the ROM, the int64_t product, rounding
+// and sum, the int32_t scaled value and level): named as the convention of tests/test_calibration_widths.py asks,
+// to be tied to a struct ming::widths::requant_fixed_point of ming_numerics.h once the C++ declares one.
 module requant_fixed_point #(
   parameter FROM_ROMS = 1,
   parameter MULTIPLIER = 1098017566,
@@ -17,32 +20,40 @@ module requant_fixed_point #(
   parameter DOUBLE_ROUND = 1,
   parameter integer ZERO_POINT = -3,
   parameter integer QMIN = -128,
-  parameter integer QMAX = 127
+  parameter integer QMAX = 127,
+  parameter integer ACC_BITS = 32,
+  parameter integer MULTIPLIER_BITS = 32,
+  parameter integer SHIFT_BITS = 8,
+  parameter integer PRODUCT_BITS = 64,
+  parameter integer SUM_BITS = 64,
+  parameter integer SCALED_BITS = 32,
+  parameter integer LEVEL_BITS = 32
 ) (
   input clk,
-  input signed [31:0] acc,
-  input signed [31:0] multiplier,
-  input [7:0] shift,
+  input signed [ACC_BITS - 1:0] acc,
+  input signed [MULTIPLIER_BITS - 1:0] multiplier,
+  input [SHIFT_BITS - 1:0] shift,
   (* io_register *) output reg signed [7:0] y
 );
-  (* io_register *) reg signed [31:0] acc_q, multiplier_q;
-  (* io_register *) reg [7:0] shift_q;
-  localparam signed [31:0] MULTIPLIER_VALUE = MULTIPLIER;
-  wire signed [31:0] multiplier_value = FROM_ROMS ? multiplier_q : MULTIPLIER_VALUE;
-  wire [7:0] shift_value = FROM_ROMS ? shift_q : SHIFT;
-  wire signed [63:0] half = 64'sd1 << (shift_value - 1'b1);
-  wire signed [63:0] double_round = DOUBLE_ROUND && shift_value > 31 ?
-                                    (acc_q >= 0 ? 64'sd1073741824 : -64'sd1073741824) : 64'sd0;
-  wire signed [63:0] rounding = half + double_round;
-  wire signed [63:0] product = acc_q * multiplier_value;
-  wire signed [64:0] variable_total;
-  ming_add #(.WIDTH(64)) total_add(.a(product), .b(rounding), .sum(variable_total));
+  (* io_register *) reg signed [ACC_BITS - 1:0] acc_q;
+  (* io_register *) reg signed [MULTIPLIER_BITS - 1:0] multiplier_q;
+  (* io_register *) reg [SHIFT_BITS - 1:0] shift_q;
+  localparam signed [MULTIPLIER_BITS - 1:0] MULTIPLIER_VALUE = MULTIPLIER;
+  wire signed [MULTIPLIER_BITS - 1:0] multiplier_value = FROM_ROMS ? multiplier_q : MULTIPLIER_VALUE;
+  wire [SHIFT_BITS - 1:0] shift_value = FROM_ROMS ? shift_q : SHIFT;
+  wire signed [SUM_BITS - 1:0] half = 1 << (shift_value - 1'b1);
+  wire signed [SUM_BITS - 1:0] double_round = DOUBLE_ROUND && shift_value > 31 ?
+                                              (acc_q >= 0 ? 1073741824 : -1073741824) : 0;
+  wire signed [SUM_BITS - 1:0] rounding = half + double_round;
+  wire signed [PRODUCT_BITS - 1:0] product = acc_q * multiplier_value;
+  wire signed [SUM_BITS:0] variable_total;
+  ming_add #(.WIDTH(SUM_BITS)) total_add(.a(product), .b(rounding), .sum(variable_total));
   // with constants a plain `+`: the constant rounding folds into the adder and its unused top bits go, as in
   // Vitis HLS (ming_add's kept hierarchy would stop both)
-  wire signed [64:0] total = FROM_ROMS ? variable_total : product + rounding;
-  wire signed [63:0] shifted = $signed(total[63:0]) >>> shift_value;
-  wire signed [31:0] scaled = shifted[31:0];
-  wire signed [31:0] value = scaled + ZERO_POINT;
+  wire signed [SUM_BITS:0] total = FROM_ROMS ? variable_total : product + rounding;
+  wire signed [SUM_BITS - 1:0] shifted = $signed(total[SUM_BITS - 1:0]) >>> shift_value;
+  wire signed [SCALED_BITS - 1:0] scaled = shifted[SCALED_BITS - 1:0];
+  wire signed [LEVEL_BITS - 1:0] value = scaled + ZERO_POINT;
   always @(posedge clk) begin
     acc_q <= acc;
     multiplier_q <= multiplier;
