@@ -131,14 +131,15 @@ LEAN_MODEL = ("ming::requantize_lean: |acc| clamped to limit (24 bits), a 24 x 2
               "(11 bits) and the fraction's distance from one half against a band from an 11-bit priority encoder, "
               "sign, zero point, saturation")
 
-FIXED_POINT_MODEL = ("ming::requantize_fixed_point (TFLite): a 32 x 32-bit product, the 64-bit rounding add "
-                     "(double rounding where the shift exceeds 31), the arithmetic shift, zero point, saturation")
+FIXED_POINT_MODEL = ("ming::requantize_fixed_point (TFLite) at the C++'s widths: a 32 x 31-bit product (63 bits), "
+                     "its quotient by 2^shift (the low 32 bits) plus one where the remainder reaches the threshold "
+                     "(2^(shift-1), +-2^30 with double rounding), zero point, saturation")
 # The constants of the fixed-point requantizer where the C++ passes them (FROM_ROMS 0): (multiplier, shift, double
 # rounding) of every process of the published models (tests/data/published/) that takes them as constants: the
 # three ADDs of MLPerf Tiny's ResNet-8 (pretrainedResnet_quant.tflite; TFLite's ADD rounds twice), the averages over
 # the whole map of ResNet-8 (8 x 8), VWW (vww_96_int8, 3 x 3), KWS (kws_ref_model, 25 x 5) and MobileNet v1 0.25
-# (4 x 4; TOSA's reciprocal rounds once). The product by a constant and the constant rounding change the logic a
-# little with them (185 to 252 LUTs); the entry charges the most, so no process is under-charged.
+# (4 x 4; TOSA's reciprocal rounds once). The product by a constant and the constant threshold change the logic a
+# little with them (169 to 197 LUTs); the entry charges the most, so no process is under-charged.
 FIXED_POINT_CONSTANTS = tuple(
     (("MULTIPLIER", multiplier), ("SHIFT", shift), ("DOUBLE_ROUND", double_round))
     for multiplier, shift, double_round in (
@@ -187,11 +188,12 @@ PRIMITIVES = (
               products=(Product(25, False, 24, False),)),
     Primitive("requant_fixed_point", "requant_fixed_point",
               FIXED_POINT_MODEL + "; multiplier and shift constants of the process (TFLite's ADD, MUL and average "
-              "over the whole map): a product by a constant, the rounding a constant by the sign, the shift wiring",
+              "over the whole map): a product by a constant, the threshold a constant by the sign, the shift wiring",
               params=(("FROM_ROMS", 0),), constants=FIXED_POINT_CONSTANTS, products=(Product(32, True, 32, True),)),
     Primitive("requant_fixed_point_rom", "requant_fixed_point",
               FIXED_POINT_MODEL + "; multiplier and shift from ROMs (per channel after a MAC, by the valid count "
-              "of a window's average): a variable rounding 2^(shift-1) and a variable 64-bit arithmetic shift",
+              "of a window's average): the quotient and the remainder's mask variable shifts, the threshold a variable "
+              "power of two",
               params=(("FROM_ROMS", 1),), products=(Product(32, True, 32, True),)),
     # The Add and Sub models' parameters (their defaults: chparam takes no negative value) are the constants of the
     # residual Adds of tests/data/converted/resnet.onnx (a ResNet in tf2onnx's QDQ form, frontends.onnx_model):

@@ -6,11 +6,11 @@
 // SHIFT_BY_CHANNEL = 0: the shift is the constant SHIFT of the process (the shifts and masks are wiring);
 // 1: it comes from the per-channel ROM (uint8_t), an input. mantissa and limit come from uint32_t ROMs.
 // The zero point and the output range are constants of the process.
-// Widths (*_BITS): of each value's range where the C++ masks or bounds it (the names of the convention of
-// tests/test_calibration_widths.py, for a struct ming::widths::requant_lean of ming_numerics.h): |acc| 32 bits,
-// the clamped operand 24, the mantissa 27, the product and the fraction 51, the shift 1 .. 51 (6), the whole part
-// 11, rounded 12, the position -23 .. 38 (7, signed), the band below 2^38 (38), the zero point 9 (signed), the
-// level +-(2^11 + 255) (13, signed).
+// Widths (*_BITS, the C++'s): of each value's range where the C++ masks or bounds it: |acc| 32 bits, the clamped
+// operand 24, the mantissa 27, the product and the fraction 51, the shift 1 .. 51 (6), the whole part 11, rounded
+// 12, the position -23 .. 38 (7, signed), the band below 2^38 (38), the zero point 9 (signed), the level
+// +-(2^11 + 255) (13, signed).
+// widths: ming::widths::requant_lean
 module requant_lean #(
   parameter SHIFT = 34,
   parameter SHIFT_BY_CHANNEL = 0,
