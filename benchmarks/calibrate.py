@@ -27,6 +27,10 @@ Flow: `read_verilog common.v <source>.v; chparam ...; synth_xilinx -family xcup 
   instantiates an operator per `+`: yosys's alumacc would merge them into one multi-operand $macc, which yosys 0.23
   maps to carry-save full adders in LUTs (an 8-term adder tree: 336 LUTs instead of 148).
 
+Constants of a process that change the logic (a fixed-point requantizer's multiplier and shift) are calibrated at
+representative settings, the values of the published models (`constants`): the entry's figures are those of the
+setting with the most device LUTs (`chosen`), every setting's under `settings`.
+
 Figures per entry (or per point of a sweep):
 * lut: LUT1..LUT6 and INV (a LUT1) cells. MUXF7/F8 are not LUTs (`muxf7`, `muxf8`; `muxf9`, LUTRAM `lutram`,
   `srl` and `bram` only when present);
@@ -102,13 +106,19 @@ class Primitive:
     fabric: bool = False  # -nodsp: products in LUTs
     mapping: str = MAPPING
     products: tuple[Product, ...] = ()  # for the DSP48E2 count of AMD UG579 (none for fabric variants)
+    # representative constants of the process, parameter settings that change the logic: one synthesis each, the
+    # entry's figures those of the setting with the most device LUTs (each setting's under `settings`)
+    constants: tuple[tuple[tuple[str, int], ...], ...] = ()
 
     @property
     def command(self) -> str:
         return " ".join(filter(None, (SYNTH, self.mapping, "-nodsp" if self.fabric else "")))
 
     def points(self) -> list[dict[str, int]]:
-        """The parameter settings to synthesize, one per point of the sweep (one without a sweep)."""
+        """The parameter settings to synthesize, one per point of the sweep or per setting of the constants (one
+        without either)."""
+        if self.constants:
+            return [dict(self.params, **dict(setting)) for setting in self.constants]
         if self.sweep is None:
             return [dict(self.params)]
         parameter, values = self.sweep
@@ -120,6 +130,21 @@ LEAN_PRODUCT = Product(24, False, 27, False)
 LEAN_MODEL = ("ming::requantize_lean: |acc| clamped to limit (24 bits), a 24 x 27-bit product, the whole part "
               "(11 bits) and the fraction's distance from one half against a band from an 11-bit priority encoder, "
               "sign, zero point, saturation")
+
+FIXED_POINT_MODEL = ("ming::requantize_fixed_point (TFLite) at the C++'s widths: a 32 x 31-bit product (63 bits), "
+                     "its quotient by 2^shift (the low 32 bits) plus one where the remainder reaches the threshold "
+                     "(2^(shift-1), +-2^30 with double rounding), zero point, saturation")
+# The constants of the fixed-point requantizer where the C++ passes them (FROM_ROMS 0): (multiplier, shift, double
+# rounding) of every process of the published models (tests/data/published/) that takes them as constants: the
+# three ADDs of MLPerf Tiny's ResNet-8 (pretrainedResnet_quant.tflite; TFLite's ADD rounds twice), the averages over
+# the whole map of ResNet-8 (8 x 8), VWW (vww_96_int8, 3 x 3), KWS (kws_ref_model, 25 x 5) and MobileNet v1 0.25
+# (4 x 4; TOSA's reciprocal rounds once). The product by a constant and the constant threshold change the logic a
+# little with them (169 to 197 LUTs); the entry charges the most, so no process is under-charged.
+FIXED_POINT_CONSTANTS = tuple(
+    (("MULTIPLIER", multiplier), ("SHIFT", shift), ("DOUBLE_ROUND", double_round))
+    for multiplier, shift, double_round in (
+        (1098017566, 48, 1), (1140768826, 48, 1), (1835721671, 49, 1),
+        (1073741825, 36, 0), (1908874355, 34, 0), (1099511628, 37, 0), (1073741825, 34, 0)))
 
 NARROW_PRODUCT = Product(18, True, 26, False)
 NARROW_WIDE_PRODUCT = Product(27, True, 26, False)
@@ -162,10 +187,14 @@ PRIMITIVES = (
               "25 x 24-bit product, the exponent's shift, sign, zero point, saturation",
               products=(Product(25, False, 24, False),)),
     Primitive("requant_fixed_point", "requant_fixed_point",
-              "ming::requantize_fixed_point<true> (TFLite): a 32 x 32-bit product, the 64-bit rounding add with "
-              "double rounding, a variable 64-bit arithmetic shift (multiplier and shift from ROMs), zero point, "
-              "saturation",
-              products=(Product(32, True, 32, True),)),
+              FIXED_POINT_MODEL + "; multiplier and shift constants of the process (TFLite's ADD, MUL and average "
+              "over the whole map): a product by a constant, the threshold a constant by the sign, the shift wiring",
+              params=(("FROM_ROMS", 0),), constants=FIXED_POINT_CONSTANTS, products=(Product(32, True, 32, True),)),
+    Primitive("requant_fixed_point_rom", "requant_fixed_point",
+              FIXED_POINT_MODEL + "; multiplier and shift from ROMs (per channel after a MAC, by the valid count "
+              "of a window's average): the quotient and the remainder's mask variable shifts, the threshold a variable "
+              "power of two",
+              params=(("FROM_ROMS", 1),), products=(Product(32, True, 32, True),)),
     # The Add and Sub models' parameters (their defaults: chparam takes no negative value) are the constants of the
     # residual Adds of tests/data/converted/resnet.onnx (a ResNet in tf2onnx's QDQ form, frontends.onnx_model):
     # numerics.add_constants of its second, which onnxruntime runs as QLinearAdd in the uint8 domain (scales
@@ -455,6 +484,8 @@ def entry(primitive: Primitive, measured: list[tuple[dict[str, int], dict[str, i
     common = {"models": primitive.models, "source": f"benchmarks/calibration/{primitive.source}.v",
               "command": primitive.command, "params": shared_parameters([p for _, p in measured], parameter)}
     results = [f for f, _ in measured]
+    if primitive.constants:
+        return {**costliest_setting(primitive, measured), **common}
     if parameter is None:
         (result,) = results
         return {**result, **dsp_fields(primitive, result["dsp"]), **common}
@@ -464,6 +495,17 @@ def entry(primitive: Primitive, measured: list[tuple[dict[str, int], dict[str, i
         base, per_term = least_squares(points)
         swept.update(base=round(base, 2), per_term=round(per_term, 3))
     return swept
+
+
+def costliest_setting(primitive: Primitive, measured: list[tuple[dict[str, int], dict[str, int]]]) -> dict:
+    """The figures of the setting of a primitive's constants with the most device LUTs (LUT cells and carry
+    route-throughs; the first of equals), and every setting's figures under `settings` with its constants."""
+    swept = [name for name, _ in primitive.constants[0]]
+    settings = [{**figures, "constants": {name: params[name] for name in swept}} for figures, params in measured]
+    costliest = max(settings, key=lambda f: f["lut"] + f["carry_route_through"])
+    figures = {key: value for key, value in costliest.items() if key != "constants"}
+    return {**figures, **dsp_fields(primitive, figures["dsp"]), "chosen": costliest["constants"],
+            "settings": settings}
 
 
 # --- the table ------------------------------------------------------------------------------------------------------
@@ -501,7 +543,11 @@ def rows(entries: dict[str, dict]) -> list[tuple[str, dict]]:
     out = []
     for name in (p.name for p in PRIMITIVES if p.name in entries):
         item = entries[name]
-        if "points" in item:
+        if "settings" in item:
+            out.extend((f"{name} " + " ".join(f"{k}={v}" for k, v in setting["constants"].items()), setting)
+                       for setting in item["settings"])
+            out.append((f"{name} (the most LUTs)", item))
+        elif "points" in item:
             out.extend((f"{name} {item['sweep']}={value}", point)
                        for value, point in sorted(item["points"].items(), key=lambda pair: int(pair[0])))
         else:

@@ -16,7 +16,7 @@ from ming_py.kernel import kernel_spec, schedule_spec
 from ming_py.kinds import trip_counts, unrollable
 from ming_py.runtime.ming_host import words_per_image
 from ming_py.array_layout import ArrayPlan
-from ming_py.epilogues import rule_of
+from ming_py.epilogues import lane_datapath
 from ming_py.storage import plan_arrays
 
 from .environment import environment
@@ -31,6 +31,7 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
     for p, pipeline in zip(graph.processes, pipelines):
         sched = schedule.of(p.name)
         unroll = {loop: sched.factor(loop) for loop in unrollable(p)}
+        arrays = _arrays(graph, schedule, p)
         nodes.append({
             "name": p.name, "cpp_name": names.processes[p.name], "source": p.source, "kind": p.kind,
             "inputs": list(p.inputs), "outputs": list(p.outputs),
@@ -39,11 +40,10 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
             "pipeline": {key: pipeline[key] for key in ("loop", "trip_count", "ii")},
             "schedule": {"unroll": unroll, "lanes_in": [schedule.lanes_of(c) for c in p.inputs],
                          "lanes_out": [schedule.lanes_of(c) for c in p.outputs]},
-            "requantization": rule_of(p.epilogue).datapath(p.epilogue),
+            "requantization": lane_datapath(p.epilogue, arrays),
         } | ({"routes": [list(route) for route in p.routes]} if p.routes else {})
           | ({"resize": {"rows": [list(r) for r in p.resize[0]], "cols": [list(c) for c in p.resize[1]]}}
              if p.resize else {}))
-        arrays = _arrays(graph, schedule, p)
         nodes[-1] |= {"buffers_bits": {role: a.bits for role, a in arrays.items()},
                       "buffers": [_array_json(role, a) for role, a in arrays.items()]}
         if solution is not None:

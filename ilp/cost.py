@@ -22,7 +22,8 @@ Resources (DSP48E2, BRAM18K, URAM, LUT, FF), per primitive (`resources`, named i
     DSP48E2 for two lanes sharing their input, AMD WP486) and its adder tree term; per accumulator lane the
     accumulate;
   - "requantizer": per requantizer (one per output lane, or the fewer shared ones) its datapath
-    (`ming_py.epilogues.base.LANE_PRIMITIVES`; the DSPs of wide products where yosys tiles them poorly from
+    (`ming_py.epilogues.base.lane_datapath`: a fixed-point multiplier and shift as constants or from ROMs, as the
+    process's arrays have them; `LANE_PRIMITIVES`; the DSPs of wide products where yosys tiles them poorly from
     AMD UG579, recorded in the table), and for shared ones a select per latched accumulator bit;
   - "control": every counter register of the loop (`ming_py.kinds.base.control_counters`) by its width;
   - "logic": the kind's own datapath (`ProcessKind.logic_lut`: max-pool comparators, average adders, a channel
@@ -54,7 +55,7 @@ from ming_py.kernel import kernel_spec, loop_of
 from ming_py.kinds import trip_counts
 from ming_py.kinds.base import control_counters
 from ming_py.array_layout import memory_cost
-from ming_py.epilogues import lane_cost, rule_of
+from ming_py.epilogues import lane_cost, lane_datapath
 from ming_py.storage import plan_arrays
 
 HLS_LUT_OVERHEAD = 1.1  # FINN-R's c1: LUTs of an HLS datapath over its synthesized logic
@@ -145,7 +146,8 @@ def resources(graph: StreamGraph, p: Process, choice: Choice, spec, trip_count: 
     mac_lut, mac_dsp = mac_lane(choice.multipliers)
     if spec.macs:
         lut["mac"] = mac_lut * spec.macs + primitives.adder_tree_base() * spec.lanes_out[0]
-    datapath = rule_of(p.epilogue).datapath(p.epilogue)
+    arrays = plan_arrays(spec, p.epilogue, choice.line_buffer_in, choice.weights)
+    datapath = lane_datapath(p.epilogue, arrays)
     requant_lut, requant_dsp = lane_cost(datapath, choice.multipliers) if datapath is not None else (0, 0)
     if datapath is not None:
         lut["requantizer"] = requant_lut * spec.requant_lanes
@@ -159,7 +161,6 @@ def resources(graph: StreamGraph, p: Process, choice: Choice, spec, trip_count: 
     adapters = _adapter_lut(graph, p, choice)
     if adapters:
         lut["adapter"] = adapters
-    arrays = plan_arrays(spec, p.epilogue, choice.line_buffer_in, choice.weights)
     bram, uram, memory_lut, registers = memory_cost(arrays)
     loader = weights_load.loader_cost(arrays["weights"]) if "weights" in arrays and arrays["weights"].loaded else None
     if loader is not None:

@@ -26,10 +26,10 @@ from pathlib import Path
 PRIMITIVES = (
     "mac_product_fabric", "mac_product_dsp", "mac_pair_dsp", "adder_tree",
     "requant_lean_dsp", "requant_lean_dsp_shift_by_channel", "requant_lean_fabric", "requant_exact",
-    "requant_fixed_point", "requant_narrow_dsp", "requant_narrow_fabric", "requant_narrow_wide_dsp",
-    "requant_narrow_wide_fabric", "requant_add", "requant_add_float", "requant_mul", "average_term",
-    "average_add", "average_level", "requant_shift", "max_int8", "min_int8", "table_lane", "bilinear_lane_dsp",
-    "bilinear_lane_fabric", "mux_int8", "counter", "unpack_axis", "pack_axis", "weight_load",
+    "requant_fixed_point", "requant_fixed_point_rom", "requant_narrow_dsp", "requant_narrow_fabric",
+    "requant_narrow_wide_dsp", "requant_narrow_wide_fabric", "requant_add", "requant_add_float", "requant_mul",
+    "average_term", "average_add", "average_level", "requant_shift", "max_int8", "min_int8", "table_lane",
+    "bilinear_lane_dsp", "bilinear_lane_fabric", "mux_int8", "counter", "unpack_axis", "pack_axis", "weight_load",
 )
 
 TABLE: dict = json.loads(Path(__file__).with_name("primitives.json").read_text())

@@ -10,7 +10,7 @@ from ming_py import numerics
 from ming_py.array_layout import Dim, array, spread
 from ming_py.ir import AverageRequant, FixedPointAverage, WindowAverage
 
-from .base import EpilogueRule, register
+from .base import FIXED_POINT, EpilogueRule, register
 
 
 def average_shift(e: AverageRequant) -> numerics.ShiftRequant | None:
@@ -118,6 +118,7 @@ class TfliteAverage(EpilogueRule):
     constant of the code over the whole map."""
 
     ir_type = FixedPointAverage
+    multiplier_roms = ("divisor_multiplier", "divisor_shift")  # by the valid count, in a window process
 
     def golden(self, e, result, context):
         valid = context.valid()
@@ -136,12 +137,12 @@ class TfliteAverage(EpilogueRule):
                 for role, bits in (("divisor_multiplier", 32), ("divisor_shift", 8))}
 
     def datapath(self, e):
-        return "fixed point 32 x 32"
+        return FIXED_POINT
 
     def emit(self, e, view, constant):
         view.extra.update(zero_point=e.zero_point - e.domain, double_round=e.double_round, qmin=e.qmin,
                           qmax=e.qmax, domain=e.domain)
-        if not view.spec.process_kind.line_buffer:  # every window holds the whole map
+        if "divisor_multiplier" not in view.arrays:  # every window holds the whole map: constants of the code
             count = len(e.multiplier) - 1
             view.epilogue = "fixed_point_scalar"
             view.extra.update(multiplier=int(e.multiplier[count]), shift=int(e.shift[count]),

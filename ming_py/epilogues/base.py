@@ -24,6 +24,12 @@ import numpy as np
 
 from ming_py import primitives
 
+# TFLite's fixed-point rule (ming::requantize_fixed_point) with its multiplier and shift constants of the code (the
+# C++ passes them: ADD, MUL, an average over the whole map), and with them read from the rule's ROMs (per channel
+# after a MAC, by the valid count of a window's average): `lane_datapath` tells them apart
+FIXED_POINT = "fixed point 32 x 32"
+FIXED_POINT_FROM_ROMS = "fixed point 32 x 32, multiplier and shift from ROMs"
+
 # The calibrated primitive (`ming_py.primitives`, benchmarks/calibration/) of one requantization lane by datapath
 LANE_PRIMITIVES = {
     "lean": "requant_lean_dsp",  # ming::requantize_lean: a 24 x 27-bit product, rounding at the float32 bit
@@ -35,7 +41,9 @@ LANE_PRIMITIVES = {
     "float sum": "requant_add_float",
     # ming::average_level (QLinearAveragePool): a clamp, a 16 x 26-bit product, a threshold compare
     "float average": "average_level",
-    "fixed point 32 x 32": "requant_fixed_point",  # TFLite's rule: a 32 x 31-bit product, rounding, shift
+    # TFLite's rule: a 32 x 32-bit product, rounding, shift; its multiplier and shift constants of the code
+    FIXED_POINT: "requant_fixed_point",
+    FIXED_POINT_FROM_ROMS: "requant_fixed_point_rom",  # or read from ROMs: a variable rounding and shift
     "float32 product": "requant_mul",  # ming::mul_requant: an 8 x 8 and a 17 x 24-bit product, two roundings
     "shift": "requant_shift",  # ming::requantize_shift: a rounding shift by a constant
     # ming::requantize_narrow (TFLite's rule, proved): a clamp, an 18 x 26-bit product and the rounding in one DSP48E2
@@ -61,6 +69,17 @@ def lane_cost(datapath: str, multipliers: str) -> tuple[int, int]:
     return lut, dsp
 
 
+def lane_datapath(epilogue, arrays: dict) -> str | None:
+    """The datapath of a process's requantization lanes (a key of `LANE_PRIMITIVES`; None: no requantizer): its
+    rule's, the fixed-point rule's read from ROMs where the process's arrays (`ming_py.storage.plan_arrays`, by
+    role) hold the ROMs its rule names in `multiplier_roms`, the arrays its C++ call then reads."""
+    rule = rule_of(epilogue)
+    datapath = rule.datapath(epilogue)
+    if datapath == FIXED_POINT and any(role in arrays for role in rule.multiplier_roms):
+        return FIXED_POINT_FROM_ROMS
+    return datapath
+
+
 @dataclass(frozen=True)
 class Golden:
     """What a rule's golden model may ask of the kernel it ends: `per_channel(values)` broadcasts
@@ -78,6 +97,9 @@ class Golden:
 
 class EpilogueRule:
     ir_type: type = None  # the `ming_py.ir` class it serves (type(None): no epilogue)
+    # the roles of its arrays the requantizer reads its multiplier and shift from, where its `arrays` declare them
+    # (none: they are constants of the code)
+    multiplier_roms: tuple[str, ...] = ()
 
     def golden(self, e, result, context: Golden) -> np.ndarray:
         """The int8 outputs (int64 array) from the kernel's int64 `result` (a tuple of its gathered inputs
@@ -93,7 +115,8 @@ class EpilogueRule:
         raise NotImplementedError
 
     def datapath(self, e) -> str | None:
-        """The requantization datapath of its lanes (a key of `LANE_PRIMITIVES`); None: no requantizer."""
+        """The requantization datapath of its lanes (a key of `LANE_PRIMITIVES`, `FIXED_POINT` for both sources of
+        its multiplier and shift: `lane_datapath` has the process's); None: no requantizer."""
         raise NotImplementedError
 
     def emit(self, e, view, constant) -> None:

@@ -9,7 +9,7 @@ from ming_py import numerics
 from ming_py.array_layout import Dim, array, spread
 from ming_py.ir import AddRequant, FixedPointAdd, FixedPointMul, MulRequant
 
-from .base import EpilogueRule, register
+from .base import FIXED_POINT, EpilogueRule, register
 
 
 def _fused(e: AddRequant) -> bool:
@@ -107,7 +107,7 @@ class TfliteAdd(EpilogueRule):
                 for role in ("a_table", "b_table")}
 
     def datapath(self, e):
-        return "fixed point 32 x 32"
+        return FIXED_POINT
 
     def emit(self, e, view, constant):
         lanes = view.out_lanes[0]
@@ -144,7 +144,7 @@ class TfliteMul(EpilogueRule):
     def datapath(self, e):
         narrow = _narrow_mul(e)
         if narrow is None:
-            return "fixed point 32 x 32"
+            return FIXED_POINT
         return "narrow" if narrow.operand_bits == numerics.NARROW_OPERAND_BITS else "narrow, 27-bit operand"
 
     def emit(self, e, view, constant):

@@ -11,7 +11,7 @@ from ming_py import numerics
 from ming_py.array_layout import Dim, array, spread
 from ming_py.ir import AccRequant, FixedPointRequant
 
-from .base import EpilogueRule, per_tile, register
+from .base import FIXED_POINT, EpilogueRule, per_tile, register
 
 _BIAS_COMMENT = "int32 bias with the input zero-point correction folded in, [output tile][lane]"
 _LEAN_COMMENTS = {
@@ -134,6 +134,7 @@ class TfliteRequant(EpilogueRule):
     it, else by the rule as written."""
 
     ir_type = FixedPointRequant
+    multiplier_roms = ("multiplier", "shift")  # per channel, [output tile][lane] (the narrow datapath's differ)
 
     def golden(self, e, result, context):
         acc = numerics.wrap_i32(result + context.per_channel(e.bias.astype(np.int64)))  # TOSA adds the bias in int32
@@ -165,7 +166,7 @@ class TfliteRequant(EpilogueRule):
         narrow = narrow_channels(e)
         if narrow is not None:
             return "narrow" if narrow.operand_bits == numerics.NARROW_OPERAND_BITS else "narrow, 27-bit operand"
-        return "exact" if e.float32 else "fixed point 32 x 32"  # the float32 emulation rounds half away
+        return "exact" if e.float32 else FIXED_POINT  # the float32 emulation rounds half away
 
     def emit(self, e, view, constant):
         lanes = view.out_lanes[0]
