@@ -380,8 +380,9 @@ def _boards(args) -> None:
     print(boards_table())
     reservations = reservations_table()
     if reservations:
-        print("\nPart of these devices is kept by the platform (an Alveo shell; [reserved] in the board file).\n"
-              "Budgets (--dsp/--bram/--uram/--lut: 100% and the defaults) are taken of what is left to a design:")
+        print("\nPart of these devices is kept by the platform (an Alveo shell; on a Zynq board the DMA, interconnect\n"
+              "and reset of ming's block design; [reserved] in the board file). Budgets (--dsp/--bram/--uram/--lut:\n"
+              "100% and the default shares) are taken of what is left to a design:")
         print(reservations)
 
 
