@@ -1,0 +1,151 @@
+"""Headroom and platform reservations: the default budget is a share of what a board leaves to a design (DSP,
+BRAM18K and URAM 90 %, LUT 70 %), what the platform keeps (`[reserved]`: ming's block design on a Zynq board, the
+shell on an Alveo card) is subtracted first, `--bram 100%` lifts the share but never the reservation, and a
+budget no design fits names the limit that bounded it."""
+
+from __future__ import annotations
+
+import pytest
+
+from ming_py.boards import RESERVABLE, all_boards, load_board
+from ming_py.errors import MingError
+from ming_py.ilp.budget import DEFAULT_SHARES, Budget, limits, what_bounds
+from ming_py.ilp.solve import NoDesignFits, solve, weight_port_reservation
+from ming_py.line_buffers import build_stream_graph
+
+ZYNQ = ("kv260", "pynq-z2", "ultra96v2", "zcu102", "zcu104")
+
+
+def _default(board, resource: str) -> int:
+    return (getattr(board, resource) - getattr(board.reserved, resource)) * DEFAULT_SHARES[resource] // 100
+
+
+@pytest.mark.unit
+def test_the_default_shares_leave_headroom_on_every_resource():
+    assert DEFAULT_SHARES == {"dsp": 90, "bram18k": 90, "uram": 90, "lut": 70}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("board", all_boards(), ids=lambda b: b.name)
+def test_the_default_budget_is_the_share_of_the_board_file_less_its_reservation(board):
+    assert Budget.of(board) == Budget(**{r: _default(board, r) for r in RESERVABLE})
+
+
+@pytest.mark.unit
+def test_the_kv260_default_budget_in_figures():
+    # 288 BRAM18K less the 4 of the DMA's FIFOs, 90 % of the 284 left; 117,120 LUT less 6,520, 70 % of 110,600
+    assert Budget.of(load_board("kv260")) == Budget(dsp=1123, bram18k=255, uram=57, lut=77420)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name", ZYNQ)
+def test_every_zynq_board_reserves_the_block_design_and_the_weight_port(name):
+    board = load_board(name)
+    assert (board.reserved.dsp, board.reserved.bram18k, board.reserved.uram) == (0, 4, 0)
+    assert board.reserved.lut == 2000 + 1000 + 3500 + 20  # axi_dma, control_smc, memory_smc, reset
+    assert (board.weight_port.bram18k, board.weight_port.lut) == (2, 1500)
+    for table in (board.reserved, board.weight_port):
+        assert "PG022" in table.source and "PG247" in table.source
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("board", all_boards(), ids=lambda b: b.name)
+def test_a_design_takes_at_most_90_percent_of_the_bram_left_to_it_by_default(board):
+    assert Budget.of(board).bram18k <= board.usable("bram18k") * 0.9
+
+
+@pytest.mark.unit
+def test_the_kv260_design_and_its_platform_stay_within_90_percent_of_the_device_bram():
+    kv260 = load_board("kv260")
+    assert Budget.of(kv260).bram18k + kv260.reserved.bram18k == 259 <= 288 * 0.9
+
+
+@pytest.mark.unit
+def test_a_reservation_is_subtracted_before_any_share():
+    kv260 = load_board("kv260")
+    assert kv260.usable("bram18k") == 284
+    assert Budget.of(kv260, {"bram18k": "50%"}).bram18k == 142
+    assert Budget.of(kv260, {"lut": "100%"}).lut == 110600
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("resource, option", [("bram18k", "100%"), ("dsp", "100%"), ("uram", "100%")])
+def test_100_percent_lifts_the_share_but_not_the_reservation(resource, option):
+    kv260 = load_board("kv260")
+    lifted = getattr(Budget.of(kv260, {resource: option}), resource)
+    assert lifted == kv260.usable(resource) > getattr(Budget.of(kv260), resource)
+    assert lifted == getattr(kv260, resource) - getattr(kv260.reserved, resource)
+
+
+@pytest.mark.unit
+def test_a_count_past_what_the_platform_leaves_is_refused():
+    with pytest.raises(MingError, match=r"^--bram 285: the kv260 leaves 284 BRAM18K to a design \(288 less 4 its "
+                                        r"platform keeps\); give at most 100% or 284$"):
+        Budget.of(load_board("kv260"), {"bram18k": "285"})
+
+
+@pytest.mark.unit
+def test_the_limits_say_what_set_each_budget():
+    kv260 = load_board("kv260")
+    table = limits(kv260, Budget.of(kv260, {"dsp": "100%", "uram": "10"}), {"bram18k": 2})
+    assert table["bram18k"] == {"device": 288, "platform": 4, "usable": 284, "weight_port": 2, "budget": 255,
+                                "set_by": "default", "share_percent": 89.8, "default_share_percent": 90}
+    assert table["dsp"]["set_by"] == "all" and table["dsp"]["budget"] == 1248
+    assert table["uram"]["set_by"] == "option" and table["uram"]["share_percent"] == 15.6
+    assert table["lut"]["platform"] == 6520 and table["lut"]["budget"] == 77420
+
+
+@pytest.mark.unit
+def test_what_bounds_names_the_default_share_and_how_to_lift_it():
+    kv260 = load_board("kv260")
+    assert what_bounds(kv260, "bram18k", 255) == (
+        "BRAM18K 255 is the default 90 % of the 284 the kv260 leaves to a design (288 less 4 its platform keeps), "
+        "headroom for place and route: --bram 100% lifts it to 284")
+    assert what_bounds(kv260, "bram18k", 284) == ("BRAM18K 284 is all the kv260 leaves to a design (288 less 4 its "
+                                                  "platform keeps)")
+    assert what_bounds(kv260, "dsp", 100) == "DSP 100 is what --dsp allows: raise it (at most 100% or 1,248)"
+    assert "the weight port's DMA takes 2 more" in what_bounds(kv260, "bram18k", 255, weight_port=2)
+
+
+def test_the_weight_port_is_set_aside_only_where_uram_weights_may_be_chosen(lifted):
+    graph = build_stream_graph(lifted("tiny_cnn"))
+    kv260 = load_board("kv260")
+    assert weight_port_reservation(graph, kv260, Budget.of(kv260), None) == {}
+    # a BRAM budget the ROM weights do not fit offers URAM weights, and the weight port's DMA with them
+    assert weight_port_reservation(graph, kv260, Budget.of(kv260, {"bram18k": "0"}), None) == {"bram18k": 2,
+                                                                                              "lut": 1500}
+    # no URAM to load into: nothing to set aside
+    assert weight_port_reservation(graph, kv260, Budget.of(kv260, {"bram18k": "0", "uram": "0"}), None) == {}
+
+
+def test_no_design_fits_names_the_default_share_that_bounded_it(lifted):
+    graph = build_stream_graph(lifted("tiny_cnn"))
+    kv260 = load_board("kv260")
+    with pytest.raises(NoDesignFits) as info:
+        solve(graph, kv260, Budget.of(kv260, {"lut": "100"}))
+    message = str(info.value)
+    assert "no design fits the budget (" in message
+    assert "LUT 100 is what --lut allows: raise it (at most 100% or 110,600)" in message
+    assert "BRAM18K" not in message.split("smallest design needs")[1].split(";", 1)[1]  # BRAM is not short
+
+
+def test_a_design_the_old_defaults_placed_above_90_percent_bram_stays_within_it(quantized_tflite):
+    """MobileNetV1-0.25 at 96x96 (the TFLite Micro person-detection model): with all 288 BRAM18K of the KV260
+    the default design planned 278 (96.5 %); now it and the platform's 4 stay within 90 % of the device."""
+    from ming_py.ilp.explore import explore
+    from ming_py.options import BuildOptions
+    from ming_py.pipeline import lift
+
+    graph = lift(quantized_tflite)
+    _, solution = explore(graph, BuildOptions(board="kv260"))
+    used = solution.totals["bram18k"]
+    assert used <= 255
+    assert used + 4 <= 288 * 90 // 100
+    assert solution.totals["solver"]["limits"]["bram18k"]["set_by"] == "default"
+
+
+@pytest.fixture
+def quantized_tflite():
+    from pathlib import Path
+
+    return Path(__file__).parent / "data" / "published" / "vww_96_int8.tflite"
