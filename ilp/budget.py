@@ -60,34 +60,50 @@ def _limit(spec: str | int | None, board: Board, resource: str) -> int:
     return math.floor(value * usable / 100) if share else int(value)
 
 
-def default_limit(board: Board, resource: str) -> int:
-    """The default share of the board's usable `resource`, rounded down."""
-    return board.usable(resource) * DEFAULT_SHARES[resource] // 100
+def default_limit(board: Board, resource: str, weight_port: int = 0) -> int:
+    """The default share of what the board leaves to a design of `resource` (less `weight_port`, what the weight
+    port's DMA takes where the design has one), rounded down."""
+    return (board.usable(resource) - weight_port) * DEFAULT_SHARES[resource] // 100
 
 
-def limits(board: Board, budget: Budget, platform_extra: dict[str, int] | None = None) -> dict[str, dict]:
+def with_weight_port(board: Board, budget: Budget, port: dict[str, int]) -> Budget:
+    """`budget` with the weight port's DMA (`port`: resource -> count) taken from what the board leaves, as the
+    platform's own blocks are: a default share or the whole is taken of the rest; a smaller limit the user gave
+    stays, unless it reaches into the DMA's blocks."""
+    def limit(resource: str) -> int:
+        given, taken = getattr(budget, resource), port.get(resource, 0)
+        left = board.usable(resource) - taken
+        by = _set_by(board, resource, given)
+        return default_limit(board, resource, taken) if by == "default" else left if by == "all" else min(given, left)
+
+    return Budget(**{r: limit(r) for r in RESOURCES}) if port else budget
+
+
+def limits(board: Board, budget: Budget, weight_port: dict[str, int] | None = None) -> dict[str, dict]:
     """Per resource, how `budget` came about: the device's figure, what the platform keeps (the board's
-    `[reserved]`, plus `platform_extra`: the weight port's DMA where the design may load weights), what that
-    leaves, the budget and what set it ("default": DEFAULT_SHARES; "all": the whole usable figure; "option":
-    a smaller `--dsp/--bram/--uram/--lut`)."""
-    extra = platform_extra or {}
+    `[reserved]`), the weight port's DMA where it was set aside (`weight_port`), what is left to a design, the
+    budget, its share of what is left and what set it ("default": DEFAULT_SHARES; "all": everything left;
+    "option": a smaller `--dsp/--bram/--uram/--lut`)."""
+    port = weight_port or {}
     result = {}
     for r in RESOURCES:
-        usable, limit = board.usable(r), getattr(budget, r)
-        entry = {"device": getattr(board, r), "platform": getattr(board.reserved, r), "usable": usable}
-        if extra.get(r):
-            entry["weight_port"] = extra[r]
-        entry |= {"budget": limit, "set_by": _set_by(board, r, limit), "share_percent": _percent(limit, usable)}
-        if entry["set_by"] == "default":
+        limit, taken = getattr(budget, r), port.get(r, 0)
+        left = board.usable(r) - taken
+        entry = {"device": getattr(board, r), "platform": getattr(board.reserved, r)}
+        if taken:
+            entry["weight_port"] = taken
+        by = _set_by(board, r, limit, taken)
+        entry |= {"usable": left, "budget": limit, "set_by": by, "share_percent": _percent(limit, left)}
+        if by == "default":
             entry["default_share_percent"] = DEFAULT_SHARES[r]
         result[r] = entry
     return result
 
 
-def _set_by(board: Board, resource: str, limit: int) -> str:
-    if limit == default_limit(board, resource) and DEFAULT_SHARES[resource] < 100:
+def _set_by(board: Board, resource: str, limit: int, weight_port: int = 0) -> str:
+    if limit == default_limit(board, resource, weight_port) and DEFAULT_SHARES[resource] < 100:
         return "default"
-    return "all" if limit == board.usable(resource) else "option"
+    return "all" if limit == board.usable(resource) - weight_port else "option"
 
 
 def _percent(part: int, whole: int) -> float:
@@ -95,24 +111,27 @@ def _percent(part: int, whole: int) -> float:
 
 
 def what_bounds(board: Board, resource: str, limit: int, weight_port: int = 0) -> str:
-    """Which limit bounds `resource` at `limit` and how to lift it, in words (for "no design fits")."""
-    unit, option, usable = UNITS[resource], OPTIONS[resource], board.usable(resource)
+    """Which limit bounds `resource` at `limit` (with `weight_port` set aside for the weight port's DMA) and how to
+    lift it, in words (for "no design fits")."""
+    unit, option = UNITS[resource], OPTIONS[resource]
+    left = board.usable(resource) - weight_port
     kept = _kept(board, resource, weight_port)
-    by = _set_by(board, resource, limit)
+    by = _set_by(board, resource, limit, weight_port)
     if by == "default":
-        return (f"{unit} {limit:,} is the default {DEFAULT_SHARES[resource]} % of the {usable:,} the {board.name} "
-                f"leaves to a design{kept}, headroom for place and route: {option} 100% lifts it to {usable:,}")
+        return (f"{unit} {limit:,} is the default {DEFAULT_SHARES[resource]} % of the {left:,} the {board.name} "
+                f"leaves to a design{kept}, headroom for place and route: {option} 100% lifts it to {left:,}")
     if by == "option":
-        return f"{unit} {limit:,} is what {option} allows: raise it (at most 100% or {usable:,})"
+        return f"{unit} {limit:,} is what {option} allows: raise it (at most 100% or {left:,})"
     return f"{unit} {limit:,} is all the {board.name} leaves to a design{kept}"
 
 
 def _kept(board: Board, resource: str, weight_port: int = 0) -> str:
+    """What the platform keeps of the device's `resource`, in words: "" when it keeps nothing."""
     reserved = getattr(board.reserved, resource)
-    port = f"; the weight port's DMA takes {weight_port:,} more" if weight_port else ""
-    if not reserved:
-        return port and f" ({port[2:]})"
-    return f" ({getattr(board, resource):,} less {reserved:,} its platform keeps{port})"
+    if not reserved and not weight_port:
+        return ""
+    kept = f"{reserved:,} its platform keeps" + (f" and {weight_port:,} the weight port's DMA" if weight_port else "")
+    return f" ({getattr(board, resource):,} less {kept})"
 
 
 def _left_to_a_design(board: Board, resource: str) -> str:

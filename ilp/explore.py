@@ -17,7 +17,7 @@ from ming_py.line_buffers.fifo import DEFAULT_PIXELS, FifoPlan, fifo_memory, res
 from ming_py.options import BuildOptions, target_board
 from ming_py.simulate import simulate_schedule
 
-from .budget import Budget, limits, what_bounds
+from .budget import Budget, limits, what_bounds, with_weight_port
 from .cost import choice_spec
 from .pins import resolve
 from .solve import Solution, Targets, solve
@@ -52,6 +52,8 @@ def _sized_design(stream_graph, board, budget, options, pins, reservation, reser
     """The ILP's schedule with `reserved` FIFO memory set aside, its FIFOs sized and checked to complete and fit."""
     solution = solve(stream_graph, board, budget, options.objective, pins, reserved=reserved,
                      calibration=options.calibration, targets=targets)
+    port = solution.totals["solver"].get("weight_port_reserved", {})
+    budget = with_weight_port(board, budget, port)  # the budget the ILP chose within
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
     specs = schedule_specs(stream_graph, solution)
     plan = FifoPlan(stream_graph, specs, {name: spec.depth for name, spec in specs.items()})
@@ -63,7 +65,7 @@ def _sized_design(stream_graph, board, budget, options, pins, reservation, reser
     totals = solution.totals
     totals |= fifo | {"bram18k": totals["bram18k"] + fifo["fifo_bram18k"], "lut": totals["lut"] + fifo["fifo_lut"]}
     totals["solver"]["budget"] = vars(budget)
-    totals["solver"]["limits"] = limits(board, budget, totals["solver"].get("weight_port_reserved"))
+    totals["solver"]["limits"] = limits(board, budget, port)
     check_fifo_budget(stream_graph, solution, budget, pins.depths, fifo, board)
     check_completes(stream_graph, solution, plan.depths(least_pixels), pins.depths)
     return solution
@@ -80,15 +82,14 @@ class FifosOverBudget(MingError):
 
 def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pinned: dict[str, int],
                       fifo: dict[str, int] | None = None, board: Board | None = None) -> None:
-    """Stops when the FIFOs take the design past its BRAM18K or LUT budget (less the weight port's DMA where the
-    ILP set it aside), naming the deepest pinned FIFO, or else which limit bounds the budget (with `board`)."""
+    """Stops when the FIFOs take the design past its BRAM18K or LUT budget (the weight port's DMA set aside where
+    the ILP did), naming the deepest pinned FIFO, or else which limit bounds the budget (with `board`)."""
     totals = solution.totals
     port = totals.get("solver", {}).get("weight_port_reserved", {})
     for resource, unit in (("bram18k", "BRAM18K"), ("lut", "LUTs")):
-        within = getattr(budget, resource) - port.get(resource, 0)
-        if totals[resource] <= within:
+        if totals[resource] <= getattr(budget, resource):
             continue
-        used = f"the design needs {totals[resource]:,} {unit} of its budget of {within:,}"
+        used = f"the design needs {totals[resource]:,} {unit} of its budget of {getattr(budget, resource):,}"
         if pinned:
             channel = max(pinned, key=lambda c: pinned[c] * solution.schedule.lanes_of(c))
             raise FifosOverBudget(f"--set {channel}.depth={pinned[channel]}: with it {used}; give a smaller depth")

@@ -53,7 +53,7 @@ from ming_py.kinds.base import shared_requantizers
 from ming_py.kinds.window import whole_groups
 from ming_py.storage import plan_arrays
 
-from .budget import RESOURCES, UNITS, Budget, what_bounds
+from .budget import RESOURCES, UNITS, Budget, what_bounds, with_weight_port
 from .pins import Pins
 from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, process_cost,
                    storage_plan)
@@ -161,6 +161,10 @@ def loaded_weight_memories(graph: StreamGraph, budget: Budget, calibration) -> t
     return ("bram", "lutram") + (("uram",) if budget.uram > 0 else ())
 
 
+def _less(budget: Budget, taken: dict[str, int]) -> Budget:
+    return replace(budget, **{r: getattr(budget, r) - v for r, v in taken.items()})
+
+
 def weight_port_reservation(graph: StreamGraph, board: Board, budget: Budget, calibration) -> dict[str, int]:
     """What the weight port's DMA takes (the board's `[weight_port]`) where the ILP may choose URAM weights
     (`loaded_weight_memories`), set aside before it chooses; nothing where every weight stays a ROM."""
@@ -221,9 +225,9 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
         raise MingError(f"unknown objective {objective!r}; use {', '.join(OBJECTIVES)}")
     started = time.perf_counter()
     reserved = {r: v for r, v in (reserved or {}).items() if v}
-    available = replace(budget, **{r: getattr(budget, r) - v for r, v in reserved.items()})
-    port = weight_port_reservation(graph, board, available, calibration)
-    available = replace(available, **{r: getattr(available, r) - v for r, v in port.items()})
+    port = weight_port_reservation(graph, board, _less(budget, reserved), calibration)
+    budget = with_weight_port(board, budget, port)
+    available = _less(budget, reserved)
     options, costs = _candidates_and_costs(graph, pins or Pins(), available, calibration)
     if any(sum(min(getattr(c, r) for c in costs[name]) for name in costs) > getattr(available, r)
            for r in RESOURCES):  # every process at its least: a proof without the ILP
@@ -409,7 +413,7 @@ def _no_design_fits(graph: StreamGraph, board: Board, budget: Budget, reserved: 
     fifos = f"; the FIFOs need {_describe(reserved)} of it" if reserved else ""
     with_fifos = " with its FIFOs" if reserved else ""
     needs = {r: v + reserved.get(r, 0) for r, v in needs.items()}
-    short = [r for r in RESOURCES if needs[r] + port.get(r, 0) > getattr(budget, r)]
+    short = [r for r in RESOURCES if needs[r] > getattr(budget, r)]
     bounds = "".join(f"; {what_bounds(board, r, getattr(budget, r), port.get(r, 0))}" for r in short)
     return NoDesignFits(f"no design fits the budget ({_describe(vars(budget))}{fifos}); "
                         f"the smallest design needs {_describe(needs)}{with_fifos}{bounds}")

@@ -9,7 +9,7 @@ import pytest
 
 from ming_py.boards import RESERVABLE, all_boards, load_board
 from ming_py.errors import MingError
-from ming_py.ilp.budget import DEFAULT_SHARES, Budget, limits, what_bounds
+from ming_py.ilp.budget import DEFAULT_SHARES, Budget, limits, what_bounds, with_weight_port
 from ming_py.ilp.solve import NoDesignFits, solve, weight_port_reservation
 from ming_py.line_buffers import build_stream_graph
 
@@ -87,12 +87,28 @@ def test_a_count_past_what_the_platform_leaves_is_refused():
 @pytest.mark.unit
 def test_the_limits_say_what_set_each_budget():
     kv260 = load_board("kv260")
-    table = limits(kv260, Budget.of(kv260, {"dsp": "100%", "uram": "10"}), {"bram18k": 2})
-    assert table["bram18k"] == {"device": 288, "platform": 4, "usable": 284, "weight_port": 2, "budget": 255,
-                                "set_by": "default", "share_percent": 89.8, "default_share_percent": 90}
-    assert table["dsp"]["set_by"] == "all" and table["dsp"]["budget"] == 1248
+    table = limits(kv260, Budget.of(kv260, {"dsp": "100%", "uram": "10"}))
+    assert table["bram18k"] == {"device": 288, "platform": 4, "usable": 284, "budget": 255, "set_by": "default",
+                                "share_percent": 89.8, "default_share_percent": 90}
+    assert table["dsp"] == {"device": 1248, "platform": 0, "usable": 1248, "budget": 1248, "set_by": "all",
+                            "share_percent": 100.0}
     assert table["uram"]["set_by"] == "option" and table["uram"]["share_percent"] == 15.6
     assert table["lut"]["platform"] == 6520 and table["lut"]["budget"] == 77420
+
+
+@pytest.mark.unit
+def test_the_weight_port_is_taken_from_what_the_board_leaves_as_the_platform_is():
+    kv260, port = load_board("kv260"), {"bram18k": 2, "lut": 1500}
+    budget = with_weight_port(kv260, Budget.of(kv260), port)
+    assert (budget.bram18k, budget.lut) == (282 * 90 // 100, 109100 * 70 // 100)  # the default share of the rest
+    assert (budget.dsp, budget.uram) == (1123, 57)  # the DMA takes neither
+    assert with_weight_port(kv260, Budget.of(kv260, {"bram18k": "100%"}), port).bram18k == 282
+    assert with_weight_port(kv260, Budget.of(kv260, {"bram18k": "4"}), port).bram18k == 4  # the user's count stays
+    assert with_weight_port(kv260, Budget.of(kv260, {"bram18k": "283"}), port).bram18k == 282
+    assert with_weight_port(kv260, Budget.of(kv260), {}) == Budget.of(kv260)
+    table = limits(kv260, budget, port)["bram18k"]
+    assert table == {"device": 288, "platform": 4, "weight_port": 2, "usable": 282, "budget": 253,
+                     "set_by": "default", "share_percent": 89.7, "default_share_percent": 90}
 
 
 @pytest.mark.unit
@@ -104,7 +120,12 @@ def test_what_bounds_names_the_default_share_and_how_to_lift_it():
     assert what_bounds(kv260, "bram18k", 284) == ("BRAM18K 284 is all the kv260 leaves to a design (288 less 4 its "
                                                   "platform keeps)")
     assert what_bounds(kv260, "dsp", 100) == "DSP 100 is what --dsp allows: raise it (at most 100% or 1,248)"
-    assert "the weight port's DMA takes 2 more" in what_bounds(kv260, "bram18k", 255, weight_port=2)
+    assert what_bounds(kv260, "bram18k", 253, weight_port=2) == (
+        "BRAM18K 253 is the default 90 % of the 282 the kv260 leaves to a design (288 less 4 its platform keeps "
+        "and 2 the weight port's DMA), headroom for place and route: --bram 100% lifts it to 282")
+    assert what_bounds(load_board("u280"), "uram", 864) == (
+        "URAM 864 is the default 90 % of the 960 the u280 leaves to a design, headroom for place and route: "
+        "--uram 100% lifts it to 960")
 
 
 def test_the_weight_port_is_set_aside_only_where_uram_weights_may_be_chosen(lifted):
