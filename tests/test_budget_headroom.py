@@ -170,3 +170,25 @@ def quantized_tflite():
     from pathlib import Path
 
     return Path(__file__).parent / "data" / "published" / "vww_96_int8.tflite"
+
+
+@pytest.mark.slow
+def test_the_coral_mobilenet_fits_the_kv260_default_budget_with_urams_and_is_verified(tmp_path):
+    """Coral's MobileNetV1 0.25 at 128 (615,704 int8 weights after the uint8 split) outgrows the KV260's BRAM with
+    ROM weights; within the default budget it takes URAM weights, the weight port's DMA is set aside, and the
+    design with the platform's blocks stays within 90 % of the device's BRAM18K. The build verifies its C++."""
+    import json
+    from pathlib import Path
+
+    from ming_py.build import build
+    from ming_py.options import BuildOptions
+
+    coral = Path(__file__).parent / "data" / "published" / "mobilenet_v1_0.25_128_quant.tflite"
+    design = build(coral, tmp_path / "out", BuildOptions(board="kv260"))
+    report = json.loads(design.files["report.json"])
+    assert report["verification"]["verified"] and report["verification"]["equal"]
+    totals, limits_ = report["totals"], report["totals"]["solver"]["limits"]
+    assert "weights_load" in totals and limits_["bram18k"]["weight_port"] == 2
+    assert totals["bram18k"] <= limits_["bram18k"]["budget"] == 253
+    assert totals["bram18k"] + 4 + 2 <= 288 * 0.9
+    assert totals["uram"] <= 57
