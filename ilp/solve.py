@@ -165,10 +165,13 @@ def _less(budget: Budget, taken: dict[str, int]) -> Budget:
     return replace(budget, **{r: getattr(budget, r) - v for r, v in taken.items()})
 
 
-def weight_port_reservation(graph: StreamGraph, board: Board, budget: Budget, calibration) -> dict[str, int]:
-    """What the weight port's DMA takes (the board's `[weight_port]`) where the ILP may choose URAM weights
-    (`loaded_weight_memories`), set aside before it chooses; nothing where every weight stays a ROM."""
-    if not board.weight_port or "uram" not in loaded_weight_memories(graph, budget, calibration):
+def weight_port_reservation(graph: StreamGraph, board: Board, budget: Budget, calibration,
+                            pins: Pins | None = None) -> dict[str, int]:
+    """What the weight port's DMA takes (the board's `[weight_port]`) where the design may have URAM weights (the
+    ILP may choose them, `loaded_weight_memories`, or a pin puts them there), set aside before the ILP chooses;
+    nothing where every weight stays a ROM."""
+    pinned = pins is not None and "uram" in pins.weights.values()
+    if not board.weight_port or not (pinned or "uram" in loaded_weight_memories(graph, budget, calibration)):
         return {}
     return {r: getattr(board.weight_port, r) for r in RESOURCES if getattr(board.weight_port, r)}
 
@@ -225,7 +228,7 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
         raise MingError(f"unknown objective {objective!r}; use {', '.join(OBJECTIVES)}")
     started = time.perf_counter()
     reserved = {r: v for r, v in (reserved or {}).items() if v}
-    port = weight_port_reservation(graph, board, _less(budget, reserved), calibration)
+    port = weight_port_reservation(graph, board, _less(budget, reserved), calibration, pins)
     budget = with_weight_port(board, budget, port)
     available = _less(budget, reserved)
     options, costs = _candidates_and_costs(graph, pins or Pins(), available, calibration)

@@ -10,6 +10,7 @@ import pytest
 from ming_py.boards import RESERVABLE, all_boards, load_board
 from ming_py.errors import MingError
 from ming_py.ilp.budget import DEFAULT_SHARES, Budget, limits, what_bounds, with_weight_port
+from ming_py.ilp.pins import Pins
 from ming_py.ilp.solve import NoDesignFits, solve, weight_port_reservation
 from ming_py.line_buffers import build_stream_graph
 
@@ -137,6 +138,12 @@ def test_the_weight_port_is_set_aside_only_where_uram_weights_may_be_chosen(lift
                                                                                               "lut": 1500}
     # no URAM to load into: nothing to set aside
     assert weight_port_reservation(graph, kv260, Budget.of(kv260, {"bram18k": "0", "uram": "0"}), None) == {}
+    # weights pinned to URAM have the port whatever the budget
+    pins = Pins(weights={graph.processes[0].name: "uram"})
+    assert weight_port_reservation(graph, kv260, Budget.of(kv260), None, pins) == {"bram18k": 2, "lut": 1500}
+    # the Alveo cards' weight mover is a kernel of its own, not a [weight_port] of the board file
+    u280 = load_board("u280")
+    assert weight_port_reservation(graph, u280, Budget.of(u280, {"bram18k": "0"}), None) == {}
 
 
 def test_no_design_fits_names_the_default_share_that_bounded_it(lifted):
