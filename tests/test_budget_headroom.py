@@ -198,3 +198,23 @@ def test_the_coral_mobilenet_fits_the_kv260_default_budget_with_urams_and_is_ver
     assert totals["bram18k"] <= limits_["bram18k"]["budget"] == 253
     assert totals["bram18k"] + 4 + 2 <= 288 * 0.9
     assert totals["uram"] <= 57
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("line, message", [
+    ("bram18k = 3", r"field 'weight_port.bram18k' must be even \(2 x BRAM36\), got 3"),
+    ("bram18k = 300", r"field 'weight_port.bram18k' \(300\) must not exceed the device's 'bram18k' \(288\)"),
+    ('source = " "', r"field 'weight_port.source' must not be empty; name the document the figures come from"),
+])
+def test_a_bad_weight_port_table_is_refused_naming_its_field(line, message):
+    from importlib import resources
+
+    from ming_py.boards import parse_board
+
+    text = resources.files("ming_py.boards").joinpath("kv260.toml").read_text(encoding="utf-8")
+    key = line.split(" = ")[0]
+    start = text.index("[weight_port]")
+    field = text.index(f"\n{key} = ", start) + 1
+    edited = text[:field] + line + text[text.index("\n", field):]
+    with pytest.raises(MingError, match=rf"^board file kv260.toml: {message}$"):
+        parse_board(edited, "kv260.toml")
