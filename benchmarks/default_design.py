@@ -1,14 +1,14 @@
 """The default design against the fastest one: how much of the KV260 each takes, and what the slack buys.
 
-For each model, on the whole KV260 budget (the build's default: every DSP, BRAM and URAM, 70 % of the LUTs),
-with the FIFO memory the build reserves before its ILP:
+For each model, on the KV260's default budget (the build's: 90 % of the DSP, BRAM and URAM and 70 % of the LUTs
+its block design leaves, `ilp/budget.py`), with the FIFO memory the build reserves before its ILP:
 
 * fastest -- `--objective latency`;
 * 1 %     -- the least resources within 1 % of the fastest design's latency (the default before it took 10 %);
 * default -- the least resources within 10 % of it (`--objective frugal`, FRUGAL_SLACK);
 
 each as its estimated latency and its DSP, LUT and BRAM18K in percent of the KV260 (the device's figures, not
-the budget: the LUT budget is 70 % of them), and the CPU seconds of each ILP (ming's and its HiGHS runs';
+the budget: the budget is a share of what the platform leaves), and the CPU seconds of each ILP (ming's and its HiGHS runs';
 the default's includes its search for the fastest design). Then, for `--curve` models, the
 latency-resource curve: the least-resource design (`--target-latency-us`) at 1.0, 1.02, 1.05, 1.1, 1.2, 1.5,
 2 and 4 times the fastest design's latency, which shows whether a design a little slower than the fastest is

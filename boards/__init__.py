@@ -13,9 +13,13 @@ PYNQ release its deployment targets; the processing systems themselves (ports,
 pins, properties) are described once in ``processing_systems.toml``. An Alveo
 board's ``[alveo]`` table names the memory bank its data movers use.
 
-An optional ``[reserved]`` table gives what the board's platform keeps for itself (an Alveo shell's static
-region: DSP, BRAM18K, URAM and LUT, with the document the figures come from); `Board.usable` is what is left to
-a design, and every resource budget is taken of it. A board without the table reserves nothing.
+An optional ``[reserved]`` table gives what the board's platform keeps for itself (DSP, BRAM18K, URAM and LUT,
+with the document the figures come from): an Alveo shell's static region; on a Zynq board the block design ming
+builds around the accelerator (the AXI DMA, the SmartConnects, the reset). `Board.usable` is what is left to a
+design, and every resource budget is taken of it. A board without the table reserves nothing. An optional
+``[weight_port]`` table (same fields) gives what a design with weights in URAM adds beside it: the data mover
+that feeds the accelerator's weight port (`ming_py.weights_load`); the ILP sets it aside where it may choose
+URAM weights.
 
 `parse_board` validates one file's text; `load_board` / `all_boards` read the
 files shipped with the package through `importlib.resources`, so the database
@@ -71,7 +75,8 @@ RESERVABLE = ("dsp", "bram18k", "uram", "lut")
 
 @dataclass(frozen=True)
 class Reserved:
-    """What the board's platform keeps for itself (an Alveo shell's static region); no design may use it."""
+    """What the board's platform keeps for itself (an Alveo shell's static region, a Zynq block design's DMA and
+    interconnect); no design may use it."""
 
     dsp: int = 0
     bram18k: int = 0
@@ -103,6 +108,7 @@ class Board:
     zynq: Zynq | None = None
     alveo: Alveo | None = None
     reserved: Reserved = Reserved()
+    weight_port: Reserved = Reserved()  # what the weight port's data mover takes (weights in URAM)
 
     @property
     def clock_period_ns(self) -> float:
@@ -131,6 +137,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "zynq": ((dict,), False),
     "alveo": ((dict,), False),
     "reserved": ((dict,), False),
+    "weight_port": ((dict,), False),
 }
 _ZYNQ_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "board_part": ((str,), True),
@@ -209,6 +216,7 @@ def parse_board(text: str, source_name: str) -> Board:
         zynq=_zynq(data["zynq"], fail) if "zynq" in data else None,
         alveo=_alveo(data["alveo"], fail) if "alveo" in data else None,
         reserved=_reserved(data["reserved"], data, fail) if "reserved" in data else Reserved(),
+        weight_port=_reserved(data["weight_port"], data, fail, "weight_port") if "weight_port" in data else Reserved(),
     )
 
 
@@ -246,18 +254,18 @@ def _alveo(data: dict, fail) -> Alveo:
     return Alveo(memory=data["memory"])
 
 
-def _reserved(data: dict, device: dict, fail) -> Reserved:
-    _check_fields(data, _RESERVED_FIELDS, "reserved.", fail)
+def _reserved(data: dict, device: dict, fail, table: str = "reserved") -> Reserved:
+    _check_fields(data, _RESERVED_FIELDS, f"{table}.", fail)
     if not data["source"].strip():
-        raise fail("field 'reserved.source' must not be empty; name the document the figures come from")
+        raise fail(f"field '{table}.source' must not be empty; name the document the figures come from")
     for resource in RESERVABLE:
         if data[resource] < 0:
-            raise fail(f"field 'reserved.{resource}' must be >= 0, got {data[resource]!r}")
+            raise fail(f"field '{table}.{resource}' must be >= 0, got {data[resource]!r}")
         if data[resource] > device[resource]:
-            raise fail(f"field 'reserved.{resource}' ({data[resource]}) must not exceed the device's "
+            raise fail(f"field '{table}.{resource}' ({data[resource]}) must not exceed the device's "
                        f"'{resource}' ({device[resource]})")
     if data["bram18k"] % 2:
-        raise fail(f"field 'reserved.bram18k' must be even (2 x BRAM36), got {data['bram18k']!r}")
+        raise fail(f"field '{table}.bram18k' must be even (2 x BRAM36), got {data['bram18k']!r}")
     return Reserved(**data)
 
 

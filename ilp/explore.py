@@ -17,7 +17,7 @@ from ming_py.line_buffers.fifo import DEFAULT_PIXELS, FifoPlan, fifo_memory, res
 from ming_py.options import BuildOptions, target_board
 from ming_py.simulate import simulate_schedule
 
-from .budget import Budget
+from .budget import Budget, limits, what_bounds, with_weight_port
 from .cost import choice_spec
 from .pins import resolve
 from .solve import Solution, Targets, solve
@@ -52,6 +52,8 @@ def _sized_design(stream_graph, board, budget, options, pins, reservation, reser
     """The ILP's schedule with `reserved` FIFO memory set aside, its FIFOs sized and checked to complete and fit."""
     solution = solve(stream_graph, board, budget, options.objective, pins, reserved=reserved,
                      calibration=options.calibration, targets=targets)
+    port = solution.totals["solver"].get("weight_port_reserved", {})
+    budget = with_weight_port(board, budget, port)  # the budget the ILP chose within
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
     specs = schedule_specs(stream_graph, solution)
     plan = FifoPlan(stream_graph, specs, {name: spec.depth for name, spec in specs.items()})
@@ -63,7 +65,8 @@ def _sized_design(stream_graph, board, budget, options, pins, reservation, reser
     totals = solution.totals
     totals |= fifo | {"bram18k": totals["bram18k"] + fifo["fifo_bram18k"], "lut": totals["lut"] + fifo["fifo_lut"]}
     totals["solver"]["budget"] = vars(budget)
-    check_fifo_budget(stream_graph, solution, budget, pins.depths, fifo)
+    totals["solver"]["limits"] = limits(board, budget, port)
+    check_fifo_budget(stream_graph, solution, budget, pins.depths, fifo, board)
     check_completes(stream_graph, solution, plan.depths(least_pixels), pins.depths)
     return solution
 
@@ -78,9 +81,11 @@ class FifosOverBudget(MingError):
 
 
 def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pinned: dict[str, int],
-                      fifo: dict[str, int] | None = None) -> None:
-    """Stops when the FIFOs take the design past its BRAM18K or LUT budget, naming the deepest pinned FIFO."""
+                      fifo: dict[str, int] | None = None, board: Board | None = None) -> None:
+    """Stops when the FIFOs take the design past its BRAM18K or LUT budget (the weight port's DMA set aside where
+    the ILP did), naming the deepest pinned FIFO, or else which limit bounds the budget (with `board`)."""
     totals = solution.totals
+    port = totals.get("solver", {}).get("weight_port_reserved", {})
     for resource, unit in (("bram18k", "BRAM18K"), ("lut", "LUTs")):
         if totals[resource] <= getattr(budget, resource):
             continue
@@ -88,8 +93,9 @@ def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pi
         if pinned:
             channel = max(pinned, key=lambda c: pinned[c] * solution.schedule.lanes_of(c))
             raise FifosOverBudget(f"--set {channel}.depth={pinned[channel]}: with it {used}; give a smaller depth")
+        bound = f" ({what_bounds(board, resource, getattr(budget, resource), port.get(resource, 0))})" if board else ""
         raise FifosOverBudget(f"the FIFOs ming sized take the design past its budget ({used}); raise the "
-                              f"{unit} budget or lower another", fifo)
+                              f"{unit} budget{bound} or lower another", fifo)
 
 
 def check_completes(graph: StreamGraph, solution: Solution, sized: dict[str, int],

@@ -53,7 +53,7 @@ from ming_py.kinds.base import shared_requantizers
 from ming_py.kinds.window import whole_groups
 from ming_py.storage import plan_arrays
 
-from .budget import RESOURCES, UNITS, Budget
+from .budget import RESOURCES, UNITS, Budget, what_bounds, with_weight_port
 from .pins import Pins
 from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, process_cost,
                    storage_plan)
@@ -161,6 +161,21 @@ def loaded_weight_memories(graph: StreamGraph, budget: Budget, calibration) -> t
     return ("bram", "lutram") + (("uram",) if budget.uram > 0 else ())
 
 
+def _less(budget: Budget, taken: dict[str, int]) -> Budget:
+    return replace(budget, **{r: getattr(budget, r) - v for r, v in taken.items()})
+
+
+def weight_port_reservation(graph: StreamGraph, board: Board, budget: Budget, calibration,
+                            pins: Pins | None = None) -> dict[str, int]:
+    """What the weight port's DMA takes (the board's `[weight_port]`) where the design may have URAM weights (the
+    ILP may choose them, `loaded_weight_memories`, or a pin puts them there), set aside before the ILP chooses;
+    nothing where every weight stays a ROM."""
+    pinned = pins is not None and "uram" in pins.weights.values()
+    if not board.weight_port or not (pinned or "uram" in loaded_weight_memories(graph, budget, calibration)):
+        return {}
+    return {r: getattr(board.weight_port, r) for r in RESOURCES if getattr(board.weight_port, r)}
+
+
 def _requantizer_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out,
                          pinned: int | None) -> tuple[int, ...]:
     """One requantizer per lane (0), and the fewest that can take the lanes in turn: a requantizer count between
@@ -213,11 +228,13 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
         raise MingError(f"unknown objective {objective!r}; use {', '.join(OBJECTIVES)}")
     started = time.perf_counter()
     reserved = {r: v for r, v in (reserved or {}).items() if v}
-    available = replace(budget, **{r: getattr(budget, r) - v for r, v in reserved.items()})
+    port = weight_port_reservation(graph, board, _less(budget, reserved), calibration, pins)
+    budget = with_weight_port(board, budget, port)
+    available = _less(budget, reserved)
     options, costs = _candidates_and_costs(graph, pins or Pins(), available, calibration)
     if any(sum(min(getattr(c, r) for c in costs[name]) for name in costs) > getattr(available, r)
            for r in RESOURCES):  # every process at its least: a proof without the ILP
-        raise _no_design_fits(graph, budget, reserved, calibration)
+        raise _no_design_fits(graph, board, budget, reserved, calibration, port)
     options, costs = _affordable(options, costs, available)
     if node_limit is None:
         node_limit = min(NODE_LIMIT, max(1_000, NODE_WORK // sum(map(len, options.values()))))
@@ -226,7 +243,8 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
         model, picked, status, rule = _meet(graph, board, options, costs, available, targets, node_limit, reserved)
     else:
         model = _Model(graph, options, costs, available, "sum" if objective == "sum" else "latency")
-        search = _decided(_search(model, node_limit), graph, budget, reserved, calibration, node_limit, pins)
+        search = _decided(_search(model, node_limit), graph, board, budget, reserved, calibration, node_limit, pins,
+                          port)
         picked, status = _thrifty(model, search.picked) if objective == "latency" else search.picked, search.describe()
         rule = RULES[objective]
         if objective == "frugal":
@@ -243,6 +261,8 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
         size["footprint"] = model.footprint(picked).report()
     if targets:
         size["targets"] = {k: v for k, v in vars(targets).items() if v is not None}
+    if port:
+        size["weight_port_reserved"] = port
     if calibration is not None:
         size["calibration"] = {"file": calibration.path.name, "sha256": calibration.digest}
     return _solution(graph, board, chosen, chosen_costs, "target" if targets else objective, available, status,
@@ -267,14 +287,15 @@ RULES = {"latency": "the fastest design (among as fast ones, the one whose fulle
          "frugal": frugal_rule(FRUGAL_SLACK)}
 
 
-def _decided(search: _Search, graph, budget, reserved, calibration, node_limit, pins: Pins | None) -> _Search:
+def _decided(search: _Search, graph, board, budget, reserved, calibration, node_limit, pins: Pins | None,
+             port: dict[str, int]) -> _Search:
     """The search's outcome, or the error that it found no design."""
     if search.status == "infeasible" and pins is not None and pins.pinned:
         raise NoDesignFits("no design keeps the pinned settings within the budget: a channel's lanes are its "
                            "producer's output factor and its consumer's input factor, so pin both alike or "
                            "leave one to the ILP")
     if search.status == "infeasible":
-        raise _no_design_fits(graph, budget, reserved, calibration)
+        raise _no_design_fits(graph, board, budget, reserved, calibration, port)
     if search.picked is None:
         raise SearchStopped(f"the ILP found no design within its limit of {node_limit:,} branch-and-bound nodes; "
                             f"loosen the budget or pin some unroll factors (--set)")
@@ -387,13 +408,18 @@ def _affordable(options, costs, budget: Budget):
     return _keep(options, costs, lambda name, c: all(getattr(c, r) - least[r][name] <= spare[r] for r in RESOURCES))
 
 
-def _no_design_fits(graph: StreamGraph, budget: Budget, reserved: dict[str, int], calibration) -> NoDesignFits:
+def _no_design_fits(graph: StreamGraph, board: Board, budget: Budget, reserved: dict[str, int], calibration,
+                    port: dict[str, int]) -> NoDesignFits:
+    """The budget, what the smallest design needs of it, and for each resource it lacks which limit bounds it
+    (the default share, the user's option or what the platform keeps) and how to lift it."""
     needs = smallest_design(graph, calibration)
     fifos = f"; the FIFOs need {_describe(reserved)} of it" if reserved else ""
     with_fifos = " with its FIFOs" if reserved else ""
     needs = {r: v + reserved.get(r, 0) for r, v in needs.items()}
+    short = [r for r in RESOURCES if needs[r] > getattr(budget, r)]
+    bounds = "".join(f"; {what_bounds(board, r, getattr(budget, r), port.get(r, 0))}" for r in short)
     return NoDesignFits(f"no design fits the budget ({_describe(vars(budget))}{fifos}); "
-                     f"the smallest design needs {_describe(needs)}{with_fifos}")
+                        f"the smallest design needs {_describe(needs)}{with_fifos}{bounds}")
 
 
 class _Model:

@@ -157,7 +157,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _design_options(parser, lists: bool = False) -> None:
-    share = "comma-separated budgets, e.g. 5%%,20%%,100%%" if lists else "N units or P%% of the board"
+    share = ("comma-separated budgets, e.g. 5%%,20%%,100%%" if lists else
+             "N units or P%% of what the board leaves to a design (default: 90%% of DSP, BRAM and URAM, 70%% of "
+             "LUT; 100%% lifts it)")
     parser.add_argument("--board", default="kv260", help="target board (see `ming boards`; default: %(default)s)")
     parser.add_argument("--name", help="the design's name: its top function, files, IP, bitstream and plot titles "
                         "(default: the model file's name)")
@@ -380,8 +382,9 @@ def _boards(args) -> None:
     print(boards_table())
     reservations = reservations_table()
     if reservations:
-        print("\nPart of these devices is kept by the platform (an Alveo shell; [reserved] in the board file).\n"
-              "Budgets (--dsp/--bram/--uram/--lut: 100% and the defaults) are taken of what is left to a design:")
+        print("\nPart of these devices is kept by the platform (an Alveo shell; on a Zynq board the DMA, interconnect\n"
+              "and reset of ming's block design; [reserved] in the board file). Budgets (--dsp/--bram/--uram/--lut:\n"
+              "100% and the default shares) are taken of what is left to a design:")
         print(reservations)
 
 

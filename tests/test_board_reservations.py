@@ -1,5 +1,5 @@
 """Platform reservations: a board's `[reserved]` table is parsed and checked, and every budget is taken of what the
-board leaves to a design (the device less what its shell keeps)."""
+board leaves to a design (the device less what its platform keeps)."""
 
 from __future__ import annotations
 
@@ -88,24 +88,23 @@ def test_the_alveo_shells_keep_the_ug1120_remainder(name, reserved):
     assert "UG1120" in board.reserved.source
 
 
-def test_the_edge_boards_reserve_nothing():
+def test_every_board_reserves_what_its_platform_takes():
+    # the Alveo shells' static regions; on the Zynq boards ming's block design (DMA, SmartConnects, reset)
     for board in all_boards():
-        if board.interface == "zynq_axis_dma":
-            assert board.reserved == Reserved(), board.name
-        else:
-            assert board.reserved, board.name
+        assert board.reserved, board.name
 
 
 def test_the_u280_default_budget_is_taken_of_what_its_shell_leaves():
-    # all of the usable hard blocks, 70 % of the usable LUTs
-    assert Budget.of(load_board("u280")) == Budget(dsp=8490, bram18k=2974, uram=960, lut=1069000 * 70 // 100)
+    # 90 % of the usable hard blocks, 70 % of the usable LUTs
+    assert Budget.of(load_board("u280")) == Budget(dsp=8490 * 90 // 100, bram18k=2974 * 90 // 100,
+                                                   uram=960 * 90 // 100, lut=1069000 * 70 // 100)
 
 
 def test_a_share_is_taken_of_what_the_shell_leaves():
     u280 = load_board("u280")
     assert Budget.of(u280, {"dsp": "50%"}).dsp == 4245
-    assert Budget.of(u280, {"dsp": "100%", "bram18k": "10%"}) == Budget(dsp=8490, bram18k=297, uram=960,
-                                                                        lut=748300)
+    assert Budget.of(u280, {"dsp": "100%", "bram18k": "10%", "uram": "100%"}) == Budget(dsp=8490, bram18k=297,
+                                                                                        uram=960, lut=748300)
 
 
 def test_a_count_up_to_what_the_shell_leaves_is_taken():
@@ -115,10 +114,10 @@ def test_a_count_up_to_what_the_shell_leaves_is_taken():
 def test_a_count_over_what_the_shell_leaves_is_refused():
     with pytest.raises(MingError) as info:
         Budget.of(load_board("u280"), {"dsp": "8491"})
-    assert str(info.value) == ("--dsp 8491: the u280 leaves 8,490 DSP to a design (9,024 less 534 its shell keeps); "
+    assert str(info.value) == ("--dsp 8491: the u280 leaves 8,490 DSP to a design (9,024 less 534 its platform keeps); "
                                "give at most 100% or 8490")
     with pytest.raises(MingError, match=r"^--lut 1069001: the u280 leaves 1,069,000 LUT to a design \(1,303,680 less "
-                                        r"234,680 its shell keeps\); give at most 100% or 1069000$"):
+                                        r"234,680 its platform keeps\); give at most 100% or 1069000$"):
         Budget.of(load_board("u280"), {"lut": "1069001"})
 
 
@@ -127,17 +126,22 @@ def test_a_resource_the_shell_does_not_touch_keeps_the_plain_message():
         Budget.of(load_board("u280"), {"uram": "961"})
 
 
-def test_the_kv260_budget_is_unchanged():
+def test_the_kv260_budget_is_taken_of_what_its_block_design_leaves():
     kv260 = load_board("kv260")
-    assert Budget.of(kv260) == Budget(dsp=1248, bram18k=288, uram=64, lut=117120 * 70 // 100)
+    assert Budget.of(kv260) == Budget(dsp=1248 * 90 // 100, bram18k=284 * 90 // 100, uram=64 * 90 // 100,
+                                      lut=110600 * 70 // 100)
     assert Budget.of(kv260, {"dsp": "50%"}).dsp == 624
     with pytest.raises(MingError, match=r"^--dsp 1249: the kv260 has 1248 DSP; give at most 100% or 1248$"):
         Budget.of(kv260, {"dsp": "1249"})
 
 
-def test_the_reservations_table_lists_the_alveo_boards():
+def test_the_reservations_table_lists_every_board():
     lines = reservations_table().splitlines()
     assert lines[0].split() == ["name", "DSP", "BRAM18K", "URAM", "LUT"]
-    assert lines[2].split() == ["u250", "kept", "by", "the", "platform", "780", "1376", "0", "348000"]
-    assert lines[3].split() == ["left", "to", "a", "design", "11508", "4000", "1280", "1380000"]
-    assert [line.split()[0] for line in lines[2::2]] == ["u250", "u280", "u50", "u55c"]
+    assert lines[2].split() == ["kv260", "kept", "by", "the", "platform", "0", "4", "0", "6520"]
+    assert lines[3].split() == ["left", "to", "a", "design", "1248", "284", "64", "110600"]
+    assert lines[4].split() == ["pynq-z2", "kept", "by", "the", "platform", "0", "4", "0", "6520"]
+    assert lines[6].split() == ["u250", "kept", "by", "the", "platform", "780", "1376", "0", "348000"]
+    assert lines[7].split() == ["left", "to", "a", "design", "11508", "4000", "1280", "1380000"]
+    assert [line.split()[0] for line in lines[2::2]] == ["kv260", "pynq-z2", "u250", "u280", "u50", "u55c",
+                                                         "ultra96v2", "zcu102", "zcu104"]

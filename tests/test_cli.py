@@ -171,9 +171,9 @@ def _not_onnx(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["--dsp", "150%"], "--dsp 150%: the kv260 has 1248 DSP; give at most 100% or 1248"),
-    (["--bram", "289"], "--bram 289: the kv260 has 288 BRAM18K"),
+    (["--bram", "289"], "--bram 289: the kv260 leaves 284 BRAM18K to a design (288 less 4 its platform keeps)"),
     (["--uram", "101%"], "--uram 101%: the kv260 has 64 URAM"),
-    (["--board", "pynq-z2", "--lut", "60000"], "--lut 60000: the pynq-z2 has 53200 LUT"),
+    (["--board", "pynq-z2", "--lut", "60000"], "--lut 60000: the pynq-z2 leaves 46,680 LUT to a design"),
     (["--dsp", "inf"], "--dsp inf: give a whole count (300) or a share of the board (20%)"),
     (["--dsp", "1e400"], "--dsp 1e400: give a whole count"),
     (["--dsp", "nan"], "--dsp nan: give a whole count"),

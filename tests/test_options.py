@@ -23,19 +23,21 @@ KV260 = load_board("kv260")
 
 
 @pytest.mark.parametrize("spec, expected", [
-    (None, 1248), ("20%", 249), ("100%", 1248), ("0.5%", 6), ("300", 300), (" 1248 ", 1248), ("0", 0), (300, 300),
+    (None, 1123), ("20%", 249), ("100%", 1248), ("0.5%", 6), ("300", 300), (" 1248 ", 1248), ("0", 0), (300, 300),
 ])
 def test_a_budget_is_a_count_or_a_share(spec, expected):
     assert Budget.of(KV260, {"dsp": spec}).dsp == expected
 
 
 @pytest.mark.parametrize("resource, option, spec, full", [
-    ("dsp", "--dsp", "150%", "1248 DSP"), ("dsp", "--dsp", "1249", "1248 DSP"),
-    ("bram18k", "--bram", "100.5%", "288 BRAM18K"), ("uram", "--uram", "65", "64 URAM"),
-    ("lut", "--lut", "200%", "117120 LUT"), ("dsp", "--dsp", "99999999999999999999999", "1248 DSP"),
+    ("dsp", "--dsp", "150%", "has 1248 DSP"), ("dsp", "--dsp", "1249", "has 1248 DSP"),
+    ("bram18k", "--bram", "100.5%", r"leaves 284 BRAM18K to a design \(288 less 4 its platform keeps\)"),
+    ("uram", "--uram", "65", "has 64 URAM"),
+    ("lut", "--lut", "200%", r"leaves 110,600 LUT to a design \(117,120 less 6,520 its platform keeps\)"),
+    ("dsp", "--dsp", "99999999999999999999999", "has 1248 DSP"),
 ])
 def test_a_budget_above_the_board_is_refused(resource, option, spec, full):
-    with pytest.raises(MingError, match=rf"^{option} {spec}: the kv260 has {full}; give at most 100%"):
+    with pytest.raises(MingError, match=rf"^{option} {spec}: the kv260 {full}; give at most 100%"):
         Budget.of(KV260, {resource: spec})
 
 
