@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,15 +44,17 @@ SCHEDULE_SEEDS = (0, 1)
 MAX_LANES = 8
 
 
+@dataclass
 class Built:
-    def __init__(self, out: Path, design, graph):
-        self.out, self.design, self.graph = out, design, graph
+    out: Path  # the written build
+    design: object  # ming_py.build.Design
+    graph: object  # the lifted graph
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """`built(name)`: the model's default design, built once and written to a directory; None where ming
-    refuses the model (a MingError: what it refuses is the business of the model's own tests)."""
+    """`built(name)`: the model's design as `ming build` makes it (the ILP's for the KV260), built once and
+    written to a directory; None where ming refuses the model."""
     cache = {}
 
     def build(name: str) -> Built | None:
