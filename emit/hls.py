@@ -26,6 +26,7 @@ from ming_py.weights_load import WEIGHTS_FILE, loaded_arrays, loaded_rows
 
 from .environment import TEMPLATES, environment
 from .identifiers import CppNames, c_string, comment_text, cpp_names
+from .layouts import check_layouts
 
 STATIC_HEADERS = ("ming_stream.h", "ming_numerics.h", "ming_hls_stream.h", "ming_check.h")
 
@@ -102,10 +103,11 @@ def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, 
         views.append(view)
         constants += consts
     model = _model_view(graph, schedule, names, views)
+    code = [process_code(env, process, view) for process, view in zip(graph.processes, views)]
     internal = [c for c in graph.channels.values() if c.producer != "input" and c.consumer != "output"]
     channels = [{"name": names.channels[c.name], "label": c_string(c.name), "lanes": schedule.lanes_of(c.name),
                  "depth": schedule.depth_of(c.name)} for c in internal]
-    context = {"model": model, "processes": views, "channels": channels, "constants": constants,
+    context = {"model": model, "processes": views, "process_code": code, "channels": channels, "constants": constants,
                "loaded_constants": any(c.loaded for c in constants),
                "version": __version__, "board": board, "ip": ip_identity(names.model, board)}
     name = names.model
@@ -121,6 +123,14 @@ def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, 
     for header in STATIC_HEADERS:
         files[header] = (TEMPLATES / header).read_text()
     return files
+
+
+def process_code(env, process: Process, view: ProcessView) -> str:
+    """The C++ function of a process from its kind's template, checked to lay out every array of its storage
+    plan (`emit.layouts`)."""
+    code = env.get_template(f"process/{view.template}.cpp.j2").render(p=view)
+    check_layouts(process.name, view.name, code, view.storage, view.arrays)
+    return code
 
 
 def ip_identity(model: str, board: Board) -> dict[str, str]:
