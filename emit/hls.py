@@ -27,7 +27,7 @@ from ming_py.weights_load import WEIGHTS_FILE, loaded_arrays, loaded_rows
 from .environment import TEMPLATES, environment
 from .identifiers import CppNames, c_string, comment_text, cpp_names
 
-STATIC_HEADERS = ("ming_stream.h", "ming_numerics.h", "ming_hls_stream.h", "ming_check.h")
+STATIC_HEADERS = ("ming_stream.h", "ming_widths.h", "ming_numerics.h", "ming_hls_stream.h", "ming_check.h")
 
 
 @dataclass

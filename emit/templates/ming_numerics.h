@@ -26,9 +26,8 @@
 #define MING_NUMERICS_H
 
 #include <cstdint>
-#ifndef MING_CSIM
-#include <ap_int.h>
-#endif
+
+#include "ming_widths.h"
 
 namespace ming {
 
@@ -276,6 +275,50 @@ inline uint64_t round_to_float32(uint64_t m) {
     return kept + (up ? unit : 0);
 }
 
+namespace detail {
+// The greatest value round_to_float32 gives for magnitudes up to max: max rounded up at its 24th significant bit.
+constexpr long long float32_ceiling(long long max) {
+    return magnitude_bits(max) <= 24
+               ? max
+               : ((max + (1LL << (magnitude_bits(max) - 24)) - 1) >> (magnitude_bits(max) - 24))
+                     << (magnitude_bits(max) - 24);
+}
+
+// round_to_float32 of a magnitude m <= MAX, at the widths of its range: the mask of the bits below the 24th
+// (the smear of m >> 24, as many steps as its width needs), one compare and one add.
+template <long long MAX>
+inline uint_for<float32_ceiling(MAX)> round_to_float32(uint_for<MAX> m) {
+    typedef uint_for<MAX> Magnitude;
+    typedef uint_for<float32_ceiling(MAX)> Rounded;
+    constexpr int kBelowBits = Magnitude::width > 24 ? Magnitude::width - 24 : 1;
+    typedef UInt<kBelowBits> Below;
+    Below below = Below(m >> 24);
+    if (kBelowBits > 1) below = Below(below | (below >> 1));
+    if (kBelowBits > 2) below = Below(below | (below >> 2));
+    if (kBelowBits > 4) below = Below(below | (below >> 4));
+    if (kBelowBits > 8) below = Below(below | (below >> 8));
+    if (kBelowBits > 16) below = Below(below | (below >> 16));
+    if (kBelowBits > 32) below = Below(below | (below >> 32));
+    const Rounded unit = Rounded(below) + 1;  // weight of the least significant bit kept
+    const Magnitude rest = Magnitude(m & below), kept = Magnitude(m & ~Magnitude(below));
+    const Below half = Below(unit >> 1);
+    const bool up = rest != 0 && (rest > half || (rest == half && (kept & unit) != 0));
+    return up ? Rounded(kept + unit) : Rounded(kept);
+}
+
+// round_to_float32 of a signed value |v| <= MAX (odd-symmetric): the magnitude's mask-and-add rounding, the sign
+// back.
+template <long long MAX>
+inline int_for<-float32_ceiling(MAX), float32_ceiling(MAX)> round_to_float32_signed(int_for<-MAX, MAX> v) {
+    typedef uint_for<MAX> Magnitude;
+    typedef int_for<-float32_ceiling(MAX), float32_ceiling(MAX)> Signed;
+    const bool negative = v < 0;
+    const Magnitude magnitude = negative ? Magnitude(-v) : Magnitude(v);
+    const uint_for<float32_ceiling(MAX)> rounded = round_to_float32<MAX>(magnitude);
+    return negative ? Signed(-rounded) : Signed(rounded);
+}
+}  // namespace detail
+
 // numerics.mul_requant (QLinearMul, bit-exact with onnxruntime's MlasQLinearMulKernel):
 //   P = (a - a_zp) * (b - b_zp);  y = sat(rne(f32(f32(f32(P) * R) + (y_zp + offset))) - offset)
 //   with R = mantissa * 2^-shift = float32(float32(sa * sb) / sy) (numerics.mul_parts), offset the domain
@@ -308,7 +351,7 @@ namespace detail {
 // numerics.round_to_float32 on a signed value (odd-symmetric): the magnitude's mask-and-add rounding.
 inline int64_t round_to_float32_signed(int64_t v) {
     const uint64_t magnitude = v < 0 ? UINT64_C(0) - s2u(v) : s2u(v);
-    const uint64_t rounded = round_to_float32(magnitude);
+    const uint64_t rounded = ming::round_to_float32(magnitude);
     return u2s(v < 0 ? UINT64_C(0) - rounded : rounded);
 }
 
@@ -407,32 +450,124 @@ inline int8_t add_float_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp
 }
 
 // onnxruntime's QLinearAveragePool over windows (numerics.WindowAverageConstants), in units of 2^exponent of
-// the input scale sx = mantissa * 2^exponent, where every float32 value of the kernel's sum is an integer:
+// the input scale sx = mantissa * 2^exponent, where every float32 value of the kernel's sum is an integer.
+// The widths of the three functions are those of their values over this domain: int8 x and zero point, the
+// float32 input scale's 24-bit mantissa, windows of `Window` elements (a template argument: the process's
+// K_H * K_W), every partial sum below numerics.window_average_constants' bound 2 * Window * 2^32 + 1, and that
+// function's row constants (low, high in [-bound, bound - 1]; thresholds in [0, 2 * bound]; drop, ratio, offset
+// as average_level says). benchmarks/calibration/average_{term,add,level}.v take their *_BITS (convention: see
+// tests/test_calibration_widths.py).
+namespace widths {
+struct average_term {
+    static constexpr long long kValueMax = 127, kValueMin = -128;  // x and its zero point: int8
+    static constexpr long long kCenteredMax = kValueMax - kValueMin;  // |x - x_zp|
+    static constexpr long long kMantissaMax = (1LL << 24) - 1;
+    static constexpr long long kProductMax = kCenteredMax * kMantissaMax;
+    static constexpr long long kTermMax = detail::float32_ceiling(kProductMax);  // 2^32
+    typedef int_for<kValueMin, kValueMax> Value;
+    typedef int_for<-kCenteredMax, kCenteredMax> Centered;
+    typedef uint_for<kMantissaMax> Mantissa;
+    typedef int_for<-kProductMax, kProductMax> Product;
+    typedef int_for<-kTermMax, kTermMax> Term;
+    static constexpr int CENTERED_BITS = Centered::width;
+    static constexpr int MANTISSA_BITS = Mantissa::width;
+    static constexpr int PRODUCT_BITS = Product::width;
+    static constexpr int MAGNITUDE_BITS = uint_for<kProductMax>::width;
+    static constexpr int ROUNDED_BITS = uint_for<kTermMax>::width;
+    static constexpr int TERM_BITS = Term::width;
+};
+
+template <int Window>
+struct average_add {
+    static constexpr long long kSumMax = 2LL * Window * average_term::kTermMax;  // a partial sum's magnitude
+    static constexpr long long kTotalMax = 2 * kSumMax;  // a partial sum plus a term or a column's partial sum
+    typedef int_for<-kSumMax, kSumMax> Sum;
+    typedef int_for<-kTotalMax, kTotalMax> Total;
+    static constexpr int SUM_BITS = Sum::width;
+    static constexpr int TOTAL_BITS = Total::width;
+    static constexpr int MAGNITUDE_BITS = uint_for<kTotalMax>::width;
+    static constexpr int ROUNDED_BITS = uint_for<detail::float32_ceiling(kTotalMax)>::width;
+};
+
+template <int Window>
+struct average_level {
+    static constexpr long long kBound = average_add<Window>::kSumMax + 1;  // window_average_constants' bound
+    static constexpr long long kUMax = 2 * kBound - 1;  // the clamped sum less low: high - low
+    static constexpr long long kThresholdMax = 2 * kBound;  // T'
+    static constexpr long long kDropMax = magnitude_bits(kUMax) - 16;  // drop = bit_length(high - low) - 16
+    static constexpr long long kScaledMax = (1LL << 16) - 1;  // u >> drop (the contract)
+    static constexpr long long kRatioMax = (1LL << 26) - 1;  // numerics.AVERAGE_RATIO_LIMIT
+    static constexpr long long kOffsetMax = (1LL << 40) - 1;  // numerics.AVERAGE_OFFSET_LIMIT
+    static constexpr long long kProductMax = kScaledMax * kRatioMax;
+    static constexpr long long kEstimateMin = -kOffsetMax, kEstimateMax = kProductMax + kOffsetMax;
+    static constexpr long long kLevelMax = 255;  // a row holds 256 thresholds
+    typedef int_for<-kBound, kBound - 1> Limit;
+    typedef uint_for<kUMax> U;
+    typedef uint_for<kThresholdMax> Threshold;
+    typedef uint_for<kDropMax> Drop;
+    typedef uint_for<kScaledMax> Scaled;
+    typedef uint_for<kRatioMax> Ratio;
+    typedef int_for<-kOffsetMax, kOffsetMax> Offset;
+    typedef uint_for<kProductMax> Product;
+    typedef int_for<kEstimateMin, kEstimateMax> Estimate;
+    typedef int_for<(kEstimateMin >> 24), (kEstimateMax >> 24)> Whole;
+    typedef uint_for<kLevelMax> Level;
+    static constexpr int LIMIT_BITS = Limit::width;
+    static constexpr int U_BITS = U::width;
+    static constexpr int THRESHOLD_BITS = Threshold::width;
+    static constexpr int DROP_BITS = Drop::width;
+    static constexpr int SCALED_BITS = Scaled::width;
+    static constexpr int RATIO_BITS = Ratio::width;
+    static constexpr int OFFSET_BITS = Offset::width;
+    static constexpr int PRODUCT_BITS = Product::width;
+    static constexpr int ESTIMATE_BITS = Estimate::width;
+    static constexpr int WHOLE_BITS = Whole::width;
+    static constexpr int LEVEL_BITS = Level::width;
+};
+}  // namespace widths
+
 // numerics.window_average_terms: a window element's float32 sx * (x - x_zp), a 9 x 24-bit product rounded to
 //   24 significant bits.
-inline int64_t average_term(int8_t x, int32_t x_zp, uint32_t mantissa) {
-    return detail::round_to_float32_signed(
-        detail::wrap_mul(static_cast<int64_t>(x) - x_zp, static_cast<int64_t>(mantissa)));
+inline widths::average_term::Term average_term(int8_t x, int32_t x_zp, uint32_t mantissa) {
+    typedef widths::average_term W;
+    const W::Centered centered = W::Value(x) - W::Value(x_zp);
+    const W::Product product = centered * W::Mantissa(mantissa);
+    return detail::round_to_float32_signed<W::kProductMax>(product);
 }
 
-// numerics.window_average_sum, one element: the float32 sum + term (both float32 values in these units).
-inline int64_t average_add(int64_t sum, int64_t term) {
-    return detail::round_to_float32_signed(detail::wrap_add(sum, term));
+// numerics.window_average_sum, one element: the float32 sum + term, or + a column's partial sum (both float32
+//   values in these units).
+template <int Window>
+inline typename widths::average_add<Window>::Sum average_add(typename widths::average_add<Window>::Sum sum,
+                                                             typename widths::average_add<Window>::Sum addend) {
+    typedef widths::average_add<Window> W;
+    const typename W::Total total = sum + addend;
+    return typename W::Sum(detail::round_to_float32_signed<W::kTotalMax>(total));
 }
 
 // numerics.window_average_level: the output from a window's sum, by the row of its divisor: the sum clamped to
 //   [low, high], less low (u); the level estimate k = clamp(((u >> drop) * ratio + offset) >> 24, 0, last), the
 //   level or one above it; one less where u is below k's threshold (a read of the row's 256 thresholds).
-//   Contract (numerics.window_average_constants proves it): u >> drop < 2^16, 0 < ratio < 2^26.
-template <typename Thresholds>
-inline int8_t average_level(int64_t sum, int64_t low, int64_t high, int drop, int64_t ratio, int64_t offset,
-                            const Thresholds& thresholds, int32_t last, int32_t qmin) {
-    const int64_t u = detail::wrap_add(sum < low ? low : sum > high ? high : sum, -low);
-    const int64_t scaled = detail::floor_shift(u, drop < 0 ? 0 : drop > 63 ? 63 : drop);
-    const int64_t estimate = detail::floor_shift(detail::wrap_add(detail::wrap_mul(scaled, ratio), offset), 24);
-    const int32_t top = last < 0 ? 0 : last > 255 ? 255 : last;  // a row holds 256 thresholds
-    const int32_t k = static_cast<int32_t>(estimate < 0 ? 0 : estimate > top ? top : estimate);
-    return static_cast<int8_t>(static_cast<int64_t>(k) - (u < thresholds[k] ? 1 : 0) + qmin);
+//   Contract (numerics.window_average_constants proves it): u >> drop < 2^16, 0 < ratio < 2^26, |offset| < 2^40,
+//   0 <= last <= 255.
+template <int Window, typename Thresholds>
+inline int8_t average_level(typename widths::average_add<Window>::Sum sum,
+                            typename widths::average_level<Window>::Limit low,
+                            typename widths::average_level<Window>::Limit high,
+                            typename widths::average_level<Window>::Drop drop,
+                            typename widths::average_level<Window>::Ratio ratio,
+                            typename widths::average_level<Window>::Offset offset, const Thresholds& thresholds,
+                            typename widths::average_level<Window>::Level last, int32_t qmin) {
+    typedef widths::average_level<Window> W;
+    const typename W::U u = (sum < low ? low : sum > high ? high : typename W::Limit(sum)) - low;
+    const typename W::Scaled scaled = u >> drop;
+    const typename W::Product product = scaled * ratio;
+    const typename W::Estimate estimate = product + offset;
+    const typename W::Whole whole = estimate >> 24;
+    const typename W::Level k = whole < 0 ? typename W::Level(0) : whole > last ? last : typename W::Level(whole);
+    const typename W::Threshold threshold(thresholds[k]);  // a ROM word
+    const int_for<-256, 255> level = k - typename W::Level(u < threshold ? 1 : 0);
+    return static_cast<int8_t>(level + qmin);
 }
 
 // numerics.fixed_point_requantize: the int8 requantization of TFLite models (TOSA RESCALE, scale32),
