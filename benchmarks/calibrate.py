@@ -185,10 +185,10 @@ PRIMITIVES = (
               NARROW_MODEL.replace("(18 bits), an 18", "(27 bits), a 27") + "; the product and the rounding in LUTs "
               "(Multiplier::fabric)", params=(("OPERAND_BITS", 27),), fabric=True),
     Primitive("requant_add", "requant_add",
-              "ming::add_requant (QLinearAdd): the offset, two 9 x 24-bit products (mantissas of the float32 "
-              "ratios, their exponents wiring), inner = rn24(b' * MB + F) and outer = rn24(a' * MA + inner) "
-              "(two signed round_to_float32, mask and add, of 35 and 37 bits), the rounding at the constant "
-              "shift, saturation, the offset",
+              "ming::add_requant<26, 24, 33> (QLinearAdd) at the C++'s widths: the offset, two 9 x 24-bit products "
+              "(mantissas of the float32 ratios, their exponents wiring), inner = rn24(b' * MB + F) and outer = "
+              "rn24(a' * MA + inner) (two signed round_to_float32, mask and add, of 34 and 35-bit magnitudes), the "
+              "rounding at the constant shift, saturation, the offset",
               products=(Product(9, True, 24, False), Product(9, True, 24, False))),
     Primitive("requant_add_float", "requant_add_float",
               "ming::add_float_requant (Sub, unfused Add): a 9 x 24 and a 9 x 25-bit (signed: Sub negates it) "
@@ -207,18 +207,19 @@ PRIMITIVES = (
     Primitive("average_term", "average_term",
               "ming::average_term (AveragePool over windows, one element): rn24((x - x_zp) * mantissa), a 9 x "
               "24-bit product (the float32 input scale's mantissa, an input) and its signed round_to_float32 "
-              "(33 bits, mask and add) to a 34-bit term",
+              "(32-bit magnitude, mask and add) to a 33-bit term (ming::widths::average_term)",
               products=(Product(9, True, 24, False),)),
     Primitive("average_add", "average_add",
-              "ming::average_add (AveragePool over windows, one step of the chain): rn24(sum + term), a 38-bit "
-              "signed partial sum and a 34-bit signed term, their 39-bit sum's signed round_to_float32 (mask and "
-              "add) to the 38-bit sum"),
+              "ming::average_add<9> (AveragePool over windows, one step of the chain): rn24(sum + addend), a "
+              "38-bit signed partial sum and a 38-bit addend (a term or a column's sum, at the partial sums' width "
+              "as the C++ takes it), their 39-bit sum's signed round_to_float32 (38-bit magnitude, mask and add) "
+              "to the 38-bit sum"),
     Primitive("average_level", "average_level",
               "ming::average_level (AveragePool over windows, the output stage): the 38-bit sum clamped to the "
               "row's [low, high] less low (u), u >> drop (a barrel shifter to 16 bits), a 16 x 26-bit product "
               "plus the offset, its bits from 24 up clamped to 0 .. 255 (the address of the thresholds' ROM, "
-              "outside the model, read the next cycle; u and k wait in 46 pipeline flip-flops), the 39-bit compare "
-              "u < T, k - (u < T) + qmin",
+              "outside the model, read the next cycle; u and k wait in 46 pipeline flip-flops), the 38-bit "
+              "unsigned compare u < T, k - (u < T) + qmin (ming::widths::average_level<9>)",
               products=(Product(16, False, 26, False),)),
     Primitive("requant_shift", "requant_shift",
               "ming::requantize_shift (an average by a power of two): the offset, a rounding shift by a constant "

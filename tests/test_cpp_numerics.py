@@ -53,10 +53,11 @@ FUNCTIONS = {
     "requantize_i32": (6, "ming::requantize_i32(r[0], r[1], I32(r[2]), I32(r[3]), I32(r[4]), I32(r[5]))"),
     "fixed_point_rescale": (4, "ming::fixed_point_rescale(r[0], r[1], I(r[2]), r[3])"),
     "fixed_point_rescale_default": (3, "ming::fixed_point_rescale(r[0], r[1], I(r[2]))"),
-    "add_requant": (9, "ming::add_requant(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]), I32(r[7]), "
+    # add_requant at the widest constants numerics.add_constants gives (tests/test_numerics_widths.py: narrower)
+    "add_requant": (9, "ming::add_requant<51, 51, 59>(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]), I32(r[7]), "
                        "I32(r[8]))"),
-    "add_requant_default": (7, "ming::add_requant(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]))"),
-    "add_requant_i32": (9, "ming::add_requant_i32(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]), "
+    "add_requant_default": (7, "ming::add_requant<51, 51, 59>(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]))"),
+    "add_requant_i32": (9, "ming::add_requant_i32<51, 51, 59>(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]), "
                            "I32(r[7]), I32(r[8]))"),
     "add_float_requant": (14, "ming::add_float_requant(I32(r[0]), I32(r[1]), I32(r[2]), I32(r[3]), r[4], I(r[5]), "
                               "r[6], I(r[7]), I(r[8]), r[9], r[10], I32(r[11]), I32(r[12]), I32(r[13]))"),
@@ -269,9 +270,16 @@ def cpp_work(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("cpp_numerics")
 
 
+# MING_AP_INT_INCLUDE=<directory of ap_int.h> (AMD's HLS_arbitrary_Precision_Types, or a Vitis install) runs the
+# driver's functions as synthesis computes them: the ap_int types of ming_widths.h instead of the checked classes.
+AP_INT_INCLUDE = os.environ.get("MING_AP_INT_INCLUDE")
+VITIS_TYPES_FLAGS = ["-std=c++14", "-O2", "-w", f"-I{AP_INT_INCLUDE}"]
+
+
 @pytest.fixture(scope="session")
 def driver(cpp_work) -> _Driver:
-    return _Driver(_compile(_driver_source(), cpp_work, "driver", CXXFLAGS), cpp_work)
+    flags = VITIS_TYPES_FLAGS if AP_INT_INCLUDE else CXXFLAGS
+    return _Driver(_compile(_driver_source(), cpp_work, "driver", flags), cpp_work)
 
 
 def _assert_equal(fn: str, got: np.ndarray, want, args: dict) -> None:

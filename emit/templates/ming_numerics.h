@@ -317,6 +317,20 @@ inline int_for<-float32_ceiling(MAX), float32_ceiling(MAX)> round_to_float32_sig
     const uint_for<float32_ceiling(MAX)> rounded = round_to_float32<MAX>(magnitude);
     return negative ? Signed(-rounded) : Signed(rounded);
 }
+
+// round_shift_half_even of a value of W bits by 0 <= s <= 62: floor(v / 2^s), the bits shifted out against one
+// half. s >= W gives 0 (|v| <= 2^(W-1) <= 2^(s-1); the tie at -2^(W-1) goes to the even 0).
+template <int W>
+inline Int<W> round_shift_half_even_bits(Int<W> v, int s) {
+    if (s <= 0) return v;
+    if (s >= W) return Int<W>(0);
+    const Int<W> quotient = v >> s;
+    const UInt<W> mask = (UInt<W>(1) << s) - 1;
+    const UInt<W> remainder = v & mask;
+    const UInt<W> half = UInt<W>(1) << (s - 1);
+    const bool up = remainder > half || (remainder == half && (quotient & 1) != 0);
+    return up ? Int<W>(quotient + 1) : quotient;
+}
 }  // namespace detail
 
 // numerics.mul_requant (QLinearMul, bit-exact with onnxruntime's MlasQLinearMulKernel):
@@ -374,23 +388,80 @@ inline void division_step(uint64_t& rest, uint32_t& quotient, uint64_t unit, int
 //   F = f32(zy' - fma(ra, za', f32(rb * zb'))) at the binary point 2^-shift; the zero points are in `fixed`.
 //   Per lane: two 9 x 24-bit products (the multipliers' trailing zeros are wiring), two mask-and-add
 //   roundings, a rounding at the constant `shift`, the offset and the saturation.
-//   Contract: int8 a, b; 256 * |ma|, 256 * |mb|, |fixed| < 2^59 (numerics.add_constants checks it);
-//   0 <= shift <= 62; 0 <= offset <= 128; -128 <= qmin <= qmax <= 127.
-inline int32_t add_requant_i32(int32_t a, int32_t b, int64_t ma, int64_t mb, int64_t fixed, int shift,
-                               int32_t offset, int32_t qmin, int32_t qmax) {
-    const int s = shift < 0 ? 0 : (shift > 62 ? 62 : shift);
-    const int64_t inner = detail::round_to_float32_signed(
-        detail::wrap_add(detail::wrap_mul(static_cast<int64_t>(b) + offset, mb), fixed));
-    const int64_t outer = detail::round_to_float32_signed(
-        detail::wrap_add(detail::wrap_mul(static_cast<int64_t>(a) + offset, ma), inner));
-    const int64_t y = saturate(round_shift_half_even(outer, s), static_cast<int64_t>(qmin) + offset,
-                               static_cast<int64_t>(qmax) + offset);
-    return static_cast<int32_t>(saturate(y - offset, qmin, qmax));
+//   Contract: int8 a, b; 0 < ma < 2^MaBits, 0 < mb < 2^MbBits, |fixed| < 2^FixedBits (the template arguments:
+//   the process's constants' bit lengths; numerics.add_constants keeps 256 * ma, 256 * mb and |fixed| below 2^59,
+//   so MaBits, MbBits <= 51 and FixedBits <= 59); 0 <= shift <= 62; 0 <= offset <= 128;
+//   -128 <= qmin <= qmax <= 127. Every intermediate has the width of its range at these bounds
+//   (ming::widths::requant_add, which benchmarks/calibration/requant_add.v takes).
+namespace widths {
+template <int MaBits, int MbBits, int FixedBits>
+struct requant_add {
+    static constexpr long long kShiftedMin = -128, kShiftedMax = 255;  // a + offset: int8, offset 0 .. 128
+    static constexpr long long kMaMax = (1LL << MaBits) - 1, kMbMax = (1LL << MbBits) - 1;
+    static constexpr long long kFixedMax = (1LL << FixedBits) - 1;
+    static constexpr long long kAProductMax = kShiftedMax * kMaMax, kBProductMax = kShiftedMax * kMbMax;
+    static constexpr long long kInnerSumMax = kBProductMax + kFixedMax;
+    static constexpr long long kInnerMax = detail::float32_ceiling(kInnerSumMax);
+    static constexpr long long kOuterSumMax = kAProductMax + kInnerMax;
+    static constexpr long long kOuterMax = detail::float32_ceiling(kOuterSumMax);
+    typedef int_for<-128, 127> Value;
+    typedef uint_for<128> Offset;
+    typedef int_for<kShiftedMin, kShiftedMax> Shifted;
+    typedef uint_for<kMaMax> Ma;
+    typedef uint_for<kMbMax> Mb;
+    typedef int_for<-kFixedMax, kFixedMax> Fixed;
+    typedef int_for<kShiftedMin * kMaMax, kAProductMax> AProduct;
+    typedef int_for<kShiftedMin * kMbMax, kBProductMax> BProduct;
+    typedef int_for<-kInnerSumMax, kInnerSumMax> InnerSum;
+    typedef int_for<-kInnerMax, kInnerMax> Inner;
+    typedef int_for<-kOuterSumMax, kOuterSumMax> OuterSum;
+    typedef int_for<-kOuterMax, kOuterMax> Outer;
+    typedef int_for<kShiftedMin, kShiftedMax> Level;  // y' in [qmin + offset, qmax + offset]
+    static constexpr int SHIFTED_BITS = Shifted::width;
+    static constexpr int MA_BITS = Ma::width;
+    static constexpr int MB_BITS = Mb::width;
+    static constexpr int FIXED_BITS = Fixed::width;
+    static constexpr int A_PRODUCT_BITS = AProduct::width;
+    static constexpr int B_PRODUCT_BITS = BProduct::width;
+    static constexpr int INNER_SUM_BITS = InnerSum::width;
+    static constexpr int INNER_MAGNITUDE_BITS = uint_for<kInnerSumMax>::width;
+    static constexpr int INNER_BITS = Inner::width;
+    static constexpr int OUTER_SUM_BITS = OuterSum::width;
+    static constexpr int OUTER_MAGNITUDE_BITS = uint_for<kOuterSumMax>::width;
+    static constexpr int OUTER_BITS = Outer::width;
+    static constexpr int LEVEL_BITS = Level::width;
+};
+}  // namespace widths
+
+template <int MaBits, int MbBits, int FixedBits>
+inline int32_t add_requant_i32(int32_t a, int32_t b, typename widths::requant_add<MaBits, MbBits, FixedBits>::Ma ma,
+                               typename widths::requant_add<MaBits, MbBits, FixedBits>::Mb mb,
+                               typename widths::requant_add<MaBits, MbBits, FixedBits>::Fixed fixed, int shift,
+                               typename widths::requant_add<MaBits, MbBits, FixedBits>::Offset offset, int32_t qmin,
+                               int32_t qmax) {
+    typedef widths::requant_add<MaBits, MbBits, FixedBits> W;
+    const typename W::Shifted a_shifted = typename W::Value(a) + offset;
+    const typename W::Shifted b_shifted = typename W::Value(b) + offset;
+    const typename W::BProduct b_product = b_shifted * mb;
+    const typename W::InnerSum inner_sum = b_product + fixed;
+    const typename W::Inner inner = detail::round_to_float32_signed<W::kInnerSumMax>(inner_sum);
+    const typename W::AProduct a_product = a_shifted * ma;
+    const typename W::OuterSum outer_sum = a_product + inner;
+    const typename W::Outer outer = detail::round_to_float32_signed<W::kOuterSumMax>(outer_sum);
+    const typename W::Outer rounded = detail::round_shift_half_even_bits<W::Outer::width>(outer, shift);
+    const typename W::Level low = typename W::Value(qmin) + offset, high = typename W::Value(qmax) + offset;
+    const typename W::Level level = rounded < low ? low : rounded > high ? high : typename W::Level(rounded);
+    return static_cast<int32_t>(level - offset);
 }
 
-inline int8_t add_requant(int32_t a, int32_t b, int64_t ma, int64_t mb, int64_t fixed, int shift, int32_t offset,
-                          int32_t qmin = -128, int32_t qmax = 127) {
-    return static_cast<int8_t>(add_requant_i32(a, b, ma, mb, fixed, shift, offset, qmin, qmax));
+template <int MaBits, int MbBits, int FixedBits>
+inline int8_t add_requant(int32_t a, int32_t b, typename widths::requant_add<MaBits, MbBits, FixedBits>::Ma ma,
+                          typename widths::requant_add<MaBits, MbBits, FixedBits>::Mb mb,
+                          typename widths::requant_add<MaBits, MbBits, FixedBits>::Fixed fixed, int shift,
+                          typename widths::requant_add<MaBits, MbBits, FixedBits>::Offset offset, int32_t qmin = -128,
+                          int32_t qmax = 127) {
+    return static_cast<int8_t>(add_requant_i32<MaBits, MbBits, FixedBits>(a, b, ma, mb, fixed, shift, offset, qmin,
+                                                                         qmax));
 }
 
 // numerics.add_float_requant (onnxruntime's unfused DQ -> Add/Sub -> Q, bit-exact):
