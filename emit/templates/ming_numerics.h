@@ -103,51 +103,123 @@ inline int64_t round_shift_half_up(int64_t v, int shift) {
     return q + (r >= half ? 1 : 0);
 }
 
-// Wide-range form of requantize (numerics.requantize with any qmin/qmax that fits int32,
-// e.g. uint8 [0, 255] or int32 outputs).  See requantize below.
-inline int32_t requantize_i32(int64_t acc, int64_t mantissa, int32_t exponent, int32_t zero_point,
-                              int32_t qmin, int32_t qmax, bool half_away = false) {
-    // 1. M = mantissa * 2^exponent (numerics.float32_parts, done by the compiler).
-    // 2. a = |acc| rounded to 24 significant bits (= float32(acc)): a_m * 2^d1.
-    const bool neg = acc < 0;
-    const uint64_t a = neg ? (UINT64_C(0) - detail::s2u(acc)) : detail::s2u(acc);
-    int d1 = bit_length(a) - 24;
-    if (d1 < 0) d1 = 0;
-    const int64_t a_m = round_shift_half_even(detail::u2s(a), d1);  // <= 2^24
-    // 3. exact product (< 2^48), rounded to 24 significant bits (= the float32 product).
-    const int64_t p = detail::wrap_mul(a_m, mantissa);  // exact in contract
-    int d2 = bit_length(detail::s2u(p)) - 24;
-    if (d2 < 0) d2 = 0;
-    const int64_t p_m = round_shift_half_even(p, d2);  // <= 2^24
-    const int64_t e_tot = static_cast<int64_t>(d1 + d2) + exponent;  // value = p_m * 2^e_tot
-    // 4. |y| = rne(p_m * 2^e_tot); a left shift > 16 saturates to 2^40 (> any |q| + |zp|).
-    int64_t mag;
-    if (e_tot > 16) {
-        mag = p_m > 0 ? (INT64_C(1) << 40) : 0;
-    } else if (e_tot >= 0) {
-        mag = detail::wrap_shl(p_m, static_cast<int>(e_tot));
-    } else {
-        const int shift = e_tot < -63 ? 63 : static_cast<int>(-e_tot);
-        mag = half_away ? round_shift_half_up(p_m, shift) : round_shift_half_even(p_m, shift);  // p_m >= 0
-    }
-    // 5. rne is odd-symmetric: re-apply the sign, add the zero point after rounding.
-    const int64_t y = (neg ? -mag : mag) + zero_point;
-    return static_cast<int32_t>(saturate(y, qmin, qmax));
+namespace detail {
+// The helpers of the datapath functions, on exact-width values (ming_widths.h): each is written once for any width
+// and instantiated at the widths of its caller's ranges.
+
+// bit_length of an unsigned value of T::width bits (0 -> 0): a binary search of as many steps as the width needs.
+template <typename T>
+inline uint_for<T::width> bit_length_bits(T a) {
+    static_assert(!IsSigned<T>::value, "a magnitude");
+    uint_for<T::width> n = 0;
+    T rest = a;
+    if (T::width > 32 && (rest >> 32) != 0) { n = n + 32; rest = rest >> 32; }
+    if (T::width > 16 && (rest >> 16) != 0) { n = n + 16; rest = rest >> 16; }
+    if (T::width > 8 && (rest >> 8) != 0) { n = n + 8; rest = rest >> 8; }
+    if (T::width > 4 && (rest >> 4) != 0) { n = n + 4; rest = rest >> 4; }
+    if (T::width > 2 && (rest >> 2) != 0) { n = n + 2; rest = rest >> 2; }
+    if (T::width > 1 && (rest >> 1) != 0) { n = n + 1; rest = rest >> 1; }
+    return n + (rest != 0 ? 1 : 0);
 }
+
+// v / 2^s rounded half to even (HalfUp false) or half up (HalfUp true: floor(v / 2^s + 1/2)), for 0 <= s <= 63, of
+// a value of T::width bits: floor(v / 2^s), the bits shifted out against one half. A shift beyond the width gives
+// the rounding of a value below one half (0), or of one half at most for the shift equal to it.
+template <bool HalfUp, typename T, typename Shift>
+inline T round_shift_bits(T v, Shift s) {
+    constexpr int kWidth = T::width;
+    typedef UInt<kWidth + 1> Part;  // the bits shifted out, one half
+    if (s <= 0) return v;
+    if (s > kWidth) return T(0);
+    const T quotient = s == kWidth ? T(v < 0 ? -1 : 0) : T(v >> s);
+    const Part mask = (Part(1) << s) - 1;
+    const Part remainder = v & mask;
+    const Part half = Part(1) << (s - 1);
+    const bool up = HalfUp ? remainder >= half : remainder > half || (remainder == half && (quotient & 1) != 0);
+    return up ? T(quotient + 1) : quotient;
+}
+}  // namespace detail
 
 // numerics.requantize (bit-exact emulation of ORT's y = sat(rne(f32(f32(acc) * M)) + zp)
 // for Conv / Gemm / MatMul; also GlobalAveragePool = numerics.gap_requant, see top).
-//   (mantissa, exponent) = numerics.float32_parts(M): mantissa in [0, 2^24),
-//   exponent in [-149, 104];  |acc| < 2^62;  -128 <= qmin <= qmax <= 127.
-inline int8_t requantize(int64_t acc, int64_t mantissa, int32_t exponent, int32_t zero_point,
-                         int32_t qmin = -128, int32_t qmax = 127) {
+//   (mantissa, exponent) = numerics.float32_parts(M): mantissa in [0, 2^24), exponent in [-149, 104]; acc an int32
+//   accumulator (what the processes pass); qmin <= qmax. Widths: ming::widths::requant_exact.
+namespace widths {
+struct requant_exact {
+    static constexpr long long kMagnitudeMax = 1LL << 31;  // |acc|
+    static constexpr long long kMantissaMax = (1LL << 24) - 1;
+    static constexpr long long kRoundedMax = 1LL << 24;  // a value rounded to 24 significant bits, as an integer
+    static constexpr long long kProductMax = kRoundedMax * kMantissaMax;
+    static constexpr long long kExponentMin = -149, kExponentMax = 104;
+    static constexpr long long kDropMax = 24;  // bit_length(product) - 24
+    static constexpr long long kTotalMin = kExponentMin, kTotalMax = 8 + kDropMax + kExponentMax;  // e_tot
+    static constexpr long long kLevelMax = 1LL << 40;  // |y| before the zero point: a left shift by 16 at most
+    static constexpr long long kSumMax = kLevelMax + (1LL << 31);  // and the int32 zero point
+    typedef uint_for<kMagnitudeMax> Magnitude;
+    typedef uint_for<kMantissaMax> Mantissa;
+    typedef uint_for<kRoundedMax> Rounded;
+    typedef uint_for<kProductMax> Product;
+    typedef int_for<kExponentMin, kExponentMax> Exponent;
+    typedef uint_for<kDropMax> Drop;
+    typedef int_for<kTotalMin, kTotalMax> Total;
+    typedef uint_for<kLevelMax> Level;
+    typedef int_for<-kSumMax, kSumMax> Sum;
+    static constexpr int MAGNITUDE_BITS = Magnitude::width;
+    static constexpr int MANTISSA_BITS = Mantissa::width;
+    static constexpr int ROUNDED_BITS = Rounded::width;
+    static constexpr int PRODUCT_BITS = Product::width;
+    static constexpr int EXPONENT_BITS = Exponent::width;
+    static constexpr int DROP_BITS = Drop::width;
+    static constexpr int TOTAL_BITS = Total::width;
+    static constexpr int LEVEL_BITS = Level::width;
+    static constexpr int SUM_BITS = Sum::width;
+};
+}  // namespace widths
+
+// The wide-range form (any qmin/qmax within int32, e.g. uint8 [0, 255] or int32 outputs).
+inline int32_t requantize_i32(int32_t acc, widths::requant_exact::Mantissa mantissa,
+                              widths::requant_exact::Exponent exponent, int32_t zero_point, int32_t qmin, int32_t qmax,
+                              bool half_away = false) {
+    typedef widths::requant_exact W;
+    // 1. M = mantissa * 2^exponent (numerics.float32_parts, done by the compiler).
+    // 2. a = |acc| rounded to 24 significant bits (= float32(acc)): a_m * 2^d1.
+    const bool negative = acc < 0;
+    const Int<32> value = acc;
+    const W::Magnitude a = negative ? W::Magnitude(-value) : W::Magnitude(value);
+    const uint_for<32> a_bits = detail::bit_length_bits(a);
+    const W::Drop d1 = a_bits > 24 ? W::Drop(a_bits - 24) : W::Drop(0);
+    const W::Rounded a_m = detail::round_shift_bits<false>(a, d1);  // <= 2^24
+    // 3. exact product (< 2^48), rounded to 24 significant bits (= the float32 product).
+    const W::Product p = a_m * mantissa;
+    const uint_for<W::Product::width> p_bits = detail::bit_length_bits(p);
+    const W::Drop d2 = p_bits > 24 ? W::Drop(p_bits - 24) : W::Drop(0);
+    const W::Rounded p_m = detail::round_shift_bits<false>(p, d2);  // <= 2^24
+    const W::Total e_tot = d1 + d2 + exponent;  // value = p_m * 2^e_tot
+    // 4. |y| = rne(p_m * 2^e_tot); a left shift > 16 saturates to 2^40 (> any |q| + |zp|).
+    W::Level level;
+    if (e_tot > 16) {
+        level = p_m > 0 ? W::Level(W::kLevelMax) : W::Level(0);
+    } else if (e_tot >= 0) {
+        level = W::Level(p_m) << e_tot;
+    } else {
+        const int shift = e_tot < -63 ? 63 : static_cast<int>(-e_tot);
+        level = half_away ? detail::round_shift_bits<true>(p_m, shift) : detail::round_shift_bits<false>(p_m, shift);
+    }
+    // 5. rne is odd-symmetric: re-apply the sign, add the zero point after rounding.
+    const W::Sum y = (negative ? W::Sum(-level) : W::Sum(level)) + zero_point;
+    return y < qmin ? qmin : y > qmax ? qmax : static_cast<int32_t>(y);
+}
+
+inline int8_t requantize(int32_t acc, widths::requant_exact::Mantissa mantissa, widths::requant_exact::Exponent exponent,
+                         int32_t zero_point, int32_t qmin = -128, int32_t qmax = 127) {
     return static_cast<int8_t>(requantize_i32(acc, mantissa, exponent, zero_point, qmin, qmax));
 }
 
 // numerics.requantize(..., half_away=True): LiteRT's reference FULLY_CONNECTED for TFLite int8 models,
 //   y = sat(round_half_away(f32(f32(acc) * M)) + zp), emulated exactly in integers.
-inline int8_t requantize_half_away(int64_t acc, int64_t mantissa, int32_t exponent, int32_t zero_point,
-                                   int32_t qmin, int32_t qmax) {
+inline int8_t requantize_half_away(int32_t acc, widths::requant_exact::Mantissa mantissa,
+                                   widths::requant_exact::Exponent exponent, int32_t zero_point, int32_t qmin,
+                                   int32_t qmax) {
     return static_cast<int8_t>(requantize_i32(acc, mantissa, exponent, zero_point, qmin, qmax, true));
 }
 
@@ -170,19 +242,61 @@ enum class Multiplier { dsp, fabric };
 #define MING_BIND_MUL(var, kind)
 #endif
 
+namespace widths {
+struct requant_lean {
+    static constexpr long long kMagnitudeMax = 1LL << 31;  // |acc|
+    static constexpr long long kClampedMax = (1LL << 24) - 1;  // min(|acc|, limit), 24 bits
+    static constexpr long long kMantissaMax = (1LL << 27) - 1;
+    static constexpr long long kProductMax = kClampedMax * kMantissaMax;
+    static constexpr long long kShiftMin = 1, kShiftMax = 51;
+    static constexpr long long kWholeMax = 0x7FF;  // the product's whole part: 11 bits
+    static constexpr long long kPositionMin = kShiftMin - 24, kPositionMax = kShiftMax + 11 - 24;
+    static constexpr long long kFractionMax = (1LL << kShiftMax) - 1;
+    static constexpr long long kBandMax = 1LL << (kPositionMax - 1);
+    static constexpr long long kZeroPointMin = -256, kZeroPointMax = 255;  // int8 and uint8 outputs: 9 bits
+    static constexpr long long kLevelMax = kWholeMax + 1 + kZeroPointMax;
+    typedef uint_for<kMagnitudeMax> Magnitude;
+    typedef uint_for<kClampedMax> Clamped;
+    typedef uint_for<kMantissaMax> Mantissa;
+    typedef uint_for<kProductMax> Product;
+    typedef uint_for<kShiftMax> Shift;
+    typedef uint_for<kWholeMax> Whole;
+    typedef uint_for<kWholeMax + 1> Rounded;
+    typedef int_for<kPositionMin, kPositionMax> Position;
+    typedef uint_for<kFractionMax> Fraction;
+    typedef uint_for<kBandMax> Band;
+    typedef int_for<kZeroPointMin, kZeroPointMax> ZeroPoint;
+    typedef int_for<-kLevelMax, kLevelMax> Level;
+    static constexpr int MAGNITUDE_BITS = Magnitude::width;
+    static constexpr int CLAMPED_BITS = Clamped::width;
+    static constexpr int MANTISSA_BITS = Mantissa::width;
+    static constexpr int PRODUCT_BITS = Product::width;
+    static constexpr int SHIFT_BITS = Shift::width;
+    static constexpr int WHOLE_BITS = Whole::width;
+    static constexpr int ROUNDED_BITS = Rounded::width;
+    static constexpr int POSITION_BITS = Position::width;
+    static constexpr int FRACTION_BITS = Fraction::width;
+    static constexpr int BAND_BITS = Band::width;
+    static constexpr int ZERO_POINT_BITS = ZeroPoint::width;
+    static constexpr int LEVEL_BITS = Level::width;
+};
+}  // namespace widths
+
 template <Multiplier M>
-inline uint64_t lean_product(uint64_t a, uint32_t mantissa);
+inline widths::requant_lean::Product lean_product(widths::requant_lean::Clamped a, widths::requant_lean::Mantissa m);
 
 template <>
-inline uint64_t lean_product<Multiplier::dsp>(uint64_t a, uint32_t mantissa) {
-    const uint64_t product = a * (mantissa & 0x7FFFFFFu);
+inline widths::requant_lean::Product lean_product<Multiplier::dsp>(widths::requant_lean::Clamped a,
+                                                                   widths::requant_lean::Mantissa m) {
+    const widths::requant_lean::Product product = a * m;
     MING_BIND_MUL(product, dsp)
     return product;
 }
 
 template <>
-inline uint64_t lean_product<Multiplier::fabric>(uint64_t a, uint32_t mantissa) {
-    const uint64_t product = a * (mantissa & 0x7FFFFFFu);
+inline widths::requant_lean::Product lean_product<Multiplier::fabric>(widths::requant_lean::Clamped a,
+                                                                      widths::requant_lean::Mantissa m) {
+    const widths::requant_lean::Product product = a * m;
     MING_BIND_MUL(product, fabric)
     return product;
 }
@@ -190,22 +304,26 @@ inline uint64_t lean_product<Multiplier::fabric>(uint64_t a, uint32_t mantissa) 
 template <Multiplier M = Multiplier::dsp>
 inline int32_t requantize_lean_i32(int32_t acc, uint32_t mantissa, uint32_t shift, uint32_t limit,
                                    int32_t zero_point, int32_t qmin, int32_t qmax) {
+    typedef widths::requant_lean W;
     const bool negative = acc < 0;
-    const uint32_t magnitude = negative ? 0u - static_cast<uint32_t>(acc) : static_cast<uint32_t>(acc);
-    const uint64_t a = (magnitude < limit ? magnitude : limit) & 0xFFFFFFu;
-    const uint64_t product = lean_product<M>(a, mantissa);
-    const int s = shift < 1 ? 1 : (shift > 51 ? 51 : static_cast<int>(shift));
-    const uint64_t whole = (product >> s) & 0x7FFu;
-    const uint64_t half = UINT64_C(1) << (s - 1);
-    const uint64_t fraction = product & ((UINT64_C(1) << s) - 1);
+    const Int<32> value = acc;
+    const W::Magnitude magnitude = negative ? W::Magnitude(-value) : W::Magnitude(value);
+    const W::Magnitude bound = limit;
+    const W::Clamped a = (magnitude < bound ? magnitude : bound) & 0xFFFFFF;
+    const W::Product product = lean_product<M>(a, W::Mantissa(mantissa & 0x7FFFFFFu));
+    const W::Shift s = shift < 1 ? 1u : (shift > 51 ? 51u : shift);
+    const W::Whole whole = (product >> s) & 0x7FF;
+    const W::Fraction half = W::Fraction(1) << (s - 1);
+    const W::Fraction fraction = product & ((W::Product(1) << s) - 1);
     // float32 rounds the product at this bit first: a fraction within the band becomes exactly one half
     // (with a scaled mantissa, s - 24 still counts from the float32 product's least significant bit)
-    const int position = s + bit_length(whole) - 24;
-    const uint64_t band = position >= 1 ? UINT64_C(1) << (position - 1) : 0;
-    const uint64_t distance = fraction >= half ? fraction - half : half - fraction;
-    const bool up = (fraction > half && distance > band) || (distance <= band && (whole & 1u) != 0);
-    const int64_t rounded = static_cast<int64_t>(whole) + (up ? 1 : 0);
-    return static_cast<int32_t>(saturate((negative ? -rounded : rounded) + zero_point, qmin, qmax));
+    const W::Position position = s + detail::bit_length_bits(whole) - 24;
+    const W::Band band = position >= 1 ? W::Band(W::Band(1) << (position - 1)) : W::Band(0);
+    const W::Fraction distance = fraction >= half ? W::Fraction(fraction - half) : W::Fraction(half - fraction);
+    const bool up = (fraction > half && distance > band) || (distance <= band && (whole & 1) != 0);
+    const W::Rounded rounded = whole + (up ? 1 : 0);
+    const W::Level level = (negative ? W::Level(-rounded) : W::Level(rounded)) + W::ZeroPoint(zero_point);
+    return level < qmin ? qmin : level > qmax ? qmax : static_cast<int32_t>(level);
 }
 
 template <Multiplier M = Multiplier::dsp>
@@ -217,31 +335,31 @@ inline int8_t requantize_lean(int32_t acc, uint32_t mantissa, uint32_t shift, ui
 // Two int8 products that share their input in one DSP48E2 multiply (AMD WP486): the 27-bit port
 // carries w_high * 2^18 + w_low, the 18-bit port x; |x * w| <= 2^14, so the low product is the
 // sign-extended low 18 bits of the result and the high one what remains, shifted down. The operands
-// and the product have their exact widths under Vitis (27 x 8 bits, a 35-bit product: one DSP48E2,
-// bound by BIND_OP); `ming csim` computes the same values in int64_t.
-#ifdef MING_CSIM
-typedef int64_t PairWeights;
-typedef int64_t PairProduct;
-#else
-typedef ap_int<27> PairWeights;
-typedef ap_int<35> PairProduct;
-#endif
+// and the product have their exact widths (27 x 8 bits, a 35-bit product: one DSP48E2, bound by BIND_OP).
+typedef Int<27> PairWeights;
+typedef Int<35> PairProduct;
 
 inline void multiply_pair(int8_t x, int8_t w_low, int8_t w_high, int32_t& low, int32_t& high) {
+    typedef int_for<-131072, 131071> Low;  // the low product's 18 bits, signed
     const PairWeights packed = w_high * 262144 + w_low;
     const PairProduct product = packed * x;
     MING_BIND_MUL(product, dsp)
-    const int32_t bits = static_cast<int32_t>(product & 0x3FFFF);
-    low = bits >= 0x20000 ? bits - 0x40000 : bits;
-    high = static_cast<int32_t>(detail::floor_shift(static_cast<int64_t>(product) - low, 18));
+    const uint_for<0x3FFFF> bits = product & 0x3FFFF;
+    const Low low_product = bits >= 0x20000 ? Low(bits - 0x40000) : Low(bits);
+    const int_for<-16384, 16384> high_product = (product - low_product) >> 18;  // exact: |x * w_high| <= 2^14
+    low = static_cast<int32_t>(low_product);
+    high = static_cast<int32_t>(high_product);
 }
 
 // numerics.requantize_shift: requantization by the multiplier 2^-shift, y = sat(rne(acc / 2^shift) + zp):
 //   a rounding shift and no product (numerics.average_shift gives the shift of an average whose
-//   multiplier is a power of two). Contract: 0 <= shift <= 62.
-inline int8_t requantize_shift(int64_t acc, int shift, int32_t zero_point, int32_t qmin = -128,
+//   multiplier is a power of two). Contract: acc an int32 accumulator (what the processes pass), 0 <= shift <= 62,
+//   zero_point, qmin, qmax int8.
+inline int8_t requantize_shift(int32_t acc, int shift, int32_t zero_point, int32_t qmin = -128,
                                int32_t qmax = 127) {
-    return static_cast<int8_t>(saturate(detail::wrap_add(round_shift_half_even(acc, shift), zero_point), qmin, qmax));
+    const Int<32> rounded = detail::round_shift_bits<false>(Int<32>(acc), shift < 0 ? 0 : shift);
+    const Int<33> level = rounded + zero_point;
+    return static_cast<int8_t>(level < qmin ? qmin : level > qmax ? qmax : static_cast<int32_t>(level));
 }
 
 // numerics.fixed_point_rescale(x, FixedPoint(multiplier, shift), "half_even", pre_round_offset)
@@ -318,19 +436,6 @@ inline int_for<-float32_ceiling(MAX), float32_ceiling(MAX)> round_to_float32_sig
     return negative ? Signed(-rounded) : Signed(rounded);
 }
 
-// round_shift_half_even of a value of W bits by 0 <= s <= 62: floor(v / 2^s), the bits shifted out against one
-// half. s >= W gives 0 (|v| <= 2^(W-1) <= 2^(s-1); the tie at -2^(W-1) goes to the even 0).
-template <int W>
-inline Int<W> round_shift_half_even_bits(Int<W> v, int s) {
-    if (s <= 0) return v;
-    if (s >= W) return Int<W>(0);
-    const Int<W> quotient = v >> s;
-    const UInt<W> mask = (UInt<W>(1) << s) - 1;
-    const UInt<W> remainder = v & mask;
-    const UInt<W> half = UInt<W>(1) << (s - 1);
-    const bool up = remainder > half || (remainder == half && (quotient & 1) != 0);
-    return up ? Int<W>(quotient + 1) : quotient;
-}
 }  // namespace detail
 
 // numerics.mul_requant (QLinearMul, bit-exact with onnxruntime's MlasQLinearMulKernel):
@@ -342,18 +447,65 @@ inline Int<W> round_shift_half_even_bits(Int<W> v, int s) {
 //   roundings, one rounding at the fixed binary point `shift` (wiring), the offset and the saturation.
 //   Contract: int8 a, b, a_zp, b_zp, y_zp; 0 <= offset <= 128; mantissa < 2^24; 9 <= shift <= 47
 //   (MUL_MULTIPLIER_RANGE); -128 <= qmin <= qmax <= 127.
+namespace widths {
+struct requant_mul {
+    static constexpr long long kCenteredMax = 255;  // |a - a_zp|: int8 values and zero points
+    static constexpr long long kProductMax = kCenteredMax * kCenteredMax;
+    static constexpr long long kMantissaMax = (1LL << 24) - 1;
+    static constexpr long long kScaledMax = kProductMax * kMantissaMax;  // |P| * mantissa
+    static constexpr long long kValueMax = detail::float32_ceiling(kScaledMax);  // V
+    static constexpr long long kZeroMin = -128, kZeroMax = 255;  // y_zp + offset
+    static constexpr long long kShiftMax = 47;  // numerics.MUL_MULTIPLIER_RANGE
+    static constexpr long long kZeroShiftedMin = kZeroMin * (1LL << kShiftMax), kZeroShiftedMax = kZeroMax << kShiftMax;
+    static constexpr long long kSumMax = kValueMax + kZeroShiftedMax;
+    static constexpr long long kRoundedMax = detail::float32_ceiling(kSumMax);  // W
+    static constexpr long long kLevelMin = -128, kLevelMax = 127 + 128;  // y within [qmin + offset, qmax + offset]
+    typedef int_for<-kCenteredMax, kCenteredMax> Centered;
+    typedef int_for<-kProductMax, kProductMax> Product;
+    typedef uint_for<kProductMax> Magnitude;
+    typedef uint_for<kMantissaMax> Mantissa;
+    typedef uint_for<kScaledMax> Scaled;
+    typedef int_for<-kValueMax, kValueMax> Value;
+    typedef int_for<kZeroMin, kZeroMax> Zero;
+    typedef int_for<kZeroShiftedMin, kZeroShiftedMax> ZeroShifted;
+    typedef int_for<-kSumMax, kSumMax> Sum;
+    typedef uint_for<kSumMax> SumMagnitude;
+    typedef int_for<-kRoundedMax, kRoundedMax> Rounded;
+    typedef int_for<kLevelMin, kLevelMax> Level;
+    typedef uint_for<(1LL << kShiftMax)> Power;
+    static constexpr int CENTERED_BITS = Centered::width;
+    static constexpr int PRODUCT_BITS = Product::width;
+    static constexpr int MAGNITUDE_BITS = Magnitude::width;
+    static constexpr int MANTISSA_BITS = Mantissa::width;
+    static constexpr int SCALED_BITS = Scaled::width;
+    static constexpr int VALUE_BITS = Value::width;
+    static constexpr int ZERO_BITS = Zero::width;
+    static constexpr int ZERO_SHIFTED_BITS = ZeroShifted::width;
+    static constexpr int SUM_BITS = Sum::width;
+    static constexpr int SUM_MAGNITUDE_BITS = SumMagnitude::width;
+    static constexpr int ROUNDED_BITS = Rounded::width;
+    static constexpr int LEVEL_BITS = Level::width;
+};
+}  // namespace widths
+
 inline int32_t mul_requant_i32(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, uint32_t mantissa, int shift,
                                int32_t y_zp, int32_t offset, int32_t qmin, int32_t qmax) {
+    typedef widths::requant_mul W;
+    typedef int_for<-128, 127> Value8;
     const int s = shift < 0 ? 0 : (shift > 47 ? 47 : shift);
-    const int64_t product = detail::wrap_mul(static_cast<int64_t>(a) - a_zp, static_cast<int64_t>(b) - b_zp);
-    const uint64_t magnitude = product < 0 ? UINT64_C(0) - detail::s2u(product) : detail::s2u(product);
-    const int64_t v = detail::u2s(round_to_float32((magnitude & 0x1FFFFu) * (mantissa & 0xFFFFFFu)));
-    const int64_t zero = static_cast<int64_t>(y_zp) + offset;
-    const int64_t sum = detail::wrap_add(product < 0 ? -v : v, detail::wrap_shl(zero, s));
-    const uint64_t sum_magnitude = sum < 0 ? UINT64_C(0) - detail::s2u(sum) : detail::s2u(sum);
-    const uint64_t w = round_to_float32(sum_magnitude);
-    const int64_t y = round_shift_half_even(detail::u2s(sum < 0 ? UINT64_C(0) - w : w), s);
-    return static_cast<int32_t>(saturate(detail::wrap_add(y, -static_cast<int64_t>(offset)), qmin, qmax));
+    const W::Centered da = Value8(a) - Value8(a_zp), db = Value8(b) - Value8(b_zp);
+    const W::Product product = da * db;
+    const W::Magnitude magnitude = product < 0 ? W::Magnitude(-product) : W::Magnitude(product);
+    const W::Scaled scaled = magnitude * W::Mantissa(mantissa & 0xFFFFFFu);
+    const uint_for<W::kValueMax> v = detail::round_to_float32<W::kScaledMax>(scaled);
+    const W::Zero zero = Value8(y_zp) + uint_for<128>(offset);
+    const W::ZeroShifted zero_shifted = zero * (W::Power(1) << s);  // a shift by a constant of the process
+    const W::Sum sum = (product < 0 ? W::Value(-v) : W::Value(v)) + zero_shifted;
+    const W::Rounded w = detail::round_to_float32_signed<W::kSumMax>(sum);
+    const W::Rounded y = detail::round_shift_bits<false>(w, s);
+    const W::Level low = Value8(qmin) + uint_for<128>(offset), high = Value8(qmax) + uint_for<128>(offset);
+    const W::Level level = y < low ? low : y > high ? high : W::Level(y);
+    return static_cast<int32_t>(level - uint_for<128>(offset));
 }
 
 inline int8_t mul_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, uint32_t mantissa, int shift,
@@ -448,7 +600,7 @@ inline int32_t add_requant_i32(int32_t a, int32_t b, typename widths::requant_ad
     const typename W::AProduct a_product = a_shifted * ma;
     const typename W::OuterSum outer_sum = a_product + inner;
     const typename W::Outer outer = detail::round_to_float32_signed<W::kOuterSumMax>(outer_sum);
-    const typename W::Outer rounded = detail::round_shift_half_even_bits<W::Outer::width>(outer, shift);
+    const typename W::Outer rounded = detail::round_shift_bits<false>(outer, shift);
     const typename W::Level low = typename W::Value(qmin) + offset, high = typename W::Value(qmax) + offset;
     const typename W::Level level = rounded < low ? low : rounded > high ? high : typename W::Level(rounded);
     return static_cast<int32_t>(level - offset);
@@ -643,29 +795,57 @@ inline int8_t average_level(typename widths::average_add<Window>::Sum sum,
 
 // numerics.fixed_point_requantize: the int8 requantization of TFLite models (TOSA RESCALE, scale32),
 //   y = sat(int32((acc * multiplier + 2^(shift-1) [+/- 2^30 if DoubleRound and shift > 31]) >> shift) + zp)
-//   acc already holds the bias; the 32 x 32-bit product is exact in int64; the shifted value and the
-//   zero-point sum wrap to int32 as TOSA's do. Contract: 2 <= shift <= 62.
+//   acc already holds the bias; the 32 x 32-bit product is exact at its 63 bits.
+namespace widths {
+struct requant_fixed_point {
+    static constexpr long long kAccMin = -(1LL << 31), kAccMax = (1LL << 31) - 1;  // int32
+    static constexpr long long kMultiplierMax = (1LL << 31) - 1;  // TFLite's QuantizeMultiplier: non-negative
+    static constexpr long long kProductMin = kAccMin * kMultiplierMax, kProductMax = kAccMax * kMultiplierMax;
+    static constexpr long long kShiftMin = 2, kShiftMax = 62;
+    static constexpr long long kRemainderMax = (1LL << kShiftMax) - 1;
+    static constexpr long long kThresholdMax = (1LL << (kShiftMax - 1)) + (1LL << 30);  // one half, double rounded
+    typedef int_for<kAccMin, kAccMax> Acc;
+    typedef uint_for<kMultiplierMax> Multiplier;
+    typedef int_for<kProductMin, kProductMax> Product;  // 63 bits
+    typedef int_for<(kProductMin >> kShiftMin), (kProductMax >> kShiftMin)> Quotient;
+    typedef uint_for<kRemainderMax> Remainder;
+    typedef uint_for<kThresholdMax> Threshold;
+    static constexpr int ACC_BITS = Acc::width;
+    static constexpr int MULTIPLIER_BITS = Multiplier::width;
+    static constexpr int PRODUCT_BITS = Product::width;
+    static constexpr int QUOTIENT_BITS = Quotient::width;
+    static constexpr int REMAINDER_BITS = Remainder::width;
+    static constexpr int THRESHOLD_BITS = Threshold::width;
+};
+}  // namespace widths
+
+// TOSA's sum (acc * multiplier + rounding) >> shift is computed without its 64-bit sum: with the product
+// p = q * 2^shift + r, it is q plus one where r reaches 2^shift less the rounding (2^(shift-1), or with
+// DoubleRound and shift > 31, 2^(shift-1) + 2^30 for acc >= 0 and 2^(shift-1) - 2^30 below): a compare of the
+// bits shifted out. Contract: multiplier >= 0 (TFLite's QuantizeMultiplier), 2 <= shift <= 62; the quotient and
+// the zero-point sum wrap to int32 as TOSA's do.
 template <bool DoubleRound>
 inline int8_t requantize_fixed_point(int32_t acc, int32_t multiplier, int shift, int32_t zero_point,
                                      int32_t qmin, int32_t qmax) {
-    int64_t rounding = int64_t(1) << (shift - 1);
-    if (DoubleRound && shift > 31) rounding += acc >= 0 ? (int64_t(1) << 30) : -(int64_t(1) << 30);
-    const int64_t product = static_cast<int64_t>(acc) * multiplier;
-    const int32_t scaled = static_cast<int32_t>(detail::floor_shift(product + rounding, shift));
-    const int32_t shifted = static_cast<int32_t>(static_cast<uint32_t>(scaled) + static_cast<uint32_t>(zero_point));
-    return static_cast<int8_t>(saturate(shifted, qmin, qmax));
+    typedef widths::requant_fixed_point W;
+    const int s = shift < 2 ? 2 : shift > 62 ? 62 : shift;
+    const W::Product product = W::Acc(acc) * W::Multiplier(multiplier);
+    const W::Quotient quotient = product >> s;
+    const W::Remainder remainder = product & ((W::Remainder(1) << s) - 1);
+    const W::Threshold half = W::Threshold(1) << (s - 1);
+    const W::Threshold threshold = !DoubleRound || s <= 31 ? half
+                                   : acc >= 0             ? W::Threshold(half - (1 << 30))
+                                                          : W::Threshold(half + (1 << 30));
+    const Int<32> scaled = wrap_to<32>(quotient + (remainder >= threshold ? 1 : 0));
+    const Int<32> shifted = wrap_to<32>(scaled + zero_point);
+    return static_cast<int8_t>(shifted < qmin ? qmin : shifted > qmax ? qmax : static_cast<int32_t>(shifted));
 }
 
 // numerics.fixed_point_requantize of TFLite's MUL (LiteRT's reference MulElementwise): the int8 values plus
 //   their offsets (the negated zero points), a 10 x 10-bit product in LUT fabric, requantized as
 //   requantize_fixed_point. Contract: -127 <= a_offset, b_offset <= 128 (int8 zero points), 2 <= shift <= 62.
-#ifdef MING_CSIM
-typedef int32_t MulOffsetValue;
-typedef int32_t MulOffsetProduct;
-#else
-typedef ap_int<10> MulOffsetValue;
-typedef ap_int<19> MulOffsetProduct;
-#endif
+typedef Int<10> MulOffsetValue;
+typedef Int<19> MulOffsetProduct;
 
 template <bool DoubleRound>
 inline int8_t mul_fixed_point(int8_t a, int8_t b, int32_t a_offset, int32_t b_offset, int32_t multiplier, int shift,
@@ -687,31 +867,15 @@ inline int8_t mul_fixed_point(int8_t a, int8_t b, int32_t a_offset, int32_t b_of
 //   bits (NarrowRequant.level_bits: its extremes are at low and high), so synthesis compares and adds in that
 //   width, not 48 bits. Contract: low <= high, [low, high] within OperandBits bits around center,
 //   multiplier < 2^26, |sum| < 2^47, the level within LevelBits bits, zero_point, qmin, qmax within 9 bits.
-#ifdef MING_CSIM
-template <int Bits> struct NarrowInt { typedef int64_t type; };
-template <int Bits> struct NarrowUint { typedef int64_t type; };
-#else
-template <int Bits> struct NarrowInt { typedef ap_int<Bits> type; };
-template <int Bits> struct NarrowUint { typedef ap_uint<Bits> type; };
-#endif
+template <int Bits> struct NarrowInt { typedef Int<Bits> type; };
+template <int Bits> struct NarrowUint { typedef UInt<Bits> type; };
 // an unsigned value of `Bits` bits carried by no register (a field of a table's word)
 template <int Bits> using narrow_uint = typename NarrowUint<Bits>::type;
 typedef NarrowUint<26>::type NarrowMultiplier;
 typedef NarrowInt<48>::type NarrowSum;
 
-namespace detail {
-// the low `bits` bits of v as a two's complement number (what the ap_int<bits> of synthesis holds)
-inline int64_t sign_extend(int64_t v, int bits) { return floor_shift(wrap_shl(v, 64 - bits), 64 - bits); }
-}  // namespace detail
-
 // the DSP48E2's post-adder: a 48-bit sum that wraps
-inline NarrowSum narrow_add(NarrowSum product, NarrowSum rounding) {
-#ifdef MING_CSIM
-    return detail::sign_extend(detail::wrap_add(product, rounding), 48);
-#else
-    return product + rounding;
-#endif
-}
+inline NarrowSum narrow_add(NarrowSum product, NarrowSum rounding) { return wrap_to<48>(product + rounding); }
 
 template <Multiplier M>
 struct NarrowProduct;
@@ -737,28 +901,21 @@ struct NarrowProduct<Multiplier::fabric> {
 };
 
 template <Multiplier M = Multiplier::dsp, int OperandBits = 18, int LevelBits = 48>
-inline int8_t requantize_narrow(int32_t acc, uint32_t multiplier, int64_t rounding_negative, int64_t rounding,
+inline int8_t requantize_narrow(int32_t acc, uint32_t multiplier, NarrowSum rounding_negative, NarrowSum rounding,
                                 int shift, int32_t low, int32_t high, int32_t center, int32_t zero_point,
                                 int32_t qmin, int32_t qmax) {
     typedef typename NarrowInt<OperandBits>::type Operand;
     const int32_t clamped = acc < low ? low : (acc > high ? high : acc);
-    const int64_t centred = static_cast<int64_t>(clamped) - center;
-    const Operand operand = static_cast<Operand>(detail::sign_extend(centred, OperandBits));
-    const NarrowMultiplier factor = static_cast<NarrowMultiplier>(multiplier & 0x3FFFFFFu);
-    const NarrowSum added = static_cast<NarrowSum>(detail::sign_extend(acc < 0 ? rounding_negative : rounding, 48));
-    const NarrowSum sum = NarrowProduct<M>::sum(operand, factor, added);
+    const Operand operand = wrap_to<OperandBits>(Int<33>(clamped) - center);
+    const NarrowMultiplier factor = multiplier & 0x3FFFFFFu;
+    const NarrowSum sum = NarrowProduct<M>::sum(operand, factor, acc < 0 ? rounding_negative : rounding);
     const int s = shift < 0 ? 0 : (shift > 47 ? 47 : shift);
-#ifdef MING_CSIM
-    const int64_t level = detail::floor_shift(static_cast<int64_t>(sum), s);
-    return static_cast<int8_t>(saturate(detail::wrap_add(level, zero_point), qmin, qmax));
-#else
     // the zero point and the bounds have 9 bits (int8 and uint8 outputs): one bit above the wider of the two
-    const int ShiftedBits = (LevelBits > 9 ? LevelBits : 9) + 1;
-    const ap_int<LevelBits> level = sum >> s;
-    const ap_int<ShiftedBits> shifted = level + ap_int<9>(zero_point);
-    const ap_int<ShiftedBits> low_end(qmin), high_end(qmax);
+    constexpr int ShiftedBits = (LevelBits > 9 ? LevelBits : 9) + 1;
+    const Int<LevelBits> level = wrap_to<LevelBits>(sum >> s);
+    const Int<ShiftedBits> shifted = level + Int<9>(zero_point);
+    const Int<ShiftedBits> low_end(qmin), high_end(qmax);
     return static_cast<int8_t>(shifted < low_end ? low_end : (shifted > high_end ? high_end : shifted));
-#endif
 }
 
 // TFLite's MUL (mul_fixed_point) with its requantization by the narrow datapath (requantize_narrow, constants of
@@ -766,7 +923,7 @@ inline int8_t requantize_narrow(int32_t acc, uint32_t multiplier, int64_t roundi
 //   product in LUT fabric is the accumulator.
 template <Multiplier M, int OperandBits, int LevelBits>
 inline int8_t mul_narrow(int8_t a, int8_t b, int32_t a_offset, int32_t b_offset, uint32_t multiplier,
-                         int64_t rounding_negative, int64_t rounding, int shift, int32_t low, int32_t high,
+                         NarrowSum rounding_negative, NarrowSum rounding, int shift, int32_t low, int32_t high,
                          int32_t center, int32_t zero_point, int32_t qmin, int32_t qmax) {
     const MulOffsetValue x = a + a_offset, y = b + b_offset;
     const MulOffsetProduct product = x * y;
@@ -802,11 +959,7 @@ inline int8_t bilinear(int8_t top0, int8_t top1, int8_t bottom0, int8_t bottom1,
     const NarrowInt<28>::type sum = NarrowInt<28>::type(top) * 1024 + product;  // in 1/2^20
     // (sum + 2^19 (sum > 0) or - 2^19 (else)) / 2^20 toward zero is floor((sum + 2^19 - (sum <= 0)) / 2^20)
     const NarrowInt<28>::type rounded = sum + (sum > 0 ? 524288 : 524287);
-#ifdef MING_CSIM
-    return static_cast<int8_t>(detail::floor_shift(rounded, 20));
-#else
-    return static_cast<int8_t>(rounded >> 20);  // ap_int's shift is arithmetic
-#endif
+    return static_cast<int8_t>(rounded >> 20);  // arithmetic (ap_int's; g++'s on the checked class's long long)
 }
 
 }  // namespace ming

@@ -114,8 +114,9 @@ class Checked {
     set(other.value_);
     return *this;
   }
-  Checked& operator=(long long value) {
-    set(value);
+  template <typename Integer>
+  Checked& operator=(const Integer& value) {
+    set(static_cast<long long>(value));
     return *this;
   }
 #ifdef MING_CHECK_WIDTHS
@@ -166,6 +167,32 @@ using UInt = ap_uint<W>;
 template <int W>
 using Int = ap_int<W>;
 #endif
+
+// Whether an exact-width type is signed (Int) or not (UInt).
+template <typename T>
+struct IsSigned;
+template <int W>
+struct IsSigned<Int<W>> {
+  static constexpr bool value = true;
+};
+template <int W>
+struct IsSigned<UInt<W>> {
+  static constexpr bool value = false;
+};
+
+// The low W bits of an integer as a two's complement number: ap_int<W>'s truncation, which `ming csim` computes
+// without the checked class's range check (where the contract wraps, as TOSA's int32 sums do).
+template <int W, typename Integer>
+inline Int<W> wrap_to(const Integer& value) {
+#ifdef MING_CSIM
+  static_assert(W >= 1 && W <= 63, "1 to 63 bits");
+  const unsigned long long low = static_cast<unsigned long long>(static_cast<long long>(value)) &
+                                 ((1ULL << W) - 1), sign = 1ULL << (W - 1);
+  return Int<W>(low >= sign ? -static_cast<long long>((1ULL << W) - low) : static_cast<long long>(low));
+#else
+  return Int<W>(value);
+#endif
+}
 
 template <long long MAX>
 using uint_for = UInt<unsigned_bits(MAX)>;
