@@ -837,7 +837,7 @@ def test_requantize_narrow_synthesis_widths(cpp_work):
 # only, in the tests above.
 CHECKED_DOMAIN = {"requantize", "requantize_default", "requantize_i32", "add_requant", "add_requant_default",
                   "add_requant_i32", "average_term", "average_add", "average_level", "requantize_narrow",
-                  "requantize_narrow_wide", "mul_requant_i32"}
+                  "requantize_narrow_wide", "mul_requant_i32", "add_float_requant"}
 
 
 def test_no_undefined_behaviour(cpp_work):

@@ -375,24 +375,6 @@ inline int64_t fixed_point_rescale(int64_t x, int64_t multiplier, int shift,
     return round_shift_half_even(v, s);
 }
 
-// numerics.round_to_float32 on a magnitude: m rounded to 24 significant bits, half to even, at the same
-//   binary point (the float32 of m * 2^k in units of 2^k). The bits below the 24th are a mask, the smear of
-//   the leading one of m >> 24; rounding is a compare and an add at that mask: no normalization, no
-//   barrel shifter. Exact for every uint64 m below 2^63.
-inline uint64_t round_to_float32(uint64_t m) {
-    uint64_t below = m >> 24;
-    below |= below >> 1;
-    below |= below >> 2;
-    below |= below >> 4;
-    below |= below >> 8;
-    below |= below >> 16;
-    below |= below >> 32;
-    const uint64_t unit = below + 1u;  // weight of the least significant bit kept
-    const uint64_t rest = m & below, kept = m & ~below, half = unit >> 1;
-    const bool up = rest != 0 && (rest > half || (rest == half && (kept & unit) != 0));
-    return kept + (up ? unit : 0);
-}
-
 namespace detail {
 // The greatest value round_to_float32 gives for magnitudes up to max: max rounded up at its 24th significant bit.
 constexpr long long float32_ceiling(long long max) {
@@ -513,23 +495,6 @@ inline int8_t mul_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, uint
     return static_cast<int8_t>(mul_requant_i32(a, a_zp, b, b_zp, mantissa, shift, y_zp, offset, qmin, qmax));
 }
 
-namespace detail {
-// numerics.round_to_float32 on a signed value (odd-symmetric): the magnitude's mask-and-add rounding.
-inline int64_t round_to_float32_signed(int64_t v) {
-    const uint64_t magnitude = v < 0 ? UINT64_C(0) - s2u(v) : s2u(v);
-    const uint64_t rounded = ming::round_to_float32(magnitude);
-    return u2s(v < 0 ? UINT64_C(0) - rounded : rounded);
-}
-
-// One step of a restoring division: the quotient bit `bit` of rest / unit.
-inline void division_step(uint64_t& rest, uint32_t& quotient, uint64_t unit, int bit) {
-    const uint64_t part = unit << bit;
-    if (rest >= part) {
-        rest -= part;
-        quotient |= UINT32_C(1) << bit;
-    }
-}
-}  // namespace detail
 
 // numerics.add_fused_requant (QLinearAdd, bit-exact with onnxruntime's MlasQLinearAddKernelAvx2Helper):
 //   a' = a + offset, b' = b + offset (offset: the domain the kernel runs in, 128 = uint8 on x86);
@@ -626,24 +591,100 @@ inline int8_t add_requant(int32_t a, int32_t b, typename widths::requant_add<MaB
 //   k = y0 + (r > half + band) for even y0, y0 + (r >= half - band) for odd y0; sign, zero point, saturation.
 //   Contract: int8 a, b, zero points; |a_mantissa|, |b_mantissa| < 2^24; a_align, b_align <= 28;
 //   x_limit << x_shift and divisor << 35 below 2^61 (numerics.float_add_constants checks it).
-inline int32_t add_float_requant_i32(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, int64_t a_mantissa,
-                                     int a_align, int64_t b_mantissa, int b_align, int x_shift, int64_t x_limit,
-                                     int64_t divisor, int32_t y_zp, int32_t qmin, int32_t qmax) {
-    const int sa = a_align < 0 ? 0 : (a_align > 28 ? 28 : a_align);
-    const int sb = b_align < 0 ? 0 : (b_align > 28 ? 28 : b_align);
-    const int sx = x_shift < 0 ? 0 : (x_shift > 58 ? 58 : x_shift);
-    const int64_t da = detail::wrap_shl(
-        detail::round_to_float32_signed(detail::wrap_mul(static_cast<int64_t>(a) - a_zp, a_mantissa)), sa);
-    const int64_t db = detail::wrap_shl(
-        detail::round_to_float32_signed(detail::wrap_mul(static_cast<int64_t>(b) - b_zp, b_mantissa)), sb);
-    const int64_t x = detail::round_to_float32_signed(detail::wrap_add(da, db));
-    const uint64_t magnitude = x < 0 ? UINT64_C(0) - detail::s2u(x) : detail::s2u(x);
-    const uint64_t limit = detail::s2u(x_limit);
-    uint64_t rest = (magnitude < limit ? magnitude : limit) << sx;
-    const uint64_t d = detail::s2u(divisor) & UINT64_C(0x3FFFFFFFFFFFF);
-    const uint64_t unit = d << 25;
-    uint32_t y0 = 0;
-    const bool saturated = rest >= (unit << 10);
+namespace widths {
+struct requant_add_float {
+    static constexpr long long kCenteredMax = 255;  // |a - a_zp|: int8 values and zero points
+    static constexpr long long kMantissaMax = (1LL << 24) - 1;  // |a_mantissa|, |b_mantissa| (negative for Sub)
+    static constexpr long long kProductMax = kCenteredMax * kMantissaMax;
+    static constexpr long long kTermMax = detail::float32_ceiling(kProductMax);  // a float32 product
+    static constexpr long long kAlignMax = 28;
+    static constexpr long long kAlignedMax = kTermMax << kAlignMax;  // DA, DB
+    static constexpr long long kSumMax = 2 * kAlignedMax;
+    static constexpr long long kXMax = detail::float32_ceiling(kSumMax);  // X
+    static constexpr long long kShiftMax = 58;
+    static constexpr long long kRestMax = (1LL << 61) - 1;  // x_limit << x_shift < 2^61
+    static constexpr long long kDivisorMax = (1LL << 26) - 1;  // divisor << 35 < 2^61
+    static constexpr long long kUnitMax = kDivisorMax << 25;
+    static constexpr long long kQuotientMax = 1024;  // FLOAT_ADD_QUOTIENT_BITS
+    static constexpr long long kBandMax = kDivisorMax << 11;  // d << bit_length(y0)
+    static constexpr long long kHalfMax = kDivisorMax << 24;
+    static constexpr long long kLevelMax = kQuotientMax + 1 + 128;  // |k| and an int8 zero point
+    typedef int_for<-kCenteredMax, kCenteredMax> Centered;
+    typedef int_for<-kMantissaMax, kMantissaMax> Mantissa;
+    typedef int_for<-kProductMax, kProductMax> Product;
+    typedef int_for<-kTermMax, kTermMax> Term;
+    typedef uint_for<kAlignMax> Align;
+    typedef uint_for<(1LL << kAlignMax)> AlignPower;
+    typedef int_for<-kAlignedMax, kAlignedMax> Aligned;
+    typedef int_for<-kSumMax, kSumMax> Sum;
+    typedef int_for<-kXMax, kXMax> X;
+    typedef uint_for<kXMax> Magnitude;
+    typedef uint_for<kShiftMax> Shift;
+    typedef uint_for<kRestMax> Rest;
+    typedef uint_for<kDivisorMax> Divisor;
+    typedef uint_for<kUnitMax> Unit;
+    typedef uint_for<kQuotientMax> Quotient;
+    typedef uint_for<kBandMax> Band;
+    typedef uint_for<kHalfMax + kBandMax> Threshold;
+    typedef int_for<-kLevelMax, kLevelMax> Level;
+    static constexpr int CENTERED_BITS = Centered::width;
+    static constexpr int MANTISSA_BITS = Mantissa::width;
+    static constexpr int PRODUCT_BITS = Product::width;
+    static constexpr int TERM_BITS = Term::width;
+    static constexpr int ALIGNED_BITS = Aligned::width;
+    static constexpr int SUM_BITS = Sum::width;
+    static constexpr int X_BITS = X::width;
+    static constexpr int MAGNITUDE_BITS = Magnitude::width;
+    static constexpr int REST_BITS = Rest::width;
+    static constexpr int DIVISOR_BITS = Divisor::width;
+    static constexpr int UNIT_BITS = Unit::width;
+    static constexpr int QUOTIENT_BITS = Quotient::width;
+    static constexpr int BAND_BITS = Band::width;
+    static constexpr int THRESHOLD_BITS = Threshold::width;
+    static constexpr int LEVEL_BITS = Level::width;
+};
+}  // namespace widths
+
+namespace detail {
+// One step of a restoring division: the quotient bit `bit` of rest / unit.
+template <typename Rest, typename Quotient, typename Unit>
+inline void division_step(Rest& rest, Quotient& quotient, Unit unit, int bit) {
+    const Rest part = Rest(unit) << bit;
+    if (rest >= part) {
+        rest = rest - part;
+        quotient = quotient | (Quotient(1) << bit);
+    }
+}
+
+// DA or DB: the float32 product (v - zp) * mantissa, aligned.
+inline widths::requant_add_float::Aligned float_add_term(int32_t v, int32_t zp, widths::requant_add_float::Mantissa m,
+                                                         widths::requant_add_float::Align align) {
+    typedef widths::requant_add_float W;
+    typedef int_for<-128, 127> Value8;
+    const W::Product product = W::Centered(Value8(v) - Value8(zp)) * m;
+    const W::Term term = round_to_float32_signed<W::kProductMax>(product);
+    return W::Aligned(term) * (W::AlignPower(1) << align);  // a shift by a constant of the process
+}
+}  // namespace detail
+
+inline int32_t add_float_requant_i32(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp,
+                                     widths::requant_add_float::Mantissa a_mantissa, int a_align,
+                                     widths::requant_add_float::Mantissa b_mantissa, int b_align, int x_shift,
+                                     widths::requant_add_float::Rest x_limit, widths::requant_add_float::Divisor divisor,
+                                     int32_t y_zp, int32_t qmin, int32_t qmax) {
+    typedef widths::requant_add_float W;
+    const W::Align sa = a_align < 0 ? 0 : (a_align > 28 ? 28 : a_align);
+    const W::Align sb = b_align < 0 ? 0 : (b_align > 28 ? 28 : b_align);
+    const W::Shift sx = x_shift < 0 ? 0 : (x_shift > 58 ? 58 : x_shift);
+    const W::Aligned da = detail::float_add_term(a, a_zp, a_mantissa, sa);
+    const W::Aligned db = detail::float_add_term(b, b_zp, b_mantissa, sb);
+    const W::Sum sum = da + db;
+    const W::X x = detail::round_to_float32_signed<W::kSumMax>(sum);
+    const W::Magnitude magnitude = x < 0 ? W::Magnitude(-x) : W::Magnitude(x);
+    W::Rest rest = W::Rest(magnitude < x_limit ? magnitude : W::Magnitude(x_limit)) << sx;
+    const W::Unit unit = W::Unit(divisor) << 25;
+    W::Quotient y0 = 0;
+    const bool saturated = rest >= (W::Rest(unit) << 10);
     if (saturated) {
         y0 = 1024;
     } else {
@@ -658,15 +699,18 @@ inline int32_t add_float_requant_i32(int32_t a, int32_t a_zp, int32_t b, int32_t
         detail::division_step(rest, y0, unit, 1);
         detail::division_step(rest, y0, unit, 0);
     }
-    const uint64_t band = d << bit_length(y0);
-    const uint64_t half = d << 24;
-    const bool up = !saturated && ((y0 & 1u) != 0 ? rest >= half - band : rest > half + band);
-    const int64_t k = static_cast<int64_t>(y0) + (up ? 1 : 0);
-    return static_cast<int32_t>(saturate((x < 0 ? -k : k) + y_zp, qmin, qmax));
+    const W::Band band = W::Band(divisor) << detail::bit_length_bits(y0);
+    const W::Threshold half = W::Threshold(divisor) << 24;
+    const bool up = !saturated && ((y0 & 1) != 0 ? rest >= half - band : rest > half + band);
+    const uint_for<W::kQuotientMax + 1> k = y0 + (up ? 1 : 0);
+    const W::Level level = (x < 0 ? W::Level(-k) : W::Level(k)) + int_for<-128, 127>(y_zp);
+    return level < qmin ? qmin : level > qmax ? qmax : static_cast<int32_t>(level);
 }
 
-inline int8_t add_float_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp, int64_t a_mantissa, int a_align,
-                                int64_t b_mantissa, int b_align, int x_shift, int64_t x_limit, int64_t divisor,
+inline int8_t add_float_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp,
+                                widths::requant_add_float::Mantissa a_mantissa, int a_align,
+                                widths::requant_add_float::Mantissa b_mantissa, int b_align, int x_shift,
+                                widths::requant_add_float::Rest x_limit, widths::requant_add_float::Divisor divisor,
                                 int32_t y_zp, int32_t qmin = -128, int32_t qmax = 127) {
     return static_cast<int8_t>(add_float_requant_i32(a, a_zp, b, b_zp, a_mantissa, a_align, b_mantissa, b_align,
                                                      x_shift, x_limit, divisor, y_zp, qmin, qmax));
