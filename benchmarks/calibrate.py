@@ -157,8 +157,8 @@ PRIMITIVES = (
               LEAN_MODEL + "; the 24 x 27-bit product in LUTs (Multiplier::fabric), a constant shift",
               params=(("SHIFT", 34),), fabric=True),
     Primitive("requant_exact", "requant_exact",
-              "ming::requantize, the exact float32 emulation, at its contract's widths (int32 acc, 24-bit mantissa, "
-              "9-bit exponent): two normalizations to 24 significant bits (bit_length, variable rne shifts), a "
+              "ming::requantize, the exact float32 emulation, at the C++'s widths (int32 acc, 24-bit mantissa, "
+              "9-bit exponent, a 48-bit product): two normalizations to 24 significant bits (bit_length, variable rne shifts), a "
               "25 x 24-bit product, the exponent's shift, sign, zero point, saturation",
               products=(Product(25, False, 24, False),)),
     Primitive("requant_fixed_point", "requant_fixed_point",
@@ -197,9 +197,10 @@ PRIMITIVES = (
               "divisor (written out), the remainder against the band of bit_length(y0), sign, zero point, saturation",
               products=(Product(9, True, 24, False), Product(9, True, 25, True))),
     Primitive("requant_mul", "requant_mul",
-              "ming::mul_requant (QLinearMul): a 9 x 9 and a 17 x 24-bit product, two round_to_float32 (41 and "
-              "56 bits, mask and add), the zero point at the constant shift, the rounding, the offset, saturation",
-              products=(Product(9, True, 9, True), Product(17, False, 24, False))),
+              "ming::mul_requant (QLinearMul) at the C++'s widths: a 9 x 9 and a 16 x 24-bit product, two "
+              "round_to_float32 (40 and 55-bit magnitudes, mask and add), the zero point at the constant shift, the "
+              "rounding, saturation, the offset",
+              products=(Product(9, True, 9, True), Product(16, False, 24, False))),
     # The exact AveragePool over windows (numerics.WindowAverageConstants, onnxruntime's float32 chain in integers),
     # per lane: a term per window element, a step of the chain per element after the first, one output stage. The
     # widths are a 3 x 3 window's (every partial sum below 2 * 9 * 2^32); the mantissa and the row's constants are
