@@ -353,12 +353,24 @@ inline void multiply_pair(int8_t x, int8_t w_low, int8_t w_high, int32_t& low, i
 
 // numerics.requantize_shift: requantization by the multiplier 2^-shift, y = sat(rne(acc / 2^shift) + zp):
 //   a rounding shift and no product (numerics.average_shift gives the shift of an average whose
-//   multiplier is a power of two). Contract: acc an int32 accumulator (what the processes pass), 0 <= shift <= 62,
-//   zero_point, qmin, qmax int8.
+//   multiplier is a power of two). Contract: acc an int32 accumulator (what the processes pass: the int32 sum of
+//   the accumulator and the constant offset), 0 <= shift <= 62.
+namespace widths {
+struct requant_shift {
+    static constexpr long long kAccMin = -(1LL << 31), kAccMax = (1LL << 31) - 1;  // int32
+    static constexpr long long kZeroPointMin = -(1LL << 31), kZeroPointMax = (1LL << 31) - 1;
+    typedef int_for<kAccMin, kAccMax> Acc;
+    typedef int_for<kAccMin + kZeroPointMin, kAccMax + kZeroPointMax> Level;
+    static constexpr int ACC_BITS = Acc::width;
+    static constexpr int LEVEL_BITS = Level::width;
+};
+}  // namespace widths
+
 inline int8_t requantize_shift(int32_t acc, int shift, int32_t zero_point, int32_t qmin = -128,
                                int32_t qmax = 127) {
-    const Int<32> rounded = detail::round_shift_bits<false>(Int<32>(acc), shift < 0 ? 0 : shift);
-    const Int<33> level = rounded + zero_point;
+    typedef widths::requant_shift W;
+    const W::Acc rounded = detail::round_shift_bits<false>(W::Acc(acc), shift < 0 ? 0 : shift);
+    const W::Level level = rounded + zero_point;
     return static_cast<int8_t>(level < qmin ? qmin : level > qmax ? qmax : static_cast<int32_t>(level));
 }
 
