@@ -191,11 +191,12 @@ PRIMITIVES = (
               "rounding at the constant shift, saturation, the offset",
               products=(Product(9, True, 24, False), Product(9, True, 24, False))),
     Primitive("requant_add_float", "requant_add_float",
-              "ming::add_float_requant (Sub, unfused Add): a 9 x 24 and a 9 x 25-bit (signed: Sub negates it) "
-              "dequantize product, their signed round_to_float32 (33 bits), the aligned sum rounded to float32 (35 "
-              "bits), its magnitude clamped and shifted (59 bits), a 10-step restoring division by the constant "
-              "divisor (written out), the remainder against the band of bit_length(y0), sign, zero point, saturation",
-              products=(Product(9, True, 24, False), Product(9, True, 25, True))),
+              "ming::add_float_requant<0, 0, 25, 24> (Sub, unfused Add) at the C++'s widths: two 9 x 25-bit "
+              "signed dequantize products (Sub negates one mantissa), their signed round_to_float32 (32-bit "
+              "magnitudes), the aligned sum rounded to float32 (33-bit magnitude), its magnitude clamped and shifted "
+              "(59 bits), a 10-step restoring division by the constant divisor (written out), the remainder against "
+              "the band of bit_length(y0), sign, zero point, saturation",
+              products=(Product(9, True, 25, True), Product(9, True, 25, True))),
     Primitive("requant_mul", "requant_mul",
               "ming::mul_requant (QLinearMul) at the C++'s widths: a 9 x 9 and a 16 x 24-bit product, two "
               "round_to_float32 (40 and 55-bit magnitudes, mask and add), the zero point at the constant shift, the "

@@ -42,7 +42,7 @@ NOT_TIED = {
     "requant_fixed_point": "owned by the fixed-point models' work (branch fxmodels)",
     "requant_lean": "owned by the fixed-point models' work (branch fxmodels)",
     **{name: "its C++ still computes in 64 bits" for name in (
-        "bilinear_lane", "mac_pair", "requant_add_float", "requant_narrow")},
+        "bilinear_lane", "mac_pair", "requant_narrow")},
 }
 
 

@@ -171,3 +171,38 @@ def test_add_requant_at_its_constants_bit_lengths_fits_every_pair(tmp_path):
         want = nx.add_requant(a, sa, za, b, sb, zb, sy, zy, domain_offset=offset)
         assert np.array_equal(got[k], want), (sa, za, sb, zb, sy, zy, offset)
     assert len(sets) >= 30
+
+
+@pytest.mark.skipif(CXX is None, reason="g++ not available")
+def test_add_float_requant_at_its_constants_fits_every_pair(tmp_path):
+    """ming::add_float_requant (Sub, unfused Add) at the template arguments the compiler writes (the alignments, the
+    shift and the divisor's bit length) holds every intermediate of every int8 pair and equals numerics'."""
+    rng = np.random.default_rng(43)
+    sets = []
+    for _ in range(60):
+        sa, sb, sy = (np.float32(v) for v in np.exp(rng.uniform(np.log(1e-3), np.log(0.5), 3)))
+        if rng.random() < 0.3:
+            sb = np.float32(sa * 2.0 ** float(rng.uniform(-20, 20)))
+        za, zb, zy = (int(z) for z in rng.integers(-128, 128, 3))
+        subtract = bool(rng.random() < 0.5)
+        try:
+            c = nx.float_add_constants(sa, sb, sy, subtract)
+        except ValueError:
+            continue
+        sets.append((c, (sa, za, sb, zb, sy, zy, subtract)))
+    calls = "\n".join(
+        f"  for (int a = -128; a < 128; a++) for (int b = -128; b < 128; b++) std::printf(\"%d\\n\", "
+        f"ming::add_float_requant<{c.a_align}, {c.b_align}, {c.x_shift}, {int(c.divisor).bit_length()}>(a, {za}, b, "
+        f"{zb}, {c.a_mantissa}, {c.a_align}, {c.b_mantissa}, {c.b_align}, {c.x_shift}, {c.x_limit}, {c.divisor}, "
+        f"{zy}));" for c, (_, za, _, zb, _, zy, _) in sets)
+    exe = _compile(tmp_path, "float_add_bits",
+                   f'#include <cstdio>\n#include "ming_numerics.h"\nint main() {{\n{calls}\n}}\n')
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = np.array(run.stdout.split(), np.int64).reshape(len(sets), 256, 256)
+    values = np.arange(-128, 128)
+    a, b = np.meshgrid(values, values, indexing="ij")
+    for k, (_, (sa, za, sb, zb, sy, zy, subtract)) in enumerate(sets):
+        want = nx.add_requant(a, sa, za, b, sb, zb, sy, zy, subtract=subtract, fused=False)
+        assert np.array_equal(got[k], want), (sa, za, sb, zb, sy, zy, subtract)
+    assert len(sets) >= 40

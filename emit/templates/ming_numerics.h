@@ -602,20 +602,26 @@ inline int8_t add_requant(int32_t a, int32_t b, typename widths::requant_add<MaB
 //   f32(q) is exactly y0 + 1/2 when r is within divisor << bitlen(y0) of divisor << 24, so
 //   k = y0 + (r > half + band) for even y0, y0 + (r >= half - band) for odd y0; sign, zero point, saturation.
 //   Contract: int8 a, b, zero points; |a_mantissa|, |b_mantissa| < 2^24; a_align, b_align <= 28;
-//   x_limit << x_shift and divisor << 35 below 2^61 (numerics.float_add_constants checks it).
+//   x_limit << x_shift and divisor << 35 below 2^61 (numerics.float_add_constants checks it); the template
+//   arguments bound the constants (below).
+// The widths depend on the constants of the process: AAlignMax, BAlignMax, XShiftMax bound a_align, b_align and
+// x_shift, DivisorBits the divisor's bit length (the compiler writes the values themselves; numerics.
+// float_add_constants' domain is <28, 28, 58, 26>). The dividend min(|X|, x_limit) << x_shift is at most
+// (divisor << 35) + 2^x_shift, as x_limit = ((divisor << 35) >> x_shift) + 1.
 namespace widths {
+template <int AAlignMax, int BAlignMax, int XShiftMax, int DivisorBits>
 struct requant_add_float {
     static constexpr long long kCenteredMax = 255;  // |a - a_zp|: int8 values and zero points
     static constexpr long long kMantissaMax = (1LL << 24) - 1;  // |a_mantissa|, |b_mantissa| (negative for Sub)
     static constexpr long long kProductMax = kCenteredMax * kMantissaMax;
     static constexpr long long kTermMax = detail::float32_ceiling(kProductMax);  // a float32 product
-    static constexpr long long kAlignMax = 28;
-    static constexpr long long kAlignedMax = kTermMax << kAlignMax;  // DA, DB
-    static constexpr long long kSumMax = 2 * kAlignedMax;
+    static constexpr long long kAAlignedMax = kTermMax << AAlignMax, kBAlignedMax = kTermMax << BAlignMax;
+    static constexpr long long kSumMax = kAAlignedMax + kBAlignedMax;
     static constexpr long long kXMax = detail::float32_ceiling(kSumMax);  // X
-    static constexpr long long kShiftMax = 58;
-    static constexpr long long kRestMax = (1LL << 61) - 1;  // x_limit << x_shift < 2^61
-    static constexpr long long kDivisorMax = (1LL << 26) - 1;  // divisor << 35 < 2^61
+    static constexpr long long kDivisorMax = (1LL << DivisorBits) - 1;
+    static constexpr long long kTopMax = kDivisorMax << 35;  // quotients from 1024 on saturate
+    static constexpr long long kLimitMax = kTopMax + 1;
+    static constexpr long long kRestMax = kTopMax + (1LL << XShiftMax);
     static constexpr long long kUnitMax = kDivisorMax << 25;
     static constexpr long long kQuotientMax = 1024;  // FLOAT_ADD_QUOTIENT_BITS
     static constexpr long long kBandMax = kDivisorMax << 11;  // d << bit_length(y0)
@@ -625,13 +631,17 @@ struct requant_add_float {
     typedef int_for<-kMantissaMax, kMantissaMax> Mantissa;
     typedef int_for<-kProductMax, kProductMax> Product;
     typedef int_for<-kTermMax, kTermMax> Term;
-    typedef uint_for<kAlignMax> Align;
-    typedef uint_for<(1LL << kAlignMax)> AlignPower;
-    typedef int_for<-kAlignedMax, kAlignedMax> Aligned;
+    typedef uint_for<AAlignMax> AAlign;
+    typedef uint_for<BAlignMax> BAlign;
+    typedef uint_for<(1LL << AAlignMax)> APower;
+    typedef uint_for<(1LL << BAlignMax)> BPower;
+    typedef int_for<-kAAlignedMax, kAAlignedMax> AAligned;
+    typedef int_for<-kBAlignedMax, kBAlignedMax> BAligned;
     typedef int_for<-kSumMax, kSumMax> Sum;
     typedef int_for<-kXMax, kXMax> X;
     typedef uint_for<kXMax> Magnitude;
-    typedef uint_for<kShiftMax> Shift;
+    typedef uint_for<XShiftMax> Shift;
+    typedef uint_for<kLimitMax> Limit;
     typedef uint_for<kRestMax> Rest;
     typedef uint_for<kDivisorMax> Divisor;
     typedef uint_for<kUnitMax> Unit;
@@ -643,10 +653,12 @@ struct requant_add_float {
     static constexpr int MANTISSA_BITS = Mantissa::width;
     static constexpr int PRODUCT_BITS = Product::width;
     static constexpr int TERM_BITS = Term::width;
-    static constexpr int ALIGNED_BITS = Aligned::width;
+    static constexpr int A_ALIGNED_BITS = AAligned::width;
+    static constexpr int B_ALIGNED_BITS = BAligned::width;
     static constexpr int SUM_BITS = Sum::width;
     static constexpr int X_BITS = X::width;
     static constexpr int MAGNITUDE_BITS = Magnitude::width;
+    static constexpr int LIMIT_BITS = Limit::width;
     static constexpr int REST_BITS = Rest::width;
     static constexpr int DIVISOR_BITS = Divisor::width;
     static constexpr int UNIT_BITS = Unit::width;
@@ -668,35 +680,39 @@ inline void division_step(Rest& rest, Quotient& quotient, Unit unit, int bit) {
     }
 }
 
-// DA or DB: the float32 product (v - zp) * mantissa, aligned.
-inline widths::requant_add_float::Aligned float_add_term(int32_t v, int32_t zp, widths::requant_add_float::Mantissa m,
-                                                         widths::requant_add_float::Align align) {
-    typedef widths::requant_add_float W;
+// DA or DB: the float32 product (v - zp) * mantissa, aligned by a shift (a constant of the process).
+template <typename W, typename Aligned, typename Power, typename Align>
+inline Aligned float_add_term(int32_t v, int32_t zp, typename W::Mantissa m, Align align) {
     typedef int_for<-128, 127> Value8;
-    const W::Product product = W::Centered(Value8(v) - Value8(zp)) * m;
-    const W::Term term = round_to_float32_signed<W::kProductMax>(product);
-    return W::Aligned(term) * (W::AlignPower(1) << align);  // a shift by a constant of the process
+    const typename W::Product product = typename W::Centered(Value8(v) - Value8(zp)) * m;
+    const typename W::Term term = round_to_float32_signed<W::kProductMax>(product);
+    return Aligned(term) * (Power(1) << align);
 }
 }  // namespace detail
 
-inline int32_t add_float_requant_i32(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp,
-                                     widths::requant_add_float::Mantissa a_mantissa, int a_align,
-                                     widths::requant_add_float::Mantissa b_mantissa, int b_align, int x_shift,
-                                     widths::requant_add_float::Rest x_limit, widths::requant_add_float::Divisor divisor,
-                                     int32_t y_zp, int32_t qmin, int32_t qmax) {
-    typedef widths::requant_add_float W;
-    const W::Align sa = a_align < 0 ? 0 : (a_align > 28 ? 28 : a_align);
-    const W::Align sb = b_align < 0 ? 0 : (b_align > 28 ? 28 : b_align);
-    const W::Shift sx = x_shift < 0 ? 0 : (x_shift > 58 ? 58 : x_shift);
-    const W::Aligned da = detail::float_add_term(a, a_zp, a_mantissa, sa);
-    const W::Aligned db = detail::float_add_term(b, b_zp, b_mantissa, sb);
-    const W::Sum sum = da + db;
-    const W::X x = detail::round_to_float32_signed<W::kSumMax>(sum);
-    const W::Magnitude magnitude = x < 0 ? W::Magnitude(-x) : W::Magnitude(x);
-    W::Rest rest = W::Rest(magnitude < x_limit ? magnitude : W::Magnitude(x_limit)) << sx;
-    const W::Unit unit = W::Unit(divisor) << 25;
-    W::Quotient y0 = 0;
-    const bool saturated = rest >= (W::Rest(unit) << 10);
+template <int AAlignMax, int BAlignMax, int XShiftMax, int DivisorBits>
+inline int32_t add_float_requant_i32(
+    int32_t a, int32_t a_zp, int32_t b, int32_t b_zp,
+    typename widths::requant_add_float<AAlignMax, BAlignMax, XShiftMax, DivisorBits>::Mantissa a_mantissa, int a_align,
+    typename widths::requant_add_float<AAlignMax, BAlignMax, XShiftMax, DivisorBits>::Mantissa b_mantissa, int b_align,
+    int x_shift, typename widths::requant_add_float<AAlignMax, BAlignMax, XShiftMax, DivisorBits>::Limit x_limit,
+    typename widths::requant_add_float<AAlignMax, BAlignMax, XShiftMax, DivisorBits>::Divisor divisor, int32_t y_zp,
+    int32_t qmin, int32_t qmax) {
+    typedef widths::requant_add_float<AAlignMax, BAlignMax, XShiftMax, DivisorBits> W;
+    const typename W::AAlign sa = a_align < 0 ? 0 : (a_align > AAlignMax ? AAlignMax : a_align);
+    const typename W::BAlign sb = b_align < 0 ? 0 : (b_align > BAlignMax ? BAlignMax : b_align);
+    const typename W::Shift sx = x_shift < 0 ? 0 : (x_shift > XShiftMax ? XShiftMax : x_shift);
+    const typename W::AAligned da =
+        detail::float_add_term<W, typename W::AAligned, typename W::APower>(a, a_zp, a_mantissa, sa);
+    const typename W::BAligned db =
+        detail::float_add_term<W, typename W::BAligned, typename W::BPower>(b, b_zp, b_mantissa, sb);
+    const typename W::Sum sum = da + db;
+    const typename W::X x = detail::round_to_float32_signed<W::kSumMax>(sum);
+    const typename W::Magnitude magnitude = x < 0 ? typename W::Magnitude(-x) : typename W::Magnitude(x);
+    typename W::Rest rest = typename W::Rest(magnitude < x_limit ? typename W::Limit(magnitude) : x_limit) << sx;
+    const typename W::Unit unit = typename W::Unit(divisor) << 25;
+    typename W::Quotient y0 = 0;
+    const bool saturated = rest >= (typename W::Rest(unit) << 10);
     if (saturated) {
         y0 = 1024;
     } else {
@@ -711,21 +727,24 @@ inline int32_t add_float_requant_i32(int32_t a, int32_t a_zp, int32_t b, int32_t
         detail::division_step(rest, y0, unit, 1);
         detail::division_step(rest, y0, unit, 0);
     }
-    const W::Band band = W::Band(divisor) << detail::bit_length_bits(y0);
-    const W::Threshold half = W::Threshold(divisor) << 24;
+    const typename W::Band band = typename W::Band(divisor) << detail::bit_length_bits(y0);
+    const typename W::Threshold half = typename W::Threshold(divisor) << 24;
     const bool up = !saturated && ((y0 & 1) != 0 ? rest >= half - band : rest > half + band);
     const uint_for<W::kQuotientMax + 1> k = y0 + (up ? 1 : 0);
-    const W::Level level = (x < 0 ? W::Level(-k) : W::Level(k)) + int_for<-128, 127>(y_zp);
+    const typename W::Level level = (x < 0 ? typename W::Level(-k) : typename W::Level(k)) + int_for<-128, 127>(y_zp);
     return level < qmin ? qmin : level > qmax ? qmax : static_cast<int32_t>(level);
 }
 
-inline int8_t add_float_requant(int32_t a, int32_t a_zp, int32_t b, int32_t b_zp,
-                                widths::requant_add_float::Mantissa a_mantissa, int a_align,
-                                widths::requant_add_float::Mantissa b_mantissa, int b_align, int x_shift,
-                                widths::requant_add_float::Rest x_limit, widths::requant_add_float::Divisor divisor,
-                                int32_t y_zp, int32_t qmin = -128, int32_t qmax = 127) {
-    return static_cast<int8_t>(add_float_requant_i32(a, a_zp, b, b_zp, a_mantissa, a_align, b_mantissa, b_align,
-                                                     x_shift, x_limit, divisor, y_zp, qmin, qmax));
+template <int AAlignMax, int BAlignMax, int XShiftMax, int DivisorBits>
+inline int8_t add_float_requant(
+    int32_t a, int32_t a_zp, int32_t b, int32_t b_zp,
+    typename widths::requant_add_float<AAlignMax, BAlignMax, XShiftMax, DivisorBits>::Mantissa a_mantissa, int a_align,
+    typename widths::requant_add_float<AAlignMax, BAlignMax, XShiftMax, DivisorBits>::Mantissa b_mantissa, int b_align,
+    int x_shift, typename widths::requant_add_float<AAlignMax, BAlignMax, XShiftMax, DivisorBits>::Limit x_limit,
+    typename widths::requant_add_float<AAlignMax, BAlignMax, XShiftMax, DivisorBits>::Divisor divisor, int32_t y_zp,
+    int32_t qmin = -128, int32_t qmax = 127) {
+    return static_cast<int8_t>(add_float_requant_i32<AAlignMax, BAlignMax, XShiftMax, DivisorBits>(
+        a, a_zp, b, b_zp, a_mantissa, a_align, b_mantissa, b_align, x_shift, x_limit, divisor, y_zp, qmin, qmax));
 }
 
 // onnxruntime's QLinearAveragePool over windows (numerics.WindowAverageConstants), in units of 2^exponent of

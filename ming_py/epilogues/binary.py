@@ -49,7 +49,8 @@ class OnnxAdd(EpilogueRule):
             c = numerics.float_add_constants(e.a_scale, e.b_scale, e.y_scale, e.subtract)
             view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, zero_point=e.zero_point,
                               a_mantissa=c.a_mantissa, a_align=c.a_align, b_mantissa=c.b_mantissa,
-                              b_align=c.b_align, x_shift=c.x_shift, x_limit=c.x_limit, divisor=c.divisor)
+                              b_align=c.b_align, x_shift=c.x_shift, x_limit=c.x_limit, divisor=c.divisor,
+                              divisor_bits=int(c.divisor).bit_length())
             return
         # QLinearAdd: onnxruntime's kernel takes the map first when the other operand is the broadcast one
         swap = view.spec.process_kind.name == "broadcast" and view.spec.vector_input == 0
