@@ -6,15 +6,22 @@
 // functions on >= 200k random and edge-case inputs per function.
 //
 // Constraints (both g++ and Vitis HLS):
-//   * only <cstdint> (and Vitis's <ap_int.h> without MING_CSIM); integer-only; no floats, no dynamic memory, no recursion, no
-//     compiler builtins, no loops (count-leading-zeros is a 6-step binary search);
+//   * only <cstdint> and ming_widths.h (Vitis's <ap_int.h> without MING_CSIM); integer-only; no floats, no dynamic
+//     memory, no recursion, no compiler builtins, no loops (count-leading-zeros is a binary search of at most 6
+//     steps);
 //   * warning-free under -std=c++14/17/20 -Wall -Wextra -Wconversion -Wsign-conversion;
-//   * no undefined behaviour for ANY argument values: left shifts and additions that
-//     can wrap are done in uint64_t (numpy's int64 arrays wrap modulo 2^64 too, so
-//     wrap-around results still equal numpy's), right shifts of negative values use
-//     an explicit floor shift (>> of a negative int64 is only implementation-defined
-//     in C++17, but we do not rely on it), shift amounts are clamped to [0, 63].
-//   Outside the documented domains the results are well defined but not meaningful.
+//   * exact widths: a function a process calls (from emit/templates/process/ and epilogues/) has no 64-bit type;
+//     every value is a ming::int_for<LO, HI> / ming::uint_for<MAX> of the bounds of its range over the function's
+//     documented domain, named in a struct of namespace ming::widths (a template over the process's constants where
+//     they set the range), which the function's Verilog model in benchmarks/calibration/ takes
+//     (tests/test_numerics_widths.py, tests/test_calibration_widths.py). Under MING_CSIM those are checked classes:
+//     an argument outside the domain ends the simulation with one line instead of wrapping; their arithmetic is
+//     g++'s on long long (a right shift of a negative value is arithmetic, as ap_int's);
+//   * the functions no process calls (saturate, bit_length, round_shift_half_even/_up, fixed_point_rescale and their
+//     detail helpers: the contract's primitives the tests compare) take int64 and have no undefined behaviour for
+//     ANY argument values: left shifts and additions that can wrap are done in uint64_t (numpy's int64 arrays wrap
+//     modulo 2^64 too), right shifts of negative values use an explicit floor shift, shift amounts are clamped to
+//     [0, 63]. Outside the documented domains their results are well defined but not meaningful.
 //
 // Not here on purpose: gap_requant (numerics.gap_requant) is
 //   requantize(window_sum - N * x_zp, mant, exp, y_zp)
