@@ -831,6 +831,10 @@ struct average_level {
 };
 }  // namespace widths
 
+// A partial sum of the chain of a window of `Window` elements (the process's registers of the chain).
+template <int Window>
+using AverageSum = typename widths::average_add<Window>::Sum;
+
 // numerics.window_average_terms: a window element's float32 sx * (x - x_zp), a 9 x 24-bit product rounded to
 //   24 significant bits.
 inline widths::average_term::Term average_term(int8_t x, int32_t x_zp, uint32_t mantissa) {

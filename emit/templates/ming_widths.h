@@ -57,9 +57,11 @@ class WidthReport {
     static WidthReport report;
     return report;
   }
+  // Called by every checked variable that goes out of scope, the datapath functions' too: keyed by the function
+  // name's address (a string literal of __builtin_FUNCTION), merged by name at exit.
   void note(const char* function, int line, int bits, long long low, long long high) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto key = std::make_pair(line, std::string(function));
+    const auto key = std::make_pair(function, line);
     const auto found = ranges_.find(key);
     if (found == ranges_.end()) {
       ranges_[key] = Range{bits, low, high};
@@ -69,7 +71,18 @@ class WidthReport {
     }
   }
   ~WidthReport() {
+    std::map<std::pair<int, std::string>, Range> merged;
     for (const auto& entry : ranges_) {
+      const auto key = std::make_pair(entry.first.second, std::string(entry.first.first));
+      const auto found = merged.find(key);
+      if (found == merged.end()) {
+        merged[key] = entry.second;
+      } else {
+        found->second.low = entry.second.low < found->second.low ? entry.second.low : found->second.low;
+        found->second.high = entry.second.high > found->second.high ? entry.second.high : found->second.high;
+      }
+    }
+    for (const auto& entry : merged) {
       std::fprintf(stderr, "ming widths: %s %d %d %lld %lld\n", entry.first.second.c_str(), entry.first.first,
                    entry.second.bits, entry.second.low, entry.second.high);
     }
@@ -81,7 +94,7 @@ class WidthReport {
     long long low, high;
   };
   std::mutex mutex_;
-  std::map<std::pair<int, std::string>, Range> ranges_;
+  std::map<std::pair<const char*, int>, Range> ranges_;
 };
 #endif
 
