@@ -206,3 +206,49 @@ def test_add_float_requant_at_its_constants_fits_every_pair(tmp_path):
         want = nx.add_requant(a, sa, za, b, sb, zb, sy, zy, subtract=subtract, fused=False)
         assert np.array_equal(got[k], want), (sa, za, sb, zb, sy, zy, subtract)
     assert len(sets) >= 40
+
+
+REQUANT_ADD_WIDTHS = ("SHIFTED_BITS", "MA_BITS", "MB_BITS", "FIXED_BITS", "A_PRODUCT_BITS", "B_PRODUCT_BITS",
+                      "INNER_SUM_BITS", "INNER_MAGNITUDE_BITS", "INNER_BITS", "OUTER_SUM_BITS", "OUTER_MAGNITUDE_BITS",
+                      "OUTER_BITS", "LEVEL_BITS")
+
+
+def _trailing_zeros(value: int) -> int:
+    return (value & -value).bit_length() - 1 if value else 0
+
+
+@pytest.mark.skipif(CXX is None or shutil.which("iverilog") is None, reason="g++ and Icarus Verilog needed")
+def test_the_requant_add_model_at_the_cxx_widths_computes_qlinear_add(tmp_path):
+    """benchmarks/calibration/requant_add.v with the C++'s widths at a process's constants (ming::widths::
+    requant_add<bit lengths>) and those constants as its parameters == numerics' QLinearAdd on random pairs."""
+    from test_primitives import simulate  # noqa: PLC0415 (the Icarus testbench of the calibration models)
+    rng = np.random.default_rng(44)
+    sets = []
+    while len(sets) < 4:
+        sa, sb, sy = (np.float32(v) for v in np.exp(rng.uniform(np.log(1e-3), np.log(0.5), 3)))
+        za, zb, zy = (int(z) for z in rng.integers(-128, 128, 3))
+        c = nx.add_constants(sa, za, sb, zb, sy, zy, nx.ORT_X86_DOMAIN_OFFSET)
+        sets.append((c, (sa, za, sb, zb, sy, zy)))
+    printed = "\n".join(
+        f'  std::printf("{" ".join(["%d"] * len(REQUANT_ADD_WIDTHS))}\\n", '
+        + ", ".join(f"ming::widths::requant_add<{', '.join(map(str, add_constant_bits(c)))}>::{w}"
+                    for w in REQUANT_ADD_WIDTHS) + ");" for c, _ in sets)
+    exe = _compile(tmp_path, "add_widths", f'#include <cstdio>\n#include "ming_numerics.h"\nint main() {{\n{printed}\n}}\n')
+    widths = [list(map(int, line.split())) for line in subprocess.run([str(exe)], capture_output=True, text=True,
+                                                                       check=True).stdout.splitlines()]
+    a = np.concatenate([rng.integers(-128, 128, 1500), [-128, 127, -128, 127]])
+    b = np.concatenate([rng.integers(-128, 128, 1500), [-128, 127, 127, -128]])
+    instances = []
+    for k, (c, _) in enumerate(sets):
+        a_exp, b_exp, f_exp = (_trailing_zeros(int(v)) for v in (c.a_multiplier, c.b_multiplier, c.fixed))
+        parameters = {"A_EXP": a_exp, "B_EXP": b_exp, "FIXED_MANTISSA": int(c.fixed) >> f_exp, "FIXED_EXP": f_exp,
+                      "SHIFT": c.shift, "OFFSET": c.offset, **dict(zip(REQUANT_ADD_WIDTHS, widths[k]))}
+        assert int(c.a_multiplier) >> a_exp < 1 << 24 and int(c.b_multiplier) >> b_exp < 1 << 24
+        mantissas = f"24'd{int(c.a_multiplier) >> a_exp}", f"24'd{int(c.b_multiplier) >> b_exp}"
+        instances.append(f"  requant_add #({', '.join(f'.{n}({v})' for n, v in parameters.items())}) dut{k}("
+                         f".clk(clk), .a(a), .b(b), .a_mantissa({mantissas[0]}), .b_mantissa({mantissas[1]}), .y());")
+    got = simulate(tmp_path, "requant_add", {"a": (8, a), "b": (8, b)}, instances,
+                   [f"dut{k}.y" for k in range(len(sets))], 2)
+    for k, (_, (sa, za, sb, zb, sy, zy)) in enumerate(sets):
+        want = nx.add_requant(a, sa, za, b, sb, zb, sy, zy)
+        np.testing.assert_array_equal(got[:, k], want, err_msg=f"set {k}")
