@@ -142,7 +142,7 @@ PRIMITIVES = (
               products=(SIGNED_8,)),
     Primitive("mac_pair_dsp", "mac_pair",
               "ming::multiply_pair, per pair of MAC lanes: w_high * 2^18 + w_low (27 bits) times x in one DSP48E2, "
-              "the 35-bit product split into two 18-bit products (AMD WP486)",
+              "the 34-bit product split into an 18-bit and a 16-bit product (AMD WP486)",
               products=(Product(27, True, 8, True),)),
     Primitive("adder_tree", "adder_tree",
               "one MAC lane: a tree of adders over TERMS int16 products (each adder one bit wider than its operands) "

@@ -43,7 +43,6 @@ NOT_TIED = {
     "requant_lean": "owned by the fixed-point models' work (branch fxmodels)",
     # ap_int types of exact widths before ming::widths (unchanged under Vitis), their models at those widths
     "bilinear_lane": "not tied yet: ming::bilinear's NarrowInt widths (11, 9, 19, 18, 29, 28 bits)",
-    "mac_pair": "not tied yet: ming::multiply_pair's PairWeights (27 bits) and PairProduct (35 bits)",
     "requant_narrow": "not tied yet: its widths are template arguments of the process (OperandBits, LevelBits), "
                       "which the model's OPERAND_BITS sweeps",
 }

@@ -342,18 +342,34 @@ inline int8_t requantize_lean(int32_t acc, uint32_t mantissa, uint32_t shift, ui
 // Two int8 products that share their input in one DSP48E2 multiply (AMD WP486): the 27-bit port
 // carries w_high * 2^18 + w_low, the 18-bit port x; |x * w| <= 2^14, so the low product is the
 // sign-extended low 18 bits of the result and the high one what remains, shifted down. The operands
-// and the product have their exact widths (27 x 8 bits, a 35-bit product: one DSP48E2, bound by BIND_OP).
-typedef Int<27> PairWeights;
-typedef Int<35> PairProduct;
+// and the product have their exact widths (27 x 8 bits, a 34-bit product: one DSP48E2, bound by BIND_OP).
+namespace widths {
+struct mac_pair {
+    static constexpr long long kWeightsMin = -128 * 262144 - 128, kWeightsMax = 127 * 262144 + 127;
+    static constexpr long long kProductMax = 128 * -kWeightsMin;  // |x| <= 128
+    static constexpr long long kHighMax = 128 * 128;  // |x * w_high| <= 2^14
+    typedef int_for<kWeightsMin, kWeightsMax> Weights;
+    typedef int_for<-kProductMax, kProductMax> Product;
+    typedef int_for<-131072, 131071> Low;  // the low product's 18 bits, signed
+    typedef int_for<-kHighMax, kHighMax> High;
+    static constexpr int WEIGHTS_BITS = Weights::width;
+    static constexpr int PRODUCT_BITS = Product::width;
+    static constexpr int LOW_BITS = Low::width;
+    static constexpr int HIGH_BITS = High::width;
+};
+}  // namespace widths
+
+typedef widths::mac_pair::Weights PairWeights;
+typedef widths::mac_pair::Product PairProduct;
 
 inline void multiply_pair(int8_t x, int8_t w_low, int8_t w_high, int32_t& low, int32_t& high) {
-    typedef int_for<-131072, 131071> Low;  // the low product's 18 bits, signed
+    typedef widths::mac_pair W;
     const PairWeights packed = w_high * 262144 + w_low;
     const PairProduct product = packed * x;
     MING_BIND_MUL(product, dsp)
     const uint_for<0x3FFFF> bits = product & 0x3FFFF;
-    const Low low_product = bits >= 0x20000 ? Low(bits - 0x40000) : Low(bits);
-    const int_for<-16384, 16384> high_product = (product - low_product) >> 18;  // exact: |x * w_high| <= 2^14
+    const W::Low low_product = bits >= 0x20000 ? W::Low(bits - 0x40000) : W::Low(bits);
+    const W::High high_product = (product - low_product) >> 18;  // exact
     low = static_cast<int32_t>(low_product);
     high = static_cast<int32_t>(high_product);
 }
