@@ -54,14 +54,16 @@ FUNCTIONS = {
     "fixed_point_rescale": (4, "ming::fixed_point_rescale(r[0], r[1], I(r[2]), r[3])"),
     "fixed_point_rescale_default": (3, "ming::fixed_point_rescale(r[0], r[1], I(r[2]))"),
     # add_requant at the widest constants numerics.add_constants gives (tests/test_numerics_widths.py: narrower)
-    "add_requant": (9, "ming::add_requant<51, 51, 59>(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]), I32(r[7]), "
-                       "I32(r[8]))"),
-    "add_requant_default": (7, "ming::add_requant<51, 51, 59>(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]))"),
-    "add_requant_i32": (9, "ming::add_requant_i32<51, 51, 59>(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]), "
-                           "I32(r[7]), I32(r[8]))"),
+    "add_requant": (9, "ming::add_requant<51, 51, 59>(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), I32(r[6]), "
+                       "I32(r[7]), I32(r[8]))"),
+    "add_requant_default": (7, "ming::add_requant<51, 51, 59>(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), "
+                               "I32(r[6]))"),
+    "add_requant_i32": (9, "ming::add_requant_i32<51, 51, 59>(I32(r[0]), I32(r[1]), r[2], r[3], r[4], I(r[5]), "
+                           "I32(r[6]), I32(r[7]), I32(r[8]))"),
     # at the widest constants numerics.float_add_constants gives (tests/test_numerics_widths.py: the compiler's)
-    "add_float_requant": (14, "ming::add_float_requant<28, 28, 58, 26>(I32(r[0]), I32(r[1]), I32(r[2]), I32(r[3]), r[4], I(r[5]), "
-                              "r[6], I(r[7]), I(r[8]), r[9], r[10], I32(r[11]), I32(r[12]), I32(r[13]))"),
+    "add_float_requant": (14, "ming::add_float_requant<28, 28, 58, 26>(I32(r[0]), I32(r[1]), I32(r[2]), I32(r[3]), "
+                              "r[4], I(r[5]), r[6], I(r[7]), I(r[8]), r[9], r[10], I32(r[11]), I32(r[12]), "
+                              "I32(r[13]))"),
     "average_term": (3, "ming::average_term(static_cast<int8_t>(r[0]), I32(r[1]), static_cast<uint32_t>(r[2]))"),
     "average_add": (2, "ming::average_add<9>(r[0], r[1])"),  # a 3 x 3 window
     # r[8 ..] is the row's 256 thresholds

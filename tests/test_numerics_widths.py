@@ -233,7 +233,8 @@ def test_the_requant_add_model_at_the_cxx_widths_computes_qlinear_add(tmp_path):
         f'  std::printf("{" ".join(["%d"] * len(REQUANT_ADD_WIDTHS))}\\n", '
         + ", ".join(f"ming::widths::requant_add<{', '.join(map(str, add_constant_bits(c)))}>::{w}"
                     for w in REQUANT_ADD_WIDTHS) + ");" for c, _ in sets)
-    exe = _compile(tmp_path, "add_widths", f'#include <cstdio>\n#include "ming_numerics.h"\nint main() {{\n{printed}\n}}\n')
+    exe = _compile(tmp_path, "add_widths",
+                   f'#include <cstdio>\n#include "ming_numerics.h"\nint main() {{\n{printed}\n}}\n')
     widths = [list(map(int, line.split())) for line in subprocess.run([str(exe)], capture_output=True, text=True,
                                                                        check=True).stdout.splitlines()]
     a = np.concatenate([rng.integers(-128, 128, 1500), [-128, 127, -128, 127]])
