@@ -41,8 +41,7 @@ CXX_WIDTH = re.compile(r"static\s+constexpr\s+int\s+(\w+_BITS)\s*=")
 NOT_TIED = {
     "requant_fixed_point": "owned by the fixed-point models' work (branch fxmodels)",
     "requant_lean": "owned by the fixed-point models' work (branch fxmodels)",
-    # ap_int types of exact widths before ming::widths (unchanged under Vitis), their models at those widths
-    "bilinear_lane": "not tied yet: ming::bilinear's NarrowInt widths (11, 9, 19, 18, 29, 28 bits)",
+    # ap_int types of exact widths before ming::widths (unchanged under Vitis), its model at those widths
     "requant_narrow": "not tied yet: its widths are template arguments of the process (OperandBits, LevelBits), "
                       "which the model's OPERAND_BITS sweeps",
 }

@@ -1041,26 +1041,53 @@ inline int8_t mul_narrow(int8_t a, int8_t b, int32_t a_offset, int32_t b_offset,
 //   (ming_py.kinds.bilinear.table_problem), so a row across is a convex combination of int8 values times 1024
 //   (18 bits signed) and the sum one of those times 1024 (28 bits); the result fits int8. Three products bound to
 //   DSP48E2 (9 x 11, 9 x 11 and 19 x 11 bits; benchmarks/calibration/bilinear_lane.v is this datapath).
-typedef NarrowInt<11>::type BilinearWeight;  // a weight in 1/1024
-typedef NarrowInt<18>::type BilinearAcross;  // a row across, in 1/1024
+namespace widths {
+struct bilinear_lane {
+    static constexpr long long kWeightMin = -1024, kWeightMax = 1023;  // in 1/1024
+    static constexpr long long kStepMax = 255;  // v1 - v0 of int8 values
+    static constexpr long long kAcrossProductMax = kStepMax * 1024;
+    static constexpr long long kAcrossMin = -128 * 1024, kAcrossMax = 127 * 1024;  // a convex combination, x 1024
+    static constexpr long long kDownStepMax = kAcrossMax - kAcrossMin;
+    static constexpr long long kDownProductMax = kDownStepMax * 1024;
+    static constexpr long long kSumMin = kAcrossMin * 1024, kSumMax = kAcrossMax * 1024;  // in 1/2^20
+    typedef int_for<kWeightMin, kWeightMax> Weight;
+    typedef int_for<-kStepMax, kStepMax> Step;
+    typedef int_for<-kAcrossProductMax, kAcrossProductMax> AcrossProduct;
+    typedef int_for<kAcrossMin, kAcrossMax> Across;
+    typedef int_for<-kDownStepMax, kDownStepMax> DownStep;
+    typedef int_for<-kDownProductMax, kDownProductMax> DownProduct;
+    typedef int_for<kSumMin, kSumMax + 524288> Sum;  // and its rounding's half
+    static constexpr int WEIGHT_BITS = Weight::width;
+    static constexpr int STEP_BITS = Step::width;
+    static constexpr int ACROSS_PRODUCT_BITS = AcrossProduct::width;
+    static constexpr int ACROSS_BITS = Across::width;
+    static constexpr int DOWN_STEP_BITS = DownStep::width;
+    static constexpr int DOWN_PRODUCT_BITS = DownProduct::width;
+    static constexpr int SUM_BITS = Sum::width;
+};
+}  // namespace widths
+
+typedef widths::bilinear_lane::Weight BilinearWeight;  // a weight in 1/1024
+typedef widths::bilinear_lane::Across BilinearAcross;  // a row across, in 1/1024
 
 inline BilinearAcross bilinear_across(int8_t v0, int8_t v1, BilinearWeight w1) {
-    const NarrowInt<9>::type step = v1 - v0;
-    const NarrowInt<19>::type product = step * w1;
+    const widths::bilinear_lane::Step step = v1 - v0;
+    const widths::bilinear_lane::AcrossProduct product = step * w1;
     MING_BIND_MUL(product, dsp)
     return BilinearAcross(v0) * 1024 + product;
 }
 
 inline int8_t bilinear(int8_t top0, int8_t top1, int8_t bottom0, int8_t bottom1, BilinearWeight across,
                        BilinearWeight down) {
+    typedef widths::bilinear_lane W;
     const BilinearAcross top = bilinear_across(top0, top1, across);
     const BilinearAcross bottom = bilinear_across(bottom0, bottom1, across);
-    const NarrowInt<19>::type step = bottom - top;
-    const NarrowInt<29>::type product = step * down;
+    const W::DownStep step = bottom - top;
+    const W::DownProduct product = step * down;
     MING_BIND_MUL(product, dsp)
-    const NarrowInt<28>::type sum = NarrowInt<28>::type(top) * 1024 + product;  // in 1/2^20
+    const W::Sum sum = W::Sum(top) * 1024 + product;  // in 1/2^20
     // (sum + 2^19 (sum > 0) or - 2^19 (else)) / 2^20 toward zero is floor((sum + 2^19 - (sum <= 0)) / 2^20)
-    const NarrowInt<28>::type rounded = sum + (sum > 0 ? 524288 : 524287);
+    const W::Sum rounded = sum + (sum > 0 ? 524288 : 524287);
     return static_cast<int8_t>(rounded >> 20);  // arithmetic (ap_int's; g++'s on the checked class's long long)
 }
 
