@@ -167,7 +167,7 @@ PRIMITIVES = (
               products=(SIGNED_8,)),
     Primitive("mac_pair_dsp", "mac_pair",
               "ming::multiply_pair, per pair of MAC lanes: w_high * 2^18 + w_low (27 bits) times x in one DSP48E2, "
-              "the 35-bit product split into two 18-bit products (AMD WP486)",
+              "the 34-bit product split into an 18-bit and a 16-bit product (AMD WP486)",
               products=(Product(27, True, 8, True),)),
     Primitive("adder_tree", "adder_tree",
               "one MAC lane: a tree of adders over TERMS int16 products (each adder one bit wider than its operands) "
@@ -182,8 +182,8 @@ PRIMITIVES = (
               LEAN_MODEL + "; the 24 x 27-bit product in LUTs (Multiplier::fabric), a constant shift",
               params=(("SHIFT", 34),), fabric=True),
     Primitive("requant_exact", "requant_exact",
-              "ming::requantize, the exact float32 emulation, at its contract's widths (int32 acc, 24-bit mantissa, "
-              "9-bit exponent): two normalizations to 24 significant bits (bit_length, variable rne shifts), a "
+              "ming::requantize, the exact float32 emulation, at the C++'s widths (int32 acc, 24-bit mantissa, "
+              "9-bit exponent, a 48-bit product): two normalizations to 24 significant bits (bit_length, variable rne shifts), a "
               "25 x 24-bit product, the exponent's shift, sign, zero point, saturation",
               products=(Product(25, False, 24, False),)),
     Primitive("requant_fixed_point", "requant_fixed_point",
@@ -214,21 +214,23 @@ PRIMITIVES = (
               NARROW_MODEL.replace("(18 bits), an 18", "(27 bits), a 27") + "; the product and the rounding in LUTs "
               "(Multiplier::fabric)", params=(("OPERAND_BITS", 27),), fabric=True),
     Primitive("requant_add", "requant_add",
-              "ming::add_requant (QLinearAdd): the offset, two 9 x 24-bit products (mantissas of the float32 "
-              "ratios, their exponents wiring), inner = rn24(b' * MB + F) and outer = rn24(a' * MA + inner) "
-              "(two signed round_to_float32, mask and add, of 35 and 37 bits), the rounding at the constant "
-              "shift, saturation, the offset",
+              "ming::add_requant<26, 24, 33> (QLinearAdd) at the C++'s widths: the offset, two 9 x 24-bit products "
+              "(mantissas of the float32 ratios, their exponents wiring), inner = rn24(b' * MB + F) and outer = "
+              "rn24(a' * MA + inner) (two signed round_to_float32, mask and add, of 34 and 35-bit magnitudes), the "
+              "rounding at the constant shift, saturation, the offset",
               products=(Product(9, True, 24, False), Product(9, True, 24, False))),
     Primitive("requant_add_float", "requant_add_float",
-              "ming::add_float_requant (Sub, unfused Add): a 9 x 24 and a 9 x 25-bit (signed: Sub negates it) "
-              "dequantize product, their signed round_to_float32 (33 bits), the aligned sum rounded to float32 (35 "
-              "bits), its magnitude clamped and shifted (59 bits), a 10-step restoring division by the constant "
-              "divisor (written out), the remainder against the band of bit_length(y0), sign, zero point, saturation",
-              products=(Product(9, True, 24, False), Product(9, True, 25, True))),
+              "ming::add_float_requant<0, 0, 25, 24> (Sub, unfused Add) at the C++'s widths: two 9 x 25-bit "
+              "signed dequantize products (Sub negates one mantissa), their signed round_to_float32 (32-bit "
+              "magnitudes), the aligned sum rounded to float32 (33-bit magnitude), its magnitude clamped and shifted "
+              "(59 bits), a 10-step restoring division by the constant divisor (written out), the remainder against "
+              "the band of bit_length(y0), sign, zero point, saturation",
+              products=(Product(9, True, 25, True), Product(9, True, 25, True))),
     Primitive("requant_mul", "requant_mul",
-              "ming::mul_requant (QLinearMul): a 9 x 9 and a 17 x 24-bit product, two round_to_float32 (41 and "
-              "56 bits, mask and add), the zero point at the constant shift, the rounding, the offset, saturation",
-              products=(Product(9, True, 9, True), Product(17, False, 24, False))),
+              "ming::mul_requant (QLinearMul) at the C++'s widths: a 9 x 9 and a 16 x 24-bit product, two "
+              "round_to_float32 (40 and 55-bit magnitudes, mask and add), the zero point at the constant shift, the "
+              "rounding, saturation, the offset",
+              products=(Product(9, True, 9, True), Product(16, False, 24, False))),
     # The exact AveragePool over windows (numerics.WindowAverageConstants, onnxruntime's float32 chain in integers),
     # per lane: a term per window element, a step of the chain per element after the first, one output stage. The
     # widths are a 3 x 3 window's (every partial sum below 2 * 9 * 2^32); the mantissa and the row's constants are
@@ -236,18 +238,19 @@ PRIMITIVES = (
     Primitive("average_term", "average_term",
               "ming::average_term (AveragePool over windows, one element): rn24((x - x_zp) * mantissa), a 9 x "
               "24-bit product (the float32 input scale's mantissa, an input) and its signed round_to_float32 "
-              "(33 bits, mask and add) to a 34-bit term",
+              "(32-bit magnitude, mask and add) to a 33-bit term (ming::widths::average_term)",
               products=(Product(9, True, 24, False),)),
     Primitive("average_add", "average_add",
-              "ming::average_add (AveragePool over windows, one step of the chain): rn24(sum + term), a 38-bit "
-              "signed partial sum and a 34-bit signed term, their 39-bit sum's signed round_to_float32 (mask and "
-              "add) to the 38-bit sum"),
+              "ming::average_add<9> (AveragePool over windows, one step of the chain): rn24(sum + addend), a "
+              "38-bit signed partial sum and a 38-bit addend (a term or a column's sum, at the partial sums' width "
+              "as the C++ takes it), their 39-bit sum's signed round_to_float32 (38-bit magnitude, mask and add) "
+              "to the 38-bit sum"),
     Primitive("average_level", "average_level",
               "ming::average_level (AveragePool over windows, the output stage): the 38-bit sum clamped to the "
               "row's [low, high] less low (u), u >> drop (a barrel shifter to 16 bits), a 16 x 26-bit product "
               "plus the offset, its bits from 24 up clamped to 0 .. 255 (the address of the thresholds' ROM, "
-              "outside the model, read the next cycle; u and k wait in 46 pipeline flip-flops), the 39-bit compare "
-              "u < T, k - (u < T) + qmin",
+              "outside the model, read the next cycle; u and k wait in 46 pipeline flip-flops), the 38-bit "
+              "unsigned compare u < T, k - (u < T) + qmin (ming::widths::average_level<9>)",
               products=(Product(16, False, 26, False),)),
     Primitive("requant_shift", "requant_shift",
               "ming::requantize_shift (an average by a power of two): the offset, a rounding shift by a constant "

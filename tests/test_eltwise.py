@@ -312,10 +312,10 @@ int main(int argc, char** argv) {
       if (mode == 'm')
         y = ming::mul_requant(a, za, b, zb, static_cast<uint32_t>(v[3]), static_cast<int>(v[4]), zy, static_cast<int32_t>(v[5]));
       else if (mode == 'a')
-        y = ming::add_requant(a, b, v[0], v[1], v[2], static_cast<int>(v[3]), static_cast<int32_t>(v[4]));
+        y = ming::add_requant<51, 51, 59>(a, b, v[0], v[1], v[2], static_cast<int>(v[3]), static_cast<int32_t>(v[4]));
       else
-        y = ming::add_float_requant(a, za, b, zb, v[3], static_cast<int>(v[4]), v[5], static_cast<int>(v[6]),
-                                    static_cast<int>(v[7]), v[8], v[9], zy);
+        y = ming::add_float_requant<28, 28, 58, 26>(a, za, b, zb, v[3], static_cast<int>(v[4]), v[5],
+                                                    static_cast<int>(v[6]), static_cast<int>(v[7]), v[8], v[9], zy);
       out[(a + 128) * 256 + b + 128] = y;
     }
   return std::fwrite(out, 1, sizeof out, stdout) == sizeof out ? 0 : 3;

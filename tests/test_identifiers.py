@@ -418,7 +418,7 @@ def test_model_names_build_and_csim_bit_exact(tmp_path, file_name, stem):
     _check_build(out, graph, x, concurrent=False)
     assert json.loads((out / "host.json").read_text())["model"] == stem
     assert sorted(p.name for p in (out / "hls").iterdir()) == sorted(
-        [f"{stem}.cpp", f"{stem}.h", f"{stem}_weights.h", f"{stem}_tb.cpp", "ming_stream.h", "ming_numerics.h",
+        [f"{stem}.cpp", f"{stem}.h", f"{stem}_weights.h", f"{stem}_tb.cpp", "ming_stream.h", "ming_widths.h", "ming_numerics.h",
          "ming_check.h", "ming_hls_stream.h", "run_hls.tcl", "input.bin", "expected.bin"])
 
 

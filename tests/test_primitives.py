@@ -235,8 +235,8 @@ def test_the_average_models_compute_the_python_rules(tmp_path):
     adds += [numerics.round_to_float32(rng.integers(-(1 << 32), 1 << 32, 3000) >> rng.integers(0, 33, 3000))] * 3
     sum_in, term_in = np.concatenate(sums), np.concatenate(adds)
     (tmp_path / "add").mkdir()
-    added = simulate(tmp_path / "add", "average_add", {"sum": (38, sum_in), "term": (34, term_in)},
-                     ["  average_add dut(.clk(clk), .sum(sum), .term(term), .next());"], ["dut.next"], 2)
+    added = simulate(tmp_path / "add", "average_add", {"sum": (38, sum_in), "addend": (38, term_in)},
+                     ["  average_add dut(.clk(clk), .sum(sum), .addend(addend), .next());"], ["dut.next"], 2)
     np.testing.assert_array_equal(added[:, 0], numerics.round_to_float32(sum_in + term_in))
 
     # average_level: per set and row, sums around every threshold and the clamps, random sums in and beyond

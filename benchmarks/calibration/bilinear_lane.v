@@ -8,16 +8,25 @@
 //   y = (sum + 2^19 - (sum <= 0)) >> 20               (half away from zero, C++'s division toward zero)
 // with the column weight `across` = wx1 and the row weight `down` = wy1 (11-bit signed, from the tables' ROMs; the
 // model takes them as inputs). Products: two 9 x 11 and one 19 x 11 bits, all signed.
-module bilinear_lane (
+// widths: ming::widths::bilinear_lane
+module bilinear_lane #(
+  parameter integer WEIGHT_BITS = 11,
+  parameter integer STEP_BITS = 9,
+  parameter integer ACROSS_PRODUCT_BITS = 19,
+  parameter integer ACROSS_BITS = 18,
+  parameter integer DOWN_STEP_BITS = 19,
+  parameter integer DOWN_PRODUCT_BITS = 29,
+  parameter integer SUM_BITS = 28
+) (
   input clk,
   input signed [7:0] even_even, even_odd, odd_even, odd_odd,  // banks [row parity][column parity]
   input top_odd, bottom_odd, left_odd, right_odd,             // parities of y0, y1, x0, x1
-  input signed [10:0] across, down,                           // wx1, wy1
+  input signed [WEIGHT_BITS - 1:0] across, down,                           // wx1, wy1
   (* io_register *) output reg signed [7:0] y
 );
   (* io_register *) reg signed [7:0] even_even_q, even_odd_q, odd_even_q, odd_odd_q;
   (* io_register *) reg top_odd_q, bottom_odd_q, left_odd_q, right_odd_q;
-  (* io_register *) reg signed [10:0] across_q, down_q;
+  (* io_register *) reg signed [WEIGHT_BITS - 1:0] across_q, down_q;
   always @(posedge clk) begin
     even_even_q <= even_even;
     even_odd_q <= even_odd;
@@ -39,27 +48,28 @@ module bilinear_lane (
   wire signed [7:0] bottom1 = bottom_odd_q ? (right_odd_q ? odd_odd_q : odd_even_q)
                                            : (right_odd_q ? even_odd_q : even_even_q);
 
-  wire signed [9:0] top_diff_sum, bottom_diff_sum;
-  ming_add #(9) top_diff (.a({top1[7], top1}), .b(-{top0[7], top0}), .sum(top_diff_sum));
-  ming_add #(9) bottom_diff (.a({bottom1[7], bottom1}), .b(-{bottom0[7], bottom0}), .sum(bottom_diff_sum));
-  wire signed [8:0] top_step = top_diff_sum[8:0];
-  wire signed [8:0] bottom_step = bottom_diff_sum[8:0];
-  wire signed [18:0] top_product = top_step * across_q;
-  wire signed [18:0] bottom_product = bottom_step * across_q;
-  wire signed [19:0] top_sum, bottom_sum;
-  ming_add #(19) top_add (.a($signed({top0, 10'b0})), .b(top_product), .sum(top_sum));
-  ming_add #(19) bottom_add (.a($signed({bottom0, 10'b0})), .b(bottom_product), .sum(bottom_sum));
-  wire signed [17:0] top = top_sum[17:0];  // within 18 bits: a convex combination of int8 values times 1024
-  wire signed [17:0] bottom = bottom_sum[17:0];
+  wire signed [STEP_BITS:0] top_diff_sum, bottom_diff_sum;
+  ming_add #(STEP_BITS) top_diff (.a({top1[7], top1}), .b(-{top0[7], top0}), .sum(top_diff_sum));
+  ming_add #(STEP_BITS) bottom_diff (.a({bottom1[7], bottom1}), .b(-{bottom0[7], bottom0}), .sum(bottom_diff_sum));
+  wire signed [STEP_BITS - 1:0] top_step = top_diff_sum[STEP_BITS - 1:0];
+  wire signed [STEP_BITS - 1:0] bottom_step = bottom_diff_sum[STEP_BITS - 1:0];
+  wire signed [ACROSS_PRODUCT_BITS - 1:0] top_product = top_step * across_q;
+  wire signed [ACROSS_PRODUCT_BITS - 1:0] bottom_product = bottom_step * across_q;
+  wire signed [ACROSS_PRODUCT_BITS:0] top_sum, bottom_sum;
+  ming_add #(ACROSS_PRODUCT_BITS) top_add (.a($signed({top0, 10'b0})), .b(top_product), .sum(top_sum));
+  ming_add #(ACROSS_PRODUCT_BITS) bottom_add (.a($signed({bottom0, 10'b0})), .b(bottom_product), .sum(bottom_sum));
+  wire signed [ACROSS_BITS - 1:0] top = top_sum[ACROSS_BITS - 1:0];  // within 18 bits: a convex combination of int8 values times 1024
+  wire signed [ACROSS_BITS - 1:0] bottom = bottom_sum[ACROSS_BITS - 1:0];
 
-  wire signed [19:0] down_diff_sum;
-  ming_add #(19) down_diff (.a({bottom[17], bottom}), .b(-{top[17], top}), .sum(down_diff_sum));
-  wire signed [18:0] down_step = down_diff_sum[18:0];
-  wire signed [28:0] down_product = down_step * down_q;
-  wire signed [28:0] sum_wide;
-  ming_add #(28) down_add (.a($signed({top, 10'b0})), .b(down_product[27:0]), .sum(sum_wide));
-  wire signed [27:0] sum = sum_wide[27:0];  // within 28 bits (the product's carry out is dropped: mod 2^28)
-  wire signed [28:0] rounded;
-  ming_add #(28) round_add (.a(sum), .b(sum > 0 ? 28'sd524288 : 28'sd524287), .sum(rounded));
-  always @(posedge clk) y <= rounded[27:20];
+  wire signed [DOWN_STEP_BITS:0] down_diff_sum;
+  ming_add #(DOWN_STEP_BITS) down_diff (.a({bottom[ACROSS_BITS - 1], bottom}), .b(-{top[ACROSS_BITS - 1], top}),
+                                        .sum(down_diff_sum));
+  wire signed [DOWN_STEP_BITS - 1:0] down_step = down_diff_sum[DOWN_STEP_BITS - 1:0];
+  wire signed [DOWN_PRODUCT_BITS - 1:0] down_product = down_step * down_q;
+  wire signed [SUM_BITS:0] sum_wide;
+  ming_add #(SUM_BITS) down_add (.a($signed({top, 10'b0})), .b(down_product[SUM_BITS - 1:0]), .sum(sum_wide));
+  wire signed [SUM_BITS - 1:0] sum = sum_wide[SUM_BITS - 1:0];  // within 28 bits (the product's carry out is dropped: mod 2^28)
+  wire signed [SUM_BITS:0] rounded;
+  ming_add #(SUM_BITS) round_add (.a(sum), .b(sum > 0 ? 524288 : 524287), .sum(rounded));
+  always @(posedge clk) y <= rounded[SUM_BITS - 1:20];
 endmodule

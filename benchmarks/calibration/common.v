@@ -59,9 +59,11 @@ endmodule
 
 // ming::round_to_float32: m rounded to 24 significant bits, half to even, at its own binary point. The bits below
 // the 24th are a mask, the smear of the leading one of m >> 24; the rounding is a compare and an add at that mask.
-module ming_round_to_float32 #(parameter WIDTH = 56) (
+// ming::detail::round_to_float32<MAX> gives the result ROUNDED bits (the rounding's carry can reach bit WIDTH; the
+// default keeps WIDTH, the models whose magnitude has a spare bit above its values).
+module ming_round_to_float32 #(parameter WIDTH = 56, parameter ROUNDED = WIDTH) (
   input [WIDTH-1:0] m,
-  output [WIDTH-1:0] rounded
+  output [ROUNDED-1:0] rounded
 );
   reg [WIDTH-1:0] below;
   integer i;
@@ -70,10 +72,10 @@ module ming_round_to_float32 #(parameter WIDTH = 56) (
     for (i = 1; i < WIDTH; i = i * 2)
       below = below | (below >> i);
   end
-  wire [WIDTH-1:0] unit = below + 1'b1;
+  wire [ROUNDED-1:0] unit = below + 1'b1;
   wire [WIDTH-1:0] rest = m & below;
   wire [WIDTH-1:0] kept = m & ~below;
-  wire [WIDTH-1:0] half = unit >> 1;
+  wire [ROUNDED-1:0] half = unit >> 1;
   wire up = rest != 0 && (rest > half || (rest == half && (kept & unit) != 0));
-  assign rounded = kept + (up ? unit : {WIDTH{1'b0}});
+  assign rounded = kept + (up ? unit : {ROUNDED{1'b0}});
 endmodule

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "ming_widths.h"
+
 // MING_CSIM (defined by `ming csim` only) selects ming's stand-ins for g++; Vitis csim, cosim and
 // synthesis, which never define it, get the real hls::stream and hls::axis.
 #ifdef MING_CSIM
@@ -10,12 +12,6 @@
 #include <cstdlib>
 
 #include "ming_hls_stream.h"
-#ifdef MING_CHECK_WIDTHS
-#include <map>
-#include <mutex>
-#include <string>
-#include <utility>
-#endif
 #else
 #include <ap_axi_sdata.h>
 #include <ap_int.h>
@@ -47,115 +43,7 @@ namespace ming {
 
 // Counters, indices and predicates carried from one iteration of a pipelined loop to the next are
 // registers with the logic computing their next value: each gets the width of its range,
-// ming::uint_for<MAX> for 0..MAX (ap_uint of that width under Vitis).
-constexpr int magnitude_bits(long long value) { return value == 0 ? 0 : 1 + magnitude_bits(value / 2); }
-constexpr int unsigned_bits(long long max) { return max < 2 ? 1 : magnitude_bits(max); }
-
-#ifdef MING_CSIM
-#ifdef MING_CHECK_WIDTHS
-// The values each declared variable held, by declaration line: compiled with -DMING_CHECK_WIDTHS, the
-// C-simulation prints at exit one line per line of a declaration,
-//   ming widths: <function> <line> <bits> <least value> <greatest value>
-// so that a test can compare every register's width with the range it needed.
-class WidthReport {
- public:
-  static WidthReport& instance() {
-    static WidthReport report;
-    return report;
-  }
-  void note(const char* function, int line, int bits, long long low, long long high) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const auto key = std::make_pair(line, std::string(function));
-    const auto found = ranges_.find(key);
-    if (found == ranges_.end()) {
-      ranges_[key] = Range{bits, low, high};
-    } else {
-      found->second.low = low < found->second.low ? low : found->second.low;
-      found->second.high = high > found->second.high ? high : found->second.high;
-    }
-  }
-  ~WidthReport() {
-    for (const auto& entry : ranges_) {
-      std::fprintf(stderr, "ming widths: %s %d %d %lld %lld\n", entry.first.second.c_str(), entry.first.first,
-                   entry.second.bits, entry.second.low, entry.second.high);
-    }
-  }
-
- private:
-  struct Range {
-    int bits;
-    long long low, high;
-  };
-  std::mutex mutex_;
-  std::map<std::pair<int, std::string>, Range> ranges_;
-};
-#endif
-
-// ap_uint<W> as `ming csim` simulates it: a value outside W bits ends the simulation (a register
-// declared too narrow) instead of wrapping around.
-template <int W>
-class UInt {
- public:
-  static_assert(W >= 1 && W <= 62, "a register of 1 to 62 bits");
-
-  // Declared as `ming::uint_for<MAX> name = value;` the variable knows where it is declared.
-  UInt(long long value = 0, const char* function = __builtin_FUNCTION(), int line = __builtin_LINE())  // NOLINT
-      : function_(function), line_(line) {
-    set(value);
-  }
-  UInt(const UInt& other) : function_(other.function_), line_(0) { set(other.value_); }
-  UInt& operator=(const UInt& other) {
-    set(other.value_);
-    return *this;
-  }
-  UInt& operator=(long long value) {
-    set(value);
-    return *this;
-  }
-#ifdef MING_CHECK_WIDTHS
-  ~UInt() {
-    if (line_ != 0) WidthReport::instance().note(function_, line_, W, low_, high_);
-  }
-#endif
-
-  operator long long() const { return value_; }  // NOLINT: converts like ap_uint
-  UInt& operator++() { return *this = value_ + 1; }
-  UInt operator++(int) {
-    const UInt old = *this;
-    *this = value_ + 1;
-    return old;
-  }
-  UInt& operator+=(long long step) { return *this = value_ + step; }
-
- private:
-  void set(long long value) {
-    if (value < 0 || value >= (1LL << W)) {
-      std::fprintf(stderr, "ming csim: %s: %lld does not fit the ap_uint<%d> declared at line %d\n", function_,
-                   value, W, line_);
-      std::fflush(stderr);
-      std::abort();
-    }
-    value_ = value;
-#ifdef MING_CHECK_WIDTHS
-    low_ = value < low_ ? value : low_;
-    high_ = value > high_ ? value : high_;
-#endif
-  }
-
-  long long value_ = 0;
-  const char* function_;
-  int line_;  // of the declaration; 0 for a copy
-#ifdef MING_CHECK_WIDTHS
-  long long low_ = 1LL << W, high_ = -1;  // the values it held
-#endif
-};
-#else
-template <int W>
-using UInt = ap_uint<W>;
-#endif
-
-template <long long MAX>
-using uint_for = UInt<unsigned_bits(MAX)>;
+// ming::uint_for<MAX> for 0..MAX (ming_widths.h: ap_uint of that width under Vitis, a checked class in csim).
 
 // ming::Array<T, N0, N1, ...> is the plain array T[N0][N1]...; the port check makes it a class that
 // counts the accesses to each bank (ming_check::Array). Declare a local array as one, followed by its

@@ -49,7 +49,8 @@ class OnnxAdd(EpilogueRule):
             c = numerics.float_add_constants(e.a_scale, e.b_scale, e.y_scale, e.subtract)
             view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, zero_point=e.zero_point,
                               a_mantissa=c.a_mantissa, a_align=c.a_align, b_mantissa=c.b_mantissa,
-                              b_align=c.b_align, x_shift=c.x_shift, x_limit=c.x_limit, divisor=c.divisor)
+                              b_align=c.b_align, x_shift=c.x_shift, x_limit=c.x_limit, divisor=c.divisor,
+                              divisor_bits=int(c.divisor).bit_length())
             return
         # QLinearAdd: onnxruntime's kernel takes the map first when the other operand is the broadcast one
         swap = view.spec.process_kind.name == "broadcast" and view.spec.vector_input == 0
@@ -57,7 +58,7 @@ class OnnxAdd(EpilogueRule):
         (sa, za), (sb, zb) = scales[::-1] if swap else scales
         c = numerics.add_constants(sa, za, sb, zb, e.y_scale, e.zero_point, _domain_offset(e))
         view.extra.update(swap=swap, a_multiplier=c.a_multiplier, b_multiplier=c.b_multiplier, fixed=c.fixed,
-                          shift=c.shift, offset=c.offset)
+                          shift=c.shift, offset=c.offset, constant_bits=add_constant_bits(c))
 
 
 @register
@@ -164,3 +165,9 @@ def _narrow_mul(e: FixedPointMul) -> numerics.NarrowRequant | None:
     if not e.narrow:
         return None
     return numerics.narrow_fixed_point([e.multiplier], [e.shift], e.double_round, e.zero_point, e.qmin, e.qmax)
+
+
+def add_constant_bits(c: numerics.AddConstants) -> tuple[int, int, int]:
+    """The bit lengths of QLinearAdd's constants (ratios, |fixed|): `ming::add_requant`'s template arguments, which
+    give each of its intermediates the width of its range (ming::widths::requant_add)."""
+    return int(c.a_multiplier).bit_length(), int(c.b_multiplier).bit_length(), abs(int(c.fixed)).bit_length()
