@@ -265,7 +265,7 @@ def _shape_text(channel) -> str:
 def _c_initializer(array: np.ndarray, width: int = 110) -> str:
     """A nested C initializer, wrapped to `width` columns."""
     if array.ndim == 1:
-        items = [str(int(v)) + ("LL" if array.dtype == np.int64 else "") for v in array]
+        items = [str(int(v)) for v in array]
         lines, line = [], ""
         for item in items:
             piece = item + ", "

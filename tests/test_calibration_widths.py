@@ -39,8 +39,6 @@ CXX_WIDTH = re.compile(r"static\s+constexpr\s+int\s+(\w+_BITS)\s*=")
 
 # Models of ming_numerics.h functions whose widths are not tied yet, and why.
 NOT_TIED = {
-    "requant_fixed_point": "owned by the fixed-point models' work (branch fxmodels)",
-    "requant_lean": "owned by the fixed-point models' work (branch fxmodels)",
     # ap_int types of exact widths before ming::widths (unchanged under Vitis), its model at those widths
     "requant_narrow": "not tied yet: its widths are template arguments of the process (OperandBits, LevelBits), "
                       "which the model's OPERAND_BITS sweeps",

@@ -212,6 +212,16 @@ using uint_for = UInt<unsigned_bits(MAX)>;
 template <long long LO, long long HI>
 using int_for = Int<signed_bits(LO, HI)>;
 
+// The word of a constant table whose values lie in LO .. HI: ap_int of their width under Vitis, so the ROM is as
+// wide as its values; a plain integer in C-simulation (the compiler wrote the values: in range by construction).
+#ifdef MING_CSIM
+template <long long LO, long long HI>
+using rom_int = long long;
+#else
+template <long long LO, long long HI>
+using rom_int = ap_int<signed_bits(LO, HI)>;
+#endif
+
 }  // namespace ming
 
 #endif  // MING_WIDTHS_H

@@ -10,7 +10,7 @@ from ming_py import numerics
 from ming_py.array_layout import Dim, array, spread
 from ming_py.ir import AverageRequant, FixedPointAverage, WindowAverage
 
-from .base import FIXED_POINT, EpilogueRule, register
+from .base import FIXED_POINT, EpilogueRule, register, rom_word
 
 
 def average_shift(e: AverageRequant) -> numerics.ShiftRequant | None:
@@ -100,15 +100,16 @@ class OnnxWindowAverage(EpilogueRule):
             view.extra.update(low=int(c.low[0]), high=int(c.high[0]), drop=int(c.drop[0]), ratio=int(c.ratio[0]),
                               offset=int(c.offset[0]))
         lanes = view.out_lanes[0]
-        constant("average_thresholds", "int64_t", np.broadcast_to(c.thresholds, (lanes, *c.thresholds.shape)),
+        thresholds = np.broadcast_to(c.thresholds, (lanes, *c.thresholds.shape))
+        constant("average_thresholds", rom_word(thresholds), thresholds,
                  "onnxruntime's AveragePool: by divisor, the least window sum (less the row's low) reaching each "
                  "output level; one copy per lane")
         if rows > 1:
             by_valid = np.zeros(e.count + 1, np.uint8)
             by_valid[list(c.divisors)] = np.arange(rows)
             constant("average_rows", "uint8_t", by_valid, "the row of a window's divisor by its unpadded elements")
-            constant("average_constants", "int64_t",
-                     np.stack([c.low, c.high, c.drop, c.ratio, c.offset], axis=1),
+            level_constants = np.stack([c.low, c.high, c.drop, c.ratio, c.offset], axis=1)
+            constant("average_constants", rom_word(level_constants), level_constants,
                      "per divisor: low, high, drop, ratio and offset of ming::average_level")
 
 

@@ -154,3 +154,9 @@ def registered() -> dict[type, EpilogueRule]:
 def per_tile(values: np.ndarray, lanes: int) -> np.ndarray:
     """Per-output-channel constants as [output tile][lane]."""
     return values.reshape(-1, lanes)
+
+
+def rom_word(values: np.ndarray) -> str:
+    """The C++ word of a constant table wider than int32: `ming::rom_int` of its values' range (ming_widths.h),
+    so that no table is a 64-bit ROM where its values need fewer bits."""
+    return f"ming::rom_int<{int(np.min(values))}, {int(np.max(values))}>"

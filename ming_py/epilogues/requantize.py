@@ -11,7 +11,7 @@ from ming_py import numerics
 from ming_py.array_layout import Dim, array, spread
 from ming_py.ir import AccRequant, FixedPointRequant
 
-from .base import FIXED_POINT, EpilogueRule, per_tile, register
+from .base import FIXED_POINT, EpilogueRule, per_tile, register, rom_word
 
 _BIAS_COMMENT = "int32 bias with the input zero-point correction folded in, [output tile][lane]"
 _LEAN_COMMENTS = {
@@ -197,7 +197,6 @@ class TfliteRequant(EpilogueRule):
         view.extra.update(shift=narrow.shift, low=narrow.low, high=narrow.high, center=narrow.center,
                           operand_bits=narrow.operand_bits, level_bits=narrow.level_bits)
         lanes = view.spec.requant_lanes
-        rounding_type = "int32_t" if narrow.rounding_bits <= 32 else "int64_t"
         constant("multiplier", "uint32_t", per_tile(np.array(narrow.multipliers, np.uint32), lanes),
                  f"multiplier of ming::requantize_narrow (< 2^{numerics.NARROW_MULTIPLIER_BITS}), proved equal to "
                  f"TFLite's rule over every int32 accumulator (numerics.narrow_constants), [output tile][lane]")
@@ -205,7 +204,8 @@ class TfliteRequant(EpilogueRule):
                 ("rounding_negative", narrow.roundings_negative, "rounding added to the product of a negative "
                                                                  "accumulator"),
                 ("rounding", narrow.roundings, "rounding added to the product of a non-negative accumulator")):
-            reduced = np.array([numerics.narrow_sum_residue(r) for r in values], rounding_type.removesuffix("_t"))
-            constant(role, rounding_type, per_tile(reduced, lanes),
+            reduced = np.array([numerics.narrow_sum_residue(r) for r in values], np.int64)
+            word = "int32_t" if narrow.rounding_bits <= 32 else rom_word(reduced)
+            constant(role, word, per_tile(reduced, lanes),
                      f"{comment} (modulo 2^{numerics.NARROW_SUM_BITS}, the DSP48E2's P register), "
                      f"[output tile][lane]")
