@@ -158,24 +158,24 @@ def test_no_design_fits_names_the_default_share_that_bounded_it(lifted):
 
 
 @pytest.mark.unit
-def test_a_design_the_old_defaults_placed_above_90_percent_bram_now_stays_within_it():
-    """A dense layer whose ROM weights (1,024 x 536 int8) need 276 BRAM18K at the least: the old default (all 288
-    BRAM18K of the KV260, nothing reserved) kept them as ROMs at 269 BRAM18K, 93 % of the device and 95 % with the
-    DMA's 4; within the default 255 the ILP moves them to URAM and the design with the platform's blocks stays
-    within 90 % of the device."""
+def test_a_dense_layer_whose_rom_weights_would_fill_the_bram_stays_within_90_percent():
+    """A dense layer whose ROM weights (1,024 x 536 int8) need 276 BRAM18K at the least: with all 288 BRAM18K of the
+    KV260 and nothing reserved, the ILP keeps them as ROMs at 269 BRAM18K, 93 % of the device and 95 % with the
+    DMA's 4; within the default 255 it moves them to URAM and the design with the platform's blocks stays within
+    90 % of the device."""
     import hand_graphs
 
     graph = hand_graphs.map_graph("dense", (1024, 1, 1), (536, 1, 1))
     hand_graphs.conv(graph, "fc", "x", "y", 536)
     stream_graph = build_stream_graph(graph)
     kv260 = load_board("kv260")
-    old = solve(stream_graph, kv260, Budget(dsp=1248, bram18k=288, uram=64, lut=117120 * 70 // 100), "frugal")
-    assert old.totals["bram18k"] + kv260.reserved.bram18k > 288 * 0.9
-    new = solve(stream_graph, kv260, Budget.of(kv260), "frugal")
-    assert new.totals["bram18k"] <= 253  # the default share of what the DMA and the weight port's DMA leave
-    assert new.totals["bram18k"] + kv260.reserved.bram18k + kv260.weight_port.bram18k <= 288 * 0.9
-    assert new.totals["solver"]["weight_port_reserved"] == {"bram18k": 2, "lut": 1500}
-    assert new.totals["uram"] <= 57
+    everything = solve(stream_graph, kv260, Budget(dsp=1248, bram18k=288, uram=64, lut=117120 * 70 // 100), "frugal")
+    assert everything.totals["bram18k"] + kv260.reserved.bram18k > 288 * 0.9
+    default = solve(stream_graph, kv260, Budget.of(kv260), "frugal")
+    assert default.totals["bram18k"] <= 253  # the default share of what the DMA and the weight port's DMA leave
+    assert default.totals["bram18k"] + kv260.reserved.bram18k + kv260.weight_port.bram18k <= 288 * 0.9
+    assert default.totals["solver"]["weight_port_reserved"] == {"bram18k": 2, "lut": 1500}
+    assert default.totals["uram"] <= 57
 
 
 @pytest.mark.slow

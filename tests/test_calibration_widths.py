@@ -37,11 +37,11 @@ MODEL_WIDTH = re.compile(r"\b(?:parameter|localparam)\s+integer\s+(\w+_BITS)\s*=
 CXX_STRUCT = re.compile(r"(?:template\s*<[^>]*>\s*)?struct\s+(\w+)\s*\{(.*?)\n\};", re.S)
 CXX_WIDTH = re.compile(r"static\s+constexpr\s+int\s+(\w+_BITS)\s*=")
 
-# Models of ming_numerics.h functions whose widths are not tied yet, and why.
+# Models of ming_numerics.h functions without a widths struct, and why.
 NOT_TIED = {
-    # ap_int types of exact widths before ming::widths (unchanged under Vitis), its model at those widths
-    "requant_narrow": "not tied yet: its widths are template arguments of the process (OperandBits, LevelBits), "
-                      "which the model's OPERAND_BITS sweeps",
+    # its types are ap_int of the process's template arguments (OperandBits, LevelBits), which the model sweeps
+    "requant_narrow": "widths are template arguments of the process (OperandBits, LevelBits), which the model's "
+                      "OPERAND_BITS sweeps",
 }
 
 

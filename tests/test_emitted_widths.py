@@ -1,8 +1,8 @@
 """No 64-bit integer type in an emitted design's datapath: the processes' C++ and their constant tables take the
-widths of their ranges (`ming::int_for`, `ming::uint_for`, `ming::rom_int`: ming_widths.h), as the cost model
-charges them. Every zoo network (AveragePool over windows, padded and not, QLinearAdd, Sub, Mul, ...) is emitted
-under random schedules and its model C++ and weights header read; the functions these call are checked in
-ming_numerics.h by tests/test_numerics_widths.py."""
+widths of their ranges (`ming::int_for`, `ming::uint_for`, `ming::rom_int`, `ming::rom_uint`: ming_widths.h), as
+the cost model charges them. Every zoo network (AveragePool over windows, padded and not, QLinearAdd, Sub, Mul,
+...) is emitted under random schedules and its model C++ and weights header read; the functions these call are
+checked in ming_numerics.h by tests/test_numerics_widths.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The generated Tcl under both of AMD's HLS commands: `vitis-run --mode hls --tcl run_hls.tcl` (Vitis 2023.1 on,
+"""The generated Tcl under both of AMD's HLS commands: `vitis-run --mode hls --tcl run_hls.tcl` (Vitis 2023.2 on,
 the only one from 2025.1; it passes the script no arguments, so the steps come from MING_HLS_STEPS) and
 `vitis_hls -f run_hls.tcl -tclargs STEP ...` (Vitis HLS before 2025.1). Stub executables of both names, on a PATH
 that holds nothing else, check their own command line as the real tools parse it, record it, and run the
@@ -264,7 +264,7 @@ def test_the_bitstream_script_stops_in_one_line_without_an_hls_tool(out):
     run, trace = run_script(out)
     assert run.returncode != 0
     assert tcl_error(run) == (
-        "neither vitis-run (Vitis 2023.1 and later) nor vitis_hls (Vitis HLS before 2025.1) is on PATH, and "
+        "neither vitis-run (Vitis 2023.2 and later) nor vitis_hls (Vitis HLS before 2025.1) is on PATH, and "
         f"{out / IP_DIR / 'component.xml'} is not exported yet: source the settings64.sh of your Vitis install first")
     assert trace == [] and tool_runs(out) == []
 

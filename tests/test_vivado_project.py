@@ -126,7 +126,8 @@ def run_script(out: Path, progress: str = "100%", jobs: str | None = None, board
                       f"set ::timing_fixture {{{timing}}}\nset ::utilization_fixture {{{utilization}}}\n"
                       f"{RECORDER}{VIVADO_STUBS}{VIVADO_REPORT_STUBS}"
                       f"source {{{out / 'vivado' / 'build_bitstream.tcl'}}}\n")
-    env = {**os.environ, "PATH": f"{out.parent / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # the stub HLS tool and the system's own directories only: an installed vitis-run or vitis_hls is not run
+    env = {**os.environ, "PATH": os.pathsep.join([str(out.parent / "bin"), "/usr/bin", "/bin"])}
     env.pop("MING_VIVADO_JOBS", None)
     if jobs is not None:
         env["MING_VIVADO_JOBS"] = jobs

@@ -207,9 +207,11 @@ inline int32_t requantize_i32(int32_t acc, widths::requant_exact::Mantissa manti
     if (e_tot > 16) {
         level = p_m > 0 ? W::Level(W::kLevelMax) : W::Level(0);
     } else if (e_tot >= 0) {
-        level = W::Level(p_m) << e_tot;
+        level = W::Level(p_m) << uint_for<16>(e_tot);
     } else {
-        const int shift = e_tot < -63 ? 63 : static_cast<int>(-e_tot);
+        // a shift past the rounded value's width leaves 0 (round_shift_bits): the amount needs 5 bits
+        constexpr int kPast = W::Rounded::width + 1;
+        const uint_for<kPast> shift = e_tot < -kPast ? kPast : -e_tot;
         level = half_away ? detail::round_shift_bits<true>(p_m, shift) : detail::round_shift_bits<false>(p_m, shift);
     }
     // 5. rne is odd-symmetric: re-apply the sign, add the zero point after rounding.
@@ -320,12 +322,13 @@ inline int32_t requantize_lean_i32(int32_t acc, uint32_t mantissa, uint32_t shif
     const W::Product product = lean_product<M>(a, W::Mantissa(mantissa & 0x7FFFFFFu));
     const W::Shift s = shift < 1 ? 1u : (shift > 51 ? 51u : shift);
     const W::Whole whole = (product >> s) & 0x7FF;
-    const W::Fraction half = W::Fraction(1) << (s - 1);
+    const W::Fraction half = W::Fraction(1) << W::Shift(s - 1);
     const W::Fraction fraction = product & ((W::Product(1) << s) - 1);
     // float32 rounds the product at this bit first: a fraction within the band becomes exactly one half
     // (with a scaled mantissa, s - 24 still counts from the float32 product's least significant bit)
     const W::Position position = s + detail::bit_length_bits(whole) - 24;
-    const W::Band band = position >= 1 ? W::Band(W::Band(1) << (position - 1)) : W::Band(0);
+    typedef uint_for<W::kPositionMax - 1> BandShift;
+    const W::Band band = position >= 1 ? W::Band(W::Band(1) << BandShift(position - 1)) : W::Band(0);
     const W::Fraction distance = fraction >= half ? W::Fraction(fraction - half) : W::Fraction(half - fraction);
     const bool up = (fraction > half && distance > band) || (distance <= band && (whole & 1) != 0);
     const W::Rounded rounded = whole + (up ? 1 : 0);
@@ -930,11 +933,11 @@ template <bool DoubleRound>
 inline int8_t requantize_fixed_point(int32_t acc, int32_t multiplier, int shift, int32_t zero_point,
                                      int32_t qmin, int32_t qmax) {
     typedef widths::requant_fixed_point W;
-    const int s = shift < 2 ? 2 : shift > 62 ? 62 : shift;
+    const uint_for<W::kShiftMax> s = shift < 2 ? 2 : shift > 62 ? 62 : shift;  // shifters by a 6-bit amount
     const W::Product product = W::Acc(acc) * W::Multiplier(multiplier);
     const W::Quotient quotient = product >> s;
     const W::Remainder remainder = product & ((W::Remainder(1) << s) - 1);
-    const W::Threshold half = W::Threshold(1) << (s - 1);
+    const W::Threshold half = W::Threshold(1) << uint_for<W::kShiftMax - 1>(s - 1);
     const W::Threshold threshold = !DoubleRound || s <= 31 ? half
                                    : acc >= 0             ? W::Threshold(half - (1 << 30))
                                                           : W::Threshold(half + (1 << 30));

@@ -212,14 +212,19 @@ using uint_for = UInt<unsigned_bits(MAX)>;
 template <long long LO, long long HI>
 using int_for = Int<signed_bits(LO, HI)>;
 
-// The word of a constant table whose values lie in LO .. HI: ap_int of their width under Vitis, so the ROM is as
-// wide as its values; a plain integer in C-simulation (the compiler wrote the values: in range by construction).
+// The word of a constant table whose values lie in LO .. HI (rom_int) or 0 .. MAX (rom_uint): ap_int / ap_uint
+// of their width under Vitis, so the ROM is as wide as its values; a plain integer in C-simulation (the compiler
+// wrote the values: in range by construction).
 #ifdef MING_CSIM
 template <long long LO, long long HI>
 using rom_int = long long;
+template <long long MAX>
+using rom_uint = long long;
 #else
 template <long long LO, long long HI>
 using rom_int = ap_int<signed_bits(LO, HI)>;
+template <long long MAX>
+using rom_uint = ap_uint<unsigned_bits(MAX)>;
 #endif
 
 }  // namespace ming

@@ -157,6 +157,7 @@ def per_tile(values: np.ndarray, lanes: int) -> np.ndarray:
 
 
 def rom_word(values: np.ndarray) -> str:
-    """The C++ word of a constant table wider than int32: `ming::rom_int` of its values' range (ming_widths.h),
-    so that no table is a 64-bit ROM where its values need fewer bits."""
-    return f"ming::rom_int<{int(np.min(values))}, {int(np.max(values))}>"
+    """The C++ word of a constant table wider than int32: `ming::rom_uint` / `ming::rom_int` of its values' range
+    (ming_widths.h), so that no table is a 64-bit ROM where its values need fewer bits."""
+    low, high = int(np.min(values)), int(np.max(values))
+    return f"ming::rom_uint<{high}>" if low >= 0 else f"ming::rom_int<{low}, {high}>"
