@@ -17,7 +17,7 @@ import pytest
 
 PROGRAMS = Path(__file__).resolve().parent / "port_check_programs"
 TEMPLATES = Path(__file__).resolve().parents[1] / "emit" / "templates"
-HEADERS = ("ming_stream.h", "ming_check.h", "ming_hls_stream.h")
+HEADERS = ("ming_stream.h", "ming_widths.h", "ming_check.h", "ming_hls_stream.h")
 CXX = shutil.which("g++")
 CXX_FLAGS = ("-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-DMING_CSIM")
 CHECK = ("-DMING_CHECK_PORTS",)
