@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ming_py.dataflow import StreamGraph
 from ming_py.errors import MingError
+from ming_py.json_files import json_document
 from ming_py.kinds import kind_of, trip_counts
 from ming_py.storage import WEIGHT_MEMORIES
 
@@ -120,7 +121,7 @@ def _load(path: Path) -> dict:
         if path.suffix in (".yaml", ".yml"):
             data = _load_yaml(text)
         else:
-            data = json.loads(text, object_pairs_hook=_Mapping)
+            data = json_document(text, object_pairs_hook=_Mapping)
     except MingError:
         raise
     except _AliasRefused as exc:

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MingError
+from .json_files import json_document
 
 FORMAT = "ming-calibration/1"
 RESOURCES = ("dsp", "lut", "ff", "bram18k", "uram")
@@ -88,11 +89,8 @@ def _read_regular(path: Path, follow: bool = True) -> bytes:
 
 
 def _parse(data: bytes, path: Path) -> dict:
-    def no_constant(name: str):
-        raise ValueError(f"{name} is not a number JSON allows")
-
     try:
-        document = json.loads(data.decode("utf-8"), parse_constant=no_constant)
+        document = json_document(data.decode("utf-8"), allow_nan=False)
     except (UnicodeDecodeError, ValueError) as exc:
         raise MingError(f"{path}: not a ming calibration file (not JSON: {_one_line(exc)})") from None
     if not isinstance(document, dict):

@@ -12,7 +12,6 @@ import fcntl
 import functools
 import hashlib
 import hmac
-import json
 import os
 import re
 import shutil
@@ -24,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MingError
+from .json_files import read_json
 from .weights_load import WEIGHTS_FILE
 from .options import build_metadata
 from .cache import not_only_yours, open_lock, private_dir
@@ -333,8 +333,8 @@ def port_conflict_from(stderr: str, out_dir: Path) -> PortConflict | None:
 def process_name(out_dir: Path, cpp_name: str) -> str:
     """The model's name of the process whose C++ function is `cpp_name` (report.json's nodes)."""
     try:
-        nodes = json.loads((out_dir / "report.json").read_text(encoding="utf-8")).get("nodes", [])
-    except (OSError, ValueError):
+        nodes = read_json(out_dir / "report.json").get("nodes", [])
+    except (OSError, ValueError, AttributeError):
         return cpp_name
     return next((n["name"] for n in nodes if isinstance(n, dict) and n.get("cpp_name") == cpp_name), cpp_name)
 

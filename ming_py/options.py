@@ -5,7 +5,6 @@ Every check raises MingError with one line that names the option or file and say
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import tempfile
@@ -20,6 +19,7 @@ from ming_py.ilp.pins import check_key, check_value
 
 from .calibration import Calibration
 from .errors import MingError
+from .json_files import read_json
 from .model_files import foreign_model_problem
 from .runtime import ming_driver, ming_host
 
@@ -235,7 +235,7 @@ def build_metadata(build_dir: Path) -> dict:
         return MingError(f"{build_dir}: not a complete ming build ({why}); run `ming build` again")
 
     try:
-        host = json.loads(host_file.read_text())
+        host = read_json(host_file)
     except (OSError, ValueError) as exc:
         raise incomplete(f"host.json: {str(exc).splitlines()[0][:80]}") from None
     problem = _host_problem(host)

@@ -64,6 +64,7 @@ import numpy as np
 from .adapters import AXIS_VALUES_PER_WORD, PIPELINE_DEPTH, record_loop, unpack_loop
 from .dataflow import Window
 from .errors import MingError
+from .json_files import read_json
 from .dataflow import Schedule, StreamGraph
 from .kernel import loop_of, schedule_spec, spec_from_report
 from .kinds import WINDOW_GEOMETRY_KINDS, registered
@@ -504,13 +505,11 @@ _REBUILD = "rebuild with `ming build`"
 def read_report(path: Path) -> dict:
     """The report.json at `path`, checked to hold what `simulate` reads (see `check_report`)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        report = read_json(path)
     except UnicodeDecodeError:
         raise MingError(f"{path}: not UTF-8 text; {_REBUILD}") from None
     except OSError as exc:
         raise MingError(f"{path}: cannot be read ({exc.strerror}); {_REBUILD}") from None
-    try:
-        report = json.loads(text)
     except ValueError as exc:
         where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)

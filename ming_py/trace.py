@@ -11,7 +11,6 @@ golden model, the difference is its own (an edited weight in hls/<model>_weights
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import struct
 import subprocess
@@ -25,6 +24,7 @@ from .csim import csim_command, open_csim, to_stream_order
 from .dataflow import Channel, StreamGraph
 from .errors import MingError
 from .ir import Graph, Kernel
+from .json_files import read_json
 from .progress import Progress
 from .reference import run_integer
 from .runtime.ming_driver import DeployError, Port, input_images
@@ -265,7 +265,7 @@ def check_same_channels(build_dir: Path, model: Path, graph: Graph) -> None:
 
     stream_graph = build_stream_graph(graph)
     try:
-        built = json.loads((build_dir / "report.json").read_text(encoding="utf-8"))["channels"]
+        built = read_json(build_dir / "report.json")["channels"]
         shapes = {c["name"]: list(c["shape"]) for c in built}
     except (OSError, ValueError, KeyError, TypeError):
         return  # the C-simulation's own checks stand

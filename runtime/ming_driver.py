@@ -29,6 +29,7 @@ import re
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -73,6 +74,15 @@ _PLAIN_NAME = re.compile(_NAME)
 _CSIM_BINARY = re.compile(rf"csim/{_NAME}")  # in deploy/csim/
 _CSIM_SOURCE = re.compile(rf"\.\./{_NAME}/{_NAME}\.cpp")  # in a directory of the build beside deploy/
 _CSIM_INCLUDE = re.compile(rf"\.\./{_NAME}")
+# JSON files ming reads (accelerator.json, host.json, report.json, a calibration or settings file) nest at most
+# 6 levels; 64 is far past them and far below the depth at which Python's recursive json parser exhausts the
+# interpreter's stack (about 1000), so a hostile nesting is refused by a flat scan before the parser sees it.
+MAX_JSON_DEPTH = 64
+# The largest JSON file read whole: accelerator.json with a model's float tables is tens of KB, report.json of a
+# large design a few MB.
+MAX_JSON_BYTES = 64 * 2**20
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 
 class DeployError(Exception):
@@ -218,14 +228,51 @@ def _outputs_of_images(words: np.ndarray, port: Port) -> np.ndarray:
     return ming_host.model_output_of_images(q, port).reshape((len(maps),) + port.image_shape)
 
 
+def read_json(path, max_bytes: int = MAX_JSON_BYTES, allow_nan: bool = True, object_pairs_hook=None,
+              follow_symlinks: bool = True) -> object:
+    """The JSON document in the regular file `path`, read whole up to `max_bytes`. OSError when it cannot be
+    read; ValueError (one line) when it is no regular file, larger, not UTF-8 or not JSON (`json_document`)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | \
+        (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"larger than {max_bytes:,} bytes")
+    return json_document(data.decode("utf-8"), allow_nan, object_pairs_hook)
+
+
+def json_document(text: str, allow_nan: bool = True, object_pairs_hook=None) -> object:
+    """`text` parsed as JSON; ValueError for a document nested deeper than MAX_JSON_DEPTH (counted by a flat
+    scan of the brackets outside strings, before the recursive parser runs) and, unless `allow_nan`, for the
+    constants NaN, Infinity and -Infinity."""
+    depth = 0
+    for bracket in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
+        depth += 1 if bracket.group() in "[{" else -1
+        if depth > MAX_JSON_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+
+    def no_constant(name: str):
+        raise ValueError(f"{name} is not a number JSON allows")
+
+    return json.loads(text, object_pairs_hook=object_pairs_hook, **({} if allow_nan else
+                                                                       {"parse_constant": no_constant}))
+
+
 def read_metadata(deploy_dir: Path) -> dict:
     """The build's `accelerator.json` in `deploy_dir`, every field checked (`accelerator_problem`): the
     metadata is data, and a damaged or edited value stops here, before anything runs."""
     deploy_dir = Path(deploy_dir)
     try:
-        meta = json.loads((deploy_dir / METADATA).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DeployError(f"{deploy_dir / METADATA}: cannot read the build's metadata ({exc})") from None
+        meta = read_json(deploy_dir / METADATA)
+    except OSError as exc:
+        raise DeployError(f"{deploy_dir / METADATA}: cannot read the build's metadata ({exc.strerror or exc})") \
+            from None
+    except ValueError as exc:
+        raise DeployError(f"{deploy_dir / METADATA}: cannot read the build's metadata ({' '.join(str(exc).split())})") \
+            from None
     problem = accelerator_problem(meta, deploy_dir)
     if problem:
         raise DeployError(f"{deploy_dir / METADATA}: {problem}; the metadata was damaged or edited: {REBUILD}")
