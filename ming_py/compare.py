@@ -27,16 +27,21 @@ refused with one line naming the file: no report can make compare raise anything
 
 from __future__ import annotations
 
-import json
 import math
+import os
 import re
+import stat
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
 
+import defusedxml
+import defusedxml.ElementTree as SafeElementTree
+
 from . import calibration
 from .calibration import RESOURCES
 from .errors import MingError
+from .json_files import json_document
 
 METRICS = ("ii", "interval") + RESOURCES
 LABELS = {"ii": "II", "interval": "interval", "latency": "latency", "dsp": "DSP", "lut": "LUT", "ff": "FF",
@@ -46,6 +51,9 @@ SOURCES = {"csynth": "C synthesis", "post-route": "post-route", "cosim": "C/RTL 
 
 MAX_REPORT_BYTES = 64 * 2**20  # the largest report read: csynth.xml of a big design is a few MB, a .rpt less
 MAX_FIGURE_DIGITS = 12  # the most digits of a cycle count or resource figure (10^12 cycles: 80 min at 200 MHz)
+# The most characters of a report an error quotes: enough to recognise a table row or a figure, too few to carry
+# a file's content out through an error
+MAX_EXCERPT_CHARS = 80
 C_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # report.json's cpp_name and top name files in the reports
 
 # run_hls.tcl's steps under Vitis 2025.1 on, and under the vitis_hls of earlier releases
@@ -128,6 +136,8 @@ def compare_build(out: str | Path) -> Comparison:
     out = Path(out)
     report = load_report(out)
     paths = report_paths(out, report)
+    for directory in (paths.hls, paths.cosim.parent, paths.vivado):
+        _check_inside(directory, out)
     synthesis = read_synthesis(paths.hls, report)
     cosimulation = read_cosimulation(paths.cosim)
     implementation = read_implementation(paths.vivado, report)
@@ -149,11 +159,11 @@ def report_paths(out: Path, report: dict) -> ReportPaths:
 
 def load_report(out: Path) -> dict:
     path = out / "report.json"
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         raise MingError(f"{out}: not a ming build directory (no report.json); run `ming build` first")
     try:
-        report = json.loads(_read_bytes(path).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        report = json_document(_read_bytes(path).decode("utf-8"))
+    except ValueError as exc:
         raise MingError(f"{path}: not a report.json ming wrote ({' '.join(str(exc).split())})") from None
     _check_report(path, report)
     return report
@@ -179,7 +189,7 @@ def _check_report(path: Path, report) -> None:
     for index, node in enumerate(report["nodes"]):
         problem = _node_problem(node)
         if problem:
-            name = node["name"] if isinstance(node.get("name"), str) else f"nodes[{index}]"
+            name = _excerpt(node["name"]) if isinstance(node.get("name"), str) else f"nodes[{index}]"
             refuse(f"node {name}: {problem}")
     problem = _figures_problem(report["totals"], ("cycles", "throughput_cycles", "simulated_cycles") + RESOURCES)
     if problem:
@@ -369,16 +379,48 @@ def calibration_data(comparison: Comparison) -> dict:
 
 # --- reading reports ---------------------------------------------------------------------------------------
 
+def _check_inside(directory: Path, out: Path) -> None:
+    """A directory of reports that exists lies inside the build `out` once symbolic links are followed: compare
+    reads nothing of another folder's."""
+    if not os.path.lexists(directory):
+        return
+    real, build = directory.resolve(), out.resolve()
+    if build not in real.parents:
+        raise MingError(f"{directory}: leads out of the build {out} (a symbolic link to {real}); compare reads "
+                        f"only reports inside the build: replace the link by the reports themselves")
+
+
 def _read_bytes(path: Path) -> bytes:
-    """A report whole, refused above MAX_REPORT_BYTES before it is read."""
+    """A report whole, refused above MAX_REPORT_BYTES before it is read; never through a symbolic link, never
+    anything but a regular file."""
     try:
-        size = path.stat().st_size
-        if size > MAX_REPORT_BYTES:
-            raise MingError(f"{path}: {size:,} bytes, more than the {MAX_REPORT_BYTES // 2**20} MiB any report of "
-                            f"the vendor tools or ming has; not read")
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
+        if os.path.islink(path):
+            raise MingError(f"{path}: a symbolic link; compare reads no report through one (copy the report "
+                            f"itself into the build)") from None
         raise MingError(f"{path}: cannot read it ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise MingError(f"{path}: not a regular file, so not a report of the vendor tools or ming; not read")
+        if info.st_size > MAX_REPORT_BYTES:
+            raise MingError(f"{path}: {info.st_size:,} bytes, more than the {MAX_REPORT_BYTES // 2**20} MiB any "
+                            f"report of the vendor tools or ming has; not read")
+        try:
+            data = file.read(MAX_REPORT_BYTES + 1)
+        except OSError as exc:
+            raise MingError(f"{path}: cannot read it ({exc.strerror})") from None
+    if len(data) > MAX_REPORT_BYTES:
+        raise MingError(f"{path}: more than the {MAX_REPORT_BYTES // 2**20} MiB any report of the vendor tools or "
+                        f"ming has; not read")
+    return data
+
+
+def _excerpt(text: str) -> str:
+    """At most MAX_EXCERPT_CHARS of a report's text, for an error to quote."""
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_EXCERPT_CHARS else text[:MAX_EXCERPT_CHARS] + "..."
 
 
 def _read_text(path: Path) -> str:
@@ -495,18 +537,18 @@ def _loop_ii(directory: Path, function: str, label: str) -> tuple[int | float | 
         text = (loop.findtext("PipelineII") or "").strip()
         ii = _parse_number(text, f"{path}: {label}/PipelineII")
         if ii is None:
-            return None, f"loop {label} is not pipelined (PipelineII '{text}' in {path.name})"
+            return None, f"loop {label} is not pipelined (PipelineII '{_excerpt(text)}' in {path.name})"
         return ii, None
     return None, f"no loop {label} in {function}_csynth.xml or {function}_Pipeline_*_csynth.xml"
 
 
 def _xml(path: Path) -> ElementTree.Element:
-    """A csynth report's root. Reports have no DTD; one with entity declarations is refused unread."""
-    data = _read_bytes(path)
-    if b"<!ENTITY" in data or b"<!DOCTYPE" in data:
-        raise MingError(f"{path}: declares a DTD or entities, which no csynth report does")
+    """A csynth report's root. Reports have no DTD: one is refused by the parser itself (defusedxml), whatever
+    the file's encoding, before any entity is expanded or fetched."""
     try:
-        return ElementTree.fromstring(data)
+        return SafeElementTree.fromstring(_read_bytes(path), forbid_dtd=True)
+    except defusedxml.DefusedXmlException:
+        raise MingError(f"{path}: declares a DTD or entities, which no csynth report does; not read") from None
     except ElementTree.ParseError as exc:
         raise MingError(f"{path}: not a csynth XML report ({exc})") from None
 
@@ -588,8 +630,8 @@ def design_wns(path: Path) -> float | None:
     if len(values) != len(names):
         raise MingError(f"{path}: the Design Timing Summary has {len(names)} columns and {len(values)} figures")
     if "WNS(ns)" not in names:
-        raise MingError(f"{path}: the Design Timing Summary's columns ({', '.join(names)}) have no WNS(ns) of its "
-                        f"own (report_timing_summary separates its columns by two spaces)")
+        raise MingError(f"{path}: the Design Timing Summary's columns ({_excerpt(', '.join(names))}) have no WNS(ns) "
+                        f"of its own (report_timing_summary separates its columns by two spaces)")
     wns = _parse_number(dict(zip(names, values))["WNS(ns)"], f"{path}: WNS(ns)")
     return float(wns) if wns is not None else None
 
@@ -601,7 +643,7 @@ def whole_design_utilization(path: Path) -> dict:
         cells = [cell.strip() for cell in line.strip().split("|")[1:-1]]
         if len(cells) >= 3 and cells[0].rstrip("*").strip() not in rows:
             site = cells[0].rstrip("*").strip()
-            rows[site] = _parse_number(cells[1], f"{path}: {site}")
+            rows[site] = _parse_number(cells[1], f"{path}: {_excerpt(site)}")
     figures = {}
     for resource, (sites, per_site) in SITES.items():
         used = next((rows[site] for site in sites if rows.get(site) is not None), None)
@@ -634,12 +676,12 @@ def hierarchy_rows(path: Path) -> list[HierarchyRow]:
             break
         cells = line.split("|")[1:-1]
         if len(cells) != len(columns):
-            raise MingError(f"{path}: a row of {len(cells)} cells under {len(columns)} columns: {line.strip()[:200]}")
+            raise MingError(f"{path}: a row of {len(cells)} cells under {len(columns)} columns: {_excerpt(line)}")
         named = dict(zip(columns, cells))
         instance = named["Instance"][1:] if named["Instance"].startswith(" ") else named["Instance"]
         rows.append(HierarchyRow(instance=instance.strip(), module=named["Module"].strip(),
                                  depth=len(instance) - len(instance.lstrip()),
-                                 figures=_hierarchy_figures(named, f"{path}: {instance.strip()}")))
+                                 figures=_hierarchy_figures(named, f"{path}: {_excerpt(instance)}")))
     return rows
 
 
