@@ -66,6 +66,12 @@ INPUT_HOST_OP_KINDS = ("reshape", "transpose", "dequantize", "tflite_quantize", 
 _CONSTANT_HOST_OPS = ("add", "sub", "mul", "div", "rsub", "rdiv")
 CSIM_MODES = {"zynq_axis_dma": "axis", "alveo_xrt": "memory"}
 REBUILD = "run `ming build` again"
+# The most int8 values an image puts on a port, as `ming build` bounds them (ming_py.limits, mirrored here: the
+# driver runs without ming): one map holds at most MAX_MAP_VALUES (2**24), the output record, every output of the
+# model together, at most the MAX_STREAMED_VALUES an image streams in all. Metadata stating more is not ming's,
+# and the buffers it would size (values / 8 words per image) are refused before any is allocated.
+MAX_MAP_VALUES = 2**24
+MAX_RECORD_VALUES = 24_000_000
 # The file names the metadata may give: C identifiers (model, kernels, the overlay's DMA), plain file names
 # (no directory, no leading dot), and the exact shapes of the C-simulation's paths that emit/deploy.py writes.
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -317,6 +323,10 @@ def host_problem(host: object) -> str | None:
         problem = _port_problem(output, name) or _host_ops_problem(output, name)
         if problem:
             return problem
+    record = sum(math.prod(output["stream_shape"]) for output in outputs)
+    if record > MAX_RECORD_VALUES:
+        return (f"the outputs' 'stream_shape's hold {record:,} values per image, more than the {MAX_RECORD_VALUES:,} "
+                f"a ming build streams")
     indexes = sorted(output["index"] for output in outputs)
     if indexes != list(range(len(outputs))):
         return f"the outputs' 'index' values are {indexes}, not {list(range(len(outputs)))}"
@@ -473,6 +483,9 @@ def _port_problem(port: dict, name: str) -> str | None:
     if len(stream) != 3 or 0 in stream:
         return f"'{name}.stream_shape' is {stream}, not three positive sizes (C, H, W)"
     values = math.prod(stream)
+    if values > MAX_MAP_VALUES:
+        return f"'{name}.stream_shape' is {stream}: {values:,} values per image, more than the {MAX_MAP_VALUES:,} of " \
+            "any map of a ming build"
     layout_shape = _port_shape(port)
     for key, shape in (("onnx_shape", port["onnx_shape"]), ("array_shape", port["array_shape"]),
                        ("host_ops", layout_shape)):
