@@ -788,6 +788,7 @@ class CsimBackend:
         self.input_words, self.record_words = accelerator.input.words, accelerator.record_words
         self.csim = accelerator.meta["csim"]
         self.binary = compile_csim(accelerator.deploy_dir, self.csim)
+        self.inputs = csim_inputs(accelerator.deploy_dir, self.csim)  # what every run checks the stamp against
         self.images = 0
         self.environment = None  # the testbench's weights.bin, where weights are in URAM
         if weight_words(accelerator) is not None:
@@ -817,7 +818,17 @@ class CsimBackend:
                 self.words_out[:] = words
 
     def _simulate(self, args: list) -> None:
-        result = subprocess.run([str(self.binary), *args], capture_output=True, text=True, env=self.environment)
+        """Runs the very file that was verified against its stamp (through its descriptor where /proc is)."""
+        fd = open_stamped(self.binary, self.inputs)
+        if fd is None:
+            raise DeployError(f"{self.binary} or its sources changed since it was compiled (they differ from its "
+                              f"stamp {stamp_path(self.binary).name}); run again to compile it anew")
+        try:
+            how = {"executable": f"/proc/self/fd/{fd}", "pass_fds": (fd,)} if os.path.isdir("/proc/self/fd") else {}
+            result = subprocess.run([str(self.binary), *args], capture_output=True, text=True, env=self.environment,
+                                    **how)
+        finally:
+            os.close(fd)
         if result.returncode != 0:
             last = (result.stderr.strip().splitlines() or ["(no message)"])[-1]
             raise DeployError(f"the C-simulation failed: {last}")
@@ -931,21 +942,111 @@ def s2mm_words(beats: np.ndarray, length: int) -> np.ndarray:
 
 
 def compile_csim(deploy_dir: Path, csim: dict) -> Path:
-    """The C-simulation binary named in the metadata, compiled when missing or older than a source."""
+    """The C-simulation binary named in the metadata, compiled unless it matches its stamp (`stamp_path`): the
+    sha256 of the binary this driver compiled and of what it compiled it from. A binary without a stamp, one
+    that differs from it (replaced, truncated) and one whose sources, headers, flags or $CXX changed is
+    compiled anew; nothing else is ever run."""
     deploy_dir = Path(deploy_dir)
     problem = csim_problem(csim, deploy_dir)
     if problem:
         raise DeployError(f"{deploy_dir / METADATA}: {problem}; the metadata was damaged or edited: {REBUILD}")
     binary = deploy_dir / csim["binary"]
-    sources = [deploy_dir / s for s in csim["sources"]]
-    headers = [h for d in csim["include"] for h in sorted((deploy_dir / d).glob("*.h"))]
-    missing = [str(s) for s in sources if not s.is_file()]
+    missing = [s for s in csim["sources"] if not (deploy_dir / s).is_file()]
     if missing:
-        raise DeployError(f"the C-simulation needs {missing[0]}: copy the whole build directory, not deploy/ alone")
-    if binary.is_file() and all(binary.stat().st_mtime >= p.stat().st_mtime for p in sources + headers):
+        raise DeployError(f"the C-simulation needs {deploy_dir / missing[0]}: copy the whole build directory, not "
+                          "deploy/ alone")
+    inputs = csim_inputs(deploy_dir, csim)
+    fd = open_stamped(binary, inputs)
+    if fd is not None:
+        os.close(fd)
         return binary
-    compile_program(sources, [deploy_dir / d for d in csim["include"]], CSIM_FLAGS, binary)
+    stamp_path(binary).unlink(missing_ok=True)  # no stamp while the binary changes
+    compile_program([deploy_dir / s for s in csim["sources"]], [deploy_dir / d for d in csim["include"]],
+                    CSIM_FLAGS, binary)
+    fd = _open_regular(binary)
+    if fd is None:
+        raise DeployError(f"{binary} is not a regular file after compiling it; remove it and run again")
+    try:
+        _write_stamp(binary, _sha256(fd), inputs)
+    finally:
+        os.close(fd)
     return binary
+
+
+STAMP_SUFFIX = ".sha256"
+
+
+def stamp_path(binary: Path) -> Path:
+    """Where the stamp of a compiled binary is kept: `<binary>.sha256`, the binary's sha256 and its inputs'."""
+    return binary.with_name(binary.name + STAMP_SUFFIX)
+
+
+def csim_inputs(deploy_dir: Path, csim: dict) -> str:
+    """The sha256 of what the C-simulation is compiled from: $CXX, the flags, every source and every header of
+    its include directories (names and contents)."""
+    deploy_dir = Path(deploy_dir)
+    digest = hashlib.sha256()
+    for part in (os.environ.get("CXX", "g++"), *CSIM_FLAGS, *csim["include"]):
+        digest.update(part.encode() + b"\0")
+    files = [deploy_dir / s for s in csim["sources"]]
+    files += [h for d in csim["include"] for h in sorted((deploy_dir / d).glob("*.h"))]
+    for path in files:
+        try:
+            digest.update(str(path.relative_to(deploy_dir)).encode() + b"\0" + path.read_bytes() + b"\0")
+        except (OSError, ValueError):
+            digest.update(b"unreadable\0")
+    return digest.hexdigest()
+
+
+def open_stamped(binary: Path, inputs: str) -> int | None:
+    """A read-only descriptor of `binary` when it is a regular file (not through a symbolic link) whose sha256
+    and inputs (`csim_inputs`) are those its stamp records; None otherwise."""
+    try:
+        stamp = stamp_path(binary).read_text(encoding="ascii").split()
+    except (OSError, UnicodeDecodeError):
+        return None
+    fd = _open_regular(binary)
+    if fd is None:
+        return None
+    if len(stamp) == 2 and secrets.compare_digest(stamp[1], inputs) and secrets.compare_digest(stamp[0], _sha256(fd)):
+        return fd
+    os.close(fd)
+    return None
+
+
+def _open_regular(path: Path) -> int | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        return fd
+    os.close(fd)
+    return None
+
+
+def _sha256(fd: int) -> str:
+    digest, offset = hashlib.sha256(), 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        digest.update(chunk)
+        offset += len(chunk)
+    return digest.hexdigest()
+
+
+def _write_stamp(binary: Path, binary_digest: str, inputs: str) -> None:
+    """The stamp, written atomically (a reader finds none or the whole one)."""
+    stamp = stamp_path(binary)
+    staging = stamp.with_name(f".{stamp.name}.{os.getpid()}")
+    try:
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w", encoding="ascii") as file:
+            file.write(f"{binary_digest} {inputs}\n")
+        staging.replace(stamp)
+    except OSError as exc:
+        raise DeployError(f"cannot write {stamp} ({exc.strerror or exc}): copy the build to a directory you can "
+                          "write in") from None
+    finally:
+        staging.unlink(missing_ok=True)
 
 
 def compile_program(sources: list, includes: list, flags: tuple, binary: Path, seconds: float | None = None) -> None:
