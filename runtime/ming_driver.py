@@ -88,7 +88,8 @@ MAX_JSON_DEPTH = 64
 # large design a few MB.
 MAX_JSON_BYTES = 64 * 2**20
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
-_JSON_BRACKET = re.compile(r"[\[\]{}]")
+_JSON_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_JSON_SCAN_CHUNK = 1 << 20  # brackets counted at once: a few MB of numpy temporaries whatever the file's size
 
 
 class DeployError(Exception):
@@ -254,11 +255,14 @@ def json_document(text: str, allow_nan: bool = True, object_pairs_hook=None) -> 
     """`text` parsed as JSON; ValueError for a document nested deeper than MAX_JSON_DEPTH (counted by a flat
     scan of the brackets outside strings, before the recursive parser runs) and, unless `allow_nan`, for the
     constants NaN, Infinity and -Infinity."""
+    brackets = np.frombuffer(_JSON_NOT_BRACKET.sub("", _JSON_STRING.sub("", text)).encode("ascii"), np.uint8)
     depth = 0
-    for bracket in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
-        depth += 1 if bracket.group() in "[{" else -1
-        if depth > MAX_JSON_DEPTH:
+    for start in range(0, len(brackets), _JSON_SCAN_CHUNK):
+        chunk = brackets[start:start + _JSON_SCAN_CHUNK]
+        depths = depth + np.cumsum(np.where((chunk == ord("[")) | (chunk == ord("{")), 1, -1), dtype=np.int64)
+        if depths.max() > MAX_JSON_DEPTH:
             raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        depth = int(depths[-1])
 
     def no_constant(name: str):
         raise ValueError(f"{name} is not a number JSON allows")
