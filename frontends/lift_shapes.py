@@ -145,9 +145,9 @@ class ShapeMixin:
             window = tuple(slice(o, o + s * t, t) for o, s, t in zip(offsets, sizes, strides))
             self.values[op.results[0]] = source[window].reshape(tensor_shape(op.results[0]))
             return
-        dropped = len(offsets) - len(tensor_shape(op.results[0]))
-        if dropped > 0 and isinstance(source, (IntTensor, FloatValue)) and sizes[:dropped] == (1,) * dropped \
-                and offsets[:dropped] == (0,) * dropped:  # a rank-reducing slice of leading unit dims
+        dropped = _leading_dropped_axes(offsets, sizes, self._shape(source), tensor_shape(op.results[0])) \
+            if isinstance(source, (IntTensor, FloatValue)) else 0
+        if dropped > 0:  # a rank-reducing slice of leading unit dims
             source = self._reshaped(source, self._shape(source)[dropped:], location_name(op), where)
             offsets, strides, sizes = offsets[dropped:], strides[dropped:], sizes[dropped:]
         if isinstance(source, (IntTensor, FloatValue)) and strides == (1,) * len(strides):
@@ -339,3 +339,14 @@ def transposition(source: AccessMap, result: AccessMap) -> tuple[int, ...] | Non
             or len(set(source_dims)) != len(source_dims):
         return None
     return tuple(source_dims.index(d) for d in result_dims)
+
+
+def _leading_dropped_axes(offsets, sizes, source_shape, result_shape) -> int:
+    """How many leading axes a rank-reducing slice drops whole: axes of one element in the source too (the batch).
+    A unit axis it drops that the source has wider (one channel of a map: IREE's slice of a 1-channel part) stays,
+    and the piece takes the result's shape."""
+    dropped = len(sizes) - len(result_shape)
+    leading = 0
+    while leading < dropped and sizes[leading] == source_shape[leading] == 1 and offsets[leading] == 0:
+        leading += 1
+    return leading

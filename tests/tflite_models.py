@@ -28,7 +28,7 @@ OP_VERSIONS.update({"LOGISTIC": 2, "TANH": 2, "HARD_SWISH": 1, "LEAKY_RELU": 2, 
                     "RELU6": 2, "RELU_N1_TO_1": 1, "MUL": 2, "TRANSPOSE_CONV": 3})
 OP_VERSIONS.update({"RESIZE_NEAREST_NEIGHBOR": 3, "RESIZE_BILINEAR": 3})
 OP_VERSIONS.update({"SHAPE": 1, "STRIDED_SLICE": 1, "PACK": 1, "GATHER": 1, "EXPAND_DIMS": 1, "SQUEEZE": 1, "TILE": 3})
-OP_VERSIONS.update({"MAXIMUM": 2, "MINIMUM": 2})
+OP_VERSIONS.update({"MAXIMUM": 2, "MINIMUM": 2, "SPLIT": 2, "SPLIT_V": 2})
 # float functions of the element-wise activations (for the calibration batch)
 ELEMENTWISE = {
     "LOGISTIC": lambda x: 1 / (1 + np.exp(-x)), "TANH": np.tanh,
@@ -268,6 +268,26 @@ class TfliteBuilder:
         self._op("CONCATENATION", [p.index for p in parts], [y.index],
                  schema.BuiltinOptions.ConcatenationOptions, options)
         return y
+
+    def split(self, x: Tensor, sizes, axis=-1, name="split") -> list[Tensor]:
+        """SPLIT into equal parts (`sizes` all equal), else SPLIT_V; the parts keep the input's scale."""
+        bounds = np.cumsum([0] + list(sizes))
+        moved = np.moveaxis(x.calibration, axis, 0)
+        parts = [self._same_quant(f"{name}_{i}", x, np.moveaxis(moved[start:stop], 0, axis))
+                 for i, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        axis_index = self._int32_constant(f"{name}_axis", np.int32(axis))
+        outputs = [p.index for p in parts]
+        if len(set(sizes)) == 1:
+            options = schema.SplitOptionsT()
+            options.numSplits = len(sizes)
+            self._op("SPLIT", [axis_index, x.index], outputs, schema.BuiltinOptions.SplitOptions, options)
+        else:
+            options = schema.SplitVOptionsT()
+            options.numSplits = len(sizes)
+            size_splits = self._int32_constant(f"{name}_sizes", sizes)
+            self._op("SPLIT_V", [x.index, size_splits, axis_index], outputs, schema.BuiltinOptions.SplitVOptions,
+                     options)
+        return parts
 
     def pad(self, x: Tensor, paddings, name="pad") -> Tensor:
         _, zero_point = self.quant[x.index]
