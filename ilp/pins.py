@@ -29,6 +29,7 @@ class Pins:
     weights: dict[str, str] = field(default_factory=dict)  # process -> bram | lutram | uram
     requantizers: dict[str, int] = field(default_factory=dict)  # process -> shared requantizers (0: one per lane)
     depths: dict[str, int] = field(default_factory=dict)  # channel -> FIFO depth
+    depth_origins: dict[str, str] = field(default_factory=dict)  # channel -> the setting as the user wrote it
 
     @property
     def pinned(self) -> bool:
@@ -36,10 +37,23 @@ class Pins:
         return bool(self.unroll or self.multipliers or self.line_buffers or self.requantizers or self.weights)
 
 
-def parse_assignments(assignments: list[str], files: list[Path] = ()) -> dict[str, int | str]:
+class Settings(dict):
+    """Settings by key, each remembering where it was given (`origin`: --set or the settings file's path)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.origins: dict[str, str] = {}
+
+    def written(self, key: str) -> str:
+        """The setting as the user wrote it: `--set KEY=VALUE` or `FILE: KEY: VALUE`."""
+        where = self.origins.get(key, "--set")
+        return f"--set {key}={self[key]}" if where == "--set" else f"settings file {where}: {key}: {self[key]}"
+
+
+def parse_assignments(assignments: list[str], files: list[Path] = ()) -> Settings:
     """`key=value` settings from the command line and files; the same key twice with two values is an error."""
-    settings: dict[str, int | str] = {}
-    origin: dict[str, str] = {}
+    settings = Settings()
+    origin = settings.origins
     items: list[tuple[str, object, str]] = []
     for path in files:
         items += [(k, v, str(path)) for k, v in _flatten(_load(Path(path)), str(path)).items()]
@@ -200,6 +214,8 @@ def resolve(settings: dict[str, int | str], graph: StreamGraph) -> Pins:
             if value < 1:
                 raise MingError(f"{key}={value}: a FIFO depth is at least 1")
             pins.depths[name] = value
+            pins.depth_origins[name] = settings.written(key) if isinstance(settings, Settings) \
+                else f"--set {key}={value}"
         else:
             raise MingError(f"{key}: not a setting of this design; use {KEY_FORMS} "
                             f"(processes: {', '.join(sorted(processes))})")
