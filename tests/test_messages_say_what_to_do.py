@@ -6,7 +6,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
+import onnx
+import onnxruntime
+from onnx import TensorProto, helper
+
 import tflite_models
+import zoo
+from ming_py import reference
+from ming_py.pipeline import lift
 
 SKIP = "input_split_to_block1_add"  # residual_block's skip FIFO, which deadlocks at depth 3
 
@@ -50,3 +58,41 @@ def test_a_deadlocking_depth_from_a_settings_file_names_the_file_and_key(quantiz
                            "-o", tmp_path / "out"))
     assert line.startswith(f"settings file {settings}: {SKIP}.depth: 3: the design deadlocks with it"), line
     assert "--set" not in line
+
+
+def _unnamed(model):
+    """The model with every node's name empty, as PyTorch's and tf2onnx's exports leave many."""
+    for node in model.graph.node:
+        node.name = ""
+    return model
+
+
+def _conv_leaky_relu(tmp_path):
+    """A QDQ detector stem like tiny YOLOv3's: Conv -> LeakyRelu -> MaxPool -> Conv -> LeakyRelu, nodes unnamed."""
+    g = zoo._Graph("leaky", (1, 3, 16, 16))
+    h = g.unary(g.conv("x", "conv1", 8, pads=1), "LeakyRelu", "leaky1", alpha=0.1)
+    h = g.unary(g.conv(g.maxpool(h, "pool1"), "conv2", 8, pads=1), "LeakyRelu", "leaky2", alpha=0.1)
+    path = zoo.quantize_float_model(g.finish(h), tmp_path / "named.onnx", (1, 3, 16, 16))
+    onnx.save(_unnamed(onnx.load(path)), tmp_path / "unnamed.onnx")
+    return tmp_path / "unnamed.onnx"
+
+
+def test_unnamed_nodes_compile_and_equal_onnxruntime(tmp_path):
+    path = _conv_leaky_relu(tmp_path)
+    graph = lift(path)
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for seed in range(2):
+        x = np.random.default_rng(seed).standard_normal((1, 3, 16, 16)).astype(np.float32)
+        (expected,) = session.run(None, {"x": x})
+        assert np.array_equal(reference.run(graph, x)["y"], expected)
+
+
+def test_an_unnamed_node_is_named_by_its_output_tensor(tmp_path):
+    node = helper.make_node("Softsign", ["x"], ["softsign_out"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("softsign_out", TensorProto.FLOAT, [1, 3, 8, 8])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "softsign.onnx")
+    line = error_line(ming("analyze", tmp_path / "softsign.onnx"))
+    assert "node 'softsign_out' (Softsign)" in line and "''" not in line, line
