@@ -51,6 +51,7 @@ class Lifter(BoundaryMixin, ShapeMixin, QuantizeMixin, GenericMixin, FloatMixin,
         self.globals: dict[str, np.ndarray] = {}
         self.quantization: dict[str, tuple[float, int]] = {}  # int8 tensor -> the (scale, zero point) it was given
         self.imported = 0  # model inputs imported so far
+        self.block_views: set[str] = set()  # a DepthToSpace's output in IREE's shape of its blocks (not a map)
         self.sum_offsets: dict[str, int] = {}  # window sums of raw int8 values -> what the model's sum adds
         # multiply-accumulate sums of x * w -> what the model's sums of (x - zero point) * w add, per output
         # element (`GenericMixin._without_zero_points`), until the requantization takes it into its bias

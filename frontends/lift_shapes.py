@@ -99,9 +99,12 @@ class ShapeMixin:
         """`tensor` in `shape`: a new Reshape node, or the tensor of that shape its chain of reshapes started
         from (a channel shuffle's Reshape -> Transpose -> Reshape comes back to its map's shape)."""
         info = self.graph.tensors[tensor]
-        ancestor = next((a for a in self._reshaped_from(tensor) if self.graph.tensors[a].shape == tuple(shape)), None)
+        chain = self._reshaped_from(tensor)
+        ancestor = next((a for a in chain if self.graph.tensors[a].shape == tuple(shape)), None)
         if ancestor is not None:
             return ancestor
+        tensor = next((a for a in chain if a not in self.block_views and _holds_a_map(self.graph.tensors[a].shape)),
+                      chain[-1])
         out = self.builder.new_tensor(f"{tensor}_reshaped", shape, info.dtype)
         self.graph.nodes.append(Reshape(self.builder.node_name(f"{source}_reshape", "reshape"), source, tensor, out))
         return out
@@ -295,10 +298,14 @@ class ShapeMixin:
         out = self.builder.new_tensor(f"{name}_out", (height * block, width * block, channels // block**2),
                                       self.graph.tensors[tensor].dtype)
         self.graph.nodes.append(DepthToSpace(name, node, tensor, out, block))
-        return self._reshape_tensor(out, shape, node)
+        view = self._reshape_tensor(out, shape, node)
+        self.block_views.add(view)
+        return view
 
 
 # ---- helpers ----------------------------------------------------------------
+
+MAX_MAP_RANK = 4  # N x H x W x C (or H x W x G x F): the most axes of a tensor that ming holds as a map
 
 
 def _depth_to_space_block(positions: np.ndarray, map_shape: tuple[int, ...]) -> int | None:
@@ -339,6 +346,13 @@ def transposition(source: AccessMap, result: AccessMap) -> tuple[int, ...] | Non
             or len(set(source_dims)) != len(source_dims):
         return None
     return tuple(source_dims.index(d) for d in result_dims)
+
+
+def _holds_a_map(shape: tuple[int, ...]) -> bool:
+    """Whether a tensor of `shape` can be a map or vector ming streams: a vector, a map (H x W x C, L x C), or one
+    of them with a batch axis or its channels split in two (N x H x W x C, H x W x G x F). A reshape of a tensor of
+    higher rank (IREE's steps between a DEPTH_TO_SPACE's blocks and its output) reads the map it came from."""
+    return len(shape) <= MAX_MAP_RANK
 
 
 def _leading_dropped_axes(offsets, sizes, source_shape, result_shape) -> int:

@@ -391,7 +391,7 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
             lifted.nodes[lifted.nodes.index(upsample)] = BilinearResize(
                 upsample.name.replace("upsample", "bilinear", 1), upsample.source, upsample.input, upsample.output,
                 rows, cols)
-    graph_ir = channels_first(lifted, _one_channel_maps(lifted, shapes), _split_channel_maps(lifted))
+    graph_ir = channels_first(lifted, _one_channel_maps(lifted, shapes), _split_channel_maps(lifted), op_types)
     return legacy.finish(with_host_boundary(_reference_rounding(graph_ir, op_types), model, boundary))
 
 
