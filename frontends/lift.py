@@ -90,7 +90,8 @@ class Lifter(BoundaryMixin, ShapeMixin, QuantizeMixin, GenericMixin, FloatMixin,
 
     def _visit(self, op: ir.Operation) -> None:
         name = op.name
-        where = f"node '{location_name(op)}' ({name})"
+        node = location_name(op)
+        where = f"node '{node}' ({self.facts.op_types.get(node, name)})"  # the model's op, else IREE's
         handler = self.HANDLERS.get(name)
         if name in _PASS_THROUGH:
             for src, res in zip(op.operands, op.results):

@@ -166,9 +166,11 @@ class ShapeMixin:
         base = source.base if isinstance(source, Padded) else source
         if not (isinstance(base, IntTensor) or (isinstance(base, FloatValue) and is_plain_dequant(base))) \
                 or len(offsets) != len(tensor_shape(op.results[0])):
-            raise MingError(f"{where}: this slice is not supported")
+            raise MingError(f"{where}: this slice is not supported; ming takes a range of a map's channels, or a "
+                            "slice of rows and columns that a convolution or pool reads (split the channels instead)")
         if not all(use.owner.name == "linalg.generic" for use in op.results[0].uses):
-            raise MingError(f"{where}: a slice must feed kernels directly (its strides fold into their windows)")
+            raise MingError(f"{where}: a slice of rows or columns must feed convolutions or pools directly (its "
+                            "strides fold into their windows); split the channels instead, or feed each part to one")
         self.values[op.results[0]] = Sliced(source, offsets, strides)
 
     def _channels_sliced_first(self, source, offsets, sizes, strides, node: str, where: str):

@@ -96,3 +96,12 @@ def test_an_unnamed_node_is_named_by_its_output_tensor(tmp_path):
     onnx.save(model, tmp_path / "softsign.onnx")
     line = error_line(ming("analyze", tmp_path / "softsign.onnx"))
     assert "node 'softsign_out' (Softsign)" in line and "''" not in line, line
+
+
+def test_a_split_of_rows_names_the_models_op_and_what_ming_takes(tmp_path):
+    b = tflite_models.TfliteBuilder(seed=3)
+    x = b.conv(b.input((1, 8, 8, 3)), 4, name="conv")
+    path = tmp_path / "rows.tflite"
+    path.write_bytes(b.build(b.split(x, [1] * 8, axis=1), "rows"))
+    line = error_line(ming("analyze", path))
+    assert line.startswith("node 'split_0' (SPLIT): this slice is not supported;") and "split the channels" in line
