@@ -1,5 +1,6 @@
 """TFLite's DEPTH_TO_SPACE as a model writes it: as the model's output, and into one channel (C = b * b), before a
-convolution or as the output: `ming reference` equals LiteRT's reference kernels on every value; a reshape that
+convolution or as the output: `ming reference` and the C-simulation equal LiteRT's reference kernels on every
+value; a reshape that
 moves values between pixels is refused naming the op the model has."""
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ import numpy as np
 import pytest
 
 import tflite_models
+from emit_helpers import csim_outputs
 from test_split_parts import _assert_reference_equals, _litert
+from ming_py.pipeline import lift
 from ming_py.errors import MingError
 from ming_py.frontends.layout import channels_first
 from ming_py.ir import Graph, GraphOutput, Reshape, TensorInfo
@@ -27,6 +30,20 @@ def test_depth_to_space_equals_litert(tmp_path, channels, block, conv_after):
     path = tmp_path / "d2s.tflite"
     path.write_bytes(_depth_to_space(channels, block, conv_after))
     _assert_reference_equals(path, _litert, lambda shape, rng: rng.integers(-128, 128, shape).astype(np.int8))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("channels,block,conv_after", [(8, 2, False), (4, 2, True)])
+def test_depth_to_space_csim_equals_litert(tmp_path, channels, block, conv_after):
+    path = tmp_path / "d2s.tflite"
+    path.write_bytes(_depth_to_space(channels, block, conv_after))
+    graph = lift(path)
+    x = np.random.default_rng(11).integers(-128, 128, graph.inputs[0].onnx_shape).astype(np.int8)
+    expected = _litert(path, x)
+    ours = csim_outputs(graph, tmp_path / "out", x)
+    assert set(ours) == set(expected)
+    for name, y in expected.items():
+        assert np.array_equal(ours[name].reshape(y.shape), y), name
 
 
 @pytest.mark.unit
