@@ -203,23 +203,37 @@ def resolve(settings: dict[str, int | str], graph: StreamGraph) -> Pins:
     """Check settings against the design: every name exists (a process by its own name or by the model node it
     computes) and every factor divides its loop."""
     pins = Pins()
-    processes = {p.name: p for p in graph.processes}
     for key, value in sorted(settings.items()):
-        check_key(key, "settings")
-        form = _KEY.fullmatch(key)
-        name, loop, setting = _process_name(form["name"], graph), form["loop"], form["field"]
-        if name in processes and setting != "depth":
-            _pin_process(pins, graph, processes[name], key, loop or setting, value, setting is None)
-        elif name in graph.channels and setting == "depth":
-            if value < 1:
-                raise MingError(f"{key}={value}: a FIFO depth is at least 1")
-            pins.depths[name] = value
-            pins.depth_origins[name] = settings.written(key) if isinstance(settings, Settings) \
-                else f"--set {key}={value}"
-        else:
-            raise MingError(f"{key}: not a setting of this design; use {KEY_FORMS} "
-                            f"(processes: {', '.join(sorted(processes))})")
+        try:
+            _resolve_one(pins, graph, key, value)
+        except MingError as error:
+            raise MingError(f"{_file_of(settings, key)}{error}") from None
+        if key.endswith(".depth"):
+            pins.depth_origins[_process_name(_KEY.fullmatch(key)["name"], graph)] = \
+                settings.written(key) if isinstance(settings, Settings) else f"--set {key}={value}"
     return pins
+
+
+def _file_of(settings: dict, key: str) -> str:
+    """'settings file FILE: ' for a setting read from a file, else nothing (a --set names itself)."""
+    where = settings.origins.get(key, "--set") if isinstance(settings, Settings) else "--set"
+    return "" if where == "--set" else f"settings file {where}: "
+
+
+def _resolve_one(pins: Pins, graph: StreamGraph, key: str, value) -> None:
+    check_key(key, "settings")
+    processes = {p.name: p for p in graph.processes}
+    form = _KEY.fullmatch(key)
+    name, loop, setting = _process_name(form["name"], graph), form["loop"], form["field"]
+    if name in processes and setting != "depth":
+        _pin_process(pins, graph, processes[name], key, loop or setting, value, setting is None)
+    elif name in graph.channels and setting == "depth":
+        if value < 1:
+            raise MingError(f"{key}={value}: a FIFO depth is at least 1")
+        pins.depths[name] = value
+    else:
+        raise MingError(f"{key}: not a setting of this design; use {KEY_FORMS} "
+                        f"(processes: {', '.join(sorted(processes))})")
 
 
 def _process_name(name: str, graph: StreamGraph) -> str:

@@ -105,3 +105,10 @@ def test_a_split_of_rows_names_the_models_op_and_what_ming_takes(tmp_path):
     path.write_bytes(b.build(b.split(x, [1] * 8, axis=1), "rows"))
     line = error_line(ming("analyze", path))
     assert line.startswith("node 'split_0' (SPLIT): this slice is not supported;") and "split the channels" in line
+
+
+def test_a_setting_from_a_file_that_the_design_refuses_names_the_file(quantized, tmp_path):
+    settings = tmp_path / "depths.json"
+    settings.write_text(f'{{"{SKIP}": {{"depth": 0}}}}')
+    line = error_line(ming("build", quantized("residual_block"), "--settings", settings, "-q", "-o", tmp_path / "out"))
+    assert line.startswith(f"settings file {settings}: {SKIP}.depth=0: a FIFO depth is at least 1"), line
