@@ -38,7 +38,7 @@ _PERMUTATIONS = {2: LC_TO_CL, 3: HWC_TO_CHW, 4: NHWC_TO_NCHW}
 
 
 def channels_first(graph: Graph, one_channel: frozenset[str] = frozenset(),
-                   split_channels: frozenset[str] = frozenset()) -> Graph:
+                   split_channels: frozenset[str] = frozenset(), op_types: dict[str, str] | None = None) -> Graph:
     moved = {name: _PERMUTATIONS[len(info.shape)] for name, info in graph.tensors.items()
              if len(info.shape) == 3 or (len(info.shape) == 4 and info.shape[0] == 1)
              or (len(info.shape) == 2 and info.shape[0] != 1 and name not in one_channel)}
@@ -61,7 +61,7 @@ def channels_first(graph: Graph, one_channel: frozenset[str] = frozenset(),
         elif isinstance(node, Upsample) and node.output in moved:
             node.factors = _permute(node.factors)
         elif isinstance(node, Reshape) and not _keeps_order(graph, node, moved):
-            nodes[-1:] = _flattened_in_nhwc(graph, node, moved)
+            nodes[-1:] = _flattened_in_nhwc(graph, node, moved, (op_types or {}).get(node.source, "RESHAPE"))
     graph.nodes = nodes
     graph.inputs = [replace(i, permutation=_port_permutation(graph, i, moved, "input")) for i in graph.inputs]
     graph.outputs = [replace(o, permutation=_port_permutation(graph, o, moved, "output")) for o in graph.outputs]
@@ -108,11 +108,12 @@ def _keeps_order(graph: Graph, node: Reshape, moved: dict[str, tuple[int, ...]])
     return all(tensor not in moved or _orders_agree(shape) for tensor, shape in zip((node.input, node.output), shapes))
 
 
-def _flattened_in_nhwc(graph: Graph, node: Reshape, moved: dict[str, tuple[int, ...]]) -> list[Reshape | Permute]:
+def _flattened_in_nhwc(graph: Graph, node: Reshape, moved: dict[str, tuple[int, ...]],
+                       op: str) -> list[Reshape | Permute]:
     """A Flatten of an H x W x C (or L x C) map into a vector, in TFLite's order (pixel-major), as ming's
     channel-major flatten followed by a `Permute` of the vector, which folds into the weights of the dense
     layers that read it."""
-    label = f"node '{node.source}' (RESHAPE)"
+    label = f"node '{node.source}' ({op})"
     if node.input not in moved:
         raise MingError(f"{label} makes an H x W x C map of a vector (a Dense reshaped into a map); ming streams "
                         "maps into dense layers (Flatten -> Dense) but not back (start the decoder from a map)")

@@ -51,6 +51,7 @@ class Lifter(BoundaryMixin, ShapeMixin, QuantizeMixin, GenericMixin, FloatMixin,
         self.globals: dict[str, np.ndarray] = {}
         self.quantization: dict[str, tuple[float, int]] = {}  # int8 tensor -> the (scale, zero point) it was given
         self.imported = 0  # model inputs imported so far
+        self.block_views: set[str] = set()  # a DepthToSpace's output in IREE's shape of its blocks (not a map)
         self.sum_offsets: dict[str, int] = {}  # window sums of raw int8 values -> what the model's sum adds
         # multiply-accumulate sums of x * w -> what the model's sums of (x - zero point) * w add, per output
         # element (`GenericMixin._without_zero_points`), until the requantization takes it into its bias
@@ -89,7 +90,8 @@ class Lifter(BoundaryMixin, ShapeMixin, QuantizeMixin, GenericMixin, FloatMixin,
 
     def _visit(self, op: ir.Operation) -> None:
         name = op.name
-        where = f"node '{location_name(op)}' ({name})"
+        node = location_name(op)
+        where = f"node '{node}' ({self.facts.op_types.get(node, name)})"  # the model's op, else IREE's
         handler = self.HANDLERS.get(name)
         if name in _PASS_THROUGH:
             for src, res in zip(op.operands, op.results):

@@ -187,16 +187,17 @@ class GenericMixin:
             elif isinstance(held, IntTensor) and self.graph.tensors[held.name].dtype == "i8":  # TFLite's int8 input
                 source = Mapped(held.name, table.x_scale, table.x_zero_point, node)
             else:
-                raise MingError(f"{where}: node '{node}' ({self.facts.tables[node].op}) computes with a value other "
-                                "than its int8 input")
+                raise MingError(f"node '{node}' ({self.facts.tables[node].op}) computes with a value other than its "
+                                f"int8 input; {TABLE_FORM}")
             if not amap.is_identity():
-                raise MingError(f"{where}: node '{node}' ({self.facts.tables[node].op}) reads its input other than "
-                                "element by element")
+                raise MingError(f"node '{node}' ({self.facts.tables[node].op}) reads its input other than element by "
+                                f"element; {TABLE_FORM}")
             sources.add(source)
         if len(sources) > 1:
-            raise MingError(f"{where}: node '{node}' ({self.facts.tables[node].op}) reads more than one int8 tensor")
+            raise MingError(f"node '{node}' ({self.facts.tables[node].op}) reads more than one int8 tensor; "
+                            f"{TABLE_FORM}")
         if sources and not maps[-1].is_identity():
-            raise MingError(f"{where}: node '{node}' ({self.facts.tables[node].op}) writes its result transposed")
+            raise MingError(f"node '{node}' ({self.facts.tables[node].op}) writes its result transposed; {TABLE_FORM}")
         return sources.pop() if sources else None
 
     def _int_product(self, raw, maps, iterators, dims, block, where) -> IntProduct | None:
@@ -361,6 +362,9 @@ class GenericMixin:
 # ---- helpers ----------------------------------------------------------------
 
 
+# what to do about an element-wise op (a lookup table) that IREE hands over in another form
+TABLE_FORM = ("ming takes it as an element-wise op of one int8 tensor between QuantizeLinear/DequantizeLinear; "
+              "if the model has it so, please report the model")
 _INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul",
                "arith.maxsi": "max", "arith.minsi": "min"}
 

@@ -99,9 +99,12 @@ class ShapeMixin:
         """`tensor` in `shape`: a new Reshape node, or the tensor of that shape its chain of reshapes started
         from (a channel shuffle's Reshape -> Transpose -> Reshape comes back to its map's shape)."""
         info = self.graph.tensors[tensor]
-        ancestor = next((a for a in self._reshaped_from(tensor) if self.graph.tensors[a].shape == tuple(shape)), None)
+        chain = self._reshaped_from(tensor)
+        ancestor = next((a for a in chain if self.graph.tensors[a].shape == tuple(shape)), None)
         if ancestor is not None:
             return ancestor
+        tensor = next((a for a in chain if a not in self.block_views and _holds_a_map(self.graph.tensors[a].shape)),
+                      chain[-1])
         out = self.builder.new_tensor(f"{tensor}_reshaped", shape, info.dtype)
         self.graph.nodes.append(Reshape(self.builder.node_name(f"{source}_reshape", "reshape"), source, tensor, out))
         return out
@@ -145,9 +148,9 @@ class ShapeMixin:
             window = tuple(slice(o, o + s * t, t) for o, s, t in zip(offsets, sizes, strides))
             self.values[op.results[0]] = source[window].reshape(tensor_shape(op.results[0]))
             return
-        dropped = len(offsets) - len(tensor_shape(op.results[0]))
-        if dropped > 0 and isinstance(source, (IntTensor, FloatValue)) and sizes[:dropped] == (1,) * dropped \
-                and offsets[:dropped] == (0,) * dropped:  # a rank-reducing slice of leading unit dims
+        dropped = _leading_dropped_axes(offsets, sizes, self._shape(source), tensor_shape(op.results[0])) \
+            if isinstance(source, (IntTensor, FloatValue)) else 0
+        if dropped > 0:  # a rank-reducing slice of leading unit dims
             source = self._reshaped(source, self._shape(source)[dropped:], location_name(op), where)
             offsets, strides, sizes = offsets[dropped:], strides[dropped:], sizes[dropped:]
         if isinstance(source, (IntTensor, FloatValue)) and strides == (1,) * len(strides):
@@ -163,9 +166,11 @@ class ShapeMixin:
         base = source.base if isinstance(source, Padded) else source
         if not (isinstance(base, IntTensor) or (isinstance(base, FloatValue) and is_plain_dequant(base))) \
                 or len(offsets) != len(tensor_shape(op.results[0])):
-            raise MingError(f"{where}: this slice is not supported")
+            raise MingError(f"{where}: this slice is not supported; ming takes a range of a map's channels, or a "
+                            "slice of rows and columns that a convolution or pool reads (split the channels instead)")
         if not all(use.owner.name == "linalg.generic" for use in op.results[0].uses):
-            raise MingError(f"{where}: a slice must feed kernels directly (its strides fold into their windows)")
+            raise MingError(f"{where}: a slice of rows or columns must feed convolutions or pools directly (its "
+                            "strides fold into their windows); split the channels instead, or feed each part to one")
         self.values[op.results[0]] = Sliced(source, offsets, strides)
 
     def _channels_sliced_first(self, source, offsets, sizes, strides, node: str, where: str):
@@ -295,10 +300,14 @@ class ShapeMixin:
         out = self.builder.new_tensor(f"{name}_out", (height * block, width * block, channels // block**2),
                                       self.graph.tensors[tensor].dtype)
         self.graph.nodes.append(DepthToSpace(name, node, tensor, out, block))
-        return self._reshape_tensor(out, shape, node)
+        view = self._reshape_tensor(out, shape, node)
+        self.block_views.add(view)
+        return view
 
 
 # ---- helpers ----------------------------------------------------------------
+
+MAX_MAP_RANK = 4  # N x H x W x C (or H x W x G x F): the most axes of a tensor that ming holds as a map
 
 
 def _depth_to_space_block(positions: np.ndarray, map_shape: tuple[int, ...]) -> int | None:
@@ -339,3 +348,21 @@ def transposition(source: AccessMap, result: AccessMap) -> tuple[int, ...] | Non
             or len(set(source_dims)) != len(source_dims):
         return None
     return tuple(source_dims.index(d) for d in result_dims)
+
+
+def _holds_a_map(shape: tuple[int, ...]) -> bool:
+    """Whether a tensor of `shape` can be a map or vector ming streams: a vector, a map (H x W x C, L x C), or one
+    of them with a batch axis or its channels split in two (N x H x W x C, H x W x G x F). A reshape of a tensor of
+    higher rank (IREE's steps between a DEPTH_TO_SPACE's blocks and its output) reads the map it came from."""
+    return len(shape) <= MAX_MAP_RANK
+
+
+def _leading_dropped_axes(offsets, sizes, source_shape, result_shape) -> int:
+    """How many leading axes a rank-reducing slice drops whole: axes of one element in the source too (the batch).
+    A unit axis it drops that the source has wider (one channel of a map: IREE's slice of a 1-channel part) stays,
+    and the piece takes the result's shape."""
+    dropped = len(sizes) - len(result_shape)
+    leading = 0
+    while leading < dropped and sizes[leading] == source_shape[leading] == 1 and offsets[leading] == 0:
+        leading += 1
+    return leading

@@ -70,6 +70,7 @@ def load_onnx(path: Path) -> onnx.ModelProto:
         raise MingError(foreign_model_problem(path) or f"{path}: not a valid ONNX model ({first[:120]}); {TAKES} "
                         "(.tflite)") from None
     check_names(model)
+    name_unnamed_nodes(model)
     check_opsets(model)
     try:
         onnx.checker.check_model(model)
@@ -343,6 +344,24 @@ def transpose_wrappers(graph: onnx.GraphProto) -> dict[str, str]:
     return wrappers
 
 
+def name_unnamed_nodes(model: onnx.ModelProto) -> None:
+    """Give every node without a name of its own (empty, as PyTorch's and tf2onnx's exports leave many, or shared
+    with an earlier node) the name of its first output tensor, which a model viewer shows: ming tells nodes apart,
+    and names them in its messages and reports, by their names."""
+    taken = {node.name for node in model.graph.node if node.name}
+    seen: set[str] = set()
+    for position, node in enumerate(model.graph.node):
+        if node.name and node.name not in seen:
+            seen.add(node.name)
+            continue
+        name = next((tensor for tensor in node.output if tensor), "") or f"{node.op_type}_{position}"
+        while name in taken:
+            name = f"{name}_{node.op_type}"
+        node.name = name
+        taken.add(name)
+        seen.add(name)
+
+
 def import_to_linalg(model: onnx.ModelProto, path: Path | None = None) -> str:
     """The model as linalg-on-tensors MLIR text (with ONNX node names as locations)."""
     inferred = onnx.shape_inference.infer_shapes(model)
@@ -379,6 +398,7 @@ def import_onnx(path: str | Path, name: str | None = None) -> Graph:
     tables = node_tables(model)
     check_pads(model)
     resizes = prepare_resizes(model)
+    name_unnamed_nodes(model)  # and the nodes the rewrites above added
     text = import_to_linalg(model, path)
     with ir.Context() as context:
         module = iree_compile.parse(text, context, str(path))

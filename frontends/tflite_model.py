@@ -290,11 +290,21 @@ def fix_symbolic_batch(model: schema.ModelT) -> list[str]:
             if index in graph.inputs:
                 notes.append(f"'{tensor_name(tensor)}' has a symbolic batch dimension; compiled for batch 1")
     fold_shape_arithmetic(model, written)
-    for tensor in graph.tensors:
+    for index, tensor in enumerate(graph.tensors):
         if tensor.shapeSignature is not None and any(d < 0 for d in tensor.shapeSignature):
-            raise MingError(f"tensor '{tensor_name(tensor)}' has a dynamic shape {list(tensor.shapeSignature)}; "
-                            "convert the model with static shapes")
+            raise MingError(f"tensor '{tensor_name(tensor)}'{_writer(model, index)} has a dynamic shape "
+                            f"{[int(d) for d in tensor.shapeSignature]} (negative: known only at run time); convert "
+                            "the model with every dimension fixed (a Keras Input or tf.TensorSpec of full shape, "
+                            "batch 1)")
     return notes
+
+
+def _writer(model: schema.ModelT, tensor: int) -> str:
+    """' (written by OP)' for the operator that writes the tensor, or nothing for a model input."""
+    for operator in model.subgraphs[0].operators:
+        if tensor in list(operator.outputs):
+            return f" (written by {op_name(model, operator)})"
+    return ""
 
 
 def _flatbuffer(model: schema.ModelT) -> bytes:
@@ -381,7 +391,7 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
             lifted.nodes[lifted.nodes.index(upsample)] = BilinearResize(
                 upsample.name.replace("upsample", "bilinear", 1), upsample.source, upsample.input, upsample.output,
                 rows, cols)
-    graph_ir = channels_first(lifted, _one_channel_maps(lifted, shapes), _split_channel_maps(lifted))
+    graph_ir = channels_first(lifted, _one_channel_maps(lifted, shapes), _split_channel_maps(lifted), op_types)
     return legacy.finish(with_host_boundary(_reference_rounding(graph_ir, op_types), model, boundary))
 
 

@@ -66,8 +66,8 @@ def _sized_design(stream_graph, board, budget, options, pins, reservation, reser
     totals |= fifo | {"bram18k": totals["bram18k"] + fifo["fifo_bram18k"], "lut": totals["lut"] + fifo["fifo_lut"]}
     totals["solver"]["budget"] = vars(budget)
     totals["solver"]["limits"] = limits(board, budget, port)
-    check_fifo_budget(stream_graph, solution, budget, pins.depths, fifo, board)
-    check_completes(stream_graph, solution, plan.depths(least_pixels), pins.depths)
+    check_fifo_budget(stream_graph, solution, budget, pins.depths, fifo, board, pins.depth_origins)
+    check_completes(stream_graph, solution, plan.depths(least_pixels), pins.depths, pins.depth_origins)
     return solution
 
 
@@ -81,7 +81,8 @@ class FifosOverBudget(MingError):
 
 
 def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pinned: dict[str, int],
-                      fifo: dict[str, int] | None = None, board: Board | None = None) -> None:
+                      fifo: dict[str, int] | None = None, board: Board | None = None,
+                      origins: dict[str, str] | None = None) -> None:
     """Stops when the FIFOs take the design past its BRAM18K or LUT budget (the weight port's DMA set aside where
     the ILP did), naming the deepest pinned FIFO, or else which limit bounds the budget (with `board`)."""
     totals = solution.totals
@@ -92,14 +93,19 @@ def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pi
         used = f"the design needs {totals[resource]:,} {unit} of its budget of {getattr(budget, resource):,}"
         if pinned:
             channel = max(pinned, key=lambda c: pinned[c] * solution.schedule.lanes_of(c))
-            raise FifosOverBudget(f"--set {channel}.depth={pinned[channel]}: with it {used}; give a smaller depth")
+            raise FifosOverBudget(f"{_pinned(channel, pinned, origins)}: with it {used}; give a smaller depth")
         bound = f" ({what_bounds(board, resource, getattr(budget, resource), port.get(resource, 0))})" if board else ""
         raise FifosOverBudget(f"the FIFOs ming sized take the design past its budget ({used}); raise the "
                               f"{unit} budget{bound} or lower another", fifo)
 
 
+def _pinned(channel: str, pinned: dict[str, int], origins: dict[str, str] | None) -> str:
+    """A pinned FIFO depth as the user gave it (on the command line or in a settings file)."""
+    return (origins or {}).get(channel, f"--set {channel}.depth={pinned[channel]}")
+
+
 def check_completes(graph: StreamGraph, solution: Solution, sized: dict[str, int],
-                    pinned: dict[str, int]) -> None:
+                    pinned: dict[str, int], origins: dict[str, str] | None = None) -> None:
     """Stops unless the cycle-level simulation of the design runs to the end: naming the pinned FIFO that
     deadlocks it and the least depth with which it completes, or (with ming's own depths) as a bug."""
     schedule = solution.schedule
@@ -110,7 +116,7 @@ def check_completes(graph: StreamGraph, solution: Solution, sized: dict[str, int
         least = _least_completing_depth(graph, solution, channel, pinned[channel], sized[channel])
         if least is not None:
             wait = next((line for line in result.deadlock if channel in line), result.deadlock[0])
-            raise MingError(f"--set {channel}.depth={pinned[channel]}: the design deadlocks with it "
+            raise MingError(f"{_pinned(channel, pinned, origins)}: the design deadlocks with it "
                             f"(ming simulate: {wait}); the least depth that completes is {least}")
     if pinned:
         raise MingError(f"the pinned FIFO depths deadlock the design (ming simulate: {result.deadlock[0]}); "

@@ -30,6 +30,7 @@ class Pins:
     weights: dict[str, str] = field(default_factory=dict)  # process -> bram | lutram | uram
     requantizers: dict[str, int] = field(default_factory=dict)  # process -> shared requantizers (0: one per lane)
     depths: dict[str, int] = field(default_factory=dict)  # channel -> FIFO depth
+    depth_origins: dict[str, str] = field(default_factory=dict)  # channel -> the setting as the user wrote it
 
     @property
     def pinned(self) -> bool:
@@ -37,10 +38,23 @@ class Pins:
         return bool(self.unroll or self.multipliers or self.line_buffers or self.requantizers or self.weights)
 
 
-def parse_assignments(assignments: list[str], files: list[Path] = ()) -> dict[str, int | str]:
+class Settings(dict):
+    """Settings by key, each remembering where it was given (`origin`: --set or the settings file's path)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.origins: dict[str, str] = {}
+
+    def written(self, key: str) -> str:
+        """The setting as the user wrote it: `--set KEY=VALUE` or `FILE: KEY: VALUE`."""
+        where = self.origins.get(key, "--set")
+        return f"--set {key}={self[key]}" if where == "--set" else f"settings file {where}: {key}: {self[key]}"
+
+
+def parse_assignments(assignments: list[str], files: list[Path] = ()) -> Settings:
     """`key=value` settings from the command line and files; the same key twice with two values is an error."""
-    settings: dict[str, int | str] = {}
-    origin: dict[str, str] = {}
+    settings = Settings()
+    origin = settings.origins
     items: list[tuple[str, object, str]] = []
     for path in files:
         items += [(k, v, str(path)) for k, v in _flatten(_load(Path(path)), str(path)).items()]
@@ -190,21 +204,37 @@ def resolve(settings: dict[str, int | str], graph: StreamGraph) -> Pins:
     """Check settings against the design: every name exists (a process by its own name or by the model node it
     computes) and every factor divides its loop."""
     pins = Pins()
-    processes = {p.name: p for p in graph.processes}
     for key, value in sorted(settings.items()):
-        check_key(key, "settings")
-        form = _KEY.fullmatch(key)
-        name, loop, setting = _process_name(form["name"], graph), form["loop"], form["field"]
-        if name in processes and setting != "depth":
-            _pin_process(pins, graph, processes[name], key, loop or setting, value, setting is None)
-        elif name in graph.channels and setting == "depth":
-            if value < 1:
-                raise MingError(f"{key}={value}: a FIFO depth is at least 1")
-            pins.depths[name] = value
-        else:
-            raise MingError(f"{key}: not a setting of this design; use {KEY_FORMS} "
-                            f"(processes: {', '.join(sorted(processes))})")
+        try:
+            _resolve_one(pins, graph, key, value)
+        except MingError as error:
+            raise MingError(f"{_file_of(settings, key)}{error}") from None
+        if key.endswith(".depth"):
+            pins.depth_origins[_process_name(_KEY.fullmatch(key)["name"], graph)] = \
+                settings.written(key) if isinstance(settings, Settings) else f"--set {key}={value}"
     return pins
+
+
+def _file_of(settings: dict, key: str) -> str:
+    """'settings file FILE: ' for a setting read from a file, else nothing (a --set names itself)."""
+    where = settings.origins.get(key, "--set") if isinstance(settings, Settings) else "--set"
+    return "" if where == "--set" else f"settings file {where}: "
+
+
+def _resolve_one(pins: Pins, graph: StreamGraph, key: str, value) -> None:
+    check_key(key, "settings")
+    processes = {p.name: p for p in graph.processes}
+    form = _KEY.fullmatch(key)
+    name, loop, setting = _process_name(form["name"], graph), form["loop"], form["field"]
+    if name in processes and setting != "depth":
+        _pin_process(pins, graph, processes[name], key, loop or setting, value, setting is None)
+    elif name in graph.channels and setting == "depth":
+        if value < 1:
+            raise MingError(f"{key}={value}: a FIFO depth is at least 1")
+        pins.depths[name] = value
+    else:
+        raise MingError(f"{key}: not a setting of this design; use {KEY_FORMS} "
+                        f"(processes: {', '.join(sorted(processes))})")
 
 
 def _process_name(name: str, graph: StreamGraph) -> str:

@@ -265,6 +265,9 @@ def in_ming_layout(value: np.ndarray, tensor: ModelTensor, shape: tuple[int, ...
         return None
     array = array.astype(np.float64) if array.dtype.kind == "f" else \
         array.astype(np.int64) - (128 if tensor.dtype == "uint8" else 0)
+    body = array.shape[1:] if array.ndim == len(shape) + 1 and array.shape[0] == 1 else array.shape
+    if tensor.channels_last and tuple(body[-1:] + body[:-1]) == tuple(shape):  # (H, W, C) -> (C, H, W), C may be 1
+        return np.moveaxis(array.reshape(body), -1, 0)
     squeezed, target = [d for d in array.shape if d != 1], [d for d in shape if d != 1]
     rotated = squeezed[-1:] + squeezed[:-1]  # (H, W, C) -> (C, H, W)
     if rotated == target and (tensor.channels_last or squeezed != target):

@@ -28,7 +28,7 @@ OP_VERSIONS.update({"LOGISTIC": 2, "TANH": 2, "HARD_SWISH": 1, "LEAKY_RELU": 2, 
                     "RELU6": 2, "RELU_N1_TO_1": 1, "MUL": 2, "TRANSPOSE_CONV": 3})
 OP_VERSIONS.update({"RESIZE_NEAREST_NEIGHBOR": 3, "RESIZE_BILINEAR": 3})
 OP_VERSIONS.update({"SHAPE": 1, "STRIDED_SLICE": 1, "PACK": 1, "GATHER": 1, "EXPAND_DIMS": 1, "SQUEEZE": 1, "TILE": 3})
-OP_VERSIONS.update({"MAXIMUM": 2, "MINIMUM": 2})
+OP_VERSIONS.update({"MAXIMUM": 2, "MINIMUM": 2, "SPLIT": 2, "SPLIT_V": 2, "DEPTH_TO_SPACE": 1})
 # float functions of the element-wise activations (for the calibration batch)
 ELEMENTWISE = {
     "LOGISTIC": lambda x: 1 / (1 + np.exp(-x)), "TANH": np.tanh,
@@ -267,6 +267,35 @@ class TfliteBuilder:
         options.fusedActivationFunction = ACTIVATIONS[None]
         self._op("CONCATENATION", [p.index for p in parts], [y.index],
                  schema.BuiltinOptions.ConcatenationOptions, options)
+        return y
+
+    def split(self, x: Tensor, sizes, axis=-1, name="split") -> list[Tensor]:
+        """SPLIT into equal parts (`sizes` all equal), else SPLIT_V; the parts keep the input's scale."""
+        bounds = np.cumsum([0] + list(sizes))
+        moved = np.moveaxis(x.calibration, axis, 0)
+        parts = [self._same_quant(f"{name}_{i}", x, np.moveaxis(moved[start:stop], 0, axis))
+                 for i, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:]))]
+        axis_index = self._int32_constant(f"{name}_axis", np.int32(axis))
+        outputs = [p.index for p in parts]
+        if len(set(sizes)) == 1:
+            options = schema.SplitOptionsT()
+            options.numSplits = len(sizes)
+            self._op("SPLIT", [axis_index, x.index], outputs, schema.BuiltinOptions.SplitOptions, options)
+        else:
+            options = schema.SplitVOptionsT()
+            options.numSplits = len(sizes)
+            size_splits = self._int32_constant(f"{name}_sizes", sizes)
+            self._op("SPLIT_V", [x.index, size_splits, axis_index], outputs, schema.BuiltinOptions.SplitVOptions,
+                     options)
+        return parts
+
+    def depth_to_space(self, x: Tensor, block: int, name="depth_to_space") -> Tensor:
+        n, h, w, c = x.calibration.shape
+        moved = x.calibration.reshape(n, h, w, block, block, c // block**2).transpose(0, 1, 3, 2, 4, 5)
+        y = self._same_quant(f"{name}_out", x, moved.reshape(n, h * block, w * block, c // block**2))
+        options = schema.DepthToSpaceOptionsT()
+        options.blockSize = block
+        self._op("DEPTH_TO_SPACE", [x.index], [y.index], schema.BuiltinOptions.DepthToSpaceOptions, options)
         return y
 
     def pad(self, x: Tensor, paddings, name="pad") -> Tensor:
