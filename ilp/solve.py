@@ -35,7 +35,6 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 
@@ -55,6 +54,7 @@ from ming_py.storage import plan_arrays
 
 from .budget import RESOURCES, UNITS, Budget, what_bounds, with_weight_port
 from .pins import Pins
+from .scratch import scratch_folder
 from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, process_cost,
                    storage_plan)
 from .footprint import (LARGEST_STEP, Footprint, counted, footprint, largest_steps, objective_value,
@@ -744,9 +744,9 @@ def _conclude(model: _Model, run: _Run, incumbent: tuple[dict[str, int], int] | 
 
 def _mip(problem: pulp.LpProblem, node_limit: int, relax: bool = False, cutoff: float | None = None) -> _Run:
     """HiGHS on one thread with its fixed seed (deterministic), as a child process (`ilp.highs_worker`) that
-    `subprocess.run` kills when ming is interrupted; its files live in a temporary directory that is removed
-    on every way out."""
-    with tempfile.TemporaryDirectory(prefix="ming-highs-") as folder:
+    `subprocess.run` kills when ming is interrupted; its files live in a scratch folder (`ilp.scratch`) that is
+    removed on every way out."""
+    with scratch_folder() as folder:
         model_file, result_file = os.path.join(folder, "model.mps"), os.path.join(folder, "result.json")
         variables, names, _, _ = problem.writeMPS(model_file, rename=1)
         command = [sys.executable, "-m", "ming_py.ilp.highs_worker", model_file, result_file, str(node_limit),
