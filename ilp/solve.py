@@ -72,6 +72,8 @@ NODE_WORK = 8_000_000
 # HiGHS rather than CBC: on resnet8_32 at 20 % of the KV260's DSPs it proves a design 0.5 % faster optimal in
 # 24 s where CBC stopped at a 13 % gap after 41 s; at 100 %, 10 s against 20 s
 HEURISTIC_NODES = 1_000  # nodes of each MIP run that only looks for a good incumbent
+# The most cycles a target may imply (an interval, a latency): the whole numbers a double holds exactly
+MAX_TARGET_CYCLES = 2 ** 53
 
 
 class NoDesignFits(MingError):
@@ -335,7 +337,7 @@ def _keep(options, costs, wanted):
 def _target_model(graph, board, options, costs, budget, targets: Targets, reserved: dict[str, int]) -> _Model:
     """The least-resource model under the targets: candidates slower than the interval leave it."""
     if targets.fps is not None:
-        interval = math.floor(board.clock_mhz * 1e6 / targets.fps)
+        interval = _target_cycles(board.clock_mhz * 1e6 / targets.fps, "--target-fps", targets.fps, board)
         if board.clock_mhz * 1e6 / (interval + 1) >= targets.fps:  # the division rounded down a whole cycle
             interval += 1
         slowest = max(options, key=lambda name: min(c.cycles for c in costs[name]))
@@ -344,10 +346,20 @@ def _target_model(graph, board, options, costs, budget, targets: Targets, reserv
             raise TargetMissed(f"--target-fps {targets.fps:g}: no design reaches it; process {slowest} alone needs "
                                f"{best:,} cycles an image, {_fps(board, best)} at {board.clock_mhz:g} MHz")
         options, costs = _keep(options, costs, lambda name, c: c.cycles <= interval)
-    limit = math.floor(targets.latency_us * board.clock_mhz) if targets.latency_us is not None else None
+    limit = None if targets.latency_us is None else \
+        _target_cycles(targets.latency_us * board.clock_mhz, "--target-latency-us", targets.latency_us, board)
     if limit is not None:
         options, costs = _fast_enough(graph, options, costs, limit)
     return _Model(graph, options, costs, budget, "resources", latency_limit=limit, reserved=reserved)
+
+
+def _target_cycles(cycles: float, option: str, value: float, board: Board) -> int:
+    """The whole cycles a target implies (an interval, a latency), refused past MAX_TARGET_CYCLES."""
+    if not math.isfinite(cycles) or cycles > MAX_TARGET_CYCLES:
+        raise MingError(f"{option} {value:g}: implies {cycles:g} cycles at {board.clock_mhz:g} MHz, more than the "
+                        f"{MAX_TARGET_CYCLES:,} a schedule counts exactly; give a {'higher' if option == '--target-fps' else 'lower'} "
+                        "target")
+    return math.floor(cycles)
 
 
 def _meet(graph, board: Board, options, costs, budget: Budget, targets: Targets, node_limit: int,
