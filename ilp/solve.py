@@ -53,7 +53,7 @@ from ming_py.kinds.window import whole_groups
 from ming_py.storage import plan_arrays
 
 from .budget import RESOURCES, UNITS, Budget, what_bounds, with_weight_port
-from .pins import Pins
+from .pins import Pins, line_buffer_memory
 from .scratch import scratch_folder
 from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, process_cost,
                    storage_plan)
@@ -125,6 +125,9 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
             sharing = _requantizer_options(graph, process, unroll, lanes_in, lanes_out, requantizers)
             weights = weight_options(graph, process, unroll, lanes_in, lanes_out, pins, weight_memories)
             for memory in memories:
+                if memory == "uram" and process.name in pins.line_buffers and \
+                        line_buffer_memory(graph, process, tuple(unroll.items()), lanes_in, lanes_out, memory) != memory:
+                    continue  # the pinned URAM holds this schedule's line buffer only where it is too large for LUTRAM
                 for multipliers in kind.multiplier_choices(unroll):
                     if multiplier_pin is not None and multipliers != multiplier_pin:
                         continue
@@ -405,7 +408,8 @@ def _candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibr
             pinned = f" and {pins.requantizers[name]} requantizers" if name in pins.requantizers else ""
             raise MingError(f"process {name}: the pinned settings{pinned} leave no valid schedule (shared "
                             f"requantizers need lanes / requantizers <= the iterations of a reduction; multipliers "
-                            f"dsp_pair need an even unroll of the loop that shares the input)")
+                            f"dsp_pair need an even unroll of the loop that shares the input; a line buffer in URAM "
+                            f"needs lanes few enough that it is too large for LUTRAM)")
     costs = {}
     for name in list(options):
         all_costs = [process_cost(graph, graph.process(name), c, calibration) for c in options[name]]
