@@ -53,3 +53,14 @@ def test_a_run_names_its_folder_by_its_pid_and_clears_orphans(tmp_path, monkeypa
         assert os.path.basename(folder).startswith(f"ming-highs-{os.getpid()}-")
         assert not orphan.exists()
     assert not os.path.exists(folder)
+
+
+def test_the_ilp_clears_orphans_and_leaves_no_folder(tmp_path, monkeypatch):
+    from ming_py.boards import load_board
+    from ming_py.ilp import solve
+    from test_unit_dse import BOARD, budget, chain
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    orphan = _folder(tmp_path, f"ming-highs-{_dead_pid()}-xyz")
+    solve(chain(), load_board(BOARD), budget(60))
+    assert not orphan.exists() and not list(tmp_path.iterdir())
