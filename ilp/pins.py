@@ -10,12 +10,13 @@ through the weight port, `ming_py.weights_load`), `--set conv1_to_pool1.depth=64
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ming_py.dataflow import StreamGraph
+from ming_py.dataflow import StreamGraph, divisors
 from ming_py.epilogues import rule_of
 from ming_py.errors import MingError
 from ming_py.kernel import kernel_spec
@@ -229,9 +230,7 @@ def _pin_process(pins: Pins, graph: StreamGraph, process, key: str, setting: str
         _check_requantizers(process, key, value)
         pins.requantizers[process.name] = value
     elif setting == "multipliers":
-        if not kind_of(process.kind).mac:
-            raise MingError(f"{key}: process {process.name} ({process.kind}) has no MAC lanes, so no multipliers to "
-                            "place; remove the setting")
+        _check_multipliers(graph, process, key, value)
         pins.multipliers[process.name] = value
     elif setting == "weights":
         if process.weights is None:
@@ -252,6 +251,20 @@ def _check_requantizers(process, key: str, value: int) -> None:
     if value and not kind_of(process.kind).shares_requantizer:
         raise MingError(f"{key}={value}: process {process.name} ({process.kind}) does not share requantizers (it has "
                         "one per output lane); remove the setting or set 0")
+
+
+def _check_multipliers(graph: StreamGraph, process, key: str, value: str) -> None:
+    """Multipliers apply to a kind with MAC lanes, and each placement to a kind that offers it at some schedule."""
+    kind = kind_of(process.kind)
+    if not kind.mac:
+        raise MingError(f"{key}: process {process.name} ({process.kind}) has no MAC lanes, so no multipliers to "
+                        "place; remove the setting")
+    trips = trip_counts(graph, process)
+    offered = {m for factors in itertools.product(*(divisors(n) for n in trips.values()))
+               for m in kind.multiplier_choices(dict(zip(trips, factors)))}
+    if value not in offered:
+        raise MingError(f"{key}={value}: process {process.name} ({process.kind}) takes multipliers "
+                        f"{' or '.join(sorted(offered))}, never {value}; choose one of those or remove the setting")
 
 
 def _check_line_buffer(graph: StreamGraph, process, key: str, memory: str) -> None:

@@ -16,6 +16,7 @@ from ming_py.ilp.solve import candidates
 from test_cli import assert_clean_error
 from test_faults import EXAMPLE, ming
 from test_unit_dse import chain
+from test_unit_processes import K3P1, graph_of, window
 
 
 @pytest.mark.unit
@@ -31,6 +32,15 @@ def test_a_setting_the_process_does_not_have_is_refused(settings, message):
     with pytest.raises(MingError) as error:
         resolve(settings, chain())
     assert str(error.value).startswith(message), error.value
+
+
+@pytest.mark.unit
+def test_a_multiplier_placement_the_kind_never_offers_is_refused():
+    graph, _ = graph_of("depthwise", [(8, 8, 8)], [(8, 8, 8)], window(8, 8, 8, 8, groups=8, **K3P1))
+    with pytest.raises(MingError, match="^p.multipliers=dsp_pair: process p \\(depthwise\\) takes multipliers dsp or "
+                                        "fabric, never dsp_pair; choose one of those or remove the setting"):
+        resolve({"p.multipliers": "dsp_pair"}, graph)
+    assert resolve({"p.multipliers": "fabric"}, graph).multipliers == {"p": "fabric"}
 
 
 @pytest.mark.unit
