@@ -13,6 +13,9 @@ survives any of these and reports one line naming the model and what to do:
   MING_IMPORT_SECONDS    the child's wall-clock limit in seconds; default 600. MLPerf Tiny-sized models
                          convert in seconds; the bound ends a hung conversion.
 
+An address-space limit ming inherits (`ulimit -v`, `prlimit --as`) caps the child's: a process cannot
+raise its limits past the hard one it was given, and ming keeps within the soft one it was started under.
+
 The child's stderr (MLIR diagnostics included) is captured and never reaches ming's own
 stderr; a failure is reported by its first error line, without MLIR `loc(...)` prefixes.
 """
@@ -63,7 +66,15 @@ def _positive(variable: str, default: int) -> int:
 
 
 def memory_mb() -> int:
-    return _positive(MEMORY_VARIABLE, _default_memory_mb())
+    """The child's address-space limit in MiB: the one asked for (or the default), within the inherited one."""
+    return clamp_to_inherited(_positive(MEMORY_VARIABLE, _default_memory_mb()),
+                              resource.getrlimit(resource.RLIMIT_AS))
+
+
+def clamp_to_inherited(memory: int, inherited: tuple[int, int]) -> int:
+    """`memory` MiB, lowered to the inherited (soft, hard) RLIMIT_AS in bytes where that is lower."""
+    bounds = [limit // 2 ** 20 for limit in inherited if limit != resource.RLIM_INFINITY]
+    return min([memory, *bounds])
 
 
 def seconds() -> int:

@@ -56,6 +56,7 @@ from ming_py.kinds import trip_counts
 from ming_py.kinds.base import control_counters
 from ming_py.array_layout import memory_cost
 from ming_py.epilogues import lane_cost, lane_datapath
+from ming_py.errors import MingError
 from ming_py.storage import plan_arrays
 
 HLS_LUT_OVERHEAD = 1.1  # FINN-R's c1: LUTs of an HLS datapath over its synthesized logic
@@ -135,9 +136,18 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice, calibration: Ca
     totals = {r: 0.0 for r in ("dsp", "bram18k", "uram", "lut", "ff")}
     for resource, primitive, amount in parts:
         totals[resource] += amount * (calibration.factor(resource, primitive) if calibration else 1.0)
+    _check_finite(p, totals)
     progress, lags = _progress(graph, p, choice, loop)
     return Cost(cycles, fill, *(math.ceil(totals[r] - 1e-9) for r in ("dsp", "bram18k", "uram", "lut", "ff")),
                 progress, lags, parts)
+
+
+def _check_finite(p: Process, totals: dict[str, float]) -> None:
+    """The calibrated amounts are numbers ming can round (a factor's product may not be)."""
+    for resource, total in totals.items():
+        if not math.isfinite(total):
+            raise MingError(f"process {p.name}: its calibrated {resource} is {total:g}, not a number; check the "
+                            "calibration file's factors (ming compare --write-calibration writes them)")
 
 
 def resources(graph: StreamGraph, p: Process, choice: Choice, spec, trip_count: int):

@@ -10,16 +10,19 @@ through the weight port, `ming_py.weights_load`), `--set conv1_to_pool1.depth=64
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ming_py.dataflow import StreamGraph
+from ming_py.dataflow import StreamGraph, divisors
+from ming_py.epilogues import rule_of
 from ming_py.errors import MingError
 from ming_py.json_files import json_document
+from ming_py.kernel import kernel_spec
 from ming_py.kinds import kind_of, trip_counts
-from ming_py.storage import WEIGHT_MEMORIES
+from ming_py.storage import WEIGHT_MEMORIES, plan_arrays
 
 
 @dataclass
@@ -255,16 +258,63 @@ def _pin_process(pins: Pins, graph: StreamGraph, process, key: str, setting: str
             raise MingError(f"{key}={value}: the factor must divide the loop's {trips[setting]} iterations")
         pins.unroll.setdefault(process.name, {})[setting] = value
     elif setting == "requantizers":
-        if value < 0:
-            raise MingError(f"{key}={value}: give the number of requantizers, or 0 for one per output lane")
+        _check_requantizers(process, key, value)
         pins.requantizers[process.name] = value
     elif setting == "multipliers":
+        _check_multipliers(graph, process, key, value)
         pins.multipliers[process.name] = value
     elif setting == "weights":
         if process.weights is None:
             raise MingError(f"{key}: process {process.name} ({process.kind}) has no weights")
         pins.weights[process.name] = value
     else:
-        if not kind_of(process.kind).line_buffer:
-            raise MingError(f"{key}: process {process.name} ({process.kind}) has no line buffer")
+        _check_line_buffer(graph, process, key, value)
         pins.line_buffers[process.name] = value
+
+
+def _check_requantizers(process, key: str, value: int) -> None:
+    """A requantizer count applies to a process with requantizers (0: one per output lane), and a count other than
+    0 to a kind whose requantizers may take the output lanes in turn."""
+    if value < 0:
+        raise MingError(f"{key}={value}: give the number of requantizers, or 0 for one per output lane")
+    if rule_of(process.epilogue).datapath(process.epilogue) is None:
+        raise MingError(f"{key}: process {process.name} ({process.kind}) has no requantizers; remove the setting")
+    if value and not kind_of(process.kind).shares_requantizer:
+        raise MingError(f"{key}={value}: process {process.name} ({process.kind}) does not share requantizers (it has "
+                        "one per output lane); remove the setting or set 0")
+
+
+def _check_multipliers(graph: StreamGraph, process, key: str, value: str) -> None:
+    """Multipliers apply to a kind with MAC lanes, and each placement to a kind that offers it at some schedule."""
+    kind = kind_of(process.kind)
+    if not kind.mac:
+        raise MingError(f"{key}: process {process.name} ({process.kind}) has no MAC lanes, so no multipliers to "
+                        "place; remove the setting")
+    trips = trip_counts(graph, process)
+    offered = {m for factors in itertools.product(*(divisors(n) for n in trips.values()))
+               for m in kind.multiplier_choices(dict(zip(trips, factors)))}
+    if value not in offered:
+        raise MingError(f"{key}={value}: process {process.name} ({process.kind}) takes multipliers "
+                        f"{' or '.join(sorted(offered))}, never {value}; choose one of those or remove the setting")
+
+
+def _check_line_buffer(graph: StreamGraph, process, key: str, memory: str) -> None:
+    """A line buffer memory applies to a process with a line buffer, and URAM to one that takes URAM at its least
+    parallel schedule: more lanes or window copies only make its banks shallower, so if that one sits in LUTRAM
+    (or registers) every schedule's does."""
+    if not kind_of(process.kind).line_buffer:
+        raise MingError(f"{key}: process {process.name} ({process.kind}) has no line buffer")
+    if memory == "uram":
+        ones = tuple((loop, 1) for loop in trip_counts(graph, process))
+        landed = line_buffer_memory(graph, process, ones, (1,) * len(process.inputs), (1,) * len(process.outputs),
+                                    memory)
+        if landed != memory:
+            raise MingError(f"{key}=uram: process {process.name}'s line buffer is small enough for {landed.upper()} at "
+                            "every schedule, where ming keeps it; remove the setting")
+
+
+def line_buffer_memory(graph: StreamGraph, process, unroll: tuple, lanes_in: tuple, lanes_out: tuple,
+                       asked: str) -> str:
+    """Where a schedule's line buffer sits when `asked` for: there, or LUTRAM or registers where it is small."""
+    spec = kernel_spec(graph, process, unroll, lanes_in, lanes_out)
+    return plan_arrays(spec, process.epilogue, asked)["line_buffer"].memory

@@ -35,7 +35,6 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 
@@ -54,7 +53,8 @@ from ming_py.kinds.window import whole_groups
 from ming_py.storage import plan_arrays
 
 from .budget import RESOURCES, UNITS, Budget, what_bounds, with_weight_port
-from .pins import Pins
+from .pins import Pins, line_buffer_memory
+from .scratch import scratch_folder
 from .cost import (PROGRESS_SAMPLES, Choice, Cost, input_fractions, mac_lanes_within, process_cost,
                    storage_plan)
 from .footprint import (LARGEST_STEP, Footprint, counted, footprint, largest_steps, objective_value,
@@ -72,6 +72,8 @@ NODE_WORK = 8_000_000
 # HiGHS rather than CBC: on resnet8_32 at 20 % of the KV260's DSPs it proves a design 0.5 % faster optimal in
 # 24 s where CBC stopped at a 13 % gap after 41 s; at 100 %, 10 s against 20 s
 HEURISTIC_NODES = 1_000  # nodes of each MIP run that only looks for a good incumbent
+# The most cycles a target may imply (an interval, a latency): the whole numbers a double holds exactly
+MAX_TARGET_CYCLES = 2 ** 53
 
 
 class NoDesignFits(MingError):
@@ -123,6 +125,9 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
             sharing = _requantizer_options(graph, process, unroll, lanes_in, lanes_out, requantizers)
             weights = weight_options(graph, process, unroll, lanes_in, lanes_out, pins, weight_memories)
             for memory in memories:
+                if memory == "uram" and process.name in pins.line_buffers and \
+                        line_buffer_memory(graph, process, tuple(unroll.items()), lanes_in, lanes_out, memory) != memory:
+                    continue  # the pinned URAM holds this schedule's line buffer only where it is too large for LUTRAM
                 for multipliers in kind.multiplier_choices(unroll):
                     if multiplier_pin is not None and multipliers != multiplier_pin:
                         continue
@@ -335,7 +340,7 @@ def _keep(options, costs, wanted):
 def _target_model(graph, board, options, costs, budget, targets: Targets, reserved: dict[str, int]) -> _Model:
     """The least-resource model under the targets: candidates slower than the interval leave it."""
     if targets.fps is not None:
-        interval = math.floor(board.clock_mhz * 1e6 / targets.fps)
+        interval = _target_cycles(board.clock_mhz * 1e6 / targets.fps, "--target-fps", targets.fps, board)
         if board.clock_mhz * 1e6 / (interval + 1) >= targets.fps:  # the division rounded down a whole cycle
             interval += 1
         slowest = max(options, key=lambda name: min(c.cycles for c in costs[name]))
@@ -344,10 +349,20 @@ def _target_model(graph, board, options, costs, budget, targets: Targets, reserv
             raise TargetMissed(f"--target-fps {targets.fps:g}: no design reaches it; process {slowest} alone needs "
                                f"{best:,} cycles an image, {_fps(board, best)} at {board.clock_mhz:g} MHz")
         options, costs = _keep(options, costs, lambda name, c: c.cycles <= interval)
-    limit = math.floor(targets.latency_us * board.clock_mhz) if targets.latency_us is not None else None
+    limit = None if targets.latency_us is None else \
+        _target_cycles(targets.latency_us * board.clock_mhz, "--target-latency-us", targets.latency_us, board)
     if limit is not None:
         options, costs = _fast_enough(graph, options, costs, limit)
     return _Model(graph, options, costs, budget, "resources", latency_limit=limit, reserved=reserved)
+
+
+def _target_cycles(cycles: float, option: str, value: float, board: Board) -> int:
+    """The whole cycles a target implies (an interval, a latency), refused past MAX_TARGET_CYCLES."""
+    if not math.isfinite(cycles) or cycles > MAX_TARGET_CYCLES:
+        raise MingError(f"{option} {value:g}: implies {cycles:g} cycles at {board.clock_mhz:g} MHz, more than the "
+                        f"{MAX_TARGET_CYCLES:,} a schedule counts exactly; give a {'higher' if option == '--target-fps' else 'lower'} "
+                        "target")
+    return math.floor(cycles)
 
 
 def _meet(graph, board: Board, options, costs, budget: Budget, targets: Targets, node_limit: int,
@@ -393,7 +408,8 @@ def _candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibr
             pinned = f" and {pins.requantizers[name]} requantizers" if name in pins.requantizers else ""
             raise MingError(f"process {name}: the pinned settings{pinned} leave no valid schedule (shared "
                             f"requantizers need lanes / requantizers <= the iterations of a reduction; multipliers "
-                            f"dsp_pair need an even unroll of the loop that shares the input)")
+                            f"dsp_pair need an even unroll of the loop that shares the input; a line buffer in URAM "
+                            f"needs lanes few enough that it is too large for LUTRAM)")
     costs = {}
     for name in list(options):
         all_costs = [process_cost(graph, graph.process(name), c, calibration) for c in options[name]]
@@ -744,9 +760,9 @@ def _conclude(model: _Model, run: _Run, incumbent: tuple[dict[str, int], int] | 
 
 def _mip(problem: pulp.LpProblem, node_limit: int, relax: bool = False, cutoff: float | None = None) -> _Run:
     """HiGHS on one thread with its fixed seed (deterministic), as a child process (`ilp.highs_worker`) that
-    `subprocess.run` kills when ming is interrupted; its files live in a temporary directory that is removed
-    on every way out."""
-    with tempfile.TemporaryDirectory(prefix="ming-highs-") as folder:
+    `subprocess.run` kills when ming is interrupted; its files live in a scratch folder (`ilp.scratch`) that is
+    removed on every way out."""
+    with scratch_folder() as folder:
         model_file, result_file = os.path.join(folder, "model.mps"), os.path.join(folder, "result.json")
         variables, names, _, _ = problem.writeMPS(model_file, rename=1)
         command = [sys.executable, "-m", "ming_py.ilp.highs_worker", model_file, result_file, str(node_limit),

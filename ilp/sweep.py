@@ -15,17 +15,19 @@ import csv
 import io
 import itertools
 import json
+import math
 import time
 from dataclasses import replace
 from pathlib import Path
 
 from matplotlib.ticker import LogFormatter
 
-from ming_py.options import target_board
+from ming_py.errors import MingError
+from ming_py.options import TARGET_OPTIONS, target_board
 from ming_py.output import check_output, output_lock, replace_tree
 from ming_py.progress import Progress
 
-from .budget import RESOURCES, UNITS, Budget
+from .budget import OPTIONS, RESOURCES, UNITS, Budget
 from .explore import FifosOverBudget, explore
 from .solve import NoDesignFits, SearchStopped, TargetMissed
 
@@ -37,6 +39,29 @@ FAILURES = {NoDesignFits: "infeasible", TargetMissed: "target missed", SearchSto
             FifosOverBudget: "FIFOs over budget"}
 NO_TARGETS = {"fps": [None], "latency_us": [None]}
 ROOFLINE_LABEL = "roofline: MACs / MAC lanes the budget holds"
+# Each point is one exploration (the ILP, then FIFO sizing): about 4 s on examples/tiny_cnn.onnx, 7 s and more
+# on the benchmark networks, so 1000 points already run for hours. The points are written only when the whole
+# sweep is done, so a longer sweep is better split into several.
+MAX_POINTS = 1000
+
+
+def check_point_count(lists: dict[str, str | None], targets: dict[str, str | list | None]) -> None:
+    """The sweep's points, counted from its lists before any is built (`lists`: resource -> comma-separated
+    budgets; `targets`: "fps"/"latency_us" -> comma-separated or checked targets), are at most MAX_POINTS."""
+    lengths = {OPTIONS[r]: _length(spec) for r, spec in lists.items()} | \
+        {TARGET_OPTIONS[t]: _length(spec) for t, spec in targets.items()}
+    count = math.prod(lengths.values())
+    if count > MAX_POINTS:
+        given = " x ".join(f"{n:,} {option}" for option, n in lengths.items() if n > 1)
+        raise MingError(f"ming sweep: {given} values make {count:,} points, more than the {MAX_POINTS:,} one sweep "
+                        "takes (each point is an ILP solve of seconds to minutes); give shorter lists or split the "
+                        "sweep into several runs")
+
+
+def _length(spec: str | list | None) -> int:
+    if spec is None or spec == [None]:
+        return 1
+    return len(spec) if isinstance(spec, list) else len([v for v in str(spec).split(",") if v.strip()]) or 1
 
 
 def budget_points(lists: dict[str, str | None]) -> list[dict[str, str | None]]:
@@ -47,6 +72,7 @@ def budget_points(lists: dict[str, str | None]) -> list[dict[str, str | None]]:
 
 def sweep_points(lists: dict[str, str | None], targets: dict[str, list[float | None]]) -> list[tuple]:
     """(limits, target fps, target latency in us) of every budget combination × fps target × latency target."""
+    check_point_count(lists, targets)
     return list(itertools.product(budget_points(lists), targets["fps"], targets["latency_us"]))
 
 
@@ -55,6 +81,7 @@ def run_sweep(model: str | Path, options, lists: dict[str, str | None], out_dir:
     """The sweep's rows; sweep.csv, sweep.json and sweep.png written as the directory `out_dir` (checked, and
     locked, before the import; `inputs`: the settings files, which it must not hold either). `targets`: the
     checked lists {"fps": [...], "latency_us": [...]} (`options.target_list`), [None] for no target."""
+    check_point_count(lists, targets or NO_TARGETS)
     out = check_output(out_dir, [model, *inputs])
     with output_lock(out):
         rows, files = _sweep(model, options, lists, progress, targets or NO_TARGETS)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import secrets
 import stat
@@ -34,6 +33,9 @@ FORMAT = "ming-calibration/1"
 RESOURCES = ("dsp", "lut", "ff", "bram18k", "uram")
 FALLBACK = "process"
 LOWEST, HIGHEST = 0.25, 4.0
+# What a factor in a file may be: fitting gives [LOWEST, HIGHEST]; a hand-edited factor a thousand times off is a
+# mistake, and within this range every calibrated amount stays a finite number far from overflow.
+FACTOR_RANGE = (1e-3, 1e3)
 # Weight of the pull toward 1.0 against the data's own (see _penalty_weights)
 RIDGE = 1e-3
 MAX_BYTES = 1 << 20
@@ -117,8 +119,13 @@ def _checked_factors(document: dict, path: Path) -> tuple:
 
 
 def _checked_factor(value, name: str, path: Path) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise MingError(f"{path}: factor {name} is {json.dumps(value)}: factors are positive finite numbers")
+    low, high = FACTOR_RANGE
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:  # NaN fails
+        shown = json.dumps(value) if not isinstance(value, int) or abs(value) < 10 ** 20 else "an integer of " \
+            f"{len(str(abs(value)))} digits"
+        raise MingError(f"{path}: factor {name} is {shown}: factors are numbers from {low:g} to {high:g} "
+                        "(fitted ones from 0.25 to 4); correct it, or write the file again with ming compare "
+                        "--write-calibration")
     return float(value)
 
 

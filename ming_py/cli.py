@@ -216,11 +216,12 @@ def _build(args) -> None:
 
 def _sweep(args) -> None:
     from ming_py.boards import load_board
-    from ming_py.ilp.sweep import run_sweep
+    from ming_py.ilp.sweep import check_point_count, run_sweep
     from .options import check_budget_lists, check_model, target_list
     from .output import check_output
     from .progress import Progress
 
+    check_point_count(_limits(args), {"fps": args.target_fps, "latency_us": args.target_latency_us})
     options = _options(args, {})
     check_budget_lists(load_board(args.board), _limits(args))
     targets = {"fps": target_list(args.target_fps, "--target-fps"),

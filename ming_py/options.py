@@ -27,6 +27,10 @@ from .runtime import ming_driver, ming_host
 CLOCK_MHZ = (1.0, 1000.0)
 OBJECTIVES = ("frugal", "latency", "sum")
 TARGET_OPTIONS = {"fps": "--target-fps", "latency_us": "--target-latency-us"}
+# The targets' range, in images per second and in microseconds: at the fastest --clock (1000 MHz) either end
+# implies at most 1e15 cycles (an interval or a latency), a whole number a double still holds exactly (< 2**53);
+# 1e-6 fps is an image every 11.6 days and 1e12 fps a thousand per cycle, so no design is refused for the range.
+TARGET_RANGE = (1e-6, 1e12)
 
 
 @dataclass(frozen=True)
@@ -93,17 +97,30 @@ def design_name(value: str | None) -> str | None:
 
 
 def target(value: str | float | None, option: str) -> float | None:
-    """A --target-fps / --target-latency-us value: a positive finite number, or None."""
+    """A --target-fps / --target-latency-us value: a number within TARGET_RANGE, or None."""
     if value is None:
         return None
-    shown = str(value).strip() or "''"
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    if isinstance(value, bool) or not (math.isfinite(number) and number > 0):
-        raise MingError(f"{option} {shown}: give a positive number, e.g. {option} 1000")
+    shown = str(value).strip()[:40] or "''"
+    number = bounded_number(value, *TARGET_RANGE)
+    if number is None:
+        low, high = TARGET_RANGE
+        raise MingError(f"{option} {shown}: give a positive number from {low:g} to {high:g}, e.g. {option} 1000")
     return number
+
+
+def bounded_number(value, low: float, high: float) -> float | None:
+    """`value` (a number, or its text) as a float when it lies within [low, high]; None otherwise (not a number,
+    NaN, or out of range, however many digits it has: the range is checked before any conversion can overflow)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)  # text never overflows: a huge figure reads as inf
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float, np.integer, np.floating)) or not low <= value <= high:  # NaN fails too
+        return None
+    return float(value)
 
 
 def target_list(spec: str | None, option: str) -> list[float | None]:

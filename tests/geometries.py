@@ -917,8 +917,20 @@ def ilp_pins(stream_graph, case: Case) -> dict[str, int | str]:
         if kind.mac and chooser.choice([False, True]):
             pins[f"{p.name}.multipliers"] = "fabric"
         if kind.line_buffer and chooser.choice([False, True]):
-            pins[f"{p.name}.line_buffer"] = chooser.choice(["bram", "uram"])
+            memory = chooser.choice(["bram", "uram"])
+            pins[f"{p.name}.line_buffer"] = memory if memory == "bram" or _uram_holds(stream_graph, p) else "bram"
     return pins
+
+
+def _uram_holds(stream_graph, process) -> bool:
+    """Whether URAM may hold the process's line buffer (at one lane; smaller ones sit in LUTRAM, where a URAM pin
+    is refused)."""
+    from ming_py.ilp.pins import line_buffer_memory
+    from ming_py.kinds import trip_counts
+
+    ones = tuple((loop, 1) for loop in trip_counts(stream_graph, process))
+    return line_buffer_memory(stream_graph, process, ones, (1,) * len(process.inputs), (1,) * len(process.outputs),
+                              "uram") == "uram"
 
 
 def ilp_design(graph, case: Case):
