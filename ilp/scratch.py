@@ -2,8 +2,9 @@
 
 A folder is removed on every way out of its run but one: a SIGKILL (the OOM killer, `kill -9`) leaves it
 behind, up to a few MB of MPS model each. Before making a folder, ming removes the folders of that naming
-whose owner process is gone: only directories (never a symlink, never followed), only this user's, only names
-ming gives.
+whose owner process is gone and that nothing has touched for ORPHAN_AGE_S: only directories (never a symlink,
+never followed), only this user's, only names ming gives. The age guards a run in another pid namespace (a
+container sharing /tmp under the same user), whose live process this one cannot see.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import re
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 
 PREFIX = "ming-highs-"
+ORPHAN_AGE_S = 6 * 3600  # far beyond one HiGHS run (the node limits end the longest in minutes)
 # the names tempfile.TemporaryDirectory gives under prefix `ming-highs-<pid>-`
 _NAME = re.compile(rf"^{PREFIX}(\d+)-[A-Za-z0-9_]+$")
 
@@ -47,7 +50,8 @@ def _is_orphan(parent: str, name: str) -> bool:
         status = os.lstat(os.path.join(parent, name))
     except OSError:
         return False
-    return stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() and not _alive(int(match.group(1)))
+    return stat.S_ISDIR(status.st_mode) and status.st_uid == os.getuid() \
+        and time.time() - status.st_mtime > ORPHAN_AGE_S and not _alive(int(match.group(1)))
 
 
 def _alive(pid: int) -> bool:

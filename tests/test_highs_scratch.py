@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -21,10 +22,12 @@ def _dead_pid() -> int:
     return child.pid
 
 
-def _folder(parent, name: str):
+def _folder(parent, name: str, age_s: float = scratch.ORPHAN_AGE_S + 60):
     folder = parent / name
     folder.mkdir()
     (folder / "model.mps").write_text("NAME\n")
+    then = time.time() - age_s
+    os.utime(folder, (then, then))
     return folder
 
 
@@ -32,6 +35,7 @@ def test_only_folders_of_dead_ming_processes_are_removed(tmp_path):
     dead = _dead_pid()
     orphan = _folder(tmp_path, f"ming-highs-{dead}-abc_123")
     live = _folder(tmp_path, f"ming-highs-{os.getpid()}-abc_123")
+    recent = _folder(tmp_path, f"ming-highs-{dead}-recent", age_s=60)  # perhaps a run in another pid namespace
     foreign = _folder(tmp_path, f"ming-highs-{dead}")
     unrelated = _folder(tmp_path, f"other-highs-{dead}-abc")
     target = _folder(tmp_path, "target")
@@ -41,7 +45,7 @@ def test_only_folders_of_dead_ming_processes_are_removed(tmp_path):
     plain_file.write_text("")
     scratch.remove_orphans(str(tmp_path))
     assert not orphan.exists()
-    for kept in (live, foreign, unrelated, target, target / "model.mps", plain_file):
+    for kept in (live, recent, foreign, unrelated, target, target / "model.mps", plain_file):
         assert kept.exists(), kept
     assert link.is_symlink()
 
