@@ -22,6 +22,9 @@ SINGLE_WINDOWS = {
     "qdq_3x3_stride_7_padded_on_8x8": Case("qdq_int8", (3, 8, 8), (Conv(4, (3, 3), (7, 7), padding=(1, 1, 1, 1)),)),
     "qdq_2x2_dilated_2_stride_5_on_5x5": Case("qdq_int8", (2, 5, 5), (Conv(4, (2, 2), (5, 5), (2, 2)),)),
     "qoperator_3x3_stride_6_on_8x8": Case("qoperator_int8", (2, 8, 8), (Conv(4, (3, 3), (6, 6)),)),
+    # a strided 1x1 conv on a 2x2 map: its one position reads the map's first pixel only
+    "tflite_1x1_stride_2_on_2x2": Case("tflite", (4, 2, 2), (Conv(4, (1, 1), (2, 2)),)),
+    "qdq_1x1_stride_2_on_2x2": Case("qdq_int8", (4, 2, 2), (Conv(4, (1, 1), (2, 2)),)),
 }
 
 
