@@ -11,9 +11,14 @@ as large as the map that TFLite models give (a dense layer, or a window over pad
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+
+from ming_py.errors import MingError
+from ming_py.limits import MAX_WEIGHT_BYTES
 
 from .onnx_converters import _static_shapes
 
@@ -64,6 +69,16 @@ def whole_map_windows(model: onnx.ModelProto) -> None:
             _widen(graph, conv, weights, array, axes, shapes[conv.input[0]], initializers)
 
 
+def _check_weights(label: str, channels, kernel) -> None:
+    """Refuse, before they are made, int8 weights to the map's end past the weights ming holds on chip."""
+    size = math.prod(channels) * math.prod(kernel)
+    if size > MAX_WEIGHT_BYTES:
+        raise MingError(f"{label}: its one window position stops short of the map's end, and its window to the "
+                        f"map's end ({'x'.join(map(str, kernel))}) takes {size / 2 ** 20:,.1f} MiB of weights; ming "
+                        f"handles up to {MAX_WEIGHT_BYTES // 2 ** 20} MiB (all weights are held on chip); crop the "
+                        "map to the window before the layer")
+
+
 def _zero_points(dequantize: onnx.NodeProto, out_channels: int, initializers) -> np.ndarray:
     """The weights' zero point per output channel (0 without one)."""
     if len(dequantize.input) < 3 or not dequantize.input[2]:
@@ -83,6 +98,7 @@ def _widen(graph: onnx.GraphProto, conv: onnx.NodeProto, dequantize: onnx.NodePr
         taps[axis] = taps[axis] * dilations[axis]
         kernel[axis] = in_shape[2 + axis] + pads[axis] + pads[_SPATIAL + axis]
         strides[axis] = dilations[axis] = 1
+    _check_weights(f"node '{conv.name}' (Conv)", array.shape[:2], kernel)
     zero_points = _zero_points(dequantize, array.shape[0], initializers)
     widened = np.empty((*array.shape[:2], *kernel), array.dtype)
     widened[...] = zero_points.astype(array.dtype).reshape(-1, 1, 1, 1)

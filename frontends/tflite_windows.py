@@ -13,8 +13,13 @@ rows as a reduction over an axis it drops from the output, which no stream carri
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
+
+from ming_py.errors import MingError
+from ming_py.limits import MAX_WEIGHT_BYTES
 
 from .tflite_fold import int8_constant, op_name, store_constant, tensor_like, tensor_name
 
@@ -135,10 +140,16 @@ def _to_the_map_end(model: schema.ModelT, operator, filters: np.ndarray, axes: l
             options.strideH, options.dilationHFactor = 1, 1
         else:
             options.strideW, options.dilationWFactor = 1, 1
+    graph = model.subgraphs[0]
+    label = f"node '{tensor_name(graph.tensors[operator.outputs[0]])}' ({op_name(model, operator)})"
+    if math.prod(kernel) > MAX_WEIGHT_BYTES:
+        raise MingError(f"{label}: its one window position stops short of the map's end, and its window to the "
+                        f"map's end ({kernel[1]}x{kernel[2]}) takes {math.prod(kernel) / 2 ** 20:,.1f} MiB of "
+                        f"weights; ming handles up to {MAX_WEIGHT_BYTES // 2 ** 20} MiB (all weights are held on "
+                        "chip); crop the map to the window before the layer")
     options.padding = schema.Padding.VALID  # SAME padded nothing (`short_windows_to_the_map_end`)
     widened = np.zeros(kernel, np.int8)
     widened[np.ix_(*taps)] = filters
-    graph = model.subgraphs[0]
     name = f"{tensor_name(graph.tensors[operator.outputs[0]])}/to_the_map_end"
     whole = tensor_like(model, graph.tensors[operator.inputs[1]], name, [])
     store_constant(model, whole, widened)

@@ -13,7 +13,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from geometries import Case, Conv, check_case
+from ming_py.errors import MingError
 from ming_py.frontends.onnx_windows import whole_map_windows
+from ming_py.limits import MAX_WEIGHT_BYTES
 
 SINGLE_WINDOWS = {
     "tflite_3x3_stride_6_on_8x8_one_channel": Case("tflite", (1, 8, 8), (Conv(4, (3, 3), (6, 6)),)),
@@ -87,3 +89,14 @@ def test_the_onnx_window_to_the_map_end_computes_what_onnxruntime_computes(in_sh
     x = np.random.default_rng(1).standard_normal(in_shape).astype(np.float32) * 3
     expected, ours = _onnxruntime(model, x), _onnxruntime(rewritten, x)
     assert expected.shape == ours.shape and np.array_equal(expected, ours)
+
+
+@pytest.mark.unit
+def test_a_window_to_the_end_of_a_large_map_is_refused_before_its_weights_are_made():
+    model = _onnx_conv((1, 16, 2048, 2048), (3, 3), (4096, 4096), (1, 1), (0, 0, 0, 0), 0)
+    with pytest.raises(MingError) as error:
+        whole_map_windows(model)
+    assert str(error.value) == (
+        "node 'conv' (Conv): its one window position stops short of the map's end, and its window to the map's end "
+        f"(2048x2048) takes 256.0 MiB of weights; ming handles up to {MAX_WEIGHT_BYTES // 2 ** 20} MiB (all weights "
+        "are held on chip); crop the map to the window before the layer")
