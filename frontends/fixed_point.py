@@ -13,6 +13,8 @@ random values of every magnitude) in every channel.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from ming_py import numerics
@@ -52,14 +54,41 @@ def _per_channel(array: np.ndarray, channels: int) -> np.ndarray:
     return flat.reshape(1, -1) if flat.size == channels else flat[:1].reshape(1, 1)
 
 
+# Output channels whose requantization is proved at once: the proof evaluates the chain on (probes, channels)
+# int64 arrays, one per value its bodies compute (a few dozen alive at once), and `probes` has about 1,700
+# values, so a block of 512 channels keeps each array near 7 MB and the proof within a few hundred MB however
+# wide the layer (all its channels at once took 1.5 GB at 10,000 channels and exhausted the memory at 80,000).
+CHANNEL_BLOCK = 512
+
+
 def requant_of(chain, channel_dims: tuple[int, ...], channels: int, where: str) -> FixedPointRequant:
     """The epilogue the chain computes on the accumulator of a kernel with `channels` output channels
-    (indexed by its loop dims `channel_dims`)."""
+    (indexed by its loop dims `channel_dims`), proved CHANNEL_BLOCK channels at a time."""
     values = probes()
-    x = np.broadcast_to(values.reshape(-1, 1), (values.size, channels))
-    bias, multiplier, shift, zero_point, double_round, low, high = requant_parameters(chain.steps, x, where)
+    blocks = []
+    for start in range(0, channels, CHANNEL_BLOCK):
+        stop = min(start + CHANNEL_BLOCK, channels)
+        x = np.broadcast_to(values.reshape(-1, 1), (values.size, stop - start))
+        blocks.append(_proved_parameters(_channel_block(chain.steps, start, stop, channels), x, where))
+    bias, multiplier, shift = (np.concatenate([block[i] for block in blocks]) for i in range(3))
+    zero_point, low, high = blocks[0][3], blocks[0][5], blocks[0][6]
+    roundings = set.intersection(*(block[4] for block in blocks))
+    if any((block[3], block[5], block[6]) != (zero_point, low, high) for block in blocks) or not roundings:
+        raise MingError(f"{where}: the requantization's zero point, rounding or clamp differs between output "
+                        "channels; not supported")
     return FixedPointRequant(bias.astype(np.int32), multiplier.astype(np.int32), shift.astype(np.int32),
-                             zero_point, channel_dims, double_round, low, high)
+                             zero_point, channel_dims, max(roundings), low, high)
+
+
+def _channel_block(steps, start: int, stop: int, channels: int) -> list:
+    """The chain's steps restricted to output channels [start, stop): per-channel constants sliced, the
+    others as one value."""
+    def sliced(array: np.ndarray) -> np.ndarray:
+        flat = np.asarray(array).reshape(-1)
+        return flat[start:stop] if flat.size == channels else flat[:1]
+
+    return [replace(step, constants=tuple((index, sliced(array)) for index, array in step.constants))
+            for step in steps]
 
 
 def add_of(a, b, steps, where: str) -> FixedPointAdd:
@@ -78,6 +107,13 @@ def add_of(a, b, steps, where: str) -> FixedPointAdd:
 def requant_parameters(steps, x: np.ndarray, where: str):
     """(bias [C], multiplier [C], shift [C], zero point, double rounding, qmin, qmax) of a chain of int32
     steps (a bias addition), a RESCALE to int8 and int8 clamps, proved on the values `x` (probes, C)."""
+    bias, multiplier, shift, zero_point, roundings, low, high = _proved_parameters(steps, x, where)
+    return bias, multiplier, shift, zero_point, max(roundings), low, high
+
+
+def _proved_parameters(steps, x: np.ndarray, where: str):
+    """`requant_parameters` with the set of double-rounding choices that give the chain's values (never
+    empty)."""
     steps = list(steps)
     channels = x.shape[1]
     split = next((i for i, s in enumerate(steps) if s.dtype == "i8"), None)
@@ -91,11 +127,11 @@ def requant_parameters(steps, x: np.ndarray, where: str):
     clamp_low, clamp_high = _clamp_of(steps[split + 1:], channels, where)
     low, high = max(low, clamp_low), min(high, clamp_high)
     expected = run_steps(steps[split:], accumulated, channels)
-    for double_round in (True, False):
-        ours = numerics.fixed_point_requantize(accumulated, multiplier, shift, double_round, zero_point, low, high)
-        if np.array_equal(ours, expected):
-            return bias, multiplier, shift, zero_point, double_round, low, high
-    raise MingError(f"{where}: IREE's requantization differs from TFLite's fixed-point rule; not supported")
+    roundings = {double_round for double_round in (True, False) if np.array_equal(
+        numerics.fixed_point_requantize(accumulated, multiplier, shift, double_round, zero_point, low, high), expected)}
+    if not roundings:
+        raise MingError(f"{where}: IREE's requantization differs from TFLite's fixed-point rule; not supported")
+    return bias, multiplier, shift, zero_point, roundings, low, high
 
 
 def _rescale_parameters(step, values: np.ndarray, channels: int, indices: list | None = None):

@@ -23,6 +23,7 @@ nodes, and a Cast to the type its input already has between QuantizeLinear and D
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import onnx
@@ -30,6 +31,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from ming_py.errors import MingError
+from ming_py.limits import MAX_FOLDED_VALUES
 
 from .onnx_formats import element_types
 
@@ -43,10 +45,7 @@ SHAPE_OPS = frozenset({"Shape", "Cast", "Slice", "Concat", "Gather", "Unsqueeze"
 CONSTANT_OPS = SHAPE_OPS | {"Constant", "ConstantOfShape", "Reshape", "Range", "Expand", "Tile", "Equal", "Where",
                             "Neg", "Floor", "Ceil", "Min", "Max"}
 
-# The most values a folded constant may have: 2**24 (64 MiB as float32), twenty times the whole on-chip memory
-# of the KV260 (288 BRAM18K x 18,432 bits + 64 URAM x 294,912 bits = 24.2 Mbit, DESIGN.md), so no constant
-# the accelerator or its host tail can use comes near it; a subgraph that computes more is a model error.
-FOLD_LIMIT = 1 << 24
+FOLD_LIMIT = MAX_FOLDED_VALUES  # the most values of one folded constant (ming_py/limits.py says why)
 
 
 def constants_as_initializers(model: onnx.ModelProto) -> None:
@@ -172,7 +171,9 @@ def _fold_once(model: onnx.ModelProto) -> bool:
 
 
 def _fold(node: onnx.NodeProto, constants: dict[str, np.ndarray], opsets) -> np.ndarray:
-    """The node's constant output, refused by name where it would hold more than FOLD_LIMIT values."""
+    """The node's constant output, refused by name where it would hold more than FOLD_LIMIT values (counted
+    from its inputs' shapes before anything is computed)."""
+    _check_dimensions(node, constants)
     size = _folded_size(node, constants)
     if size is not None and size > FOLD_LIMIT:
         raise MingError(f"node '{node.name}' ({node.op_type}) computes a constant of {size:,} values, more than "
@@ -185,28 +186,65 @@ def _fold(node: onnx.NodeProto, constants: dict[str, np.ndarray], opsets) -> np.
     return value
 
 
+# the input of each op that is a shape or a count of repeats, whose entries must not be negative
+_DIMENSION_INPUTS = {"ConstantOfShape": 0, "Tile": 1, "Expand": 1}
+
+
+def _check_dimensions(node: onnx.NodeProto, constants: dict[str, np.ndarray]) -> None:
+    index = _DIMENSION_INPUTS.get(node.op_type)
+    if index is None or index >= len(node.input) or not node.input[index]:
+        return
+    dims = constants[node.input[index]].reshape(-1)
+    if dims.dtype.kind in "iu" and (dims < 0).any():
+        raise MingError(f"node '{node.name}' ({node.op_type}) gets the negative dimensions {dims.tolist()} from "
+                        f"'{node.input[index]}'; make them the model's static sizes (a shape computed for a "
+                        "dynamic batch or size must give batch 1)")
+
+
+# elementwise ops whose output has the broadcast shape of their inputs (numpy's rule, which ONNX follows)
+_BROADCAST_OPS = frozenset({"Add", "Sub", "Mul", "Div", "Equal", "Where", "Min", "Max"})
+
+
+def _count(shape) -> int:
+    return math.prod(int(d) for d in shape)
+
+
+def _broadcast_shape(shapes) -> list[int]:
+    rank = max((len(s) for s in shapes), default=0)
+    padded = [[1] * (rank - len(s)) + [int(d) for d in s] for s in shapes]
+    return [max(dims) for dims in zip(*padded)]  # an upper bound where the shapes do not broadcast
+
+
 def _folded_size(node: onnx.NodeProto, constants: dict[str, np.ndarray]) -> int | None:
-    """How many values the node's output has, from its inputs, for the ops whose output can be much larger
-    than their inputs (None for the others: their result is checked once computed)."""
+    """How many values the node's output has (or at most has), from its inputs' shapes and, for the ops that
+    take a shape or a count, the values of that input; None where the inputs are malformed (onnx's evaluator
+    then names the problem)."""
     values = [constants[name] if name else None for name in node.input]
+    shapes = [v.shape for v in values if v is not None]
     try:
+        if node.op_type in _BROADCAST_OPS:
+            return _count(_broadcast_shape(shapes))
         if node.op_type == "ConstantOfShape":
-            return int(np.prod([max(int(d), 0) for d in values[0].reshape(-1)], dtype=object))
+            return _count(values[0].reshape(-1)) if values else 1
         if node.op_type == "Tile":
-            return int(np.prod([int(d) for d in values[0].shape], dtype=object) *
-                       np.prod([max(int(r), 0) for r in values[1].reshape(-1)], dtype=object))
+            return values[0].size * _count(values[1].reshape(-1))
         if node.op_type == "Expand":
-            shape = [int(d) for d in values[1].reshape(-1)]
-            rank = max(len(shape), values[0].ndim)
-            padded = [1] * (rank - values[0].ndim) + list(values[0].shape)
-            wanted = [1] * (rank - len(shape)) + shape
-            return int(np.prod([max(a, b) for a, b in zip(padded, wanted)], dtype=object))
+            return _count(_broadcast_shape([values[0].shape, [int(d) for d in values[1].reshape(-1)]]))
         if node.op_type == "Range":
             start, limit, delta = (float(v.reshape(())) for v in values[:3])
             return max(int(np.ceil((limit - start) / delta)), 0) if delta else None
-    except (TypeError, ValueError, IndexError, OverflowError):  # malformed: onnx's evaluator names the problem
+        if node.op_type == "Concat":
+            return sum(_count(s) for s in shapes)
+        if node.op_type == "Gather":  # the data's other axes for each index: at most data x indices
+            return values[0].size * max(values[1].size, 1)
+        if node.op_type == "Shape":
+            return len(shapes[0])
+        if node.op_type == "Constant":  # its value is already in the model
+            return None
+        # the others (casts, reshapes, slices, reductions, unary maps) give at most their largest input
+        return max((_count(s) for s in shapes), default=1)
+    except (TypeError, ValueError, IndexError, OverflowError, AttributeError):
         return None
-    return None
 
 
 def _evaluate(node: onnx.NodeProto, constants: dict[str, np.ndarray], opsets) -> np.ndarray:

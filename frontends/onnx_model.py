@@ -35,6 +35,7 @@ from .onnx_geometry import check_pads, prepare_resizes
 from .onnx_tail import check_float_postprocessing, split_host_tails, with_host_tails
 from .ort_kernels import float_averages, float_conv_notes, qlinear_kernels
 from .onnx_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables
+from .onnx_windows import whole_map_windows
 
 SUPPORTED_OPS = frozenset({
     "Conv", "Gemm", "MatMul", "MaxPool", "AveragePool", "GlobalAveragePool", "Relu", "Clip",
@@ -387,6 +388,7 @@ def import_onnx(path: str | Path, name: str | None = None) -> Graph:
     check_float_postprocessing(model, path)
     check_supported(model)
     rewrite_converter_idioms(model)
+    whole_map_windows(model)
     tails = split_host_tails(model, path)
     inputs = [ModelPort(v.name, _shape(v), integer_dtype=types.input_dtype(v.name)) for v in model_inputs(model.graph)]
     outputs = [ModelPort(v.name, _shape(v), integer_dtype=types.output_dtype(v.name)) for v in model.graph.output]

@@ -40,7 +40,7 @@ from . import iree_compile, isolated
 from .facts import FrontendFacts, ModelPort
 from .lift import Lifter
 from .tflite_grouped import one_channel_groups_as_whole_convs
-from .tflite_windows import unit_axis_windows_as_one_tap
+from .tflite_windows import short_windows_to_the_map_end, unit_axis_windows_as_one_tap
 from .tflite_boundary import split_host_boundary, with_host_boundary
 from .tflite_fold import RESIZE_OPS, SHAPE_OPS, fold_shape_arithmetic, op_name, resizes_as_repeats, tensor_name
 from .tflite_tables import CONSTANT_OPERAND_OPS, TABLE_OPS, node_tables, with_stand_ins
@@ -364,6 +364,7 @@ def import_tflite(path: str | Path, name: str | None = None) -> Graph:
     resizes = resizes_as_repeats(model)
     transpose_convs_as_phases(model)
     unit_axis_windows_as_one_tap(model)
+    short_windows_to_the_map_end(model)
     one_channel_groups_as_whole_convs(model)
     boundary = split_host_boundary(model)
     graph = model.subgraphs[0]

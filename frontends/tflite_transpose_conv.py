@@ -14,10 +14,13 @@ that is not s times the phase grid, a window that would need cropping.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
 from ming_py.errors import MingError
+from ming_py.limits import MAX_WEIGHT_BYTES
 
 from .tflite_fold import (constant, int32_constant, new_operator, op_name, store_constant, tensor_like,
                           tensor_name)
@@ -74,6 +77,7 @@ def _as_phases(model: schema.ModelT, operator) -> list:
     geometry = [_axis(size, out_size, kernel, stride, options.padding, label)
                 for size, out_size, kernel in ((height, out_h, kernel_h), (width, out_w, kernel_w))]
     (low_h, taps_h, high_h), (low_w, taps_w, high_w) = geometry
+    _check_phase_weights(label, stride, (out_channels, taps_h.shape[1], taps_w.shape[1], in_channels))
     phase_weights = np.zeros((stride, stride, out_channels, taps_h.shape[1], taps_w.shape[1], in_channels), np.int8)
     for ry in range(stride):
         for rx in range(stride):
@@ -111,6 +115,16 @@ def _as_phases(model: schema.ModelT, operator) -> list:
     return [new_operator(model, "PAD", [operator.inputs[2], pads], padded, schema.PadOptionsT()),
             new_operator(model, "CONV_2D", [padded, new_weights, new_bias], phases, conv_options, version=3),
             new_operator(model, "DEPTH_TO_SPACE", [phases], operator.outputs[0], depth_options)]
+
+
+def _check_phase_weights(label: str, stride: int, phase_shape: tuple[int, int, int, int]) -> None:
+    """Refuse, before they are made, phase weights (stride x stride copies of an [O, H, W, I] window) past the
+    weights ming holds on chip."""
+    size = stride * stride * math.prod(phase_shape)
+    if size > MAX_WEIGHT_BYTES:
+        raise MingError(f"{label}: as a convolution of its {stride}x{stride} phases its weights take "
+                        f"{size / 2 ** 20:,.1f} MiB; ming handles up to {MAX_WEIGHT_BYTES // 2 ** 20} MiB (all weights "
+                        "are held on chip); use a smaller stride (an upsampling before the convolution)")
 
 
 def _axis(size: int, out_size: int, kernel: int, stride: int, padding: int, label: str):

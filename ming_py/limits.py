@@ -55,6 +55,11 @@ MAX_MAP_VALUES = 16_777_216  # 2**24: e.g. 16 x 1024 x 1024
 MAX_WEIGHT_BYTES = 64 * 2 ** 20  # more than any supported board holds on chip (U250: 455 Mbit)
 MAX_NODES = 400
 MAX_FIFO_BITS = 2 ** 30  # twice the on-chip memory of the largest supported board
+# The most values one constant the ONNX frontend folds (shape arithmetic, anchor grids) may have, counted from
+# its inputs' shapes before it is computed: 2**24 (64 MiB as float32), twenty times the whole on-chip memory of
+# the KV260 (288 BRAM18K x 18,432 bits + 64 URAM x 294,912 bits = 24.2 Mbit, DESIGN.md), so no constant the
+# accelerator or its host tail can use comes near it; a subgraph that computes more is a model error.
+MAX_FOLDED_VALUES = 1 << 24
 WHY_TOKENS = "the simulator and FIFO sizing walk every token"
 
 
