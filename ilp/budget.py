@@ -142,6 +142,9 @@ def _left_to_a_design(board: Board, resource: str) -> str:
             f"{reserved:,} its platform keeps)")
 
 
+# A budget's digits: no board has 10**15 of anything; longer figures are refused before int() meets Python's
+# 4,300-digit conversion limit
+MAX_BUDGET_DIGITS = 15
 _COUNT = re.compile(r"[+-]?[0-9]+")
 _SHARE = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))%")
 
@@ -151,6 +154,10 @@ def _parse(spec: str | int, option: str) -> tuple[Fraction, bool]:
     if isinstance(spec, int) and not isinstance(spec, bool):
         return Fraction(spec), False
     text = str(spec).strip()
+    digits = sum(character.isdigit() for character in text)
+    if digits > MAX_BUDGET_DIGITS:
+        raise MingError(f"{option}: a figure of {digits:,} digits; give a whole count (300) or a share of the board "
+                        "(20%)")
     if _COUNT.fullmatch(text):
         return Fraction(int(text)), False
     share = _SHARE.fullmatch(text)
@@ -159,5 +166,9 @@ def _parse(spec: str | int, option: str) -> tuple[Fraction, bool]:
     raise MingError(f"{option}: give a whole count (300) or a share of the board (20%)")
 
 
+SHOWN_CHARS = 40  # of a figure quoted in an error: enough to recognise it, short enough for one line
+
+
 def _shown(spec: str | int) -> str:
-    return str(spec).strip() or "''"
+    text = str(spec).strip() or "''"
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}..."

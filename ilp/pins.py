@@ -19,7 +19,7 @@ from pathlib import Path
 from ming_py.dataflow import StreamGraph, divisors
 from ming_py.epilogues import rule_of
 from ming_py.errors import MingError
-from ming_py.json_files import json_document
+from ming_py.json_files import check_digits, json_document
 from ming_py.kernel import kernel_spec
 from ming_py.kinds import kind_of, trip_counts
 from ming_py.storage import WEIGHT_MEMORIES, plan_arrays
@@ -104,6 +104,10 @@ def check_value(key: str, value: object, where: str) -> int | str:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if where == "--set" and isinstance(value, str) and _INTEGER.fullmatch(value):
+        try:
+            check_digits(value)
+        except ValueError as exc:
+            raise MingError(f"--set {key}: {exc}; give a whole number such as 8") from None
         return int(value)
     shown = value if where == "--set" else _as_json(value)
     raise MingError(f"{where}: {key}={shown} is not an integer; give a whole number such as 8")
@@ -184,7 +188,12 @@ def _load_yaml(text: str) -> object:
             return _Mapping([(self.construct_object(k, deep=True), self.construct_object(v, deep=True))
                              for k, v in node.value])
 
+        def construct_yaml_int(self, node):
+            check_digits(node.value)  # before int() meets Python's 4,300-digit limit
+            return super().construct_yaml_int(node)
+
     KeepPairs.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, KeepPairs.construct_mapping)
+    KeepPairs.add_constructor("tag:yaml.org,2002:int", KeepPairs.construct_yaml_int)
     return yaml.load(text, Loader=KeepPairs)
 
 

@@ -87,6 +87,9 @@ MAX_JSON_DEPTH = 64
 # The largest JSON file read whole: accelerator.json with a model's float tables is tens of KB, report.json of a
 # large design a few MB.
 MAX_JSON_BYTES = 64 * 2**20
+# The most digits of a whole number in a JSON file read: ming's own are at most 20 (64 bits); Python refuses to
+# convert more than 4,300 with advice for programmers, so a longer one is refused here in the reader's words.
+MAX_JSON_INT_DIGITS = 1000
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _JSON_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _JSON_SCAN_CHUNK = 1 << 20  # brackets counted at once: a few MB of numpy temporaries whatever the file's size
@@ -267,8 +270,22 @@ def json_document(text: str, allow_nan: bool = True, object_pairs_hook=None) -> 
     def no_constant(name: str):
         raise ValueError(f"{name} is not a number JSON allows")
 
-    return json.loads(text, object_pairs_hook=object_pairs_hook, **({} if allow_nan else
-                                                                       {"parse_constant": no_constant}))
+    return json.loads(text, object_pairs_hook=object_pairs_hook, parse_int=bounded_int,
+                      **({} if allow_nan else {"parse_constant": no_constant}))
+
+
+def bounded_int(digits: str) -> int:
+    """A whole number of a JSON file, refused (ValueError) above MAX_JSON_INT_DIGITS digits."""
+    check_digits(digits)
+    return int(digits)
+
+
+def check_digits(number: str) -> None:
+    """ValueError for a number written with more than MAX_JSON_INT_DIGITS digits (a JSON or YAML scalar)."""
+    count = sum(character.isdigit() for character in number)
+    if count > MAX_JSON_INT_DIGITS:
+        raise ValueError(f"a number of {count:,} digits, more than the {MAX_JSON_INT_DIGITS:,} of any value ming "
+                         "reads")
 
 
 def read_metadata(deploy_dir: Path) -> dict:
