@@ -142,7 +142,7 @@ def _left_to_a_design(board: Board, resource: str) -> str:
             f"{reserved:,} its platform keeps)")
 
 
-# A budget's digits: no board has 10**15 of anything; longer figures are refused before int() meets Python's
+# A budget's digits before any decimal point: no board has 10**15 of anything; longer figures are refused before int() meets Python's
 # 4,300-digit conversion limit
 MAX_BUDGET_DIGITS = 15
 _COUNT = re.compile(r"[+-]?[0-9]+")
@@ -154,7 +154,7 @@ def _parse(spec: str | int, option: str) -> tuple[Fraction, bool]:
     if isinstance(spec, int) and not isinstance(spec, bool):
         return Fraction(spec), False
     text = str(spec).strip()
-    digits = sum(character.isdigit() for character in text)
+    digits = sum(character.isdigit() for character in text.partition(".")[0])
     if digits > MAX_BUDGET_DIGITS:
         raise MingError(f"{option}: a figure of {digits:,} digits; give a whole count (300) or a share of the board "
                         "(20%)")

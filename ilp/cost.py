@@ -146,7 +146,7 @@ def _check_finite(p: Process, totals: dict[str, float]) -> None:
     """The calibrated amounts are numbers ming can round (a factor's product may not be)."""
     for resource, total in totals.items():
         if not math.isfinite(total):
-            raise MingError(f"process {p.name}: its calibrated {resource} is {total:g}, not a number; check the "
+            raise MingError(f"process {p.name}: its calibrated {resource} is not finite ({total:g}); check the "
                             "calibration file's factors (ming compare --write-calibration writes them)")
 
 

@@ -81,23 +81,22 @@ def run_sweep(model: str | Path, options, lists: dict[str, str | None], out_dir:
     """The sweep's rows; sweep.csv, sweep.json and sweep.png written as the directory `out_dir` (checked, and
     locked, before the import; `inputs`: the settings files, which it must not hold either). `targets`: the
     checked lists {"fps": [...], "latency_us": [...]} (`options.target_list`), [None] for no target."""
-    check_point_count(lists, targets or NO_TARGETS)
+    points = sweep_points(lists, targets or NO_TARGETS)
     out = check_output(out_dir, [model, *inputs])
     with output_lock(out):
-        rows, files = _sweep(model, options, lists, progress, targets or NO_TARGETS)
+        rows, files = _sweep(model, options, lists, points, progress, targets or NO_TARGETS)
         replace_tree(files, out)
     progress.note(f"wrote sweep.csv, sweep.json and sweep.png to {out}")
     return rows
 
 
-def _sweep(model: str | Path, options, lists: dict[str, str | None], progress: Progress,
+def _sweep(model: str | Path, options, lists: dict[str, str | None], points: list[tuple], progress: Progress,
            targets: dict[str, list[float | None]] = NO_TARGETS) -> tuple[list[dict], dict[str, str | bytes]]:
     from ming_py.pipeline import lift  # the frontends load IREE: only once a model is to be imported
 
     board = target_board(options)
     with progress.step(f"importing {Path(model).name} through IREE"):
         graph = lift(model, options.name)
-    points = sweep_points(lists, targets)
     table = Table(progress, lists, targets, len(points))
     rows = []
     for limits, fps, latency_us in points:

@@ -53,7 +53,12 @@ def test_a_calibration_file_with_a_long_number_names_the_file(tmp_path):
     assert message.startswith(f"{path}: ") and "a number of 5,000 digits" in message
 
 
-@pytest.mark.parametrize("figure", [LONG, f"{LONG}%", f"1.{LONG}%"])
+@pytest.mark.parametrize("figure", [LONG, f"{LONG}%", f"{LONG}.5%"])
 def test_a_budget_of_thousands_of_digits_is_quoted_short(figure):
     message = _refused(lambda: Budget.of(load_board("kv260"), {"dsp": figure}))
-    assert "a figure of 5,00" in message and len(message) < 200
+    assert "a figure of 5,000 digits" in message and len(message) < 200
+
+
+def test_a_share_written_with_many_decimals_is_a_share():
+    board = load_board("kv260")
+    assert Budget.of(board, {"dsp": f"20.{'0' * 40}%"}) == Budget.of(board, {"dsp": "20%"})
