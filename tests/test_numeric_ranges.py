@@ -60,7 +60,7 @@ def test_a_calibrated_amount_that_overflows_is_refused_naming_the_process():
     graph = chain()
     calibration = Calibration(factors=(("lut", (("process", 1e308),)),), path=Path("c.json"), digest="")
     choice = Choice((("oc", 1), ("ic", 1)), (1,), (1,))
-    with pytest.raises(MingError, match="^process pw: its calibrated lut is not finite \(inf\); check the calibration"):
+    with pytest.raises(MingError, match=r"^process pw: its calibrated lut is not finite \(inf\); check the calibration"):
         process_cost(graph, graph.process("pw"), choice, calibration)
 
 
