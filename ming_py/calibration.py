@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MingError
-from .json_files import json_document
+from .json_files import json_document, read_regular
 
 FORMAT = "ming-calibration/1"
 RESOURCES = ("dsp", "lut", "ff", "bram18k", "uram")
@@ -72,22 +72,16 @@ def load_calibration(path: str | Path) -> Calibration:
 
 
 def _read_regular(path: Path, follow: bool = True) -> bytes:
-    """The bytes of a regular file (a FIFO or a device is refused before anything is read from it)."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    """The bytes of a regular file of at most MAX_BYTES (a FIFO or a device is refused before anything is read
+    from it: `json_files.read_regular`, the reader of every JSON file ming reads)."""
     try:
-        fd = os.open(path, flags)
+        return read_regular(path, MAX_BYTES, follow_symlinks=follow)
     except FileNotFoundError:
         raise MingError(f"{path}: no such calibration file") from None
     except OSError as exc:
-        raise MingError(f"{path}: cannot read the calibration file ({exc.strerror})") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise MingError(f"{path}: not a regular file, so not a ming calibration file")
-    with os.fdopen(fd, "rb") as file:
-        data = file.read(MAX_BYTES + 1)
-    if len(data) > MAX_BYTES:
-        raise MingError(f"{path}: over {MAX_BYTES} bytes, not a ming calibration file")
-    return data
+        raise MingError(f"{path}: cannot read the calibration file ({exc.strerror or exc})") from None
+    except ValueError as exc:
+        raise MingError(f"{path}: {exc}, so not a ming calibration file") from None
 
 
 def _parse(data: bytes, path: Path) -> dict:

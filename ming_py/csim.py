@@ -333,10 +333,14 @@ def port_conflict_from(stderr: str, out_dir: Path) -> PortConflict | None:
 def process_name(out_dir: Path, cpp_name: str) -> str:
     """The model's name of the process whose C++ function is `cpp_name` (report.json's nodes)."""
     try:
-        nodes = read_json(out_dir / "report.json").get("nodes", [])
-    except (OSError, ValueError, AttributeError):
+        report = read_json(out_dir / "report.json")
+    except (OSError, ValueError):
         return cpp_name
-    return next((n["name"] for n in nodes if isinstance(n, dict) and n.get("cpp_name") == cpp_name), cpp_name)
+    nodes = report.get("nodes") if isinstance(report, dict) else None
+    if not isinstance(nodes, list):
+        return cpp_name
+    return next((n["name"] for n in nodes if isinstance(n, dict) and n.get("cpp_name") == cpp_name
+                 and isinstance(n.get("name"), str)), cpp_name)
 
 
 def resource_name(out_dir: Path, reported: str) -> str:

@@ -10,6 +10,8 @@ reader turns into its MingError naming the file. The implementation is the deplo
 
 from __future__ import annotations
 
-from .runtime.ming_driver import MAX_JSON_BYTES, MAX_JSON_DEPTH, MAX_JSON_INT_DIGITS, check_digits, json_document, read_json
+from .runtime.ming_driver import MAX_JSON_BYTES, MAX_JSON_DEPTH, MAX_JSON_INT_DIGITS, check_digits, json_document, \
+    read_json, read_regular
 
-__all__ = ["MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MAX_JSON_INT_DIGITS", "check_digits", "json_document", "read_json"]
+__all__ = ["MAX_JSON_BYTES", "MAX_JSON_DEPTH", "MAX_JSON_INT_DIGITS", "check_digits", "json_document", "read_json",
+           "read_regular"]

@@ -90,7 +90,9 @@ MAX_JSON_BYTES = 64 * 2**20
 # The most digits of a whole number in a JSON file read: ming's own are at most 20 (64 bits); Python refuses to
 # convert more than 4,300 with advice for programmers, so a longer one is refused here in the reader's words.
 MAX_JSON_INT_DIGITS = 1000
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+# A string runs to its closing quote or, unterminated, to the end of the text (the parser then refuses it): every
+# quote starts a match that cannot fail, so the scan is linear whatever the escapes.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _JSON_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _JSON_SCAN_CHUNK = 1 << 20  # brackets counted at once: a few MB of numpy temporaries whatever the file's size
 
@@ -238,20 +240,28 @@ def _outputs_of_images(words: np.ndarray, port: Port) -> np.ndarray:
     return ming_host.model_output_of_images(q, port).reshape((len(maps),) + port.image_shape)
 
 
-def read_json(path, max_bytes: int = MAX_JSON_BYTES, allow_nan: bool = True, object_pairs_hook=None,
-              follow_symlinks: bool = True) -> object:
-    """The JSON document in the regular file `path`, read whole up to `max_bytes`. OSError when it cannot be
-    read; ValueError (one line) when it is no regular file, larger, not UTF-8 or not JSON (`json_document`)."""
+def read_json(path, max_bytes: int = MAX_JSON_BYTES, follow_symlinks: bool = True) -> object:
+    """The JSON document in the regular file `path`, read whole up to `max_bytes` (`read_regular`). OSError when it
+    cannot be read; ValueError (one line) when it is no regular file, larger, not UTF-8 or not JSON
+    (`json_document`)."""
+    return json_document(read_regular(path, max_bytes, follow_symlinks).decode("utf-8"))
+
+
+def read_regular(path, max_bytes: int, follow_symlinks: bool = True) -> bytes:
+    """The bytes of the regular file `path`, at most `max_bytes`; opened without blocking, so a FIFO or a device is
+    refused before anything is read from it. OSError when it cannot be opened; ValueError (one line) when it is no
+    regular file or larger."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | \
         (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
     fd = os.open(path, flags)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # checked before fdopen, which refuses a directory in its own words
+        os.close(fd)
+        raise ValueError("not a regular file")
     with os.fdopen(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("not a regular file")
         data = file.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise ValueError(f"larger than {max_bytes:,} bytes")
-    return json_document(data.decode("utf-8"), allow_nan, object_pairs_hook)
+    return data
 
 
 def json_document(text: str, allow_nan: bool = True, object_pairs_hook=None) -> object:
@@ -808,8 +818,8 @@ class CsimBackend:
     def __init__(self, accelerator: Accelerator):
         self.input_words, self.record_words = accelerator.input.words, accelerator.record_words
         self.csim = accelerator.meta["csim"]
-        self.binary = compile_csim(accelerator.deploy_dir, self.csim)
-        self.inputs = csim_inputs(accelerator.deploy_dir, self.csim)  # what every run checks the stamp against
+        # the binary, and its inputs' sha256: what every run checks the stamp against
+        self.binary, self.inputs = compile_csim(accelerator.deploy_dir, self.csim)
         self.images = 0
         self.environment = None  # the testbench's weights.bin, where weights are in URAM
         if weight_words(accelerator) is not None:
@@ -839,7 +849,7 @@ class CsimBackend:
                 self.words_out[:] = words
 
     def _simulate(self, args: list) -> None:
-        """Runs the very file that was verified against its stamp (through its descriptor where /proc is)."""
+        """Runs the very bytes that were verified against the stamp (`open_stamped`)."""
         fd = open_stamped(self.binary, self.inputs)
         if fd is None:
             raise DeployError(f"{self.binary} or its sources changed since it was compiled (they differ from its "
@@ -962,11 +972,12 @@ def s2mm_words(beats: np.ndarray, length: int) -> np.ndarray:
     return beats["data"]
 
 
-def compile_csim(deploy_dir: Path, csim: dict) -> Path:
-    """The C-simulation binary named in the metadata, compiled unless it matches its stamp (`stamp_path`): the
-    sha256 of the binary this driver compiled and of what it compiled it from. A binary without a stamp, one
-    that differs from it (replaced, truncated) and one whose sources, headers, flags or $CXX changed is
-    compiled anew; nothing else is ever run."""
+def compile_csim(deploy_dir: Path, csim: dict) -> tuple[Path, str]:
+    """(the C-simulation binary named in the metadata, its inputs' sha256 `csim_inputs`), the binary compiled
+    unless it matches its stamp (`stamp_path`): the sha256 of the binary this driver compiled and of what it
+    compiled it from. A binary without a stamp, one that differs from it (stale, truncated, swapped) and one whose
+    sources, headers, flags or $CXX changed is compiled anew. The stamp guards against a binary that no longer
+    matches its sources, not against someone who can write the deploy folder: they can edit this driver too."""
     deploy_dir = Path(deploy_dir)
     problem = csim_problem(csim, deploy_dir)
     if problem:
@@ -977,21 +988,19 @@ def compile_csim(deploy_dir: Path, csim: dict) -> Path:
         raise DeployError(f"the C-simulation needs {deploy_dir / missing[0]}: copy the whole build directory, not "
                           "deploy/ alone")
     inputs = csim_inputs(deploy_dir, csim)
-    fd = open_stamped(binary, inputs)
-    if fd is not None:
-        os.close(fd)
-        return binary
-    stamp_path(binary).unlink(missing_ok=True)  # no stamp while the binary changes
+    if stamped_bytes(binary, inputs) is not None:
+        return binary, inputs
+    _remove_stamp(binary)  # no stamp while the binary changes
     compile_program([deploy_dir / s for s in csim["sources"]], [deploy_dir / d for d in csim["include"]],
                     CSIM_FLAGS, binary)
     fd = _open_regular(binary)
     if fd is None:
         raise DeployError(f"{binary} is not a regular file after compiling it; remove it and run again")
     try:
-        _write_stamp(binary, _sha256(fd), inputs)
+        _write_stamp(binary, hashlib.sha256(_read_all(fd)).hexdigest(), inputs)
     finally:
         os.close(fd)
-    return binary
+    return binary, inputs
 
 
 STAMP_SUFFIX = ".sha256"
@@ -1002,9 +1011,18 @@ def stamp_path(binary: Path) -> Path:
     return binary.with_name(binary.name + STAMP_SUFFIX)
 
 
+def _remove_stamp(binary: Path) -> None:
+    stamp = stamp_path(binary)
+    try:
+        stamp.unlink(missing_ok=True)
+    except OSError as exc:
+        raise DeployError(f"cannot remove the stale stamp {stamp} ({exc.strerror or exc}): remove it yourself, or "
+                          "copy the build to a directory you can write in") from None
+
+
 def csim_inputs(deploy_dir: Path, csim: dict) -> str:
     """The sha256 of what the C-simulation is compiled from: $CXX, the flags, every source and every header of
-    its include directories (names and contents)."""
+    its include directories (names and contents; one that is no regular file counts as unreadable)."""
     deploy_dir = Path(deploy_dir)
     digest = hashlib.sha256()
     for part in (os.environ.get("CXX", "g++"), *CSIM_FLAGS, *csim["include"]):
@@ -1012,16 +1030,21 @@ def csim_inputs(deploy_dir: Path, csim: dict) -> str:
     files = [deploy_dir / s for s in csim["sources"]]
     files += [h for d in csim["include"] for h in sorted((deploy_dir / d).glob("*.h"))]
     for path in files:
+        fd = _open_regular(path, follow_symlinks=True)
         try:
-            digest.update(str(path.relative_to(deploy_dir)).encode() + b"\0" + path.read_bytes() + b"\0")
+            content = b"unreadable" if fd is None else _read_all(fd)
+            digest.update(str(path.relative_to(deploy_dir)).encode() + b"\0" + content + b"\0")
         except (OSError, ValueError):
             digest.update(b"unreadable\0")
+        finally:
+            if fd is not None:
+                os.close(fd)
     return digest.hexdigest()
 
 
-def open_stamped(binary: Path, inputs: str) -> int | None:
-    """A read-only descriptor of `binary` when it is a regular file (not through a symbolic link) whose sha256
-    and inputs (`csim_inputs`) are those its stamp records; None otherwise."""
+def stamped_bytes(binary: Path, inputs: str) -> bytes | None:
+    """The bytes of `binary`, read once, when it is a regular file (not through a symbolic link) whose sha256 and
+    inputs (`csim_inputs`) are those its stamp records; None otherwise."""
     try:
         stamp = stamp_path(binary).read_text(encoding="ascii").split()
     except (OSError, UnicodeDecodeError):
@@ -1029,15 +1052,54 @@ def open_stamped(binary: Path, inputs: str) -> int | None:
     fd = _open_regular(binary)
     if fd is None:
         return None
-    if len(stamp) == 2 and secrets.compare_digest(stamp[1], inputs) and secrets.compare_digest(stamp[0], _sha256(fd)):
-        return fd
-    os.close(fd)
+    try:
+        content = _read_all(fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    digest = hashlib.sha256(content).hexdigest()
+    if len(stamp) == 2 and secrets.compare_digest(stamp[1], inputs) and secrets.compare_digest(stamp[0], digest):
+        return content
     return None
 
 
-def _open_regular(path: Path) -> int | None:
+def open_stamped(binary: Path, inputs: str) -> int | None:
+    """A read-only descriptor to execute (as /proc/self/fd/N) holding exactly the bytes of `binary` that matched
+    its stamp (`stamped_bytes`): a sealed in-memory copy, which no later change of the file reaches; None when
+    the binary does not match. Where memfd_create or /proc is missing, the binary's own descriptor (opened after
+    the check)."""
+    content = stamped_bytes(binary, inputs)
+    if content is None:
+        return None
+    if not hasattr(os, "memfd_create") or not os.path.isdir("/proc/self/fd"):
+        return _open_regular(binary)
+    return _sealed_copy(content, binary.name)
+
+
+def _sealed_copy(content: bytes, name: str) -> int:
+    """A read-only descriptor of a new in-memory file holding `content`, sealed against any change."""
+    import fcntl
+
+    writable = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        view = memoryview(content)
+        while view:
+            view = view[os.write(writable, view):]
+        fcntl.fcntl(writable, fcntl.F_ADD_SEALS,
+                    fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE | fcntl.F_SEAL_SEAL)
+        # executed through a read-only descriptor: one open for writing would make exec fail (ETXTBSY)
+        return os.open(f"/proc/self/fd/{writable}", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(writable)
+
+
+def _open_regular(path: Path, follow_symlinks: bool = False) -> int | None:
+    """A read-only descriptor of `path` when it is a regular file (opened without blocking: a FIFO is refused, not
+    waited on), else None."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
     except OSError:
         return None
     if stat.S_ISREG(os.fstat(fd).st_mode):
@@ -1046,20 +1108,22 @@ def _open_regular(path: Path) -> int | None:
     return None
 
 
-def _sha256(fd: int) -> str:
-    digest, offset = hashlib.sha256(), 0
+def _read_all(fd: int) -> bytes:
+    chunks, offset = [], 0
     while chunk := os.pread(fd, 1 << 20, offset):
-        digest.update(chunk)
+        chunks.append(chunk)
         offset += len(chunk)
-    return digest.hexdigest()
+    return b"".join(chunks)
 
 
 def _write_stamp(binary: Path, binary_digest: str, inputs: str) -> None:
-    """The stamp, written atomically (a reader finds none or the whole one)."""
+    """The stamp, written atomically (a reader finds none or the whole one) through a staging file created anew
+    (O_EXCL), so a file planted at its name is replaced, never written through."""
     stamp = stamp_path(binary)
     staging = stamp.with_name(f".{stamp.name}.{os.getpid()}")
     try:
-        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        staging.unlink(missing_ok=True)
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         with os.fdopen(fd, "w", encoding="ascii") as file:
             file.write(f"{binary_digest} {inputs}\n")
         staging.replace(stamp)

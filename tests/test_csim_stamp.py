@@ -126,3 +126,57 @@ def test_a_binary_replaced_after_it_was_verified_is_not_run(out, tmp_path):
     with pytest.raises(ming_driver.DeployError, match="changed since it was compiled"):
         accelerator.run(np.zeros((1, 3, 16, 16), np.float32))
     assert not ran.exists()
+
+
+def test_the_bytes_verified_are_the_bytes_run_even_if_the_file_changes_in_place(out, tmp_path, monkeypatch):
+    """The binary rewritten in place (same inode) between its check and its exec: what runs is the sealed copy of
+    the bytes that matched the stamp, never the new content."""
+    accelerator = ming_driver.Accelerator(out / "deploy", "csim")
+    ran = tmp_path / "script-was-run"
+    run = subprocess.run
+
+    def rewrite_then_run(*args, **kwargs):
+        with open(out / BINARY, "r+b") as binary:
+            binary.write(f"#!/bin/sh\ntouch '{ran}'\n".encode())
+            binary.truncate()
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(ming_driver.subprocess, "run", rewrite_then_run)
+    outputs = accelerator.run(np.zeros((1, 3, 16, 16), np.float32))
+    assert not ran.exists() and outputs
+
+
+def test_the_descriptor_run_is_a_sealed_copy(out):
+    binary = out / BINARY
+    fd = ming_driver.open_stamped(binary, ming_driver.csim_inputs(out / "deploy", ming_driver.read_metadata(
+        out / "deploy")["csim"]))
+    try:
+        assert os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:")
+        assert os.pread(fd, 1 << 30, 0) == binary.read_bytes()
+        writable = os.open(f"/proc/self/fd/{fd}", os.O_WRONLY)
+        try:
+            with pytest.raises(PermissionError):
+                os.write(writable, b"changed")
+        finally:
+            os.close(writable)
+    finally:
+        os.close(fd)
+
+
+def test_a_stamp_that_cannot_be_removed_is_one_line(out, tmp_path, no_compiler):
+    env, _ = no_compiler
+    stamp = ming_driver.stamp_path(out / BINARY)
+    stamp.unlink()
+    stamp.mkdir()
+    result = run_py(out, tmp_path / "x.npy", tmp_path / "y.npy", env=env)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip() == (f"error: cannot remove the stale stamp {stamp} (Is a directory): remove it "
+                                     "yourself, or copy the build to a directory you can write in")
+
+
+def test_the_inputs_are_hashed_once_per_accelerator(out, monkeypatch):
+    calls = []
+    hash_inputs = ming_driver.csim_inputs
+    monkeypatch.setattr(ming_driver, "csim_inputs", lambda *args: calls.append(args) or hash_inputs(*args))
+    ming_driver.Accelerator(out / "deploy", "csim")
+    assert len(calls) == 1

@@ -266,7 +266,7 @@ class Channel:
 class DMA:
     def __init__(self, deploy, drop_tlast):
         meta = json.loads((deploy / "accelerator.json").read_text())
-        self.binary, self.drop_tlast = compile_csim(deploy, meta["csim"]), drop_tlast
+        self.binary, self.drop_tlast = compile_csim(deploy, meta["csim"])[0], drop_tlast
         self.recvchannel, self.sendchannel = Channel(), RunningChannel(self)
 
 class RunningChannel(Channel):
