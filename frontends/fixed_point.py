@@ -73,11 +73,25 @@ def requant_of(chain, channel_dims: tuple[int, ...], channels: int, where: str) 
     bias, multiplier, shift = (np.concatenate([block[i] for block in blocks]) for i in range(3))
     zero_point, low, high = blocks[0][3], blocks[0][5], blocks[0][6]
     roundings = set.intersection(*(block[4] for block in blocks))
-    if any((block[3], block[5], block[6]) != (zero_point, low, high) for block in blocks) or not roundings:
-        raise MingError(f"{where}: the requantization's zero point, rounding or clamp differs between output "
-                        "channels; not supported")
+    _check_shared(blocks, roundings, where)
     return FixedPointRequant(bias.astype(np.int32), multiplier.astype(np.int32), shift.astype(np.int32),
                              zero_point, channel_dims, max(roundings), low, high)
+
+
+def _check_shared(blocks, roundings: set, where: str) -> None:
+    """Refuse, naming them, the parameters a requantization applies to every channel that differ between
+    blocks of channels (`_proved_parameters` tuples): the output zero point, the clamp and the rounding."""
+    first = blocks[0]
+    differing = [name for name, same in (
+        ("output zero point", all(block[3] == first[3] for block in blocks)),
+        ("clamp", all((block[5], block[6]) == (first[5], first[6]) for block in blocks)),
+        ("rounding", bool(roundings))) if not same]
+    if differing:
+        verb = "differs" if len(differing) == 1 else "differ"
+        raise MingError(f"{where}: the requantization's {' and '.join(differing)} {verb} between output channels; "
+                        "ming applies one output zero point, one clamp (the fused activation) and one rounding to "
+                        "all of a layer's channels (per-channel scales and biases are fine): quantize the layer's "
+                        "output per tensor, with one activation")
 
 
 def _channel_block(steps, start: int, stop: int, channels: int) -> list:

@@ -87,14 +87,14 @@ def rewrite_converter_idioms(model: onnx.ModelProto) -> None:
     _fold_shape_arithmetic(model)
     _squeezes_to_reshapes(model)
     _transpose_inputs_first(model)
-    _dense_layers(model.graph, _static_shapes(model))
+    _dense_layers(model.graph, static_shapes(model))
 
 
 def _transpose_inputs_first(model: onnx.ModelProto) -> None:
     """input -> Reshape (unit axes) -> Transpose becomes input -> Transpose -> Reshape where that is the same."""
     graph = model.graph
     initializers = {i.name for i in graph.initializer}
-    shapes = _static_shapes(model)
+    shapes = static_shapes(model)
     for value in [v for v in graph.input if v.name not in initializers]:
         readers = [n for n in graph.node if value.name in n.input]
         if len(readers) != 1 or readers[0].op_type != "Reshape" or value.name not in shapes:
@@ -148,7 +148,7 @@ def _fold_shape_arithmetic(model: onnx.ModelProto) -> None:
 def _fold_once(model: onnx.ModelProto) -> bool:
     """One pass of `_fold_shape_arithmetic`; whether it folded anything."""
     graph = model.graph
-    shapes = _static_shapes(model)
+    shapes = static_shapes(model)
     constants = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     folded = False
     for node in list(graph.node):
@@ -212,7 +212,12 @@ def _count(shape) -> int:
 def _broadcast_shape(shapes) -> list[int]:
     rank = max((len(s) for s in shapes), default=0)
     padded = [[1] * (rank - len(s)) + [int(d) for d in s] for s in shapes]
-    return [max(dims) for dims in zip(*padded)]  # an upper bound where the shapes do not broadcast
+    # an empty axis stays empty (numpy broadcasts 0 against 1 to 0); an upper bound where the shapes do not broadcast
+    return [0 if 0 in dims else max(dims) for dims in zip(*padded)]
+
+
+def _attribute(node: onnx.NodeProto, name: str, default: int) -> int:
+    return next((a.i for a in node.attribute if a.name == name), default)
 
 
 def _folded_size(node: onnx.NodeProto, constants: dict[str, np.ndarray]) -> int | None:
@@ -235,8 +240,12 @@ def _folded_size(node: onnx.NodeProto, constants: dict[str, np.ndarray]) -> int 
             return max(int(np.ceil((limit - start) / delta)), 0) if delta else None
         if node.op_type == "Concat":
             return sum(_count(s) for s in shapes)
-        if node.op_type == "Gather":  # the data's other axes for each index: at most data x indices
-            return values[0].size * max(values[1].size, 1)
+        if node.op_type == "Gather":  # the data's other axes for each index
+            axis = _attribute(node, "axis", 0)
+            axis += values[0].ndim if axis < 0 else 0
+            if not 0 <= axis < values[0].ndim:
+                return None
+            return values[0].size // max(values[0].shape[axis], 1) * values[1].size
         if node.op_type == "Shape":
             return len(shapes[0])
         if node.op_type == "Constant":  # its value is already in the model
@@ -291,7 +300,7 @@ def _squeezes_to_reshapes(model: onnx.ModelProto) -> None:
     graph = model.graph
     if not any(n.op_type in ("Squeeze", "Unsqueeze") for n in graph.node):
         return
-    shapes = _static_shapes(model)
+    shapes = static_shapes(model)
     for position, node in enumerate(list(graph.node)):
         if node.op_type not in ("Squeeze", "Unsqueeze") or node.output[0] not in shapes:
             continue
@@ -302,7 +311,8 @@ def _squeezes_to_reshapes(model: onnx.ModelProto) -> None:
         graph.node.insert(position, reshape)
 
 
-def _static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """The shape of every value whose dimensions shape inference gives as numbers, by name."""
     inferred = onnx.shape_inference.infer_shapes(model)
     values = list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output)
     shapes = {}

@@ -34,7 +34,7 @@ from ming_py.errors import MingError
 from ming_py.ir import Graph, GraphOutput, HostOp
 from ming_py.runtime.ming_host import INT8_MIN, ort_dequantize_linear
 
-from .onnx_converters import _static_shapes
+from .onnx_converters import static_shapes
 from .onnx_formats import producers_and_consumers
 
 # element-wise ops of one computed input: tabulated while their input is one of 256 values
@@ -84,7 +84,7 @@ class _Model:
             if node.input and all(name in self.constant for name in node.input if name):
                 self.constant.update(node.output)
         self.outputs = [o.name for o in graph.output]
-        self.shapes = _static_shapes(model)
+        self.shapes = static_shapes(model)
 
     def value(self, name: str, reader: onnx.NodeProto) -> np.ndarray:
         """A constant operand's value: an initializer, or a DequantizeLinear of initializers (as onnxruntime)."""

@@ -20,7 +20,7 @@ from onnx import helper, numpy_helper
 from ming_py.errors import MingError
 from ming_py.limits import MAX_WEIGHT_BYTES
 
-from .onnx_converters import _static_shapes
+from .onnx_converters import static_shapes
 
 _SPATIAL = 2  # a Conv over N x C x H x W
 
@@ -52,7 +52,7 @@ def whole_map_windows(model: onnx.ModelProto) -> None:
     """Rewrite, in place, every Conv with int8 weights (DequantizeLinear of an initializer) that has a short
     axis (module docstring)."""
     graph = model.graph
-    shapes = _static_shapes(model)
+    shapes = static_shapes(model)
     producers = {out: node for node in graph.node for out in node.output}
     initializers = {i.name: i for i in graph.initializer}
     for conv in [n for n in graph.node if n.op_type == "Conv"]:
@@ -65,8 +65,9 @@ def whole_map_windows(model: onnx.ModelProto) -> None:
         if array.ndim != 2 + _SPATIAL:
             continue
         axes = _short_axes(conv, shapes[conv.input[0]], array.shape[2:])
-        if axes:
-            _widen(graph, conv, weights, array, axes, shapes[conv.input[0]], initializers)
+        zero_points = _zero_points(weights, array.shape[0], initializers) if axes else None
+        if zero_points is not None:
+            _widen(graph, conv, weights, array, axes, shapes[conv.input[0]], zero_points, initializers)
 
 
 def _check_weights(label: str, channels, kernel) -> None:
@@ -79,16 +80,30 @@ def _check_weights(label: str, channels, kernel) -> None:
                         "map to the window before the layer")
 
 
-def _zero_points(dequantize: onnx.NodeProto, out_channels: int, initializers) -> np.ndarray:
-    """The weights' zero point per output channel (0 without one)."""
-    if len(dequantize.input) < 3 or not dequantize.input[2]:
+def _zero_points(dequantize: onnx.NodeProto, out_channels: int, initializers) -> np.ndarray | None:
+    """The weights' zero point per output channel (0 without one), or None where the widened weights could not
+    keep the quantization: a scale or zero point computed rather than an initializer, blocks, or an axis other
+    than the output channels'."""
+    if _attribute(dequantize, "block_size", 0):
+        return None
+    parameters = [name for name in dequantize.input[1:3] if name]
+    if not parameters or any(name not in initializers for name in parameters):
+        return None
+    axis = _attribute(dequantize, "axis", 1) % (2 + _SPATIAL)
+    values = [numpy_helper.to_array(initializers[name]) for name in parameters]
+    if not all((v.size == 1 and v.ndim <= 1) or (v.shape == (out_channels,) and axis == 0) for v in values):
+        return None
+    if len(values) < 2:
         return np.zeros(out_channels, np.int64)
-    value = numpy_helper.to_array(initializers[dequantize.input[2]]).reshape(-1).astype(np.int64)
-    return np.broadcast_to(value, (out_channels,)) if value.size == 1 else value
+    return np.broadcast_to(values[1].reshape(-1).astype(np.int64), (out_channels,))
+
+
+def _attribute(node: onnx.NodeProto, name: str, default: int) -> int:
+    return next((a.i for a in node.attribute if a.name == name), default)
 
 
 def _widen(graph: onnx.GraphProto, conv: onnx.NodeProto, dequantize: onnx.NodeProto, array: np.ndarray,
-           axes: list[int], in_shape, initializers) -> None:
+           axes: list[int], in_shape, zero_points: np.ndarray, initializers) -> None:
     strides = _ints(conv, "strides", [1] * _SPATIAL)
     dilations = _ints(conv, "dilations", [1] * _SPATIAL)
     pads = _ints(conv, "pads", [0] * 2 * _SPATIAL)
@@ -99,7 +114,6 @@ def _widen(graph: onnx.GraphProto, conv: onnx.NodeProto, dequantize: onnx.NodePr
         kernel[axis] = in_shape[2 + axis] + pads[axis] + pads[_SPATIAL + axis]
         strides[axis] = dilations[axis] = 1
     _check_weights(f"node '{conv.name}' (Conv)", array.shape[:2], kernel)
-    zero_points = _zero_points(dequantize, array.shape[0], initializers)
     widened = np.empty((*array.shape[:2], *kernel), array.dtype)
     widened[...] = zero_points.astype(array.dtype).reshape(-1, 1, 1, 1)
     widened[np.ix_(range(array.shape[0]), range(array.shape[1]), *taps)] = array

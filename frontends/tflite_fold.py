@@ -78,6 +78,13 @@ def int8_constant(model: schema.ModelT, index: int) -> np.ndarray | None:
     return np.frombuffer(bytes(bytearray(data)), np.int8).reshape([int(d) for d in tensor.shape])
 
 
+def zero_offset(tensor) -> bool:
+    """Whether the tensor's quantization has no zero point other than 0: an int8 0 in its data is the real 0
+    (filled filter taps add nothing)."""
+    q = tensor.quantization
+    return q is None or q.zeroPoint is None or not np.any(np.asarray(q.zeroPoint))
+
+
 def tensor_name(tensor) -> str:
     return (tensor.name or b"").decode(errors="backslashreplace")
 

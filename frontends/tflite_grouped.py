@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
 
-from .tflite_fold import int8_constant, new_operator, op_name, store_constant, tensor_like, tensor_name
+from .tflite_fold import int8_constant, new_operator, op_name, store_constant, tensor_like, tensor_name, zero_offset
 
 
 def one_channel_groups_as_whole_convs(model: schema.ModelT) -> None:
@@ -43,9 +43,7 @@ def _has_one_output_per_group(model: schema.ModelT, operator) -> bool:
         return False
     channels, out_channels, per_group = int(source.shape[3]), int(weights.shape[0]), int(weights.shape[3])
     return 1 < per_group < channels and channels == out_channels * per_group \
-        and int8_constant(model, operator.inputs[1]) is not None \
-        and (weights.quantization is None or weights.quantization.zeroPoint is None
-             or not np.any(np.asarray(weights.quantization.zeroPoint)))
+        and int8_constant(model, operator.inputs[1]) is not None and zero_offset(weights)
 
 
 def _as_full_conv(model: schema.ModelT, operator) -> None:

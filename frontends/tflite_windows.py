@@ -6,9 +6,10 @@ padded index `pad_before` = ((K - 1) * dilation) // 2, tap `pad_before / dilatio
 whole number); every other tap reads padding, which LiteRT's reference kernels skip (conv.h,
 depthwise_conv.h, pooling.h test each tap against the image: a skipped tap adds nothing to a sum, to a maximum
 or to an average's count). So CONV_2D and DEPTHWISE_CONV_2D become the same op with their filters' one row
-(zero where no tap reads the map), MAX_POOL_2D and AVERAGE_POOL_2D a window of that one row, each of stride 1
-and dilation 1 along the axis: equal value for value. IREE would otherwise lower the window over the padded
-rows as a reduction over an axis it drops from the output, which no stream carries.
+(zero where no tap reads the map, for filters of zero point 0), MAX_POOL_2D and AVERAGE_POOL_2D a window of
+that one row, each of stride 1 and dilation 1 along the axis: equal value for value. IREE would otherwise
+lower the window over the padded rows as a reduction over an axis it drops from the output, which no stream
+carries.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ai_edge_litert import schema_py_generated as schema
 from ming_py.errors import MingError
 from ming_py.limits import MAX_WEIGHT_BYTES
 
-from .tflite_fold import int8_constant, op_name, store_constant, tensor_like, tensor_name
+from .tflite_fold import int8_constant, op_name, store_constant, tensor_like, tensor_name, zero_offset
 
 _FILTERED = {"CONV_2D": (schema.Conv2DOptionsT,), "DEPTHWISE_CONV_2D": (schema.DepthwiseConv2DOptionsT,)}
 _POOLS = ("MAX_POOL_2D", "AVERAGE_POOL_2D")
@@ -68,10 +69,11 @@ def _one_tap(model: schema.ModelT, operator, kind: str, axis: int) -> None:
     graph = model.subgraphs[0]
     filters_tensor = graph.tensors[operator.inputs[1]]
     filters = int8_constant(model, operator.inputs[1])
-    if filters is None:
+    reads_the_map = before % max(dilation, 1) == 0
+    if filters is None or not (reads_the_map or zero_offset(filters_tensor)):
         return
     tap = before // max(dilation, 1)
-    row = np.take(filters, [tap], axis=axis) if before % max(dilation, 1) == 0 else \
+    row = np.take(filters, [tap], axis=axis) if reads_the_map else \
         np.zeros_like(np.take(filters, [0], axis=axis))
     one = tensor_like(model, filters_tensor, f"{tensor_name(graph.tensors[operator.outputs[0]])}/tap{axis}", [])
     store_constant(model, one, np.ascontiguousarray(row))
@@ -85,17 +87,18 @@ def _one_tap(model: schema.ModelT, operator, kind: str, axis: int) -> None:
 def short_windows_to_the_map_end(model: schema.ModelT) -> None:
     """Every CONV_2D and DEPTHWISE_CONV_2D with one output position along an axis whose window stops short of
     the map's end (a stride larger than the window on a map a little larger than it: a 3x3 window of stride 6
-    on an 8x8 map), with no padding (VALID, or SAME that pads nothing), rewritten with that axis's taps spread
-    to dilation 1 and zero filters (int8 filters are symmetric) up to the map's end, stride 1, VALID: the one
-    position sums the same products, and the layer is a window as large as the map, which IREE lowers whatever
-    the map's channels."""
+    on an 8x8 map), with no padding (VALID, or SAME that pads nothing), and filters of zero point 0 (as int8
+    filters are), rewritten with that axis's taps spread to dilation 1 and zero filters up to the map's end,
+    stride 1, VALID: the one position sums the same products, and the layer is a window as large as the map,
+    which IREE lowers whatever the map's channels."""
     graph = model.subgraphs[0]
     for operator in graph.operators:
         if op_name(model, operator) not in _FILTERED or operator.builtinOptions is None:
             continue
         shape = graph.tensors[operator.inputs[0]].shape
         filters = int8_constant(model, operator.inputs[1])
-        if shape is None or len(shape) != 4 or filters is None or filters.ndim != 4:
+        if shape is None or len(shape) != 4 or filters is None or filters.ndim != 4 \
+                or not zero_offset(graph.tensors[operator.inputs[1]]):
             continue
         options = operator.builtinOptions
         axes = [axis for axis in (1, 2) if _short_of_the_end(options, axis, int(shape[axis]), filters.shape[axis])]

@@ -39,8 +39,9 @@ CASES = [
     ("Max", ["a", "b"], [_constant("a", ROW), _constant("b", COLUMN)]),
     ("Equal", ["a", "b"], [_constant("a", ROW), _constant("b", COLUMN)]),
     ("Concat", ["a", "b"], [_constant("a", LARGE), _constant("b", LARGE)]),
+    # 2 x 4096 rows of 4096 values: twice the limit
     ("Gather", ["a", "i"], [_constant("a", np.ones((1 << 12, 1 << 12), np.float32)),
-                            _constant("i", np.zeros(1 << 12, np.int64))]),
+                            _constant("i", np.zeros((2, 1 << 12), np.int64))]),
     ("ConstantOfShape", ["dims"], [_constant("dims", np.array([10 ** 6, 10 ** 6], np.int64))]),
 ]
 
@@ -91,3 +92,38 @@ def test_ming_build_refuses_a_dangling_broadcast_in_one_line(tmp_path):
         "ming: error: node 'broadcast_add' (Add) computes a constant of 4,900,000,000 values, more than the "
         f"{MAX_FOLDED_VALUES:,} ming folds; check its inputs (a shape computed for a dynamic batch or size must "
         "give batch 1 and the model's static size)")
+
+
+ANCHORS = np.arange(100_000 * 4, dtype=np.float32).reshape(100_000, 4)  # 400,000 values
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("axis, indices", [(0, np.arange(0, 100_000, 500)), (-2, np.arange(200)), (1, [3, 0])])
+def test_a_gather_is_counted_by_what_it_takes_not_by_data_times_indices(axis, indices):
+    """(100000, 4) anchors gathered by 200 indices are 800 values (data x indices would be 80,000,000)."""
+    indices = np.asarray(indices, np.int64)
+    model = _dangling(helper.make_node("Gather", ["anchors", "i"], ["picked"], name="pick", axis=axis),
+                      [_constant("anchors", ANCHORS), _constant("i", indices)])
+    onnx_converters.constants_as_initializers(model)
+    folded = {i.name: onnx.numpy_helper.to_array(i) for i in model.graph.initializer}["picked"]
+    assert np.array_equal(folded, np.take(ANCHORS, indices, axis=axis))
+
+
+@pytest.mark.unit
+def test_an_expand_of_an_empty_tensor_folds_to_an_empty_tensor():
+    """An empty axis broadcasts to an empty axis: nothing is computed however large the other axes."""
+    model = _dangling(helper.make_node("Expand", ["empty", "shape"], ["expanded"], name="expand"),
+                      [_constant("empty", np.ones((1, 0), np.float32)),
+                       _constant("shape", np.array([MAX_FOLDED_VALUES * 2, 1], np.int64))])
+    onnx_converters.constants_as_initializers(model)
+    folded = {i.name: onnx.numpy_helper.to_array(i) for i in model.graph.initializer}["expanded"]
+    assert folded.shape == (MAX_FOLDED_VALUES * 2, 0)
+
+
+@pytest.mark.unit
+def test_static_shapes_names_the_values_whose_every_dimension_is_a_number():
+    """The frontend's other rewrites (windows to the map's end, the host tail) read the shapes from here."""
+    model = _qdq_conv_model([], ["y"])
+    assert "c" not in onnx_converters.static_shapes(model)  # the batch is symbolic
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1
+    assert onnx_converters.static_shapes(model)["c"] == (1, 4, 4, 4)

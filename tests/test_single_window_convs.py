@@ -100,3 +100,69 @@ def test_a_window_to_the_end_of_a_large_map_is_refused_before_its_weights_are_ma
         "node 'conv' (Conv): its one window position stops short of the map's end, and its window to the map's end "
         f"(2048x2048) takes 256.0 MiB of weights; ming handles up to {MAX_WEIGHT_BYTES // 2 ** 20} MiB (all weights "
         "are held on chip); crop the map to the window before the layer")
+
+
+def _with_weight_quantization(scale, zero_point, opset: int = 13, **attributes) -> onnx.ModelProto:
+    """A 3x3 Conv of stride 6 on an 8x8 map (4 output channels, 4 input channels) whose weights' DequantizeLinear
+    has the scale and zero point given (None: no zero point; ("constant", value): the output of a Constant node)
+    and the attributes given."""
+    model = _onnx_conv((1, 4, 8, 8), (3, 3), (6, 6), (1, 1), (0, 0, 0, 0), 0)
+    graph = model.graph
+    kept = [i for i in graph.initializer if i.name not in ("ws", "wz")]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    inputs = ["w"]
+    for name, value in (("ws", scale), ("wz", zero_point)):
+        if value is None:
+            continue
+        if isinstance(value, tuple):  # ("constant", array): computed by a Constant node
+            graph.node.insert(0, helper.make_node("Constant", [], [name], name=f"{name}_node",
+                                                  value=numpy_helper.from_array(np.asarray(value[1]))))
+        else:
+            graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+        inputs.append(name)
+    dequantize = next(n for n in graph.node if n.name == "wd")
+    dequantize.CopyFrom(helper.make_node("DequantizeLinear", inputs, ["wd"], name="wd", **attributes))
+    del model.opset_import[:]
+    model.opset_import.append(helper.make_opsetid("", opset))
+    return model
+
+
+SCALE, PER_CHANNEL_SCALES = np.float32(2 ** -7), np.float32([2 ** -7, 2 ** -6, 2 ** -8, 2 ** -5])
+ZERO_POINTS = np.int8([3, -2, 0, 5])
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("scale, zero_point, opset, attributes", [
+    (SCALE, ("constant", np.int8(2)), 13, {}),
+    (("constant", SCALE), np.int8(2), 13, {}),
+    (PER_CHANNEL_SCALES, ZERO_POINTS, 13, {"axis": 1}),
+    (PER_CHANNEL_SCALES, ZERO_POINTS, 13, {}),  # DequantizeLinear's axis is 1 unless given
+    (np.full((4, 4, 3, 1), SCALE), np.full((4, 4, 3, 1), np.int8(2)), 21, {"axis": 3, "block_size": 3}),
+], ids=["computed_zero_point", "computed_scale", "per_input_channel", "default_axis", "blocked"])
+def test_a_window_whose_weight_quantization_the_widening_cannot_keep_is_left_as_it_was(scale, zero_point, opset,
+                                                                                       attributes):
+    model = _with_weight_quantization(scale, zero_point, opset, **attributes)
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(model)
+    whole_map_windows(rewritten)
+    assert rewritten == model
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("scale, zero_point, attributes", [
+    (SCALE, None, {}),
+    (PER_CHANNEL_SCALES, ZERO_POINTS, {"axis": 0}),
+    (PER_CHANNEL_SCALES, ZERO_POINTS, {"axis": -4}),
+    (np.float32([SCALE]), np.int8([-3]), {}),
+], ids=["no_zero_point", "per_output_channel", "per_output_channel_negative_axis", "one_element_vectors"])
+def test_a_window_widened_with_its_weight_quantization_computes_what_onnxruntime_computes(scale, zero_point,
+                                                                                         attributes):
+    model = _with_weight_quantization(scale, zero_point, **attributes)
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(model)
+    whole_map_windows(rewritten)
+    conv = next(n for n in rewritten.graph.node if n.op_type == "Conv")
+    assert {a.name: list(a.ints) for a in conv.attribute}["kernel_shape"] == [8, 8]
+    x = np.random.default_rng(2).standard_normal((1, 4, 8, 8)).astype(np.float32) * 3
+    assert np.array_equal(_onnxruntime(model, x), _onnxruntime(rewritten, x))
