@@ -142,9 +142,9 @@ def _left_to_a_design(board: Board, resource: str) -> str:
             f"{reserved:,} its platform keeps)")
 
 
-# A budget's digits before any decimal point: no board has 10**15 of anything; longer figures are refused before int() meets Python's
-# 4,300-digit conversion limit
-MAX_BUDGET_DIGITS = 15
+# A budget's digits before any decimal point: past the board's figure a count is refused by its size, but past
+# 1,000 digits int() would meet Python's 4,300-digit conversion limit first (the JSON reader's bound)
+MAX_BUDGET_DIGITS = 1000
 _COUNT = re.compile(r"[+-]?[0-9]+")
 _SHARE = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))%")
 
