@@ -6,7 +6,7 @@
 
 Networks: every zoo model (int8 QDQ), every architecture in the four quantizer formats, the hand-made
 TFLite models and the bundled example, on the KV260 (and the example on an Alveo card). The models come
-from onnxruntime's quantizer and numpy's generators, so the hashes hold for the package versions recorded
+from onnxruntime's quantizer and numpy's generators (and LiteRT computes the TFLite tables), so the hashes hold for the package versions recorded
 in the file; `--check` refuses to compare under other versions.
 """
 
@@ -32,7 +32,7 @@ from ming_py.errors import MingError  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
 
 RECORD = HERE / "build_hashes.json"
-PACKAGES = ("onnx", "onnxruntime", "numpy", "iree-base-compiler", "tosa-converter-for-tflite", "pulp")
+PACKAGES = ("onnx", "onnxruntime", "numpy", "iree-base-compiler", "tosa-converter-for-tflite", "pulp", "ai-edge-litert")
 TFLITE = ("tiny_conv", "every_op", "conv_stack", "residual", "pooled", "float_io", "classifier", "mobilenet",
           "resnet8", "autoencoder", "global_mean", "inception")
 
