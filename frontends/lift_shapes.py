@@ -103,10 +103,14 @@ class ShapeMixin:
         ancestor = next((a for a in chain if self.graph.tensors[a].shape == tuple(shape)), None)
         if ancestor is not None:
             return ancestor
-        tensor = next((a for a in chain if a not in self.block_views and _holds_a_map(self.graph.tensors[a].shape)),
-                      chain[-1])
+        through_blocks = any(a in self.block_views for a in chain)
+        if through_blocks:  # a reshape of IREE's shapes of a DepthToSpace's blocks reads the map itself
+            tensor = next((a for a in chain if a not in self.block_views
+                           and _holds_a_map(self.graph.tensors[a].shape)), tensor)
         out = self.builder.new_tensor(f"{tensor}_reshaped", shape, info.dtype)
         self.graph.nodes.append(Reshape(self.builder.node_name(f"{source}_reshape", "reshape"), source, tensor, out))
+        if through_blocks:
+            self.block_views.add(out)  # another of those shapes: the reshapes after it read the map too
         return out
 
     def _reshaped_from(self, tensor: str) -> list[str]:
