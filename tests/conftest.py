@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -38,6 +39,14 @@ def example_build(tmp_path_factory) -> Path:
     result = subprocess.run([sys.executable, "-m", "ming_py.cli", "build", str(model), "-q", "-o", str(out)],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+    return out
+
+
+@pytest.fixture
+def example_copy(example_build, tmp_path) -> Path:
+    """A copy of `example_build` (tmp_path/out) a test may change."""
+    out = tmp_path / "out"
+    shutil.copytree(example_build, out)
     return out
 
 

@@ -41,11 +41,9 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
 
 
 @pytest.fixture
-def bare_out(example_build, tmp_path) -> Path:
+def bare_out(example_copy) -> Path:
     """A copy of the example build, no vendor report in it."""
-    out = tmp_path / "out"
-    shutil.copytree(example_build, out)
-    return out
+    return example_copy
 
 
 @pytest.fixture

@@ -38,10 +38,8 @@ def assert_one_line(result: subprocess.CompletedProcess, prefix: str, *fragments
 
 
 @pytest.fixture
-def out(example_build, tmp_path) -> Path:
-    out = tmp_path / "out"
-    shutil.copytree(example_build, out)
-    return out
+def out(example_copy) -> Path:
+    return example_copy
 
 
 def deep_file(path: Path) -> Path:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,10 +33,8 @@ def huge_output(meta: dict, values: int = HUGE) -> dict:
 
 
 @pytest.fixture
-def deploy(example_build, tmp_path) -> Path:
-    out = tmp_path / "out"
-    shutil.copytree(example_build, out)
-    return out / "deploy"
+def deploy(example_copy) -> Path:
+    return example_copy / "deploy"
 
 
 def metadata(deploy: Path) -> dict:

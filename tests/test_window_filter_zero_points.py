@@ -46,13 +46,14 @@ SHORT_WINDOWS = {  # one position of a 3x3 window stops short of the 8x8 map's e
 }
 # a 2x2 window of dilation 2 over a map one row high and one column wide: SAME pads one before, no tap reads it
 NO_TAP = lambda: _conv((1, 1, 1, 2), 2, 1, "same", dilation=(2, 2))  # noqa: E731
+# each model with the rewrite that would fill its filters
+REWRITES = [(SHORT_WINDOWS["conv"], short_windows_to_the_map_end),
+            (SHORT_WINDOWS["depthwise"], short_windows_to_the_map_end), (NO_TAP, unit_axis_windows_as_one_tap)]
+REWRITE_IDS = ["short_conv", "short_depthwise", "one_tap_reading_padding"]
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("make, rewrite", [(SHORT_WINDOWS["conv"], short_windows_to_the_map_end),
-                                           (SHORT_WINDOWS["depthwise"], short_windows_to_the_map_end),
-                                           (NO_TAP, unit_axis_windows_as_one_tap)],
-                         ids=["short_conv", "short_depthwise", "one_tap_reading_padding"])
+@pytest.mark.parametrize("make, rewrite", REWRITES, ids=REWRITE_IDS)
 def test_filters_of_a_nonzero_zero_point_are_not_filled_with_zeros(make, rewrite):
     model = _with_filter_zero_points(make(), 3)
     before = _filters_and_options(model)
@@ -61,10 +62,7 @@ def test_filters_of_a_nonzero_zero_point_are_not_filled_with_zeros(make, rewrite
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("make, rewrite", [(SHORT_WINDOWS["conv"], short_windows_to_the_map_end),
-                                           (SHORT_WINDOWS["depthwise"], short_windows_to_the_map_end),
-                                           (NO_TAP, unit_axis_windows_as_one_tap)],
-                         ids=["short_conv", "short_depthwise", "one_tap_reading_padding"])
+@pytest.mark.parametrize("make, rewrite", REWRITES, ids=REWRITE_IDS)
 def test_filters_of_zero_point_0_are_still_filled_with_zeros(make, rewrite):
     model = make()
     before = _filters_and_options(model)
