@@ -758,7 +758,7 @@ def test_window_average_constants_prove_every_random_scale_set():
         total = nm.window_average_sum(list(elements), c.mantissa, zx)
         edges = c.thresholds[0, 1:c.last + 1] + c.low[0]
         total = np.concatenate([total, np.clip(np.concatenate([edges, edges - 1]), 1 - c.bound, c.bound - 1)])
-        want = nm._ort_average_level(total, c.exponent, d, sy, zy, -128, 127, nm.ORT_X86_DOMAIN_OFFSET) - 128
+        want = nm.ort_average_level(total, c.exponent, d, sy, zy, -128, 127, nm.ORT_X86_DOMAIN_OFFSET) - 128
         assert np.array_equal(nm.window_average_level(total, np.zeros(total.shape, np.int64), c), want)
     assert declined == 0
 
