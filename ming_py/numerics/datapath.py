@@ -17,6 +17,9 @@ from ming_py.numerics.onnxruntime_rules import (ORT_X86_DOMAIN_OFFSET, fma_float
     saturate)
 
 
+# ---------------------------------------------------------------------------
+# The lean requantization (`ming::requantize_lean`)
+# ---------------------------------------------------------------------------
 # From this magnitude of rne(acc * M) on, every int8 or uint8 output saturates whatever its zero point.
 LEAN_SATURATING = 512
 LEAN_LIMIT_BITS = 24  # |acc| up to the limit converts to float32 exactly
@@ -111,6 +114,9 @@ def requantize_lean(acc: ArrayLike, mantissa: ArrayLike, shift: ArrayLike, limit
     return saturate(np.where(acc < 0, -mag, mag) + _i64(zero_point), qmin, qmax)
 
 
+# ---------------------------------------------------------------------------
+# A power-of-two multiplier: a rounding shift, no product
+# ---------------------------------------------------------------------------
 SHIFT_MAX = 62  # round_shift_half_even's exact range
 
 
@@ -161,6 +167,9 @@ def average_shift(x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int, 
     return ShiftRequant(-count * int(x_zp), shift, int(y_zp))
 
 
+# ---------------------------------------------------------------------------
+# Fixed point (int32 multiplier + right shift): rescale within 1 LSB
+# ---------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class FixedPoint:
     """``real ~= multiplier * 2**-shift``; ``multiplier`` in ``[2**30, 2**31)`` (int32)."""
@@ -214,6 +223,34 @@ def fixed_point_rescale(x: ArrayLike, fp: FixedPoint, rounding: str = "half_even
     raise ValueError(rounding)
 
 
+def rescale_fixed_point(x_scale: ArrayLike, y_scale: ArrayLike, bits: int = 31) -> FixedPoint:
+    """``to_fixed_point(sx / sy)`` (float64 of the float32 scales)."""
+    sx = float(_f32_scalar(x_scale))
+    sy = float(_f32_scalar(y_scale))
+    return to_fixed_point(sx / sy, bits)
+
+
+def rescale(x: ArrayLike, x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int,
+            qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
+    """Integer rule for a pure requantization (QLinearConcat input, DQ->Q):
+
+    ``y = sat(rne((x - zx) * M / 2**s) + zy)`` with ``(M, s) = rescale_fixed_point(sx, sy)``.
+
+    ORT (``QlinearBuildLookupTable`` + ``MlasQuantizeLinear``) computes
+    ``sat(rne(f32(f32(sx*(x-zx)) / sy)) + zy)``: zero point added after rounding.  If
+    ``(sx, zx) == (sy, zy)`` ORT copies (and so does this rule).  Residual <= 1 LSB: at
+    near-ties, and at exact ties when ``sx/sy`` is a power of two (ORT's two float
+    roundings decide the side).  For a bit-exact result use :func:`rescale_table`.
+    """
+    if _f32_scalar(x_scale) == _f32_scalar(y_scale) and int(x_zp) == int(y_zp):
+        return saturate(_i64(x), qmin, qmax)
+    fp = rescale_fixed_point(x_scale, y_scale)
+    return saturate(fixed_point_rescale(_i64(x) - int(x_zp), fp) + int(y_zp), qmin, qmax)
+
+
+# ---------------------------------------------------------------------------
+# Add and Sub
+# ---------------------------------------------------------------------------
 #: Every intermediate of the Add rules stays below this (int64 with a sign and a spare bit).
 ADD_BOUND = 1 << 61
 
@@ -383,6 +420,9 @@ def add_requant(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: ArrayLike, b_sca
     return add_fused_requant(a, b, constants, qmin, qmax)
 
 
+# ---------------------------------------------------------------------------
+# Mul (`ming::mul_requant`)
+# ---------------------------------------------------------------------------
 #: The multipliers `mul_requant` takes (``2**-24 <= R < 2**15``): the product stays below 2**31 (ORT's
 #: cvtps2dq would wrap above it) and every intermediate fits int64.
 MUL_MULTIPLIER_RANGE = (2.0 ** -24, 2.0 ** 15)
@@ -422,28 +462,3 @@ def mul_requant(a: ArrayLike, a_zp: int, b: ArrayLike, b_zp: int, multiplier: Ar
     v = round_to_float32(product * np.int64(mantissa))
     w = round_to_float32(v + (np.int64(int(y_zp) + off) << np.int64(shift)))
     return saturate(round_shift_half_even(w, shift) - off, qmin, qmax)
-
-
-def rescale_fixed_point(x_scale: ArrayLike, y_scale: ArrayLike, bits: int = 31) -> FixedPoint:
-    """``to_fixed_point(sx / sy)`` (float64 of the float32 scales)."""
-    sx = float(_f32_scalar(x_scale))
-    sy = float(_f32_scalar(y_scale))
-    return to_fixed_point(sx / sy, bits)
-
-
-def rescale(x: ArrayLike, x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int,
-            qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
-    """Integer rule for a pure requantization (QLinearConcat input, DQ->Q):
-
-    ``y = sat(rne((x - zx) * M / 2**s) + zy)`` with ``(M, s) = rescale_fixed_point(sx, sy)``.
-
-    ORT (``QlinearBuildLookupTable`` + ``MlasQuantizeLinear``) computes
-    ``sat(rne(f32(f32(sx*(x-zx)) / sy)) + zy)``: zero point added after rounding.  If
-    ``(sx, zx) == (sy, zy)`` ORT copies (and so does this rule).  Residual <= 1 LSB: at
-    near-ties, and at exact ties when ``sx/sy`` is a power of two (ORT's two float
-    roundings decide the side).  For a bit-exact result use :func:`rescale_table`.
-    """
-    if _f32_scalar(x_scale) == _f32_scalar(y_scale) and int(x_zp) == int(y_zp):
-        return saturate(_i64(x), qmin, qmax)
-    fp = rescale_fixed_point(x_scale, y_scale)
-    return saturate(fixed_point_rescale(_i64(x) - int(x_zp), fp) + int(y_zp), qmin, qmax)

@@ -8,12 +8,10 @@ from typing import Tuple
 import numpy as np
 import numpy.typing as npt
 
-
 INT8_MIN = -128
 INT8_MAX = 127
 I32_MIN = -(1 << 31)
 I32_MAX = (1 << 31) - 1
-
 
 ArrayLike = npt.ArrayLike
 IntArray = npt.NDArray[np.int64]

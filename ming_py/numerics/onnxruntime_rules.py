@@ -50,10 +50,10 @@ from typing import Optional, Sequence
 import numpy as np
 import numpy.typing as npt
 
-# The host-side rules (also shipped to the board in a build's deploy package) live in ming_host.
-from ming_py.runtime.ming_host import ort_dequantize_linear, ort_quantize_linear, saturate
 from ming_py.numerics.integers import (_F32, INT8_MAX, INT8_MIN, ArrayLike, IntArray, bit_length, _f32_scalar,
     float32_parts, _i64, round_shift_half_even, round_shift_half_up)
+# The host-side rules (also shipped to the board in a build's deploy package) live in ming_host.
+from ming_py.runtime.ming_host import ort_dequantize_linear, ort_quantize_linear, saturate
 
 
 #: On x86-64 with default SessionOptions ORT's ``QDQS8ToU8Transformer`` rewrites every
@@ -63,6 +63,9 @@ from ming_py.numerics.integers import (_F32, INT8_MAX, INT8_MIN, ArrayLike, IntA
 ORT_X86_DOMAIN_OFFSET = 128
 
 
+# ---------------------------------------------------------------------------
+# float32 multipliers (ORT's exact op order)
+# ---------------------------------------------------------------------------
 def ort_conv_multiplier(x_scale: ArrayLike, w_scale: ArrayLike, y_scale: ArrayLike) -> npt.NDArray[np.float32]:
     """``M[c] = f32(f32(x_scale * w_scale[c]) / y_scale)`` -- float32, this op order.
 
@@ -103,6 +106,14 @@ def ort_gap_multiplier(x_scale: ArrayLike, y_scale: ArrayLike, image_size: int) 
     return m
 
 
+def mul_multiplier(a_scale: ArrayLike, b_scale: ArrayLike, y_scale: ArrayLike) -> np.float32:
+    """MLAS ``MlasQLinearMul``: ``R = f32(f32(ScaleA * ScaleB) / ScaleC)`` (C++, left to right)."""
+    return _F32(ort_conv_multiplier(a_scale, b_scale, y_scale))
+
+
+# ---------------------------------------------------------------------------
+# Conv / Gemm / MatMul / GAP requantization (bit-exact, integer only)
+# ---------------------------------------------------------------------------
 def requantize_float_reference(acc: ArrayLike, multiplier: ArrayLike, zero_point: ArrayLike,
                                qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
     """The float formula ORT executes (MLAS ``MlasRequantizeOutput`` / ConvSym kernels).
@@ -180,18 +191,9 @@ def gap_requant(window_sum: ArrayLike, count: int, x_scale: ArrayLike, x_zp: int
     return requantize(_i64(window_sum) - n * int(x_zp), m, int(y_zp), qmin, qmax)
 
 
-def ort_float_add_reference(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: ArrayLike, b_scale: ArrayLike,
-                            b_zp: int, y_scale: ArrayLike, y_zp: int, subtract: bool = False) -> np.ndarray:
-    """onnxruntime's unfused ``DQ -> Add/Sub -> Q`` in float32: ``Q(f32(DQ(a) +/- DQ(b)))``."""
-    da, db = ort_dequantize_linear(a, a_scale, a_zp), ort_dequantize_linear(b, b_scale, b_zp)
-    return ort_quantize_linear((da - db if subtract else da + db).astype(_F32), y_scale, y_zp)
-
-
-def mul_multiplier(a_scale: ArrayLike, b_scale: ArrayLike, y_scale: ArrayLike) -> np.float32:
-    """MLAS ``MlasQLinearMul``: ``R = f32(f32(ScaleA * ScaleB) / ScaleC)`` (C++, left to right)."""
-    return _F32(ort_conv_multiplier(a_scale, b_scale, y_scale))
-
-
+# ---------------------------------------------------------------------------
+# AveragePool: the orders ORT sums a window in, and its output level of a float32 sum
+# ---------------------------------------------------------------------------
 # The orders in which onnxruntime's float32 AveragePool kernels sum a window (`window_average_sum`). MLAS's
 # vector kernel (mlas/lib/pooling.cpp, MlasPool2DVectorKernel: every 2-D pool of opset <= 18 with a stride of at
 # most 2 along the width, no kernel side over 32 and the padded width within its 2,045-float reduction buffer)
@@ -224,6 +226,9 @@ def ort_average_level(total: ArrayLike, exponent: int, divisor: int, y_scale: np
     return y.astype(np.int64) - domain_offset - qmin
 
 
+# ---------------------------------------------------------------------------
+# Tables (Concat inputs, DQ->Q chains, standalone Relu/Clip)
+# ---------------------------------------------------------------------------
 def rescale_table(x_scale: ArrayLike, x_zp: int, y_scale: ArrayLike, y_zp: int,
                   lo: Optional[float] = None, hi: Optional[float] = None,
                   qmin: int = INT8_MIN, qmax: int = INT8_MAX) -> np.ndarray:
@@ -250,6 +255,9 @@ def apply_table(x: ArrayLike, table: np.ndarray) -> np.ndarray:
     return table[_i64(x) + 128]
 
 
+# ---------------------------------------------------------------------------
+# Bit-exact float32 references of ORT's float kernels (golden model)
+# ---------------------------------------------------------------------------
 def fma_float32(a: ArrayLike, b: ArrayLike, c: ArrayLike) -> npt.NDArray[np.float32]:
     """float32 ``fma(a, b, c)`` with a single rounding (rne), vectorised.
 
@@ -274,6 +282,13 @@ def fma_float32(a: ArrayLike, b: ArrayLike, c: ArrayLike) -> npt.NDArray[np.floa
     go_r = is_mid & ~go_nb
     out = np.where(go_nb, nb, r)
     return np.where(go_r, r, out).astype(_F32)
+
+
+def ort_float_add_reference(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: ArrayLike, b_scale: ArrayLike,
+                            b_zp: int, y_scale: ArrayLike, y_zp: int, subtract: bool = False) -> np.ndarray:
+    """onnxruntime's unfused ``DQ -> Add/Sub -> Q`` in float32: ``Q(f32(DQ(a) +/- DQ(b)))``."""
+    da, db = ort_dequantize_linear(a, a_scale, a_zp), ort_dequantize_linear(b, b_scale, b_zp)
+    return ort_quantize_linear((da - db if subtract else da + db).astype(_F32), y_scale, y_zp)
 
 
 def ort_qlinear_add_reference(a: ArrayLike, a_scale: ArrayLike, a_zp: int, b: ArrayLike, b_scale: ArrayLike,
