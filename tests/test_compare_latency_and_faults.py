@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ming_py import compare
-from ming_py.compare import read_cosimulation
+from ming_py import vendor_reports
+from ming_py.vendor_reports import read_cosimulation
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "vendor_reports"
 sys.path.insert(0, str(FIXTURES))
@@ -144,7 +144,7 @@ def test_a_figure_of_400_digits_is_one_line_naming_the_file(out, where, old, new
 
 
 def test_a_hierarchy_row_figure_of_400_digits_is_one_line(out):
-    path = out / PROJECT_DIR / compare.HIERARCHICAL_REPORT
+    path = out / PROJECT_DIR / vendor_reports.HIERARCHICAL_REPORT
     lines = path.read_text().splitlines()
     row = next(i for i, line in enumerate(lines) if " conv1_U0 " in line)
     cells = lines[row].split("|")
@@ -181,7 +181,7 @@ def test_a_timing_summary_without_wns_is_one_line(out):
 
 
 def test_a_hierarchy_table_whose_instance_column_is_outside_the_bars_is_one_line(out):
-    path = out / PROJECT_DIR / compare.HIERARCHICAL_REPORT
+    path = out / PROJECT_DIR / vendor_reports.HIERARCHICAL_REPORT
     lines = path.read_text().splitlines()
     head = next(i for i, line in enumerate(lines) if "Instance" in line and "Module" in line)
     lines[head] = lines[head][1:]  # "Instance | Module | ...": a header row without its leading bar
@@ -224,7 +224,7 @@ def test_a_report_json_of_a_400_digit_number_is_one_line(out):
 def test_a_report_over_the_size_limit_is_refused_unread(out, where):
     path = out / where
     with path.open("ab") as stream:  # a sparse file: large to stat, nothing written to disk
-        stream.truncate(compare.MAX_REPORT_BYTES + 1)
+        stream.truncate(vendor_reports.MAX_REPORT_BYTES + 1)
     line = one_line_error(ming("compare", out))
-    assert line == (f"ming: error: {path}: {compare.MAX_REPORT_BYTES + 1:,} bytes, more than the 64 MiB any report "
+    assert line == (f"ming: error: {path}: {vendor_reports.MAX_REPORT_BYTES + 1:,} bytes, more than the 64 MiB any report "
                     f"of the vendor tools or ming has; not read")

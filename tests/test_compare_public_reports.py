@@ -13,8 +13,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from ming_py.compare import (design_wns, hierarchy_rows, module_figures, read_synthesis,
-                             whole_design_utilization)
+from ming_py.vendor_reports import (design_wns, hierarchy_rows, module_figures, read_synthesis,
+                                    whole_design_utilization)
 from ming_py.errors import MingError
 
 PUBLIC = Path(__file__).resolve().parent / "data" / "vendor_reports" / "public"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ming_py import compare
+from ming_py import vendor_reports
 
 VENDOR_REPORTS = Path(__file__).resolve().parent / "data" / "vendor_reports"
 HLS_REPORTS = Path("hls") / "tiny_cnn_prj" / "solution1" / "syn" / "report"
@@ -76,7 +76,7 @@ def secret(tmp_path) -> Path:
 # --- symbolic links and folders outside the build ----------------------------------------------------------------
 
 def test_a_report_that_is_a_symbolic_link_is_refused_unread(out, secret):
-    report = out / VIVADO_REPORTS / compare.HIERARCHICAL_REPORT
+    report = out / VIVADO_REPORTS / vendor_reports.HIERARCHICAL_REPORT
     report.unlink()
     report.symlink_to(secret)
     line = one_line_error(ming("compare", out), str(report), "a symbolic link")
@@ -99,13 +99,13 @@ def test_a_report_folder_leading_out_of_the_build_is_refused(out, tmp_path, fold
 
 
 def test_an_error_quotes_a_bounded_excerpt_of_a_report_inside_the_build(out):
-    report = out / VIVADO_REPORTS / compare.HIERARCHICAL_REPORT
+    report = out / VIVADO_REPORTS / vendor_reports.HIERARCHICAL_REPORT
     text = report.read_text()
     head = next(line for line in text.splitlines() if "Instance" in line and "Module" in line)
     tail = "x" * 5000 + SECRET
     report.write_text(text.replace(head, head + f"\n| short row | {tail} |", 1))
     line = one_line_error(ming("compare", out), str(report), "a row of 2 cells")
-    assert SECRET not in line and "x" * (compare.MAX_EXCERPT_CHARS + 1) not in line
+    assert SECRET not in line and "x" * (vendor_reports.MAX_EXCERPT_CHARS + 1) not in line
 
 
 @pytest.mark.parametrize("field", ["cpp_name", "top"])
