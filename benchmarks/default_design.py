@@ -40,7 +40,7 @@ import zoo  # noqa: E402
 from ming_py.boards import load_board  # noqa: E402
 from ming_py.ilp import Budget, solve  # noqa: E402
 from ming_py.ilp.explore import fifo_cost  # noqa: E402
-from ming_py.ilp.solve import FRUGAL_SLACK, Targets  # noqa: E402
+from ming_py.ilp.objectives import FRUGAL_SLACK, Targets  # noqa: E402
 from ming_py.line_buffers import build_stream_graph  # noqa: E402
 from ming_py.line_buffers.fifo import DEFAULT_PIXELS, reservation_plan  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402

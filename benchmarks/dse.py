@@ -67,7 +67,8 @@ import zoo  # noqa: E402
 from ming_py.build import BuildOptions, build  # noqa: E402
 from ming_py.epilogues import lane_cost  # noqa: E402
 from ming_py.ilp.cost import HLS_LUT_OVERHEAD, LATCH_SELECT_LUT  # noqa: E402
-from ming_py.ilp.solve import NoDesignFits, TargetMissed  # noqa: E402
+from ming_py.ilp.objectives import TargetMissed  # noqa: E402
+from ming_py.ilp.solve import NoDesignFits  # noqa: E402
 from ming_py.options import target_board  # noqa: E402
 from ming_py.kinds import MAC_KINDS  # noqa: E402
 from ming_py.simulate import simulate_dir  # noqa: E402

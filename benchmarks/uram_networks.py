@@ -34,7 +34,7 @@ import uram_networks  # noqa: E402
 from ming_py.build import build  # noqa: E402
 from ming_py.csim import run_csim  # noqa: E402
 from ming_py.errors import MingError  # noqa: E402
-from ming_py.ilp.solve import smallest_design  # noqa: E402
+from ming_py.ilp.candidates import smallest_design  # noqa: E402
 from ming_py.line_buffers import build_stream_graph  # noqa: E402
 from ming_py.options import BuildOptions  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402

@@ -20,7 +20,8 @@ from ming_py.simulate import simulate_schedule
 from .budget import Budget, limits, what_bounds, with_weight_port
 from .cost import choice_spec
 from .pins import resolve
-from .solve import Solution, Targets, solve
+from .objectives import Targets
+from .solve import Solution, solve
 
 
 def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:

@@ -1,4 +1,4 @@
-"""One HiGHS run of an MPS model, as a child process of `ilp.solve._mip` (so that an interrupted ming stops it).
+"""One HiGHS run of an MPS model, as a child process of `ilp.search._mip` (so that an interrupted ming stops it).
 
     python -m ming_py.ilp.highs_worker MODEL.mps RESULT.json NODES [CUTOFF] [--relax]
 

@@ -29,7 +29,9 @@ from ming_py.progress import Progress
 
 from .budget import OPTIONS, RESOURCES, UNITS, Budget
 from .explore import FifosOverBudget, explore
-from .solve import NoDesignFits, SearchStopped, TargetMissed
+from .objectives import TargetMissed
+from .search import SearchStopped
+from .solve import NoDesignFits
 
 COLUMNS = ("dsp_budget", "bram18k_budget", "uram_budget", "lut_budget", "target_fps", "target_latency_us",
            "status", "cycles", "latency_us", "interval_cycles", "fps", "roofline_cycles", "ratio", "dsp", "bram18k",

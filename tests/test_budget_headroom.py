@@ -10,8 +10,9 @@ import pytest
 from ming_py.boards import RESERVABLE, all_boards, load_board
 from ming_py.errors import MingError
 from ming_py.ilp.budget import DEFAULT_SHARES, Budget, limits, what_bounds, with_weight_port
+from ming_py.ilp.candidates import weight_port_reservation
 from ming_py.ilp.pins import Pins
-from ming_py.ilp.solve import NoDesignFits, solve, weight_port_reservation
+from ming_py.ilp.solve import NoDesignFits, solve
 from ming_py.line_buffers import build_stream_graph
 
 ZYNQ = ("kv260", "pynq-z2", "ultra96v2", "zcu102", "zcu104")

@@ -21,7 +21,7 @@ from ming_py.boards import load_board
 from ming_py.dataflow import StreamGraph
 from ming_py.ilp import Budget, candidates, estimate, process_cost, solve
 from ming_py.ilp.footprint import Footprint, footprint
-from ming_py.ilp.solve import FRUGAL_SLACK, RULES, Targets
+from ming_py.ilp.objectives import FRUGAL_SLACK, RULES, Targets
 from test_unit_dse import chain as unit_dse_chain
 
 pytestmark = pytest.mark.unit

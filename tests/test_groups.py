@@ -22,7 +22,7 @@ from ming_py.build import BuildOptions, explore
 from ming_py.classify import classify
 from ming_py.dataflow import Schedule
 from ming_py.ilp import Budget, Choice, process_cost, solve
-from ming_py.ilp.solve import candidates
+from ming_py.ilp.candidates import candidates
 from ming_py.kernel import kernel_spec, loop_of
 from ming_py.kinds import kind_of
 from ming_py.parity import onnxruntime_outputs

@@ -13,7 +13,7 @@ from ming_py.boards import load_board
 from ming_py.calibration import FACTOR_RANGE, Calibration, load_calibration
 from ming_py.errors import MingError
 from ming_py.ilp import Choice, process_cost, solve
-from ming_py.ilp.solve import Targets
+from ming_py.ilp.objectives import Targets
 from ming_py.options import TARGET_RANGE, target
 from test_cli import _not_onnx, assert_clean_error
 from test_faults import EXAMPLE, ming

@@ -12,7 +12,7 @@ import pytest
 import zoo
 from ming_py.errors import MingError
 from ming_py.ilp.pins import Pins, line_buffer_memory, resolve
-from ming_py.ilp.solve import candidates
+from ming_py.ilp.candidates import candidates
 from test_cli import assert_clean_error
 from test_faults import EXAMPLE, ming
 from test_unit_dse import chain

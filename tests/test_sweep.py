@@ -11,7 +11,9 @@ import pytest
 from ming_py.errors import MingError
 from ming_py.ilp import sweep
 from ming_py.ilp.explore import FifosOverBudget
-from ming_py.ilp.solve import NoDesignFits, SearchStopped, TargetMissed
+from ming_py.ilp.objectives import TargetMissed
+from ming_py.ilp.search import SearchStopped
+from ming_py.ilp.solve import NoDesignFits
 from ming_py.options import BuildOptions
 from test_cli import _not_onnx, assert_clean_error
 from test_faults import EXAMPLE, ming

@@ -12,7 +12,7 @@ import pytest
 from ming_py.boards import load_board
 from ming_py.ilp import Budget, solve
 from ming_py.ilp.footprint import footprint
-from ming_py.ilp.solve import FRUGAL_SLACK, TargetMissed, Targets
+from ming_py.ilp.objectives import FRUGAL_SLACK, TargetMissed, Targets
 from ming_py.line_buffers import build_stream_graph
 from ming_py.pipeline import lift
 
