@@ -41,7 +41,7 @@ import defusedxml.ElementTree as SafeElementTree
 from . import calibration
 from .calibration import RESOURCES
 from .errors import MingError
-from .json_files import json_document
+from .contract.ming_json import json_document
 
 METRICS = ("ii", "interval") + RESOURCES
 LABELS = {"ii": "II", "interval": "interval", "latency": "latency", "dsp": "DSP", "lut": "LUT", "ff": "FF",

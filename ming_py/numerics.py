@@ -60,7 +60,7 @@ import numpy as np
 import numpy.typing as npt
 
 # The host-side rules (also shipped to the board in a build's deploy package) live in ming_host.
-from ming_py.runtime.ming_host import ort_dequantize_linear, ort_quantize_linear, saturate
+from ming_py.contract.ming_host import ort_dequantize_linear, ort_quantize_linear, saturate
 
 __all__ = [
     "INT8_MIN", "INT8_MAX",

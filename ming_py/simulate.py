@@ -64,7 +64,7 @@ import numpy as np
 from .adapters import AXIS_VALUES_PER_WORD, PIPELINE_DEPTH, record_loop, unpack_loop
 from .dataflow import Window
 from .errors import MingError
-from .json_files import read_json
+from .contract.ming_json import read_json
 from .dataflow import Schedule, StreamGraph
 from .kernel import loop_of, schedule_spec, spec_from_report
 from .kinds import WINDOW_GEOMETRY_KINDS, registered
