@@ -96,8 +96,11 @@ INPUT = PORT | {"host_ops": Field(LIST, required=False, section=INPUT_HOST_OP, m
 OUTPUT = PORT | {"index": Field(INTEGER), "host_ops": Field(LIST, section=HOST_OP)}
 WEIGHTS = {  # where the build keeps weights in URAM (ming_py.weights_load.load_report)
     "file": Field(TEXT, pattern=re.compile(_NAME), wrong="'{where}' is {value!r}, not a plain file name"),
-    "bytes": Field(INTEGER), "sha256": Field(TEXT), "words": Field(INTEGER), "port": Field(TEXT),
-    "load_cycles": Field(NUMBER), "load_us": Field(NUMBER), "arrays": Field(LIST),
+    "bytes": Field(INTEGER), "sha256": Field(TEXT),
+    # what the reports say of the load; the driver reads none of them
+    "words": Field(INTEGER, required=False), "port": Field(TEXT, required=False),
+    "load_cycles": Field(INTEGER, required=False), "load_us": Field(NUMBER, required=False),
+    "first_image_simulated_cycles": Field(INTEGER, required=False), "arrays": Field(LIST, required=False),
     "dma": Field(TEXT, required=False, pattern=IDENTIFIER, wrong="'{where}' is {value!r}, not an identifier"),
     "kernel": Field(TEXT, required=False, pattern=IDENTIFIER, wrong="'{where}' is {value!r}, not an identifier"),
 }
