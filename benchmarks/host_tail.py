@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / folder) for folder in ("runtime", "contract")]
 import ming_driver  # noqa: E402
+import ming_ports  # noqa: E402
 from ming_host import HostOp, words_per_image  # noqa: E402
 
 BATCHES = (1, 16, 256)
@@ -32,10 +33,10 @@ REPEATS = 7
 SECONDS_PER_REPEAT = 0.2
 
 
-def port(onnx_shape, array_shape, stream_shape, host_ops=(), dtype="float32", permutation=()) -> ming_driver.Port:
+def port(onnx_shape, array_shape, stream_shape, host_ops=(), dtype="float32", permutation=()) -> ming_ports.Port:
     """An output port as the build's metadata describes it."""
     values = int(np.prod(stream_shape))
-    return ming_driver.Port("y", tuple(onnx_shape), tuple(array_shape), tuple(stream_shape), 0.0303, 39, values,
+    return ming_ports.Port("y", tuple(onnx_shape), tuple(array_shape), tuple(stream_shape), 0.0303, 39, values,
                             words_per_image(values), dtype, tuple(permutation), tuple(host_ops))
 
 
@@ -48,7 +49,7 @@ TAILS = {
 }
 
 
-def microseconds_per_image(output: ming_driver.Port, images: int) -> float:
+def microseconds_per_image(output: ming_ports.Port, images: int) -> float:
     """The best time of the host tail of `output` for a batch of `images`, per image."""
     words = np.random.default_rng(0).integers(0, 1 << 64, (images, output.words), dtype=np.uint64)
     number = max(1, int(SECONDS_PER_REPEAT / _seconds(lambda: ming_driver.batch_outputs(words, [output]))))

@@ -17,7 +17,7 @@ from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import StreamGraph
 from ming_py.errors import MingError
-from ming_py.runtime.ming_host import words_per_image
+from ming_py.contract.ming_host import words_per_image
 
 from .environment import environment
 from .identifiers import comment_text, cpp_names

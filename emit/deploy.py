@@ -1,5 +1,6 @@
-"""The deployment package OUT/deploy/: the host driver (ming_py.runtime, copied verbatim), the metadata it
-reads (`accelerator.json`) and a README for the board.
+"""The deployment package OUT/deploy/: the host driver (ming_py.runtime and the contract modules it imports,
+copied verbatim), the metadata it reads (`accelerator.json`, checked against the schema the driver checks it
+with) and a README for the board.
 
 The hardware files join it later: `vivado/build_bitstream.tcl` copies `<model>.bit` and `<model>.hwh` here
 (Zynq boards), `make` in `vitis/` copies `<model>.xclbin` (Alveo boards).
@@ -13,8 +14,9 @@ from importlib import resources
 from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import StreamGraph
-from ming_py.runtime.ming_driver import output_names
-from ming_py.runtime.ming_host import LAYOUT_STEPS
+from ming_py.contract import accelerator_schema
+from ming_py.contract.ming_host import LAYOUT_STEPS
+from ming_py.contract.ming_ports import output_names
 
 from .environment import environment
 from .identifiers import cpp_names
@@ -22,7 +24,10 @@ from .reports import host_data
 from .alveo import alveo_kernels
 from .vivado import DMA, LENGTH_BITS, WEIGHT_DMA
 
-RUNTIME_FILES = ("ming_host.py", "ming_driver.py", "run.py")
+RUNTIME_FILES = ("ming_driver.py", "ming_backends.py", "run.py")
+# what the runtime imports (flat, beside it on the board)
+CONTRACT_FILES = ("ming_host.py", "ming_errors.py", "ming_json.py", "ming_ports.py", "ming_npy.py", "ming_cxx.py",
+                  "accelerator_schema.py")
 # An Alveo batch's two buffers share one memory bank; an HBM pseudo-channel holds 256 MB.
 ALVEO_TRANSFER_BYTES = 2 ** 27
 
@@ -30,9 +35,13 @@ ALVEO_TRANSFER_BYTES = 2 ** 27
 def deploy_files(graph: StreamGraph, board: Board, weights: dict | None = None) -> dict[str, str]:
     """The files of OUT/deploy/, as {relative path: text}; `weights`: the weight load where weights are in URAM
     (`ming_py.weights_load.load_report`; deploy/weights.bin is written beside)."""
-    runtime = resources.files("ming_py.runtime")
-    files = {f"deploy/{name}": runtime.joinpath(name).read_text(encoding="utf-8") for name in RUNTIME_FILES}
+    files = {f"deploy/{name}": resources.files(package).joinpath(name).read_text(encoding="utf-8")
+             for package, names in (("ming_py.runtime", RUNTIME_FILES), ("ming_py.contract", CONTRACT_FILES))
+             for name in names}
     meta = accelerator_metadata(graph, board, weights)
+    problem = accelerator_schema.written_problem(meta)
+    if problem:
+        raise AssertionError(f"ming would write an {accelerator_schema.METADATA} its driver refuses: {problem}")
     files["deploy/accelerator.json"] = json.dumps(meta, indent=2) + "\n"
     files["deploy/README.md"] = environment().get_template("deploy/README.md.j2").render(
         meta=meta, board=board, version=__version__, output_names=output_names(meta),

@@ -14,7 +14,7 @@ from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
 from ming_py.kernel import kernel_spec, schedule_spec
 from ming_py.kinds import trip_counts, unrollable
-from ming_py.runtime.ming_host import words_per_image
+from ming_py.contract.ming_host import words_per_image
 from ming_py.array_layout import ArrayPlan
 from ming_py.epilogues import lane_datapath
 from ming_py.storage import plan_arrays

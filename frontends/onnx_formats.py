@@ -10,7 +10,7 @@
 * uint8: a uint8 tensor q with zero point z holds the values of the int8 tensor q - 128 with zero point
   z - 128 and the same scale (DequantizeLinear gives the same floats, QuantizeLinear the same integers
   shifted, saturation included). Every uint8 constant is shifted; a uint8 model input or output becomes an
-  int8 one whose values the host shifts (`runtime/ming_host.py`).
+  int8 one whose values the host shifts (`contract/ming_host.py`).
 * Weight zero points: weights w with zero point z (uint8 weights have one after the shift) multiply as
   w - z. Where w - z fits int8 the weights become w - z with zero point 0, the form ming's int8 multipliers
   take; elsewhere the model is refused.

@@ -32,7 +32,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ming_py.errors import MingError
 from ming_py.ir import Graph, GraphOutput, HostOp
-from ming_py.runtime.ming_host import INT8_MIN, ort_dequantize_linear
+from ming_py.contract.ming_host import INT8_MIN, ort_dequantize_linear
 
 from .onnx_converters import static_shapes
 from .onnx_formats import producers_and_consumers

@@ -6,7 +6,7 @@ QUANTIZE int8 -> uint8 right before a float or uint8 output (after the SOFTMAX w
 also view their input in another shape or order before the first layer: a RESHAPE of a vector into a map (TFLite
 Micro's micro_speech), a TRANSPOSE of a channels-first input (PyTorch models converted to TFLite), EXPAND_DIMS and
 SQUEEZE. `split_host_boundary` takes these ops, in chains of any length and order, out of the flatbuffer before
-the import: the accelerator takes and gives int8 maps, and the host (`runtime/ming_host.py`) runs them on the
+the import: the accelerator takes and gives int8 maps, and the host (`contract/ming_host.py`) runs them on the
 model's own arrays with TFLite's arithmetic (`tflite_quantize`, `tflite_requantize`, `tflite_softmax`), so `ming
 reference`, the C-simulation and the deployed driver take and give what LiteRT does.
 
@@ -28,7 +28,7 @@ from ai_edge_litert import schema_py_generated as schema
 
 from ming_py.errors import MingError
 from ming_py.ir import Graph, GraphOutput, HostOp
-from ming_py.runtime.ming_host import INTEGER_OFFSETS, LAYOUT_STEPS, graph_layout_shape
+from ming_py.contract.ming_host import INTEGER_OFFSETS, LAYOUT_STEPS, graph_layout_shape
 
 from .facts import ModelPort
 from .tflite_fold import op_name, tensor_name

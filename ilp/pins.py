@@ -19,7 +19,7 @@ from pathlib import Path
 from ming_py.dataflow import StreamGraph, divisors
 from ming_py.epilogues import rule_of
 from ming_py.errors import MingError
-from ming_py.json_files import check_digits, json_document
+from ming_py.contract.ming_json import check_digits, json_document
 from ming_py.kernel import kernel_spec
 from ming_py.kinds import kind_of, trip_counts
 from ming_py.storage import WEIGHT_MEMORIES, plan_arrays

@@ -53,7 +53,7 @@ from ming_py.ir import (
     node_inputs,
 )
 from ming_py.kinds.bilinear import table_problem
-from ming_py.runtime.ming_host import input_layout_shape
+from ming_py.contract.ming_host import input_layout_shape
 
 from .fifo import record_order
 

@@ -11,7 +11,7 @@ import functools
 from dataclasses import dataclass
 
 from .loops import Access, Loop, Position
-from .runtime.ming_host import VALUES_PER_WORD as AXIS_VALUES_PER_WORD
+from .contract.ming_host import VALUES_PER_WORD as AXIS_VALUES_PER_WORD
 
 PIPELINE_DEPTH = 4
 

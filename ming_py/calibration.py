@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MingError
-from .json_files import json_document, read_regular
+from .contract.ming_json import json_document, read_regular
 
 FORMAT = "ming-calibration/1"
 RESOURCES = ("dsp", "lut", "ff", "bram18k", "uram")
@@ -73,7 +73,7 @@ def load_calibration(path: str | Path) -> Calibration:
 
 def _read_regular(path: Path, follow: bool = True) -> bytes:
     """The bytes of a regular file of at most MAX_BYTES (a FIFO or a device is refused before anything is read
-    from it: `json_files.read_regular`, the reader of every JSON file ming reads)."""
+    from it: `ming_json.read_regular`, the reader of every JSON file ming reads)."""
     try:
         return read_regular(path, MAX_BYTES, follow_symlinks=follow)
     except FileNotFoundError:

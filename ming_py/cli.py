@@ -243,7 +243,7 @@ def _csim(args) -> int:
     from .csim import CsimDeadlock, PortConflict, run_csim
     from .options import build_metadata, check_output_count, check_output_files, load_input, save_outputs
     from .progress import Progress
-    from .runtime.ming_driver import Port, output_names
+    from .contract.ming_ports import Port, output_names
 
     host = build_metadata(args.build_dir)
     x = load_input(args.input, Port.of(host["input"]))
@@ -481,7 +481,7 @@ _MODULES = {
     "reference": ("ming_py.reference", "ming_py.options", "ming_py.pipeline", "ming_py.verdict"),
     "build": ("ming_py.build", "ming_py.progress", "ming_py.options", "ming_py.ilp.pins"),
     "sweep": ("ming_py.boards", "ming_py.ilp.sweep", "ming_py.options", "ming_py.output", "ming_py.progress"),
-    "csim": ("ming_py.csim", "ming_py.options", "ming_py.progress", "ming_py.runtime.ming_driver", "ming_py.trace",
+    "csim": ("ming_py.csim", "ming_py.options", "ming_py.progress", "ming_py.contract.ming_cxx", "ming_py.trace",
              "ming_py.verdict"),  # not the frontends: IREE's import, for the golden model, only once the csim ran
     "simulate": ("ming_py.simulate",),
     "compare": ("ming_py.compare", "ming_py.calibration"),

@@ -24,7 +24,7 @@ from pathlib import Path
 from . import calibration
 from .calibration import RESOURCES
 from .errors import MingError
-from .json_files import json_document
+from .contract.ming_json import json_document
 from .vendor_reports import (HIERARCHICAL_REPORT, MAX_FIGURE_DIGITS, TIMING_REPORT, Cosimulation, Implementation,
                              Synthesis, check_inside, excerpt, read_bytes, read_cosimulation, read_implementation,
                              read_synthesis)

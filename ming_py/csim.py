@@ -23,13 +23,15 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MingError
-from .json_files import read_json
+from .contract.ming_json import read_json
 from .weights_load import WEIGHTS_FILE
 from .options import build_metadata
 from .cache import not_only_yours, open_lock, private_dir
 from .progress import Progress
-from .runtime import ming_host
-from .runtime.ming_driver import CSIM_FLAGS, DeployError, Port, compile_program, input_images
+from .contract import ming_host
+from .contract.ming_cxx import CSIM_FLAGS, compile_program
+from .contract.ming_errors import DeployError
+from .contract.ming_ports import Port, input_images
 
 CXX_FLAGS = CSIM_FLAGS + ("-Wall", "-Wextra")
 # Concurrent C-simulation: one thread per dataflow process, FIFOs bounded by their depth
@@ -374,7 +376,7 @@ def run_csim(out_dir: str | Path, x: np.ndarray, progress: Progress | None = Non
     `x` is one image in the model's input shape, or N images stacked on a first axis (as OUT/deploy/run.py
     takes them); each output then comes back in the model's output shape, or as N stacked. Its element type is
     float (quantized as the model does; a model whose input is int8 or uint8 quantizes it with that input's
-    scale and zero point as TFLite's QUANTIZE does) or the model's own int8/uint8 (`ming_driver.input_images`).
+    scale and zero point as TFLite's QUANTIZE does) or the model's own int8/uint8 (`ming_ports.input_images`).
 
     concurrent=False: Vitis-style sequential csim (processes one after another, unbounded FIFOs).
     concurrent=True: one thread per process over FIFOs of the scheduled depth; a deadlock

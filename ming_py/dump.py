@@ -21,7 +21,7 @@ from .errors import MingError
 from .framework_tensors import ModelTensor
 from .ir import Graph, Kernel
 from .reference import run_integer
-from .runtime.ming_host import accelerator_input
+from .contract.ming_host import accelerator_input
 
 MAX_FILE_STEM = 100  # characters of a tensor name kept in its file name (TFLite's joined names run to hundreds)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import numerics
-from .runtime.ming_host import HostOp  # noqa: F401  (the graph names the host tail with it)
+from .contract.ming_host import HostOp  # noqa: F401  (the graph names the host tail with it)
 
 PARALLEL = "parallel"
 REDUCTION = "reduction"

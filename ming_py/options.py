@@ -19,9 +19,10 @@ from ming_py.ilp.pins import check_key, check_value
 
 from .calibration import Calibration
 from .errors import MingError
-from .json_files import read_json
+from .contract.ming_json import read_json
 from .model_files import foreign_model_problem
-from .runtime import ming_driver, ming_host
+from .contract import accelerator_schema, ming_host, ming_npy
+from .contract.ming_errors import DeployError
 
 # The board database gives no fabric maximum; HLS tools accept any period, so this only refuses nonsense.
 CLOCK_MHZ = (1.0, 1000.0)
@@ -163,8 +164,8 @@ def check_output_file(path: Path) -> None:
     place, never written through a link), in an existing directory ming may write in."""
     path = Path(path)
     try:
-        ming_driver.check_destination(path)
-    except ming_driver.DeployError as exc:
+        ming_npy.check_destination(path)
+    except DeployError as exc:
         raise MingError(str(exc)) from None
     directory = path.parent
     if directory.exists() and not directory.is_dir():
@@ -188,12 +189,12 @@ def _write_problem(directory: Path) -> str | None:
 def load_input(path: Path, port=None) -> np.ndarray:
     """The array in the .npy file `path`, as the model's runtime takes it: float32 (no NaN or Inf), or int8 or
     uint8 for a model whose input is int8 or uint8, and not empty. The policy is the deployment driver's
-    (`ming_driver.load_input`), so `ming reference`, `ming csim` and OUT/deploy/run.py refuse the same files;
+    (`ming_npy.load_input`), so `ming reference`, `ming csim` and OUT/deploy/run.py refuse the same files;
     given the model's input `port` (a Port or GraphInput), an integer array it does not take is refused with
     the conversion it takes."""
     try:
-        return ming_driver.load_input(path, port)
-    except ming_driver.DeployError as exc:
+        return ming_npy.load_input(path, port)
+    except DeployError as exc:
         raise MingError(str(exc)) from None
 
 
@@ -214,8 +215,8 @@ def check_output_files(paths: list[Path]) -> None:
 def check_output_count(paths: list[Path], names: list[str]) -> None:
     """`--output` once per model output (`names`, in the model's order) or once as an .npz archive."""
     try:
-        ming_driver.check_output_paths(paths, names)
-    except ming_driver.DeployError as exc:
+        ming_npy.check_output_paths(paths, names)
+    except DeployError as exc:
         raise MingError(str(exc)) from None
 
 
@@ -223,9 +224,9 @@ def save_outputs(paths: list[Path], outputs: dict[str, np.ndarray]) -> None:
     """The model's outputs (float32, or int8/uint8 as the model gives them) to the `--output` paths, one .npy per
     output in the model's order or one .npz archive of all."""
     arrays = {name: y if y.dtype in (np.int8, np.uint8) else y.astype(np.float32) for name, y in outputs.items()}
-    try:  # atomically: a temporary file beside each path, renamed into place (see ming_driver.save_outputs)
-        ming_driver.save_outputs(paths, arrays)
-    except ming_driver.DeployError as exc:
+    try:  # atomically: a temporary file beside each path, renamed into place (see ming_npy.save_outputs)
+        ming_npy.save_outputs(paths, arrays)
+    except DeployError as exc:
         raise MingError(str(exc)) from None
 
 
@@ -266,6 +267,6 @@ def build_metadata(build_dir: Path) -> dict:
 
 def _host_problem(host: object) -> str | None:
     """What is missing, malformed or inconsistent in a host.json, None when every field csim reads has its
-    type and range and agrees with the others (the driver's checks of the same fields: `ming_driver.host_problem`;
+    type and range and agrees with the others (the driver's checks of the same fields: `accelerator_schema.host_problem`;
     "model" must be a C identifier, as it names hls/<model>.cpp and the cached binary)."""
-    return ming_driver.host_problem(host)
+    return accelerator_schema.host_problem(host)

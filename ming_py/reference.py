@@ -16,7 +16,7 @@ import numpy as np
 
 from .access import gather, valid_window_counts
 from .epilogues import Golden, rule_of
-from .runtime.ming_host import accelerator_input, model_output
+from .contract.ming_host import accelerator_input, model_output
 from .ir import (
     Arg,
     BilinearResize,

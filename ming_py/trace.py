@@ -24,11 +24,12 @@ from .csim import csim_command, open_csim, to_stream_order
 from .dataflow import Channel, StreamGraph
 from .errors import MingError
 from .ir import Graph, Kernel
-from .json_files import read_json
+from .contract.ming_json import read_json
 from .progress import Progress
 from .reference import run_integer
-from .runtime.ming_driver import DeployError, Port, input_images
-from .runtime.ming_host import accelerator_input
+from .contract.ming_errors import DeployError
+from .contract.ming_ports import Port, input_images
+from .contract.ming_host import accelerator_input
 
 TRACE_VARIABLE = "MING_TRACE_FILE"  # where the traced binary writes its record (ming_hls_stream.h)
 TRACE_MAGIC = b"MINGTRC1"

@@ -44,7 +44,7 @@ def stacked(graph: Graph, x: np.ndarray) -> bool:
 
 
 def one_image(y: np.ndarray) -> np.ndarray:
-    """An output of one image without its batch dimension of 1 (`ming_driver.Port.image_shape`)."""
+    """An output of one image without its batch dimension of 1 (`ming_ports.Port.image_shape`)."""
     return y[0] if y.ndim > 1 and y.shape[0] == 1 else y
 
 

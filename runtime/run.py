@@ -30,6 +30,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ming_driver  # noqa: E402
+import ming_npy  # noqa: E402
+import ming_ports  # noqa: E402
+from ming_errors import DeployError  # noqa: E402
 
 BENCHMARK_SECONDS = 2.0
 
@@ -68,7 +71,7 @@ def benchmark(accelerator: ming_driver.Accelerator, x: np.ndarray, batch: int | 
 
 class Terminated(BaseException):
     """SIGTERM, raised so that every `finally` runs: the compiler's process group is killed and the staging
-    binary and temporary files are removed (ming_driver.compile_program)."""
+    binary and temporary files are removed (ming_cxx.compile_program)."""
 
 
 def _terminate(signum, frame):
@@ -82,19 +85,19 @@ def main(argv=None) -> int:
         here = Path(__file__).resolve().parent
         meta = ming_driver.read_metadata(here)  # every field checked before anything runs
         if args.output:
-            ming_driver.check_output_paths(args.output, ming_driver.output_names(meta))
+            ming_npy.check_output_paths(args.output, ming_ports.output_names(meta))
         if args.batch is not None and args.batch < 1:
-            raise ming_driver.DeployError(f"--batch {args.batch}: give a positive number of images per transfer")
-        port = ming_driver.Port.of(meta["input"])
-        x = ming_driver.load_input(args.input, port)
-        ming_driver.input_images(x, port)  # before any compile or transfer
+            raise DeployError(f"--batch {args.batch}: give a positive number of images per transfer")
+        port = ming_ports.Port.of(meta["input"])
+        x = ming_npy.load_input(args.input, port)
+        ming_ports.input_images(x, port)  # before any compile or transfer
         accelerator = ming_driver.Accelerator(here, args.backend)
         outputs = accelerator.run(x, args.batch)
         if args.output:
-            ming_driver.save_outputs(args.output, outputs)
+            ming_npy.save_outputs(args.output, outputs)
         if args.benchmark:
             print(benchmark(accelerator, x, args.batch))
-    except ming_driver.DeployError as exc:
+    except DeployError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

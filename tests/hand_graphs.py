@@ -97,7 +97,7 @@ def assert_traced_loop(graph: Graph, lanes: int, out: Path, iterations: int, exc
     from ming_py.kinds.base import control_counters
     from ming_py.line_buffers import build_stream_graph
     from ming_py.output import write_tree
-    from ming_py.runtime.ming_driver import compile_program
+    from ming_py.contract.ming_cxx import compile_program
     from ming_py.simulate import simulate_schedule
     from pipelined_control import REGISTER_TYPE, excess, pipelined_loops, register_chains
 

@@ -410,7 +410,7 @@ def test_an_input_of_another_type_is_told_a_conversion_the_model_takes(tmp_path,
     """Before: a uint8 image for an int8 model with zero point -128 was told x.astype(numpy.int8) (200 becomes
     -56), an int64 array to give float32, which such a model refused. After: `ming csim` and run.py's loader
     refuse it in one line, before compiling, naming a conversion that the model then takes."""
-    from ming_py.runtime import ming_driver
+    from ming_py.contract import ming_npy, ming_ports
 
     build, port = _integer_build(tmp_path, dtype, zero_point)
     np.save(tmp_path / "x.npy", x)
@@ -422,8 +422,8 @@ def test_an_input_of_another_type_is_told_a_conversion_the_model_takes(tmp_path,
         assert f"x.astype(numpy.{dtype})" not in result.stderr
     converted = eval(conversion, {"numpy": np, "x": x})
     np.save(tmp_path / "converted.npy", converted)
-    taken = ming_driver.load_input(tmp_path / "converted.npy", ming_driver.Port.of(port))
-    images = ming_driver.input_images(taken, ming_driver.Port.of(port))  # what run.py and `ming csim` check
+    taken = ming_npy.load_input(tmp_path / "converted.npy", ming_ports.Port.of(port))
+    images = ming_ports.input_images(taken, ming_ports.Port.of(port))  # what run.py and `ming csim` check
     assert images.shape == (1, 4)
     if "128" in conversion:  # the shift keeps the real values: same scale, zero points 128 apart
         assert np.array_equal(converted.astype(np.int64) - (zero_point + (128 if dtype == "uint8" else 0)),
@@ -433,7 +433,7 @@ def test_an_input_of_another_type_is_told_a_conversion_the_model_takes(tmp_path,
 @pytest.mark.unit
 def test_float_images_for_an_int8_model_are_quantized_as_tflite_does():
     """round(x / scale) + zero point, halves away from zero (std::round), saturated: TFLite's QUANTIZE."""
-    from ming_py.runtime import ming_host
+    from ming_py.contract import ming_host
 
     scale = np.float32(0.5)
     x = np.array([0.25, -0.25, 0.75, -0.75, 100.0, -100.0, 0.0], np.float32)

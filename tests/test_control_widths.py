@@ -42,7 +42,7 @@ from ming_py.kernel import loop_of, schedule_spec
 from ming_py.kinds.base import control_counters
 from ming_py.output import write_tree
 from ming_py.pipeline import lift
-from ming_py.runtime.ming_driver import compile_program
+from ming_py.contract.ming_cxx import compile_program
 from pipelined_control import CHAIN_LIMIT, REGISTER_TYPE, PipelinedLoop, excess, pipelined_loops, register_chains
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "emit" / "templates"

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ming_py.contract import ming_cxx
+from ming_py.runtime import ming_backends
 from ming_py.runtime import ming_driver
 
 BINARY = Path("deploy") / "csim" / "tiny_cnn_csim"
@@ -70,9 +72,9 @@ def replace_by_script(binary: Path, marker: Path) -> None:
 
 def test_the_stamp_records_the_binary_it_compiled(out):
     binary = out / BINARY
-    stamp = ming_driver.stamp_path(binary)
+    stamp = ming_cxx.stamp_path(binary)
     assert stamp.name == "tiny_cnn_csim.sha256"
-    fd = ming_driver.open_stamped(binary, ming_driver.csim_inputs(out / "deploy", ming_driver.read_metadata(
+    fd = ming_cxx.open_stamped(binary, ming_cxx.csim_inputs(out / "deploy", ming_driver.read_metadata(
         out / "deploy")["csim"]))
     assert fd is not None
     os.close(fd)
@@ -103,7 +105,7 @@ def test_a_binary_without_its_stamp_is_not_run(out, tmp_path, no_compiler):
     env, compiler_called = no_compiler
     ran = tmp_path / "script-was-run"
     replace_by_script(out / BINARY, ran)
-    ming_driver.stamp_path(out / BINARY).unlink()
+    ming_cxx.stamp_path(out / BINARY).unlink()
     run_py(out, tmp_path / "x.npy", tmp_path / "y.npy", env=env)
     assert compiler_called.exists() and not ran.exists()
 
@@ -141,14 +143,14 @@ def test_the_bytes_verified_are_the_bytes_run_even_if_the_file_changes_in_place(
             binary.truncate()
         return run(*args, **kwargs)
 
-    monkeypatch.setattr(ming_driver.subprocess, "run", rewrite_then_run)
+    monkeypatch.setattr(ming_backends.subprocess, "run", rewrite_then_run)
     outputs = accelerator.run(np.zeros((1, 3, 16, 16), np.float32))
     assert not ran.exists() and outputs
 
 
 def test_the_descriptor_run_is_a_sealed_copy(out):
     binary = out / BINARY
-    fd = ming_driver.open_stamped(binary, ming_driver.csim_inputs(out / "deploy", ming_driver.read_metadata(
+    fd = ming_cxx.open_stamped(binary, ming_cxx.csim_inputs(out / "deploy", ming_driver.read_metadata(
         out / "deploy")["csim"]))
     try:
         assert os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:")
@@ -165,7 +167,7 @@ def test_the_descriptor_run_is_a_sealed_copy(out):
 
 def test_a_stamp_that_cannot_be_removed_is_one_line(out, tmp_path, no_compiler):
     env, _ = no_compiler
-    stamp = ming_driver.stamp_path(out / BINARY)
+    stamp = ming_cxx.stamp_path(out / BINARY)
     stamp.unlink()
     stamp.mkdir()
     result = run_py(out, tmp_path / "x.npy", tmp_path / "y.npy", env=env)
@@ -176,7 +178,7 @@ def test_a_stamp_that_cannot_be_removed_is_one_line(out, tmp_path, no_compiler):
 
 def test_the_inputs_are_hashed_once_per_accelerator(out, monkeypatch):
     calls = []
-    hash_inputs = ming_driver.csim_inputs
-    monkeypatch.setattr(ming_driver, "csim_inputs", lambda *args: calls.append(args) or hash_inputs(*args))
+    hash_inputs = ming_cxx.csim_inputs
+    monkeypatch.setattr(ming_cxx, "csim_inputs", lambda *args: calls.append(args) or hash_inputs(*args))
     ming_driver.Accelerator(out / "deploy", "csim")
     assert len(calls) == 1

@@ -22,9 +22,13 @@ from ming_py import reference
 from ming_py.boards import load_board
 from ming_py.build import design
 from ming_py.cli import main
+from ming_py.contract.ming_errors import DeployError
+from ming_py.emit.deploy import CONTRACT_FILES, RUNTIME_FILES
 from ming_py.output import write_tree
 from ming_py.runtime import ming_driver
-from ming_py.runtime.ming_driver import AXIS_BEAT, Accelerator, DeployError, mm2s_beats, s2mm_words
+from ming_py.runtime import ming_backends
+from ming_py.runtime.ming_backends import AXIS_BEAT, mm2s_beats, s2mm_words
+from ming_py.runtime.ming_driver import Accelerator
 
 MODELS = ("tiny_cnn", "residual_block", "mlp")
 
@@ -134,9 +138,9 @@ def test_the_package_runs_with_numpy_alone_and_compiles_the_simulation_itself(bu
 
 def test_the_package_holds_the_runtime_verbatim(builds):
     out, _ = builds("tiny_cnn")
-    runtime = resources.files("ming_py.runtime")
-    for name in ("ming_host.py", "ming_driver.py", "run.py"):
-        assert (out / "deploy" / name).read_text() == runtime.joinpath(name).read_text()
+    for package, names in (("ming_py.runtime", RUNTIME_FILES), ("ming_py.contract", CONTRACT_FILES)):
+        for name in names:
+            assert (out / "deploy" / name).read_text() == resources.files(package).joinpath(name).read_text()
     meta = json.loads((out / "deploy" / "accelerator.json").read_text())
     assert (meta["bitstream"], meta["dma"], meta["max_transfer_bytes"]) == ("tiny_cnn.bit", "axi_dma", 2 ** 26 - 1)
     assert "pynq 3.0" in meta["target"] and "tiny_cnn.bit" in (out / "deploy" / "README.md").read_text()
@@ -247,7 +251,8 @@ FAKE_PYNQ = '''
 build's C-simulation, so the driver's pynq backend runs unchanged."""
 import numpy as np
 
-from ming_py.runtime.ming_driver import AXIS_BEAT, compile_csim, mm2s_beats
+from ming_py.contract.ming_cxx import compile_csim
+from ming_py.runtime.ming_backends import AXIS_BEAT, mm2s_beats
 import subprocess, tempfile, pathlib, json
 
 class Buffer(np.ndarray):
@@ -319,7 +324,7 @@ def test_pynq_backend_stops_instead_of_hanging_without_tlast(fake_pynq, monkeypa
     import pynq
 
     monkeypatch.setattr(pynq.Overlay, "DROP_TLAST", True)
-    monkeypatch.setattr(ming_driver, "DMA_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(ming_backends, "DMA_TIMEOUT_SECONDS", 0.2)
     with pytest.raises(DeployError, match=r"S2MM \(output\) transfer of 2 words did not finish in 0.2 s"):
         Accelerator(deploy, "pynq").run(_images(graph, 1))
 

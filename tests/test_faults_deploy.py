@@ -28,8 +28,9 @@ import pytest
 
 from ming_py.errors import MingError
 from ming_py import options
+from ming_py.contract import ming_cxx, ming_npy, ming_ports
 from ming_py.runtime import ming_driver
-from ming_py.runtime.ming_driver import DeployError
+from ming_py.contract.ming_errors import DeployError
 from test_faults import ming
 
 REBUILD = "run `ming build` again"
@@ -166,7 +167,7 @@ def test_compile_csim_checks_the_paths_itself(example_build, tmp_path):
     out = copy_build(example_build, tmp_path)
     meta = json.loads((out / "deploy" / "accelerator.json").read_text())
     with pytest.raises(DeployError, match=r"'csim.binary' is 'run.py'.*run `ming build` again"):
-        ming_driver.compile_csim(out / "deploy", meta["csim"] | {"binary": "run.py"})
+        ming_cxx.compile_csim(out / "deploy", meta["csim"] | {"binary": "run.py"})
     assert (out / "deploy" / "run.py").read_bytes() == (example_build / "deploy" / "run.py").read_bytes()
 
 
@@ -348,11 +349,11 @@ def test_run_py_takes_what_ming_reference_takes(example_build, tmp_path, no_comp
     line = assert_one_line(result, 2, "error: ", message)
     assert "allow_pickle" not in line
     assert not marker.exists() and not (tmp_path / "y.npy").exists()
-    port = ming_driver.Port.of(json.loads((out / "host.json").read_text())["input"])
+    port = ming_ports.Port.of(json.loads((out / "host.json").read_text())["input"])
     with pytest.raises(MingError) as ming_error:
         options.load_input(x, port)
     with pytest.raises(DeployError) as deploy_error:
-        ming_driver.load_input(x, port)
+        ming_npy.load_input(x, port)
     assert str(ming_error.value) == str(deploy_error.value) == line.removeprefix("error: ")
 
 
@@ -364,7 +365,7 @@ def test_the_driver_and_ming_refuse_the_same_dtypes(tmp_path, dtype):
     x = tmp_path / "x.npy"
     np.save(x, np.zeros((1, 4), dtype))
     outcomes = []
-    for load, error in ((options.load_input, MingError), (ming_driver.load_input, DeployError)):
+    for load, error in ((options.load_input, MingError), (ming_npy.load_input, DeployError)):
         try:
             outcomes.append(str(load(x).dtype))
         except error as exc:
@@ -522,7 +523,7 @@ def test_keyboard_interrupt_during_compile_program_kills_the_group(tmp_path, slo
     try:
         signal.setitimer(signal.ITIMER_REAL, 1.0)
         with pytest.raises(KeyboardInterrupt):
-            ming_driver.compile_program([tmp_path / "a.cpp"], [], ("-O2",), binary)
+            ming_cxx.compile_program([tmp_path / "a.cpp"], [], ("-O2",), binary)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -539,12 +540,12 @@ FULL_DISK = textwrap.dedent("""
     import resource, runpy, sys
     deploy = sys.argv[1]
     sys.path.insert(0, deploy)
-    import ming_driver  # the module run.py imports
-    real = ming_driver.save_outputs
+    import ming_npy  # the module run.py writes the outputs with
+    real = ming_npy.save_outputs
     def on_a_full_disk(*args, **kwargs):  # the run went through; from here on no file grows past 64 bytes
         resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
         return real(*args, **kwargs)
-    ming_driver.save_outputs = on_a_full_disk
+    ming_npy.save_outputs = on_a_full_disk
     sys.argv = [deploy + "/run.py", *sys.argv[2:]]
     runpy.run_path(sys.argv[0], run_name="__main__")
 """)
@@ -593,7 +594,7 @@ def test_a_failed_write_of_the_second_output_leaves_neither(tmp_path, monkeypatc
 def test_outputs_replace_old_files_whole(tmp_path):
     paths = [tmp_path / "a.npy", tmp_path / "b"]
     paths[0].write_text("old")
-    ming_driver.save_outputs(paths, {"a": np.arange(3, dtype=np.float32), "b": np.ones(2, np.int8)})
+    ming_npy.save_outputs(paths, {"a": np.arange(3, dtype=np.float32), "b": np.ones(2, np.int8)})
     assert np.array_equal(np.load(paths[0]), np.arange(3, dtype=np.float32))
     assert np.array_equal(np.load(tmp_path / "b.npy"), np.ones(2, np.int8))  # numpy.save's name, as before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "b.npy"]
@@ -619,7 +620,7 @@ def test_an_output_that_is_a_symlink_is_refused(example_build, tmp_path, no_comp
     assert_one_line(ming("csim", out, *io, env=env | {"MING_CACHE_DIR": str(tmp_path / "cache")}), 2,
                     "ming: error: ", "is a symbolic link")
     with pytest.raises(DeployError, match="is a symbolic link"):
-        ming_driver.save_outputs([link], {"y": np.zeros(10, np.float32)})
+        ming_npy.save_outputs([link], {"y": np.zeros(10, np.float32)})
     assert target.read_text() == "keep me\n" and link.is_symlink() and not marker.exists()
 
 
@@ -648,5 +649,5 @@ def test_a_full_disk_during_the_compile_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("CXX", str(cxx))
     binary = tmp_path / "bin" / "program"
     with pytest.raises(ming_driver.DeployError, match=r"^no space left on the device while compiling program"):
-        ming_driver.compile_program([tmp_path / "a.cpp"], [], ("-O2",), binary)
+        ming_cxx.compile_program([tmp_path / "a.cpp"], [], ("-O2",), binary)
     assert list(binary.parent.iterdir()) == []

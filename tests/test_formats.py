@@ -22,7 +22,7 @@ from ming_py.frontends import onnx_formats
 from ming_py.errors import MingError
 from ming_py.output import write_tree
 from ming_py.pipeline import lift
-from ming_py.runtime import ming_host
+from ming_py.contract import ming_host
 from ming_py.runtime.ming_driver import Accelerator
 
 logging.getLogger().setLevel(logging.ERROR)  # onnxruntime's quantizer warns on every call

@@ -10,8 +10,8 @@ import copy
 import numpy as np
 import pytest
 
-from ming_py.runtime import ming_driver, ming_host
-from ming_py.runtime.ming_host import HostOp
+from ming_py.contract import accelerator_schema, ming_host, ming_ports
+from ming_py.contract.ming_host import HostOp
 
 pytestmark = pytest.mark.unit
 
@@ -19,10 +19,10 @@ INPUT_STEPS = (HostOp("tflite_requantize", scale=0.0305 / 0.0217, zero_point=-3,
                HostOp("reshape", shape=(1, 8, 6, 2)), HostOp("transpose", axes=(0, 2, 1, 3)))
 
 
-def input_port(host_ops=INPUT_STEPS, dtype="uint8", permutation=(0, 3, 1, 2)) -> ming_driver.Port:
+def input_port(host_ops=INPUT_STEPS, dtype="uint8", permutation=(0, 3, 1, 2)) -> ming_ports.Port:
     """A (1, 96) uint8 input the model views as an 8 x 6 x 2 map, transposed to 6 x 8 x 2 (NHWC), then moved
     channels first."""
-    return ming_driver.Port("x", (1, 96), (2, 6, 8), (2, 6, 8), 0.0305, 4, 96, 12, dtype, permutation, host_ops,
+    return ming_ports.Port("x", (1, 96), (2, 6, 8), (2, 6, 8), 0.0305, 4, 96, 12, dtype, permutation, host_ops,
                             "tflite")
 
 
@@ -50,7 +50,7 @@ def test_an_output_in_the_models_layout_of_a_batch_equals_each_image(images):
     steps = (HostOp("reshape", shape=(1, 4, 8, 8)), HostOp("transpose", axes=(0, 2, 3, 1)),
              HostOp("reshape", shape=(1, 64, 4)), HostOp("tflite_requantize", scale=0.61, zero_point=-20,
                                                         input_zero_point=-8))
-    port = ming_driver.Port("y", (1, 64, 4), (4, 8, 8), (4, 8, 8), 0.0024, -8, 256, 32, "uint8", (), steps)
+    port = ming_ports.Port("y", (1, 64, 4), (4, 8, 8), (4, 8, 8), 0.0024, -8, 256, 32, "uint8", (), steps)
     q = np.random.default_rng(images).integers(-128, 128, (images, 4, 8, 8)).astype(np.int8)
     batch = ming_host.model_output_of_images(q, port)
     alone = np.stack([ming_host.model_output(image, port) for image in q])
@@ -66,7 +66,7 @@ def test_the_steps_survive_the_metadata():
     assert set(HostOp("reshape", shape=(1, 4)).as_data()) == {"kind", "axis", "scale", "zero_point", "shape"}
 
 
-def _host(port: ming_driver.Port) -> dict:
+def _host(port: ming_ports.Port) -> dict:
     data = {"onnx_name": port.onnx_name, "onnx_shape": list(port.onnx_shape), "array_shape": list(port.array_shape),
             "stream_shape": list(port.stream_shape), "words": port.words, "scale": port.scale,
             "zero_point": port.zero_point, "dtype": port.dtype, "permutation": list(port.permutation),
@@ -77,8 +77,8 @@ def _host(port: ming_driver.Port) -> dict:
 
 def test_the_drivers_checks_take_input_steps_and_refuse_damaged_ones():
     host = _host(input_port())
-    assert ming_driver.host_problem(host) is None
-    assert ming_driver.Port.of(host["input"]).host_ops == INPUT_STEPS
+    assert accelerator_schema.host_problem(host) is None
+    assert ming_ports.Port.of(host["input"]).host_ops == INPUT_STEPS
     for change, message in (
             (lambda h: h["input"]["host_ops"][2].update(axes=[0, 1, 1, 3]), "not a permutation"),
             (lambda h: h["input"]["host_ops"][1].update(shape=[1, 8, 6, 3]), "host_ops' give the shape"),
@@ -87,5 +87,5 @@ def test_the_drivers_checks_take_input_steps_and_refuse_damaged_ones():
             (lambda h: h["input"].update(host_ops={}), "'input.host_ops' is not a list")):
         damaged = copy.deepcopy(host)
         change(damaged)
-        problem = ming_driver.host_problem(damaged)
+        problem = accelerator_schema.host_problem(damaged)
         assert problem is not None and message in problem and "\n" not in problem, problem

@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ming_py.runtime import ming_driver, ming_host
-from ming_py.runtime.ming_host import HostOp
+from ming_py.contract import ming_host, ming_ports
+from ming_py.runtime import ming_driver
+from ming_py.contract.ming_host import HostOp
 
 pytestmark = pytest.mark.unit
 
@@ -19,11 +20,11 @@ QUANTIZATIONS = ((0.004, -3), (0.0366, 3), (0.2, -128), (1.5, 127))
 
 
 def output_port(image_shape, host_ops=(), dtype="float32", permutation=(), scale=0.0366, zero_point=3,
-                onnx_shape=None) -> ming_driver.Port:
+                onnx_shape=None) -> ming_ports.Port:
     """An output whose accelerator values are one (C, H, W) map per image, `image_shape` in its layout."""
     values = int(np.prod(image_shape))
     onnx_shape = tuple(onnx_shape or image_shape)
-    return ming_driver.Port("y", onnx_shape, tuple(image_shape), (values, 1, 1), scale, zero_point, values,
+    return ming_ports.Port("y", onnx_shape, tuple(image_shape), (values, 1, 1), scale, zero_point, values,
                             ming_host.words_per_image(values), dtype, tuple(permutation), tuple(host_ops))
 
 
@@ -35,7 +36,7 @@ def int8_images(images: int, shape, seed: int) -> np.ndarray:
     return q
 
 
-def assert_batch_equals_images(q: np.ndarray, port: ming_driver.Port) -> None:
+def assert_batch_equals_images(q: np.ndarray, port: ming_ports.Port) -> None:
     batch = ming_host.model_output_of_images(q, port)
     alone = np.stack([ming_host.model_output(image, port) for image in q])
     assert batch.dtype == alone.dtype and batch.shape == alone.shape
@@ -93,7 +94,7 @@ def test_batch_outputs_split_the_records_as_each_image_alone(monkeypatch, chunk_
     monkeypatch.setattr(ming_driver, "TAIL_CHUNK_VALUES", chunk_values)
     classes = output_port((1, 10), (HostOp("tflite_softmax", scale=1.0),), "int8")
     stream = (8, 4, 5)
-    features = ming_driver.Port("features", (1, 4, 5, 8), (1, 8, 4, 5), stream, 0.02, -7, 160, 20,
+    features = ming_ports.Port("features", (1, 4, 5, 8), (1, 8, 4, 5), stream, 0.02, -7, 160, 20,
                                 permutation=(0, 3, 1, 2), index=1)
     images = 5
     logits, maps = int8_images(images, (10, 1, 1), seed=4), int8_images(images, stream, seed=5)
@@ -106,7 +107,7 @@ def test_batch_outputs_split_the_records_as_each_image_alone(monkeypatch, chunk_
         assert outputs[port.onnx_name].shape == (images,) + port.image_shape
 
 
-def packed(maps: np.ndarray, port: ming_driver.Port) -> np.ndarray:
+def packed(maps: np.ndarray, port: ming_ports.Port) -> np.ndarray:
     """int8 maps (images, C, H, W) as the bus words of each image (images x words)."""
     words = np.zeros(len(maps) * port.words, np.uint64)
     ming_host.pack_images(maps, port.stream_shape, words)

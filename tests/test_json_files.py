@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ming_py import csim, json_files
+from ming_py import csim
+from ming_py.contract import ming_json
 from ming_py.calibration import load_calibration
 from ming_py.errors import MingError
 from ming_py.runtime import ming_driver
@@ -51,25 +52,25 @@ def deep_file(path: Path) -> Path:
 
 @pytest.mark.unit
 def test_nesting_is_counted_flat_up_to_the_limit():
-    limit = json_files.MAX_JSON_DEPTH
-    assert json_files.json_document("[" * limit + "]" * limit) is not None
+    limit = ming_json.MAX_JSON_DEPTH
+    assert ming_json.json_document("[" * limit + "]" * limit) is not None
     for text in ("[" * (limit + 1) + "]" * (limit + 1), DEEP, "{" * 100_000):
         with pytest.raises(ValueError, match=f"nested deeper than {limit} levels"):
-            json_files.json_document(text)
+            ming_json.json_document(text)
 
 
 @pytest.mark.unit
 def test_brackets_inside_strings_are_not_nesting():
     text = json.dumps({"name": "[" * 1000 + '\\"{' * 1000})
-    assert json_files.json_document(text) == json.loads(text)
+    assert ming_json.json_document(text) == json.loads(text)
 
 
 @pytest.mark.unit
 def test_nan_and_infinity_only_where_allowed():
-    assert json_files.json_document("[Infinity]") == [float("inf")]
+    assert ming_json.json_document("[Infinity]") == [float("inf")]
     for constant in ("NaN", "Infinity", "-Infinity"):
         with pytest.raises(ValueError, match=f"{constant} is not a number JSON allows"):
-            json_files.json_document(f"[{constant}]", allow_nan=False)
+            ming_json.json_document(f"[{constant}]", allow_nan=False)
 
 
 @pytest.mark.unit
@@ -77,11 +78,11 @@ def test_the_reader_caps_the_size_and_reads_only_regular_files(tmp_path):
     big = tmp_path / "big.json"
     big.write_text(json.dumps(["x" * 100]))
     with pytest.raises(ValueError, match="larger than 64 bytes"):
-        json_files.read_json(big, max_bytes=64)
+        ming_json.read_json(big, max_bytes=64)
     fifo = tmp_path / "fifo.json"
     os.mkfifo(fifo)
     with pytest.raises(ValueError, match="not a regular file"):
-        json_files.read_json(fifo)
+        ming_json.read_json(fifo)
 
 
 @pytest.mark.unit

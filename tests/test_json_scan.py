@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ming_py.json_files import json_document
+from ming_py.contract.ming_json import json_document
 
 # A hang guard, not a benchmark: the scan of a MiB takes a few hundredths of a second; before, tens of minutes.
 SECONDS = 5.0

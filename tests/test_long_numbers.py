@@ -10,7 +10,7 @@ from ming_py.calibration import load_calibration
 from ming_py.errors import MingError
 from ming_py.ilp.budget import Budget
 from ming_py.ilp.pins import parse_assignments
-from ming_py.json_files import MAX_JSON_INT_DIGITS, json_document
+from ming_py.contract.ming_json import MAX_JSON_INT_DIGITS, json_document
 
 pytestmark = pytest.mark.unit
 

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGES = {"ming_py": "ming_py", "ming_py.kinds": "ming_py/kinds", "ming_py.epilogues": "ming_py/epilogues",
             "ming_py.frontends": "frontends", "ming_py.classify": "classify",
             "ming_py.line_buffers": "line_buffers", "ming_py.ilp": "ilp", "ming_py.emit": "emit",
-            "ming_py.boards": "boards", "ming_py.runtime": "runtime"}
+            "ming_py.boards": "boards", "ming_py.runtime": "runtime", "ming_py.contract": "contract"}
 
 pytestmark = pytest.mark.unit
 

@@ -24,8 +24,8 @@ from ming_py import reference
 from ming_py.errors import MingError
 from ming_py.frontends import onnx_converters, onnx_model
 from ming_py.pipeline import lift
-from ming_py.runtime import ming_driver, ming_host
-from ming_py.runtime.ming_host import HostOp
+from ming_py.contract import accelerator_schema, ming_host, ming_ports
+from ming_py.contract.ming_host import HostOp
 
 DETECTORS = Path(__file__).parent / "data" / "detectors"
 BUILT = ["face_detector_levels_pot.onnx", "ssd_tile.onnx", "torch_face_levels.onnx"]
@@ -368,9 +368,9 @@ def test_a_broadcast_to_a_larger_shape_is_refused_by_name(tmp_path):
 # ---- the host steps and their metadata ---------------------------------------------------------------
 
 
-def _port(host_ops, shape=(1, 4, 2)) -> ming_driver.Port:
+def _port(host_ops, shape=(1, 4, 2)) -> ming_ports.Port:
     values = int(np.prod(shape))
-    return ming_driver.Port("y", tuple(shape), tuple(shape), (values, 1, 1), 0.25, 3, values,
+    return ming_ports.Port("y", tuple(shape), tuple(shape), (values, 1, 1), 0.25, 3, values,
                             ming_host.words_per_image(values), "float32", (), tuple(host_ops))
 
 
@@ -406,4 +406,4 @@ def test_host_metadata_with_a_malformed_float_step_is_named(op, problem):
             "words": 1, "scale": 0.25, "zero_point": 3, "dtype": "float32", "permutation": [], "index": 0,
             "host_ops": [step, bad]}
     host = {"model": "m", "input": port | {"host_ops": []}, "outputs": [port]}
-    assert problem in (ming_driver.host_problem(host) or "")
+    assert problem in (accelerator_schema.host_problem(host) or "")

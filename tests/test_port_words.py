@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 from ming_py import limits
-from ming_py.runtime import ming_driver, ming_host
+from ming_py.contract import ming_host
+from ming_py.contract import accelerator_schema
+from ming_py.runtime import ming_driver
 
 HUGE = 10**10  # values of one image: 1.25e9 words, 9.31 GiB of buffer per image
 
@@ -47,8 +49,8 @@ def rewrite(deploy: Path, meta: dict) -> None:
 
 @pytest.mark.unit
 def test_the_bounds_are_those_ming_build_applies():
-    assert ming_driver.MAX_MAP_VALUES == limits.MAX_MAP_VALUES
-    assert ming_driver.MAX_RECORD_VALUES == limits.MAX_STREAMED_VALUES
+    assert accelerator_schema.MAX_MAP_VALUES == limits.MAX_MAP_VALUES
+    assert accelerator_schema.MAX_RECORD_VALUES == limits.MAX_STREAMED_VALUES
 
 
 def test_a_consistent_huge_output_port_is_refused_before_anything_is_sized(deploy):
@@ -59,20 +61,20 @@ def test_a_consistent_huge_output_port_is_refused_before_anything_is_sized(deplo
 
 
 def test_a_map_at_the_bound_passes_and_one_more_value_does_not(deploy):
-    rewrite(deploy, huge_output(metadata(deploy), ming_driver.MAX_MAP_VALUES))
+    rewrite(deploy, huge_output(metadata(deploy), accelerator_schema.MAX_MAP_VALUES))
     ming_driver.read_metadata(deploy)
-    rewrite(deploy, huge_output(metadata(deploy), ming_driver.MAX_MAP_VALUES + 1))
+    rewrite(deploy, huge_output(metadata(deploy), accelerator_schema.MAX_MAP_VALUES + 1))
     with pytest.raises(ming_driver.DeployError, match="more than the 16,777,216 of any map"):
         ming_driver.read_metadata(deploy)
 
 
 def test_outputs_together_past_what_a_build_streams_are_refused(deploy):
-    meta = huge_output(metadata(deploy), ming_driver.MAX_MAP_VALUES)
+    meta = huge_output(metadata(deploy), accelerator_schema.MAX_MAP_VALUES)
     second = json.loads(json.dumps(meta["outputs"][0])) | {"onnx_name": "second", "index": 1}
     meta["outputs"].append(second)
     meta["max_transfer_bytes"] = 2**40
     rewrite(deploy, meta)
-    assert 2 * ming_driver.MAX_MAP_VALUES > ming_driver.MAX_RECORD_VALUES
+    assert 2 * accelerator_schema.MAX_MAP_VALUES > accelerator_schema.MAX_RECORD_VALUES
     with pytest.raises(ming_driver.DeployError, match="hold 33,554,432 values per image, more than the 24,000,000"):
         ming_driver.read_metadata(deploy)
 

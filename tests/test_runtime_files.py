@@ -13,6 +13,7 @@ import pytest
 from ming_py import csim
 from ming_py.calibration import MAX_BYTES, load_calibration
 from ming_py.errors import MingError
+from ming_py.contract import ming_cxx
 from ming_py.runtime import ming_driver
 
 JOIN_SECONDS = 10.0  # far above the milliseconds the hash of a few small files takes; a hang never ends
@@ -30,11 +31,11 @@ def small_csim(deploy: Path) -> dict:
 def test_a_fifo_among_the_headers_is_hashed_as_unreadable_without_waiting(tmp_path):
     deploy = tmp_path / "deploy"
     csim_data = small_csim(deploy)
-    before = ming_driver.csim_inputs(deploy, csim_data)
+    before = ming_cxx.csim_inputs(deploy, csim_data)
     fifo = tmp_path / "hls" / "planted.h"
     os.mkfifo(fifo)
     found = []
-    worker = threading.Thread(target=lambda: found.append(ming_driver.csim_inputs(deploy, csim_data)), daemon=True)
+    worker = threading.Thread(target=lambda: found.append(ming_cxx.csim_inputs(deploy, csim_data)), daemon=True)
     worker.start()
     worker.join(JOIN_SECONDS)
     if worker.is_alive():  # release the reader blocked in open() before failing
@@ -49,9 +50,9 @@ def test_the_stamp_is_written_through_a_new_file_not_a_planted_link(tmp_path):
     binary = tmp_path / "m_csim"
     victim = tmp_path / "victim"
     victim.write_text("keep me\n")
-    stamp = ming_driver.stamp_path(binary)
+    stamp = ming_cxx.stamp_path(binary)
     os.link(victim, stamp.with_name(f".{stamp.name}.{os.getpid()}"))
-    ming_driver._write_stamp(binary, "a" * 64, "b" * 64)
+    ming_cxx._write_stamp(binary, "a" * 64, "b" * 64)
     assert victim.read_text() == "keep me\n"
     assert stamp.read_text() == f"{'a' * 64} {'b' * 64}\n"
 
@@ -59,9 +60,9 @@ def test_the_stamp_is_written_through_a_new_file_not_a_planted_link(tmp_path):
 @pytest.mark.unit
 def test_a_stamp_that_cannot_be_removed_is_a_deploy_error(tmp_path):
     binary = tmp_path / "m_csim"
-    ming_driver.stamp_path(binary).mkdir()
+    ming_cxx.stamp_path(binary).mkdir()
     with pytest.raises(ming_driver.DeployError, match=r"cannot remove the stale stamp .*m_csim\.sha256"):
-        ming_driver._remove_stamp(binary)
+        ming_cxx._remove_stamp(binary)
 
 
 @pytest.mark.unit

@@ -139,7 +139,7 @@ def test_a_damaged_file_is_one_clear_error(tmp_path, content, message):
 @pytest.mark.unit
 @pytest.mark.parametrize("scale", [0.01, 0.05, 0.2, 1.0, 4.0])
 def test_host_softmax_equals_tflite_softmax(tmp_path, scale):
-    from ming_py.runtime.ming_host import tflite_softmax
+    from ming_py.contract.ming_host import tflite_softmax
 
     builder = tflite_models.TfliteBuilder(seed=8)
     logits = builder.input((1, 10), scale=scale)

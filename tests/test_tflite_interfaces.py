@@ -31,7 +31,7 @@ from ming_py.errors import MingError
 from ming_py.frontends.tflite_boundary import _quantization, _requantize
 from ming_py.frontends.tflite_model import load_tflite
 from ming_py.pipeline import lift
-from ming_py.runtime import ming_host
+from ming_py.contract import ming_host
 from ming_py.runtime.ming_driver import Accelerator
 
 DATA = Path(__file__).parent / "data" / "tflite_interfaces"

@@ -19,7 +19,7 @@ from ming_py import primitives, reference
 from ming_py.errors import MingError
 from ming_py.ir import Arg, Kernel, LookupTable, Op
 from ming_py.pipeline import lift
-from ming_py.runtime.ming_host import accelerator_input
+from ming_py.contract.ming_host import accelerator_input
 
 OPS = {"MAXIMUM": "max", "MINIMUM": "min"}
 

@@ -214,7 +214,7 @@ def test_reference_dump_writes_every_golden_tensor_named_after_the_model(tmp_pat
     by_ming_tensor = {entry["ming_tensor"]: (name, entry) for name, entry in index.items()}
     assert by_ming_tensor["conv2_out"][0] == "relu2_out_QuantizeLinear_Output.npy"  # the int8 tensor after conv2
     assert by_ming_tensor["x_q"][0] == "x_QuantizeLinear_Output.npy"
-    from ming_py.runtime.ming_host import accelerator_input
+    from ming_py.contract.ming_host import accelerator_input
 
     golden = run_integer(graph, {graph.inputs[0].tensor: accelerator_input(x, graph.inputs[0])
                                  .reshape(graph.shape_of(graph.inputs[0].tensor))})

@@ -125,7 +125,8 @@ def test_loops_that_run_on_past_the_map_keep_their_counters(tmp_path, name):
 
 
 def test_a_compile_past_its_time_bound_is_stopped_and_leaves_nothing(tmp_path, monkeypatch):
-    from ming_py.runtime.ming_driver import DeployError, compile_program
+    from ming_py.contract.ming_cxx import compile_program
+    from ming_py.contract.ming_errors import DeployError
 
     slow = tmp_path / "slow-c++"
     slow.write_text("#!/bin/sh\nsleep 30\n")

@@ -53,7 +53,7 @@ import numpy.typing as npt
 from ming_py.numerics.integers import (_F32, INT8_MAX, INT8_MIN, ArrayLike, IntArray, bit_length, _f32_scalar,
     float32_parts, _i64, round_shift_half_even, round_shift_half_up)
 # The host-side rules (also shipped to the board in a build's deploy package) live in ming_host.
-from ming_py.runtime.ming_host import ort_dequantize_linear, ort_quantize_linear, saturate
+from ming_py.contract.ming_host import ort_dequantize_linear, ort_quantize_linear, saturate
 
 
 #: On x86-64 with default SessionOptions ORT's ``QDQS8ToU8Transformer`` rewrites every
