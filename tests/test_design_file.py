@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import types
 import typing
 from pathlib import Path
@@ -192,3 +193,21 @@ def test_a_port_without_host_steps_reads_back():
     port = Port("c", (1, 2, 3), "x", (1, 3, 2), 0.5, -1)
     arrays = Arrays()
     assert decode(encode(port, Port, arrays), Port, arrays) == port
+
+
+def _dataclasses_of(kind, found: dict) -> dict:
+    """Every dataclass a saved design holds, by name."""
+    for arg in typing.get_args(kind):
+        _dataclasses_of(arg, found)
+    if dataclasses.is_dataclass(kind) and kind.__name__ not in found:
+        found[kind.__name__] = kind
+        for hint in typing.get_type_hints(kind).values():
+            _dataclasses_of(hint, found)
+    return found
+
+
+def test_the_format_page_names_every_field():
+    page = (Path(__file__).resolve().parent.parent / "docs" / "design_format.md").read_text()
+    missing = [f"{name}.{f.name}" for name, kind in _dataclasses_of(SavedDesign, {}).items()
+               for f in dataclasses.fields(kind) if not re.search(rf"\b{f.name}\b", page)]
+    assert missing == []
