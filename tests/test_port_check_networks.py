@@ -48,7 +48,7 @@ MAX_LANES = 8
 @dataclass
 class Built:
     out: Path  # the written build
-    design: object  # ming_py.build.Design
+    design: object  # ming_py.steps.Design
     graph: object  # the lifted graph
 
 
