@@ -21,14 +21,16 @@ import tempfile  # noqa: E402
 
 import zoo  # noqa: E402
 
-from ming_py.build import BuildOptions, design, explore  # noqa: E402
+from ming_py.build import BuildOptions, design  # noqa: E402
+from ming_py.ilp.explore import explore  # noqa: E402
+from ming_py.line_buffers import build_stream_graph  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
 
 NETWORKS = ["residual_block", "two_residual_stages", "dw_separable", "lenet", "tiny_cnn", "concat_branches"]
 
 
 def totals_and_fifo_bits(graph, options):
-    board, solution = explore(graph, options)
+    board, solution = explore(build_stream_graph(graph), options)
     data = json.loads(design(graph, board, solution=solution).files["report.json"])
     bits = sum(c["fifo_depth"] * c["lanes"] * 8 for c in data["channels"])
     return data["totals"], bits

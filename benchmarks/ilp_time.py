@@ -47,7 +47,7 @@ def measure(model: Path, board: str, limits: dict, fraction: int | None, queue) 
     began = time.perf_counter()
     options = BuildOptions(board=board, limits=limits)
     try:
-        graph = lift(model)
+        graph = build_stream_graph(lift(model))
         began = time.perf_counter()
         if fraction is not None:  # a throughput target: 1/fraction of the fastest design's
             _, fastest = explore(graph, BuildOptions(board=board, limits=limits, objective="latency"))

@@ -21,7 +21,9 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from build_hashes import networks  # noqa: E402
 
-from ming_py.build import BuildOptions, design, explore  # noqa: E402
+from ming_py.build import BuildOptions, design  # noqa: E402
+from ming_py.ilp.explore import explore  # noqa: E402
+from ming_py.line_buffers import build_stream_graph  # noqa: E402
 from ming_py.errors import MingError  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
 from ming_py.progress import Progress  # noqa: E402
@@ -49,7 +51,7 @@ def main() -> int:
                 continue
             try:
                 graph = lift(model)
-                chosen, solution = explore(graph, BuildOptions(board=board))
+                chosen, solution = explore(build_stream_graph(graph), BuildOptions(board=board))
                 result = design(graph, chosen, solution=solution)
             except MingError as refused:
                 print(f"{name:<48} {'-':>9} {'-':>8}  refused: {refused}")

@@ -9,10 +9,8 @@ from dataclasses import replace
 from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
 from ming_py.errors import MingError
-from ming_py.ir import Graph
 from ming_py.kernel import KernelSpec
 from ming_py.limits import check_fifo_bits
-from ming_py.line_buffers import build_stream_graph
 from ming_py.line_buffers.fifo import DEFAULT_PIXELS, FifoPlan, fifo_memory, reservation_plan
 from ming_py.options import BuildOptions, target_board
 from ming_py.simulate import simulate_schedule
@@ -24,10 +22,9 @@ from .objectives import Targets
 from .solve import Solution, solve
 
 
-def explore(graph: Graph, options: BuildOptions) -> tuple[Board, Solution]:
-    """The ILP-chosen schedule of `graph` under the options' budget and pins."""
+def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, Solution]:
+    """The ILP-chosen schedule of `stream_graph` under the options' budget and pins."""
     board = target_board(options)
-    stream_graph = build_stream_graph(graph)
     pins = resolve(options.settings, stream_graph)
     budget = Budget.of(board, options.limits)
     reservation = reservation_plan(stream_graph)

@@ -23,6 +23,7 @@ from pathlib import Path
 from matplotlib.ticker import LogFormatter
 
 from ming_py.errors import MingError
+from ming_py.line_buffers import build_stream_graph
 from ming_py.options import TARGET_OPTIONS, target_board
 from ming_py.output import check_output, output_lock, replace_tree
 from ming_py.progress import Progress
@@ -99,11 +100,12 @@ def _sweep(model: str | Path, options, lists: dict[str, str | None], points: lis
     board = target_board(options)
     with progress.step(f"importing {Path(model).name} through IREE"):
         graph = lift(model, options.name)
+    stream_graph = build_stream_graph(graph)
     table = Table(progress, lists, targets, len(points))
     rows = []
     for limits, fps, latency_us in points:
         started = time.perf_counter()
-        row = sweep_row(graph, replace(options, limits=limits, target_fps=fps, target_latency_us=latency_us))
+        row = sweep_row(stream_graph, replace(options, limits=limits, target_fps=fps, target_latency_us=latency_us))
         rows.append(row)
         table.row(row, time.perf_counter() - started)
     title = f"{graph.name} on {board.name}"
@@ -114,14 +116,14 @@ def _sweep(model: str | Path, options, lists: dict[str, str | None], points: lis
     return rows, files
 
 
-def sweep_row(graph, options) -> dict:
+def sweep_row(stream_graph, options) -> dict:
     """One point: what `ming build` with `options` would choose, FIFOs included; a status when nothing fits."""
     board = target_board(options)
     budget = Budget.of(board, options.limits)
     row = {f"{r}_budget": getattr(budget, r) for r in RESOURCES} | \
         {"target_fps": options.target_fps, "target_latency_us": options.target_latency_us}
     try:
-        _, solution = explore(graph, options)
+        _, solution = explore(stream_graph, options)
     except tuple(FAILURES) as failure:
         return row | {"status": FAILURES[type(failure)]}
     return row | {"status": solution.status} | measured(solution.totals, board.clock_mhz)

@@ -1,109 +1,42 @@
-"""`ming build`: model -> Vitis HLS project, reports and host metadata, written atomically."""
+"""`ming build`: model -> Vitis HLS project, reports and host metadata, written atomically (the steps of
+`ming_py.steps`); `ming emit`: the same files again from the design a build saved (OUT/design/)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import replace
 from pathlib import Path
 
-from ming_py.boards import Board
-from ming_py.classify import classify
-from ming_py.emit.alveo import alveo_files
-from ming_py.emit.deploy import deploy_files
-from ming_py.emit.folding import settings_yaml
-from ming_py.emit.hls import emit_hls
-from ming_py.emit.vivado import vivado_files
-from ming_py.emit.reports import dataflow_mlir, host_metadata, report, report_json, report_markdown
+from ming_py.boards import Board, load_board
 from ming_py.ilp import Solution
-from ming_py.ilp.explore import explore
-from ming_py.line_buffers import build_stream_graph
 
-from .dataflow import Schedule, StreamGraph
+from .dataflow import Schedule
+from .design_file import SavedDesign, read_design, schedule_fingerprint
 from .errors import MingError
 from .ir import FixedPointMul, FixedPointRequant, Graph
 from .progress import Progress
 from .options import BuildOptions, check_design, check_model
 from .output import check_output, output_lock, replace_tree, write_tree
 from .kernel import validate_schedule
-from .sample import sample_files
-from .weights_load import WEIGHTS_FILE, load_ends, load_report, loaded_arrays, loaded_rows, weights_image
 from .simulate import simulate_schedule
+from . import steps
+from .steps import Design, Streamed, emit, save, stream
 from .verify import NOT_VERIFIED, VerificationFailed, verify_design, verify_seconds
 
 
-@dataclass
-class Design:
-    graph: Graph
-    stream_graph: StreamGraph
-    schedule: Schedule
-    board: Board
-    files: dict[str, str | bytes]  # relative path -> text (binary: the testbench's sample)
-    solution: Solution | None = None
-    report: dict = field(default_factory=dict)  # report.json's data
-
-    def record_verification(self, verification: dict) -> None:
-        """report.json's "verification" (its first key) and report.md's account of it."""
-        self.report = {"verification": verification} | {k: v for k, v in self.report.items() if k != "verification"}
-        self.files["report.json"] = report_json(self.report)
-        self.files["report.md"] = report_markdown(self.report)
-
-    def record_model_file(self, model: Path) -> None:
-        """host.json's "model_file": where the model was and its sha256, for `ming csim --trace` and its verdict."""
-        host = json.loads(self.files["host.json"])
-        host["model_file"] = {"path": str(model.resolve()), "sha256": hashlib.sha256(model.read_bytes()).hexdigest()}
-        self.files["host.json"] = json.dumps(host, indent=2) + "\n"
+def design(graph: Graph, board: Board, schedule: Schedule | None = None, solution: Solution | None = None,
+           model: Path | None = None) -> Design:
+    """Every output file of a build of `graph`, in memory: the steps stream, save and emit."""
+    return design_of(stream(graph), board, schedule, solution, model)
 
 
-def design(graph: Graph, board: Board, schedule: Schedule | None = None, solution: Solution | None = None) -> Design:
-    """Every output file of a build, in memory."""
-    stream_graph = build_stream_graph(graph)
+def design_of(streamed: Streamed, board: Board, schedule: Schedule | None = None, solution: Solution | None = None,
+              model: Path | None = None) -> Design:
     schedule = schedule or (solution.schedule if solution else Schedule())
-    problems = validate_schedule(stream_graph, schedule)
+    problems = validate_schedule(streamed.stream_graph, schedule)
     if problems:
         raise MingError(f"invalid schedule: {problems[0]}")
-    data = report(stream_graph, schedule, board, solution)
-    simulated = simulate_schedule(stream_graph, schedule)
-    data["totals"] |= {"simulated_cycles": simulated.cycles,
-                       "simulated_first_output_cycles": simulated.first_output_cycles,
-                       "simulated_deadlock": simulated.deadlock}
-    kinds = {k.name: classify(k).kind for k in graph.kernels()}
-    for node in data["nodes"]:
-        node["class"] = kinds.get(node["name"], "data_movement")
-    files = {f"hls/{name}": text for name, text in emit_hls(stream_graph, schedule, board).items()}
-    files |= sample_files(graph, stream_graph)
-    files |= weight_files(stream_graph, schedule, board, data)
-    files |= deploy_files(stream_graph, board, data["totals"].get("weights_load"))
-    if board.interface == "zynq_axis_dma":
-        files |= vivado_files(stream_graph, board, "weights_load" in data["totals"])
-    else:
-        files |= alveo_files(stream_graph, board, data["totals"].get("weights_load", {}).get("words", 0))
-    files |= {
-        "report.json": report_json(data),
-        "report.md": report_markdown(data),
-        "dataflow.mlir": dataflow_mlir(stream_graph, schedule),
-        "host.json": host_metadata(stream_graph, board, data["totals"].get("weights_load")),
-    }
-    if solution is not None:
-        files["settings.yaml"] = settings_yaml(data)
-    return Design(graph, stream_graph, schedule, board, files, solution, data)
-
-
-def weight_files(stream_graph, schedule: Schedule, board: Board, data: dict) -> dict[str, bytes]:
-    """hls/weights.bin and deploy/weights.bin where weights are in URAM (`ming_py.weights_load`), recorded in the
-    report's totals ("weights_load"): nothing otherwise."""
-    rows = loaded_rows(stream_graph, schedule)
-    if not rows:
-        return {}
-    image = weights_image(rows)
-    parts = loaded_arrays(rows)
-    first = simulate_schedule(stream_graph, schedule, starts=load_ends(parts))
-    if first.deadlock:  # the loader depends on no image stream: a deadlock here is a bug of ming's
-        raise MingError(f"the first image after the weight load deadlocks: {first.deadlock[0]}")
-    # the first image after reset, its processes waiting for their weights (the cycle-level simulation)
-    data["totals"]["weights_load"] = load_report(parts, image, board.clock_mhz) | {
-        "first_image_simulated_cycles": first.cycles}
-    return {f"hls/{WEIGHTS_FILE}": image, f"deploy/{WEIGHTS_FILE}": image}
+    return emit(save(streamed, board, schedule, solution, model), streamed.graph, solution)
 
 
 def keep_requantization_as_written(graph: Graph) -> None:
@@ -140,12 +73,12 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
         for note in graph.notes:
             progress.note(f"note: {note}")
         with progress.step(f"choosing parallelism for {options.board} (ILP)"):
-            board, solution = explore(graph, options)
+            explored = steps.explore(stream(graph), options)
+        board, solution = explored.board, explored.solution
         progress.note(f"ILP: {solution.status}, {solution.totals['solver']['variables']} variables, "
                       f"solved in {solution.solve_seconds:.2f} s")
         with progress.step("emitting HLS C++ and reports"):
-            result = design(graph, board, solution=solution)
-            result.record_model_file(Path(model))
+            result = design_of(explored.streamed, board, solution=solution, model=Path(model))
         if verify:
             _verify(result, progress, seconds, keep_failed, [model, *inputs])
         else:
@@ -160,6 +93,69 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
     progress.note(f"wrote {len(result.files)} files to {out} ({len(result.stream_graph.processes)} processes, "
                   f"{len(result.stream_graph.channels)} channels) in {progress.elapsed():.1f} s")
     return result
+
+
+def emit_build(out: str | Path, board: str | None = None, progress: Progress | None = None, verify: bool = True,
+               keep_failed: str | Path | None = None) -> Design:
+    """`ming emit OUT`: every file of the build OUT written again from its saved design, for `board` if given
+    (else the saved one), verified as `ming build` verifies (without the model: no stream is located where the
+    values differ). A design whose schedule was edited is checked as it is read (`read_design`) and refused
+    if the cycle-level simulation deadlocks; its reports leave out the ILP's estimates, made for another
+    schedule."""
+    progress = progress or Progress(quiet=True)
+    out = check_output(out)
+    seconds = verify_seconds() if verify else None
+    if keep_failed is not None:
+        keep_failed = check_output(keep_failed, [out])
+        if keep_failed == out:
+            raise MingError(f"--keep-failed {keep_failed}: is OUT itself; pass another directory")
+    with output_lock(out):
+        saved = _current_estimates(_on_board(read_design(out), board), progress)
+        check_no_deadlock(saved)
+        with progress.step("emitting HLS C++ and reports from the saved design"):
+            result = emit(saved)
+        if verify:
+            _verify(result, progress, seconds, keep_failed, [])
+        else:
+            result.record_verification(NOT_VERIFIED)
+        with progress.step(f"writing {out}"):
+            replace_tree(result.files, out)
+    progress.note(f"wrote {len(result.files)} files to {out} in {progress.elapsed():.1f} s")
+    return result
+
+
+def _on_board(saved: SavedDesign, board: str | None) -> SavedDesign:
+    """The saved design for `board` at its default clock (the saved one: as it is)."""
+    if board is None:
+        return saved
+    target = load_board(board)
+    if target.name == saved.board:
+        return saved
+    return replace(saved, board=target.name, clock_mhz=target.clock_mhz)
+
+
+def _current_estimates(saved: SavedDesign, progress: Progress) -> SavedDesign:
+    """The design without the ILP's estimates where they were made for another schedule or board."""
+    estimates = saved.estimates
+    if estimates is None:
+        return saved
+    if estimates.schedule_sha256 != schedule_fingerprint(saved.schedule):
+        progress.note("note: the schedule is not the one the ILP chose: the reports leave out its estimates "
+                      "and settings.yaml")
+    elif estimates.board != saved.board:
+        progress.note("note: the design was explored for another board: the reports leave out the ILP's estimates "
+                      "and settings.yaml")
+    else:
+        return saved
+    return replace(saved, estimates=None)
+
+
+def check_no_deadlock(saved: SavedDesign) -> None:
+    """Refuses a design the cycle-level simulation says deadlocks (`ming simulate` on its build)."""
+    result = simulate_schedule(saved.stream_graph, saved.schedule)
+    if result.deadlock is not None:
+        raise MingError(f"the saved design deadlocks (ming simulate: {result.deadlock[0]}); deepen the FIFO it "
+                        "names in schedule.depths or build again with `ming build`")
 
 
 def _verify(result: Design, progress: Progress, seconds: float, keep_failed: Path | None, inputs: list) -> None:

@@ -104,6 +104,18 @@ def _parser() -> argparse.ArgumentParser:
                             "(a directory like OUT)")
     build.add_argument("-q", "--quiet", action="store_true", help="no progress output")
 
+    emit = commands.add_parser("emit", help="write a build's files again from its saved design (OUT/design/), "
+                                            "verified as `ming build` verifies them")
+    emit.add_argument("build_dir", type=Path, help=BUILD_HELP + ", replaced on success as `ming build` replaces it")
+    emit.add_argument("--board", help="emit for this board instead of the saved one (the reports then leave out "
+                                      "the ILP's estimates)")
+    emit.add_argument("--no-verify", action="store_true",
+                      help="do not C-simulate the emitted C++ against the saved expected outputs before writing OUT")
+    emit.add_argument("--keep-failed", type=Path, metavar="DIR",
+                      help="where a design whose C++ differs from the saved expected outputs is written, for "
+                           "debugging (a directory like OUT)")
+    emit.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+
     simulate = commands.add_parser("simulate", help="cycle-level simulation of a build's dataflow schedule")
     simulate.add_argument("build_dir", type=Path, help=BUILD_HELP)
     simulate.add_argument("--json", action="store_true", help="print a JSON object")
@@ -212,6 +224,14 @@ def _build(args) -> None:
 
     build(args.model, args.output, _options(args, _limits(args)), progress=Progress(args.quiet), inputs=_inputs(args),
           verify=not args.no_verify, keep_failed=args.keep_failed)
+
+
+def _emit(args) -> None:
+    from .build import emit_build
+    from .progress import Progress
+
+    emit_build(args.build_dir, args.board, progress=Progress(args.quiet), verify=not args.no_verify,
+               keep_failed=args.keep_failed)
 
 
 def _sweep(args) -> None:
@@ -480,6 +500,7 @@ _MODULES = {
     "analyze": ("ming_py.pipeline",),
     "reference": ("ming_py.reference", "ming_py.options", "ming_py.pipeline", "ming_py.verdict"),
     "build": ("ming_py.build", "ming_py.progress", "ming_py.options", "ming_py.ilp.pins"),
+    "emit": ("ming_py.build", "ming_py.progress"),
     "sweep": ("ming_py.boards", "ming_py.ilp.sweep", "ming_py.options", "ming_py.output", "ming_py.progress"),
     "csim": ("ming_py.csim", "ming_py.options", "ming_py.progress", "ming_py.contract.ming_cxx", "ming_py.trace",
              "ming_py.verdict"),  # not the frontends: IREE's import, for the golden model, only once the csim ran
@@ -513,7 +534,7 @@ def main(argv: list[str] | None = None) -> int:
         interrupt.install()
         _printable_streams()
         args = _parser().parse_args(argv)
-        handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "sweep": _sweep,
+        handlers = {"analyze": _analyze, "reference": _reference, "build": _build, "emit": _emit, "sweep": _sweep,
                     "csim": _csim,
                     "simulate": _simulate, "deploy": _deploy, "compare": _compare, "boards": _boards}
         with interrupt.deferred():  # the command's modules, imported whole before a signal is raised (see above)

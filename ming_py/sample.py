@@ -1,4 +1,6 @@
-"""The sample image every build carries for the Vitis testbench: `hls/input.bin` and `hls/expected.bin`.
+"""The images a build is verified on; the sample one, the build carries for the Vitis testbench as `hls/input.bin`
+and `hls/expected.bin` (`image_record`: a deterministic int8 input uniform over the range, and the golden model's
+output record for it, both raw in stream order).
 
 run_hls.tcl's steps csim and cosim (`MING_HLS_STEPS="csim cosim" vitis-run --mode hls --tcl run_hls.tcl`, or
 `vitis_hls -f run_hls.tcl -tclargs csim cosim`) run the testbench on the input and compare every output value
@@ -15,14 +17,6 @@ from .ir import Graph
 from .reference import run_integer
 
 SEED = 0
-
-
-def sample_files(graph: Graph, stream_graph: StreamGraph) -> dict[str, bytes]:
-    """A deterministic int8 input, uniform over the int8 range, and the accelerator's int8 output record for
-    it from the golden model (each output's values in turn, in the record's order); both raw, in stream
-    order (row, column, channel)."""
-    raw_input, expected = image_record(graph, stream_graph, sample_input(graph))
-    return {"hls/input.bin": raw_input, "hls/expected.bin": expected}
 
 
 def sample_input(graph: Graph) -> np.ndarray:

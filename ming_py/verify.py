@@ -22,7 +22,7 @@ from .dataflow import StreamGraph
 from .emit.identifiers import cpp_names
 from .errors import MingError
 from .progress import Progress
-from .sample import extreme_input, image_record, sample_input
+from .sample import extreme_input, sample_input
 
 SECONDS_VARIABLE = "MING_VERIFY_SECONDS"
 DEFAULT_SECONDS = 900.0
@@ -94,13 +94,13 @@ def verify_seconds() -> float:
 
 
 def verify_design(design, progress: Progress, seconds: float | None = None) -> Verification:
-    """C-simulate `design` (a `ming_py.build.Design`) on the sample and the extreme image and compare every output
-    value with the golden model."""
+    """C-simulate `design` (a `ming_py.steps.Design`) on the sample and the extreme image and compare every output
+    value with the golden model's (the saved design's images); where the values differ and the design has its
+    graph, the first differing stream is located."""
     seconds = verify_seconds() if seconds is None else seconds
     deadline = time.monotonic() + seconds
     graph, stream_graph = design.graph, design.stream_graph
-    images = {"sample": (design.files["hls/input.bin"], design.files["hls/expected.bin"]),  # sample_files made it
-              "extremes": image_record(graph, stream_graph, extreme_input(graph))}
+    images = {name: (design.saved.images[name].raw_input, design.saved.images[name].expected) for name in IMAGES}
     model = cpp_names(stream_graph).model
     with tempfile.TemporaryDirectory(prefix="ming-verify-") as tmp:
         hls = Path(tmp) / "hls"
@@ -119,6 +119,8 @@ def verify_design(design, progress: Progress, seconds: float | None = None) -> V
             os.close(fd)
         verification = Verification(checks)
         if verification.equal:
+            return verification
+        if graph is None:  # emitted from a saved design: no golden model to trace against
             return verification
         first = next(check.image for check in checks if not check.equal)
         _left(deadline, seconds)

@@ -27,7 +27,8 @@ import architectures  # noqa: E402
 import tflite_models  # noqa: E402
 import zoo  # noqa: E402
 
-from ming_py.build import BuildOptions, design, explore  # noqa: E402
+from ming_py import steps  # noqa: E402
+from ming_py.build import BuildOptions, design_of  # noqa: E402
 from ming_py.errors import MingError  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
 
@@ -54,9 +55,8 @@ def networks(directory: Path):
 
 
 def file_hashes(model: Path, board: str) -> dict[str, str]:
-    graph = lift(model)
-    chosen_board, solution = explore(graph, BuildOptions(board=board))
-    files = design(graph, chosen_board, solution=solution).files
+    explored = steps.explore(steps.stream(lift(model)), BuildOptions(board=board))
+    files = design_of(explored.streamed, explored.board, solution=explored.solution).files
     return {name: hashlib.sha256(content if isinstance(content, bytes) else content.encode()).hexdigest()
             for name, content in sorted(files.items())}
 

@@ -26,7 +26,8 @@ from test_tflite import tflite_reference as litert
 import zoo
 from emit_helpers import csim, random_schedule, stream_graph_of
 from ming_py import reference
-from ming_py.build import BuildOptions, explore
+from ming_py.build import BuildOptions
+from ming_py.ilp.explore import explore
 from ming_py.errors import MingError
 from ming_py.frontends import tflite_fold
 from ming_py.ir import Arg, Const, Op
@@ -94,7 +95,7 @@ def test_micro_speech_takes_the_input_zero_point_into_the_bias(micro_speech):
 def test_micro_speech_csim_equals_litert_reference_kernels(micro_speech, tmp_path):
     """The build's schedule, every process in its own thread over FIFOs of the built depths, ports checked."""
     path, graph = micro_speech
-    _, solution = explore(graph, BuildOptions())
+    _, solution = explore(build_stream_graph(graph), BuildOptions())
     x = np.stack([int8_input(graph, seed)[0] for seed in (7, 8, 9)])
     expected = np.concatenate([litert(path, image[None]) for image in x])
     got = csim(graph, tmp_path / "out", x, solution.schedule, concurrent=True, check_ports=True)

@@ -9,7 +9,8 @@ import pytest
 
 import zoo
 from ming_py import reference
-from ming_py.build import BuildOptions, design, explore
+from ming_py.build import BuildOptions, design
+from ming_py.ilp.explore import explore
 from ming_py.output import write_tree
 from ming_py.csim import CsimDeadlock, run_csim
 from ming_py.emit.reports import report
@@ -21,7 +22,7 @@ NETWORKS = ["residual_block", "two_residual_stages", "dw_separable", "lenet", "t
 
 
 def built(graph, tmp_path, **options):
-    board, solution = explore(graph, BuildOptions(**options))
+    board, solution = explore(build_stream_graph(graph), BuildOptions(**options))
     out = tmp_path / "out"
     write_tree(design(graph, board, solution=solution).files, out)
     return out, solution
@@ -50,7 +51,7 @@ def test_skip_fifo_holds_the_line_buffer_lag(lifted):
 
 def forced(graph, tmp_path, depths: dict[str, int]):
     """The design ming builds for `graph`, written with some FIFO depths forced past `ming build`'s checks."""
-    board, solution = explore(graph, BuildOptions(limits={"dsp": "20%"}))
+    board, solution = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}))
     schedule = replace(solution.schedule, depths=solution.schedule.depths | depths)
     out = tmp_path / "out"
     write_tree(design(graph, board, schedule=schedule, solution=solution).files, out)
@@ -91,7 +92,7 @@ def test_a_pinned_depth_that_deadlocks_stops_the_build_with_the_least_that_compl
     assert line.startswith(f"ming: error: --set {SKIP}.depth=3: the design deadlocks with it") and SKIP in line
     least = int(line.rsplit(" ", 1)[1])
     graph = lifted("residual_block")
-    board, solution = explore(graph, BuildOptions(limits={"dsp": "20%"}, settings={f"{SKIP}.depth": least}))
+    board, solution = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}, settings={f"{SKIP}.depth": least}))
     stream_graph = build_stream_graph(graph)
 
     def deadlocks(depth: int) -> bool:
@@ -142,8 +143,8 @@ def test_minimal_fifos_keep_every_token_on_time(lifted, name):
     """--fifo minimal: every FIFO as deep as one simulation says, no deeper, and the run cycle for cycle the same."""
     graph = lifted(name)
     stream_graph = build_stream_graph(graph)
-    board, sized = explore(graph, BuildOptions(limits={"dsp": "20%"}))
-    _, minimal = explore(graph, BuildOptions(limits={"dsp": "20%"}, minimal_fifos=True))
+    board, sized = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}))
+    _, minimal = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}, minimal_fifos=True))
     assert minimal.schedule.lanes == sized.schedule.lanes
 
     def run(schedule):

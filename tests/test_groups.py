@@ -18,7 +18,9 @@ import zoo
 from emit_helpers import csim, random_schedule, stream_graph_of
 from ming_py import reference
 from ming_py.boards import load_board
-from ming_py.build import BuildOptions, explore
+from ming_py.build import BuildOptions
+from ming_py.ilp.explore import explore
+from ming_py.line_buffers import build_stream_graph
 from ming_py.classify import classify
 from ming_py.dataflow import Schedule
 from ming_py.ilp import Budget, Choice, process_cost, solve
@@ -270,7 +272,7 @@ def _every_multiplier(graph, schedule: Schedule) -> Schedule:
 @pytest.mark.parametrize("schedule", sorted(SCHEDULES))
 def test_grouped_chain_csim_equals_reference(graph_of, tmp_path, schedule):
     graph = graph_of("grouped_chain", per_channel=True)
-    _, solution = explore(graph, BuildOptions(limits={"dsp": "50%"}, settings=SCHEDULES[schedule]))
+    _, solution = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "50%"}, settings=SCHEDULES[schedule]))
     for key, factor in SCHEDULES[schedule].items():
         process, _, loop = key.split(".")
         assert solution.schedule.of(process).factor(loop) == factor
@@ -284,7 +286,7 @@ def test_grouped_chain_csim_equals_reference(graph_of, tmp_path, schedule):
 def test_csim_equals_reference(graph_of, tmp_path, name):
     """Under the ILP's schedule and a random one (random lanes, factors, multipliers and FIFO depths)."""
     graph = graph_of(name)
-    _, solution = explore(graph, BuildOptions())
+    _, solution = explore(build_stream_graph(graph), BuildOptions())
     x = _input(name, 5)
     expected = _reference(graph, x)
     # the built FIFO depths, every process in its own thread: a deadlock would stop it

@@ -17,7 +17,9 @@ import zoo
 from emit_helpers import stream_graph_of
 from ming_py import reference
 from ming_py.boards import load_board
-from ming_py.build import BuildOptions, design, explore
+from ming_py.build import BuildOptions, design
+from ming_py.ilp.explore import explore
+from ming_py.line_buffers import build_stream_graph
 from ming_py.output import write_tree
 from ming_py.csim import run_csim
 from ming_py.kernel import validate_schedule
@@ -91,7 +93,7 @@ def test_every_network_fits_a_small_dsp_share_with_fabric_multipliers(graphs, na
                                         ("concat_branches", "10%")])
 def test_ilp_scheduled_designs_simulate_exactly(lifted, tmp_path, name, share):
     graph = lifted(name)
-    board, solution = explore(graph, BuildOptions(limits={"dsp": share}))
+    board, solution = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": share}))
     assert any(f > 1 for choice in solution.choices.values() for _, f in choice.unroll)
     write_tree(design(graph, board, solution=solution).files, tmp_path / "out")
     x = zoo.random_input(name, 4)
@@ -243,6 +245,6 @@ def test_fifos_sized_past_the_reservation_are_reserved_and_solved_again(lifted, 
         return sized(stream_graph, board, budget, options, pins, reservation, reserved, targets)
 
     monkeypatch.setattr(exploration, "_sized_design", first_overshoots)
-    exploration.explore(lifted("tiny_cnn"), BuildOptions(board="kv260"))
+    exploration.explore(build_stream_graph(lifted("tiny_cnn")), BuildOptions(board="kv260"))
     assert len(calls) == 2
     assert calls[1] == {"bram18k": calls[0]["bram18k"] + 3, "lut": calls[0]["lut"] + 155}

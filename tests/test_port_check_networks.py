@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 from ming_py.boards import load_board
-from ming_py.build import BuildOptions, design, explore
+from ming_py.build import BuildOptions, design
+from ming_py.ilp.explore import explore
 from ming_py.csim import run_csim
 from ming_py.emit.identifiers import cpp_names
 from ming_py.emit.layouts import missing_layouts
@@ -47,7 +48,7 @@ MAX_LANES = 8
 @dataclass
 class Built:
     out: Path  # the written build
-    design: object  # ming_py.build.Design
+    design: object  # ming_py.steps.Design
     graph: object  # the lifted graph
 
 
@@ -61,7 +62,7 @@ def built(tmp_path_factory):
         if name not in cache:
             try:
                 graph = lift(DATA / name)
-                board, solution = explore(graph, BuildOptions(board="kv260"))
+                board, solution = explore(build_stream_graph(graph), BuildOptions(board="kv260"))
                 result = design(graph, board, solution=solution)
             except MingError:
                 cache[name] = None

@@ -18,7 +18,9 @@ import zoo
 from emit_helpers import csim, random_schedule, stream_graph_of
 from ming_py import reference
 from ming_py.boards import load_board
-from ming_py.build import BuildOptions, design, explore
+from ming_py.build import BuildOptions, design
+from ming_py.ilp.explore import explore
+from ming_py.line_buffers import build_stream_graph
 from ming_py.frontends.onnx_geometry import COORDINATE_MODES, NEAREST_MODES
 from ming_py.errors import MingError
 from ming_py.ir import Pad, Upsample
@@ -184,7 +186,7 @@ def test_unet_built_by_the_ilp_runs_concurrently(lifted, tmp_path):
     `ming build` chooses, the threaded C-simulation over bounded FIFOs neither deadlocks nor differs, and the
     cycle-level simulation completes."""
     graph = lifted("unet")
-    board, solution = explore(graph, BuildOptions())
+    board, solution = explore(build_stream_graph(graph), BuildOptions())
     result = design(graph, board, solution=solution)
     totals = json.loads(result.files["report.json"])["totals"]
     assert totals["simulated_deadlock"] is None and totals["simulated_cycles"] > 0

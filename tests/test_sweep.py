@@ -10,6 +10,7 @@ import pytest
 
 from ming_py.errors import MingError
 from ming_py.ilp import sweep
+from ming_py.line_buffers import build_stream_graph
 from ming_py.ilp.explore import FifosOverBudget
 from ming_py.ilp.objectives import TargetMissed
 from ming_py.ilp.search import SearchStopped
@@ -40,7 +41,7 @@ def test_a_sweep_row_has_the_builds_resources(tmp_path):
 
     options = BuildOptions(limits={"dsp": "20%"})
     totals = json.loads(build(EXAMPLE, tmp_path / "out", options).files["report.json"])["totals"]
-    row = sweep.sweep_row(lift(EXAMPLE), options)
+    row = sweep.sweep_row(build_stream_graph(lift(EXAMPLE)), options)
     assert row["dsp_budget"] == 249
     for key in ("dsp", "bram18k", "uram", "lut", "fifo_bram18k", "fifo_lut", "cycles", "latency_us",
                 "roofline_cycles"):
@@ -81,7 +82,7 @@ def test_sweep_points_cross_budgets_and_targets():
 
 
 def _raising(error: Exception):
-    def explore(graph, options):
+    def explore(stream_graph, options):
         raise error
 
     return explore

@@ -52,7 +52,7 @@ def test_the_extreme_image_is_at_the_ends_of_the_range():
 
 def _corrupt_one_weight(monkeypatch, process: str):
     """`ming build` emits a design whose `process` has one weight changed (as a bug in the emitter would)."""
-    design = build_module.design
+    design = build_module.design_of
 
     def corrupted(*args, **kwargs):
         result = design(*args, **kwargs)
@@ -64,7 +64,7 @@ def _corrupt_one_weight(monkeypatch, process: str):
         result.files[name] = text[:first.start()] + str(value + 1 if value < 127 else value - 1) + text[first.end():]
         return result
 
-    monkeypatch.setattr(build_module, "design", corrupted)
+    monkeypatch.setattr(build_module, "design_of", corrupted)
 
 
 def test_a_design_that_differs_stops_the_build_and_writes_nothing(tmp_path, monkeypatch, capsys):

@@ -1,0 +1,189 @@
+"""The saved design, OUT/design/: what `ming emit` needs to write a build's files again and verify them without
+the model (docs/design_format.md describes every field).
+
+design/design.json holds the document (`SavedDesign`, through `dataclass_codec`), design/arrays/N.npy its numpy
+arrays and byte strings; both are deterministic, so an unchanged design is written byte for byte the same.
+Reading it back (`read_design`) checks everything a hand edit may have broken: the format and version, every
+field's type, the array files (regular files, no symbolic links, within the size limits), the schedule
+(`validate_schedule`) and the sizes of `ming_py.limits`; what fails is one line naming the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .dataclass_codec import Arrays, DecodeError, decode, encode
+from .dataflow import Schedule, StreamGraph
+from .errors import MingError
+from .ilp.cost import Cost
+from .contract.ming_json import read_json, read_regular
+from .kernel import validate_schedule
+from .limits import MAX_FIFO_BITS, MAX_MAP_VALUES, MAX_NODES, MAX_STREAMED_VALUES, MAX_WEIGHT_BYTES
+
+FORMAT = "ming-design"
+VERSION = 1
+DIRECTORY = "design"
+DOCUMENT = "design.json"
+MAX_ARRAY_VALUES = max(MAX_WEIGHT_BYTES, MAX_MAP_VALUES)
+_ARRAY_NAME = re.compile(r"arrays/[0-9]{1,6}\.npy")
+_NPY_HEADER_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class VerificationImage:
+    """One image the build is verified on: its raw int8 input and the golden model's output record, both in
+    stream order (`ming_py.sample.image_record`)."""
+
+    raw_input: bytes
+    expected: bytes
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """Where the model was built from and its sha256 (host.json's "model_file")."""
+
+    path: str
+    sha256: str
+
+    @classmethod
+    def of(cls, model: Path) -> "ModelFile":
+        return cls(str(model.resolve()), hashlib.sha256(model.read_bytes()).hexdigest())
+
+
+@dataclass
+class Estimates:
+    """What the report takes of the ILP's solution, made for the schedule whose fingerprint is `schedule_sha256`
+    (`schedule_fingerprint`) on `board`: an edited schedule or another board leaves them out."""
+
+    costs: dict[str, Cost]
+    totals: dict
+    schedule_sha256: str
+    board: str
+
+
+@dataclass
+class SavedDesign:
+    """Everything the emit and verify steps need: the stream graph, its schedule, the board, the ILP's estimates,
+    each kernel's class (report.json's "class"), the verification images and the model file."""
+
+    stream_graph: StreamGraph
+    schedule: Schedule
+    board: str
+    clock_mhz: float
+    estimates: Estimates | None = None
+    classes: dict[str, str] = field(default_factory=dict)
+    images: dict[str, VerificationImage] = field(default_factory=dict)
+    model_file: ModelFile | None = None
+
+
+def schedule_fingerprint(schedule: Schedule) -> str:
+    """The sha256 of the schedule's JSON form."""
+    data = encode(schedule, Schedule, Arrays())
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def design_files(saved: SavedDesign) -> dict[str, str | bytes]:
+    """design/design.json and design/arrays/*.npy of `saved`."""
+    arrays = Arrays()
+    document = {"format": FORMAT, "version": VERSION} | encode(saved, SavedDesign, arrays)
+    files = {f"{DIRECTORY}/{DOCUMENT}": readable_json(document) + "\n"}
+    return files | {f"{DIRECTORY}/{name}": data for name, data in arrays.files.items()}
+
+
+def readable_json(data, level: int = 0) -> str:
+    """`data` as JSON indented by one space a level, each list of plain values on one line (for editing)."""
+    pad, inner = " " * level, " " * (level + 1)
+    if isinstance(data, dict) and data and not (len(data) == 1 and isinstance(next(iter(data.values())), str)):
+        items = (f"{inner}{json.dumps(key)}: {readable_json(value, level + 1)}" for key, value in data.items())
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(data, list) and any(isinstance(value, dict) and value or
+                                       isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value)
+                                       for value in data):
+        return "[\n" + ",\n".join(inner + readable_json(value, level + 1) for value in data) + f"\n{pad}]"
+    return json.dumps(data)
+
+
+class _DirectoryArrays(Arrays):
+    """The arrays of a saved design on disk, each read when the document names it."""
+
+    def __init__(self, directory: Path):
+        super().__init__({}, MAX_ARRAY_VALUES)
+        self.directory = directory
+
+    def get(self, name: str, path: str):
+        if not _ARRAY_NAME.fullmatch(name):
+            raise DecodeError(path, f"{name!r} is no array file name (arrays/N.npy)")
+        if name not in self.files:
+            try:
+                self.files[name] = read_regular(self.directory / name, MAX_ARRAY_VALUES * 8 + _NPY_HEADER_BYTES,
+                                                follow_symlinks=False)
+            except (OSError, ValueError) as error:
+                raise DecodeError(path, f"{name}: {getattr(error, 'strerror', None) or error}") from None
+        return super().get(name, path)
+
+
+def read_design(out: Path) -> SavedDesign:
+    """The saved design of the build OUT, checked; MingError (one line naming the field) when it cannot be used."""
+    directory = out / DIRECTORY
+    document_path = directory / DOCUMENT
+    where = f"{document_path}"
+    for place in (directory, directory / "arrays"):
+        if place.is_symlink():
+            raise MingError(f"{place}: is a symbolic link; a saved design holds regular files only "
+                            "(build again with `ming build`)")
+    if not document_path.exists() and not document_path.is_symlink():
+        raise MingError(f"{out}: holds no saved design ({DIRECTORY}/{DOCUMENT}); build it with `ming build`")
+    try:
+        document = read_json(document_path, follow_symlinks=False)
+    except (OSError, ValueError) as error:
+        raise MingError(f"{where}: cannot be read ({getattr(error, 'strerror', None) or error}); "
+                        "build again with `ming build`") from None
+    try:
+        saved = _decode(document, directory)
+    except DecodeError as error:
+        raise MingError(f"{where}: {error}; correct the field or build again with `ming build`") from None
+    problems = _problems(saved)
+    if problems:
+        raise MingError(f"{where}: {problems[0]}; correct it or build again with `ming build`")
+    return saved
+
+
+def _decode(document, directory: Path) -> SavedDesign:
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise DecodeError("format", f"expected {FORMAT!r} (this is no saved ming design)")
+    if document.get("version") != VERSION:
+        raise DecodeError("version", f"{document.get('version')!r} is not version {VERSION}, the one this ming "
+                                     "reads")
+    rest = {k: v for k, v in document.items() if k not in ("format", "version")}
+    return decode(rest, SavedDesign, _DirectoryArrays(directory))
+
+
+def _problems(saved: SavedDesign) -> list[str]:
+    """What makes a decoded design unusable: its sizes past `ming_py.limits`, its schedule invalid, its channels
+    and processes inconsistent."""
+    graph = saved.stream_graph
+    names = {p.name for p in graph.processes} | {"input", "output"}
+    problems = [f"stream_graph.channels.{c.name}: {which} {getattr(c, which)!r} is no process"
+                for c in graph.channels.values() for which in ("producer", "consumer")
+                if getattr(c, which) not in names]
+    problems += [f"stream_graph.processes: {p.name}: channel {c!r} is not in stream_graph.channels"
+                 for p in graph.processes for c in p.inputs + p.outputs if c not in graph.channels]
+    problems += [f"stream_graph: port channel {port.channel!r} is not in stream_graph.channels"
+                 for port in (graph.input, *graph.outputs) if port.channel not in graph.channels]
+    if len(graph.processes) > MAX_NODES:
+        problems.append(f"stream_graph.processes: {len(graph.processes)} processes, more than {MAX_NODES}")
+    values = [c.values for c in graph.channels.values()]
+    if max(values, default=0) > MAX_MAP_VALUES or sum(values) > MAX_STREAMED_VALUES or min(values, default=1) < 1:
+        problems.append(f"stream_graph.channels: maps of {max(values, default=0):,} values, {sum(values):,} in all "
+                        f"(each from 1 to {MAX_MAP_VALUES:,}, at most {MAX_STREAMED_VALUES:,} in all)")
+    if problems:
+        return problems
+    fifo_bits = sum(saved.schedule.depth_of(c) * saved.schedule.lanes_of(c) * 8 for c in graph.channels)
+    if fifo_bits > MAX_FIFO_BITS or min(saved.schedule.depths.values(), default=2) < 1:
+        return [f"schedule.depths: FIFOs of {fifo_bits:,} bits in all (each depth at least 1, at most "
+                f"{MAX_FIFO_BITS:,} bits in all)"]
+    return [f"schedule: {problem}" for problem in validate_schedule(graph, saved.schedule)]

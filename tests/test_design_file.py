@@ -1,0 +1,213 @@
+"""The saved design (OUT/design/, `ming_py.design_file`): every kind of process, every epilogue and host step
+read back as written, byte for byte; a design edited into something ming cannot use refused in one line naming
+the field. Hand-made stream graphs: no model, no IREE, no compiler."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import types
+import typing
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ming_py import design_file, ir
+from ming_py.dataclass_codec import Arrays, DecodeError, decode, encode
+from ming_py.dataflow import Port, ProcessSchedule, Schedule
+from ming_py.design_file import Estimates, ModelFile, SavedDesign, VerificationImage, design_files, read_design
+from ming_py.errors import MingError
+from ming_py.ilp.cost import Cost
+from ming_py.kinds import kind_of
+from ming_py.runtime.ming_host import HostOp
+from test_unit_processes import CASES, graph_of
+
+pytestmark = pytest.mark.unit
+
+EPILOGUES = typing.get_args(ir.Epilogue)
+
+
+def example_of(kind, seed: int = 0):
+    """A value of the annotated type `kind`, every field of a dataclass filled: a field added later is covered."""
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        return example_of(next(a for a in args if a is not type(None)), seed)
+    if dataclasses.is_dataclass(kind):
+        hints = typing.get_type_hints(kind)
+        return kind(**{f.name: example_of(hints[f.name], seed + i) for i, f in enumerate(dataclasses.fields(kind))})
+    if origin is tuple:
+        return tuple(example_of(args[0], seed + i) for i in range(2)) if args and args[-1] is Ellipsis else \
+            tuple(example_of(a, seed + i) for i, a in enumerate(args))
+    return {int: seed + 3, float: seed + 0.1, str: f"s{seed}", bool: seed % 2 == 0, np.float32: np.float32(seed / 7),
+            np.ndarray: np.arange(seed, seed + 6, dtype=np.int32).reshape(2, 3), tuple: (seed, seed + 0.5)}[kind]
+
+
+def saved_of(case, epilogue=None) -> SavedDesign:
+    graph, process = graph_of(case.kind, case.ins, case.outs, case.win, case.routes, case.order, case.resize)
+    process.weights = np.arange(-8, 8, dtype=np.int8)
+    process.epilogue = epilogue
+    host = (HostOp("dequantize", scale=0.5, zero_point=-3), HostOp("softmax", axis=1),
+            HostOp("add", shape=(1, 2), values=(np.float32(0.1), -2.5)))
+    graph.outputs = tuple(dataclasses.replace(port, host_ops=host, permutation=(0, 2, 1)) for port in graph.outputs)
+    graph.input = dataclasses.replace(graph.input, host_ops=(HostOp("tflite_quantize", scale=0.25, zero_point=1),),
+                                      dtype="uint8", quantizer="tflite")
+    lanes = dict(zip(process.inputs, case.lanes_in)) | dict(zip(process.outputs, case.lanes_out))
+    multipliers = kind_of(case.kind).multiplier_choices(dict(case.unroll))[0]
+    schedule = Schedule({"p": ProcessSchedule(case.unroll, (("line_buffer", "lutram"),), multipliers, 0)}, lanes,
+                        {name: 4 for name in graph.channels})
+    cost = Cost(10, 2, 1, 0, 0, 300, 200, (1, 2), ((3, 4),), (("lut", "adder", 12.5),))
+    estimates = Estimates({"p": cost}, {"cycles": 10, "solver": {"rule": "fastest", "budget": {"dsp": 5}}},
+                          design_file.schedule_fingerprint(schedule), "kv260")
+    images = {"sample": VerificationImage(bytes(range(0, 200, 7)), b"\x80\x7f\x00")}
+    return SavedDesign(graph, schedule, "kv260", 250.0, estimates, {"p": "sliding_window"}, images,
+                       ModelFile("/m/model.onnx", "ab" * 32))
+
+
+def written(saved: SavedDesign, out: Path) -> Path:
+    for name, content in design_files(saved).items():
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=repr)
+def test_every_kind_of_process_reads_back_as_written(case, tmp_path):
+    saved = saved_of(case)
+    files = design_files(saved)
+    again = read_design(written(saved, tmp_path))
+    assert design_files(again) == files
+    process, port = again.stream_graph.processes[0], again.stream_graph.outputs[0]
+    assert process.weights.dtype == np.int8 and isinstance(process.inputs, tuple)
+    assert process.routes == case.routes and process.order == case.order and process.resize == case.resize
+    assert port.host_ops[2].values == (np.float32(0.1), -2.5) and isinstance(port.host_ops[2].shape, tuple)
+    assert again.schedule == saved.schedule and again.estimates == saved.estimates
+    assert again.images == saved.images and again.model_file == saved.model_file
+
+
+@pytest.mark.parametrize("epilogue", EPILOGUES, ids=lambda kind: kind.__name__)
+def test_every_epilogue_reads_back_with_its_types(epilogue, tmp_path):
+    saved = saved_of(CASES[0], example_of(epilogue))
+    again = read_design(written(saved, tmp_path))
+    assert design_files(again) == design_files(saved)
+    before, after = saved.stream_graph.processes[0].epilogue, again.stream_graph.processes[0].epilogue
+    assert type(after) is epilogue
+    for f in dataclasses.fields(epilogue):
+        assert _same(getattr(before, f.name), getattr(after, f.name)), f.name
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and np.array_equal(a, b)
+    if dataclasses.is_dataclass(a):
+        return type(a) is type(b) and all(_same(getattr(a, f.name), getattr(b, f.name))
+                                          for f in dataclasses.fields(a))
+    return type(a) is type(b) and a == b
+
+
+def test_the_document_is_deterministic_and_versioned():
+    saved = saved_of(CASES[1], example_of(ir.AccRequant))
+    files = design_files(saved)
+    assert design_files(saved) == files
+    document = json.loads(files["design/design.json"])
+    assert (document["format"], document["version"]) == ("ming-design", 1)
+    assert all(name.startswith("design/arrays/") for name in files if name.endswith(".npy"))
+
+
+def _edit(out: Path, change) -> None:
+    path = out / "design" / "design.json"
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document))
+
+
+def _process(document) -> dict:
+    return document["stream_graph"]["processes"][0]
+
+
+EDITS = [
+    ("version", lambda d: d.update(version=2), "version: 2 is not version 1"),
+    ("format", lambda d: d.update(format="other"), "format: expected 'ming-design'"),
+    ("wrong type", lambda d: d["schedule"]["processes"]["p"].update(unroll=[["oc", "2"]]),
+     r"schedule\.processes\.p\.unroll\[0\]\[1\]: expected int, got a string"),
+    ("bool for int", lambda d: d["schedule"]["lanes"].update(in0=True), r"schedule\.lanes\.in0: expected int"),
+    ("unknown field", lambda d: _process(d).update(colour="red"), r"processes\[0\]\.colour: is no field of Process"),
+    ("missing field", lambda d: _process(d).pop("kind"), r"processes\[0\]\.kind: is missing"),
+    ("epilogue type", lambda d: _process(d).update(epilogue={"type": "Nothing"}), r"epilogue: expected an object"),
+    ("array name", lambda d: _process(d).update(weights={"array": "../host.json"}), "is no array file name"),
+    ("absent array", lambda d: _process(d).update(weights={"array": "arrays/99.npy"}), "arrays/99.npy: No such file"),
+    ("invalid unroll", lambda d: d["schedule"]["processes"]["p"].update(unroll=[["oc", 3], ["ic", 1], ["k", 1]]),
+     "schedule: p: unroll oc=3 does not divide"),
+    ("unknown producer", lambda d: d["stream_graph"]["channels"]["in0"].update(producer="ghost"),
+     "producer 'ghost' is no process"),
+    ("huge map", lambda d: d["stream_graph"]["channels"]["in0"].update(height=10 ** 9), "maps of"),
+    ("zero depth", lambda d: d["schedule"]["depths"].update(in0=0), "each depth at least 1"),
+]
+
+
+@pytest.mark.parametrize("label, change, message", EDITS, ids=[e[0] for e in EDITS])
+def test_an_edit_ming_cannot_use_is_refused_naming_the_field(label, change, message, tmp_path):
+    out = written(saved_of(CASES[0]), tmp_path)
+    _edit(out, change)
+    with pytest.raises(MingError, match=message) as refused:
+        read_design(out)
+    assert "\n" not in str(refused.value) and "ming build" in str(refused.value)
+
+
+def test_an_oversize_array_is_refused(tmp_path, monkeypatch):
+    out = written(saved_of(CASES[0]), tmp_path)
+    monkeypatch.setattr(design_file, "MAX_ARRAY_VALUES", 15)
+    with pytest.raises(MingError, match=r"weights: arrays/\d+\.npy: larger than|holds 16 values, more than 15"):
+        read_design(out)
+
+
+@pytest.mark.parametrize("which", ["design.json", "arrays/0.npy", "arrays"])
+def test_a_symbolic_link_in_the_design_is_refused(which, tmp_path):
+    out = written(saved_of(CASES[0]), tmp_path / "out")
+    path = out / "design" / which
+    target = tmp_path / "elsewhere"
+    os.rename(path, target)
+    path.symlink_to(target)
+    with pytest.raises(MingError, match="symbolic link|Too many levels|not a regular file|cannot be read|arrays/0"):
+        read_design(out)
+
+
+def test_a_missing_design_says_how_to_make_one(tmp_path):
+    with pytest.raises(MingError, match="holds no saved design.*ming build"):
+        read_design(tmp_path)
+
+
+def test_a_union_of_dataclasses_names_its_class():
+    arrays = Arrays()
+    data = encode(example_of(ir.Rescale), ir.Epilogue | None, arrays)
+    assert data["type"] == "Rescale"
+    assert type(decode(data, ir.Epilogue | None, arrays)) is ir.Rescale
+    with pytest.raises(DecodeError, match="x_scale: expected float32, got a string"):
+        decode(data | {"x_scale": "big"}, ir.Epilogue | None, arrays)
+
+
+def test_a_port_without_host_steps_reads_back():
+    port = Port("c", (1, 2, 3), "x", (1, 3, 2), 0.5, -1)
+    arrays = Arrays()
+    assert decode(encode(port, Port, arrays), Port, arrays) == port
+
+
+def _dataclasses_of(kind, found: dict) -> dict:
+    """Every dataclass a saved design holds, by name."""
+    for arg in typing.get_args(kind):
+        _dataclasses_of(arg, found)
+    if dataclasses.is_dataclass(kind) and kind.__name__ not in found:
+        found[kind.__name__] = kind
+        for hint in typing.get_type_hints(kind).values():
+            _dataclasses_of(hint, found)
+    return found
+
+
+def test_the_format_page_names_every_field():
+    page = (Path(__file__).resolve().parent.parent / "docs" / "design_format.md").read_text()
+    missing = [f"{name}.{f.name}" for name, kind in _dataclasses_of(SavedDesign, {}).items()
+               for f in dataclasses.fields(kind) if not re.search(rf"\b{f.name}\b", page)]
+    assert missing == []
