@@ -219,6 +219,7 @@ using int_for = Int<signed_bits(LO, HI)>;
 // with -DMING_CHECK_WIDTHS it is reported at 0 bits, so that a test can tell it from a register.
 class Zero {
  public:
+  static constexpr int width = 0;  // as ap_int's
 #ifdef MING_CSIM
   Zero(long long value = 0, const char* function = __builtin_FUNCTION(), int line = __builtin_LINE())  // NOLINT
       : function_(function), line_(line) {
