@@ -38,8 +38,10 @@ FIELDS = ("pr", "pc", "row_slot", "read", "token", "window", "step", "top", "lef
 
 # maps one column wide, windows reaching back to a row's first column (a line buffer row more), the whole window
 # in one k tile
-EDGES = [((3, 1), (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), 2, 1, 1), ((4, 1), (3, 1), (2, 1), (1, 1), (1, 0, 1, 0), 1, 2, 3),
-         ((3, 2), (2, 3), (1, 1), (1, 1), (0, 0, 1, 1), 3, 1, 6), ((5, 1), (3, 3), (1, 2), (2, 1), (2, 2, 0, 2), 1, 4, 3)]
+EDGES = [((3, 1), (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), 2, 1, 1),
+         ((4, 1), (3, 1), (2, 1), (1, 1), (1, 0, 1, 0), 1, 2, 3),
+         ((3, 2), (2, 3), (1, 1), (1, 1), (0, 0, 1, 1), 3, 1, 6),
+         ((5, 1), (3, 3), (1, 2), (2, 1), (2, 2, 0, 2), 1, 4, 3)]
 
 
 def _geometries(count: int = 48):
@@ -229,7 +231,8 @@ def test_a_counter_of_range_zero_is_the_constant_zero(tmp_path):
                       "int main(int argc, char**) {\n"
                       "  ming::Counter<0> zero = 0;\n  ming::Counter<1> one = 0;\n"
                       "  static_assert(ming::Counter<0>::width == 0 && ming::Counter<1>::width == 1, \"widths\");\n"
-                      "  zero = 0;\n  one++;\n  std::printf(\"%d %d\\n\", static_cast<int>(zero), static_cast<int>(one));\n"
+                      "  zero = 0;\n  one++;\n"
+                      "  std::printf(\"%d %d\\n\", static_cast<int>(zero), static_cast<int>(one));\n"
                       "  if (argc > 1) zero++;\n  return 0;\n}\n")
     binary = tmp_path / "zero"
     subprocess.run(["g++", "-std=c++14", "-DMING_CSIM", f"-I{TEMPLATES}", str(source), "-o", str(binary)], check=True)
