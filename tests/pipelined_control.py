@@ -512,8 +512,9 @@ _INITIALIZER = re.compile(r"^ +(?:: )?(\w+)\(MING_CURSOR_REGISTER\(", re.M)
 
 def cursor_loop(source: str, name: str = "WindowCursor") -> PipelinedLoop:
     """The class `name` of `source` (ming_window.h) as a loop: its data members (declared on lines of their own,
-    two spaces in) are its registers and its `next()` the loop's body. A counter's line is that of its
-    initializer, where C-simulation reports its width (as the line negated, under the process's name)."""
+    two spaces in) are its registers and its `next()` the loop's body (less its preprocessor lines: the
+    synthesis pragma that inlines it). A counter's line is that of its initializer, where C-simulation reports
+    its width (as the line negated, under the process's name)."""
     start = source.index(f"class {name} {{")
     end = source.index("\n};", start)
 
@@ -523,7 +524,8 @@ def cursor_loop(source: str, name: str = "WindowCursor") -> PipelinedLoop:
     reported = {m.group(1): line(m.start()) for m in _INITIALIZER.finditer(source, start, end)}
     registers = {m.group(2): Declarator(m.group(2), m.group(1), reported.get(m.group(2), line(m.start())), False)
                  for m in _MEMBER.finditer(source, start, end)}
-    tokens = tokenize(source[source.index("void next() {", start):end])
+    body = source[source.index("void next() {", start):end]
+    tokens = tokenize("\n".join(text for text in body.splitlines() if not text.lstrip().startswith("#")))
     parser = Parser(tokens)
     parser.at = 4  # void next ( )
     return PipelinedLoop(name, "next", registers, "", [], parser.balanced("{", "}"))

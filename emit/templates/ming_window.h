@@ -96,6 +96,9 @@ class WindowCursor {
 
   // Every register's value at the next iteration.
   void next() {
+#ifdef __SYNTHESIS__
+#pragma HLS INLINE
+#endif
     if (window) {  // the next k tile
       if (col_offset != LAST_COL_OFFSET) {
         col_offset += UNROLL_KW * D_W;
