@@ -3,7 +3,8 @@
 
     python benchmarks/control_luts.py            # needs yosys on the PATH; not part of CI
 
-Each model is the control of `emit/templates/process/window.cpp.j2` for one conv geometry written in
+Each model is the control of `emit/templates/process/window.cpp.j2` (its `ming::WindowCursor`, ming_window.h, and
+tile counters) for one conv geometry written in
 Verilog, every register of it (the next values only; the MACs, memories and streams are not modelled):
 `exact` follows the emitted code (registers of the width of their range, every next value computed from
 this iteration's registers), `int32` the code before (32-bit ints; the next position's predicates

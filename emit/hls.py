@@ -28,7 +28,7 @@ from .environment import TEMPLATES, environment
 from .identifiers import CppNames, c_string, comment_text, cpp_names
 from .layouts import check_layouts
 
-STATIC_HEADERS = ("ming_stream.h", "ming_widths.h", "ming_numerics.h", "ming_hls_stream.h", "ming_check.h")
+STATIC_HEADERS = ("ming_stream.h", "ming_widths.h", "ming_numerics.h", "ming_window.h", "ming_hls_stream.h", "ming_check.h")
 
 
 @dataclass

@@ -7,6 +7,9 @@ construction; this module measures it:
 
 * `pipelined_loops(source)` finds every function's loop with a `HLS_PRAGMA(PIPELINE` line, its
   registers (name, declared type, declaration line) and its body;
+* `cursor_loop(source)` reads the position machine of the sliding-window processes (ming_window.h) the
+  same way: its registers are the class's members and its body is `next()`; a loop that declares a
+  cursor reads its members as registers;
 * `register_chains(loop)` executes the body symbolically, following every value from the registers
   read at the iteration's start to the registers' next values, and counts the operators on the longest
   path of each class: `add` (+, -, ++, --, +=, -=), `compare` (==, !=, <, <=, >, >=), `logic` (a
@@ -32,7 +35,9 @@ from dataclasses import dataclass
 CLASSES = ("add", "compare", "logic", "select", "other")
 CHAIN_LIMIT = {"add": 1, "compare": 1, "logic": 1, "select": 1, "other": 0}
 # What a register may be declared as: a predicate, or an unsigned integer of the width of its range.
-REGISTER_TYPE = re.compile(r"bool|(?:ming::)?uint_for<.+>")
+REGISTER_TYPE = re.compile(r"bool|(?:ming::)?(?:uint_for|Counter)<.+>")
+# An object of registers a loop may declare (its members checked on their own by `cursor_loop`).
+CURSOR_TYPE = re.compile(r"(?:ming::)?WindowCursor<.+>")
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
@@ -144,9 +149,10 @@ class Parser:
     """Statements and expressions over a list of tokens, evaluated into `Value`s: `env` holds each
     variable's value so far, the registers' starting as themselves."""
 
-    def __init__(self, tokens: list[Token], registers=()):
+    def __init__(self, tokens: list[Token], registers=(), cursors=()):
         self.tokens = tokens
         self.at = 0
+        self.cursors = set(cursors)  # objects whose members are registers
         self.env: dict[str, Value] = {name: Value() for name in registers}
 
     def peek(self, offset: int = 0) -> str:
@@ -393,9 +399,11 @@ class Parser:
                 value = operator("other", [value, *self.arguments()], folds=False)
             elif text in (".", "->"):
                 self.take()
-                self.take()
+                member = self.take()
                 if self.peek() == "(":  # a stream's read or write
                     value = operator("other", [value, *self.arguments()], folds=False)
+                elif name in self.cursors:  # a cursor's constant or register
+                    value = constant() if member.text.isupper() else Value()
                 else:
                     value = datapath()
             elif text in ("++", "--") and name is not None:
@@ -451,8 +459,9 @@ class PipelinedLoop:
     label: str | None
     registers: dict[str, Declarator]  # declared before the loop, assigned in it, and its counter
     counter: str
-    step: list[Token]  # the counter's update
+    step: list[Token]  # the counter's update (none for a cursor's `next()`)
     body: list[Token]  # inside the braces
+    cursors: tuple[str, ...] = ()  # the objects it declares whose members are registers (`CURSOR_TYPE`)
 
 
 def _functions(tokens: list[Token]):
@@ -491,8 +500,35 @@ def pipelined_loops(source: str) -> list[PipelinedLoop]:
         assigned = _assigned_names(loop_body)
         registers = {name: d for name, d in declared.items() if name in assigned}
         registers[counter.name] = counter
-        loops.append(PipelinedLoop(function, label, registers, counter.name, header[step_start + 1:], loop_body))
+        cursors = tuple(name for name, d in declared.items() if CURSOR_TYPE.fullmatch(d.type))
+        loops.append(PipelinedLoop(function, label, registers, counter.name, header[step_start + 1:], loop_body,
+                                   cursors))
     return loops
+
+
+_MEMBER = re.compile(r"^  ((?:ming::)?(?:Counter|uint_for)<.+>|bool) (\w+);", re.M)
+_INITIALIZER = re.compile(r"^ +(?:: )?(\w+)\(MING_CURSOR_REGISTER\(", re.M)
+
+
+def cursor_loop(source: str, name: str = "WindowCursor") -> PipelinedLoop:
+    """The class `name` of `source` (ming_window.h) as a loop: its data members (declared on lines of their own,
+    two spaces in) are its registers and its `next()` the loop's body (less its preprocessor lines: the
+    synthesis pragma that inlines it). A counter's line is that of its initializer, where C-simulation reports
+    its width (as the line negated, under the process's name)."""
+    start = source.index(f"class {name} {{")
+    end = source.index("\n};", start)
+
+    def line(at: int) -> int:
+        return source.count("\n", 0, at) + 1
+
+    reported = {m.group(1): line(m.start()) for m in _INITIALIZER.finditer(source, start, end)}
+    registers = {m.group(2): Declarator(m.group(2), m.group(1), reported.get(m.group(2), line(m.start())), False)
+                 for m in _MEMBER.finditer(source, start, end)}
+    body = source[source.index("void next() {", start):end]
+    tokens = tokenize("\n".join(text for text in body.splitlines() if not text.lstrip().startswith("#")))
+    parser = Parser(tokens)
+    parser.at = 4  # void next ( )
+    return PipelinedLoop(name, "next", registers, "", [], parser.balanced("{", "}"))
 
 
 def _scalars(tokens: list[Token]) -> dict[str, Declarator]:
@@ -525,11 +561,12 @@ def _assigned_names(tokens: list[Token]) -> set[str]:
 def register_chains(loop: PipelinedLoop) -> dict[str, dict[str, int]]:
     """Each register's longest chain of each operator class, from the registers' values at an iteration's
     start to its value at the next iteration's."""
-    body = Parser(loop.body, loop.registers)
+    body = Parser(loop.body, loop.registers, loop.cursors)
     body.statements()
     step = Parser(loop.step)
     step.env = dict(body.env)
-    step.expression()
+    if loop.step:
+        step.expression()
     return {name: dict(zip(CLASSES, step.env[name].cost)) for name in loop.registers}
 
 

@@ -6,11 +6,13 @@ What is carried from one iteration of a pipelined loop to the next (the loop's c
 variable declared before the loop and assigned in it) is a register plus the logic computing its next
 value, which must settle within one clock for II=1. The rule the emitted code obeys, checked here:
 
-* a register is a `bool` or a `ming::uint_for<MAX>` (ap_uint of the width of 0..MAX), never a plain
-  `int`, `int32_t` or `long`, and MAX is what it needs: the C-simulation compiled with
-  -DMING_CHECK_WIDTHS reports the values each register held over an image, and its width must be the
-  least that holds them (the control does not depend on the data, so one image shows every value);
-  a value outside the width ends the simulation in every C-simulation (too narrow);
+* a register is a `bool` or a `ming::Counter<MAX>` (ap_uint of the width of 0..MAX; for MAX = 0 the
+  constant 0, no register), never a plain `int`, `int32_t` or `long`, and MAX is what it needs: the
+  C-simulation compiled with -DMING_CHECK_WIDTHS reports the values each register held over an image,
+  and its width must be the least that holds them (the control does not depend on the data, so one
+  image shows every value); a value outside the width ends the simulation in every C-simulation (too
+  narrow). The sliding-window processes' position machine is a `ming::WindowCursor` object
+  (ming_window.h) whose members are registers, checked the same way;
 * between a register read and a register write stand at most one add, one compare, one boolean
   combination and one select (tests/pipelined_control.py counts them on the longest path of each
   class): the next iteration's predicates are computed one iteration ahead, from registers only.
@@ -43,12 +45,14 @@ from ming_py.kinds.base import control_counters
 from ming_py.output import write_tree
 from ming_py.pipeline import lift
 from ming_py.contract.ming_cxx import compile_program
-from pipelined_control import CHAIN_LIMIT, REGISTER_TYPE, PipelinedLoop, excess, pipelined_loops, register_chains
+from pipelined_control import (CHAIN_LIMIT, REGISTER_TYPE, Declarator, PipelinedLoop, cursor_loop, excess,
+                               pipelined_loops, register_chains)
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "emit" / "templates"
 ZOO = sorted(zoo.MODELS)
 ARCHITECTURES = sorted(architectures.ARCHITECTURES)
 TRACE_FLAGS = ("-DMING_TRACE_TOKENS", "-DMING_CHECK_WIDTHS")
+CURSOR = cursor_loop((TEMPLATES / "ming_window.h").read_text())
 
 
 @functools.lru_cache(maxsize=None)
@@ -142,16 +146,33 @@ def simulated(directory, tmp_path_factory):
 SIMULATED = [(name, "default") for name in ZOO + ARCHITECTURES] + [(name, "random") for name in ZOO]
 
 
+def _counters(loop: PipelinedLoop, widths) -> dict[str, tuple[Declarator, tuple[int, int, int]]]:
+    """The loop's counter registers and those of its cursor (ming_window.h), each with its declaration and the
+    width, least and greatest value C-simulation reported: 0 bits for a counter of range 0 .. 0, the constant 0
+    (ming::Zero). A cursor's counters are reported under the process's function, at their line negated."""
+    counters = {}
+    for register, declared in loop.registers.items():
+        if declared.type != "bool":
+            key = (loop.function, declared.line)
+            assert key in widths, f"{loop.function}: no width reported for {register} (line {declared.line})"
+            counters[register] = (declared, widths[key])
+    for cursor in loop.cursors:
+        for register, declared in CURSOR.registers.items():
+            if declared.type != "bool":
+                key = (loop.function, -declared.line)
+                assert key in widths, f"{loop.function}: no width reported for {cursor}.{register}"
+                counters[f"{cursor}.{register}"] = (declared, widths[key])
+    return counters
+
+
 @pytest.mark.parametrize("name,schedule", SIMULATED)
 def test_registers_have_the_width_of_their_range(simulated, name, schedule):
     built, widths, _ = simulated(name, schedule)
     for process, loop in _process_loops(built).items():
-        for register, declared in loop.registers.items():
-            if declared.type == "bool":
+        for register, (declared, (bits, low, high)) in _counters(loop, widths).items():
+            if bits == 0:
+                assert low == high == 0, f"{process}: {register} is the constant 0 and held {low}..{high}"
                 continue
-            key = (loop.function, declared.line)
-            assert key in widths, f"{process}: no width reported for {register} (line {declared.line})"
-            bits, low, high = widths[key]
             assert low >= 0 and bits == _needed_bits(high), \
                 f"{process}: {register} is {declared.type}, {bits} bits, for the values {low}..{high}"
 
@@ -163,13 +184,15 @@ def _unsigned_bits(maximum: int) -> int:
 @pytest.mark.parametrize("name,schedule", SIMULATED)
 def test_the_cost_model_sizes_the_control_the_code_declares(simulated, name, schedule):
     """The counters the cost model charges (`control_counters`: the kind's `counters`, the loop counter, the shared
-    requantizers') are the `ming::uint_for` registers of the emitted loop, width for width."""
+    requantizers') are the counter registers of the emitted loop and its cursor, width for width; a counter of
+    range 0 .. 0 is the constant 0 in the code and charged nothing."""
     built, widths, _ = simulated(name, schedule)
     graph = built.stream_graph
     for p, (process, loop) in zip(graph.processes, _process_loops(built).items()):
-        declared = sorted(widths[loop.function, d.line][0] for d in loop.registers.values() if d.type != "bool")
+        declared = sorted(bits for _, (bits, _, _) in _counters(loop, widths).values() if bits > 0)
         spec = schedule_spec(graph, p, built.schedule)
-        charged = sorted(_unsigned_bits(m) for m in control_counters(spec, p.epilogue, loop_of(spec).iterations))
+        charged = sorted(_unsigned_bits(m) for m in control_counters(spec, p.epilogue, loop_of(spec).iterations)
+                         if m > 0)
         assert declared == charged, f"{process}: registers of {declared} bits, the cost model charges {charged}"
 
 
@@ -199,6 +222,15 @@ def test_the_axi_adapters_registers_are_narrow_and_their_logic_short():
         assert {name for name, d in loop.registers.items() if not REGISTER_TYPE.fullmatch(d.type)} == set()
         assert {name: excess(chain) for name, chain in register_chains(loop).items() if excess(chain)} == {}
     assert set(loops["pack_axis"].registers) == {"count", "tokens", "words", "i"}
+
+
+@pytest.mark.unit
+def test_the_window_cursors_registers_are_narrow_and_their_logic_short():
+    """ming::WindowCursor (ming_window.h), the position machine of the sliding-window processes' loops: its
+    members are its registers, `next()` their update."""
+    assert {name for name, d in CURSOR.registers.items() if not REGISTER_TYPE.fullmatch(d.type)} == set()
+    assert {name: excess(chain) for name, chain in register_chains(CURSOR).items() if excess(chain)} == {}
+    assert {"pr", "pc", "read", "window", "step", "token", "top", "left", "top_slot"} <= set(CURSOR.registers)
 
 
 @pytest.mark.unit

@@ -771,8 +771,9 @@ def test_requantize_narrow(driver):
         _assert_equal(fn, got, as_int8, {"acc": cols[0], "multiplier": cols[1], "shift": cols[4]})
 
 
-# Vitis's ap_int reduced to what ming::requantize_narrow's synthesis branch needs: two's complement wrap-around to W
-# bits on construction, arithmetic in long long (exact at these widths, as ap_int's widening operators are).
+# Vitis's ap_int reduced to what ming::requantize_narrow's synthesis branch and the registers of ming::WindowCursor
+# (tests/test_window_cursor.py) need: two's complement wrap-around to W bits on construction, arithmetic in long long
+# (exact at these widths, as ap_int's widening operators are), ap_uint's increments.
 AP_INT_STAND_IN = """#pragma once
 template <int W> struct ap_int {
     static const int width = W;
@@ -788,6 +789,9 @@ template <int W> struct ap_uint {
     template <typename T> ap_uint(const T& x) : ap_uint(static_cast<long long>(x)) {}
     ap_uint(long long x = 0) : v(static_cast<unsigned long long>(x) & ((1ULL << W) - 1)) {}
     operator long long() const { return static_cast<long long>(v); }
+    ap_uint& operator+=(long long x) { return *this = ap_uint(static_cast<long long>(v) + x); }
+    ap_uint& operator++() { return *this += 1; }
+    ap_uint operator++(int) { const ap_uint old = *this; *this += 1; return old; }
 };
 """
 

@@ -43,7 +43,8 @@ namespace ming {
 
 // Counters, indices and predicates carried from one iteration of a pipelined loop to the next are
 // registers with the logic computing their next value: each gets the width of its range,
-// ming::uint_for<MAX> for 0..MAX (ming_widths.h: ap_uint of that width under Vitis, a checked class in csim).
+// ming::uint_for<MAX> for 0..MAX (ming_widths.h: ap_uint of that width under Vitis, a checked class in csim);
+// ming::Counter<MAX> is the same, or for MAX = 0 the constant 0, no register.
 
 // ming::Array<T, N0, N1, ...> is the plain array T[N0][N1]...; the port check makes it a class that
 // counts the accesses to each bank (ming_check::Array). Declare a local array as one, followed by its

@@ -3,6 +3,7 @@
 //
 //   ming::uint_for<MAX>     holds 0 .. MAX                ap_uint<unsigned_bits(MAX)> under Vitis
 //   ming::int_for<LO, HI>   holds LO .. HI (two's complement)  ap_int<signed_bits(LO, HI)> under Vitis
+//   ming::Counter<MAX>      holds 0 .. MAX                uint_for<MAX>, or for MAX = 0 the constant 0 (no register)
 //
 // Every variable of a datapath function is declared at the width of its value range over the function's
 // documented domain, from named constexpr bounds, so that synthesis builds each operator at that width (an
@@ -211,6 +212,72 @@ template <long long MAX>
 using uint_for = UInt<unsigned_bits(MAX)>;
 template <long long LO, long long HI>
 using int_for = Int<signed_bits(LO, HI)>;
+
+// A counter whose range is 0 .. 0: the constant 0, not a register. It takes the updates a counter of a wider range
+// would (`c++`, `c = 0`, `c += step`) so that one piece of code serves every range; under Vitis they are no-ops
+// that synthesis folds away, and `ming csim` ends the simulation if one would make it anything but 0. Compiled
+// with -DMING_CHECK_WIDTHS it is reported at 0 bits, so that a test can tell it from a register.
+class Zero {
+ public:
+  static constexpr int width = 0;  // as ap_int's
+#ifdef MING_CSIM
+  Zero(long long value = 0, const char* function = __builtin_FUNCTION(), int line = __builtin_LINE())  // NOLINT
+      : function_(function), line_(line) {
+    check(value);
+  }
+  Zero(const Zero& other) : function_(other.function_), line_(0) {}
+  Zero& operator=(const Zero&) { return *this; }
+#ifdef MING_CHECK_WIDTHS
+  ~Zero() {
+    if (line_ != 0) WidthReport::instance().note(function_, line_, 0, 0, 0);
+  }
+#endif
+  Zero& operator=(long long value) {
+    check(value);
+    return *this;
+  }
+  Zero& operator++() { return *this = 1; }
+  Zero operator++(int) {
+    *this = 1;
+    return *this;
+  }
+  Zero& operator+=(long long step) { return *this = step; }
+#else
+  constexpr Zero(long long = 0) {}  // NOLINT
+  Zero& operator=(long long) { return *this; }
+  Zero& operator++() { return *this; }
+  Zero operator++(int) { return *this; }
+  Zero& operator+=(long long) { return *this; }
+#endif
+  constexpr operator int() const { return 0; }  // NOLINT: reads as the integer 0
+
+#ifdef MING_CSIM
+ private:
+  void check(long long value) const {
+    if (value != 0) {
+      std::fprintf(stderr, "ming csim: %s: %lld does not fit the constant 0 declared at line %d\n", function_, value,
+                   line_);
+      std::fflush(stderr);
+      std::abort();
+    }
+  }
+
+  const char* function_;
+  int line_;  // of the declaration; 0 for a copy
+#endif
+};
+
+template <long long MAX>
+struct CounterOf {
+  using type = uint_for<MAX>;
+};
+template <>
+struct CounterOf<0> {
+  using type = Zero;
+};
+// A counter of 0 .. MAX: the register of its width (uint_for), or for MAX = 0 the constant 0 (Zero).
+template <long long MAX>
+using Counter = typename CounterOf<MAX>::type;
 
 // The word of a constant table whose values lie in LO .. HI (rom_int) or 0 .. MAX (rom_uint): ap_int / ap_uint
 // of their width under Vitis, so the ROM is as wide as its values; a plain integer in C-simulation (the compiler

@@ -201,10 +201,11 @@ class ProcessKind:
         """Loops it always unrolls by a set factor: not among its trip counts, not the schedule's to choose."""
         return {}
 
-    def counters(self, spec: KernelSpec, epilogue) -> tuple[int, ...]:
-        """The greatest value of each `ming::uint_for` register its template declares before its loop (the
-        loop counter and the shared requantizers' excepted: `control_counters`), in declaration order: the
-        control the cost model sizes by their widths."""
+    def counters(self, spec: KernelSpec, epilogue) -> dict[str, int]:
+        """The greatest value of each `ming::Counter` register its template declares before its loop (the loop
+        counter and the shared requantizers' excepted: `control_counters`), by the register's name there, in
+        declaration order: the control the cost model sizes by their widths. A counter of greatest value 0 is the
+        constant 0 in the code (ming_widths.h `ming::Zero`), no register, and charged nothing."""
         raise NotImplementedError
 
     def view_values(self, spec: KernelSpec, process, lanes_in, lanes_out) -> dict:
@@ -300,7 +301,7 @@ class DataMovement(Unweighted):
         return dict(constants)
 
     def counters(self, spec, epilogue):
-        return (spec.tokens_in[0] - 1,)  # the token's place in its pixel
+        return {"t": spec.tokens_in[0] - 1}  # the token's place in its pixel
 
     def view_values(self, spec, process, lanes_in, lanes_out):
         return {}
@@ -344,7 +345,7 @@ def control_counters(spec: KernelSpec, epilogue, trip_count: int) -> tuple[int, 
     """The greatest value of every counter register of a process's loop: the loop counter (0..trip count), its
     kind's (`ProcessKind.counters`) and the shared requantizers' turn and constant row."""
     shared = (spec.requant_steps - 1, spec.tokens_out[0] * spec.requant_steps - 1) if spec.requant_steps > 1 else ()
-    return (trip_count,) + spec.process_kind.counters(spec, epilogue) + shared
+    return (trip_count,) + tuple(spec.process_kind.counters(spec, epilogue).values()) + shared
 
 
 def adder_tree(terms: int) -> int:

@@ -165,7 +165,7 @@ class Bilinear(DataMovement):
         and the token in its pixel."""
         (_, _, w), (_, out_h, out_w) = spec.inputs[0], spec.outputs[0]
         first, after = reads_after(spec)
-        return max(first, *after), out_h - 1, out_w - 1, w - 1, spec.tokens_in[0] - 1
+        return {"pending": max(first, *after), "y": out_h - 1, "x": out_w - 1, "col": w - 1, "t": spec.tokens_in[0] - 1}
 
     def view_values(self, spec, process, lanes_in, lanes_out):
         first, after = reads_after(spec)

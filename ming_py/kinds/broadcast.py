@@ -20,7 +20,7 @@ class Broadcast(DataMovement):
     pipeline_label = "tokens"
 
     def counters(self, spec, epilogue):
-        return (spec.tokens_out[0] - 1,)
+        return {"t": spec.tokens_out[0] - 1}
 
     def lane_options(self, unroll, ins, outs, routes, limit):
         if min(c.channels for c in ins) == 1:  # a scalar: one token of one lane

@@ -15,7 +15,7 @@ class Concat(DataMovement):
     pipeline_label = "tokens"
 
     def counters(self, spec, epilogue):
-        return (spec.tokens_out[0] - 1,)
+        return {"t": spec.tokens_out[0] - 1}
 
     def lane_options(self, unroll, ins, outs, routes, limit):
         return one_lane_count(ins, outs, routes, limit)

@@ -78,7 +78,7 @@ class Dense(ProcessKind):
         return 0
 
     def counters(self, spec, epilogue):
-        return spec.reduction_tiles - 1, spec.tokens_out[0] - 1  # k tile, n tile
+        return {"k_tile": spec.reduction_tiles - 1, "n_tile": spec.tokens_out[0] - 1}
 
     def view_values(self, spec, process, lanes_in, lanes_out):
         return {}

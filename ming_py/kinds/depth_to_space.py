@@ -82,9 +82,9 @@ class DepthToSpace(DataMovement):
         are several) and the input pixel in its row; none for a block of 1 (a copy)."""
         block = depth_to_space_block(spec)
         if block == 1:
-            return ()
-        slot = (block - 2,) if block > 2 else ()
-        return (spec.tokens_out[0] - 1, block - 1) + slot + (spec.inputs[0][2] - 1,)
+            return {}
+        slot = {"slot": block - 2} if block > 2 else {}
+        return {"t": spec.tokens_out[0] - 1, "dx": block - 1, **slot, "col": spec.inputs[0][2] - 1}
 
     def describe(self, process, ins, outs, shapes):
         block = math.isqrt(ins[0].channels // outs[0].channels)

@@ -14,7 +14,7 @@ class Eltwise(DataMovement):
     pipeline_label = "tokens"
 
     def counters(self, spec, epilogue):
-        return ()
+        return {}
 
     def lane_options(self, unroll, ins, outs, routes, limit):
         return one_lane_count(ins, outs, routes, limit)

@@ -56,7 +56,7 @@ class GlobalPool(Unweighted):
 
     def counters(self, spec, epilogue):
         _, h, w = spec.inputs[0]
-        return h * w - 1, spec.tokens_in[0] - 1  # pixel, token
+        return {"pixel": h * w - 1, "t": spec.tokens_in[0] - 1}
 
     def view_values(self, spec, process, lanes_in, lanes_out):
         return {}

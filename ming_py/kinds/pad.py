@@ -36,7 +36,7 @@ class Pad(DataMovement):
             yield bottom * w.padded_width, border
 
     def counters(self, spec, epilogue):
-        return spec.window.padded_height - 1, spec.window.padded_width - 1, spec.tokens_in[0] - 1
+        return {"row": spec.window.padded_height - 1, "col": spec.window.padded_width - 1, "t": spec.tokens_in[0] - 1}
 
     def describe(self, process, ins, outs, shapes):
         w = process.window

@@ -44,7 +44,7 @@ class Permute(DataMovement):
 
     def counters(self, spec, epilogue):
         channels, h, w = spec.inputs[0]
-        return channels // spec.lanes_in[0] - 1, h * w - 1, 1  # token, pixel, the half of `pixel` it goes to
+        return {"token": channels // spec.lanes_in[0] - 1, "pixel_count": h * w - 1, "half": 1}
 
     def view_values(self, spec, process, lanes_in, lanes_out):
         """Where each output channel arrives: (token, lane)."""

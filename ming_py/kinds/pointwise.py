@@ -72,9 +72,10 @@ class Pointwise(ProcessKind):
 
     def counters(self, spec, epilogue):
         w, tokens_in = spec.window, spec.tokens_in[0]
-        pixel = (w.in_height, w.in_width - 1, w.stride[0] - 1, w.stride[1] - 1, 1)  # row, col, phases, half
-        fold = (spec.fold - 1, tokens_in - 1, spec.fold // tokens_in - 1)  # step, token, gap
-        return pixel + fold + reduction_counters(spec)
+        pixel = {"row": w.in_height, "col": w.in_width - 1, "row_phase": w.stride[0] - 1, "col_phase": w.stride[1] - 1,
+                 "half": 1}
+        fold = {"step": spec.fold - 1, "token": tokens_in - 1, "gap": spec.fold // tokens_in - 1}
+        return pixel | fold | reduction_counters(spec)
 
     def view_values(self, spec, process, lanes_in, lanes_out):
         return {}

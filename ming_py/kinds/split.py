@@ -25,7 +25,7 @@ class Split(DataMovement):
                                (Access(first, 1, t) for first, t in zip(firsts, spec.tokens_out)))
 
     def counters(self, spec, epilogue):
-        return (spec.tokens_in[0] - 1,) if spec.routes else ()  # the token's place in its pixel, for the ranges
+        return {"t": spec.tokens_in[0] - 1} if spec.routes else {}  # the token's place in its pixel, for the ranges
 
     def view_values(self, spec, process, lanes_in, lanes_out):
         """Per output, its first token and tokens of a pixel (none: every output carries every channel)."""

@@ -44,7 +44,7 @@ class TableKind(DataMovement):
 
     def counters(self, spec, epilogue):
         tables = tables_per_lane(spec, epilogue)
-        return (tables - 1,) if tables > 1 else ()  # a table per channel: the token of the pixel
+        return {"token": tables - 1} if tables > 1 else {}  # a table per channel: the token of the pixel
 
 
 @register

@@ -59,7 +59,7 @@ class Upsample(DataMovement):
 
     def counters(self, spec, epilogue):
         rows, cols = upsample_factors(spec)
-        return rows - 1, spec.inputs[0][2] - 1, cols - 1, spec.tokens_in[0] - 1
+        return {"row_copy": rows - 1, "col": spec.inputs[0][2] - 1, "col_copy": cols - 1, "t": spec.tokens_in[0] - 1}
 
     def describe(self, process, ins, outs, shapes):
         factors = f"{outs[0].height // ins[0].height}x{outs[0].width // ins[0].width}"

@@ -240,14 +240,15 @@ def _window_axis(w: Window, pointwise: bool, axis: int, size: int):
     return real, emits
 
 
-def reduction_counters(spec: KernelSpec) -> tuple[int, ...]:
+def reduction_counters(spec: KernelSpec) -> dict[str, int]:
     """The tile counters of a (grouped) conv's reduction: input tile, output tile and, with groups, the output
     tile in its group tile and the group tile's first input token."""
     w, tokens_in = spec.window, spec.tokens_in[0]
     ic_tiles = w.in_channels // w.groups // spec.factor("ic")
-    counters = (ic_tiles - 1, spec.tokens_out[0] - 1)
+    counters = {"ic_tile": ic_tiles - 1, "oc_tile": spec.tokens_out[0] - 1}
     if w.groups > 1:
-        counters += (w.out_channels // w.groups // spec.factor("oc") - 1, tokens_in - ic_tiles)
+        counters |= {"oc_in_group": w.out_channels // w.groups // spec.factor("oc") - 1,
+                     "group_token": tokens_in - ic_tiles}
     return counters
 
 
@@ -303,15 +304,18 @@ class SlidingWindow(ProcessKind):
                 "last_top_slot": max((top * w.stride[0] - w.pads[0]) % rows for top in range(w.out_height))}
 
     def counters(self, spec, epilogue):
+        """The counters of its cursor (ming_window.h `ming::WindowCursor`, by member name), then its tiles'."""
         w, tokens_in = spec.window, spec.tokens_in[0]
         values = self.view_values(spec, None, spec.lanes_in, spec.lanes_out)
         (tile_h, tile_w), rows = values["window_tile"], values["line_buffer_rows"]
-        position = (w.padded_height, w.padded_width - 1, rows - 1, w.stride[0] - 1, w.stride[1] - 1)  # pr, pc, ...
-        fold = (spec.fold - 1, tokens_in - 1, spec.fold // tokens_in - 1)  # step, token, gap
-        window = ((w.out_height - 1) * w.stride[0], (w.out_width - 1) * w.stride[1], values["last_top_slot"],
-                  (w.kernel[0] - tile_h) * w.dilation[0], (w.kernel[1] - tile_w) * w.dilation[1])
-        tiles = reduction_counters(spec) if self.name == "conv" else (tokens_in - 1,)
-        return position + fold + window + tiles
+        position = {"pr": w.padded_height, "pc": w.padded_width - 1, "row_slot": rows - 1,
+                    "row_phase": w.stride[0] - 1, "col_phase": w.stride[1] - 1}
+        fold = {"step": spec.fold - 1, "token": tokens_in - 1, "gap": spec.fold // tokens_in - 1}
+        window = {"top": (w.out_height - 1) * w.stride[0], "left": (w.out_width - 1) * w.stride[1],
+                  "top_slot": values["last_top_slot"], "row_offset": (w.kernel[0] - tile_h) * w.dilation[0],
+                  "col_offset": (w.kernel[1] - tile_w) * w.dilation[1]}
+        tiles = reduction_counters(spec) if self.name == "conv" else {"c_tile": tokens_in - 1}
+        return position | fold | window | tiles
 
     def describe(self, process, ins, outs, shapes):
         w = process.window
