@@ -1,7 +1,7 @@
 """The default design (`--objective frugal`): the least resources within FRUGAL_SLACK (10 %) of the fastest
 design's latency, checked by brute force over every design of a small chain (conv 3x3 -> 1x1 conv -> max pool).
 
-Checked against the README ("Which design the ILP picks"): the fastest design (`--objective latency`) is the
+Checked against docs/design-space.md ("Which design the ILP picks"): the fastest design (`--objective latency`) is the
 least latency of every design in the candidate space; the default design's latency is within 10 % of it; no
 design within 10 % has a smaller footprint (its largest share of the budget over DSP/BRAM18K/URAM/LUT, FIFOs
 included, in steps of 0.1 %; then the sum of the shares); a latency target gets the least footprint among the
@@ -24,7 +24,8 @@ from ming_py.ilp.footprint import Footprint, footprint
 from ming_py.ilp.solve import FRUGAL_SLACK, RULES, Targets
 from test_unit_dse import chain as unit_dse_chain
 
-pytestmark = pytest.mark.unit
+# one worker runs the module, so that the designs its tests share are solved once (`--dist loadgroup`)
+pytestmark = [pytest.mark.unit, pytest.mark.xdist_group("default_design")]
 
 C0, C1, C2, H, W = 4, 8, 8, 8, 8
 RESERVED = {"bram18k": 2, "lut": 300}  # FIFO memory set aside before the ILP, as `explore` does
@@ -133,6 +134,6 @@ def test_a_latency_target_gets_the_least_footprint_meeting_it():
 
 
 def test_the_default_design_is_the_same_on_every_run():
-    first = solved("dsp-poor")  # the run the tests above share, against a fresh one
+    first = solved("dsp-poor", "latency")  # the run the tests above share (solve's default objective), and a fresh one
     again = solve(chain(), load_board("kv260"), BUDGETS["dsp-poor"], reserved=RESERVED)
     assert first.choices == again.choices and first.totals == again.totals
