@@ -24,8 +24,7 @@ from ming_py.ilp.footprint import Footprint, footprint
 from ming_py.ilp.solve import FRUGAL_SLACK, RULES, Targets
 from test_unit_dse import chain as unit_dse_chain
 
-# one worker runs the module, so that the designs its tests share are solved once (`--dist loadgroup`)
-pytestmark = [pytest.mark.unit, pytest.mark.xdist_group("default_design")]
+pytestmark = pytest.mark.unit
 
 C0, C1, C2, H, W = 4, 8, 8, 8, 8
 RESERVED = {"bram18k": 2, "lut": 300}  # FIFO memory set aside before the ILP, as `explore` does

@@ -24,8 +24,7 @@ from ming_py.ilp import Budget, Choice, process_cost, solve
 from ming_py.ir import AccRequant
 from ming_py.kernel import kernel_spec, loop_of
 
-# one worker runs the module, so that the designs its tests share are solved once (`--dist loadgroup`)
-pytestmark = [pytest.mark.unit, pytest.mark.xdist_group("unit_dse")]
+pytestmark = pytest.mark.unit
 
 BOARD = "kv260"
 C0, C1, C2, H, W = 8, 16, 16, 8, 8

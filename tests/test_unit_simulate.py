@@ -32,8 +32,7 @@ from ming_py.ir import AccRequant, AddRequant
 from ming_py.kernel import kernel_spec, loop_of
 from ming_py.simulate import simulate
 
-# one worker runs the module, so that the designs its tests share are solved once (`--dist loadgroup`)
-pytestmark = [pytest.mark.unit, pytest.mark.xdist_group("unit_simulate")]
+pytestmark = pytest.mark.unit
 
 BOARD = "kv260"
 TOLERANCE = 0.05  # docs/design-space.md: "on the benchmark networks the model is within about 5 % of `ming simulate`"
