@@ -3,8 +3,8 @@
 For every architecture of tests/architectures.py in every format onnxruntime's quantizer writes (QDQ int8,
 QDQ uint8, QOperator): whether `ming build --board kv260` succeeds, the share of output values of the
 C-simulated accelerator equal to onnxruntime's over `--inputs` random inputs, the estimated latency and
-the resources. `--write` records the results in docs/coverage.json and regenerates README.md's "What is
-supported" table from them (tests/test_coverage_table.py checks that the two agree).
+the resources. `--write` records the results in docs/coverage.json and regenerates docs/supported.md's
+coverage table from them (tests/test_coverage_table.py checks that the two agree).
 
     python benchmarks/coverage.py [--inputs 4] [--architectures mobilenet_v2,...] [--write]
 """
@@ -30,7 +30,7 @@ from ming_py.csim import run_csim  # noqa: E402
 from ming_py.errors import MingError  # noqa: E402
 
 COVERAGE_JSON = REPO / "docs" / "coverage.json"
-README = REPO / "README.md"
+TABLE_PAGE = REPO / "docs" / "supported.md"
 BEGIN, END = "<!-- coverage table: begin -->", "<!-- coverage table: end -->"
 
 
@@ -58,7 +58,7 @@ def measure(name: str, fmt: str, directory: Path, inputs: int) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    """The coverage table as Markdown (README.md's "What is supported" and this script's output)."""
+    """The coverage table as Markdown (docs/supported.md's and this script's output)."""
     lines = ["| architecture | exercises | format | build | csim == onnxruntime | KV260 latency | DSP | BRAM18K | LUT |",
              "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -74,8 +74,8 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def readme_with(text: str, rows: list[dict]) -> str:
-    """README.md's text with the table between its markers replaced by `rows`' table."""
+def page_with(text: str, rows: list[dict]) -> str:
+    """docs/supported.md's text with the table between its markers replaced by `rows`' table."""
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{BEGIN}\n{table(rows)}\n{END}{tail}"
@@ -85,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--inputs", type=int, default=4)
     parser.add_argument("--architectures", default="", help="comma-separated names (default: all)")
-    parser.add_argument("--write", action="store_true", help="update docs/coverage.json and README.md")
+    parser.add_argument("--write", action="store_true", help="update docs/coverage.json and docs/supported.md")
     args = parser.parse_args()
     chosen = [n for n in args.architectures.split(",") if n] or list(architectures.ARCHITECTURES)
     if args.write and chosen != list(architectures.ARCHITECTURES):
@@ -100,7 +100,7 @@ def main() -> None:
     print(table(rows))
     if args.write:
         COVERAGE_JSON.write_text(json.dumps(rows, indent=1) + "\n")
-        README.write_text(readme_with(README.read_text(), rows))
+        TABLE_PAGE.write_text(page_with(TABLE_PAGE.read_text(), rows))
 
 
 if __name__ == "__main__":

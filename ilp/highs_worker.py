@@ -1,6 +1,8 @@
 """One HiGHS run of an MPS model, as a child process of `ilp.search._mip` (so that an interrupted ming stops it).
 
-    python -m ming_py.ilp.highs_worker MODEL.mps RESULT.json NODES [CUTOFF] [--relax]
+    python -P ilp/highs_worker.py MODEL.mps RESULT.json NODES [CUTOFF] [--relax]
+
+Run as a script (it imports only highspy), so that a child does not import the ILP package.
 
 On one thread with HiGHS's fixed seed: the same model gives the same answer on every run and machine. Writes
 the status ("optimal", "infeasible" or "stopped"), objective, bound and, by column name, the values and reduced

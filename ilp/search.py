@@ -29,6 +29,9 @@ NODE_WORK = 8_000_000
 # HiGHS rather than CBC: on resnet8_32 at 20 % of the KV260's DSPs it proves a design 0.5 % faster optimal in
 # 24 s where CBC stopped at a 13 % gap after 41 s; at 100 %, 10 s against 20 s
 HEURISTIC_NODES = 1_000  # nodes of each MIP run that only looks for a good incumbent
+# run as a script, not `-m ming_py.ilp.highs_worker`: the package import would load the whole ILP into each child;
+# -P keeps the script's folder (this package's modules) off the child's import path
+HIGHS_WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "highs_worker.py")
 
 
 class SearchStopped(MingError):
@@ -127,7 +130,7 @@ def _mip(problem: pulp.LpProblem, node_limit: int, relax: bool = False, cutoff: 
     with scratch_folder() as folder:
         model_file, result_file = os.path.join(folder, "model.mps"), os.path.join(folder, "result.json")
         variables, names, _, _ = problem.writeMPS(model_file, rename=1)
-        command = [sys.executable, "-m", "ming_py.ilp.highs_worker", model_file, result_file, str(node_limit),
+        command = [sys.executable, "-P", HIGHS_WORKER, model_file, result_file, str(node_limit),
                    *([str(cutoff)] if cutoff is not None else []), *(["--relax"] if relax else [])]
         run = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
         if run.returncode != 0 or not os.path.exists(result_file):

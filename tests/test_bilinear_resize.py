@@ -322,7 +322,7 @@ def test_the_control_is_the_counters_of_the_loop_at_their_ranges(c, h, w, out_h,
 
 
 def expected_lines(c: int, w: int, lanes: int) -> tuple[int, int, int]:
-    """(BRAM18K, LUT, words per bank) of the line buffer by the README's memory anchors: four banks of
+    """(BRAM18K, LUT, words per bank) of the line buffer by docs/design-space.md's memory anchors: four banks of
     ceil(W / 2) * T words of 8 L bits, in LUTRAM when a bank holds at most 1,024 bits or 64 words (2 LUTs per 64
     bits of a RAM read and written), else in BRAM18K at the cheapest port shape."""
     words, word_bits = (w + 1) // 2 * (c // lanes), 8 * lanes

@@ -341,19 +341,26 @@ def _foreign(tmp_path, name, content):
     return path
 
 
-@pytest.mark.unit
-@pytest.mark.parametrize("name, content, kind, how", FOREIGN_MODELS, ids=[m[0] for m in FOREIGN_MODELS])
-def test_a_model_ming_does_not_take_is_named_with_how_to_export_it(tmp_path, name, content, kind, how):
+CHECKED_BEFORE_THE_IMPORT = ("build", "sweep", "reference")
+# every foreign model under every command: one command per model in the unit tier (each command in turn, so the
+# tier still sees every model and every command), the other pairs in the full suite (each pair is a child ming)
+FOREIGN_RUNS = [pytest.param(model, command, marks=[pytest.mark.unit] if i % 3 == j else [], id=f"{model[0]}-{command}")
+                for i, model in enumerate(FOREIGN_MODELS) for j, command in enumerate(CHECKED_BEFORE_THE_IMPORT)]
+
+
+@pytest.mark.parametrize("model, command", FOREIGN_RUNS)
+def test_a_model_ming_does_not_take_is_named_with_how_to_export_it(tmp_path, model, command):
     """Before: "not a valid ONNX model (Error parsing message ... Wire format was corrupt)" (a directory: "file
     not found"). After: one line naming the kind of model, what ming takes, and how to export to it; before the
     import, for `ming build`, `ming sweep` and `ming reference`."""
+    name, content, kind, how = model
     path = _foreign(tmp_path, name, content)
     np.save(tmp_path / "x.npy", np.zeros((1, 4), np.float32))
-    for args in (["build", path, "-o", tmp_path / "out"], ["sweep", path, "-o", tmp_path / "sweep"],
-                 ["reference", path, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy"]):
-        assert_clean_error(ming(*args), f"{path}: {kind}", "ming takes int8-quantized ONNX (QDQ or QOperator) and "
-                           "int8 TFLite models", how)
-    assert not (tmp_path / "out").exists() and not (tmp_path / "y.npy").exists()
+    args = {"build": ["build", path, "-o", tmp_path / "out"], "sweep": ["sweep", path, "-o", tmp_path / "sweep"],
+            "reference": ["reference", path, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy"]}
+    assert_clean_error(ming(*args[command]), f"{path}: {kind}", "ming takes int8-quantized ONNX (QDQ or QOperator) "
+                       "and int8 TFLite models", how)
+    assert not any((tmp_path / written).exists() for written in ("out", "sweep", "y.npy"))
 
 
 @pytest.mark.parametrize("name, content, kind, how", FOREIGN_MODELS[::3], ids=[m[0] for m in FOREIGN_MODELS[::3]])

@@ -1,5 +1,5 @@
-"""README.md's coverage table is the one `benchmarks/coverage.py --write` renders from docs/coverage.json, and
-that record covers every architecture in every format, so the README cannot drift from what was measured."""
+"""docs/supported.md's coverage table is the one `benchmarks/coverage.py --write` renders from docs/coverage.json, and
+that record covers every architecture in every format, so the page cannot drift from what was measured."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ def _coverage_script():
     return module
 
 
-def test_readme_table_is_rendered_from_the_recorded_coverage():
+def test_the_table_is_rendered_from_the_recorded_coverage():
     coverage = _coverage_script()
     rows = json.loads(coverage.COVERAGE_JSON.read_text())
-    readme = coverage.README.read_text()
-    assert coverage.readme_with(readme, rows) == readme
+    page = coverage.TABLE_PAGE.read_text()
+    assert coverage.page_with(page, rows) == page
 
 
 @pytest.mark.unit

@@ -10,8 +10,8 @@ per output pixel):
   they are read); then the b - 1 buffered output rows, T per output pixel, with nothing read;
 * the row buffer: W * (b - 1) * b * T words of 8 * L bits (W * (b - 1) * b * C int8 values), one word per token;
   in LUTRAM when it holds at most 1,024 bits or 64 words (2 LUTs per 64 bits of a RAM read and written in one
-  cycle, per 64 words), else in BRAM18K at the cheapest port shape (9 x 2048, 18 x 1024, 36 x 512) (README's
-  memory anchors, `ming_py.array_layout`);
+  cycle, per 64 words), else in BRAM18K at the cheapest port shape (9 x 2048, 18 x 1024, 36 x 512)
+  (docs/design-space.md's memory anchors, `ming_py.array_layout`);
 * control: the token (0..T-1), the pixel in its block row (0..b-1), the buffered row (0..b-2, where b > 2) and the
   input pixel in its row (0..W-1), besides the loop counter.
 """
@@ -155,7 +155,7 @@ def test_the_control_is_the_counters_of_the_loop_at_their_ranges(c, h, w, block,
 
 
 def expected_row_buffer(c: int, w: int, block: int, lanes: int) -> tuple[str, int, int]:
-    """(memory, BRAM18K, LUT) of the row buffer by the README's anchors."""
+    """(memory, BRAM18K, LUT) of the row buffer by docs/design-space.md's anchors."""
     words, word_bits = w * (block - 1) * block * (c // lanes), 8 * lanes
     assert words * word_bits == 8 * w * (block - 1) * block * c
     if words == 1:

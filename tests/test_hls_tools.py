@@ -134,7 +134,7 @@ def design_calls(out: Path) -> list[list[str]]:
 
 
 def documented_command(tool: str, steps: list[str], script: str = "run_hls.tcl") -> tuple[list[str], dict]:
-    """The command line and extra environment the README gives for running `steps` under `tool`."""
+    """The command line and extra environment docs/deployment.md gives for running `steps` under `tool`."""
     if tool == VITIS_RUN:
         return [VITIS_RUN, "--mode", "hls", "--tcl", script], {"MING_HLS_STEPS": " ".join(steps)} if steps else {}
     return [VITIS_HLS, "-f", script, *(["-tclargs", *steps] if steps else [])], {}

@@ -1,7 +1,7 @@
 """The design-space exploration (`ming_py.ilp`) over a small chain built by hand: conv 3x3 -> 1x1 conv ->
 max pool. No model, no IREE, no compiler; HiGHS (the ILP solver, not a compiler) runs as a child process.
 
-Checked against the README ("Design-space exploration"): the chosen design keeps every resource within the
+Checked against docs/design-space.md: the chosen design keeps every resource within the
 budget, and its schedule is valid (unroll factors divide their trip counts, a channel's lanes are its
 producer's output parallelism and its consumer's input parallelism); a tighter DSP budget never gives a faster
 design; a budget without DSPs moves every multiplier into the fabric; a budget nothing fits is refused; the
@@ -56,8 +56,8 @@ def chain(c0: int = C0, c1: int = C1, c2: int = C2, h: int = H, w: int = W, seed
                        (Port("y", (1, c2, h // 2, w // 2), "y", (1, c2, h // 2, w // 2), 0.1, -3),))
 
 
-# trip counts of each process's unrollable loops, from its geometry (README: conv oc, ic, k; 1x1 conv oc, ic;
-# pooling c, k)
+# trip counts of each process's unrollable loops, from its geometry (docs/design-space.md: conv oc, ic, k;
+# 1x1 conv oc, ic; pooling c, k)
 TRIPS = {"conv": {"oc": C1, "ic": C0, "k": 9}, "pw": {"oc": C2, "ic": C1}, "pool": {"c": C2, "k": 4}}
 MACS = H * W * C1 * C0 * 9 + H * W * C2 * C1  # multiply-accumulates of one image
 
@@ -142,8 +142,8 @@ def test_a_budget_nothing_fits_is_refused_with_the_smallest_design():
 
 
 def test_a_process_between_two_processes_costs_the_cycles_and_fill_of_its_loop():
-    """README: cycles = iterations + pipeline depth, fill = cycles to the first output token; the AXI adapters
-    are charged only to the processes at the ports, so the middle process's cost is its loop's."""
+    """docs/design-space.md: cycles = iterations + pipeline depth, fill = cycles to the first output token; the
+    AXI adapters are charged only to the processes at the ports, so the middle process's cost is its loop's."""
     graph = chain()
     pw = graph.process("pw")
     for oc, ic in ((1, 1), (4, 2), (16, 16)):
@@ -157,8 +157,9 @@ def test_a_process_between_two_processes_costs_the_cycles_and_fill_of_its_loop()
 
 @pytest.mark.parametrize("multipliers, dsp_per_mac", [("dsp", 1.0), ("dsp_pair", 0.5), ("fabric", 0.0)])
 def test_dsps_of_a_mac_process_by_multiplier(multipliers, dsp_per_mac):
-    """README: one DSP48E2 per MAC lane, half for two lanes multiplying the same input, none in fabric; two per
-    lean requantization lane (none when the multipliers are in fabric: its product goes there too)."""
+    """docs/design-space.md: one DSP48E2 per MAC lane, half for two lanes multiplying the same input, none in
+    fabric; two per lean requantization lane (none when the multipliers are in fabric: its product goes there
+    too)."""
     graph = chain()
     conv = graph.process("conv")
     assert numerics.lean_channels(conv.epilogue.multipliers) is not None  # the lean datapath

@@ -25,7 +25,7 @@ from ming_py.storage import plan_arrays
 
 pytestmark = pytest.mark.unit
 
-PORTS = 2  # a BRAM, LUTRAM or URAM bank: two ports (README, hardware rules)
+PORTS = 2  # a BRAM, LUTRAM or URAM bank: two ports (docs/design-space.md, the storage plan)
 
 
 def one_process_graph(kind: str, ins, out, epilogue) -> tuple[StreamGraph, Process]:

@@ -1,7 +1,7 @@
 """Every process kind's pipelined loop (`ming_py.kernel`) and a conv's storage plan (`ming_py.storage`), over
 processes built by hand: no model, no IREE, no compiler.
 
-What is checked comes from the geometry and the rules the README and `ming_py/kernel.py` state, never from a
+What is checked comes from the geometry and the rules docs/design-space.md and `ming_py/kernel.py` state, never from a
 recorded run:
 
 * an image moves every token of every stream once: values / lanes tokens per input and output;
@@ -10,10 +10,10 @@ recorded run:
 * tokens move in stream order, and an output token is written no earlier than the iteration that reads the
   last input token it is computed from (its window's last pixel, the whole vector of a dense layer, ...);
 * the iteration counts: a window position takes max(input tokens, fold steps if a window ends at the position
-  before, 1) iterations (README, "Commands"), a fully unrolled conv one padded position per cycle, a dense
+  before, 1) iterations (docs/design-space.md), a fully unrolled conv one padded position per cycle, a dense
   layer its input vector then its fold, an element-wise process one pixel's tokens per pixel;
 * the line buffer `[copies][rows][W_in][tokens][lanes]`: U_k banks of rows x W_in x C_in/lanes words of
-  8 x lanes bits, in registers, LUTRAM or BRAM18K by the README's rule, at the cheapest BRAM port shape.
+  8 x lanes bits, in registers, LUTRAM or BRAM18K by docs/design-space.md's rule, at the cheapest BRAM port shape.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ except ImportError:  # the storage plan's cost moved beside the array layouts (m
 pytestmark = pytest.mark.unit
 
 WINDOW_KINDS = ("conv", "depthwise", "maxpool", "avgpool", "float_avgpool")
-# the README's memory anchors (UltraScale+): BRAM18K port shapes (bits, words), URAM, LUTRAM limits
+# docs/design-space.md's memory anchors (UltraScale+): BRAM18K port shapes (bits, words), URAM, LUTRAM limits
 BRAM18K_SHAPES = ((9, 2048), (18, 1024), (36, 512))
 URAM_SHAPE = (72, 4096)
 LUTRAM_MAX_BITS, LUTRAM_DEPTH = 1024, 64
@@ -343,7 +343,7 @@ def test_an_output_token_is_written_no_earlier_than_the_inputs_it_is_computed_fr
 @pytest.mark.parametrize("case", CASES, ids=repr)
 def test_fill_is_the_first_write_and_drain_the_last_write_after_the_last_read(case):
     """fill counts the cycles to the first output token (its iteration + 1, then the pipeline depth); drain the
-    cycles from the last input token to the last output token (README, "Design-space exploration")."""
+    cycles from the last input token to the last output token (docs/design-space.md, "The cost model")."""
     loop = loop_of(case.spec())
     first_write = min(moves(loop, "writes", o)[0] for o in range(len(case.outs)))
     last_write = max(moves(loop, "writes", o)[-1] for o in range(len(case.outs)))
@@ -396,8 +396,8 @@ def window_positions(win: Window, kind: str):
 
 
 def fold(case: Case) -> int:
-    """Iterations computing one output position (README): conv (G/U_g) (C_out/G/U_oc) (C_in/G/U_ic) (K/U_k),
-    depthwise and pooling (C/U_c) (K/U_k), 1x1 conv (C_out/U_oc) (C_in/U_ic), dense (N/U_n) (K/U_k); an exact
+    """Iterations computing one output position (docs/design-space.md): conv (G/U_g) (C_out/G/U_oc) (C_in/G/U_ic)
+    (K/U_k), depthwise and pooling (C/U_c) (K/U_k), 1x1 conv (C_out/U_oc) (C_in/U_ic), dense (N/U_n) (K/U_k); an exact
     average (float_avgpool) unrolls its window whole: C/U_c."""
     f = case.factor
     if case.kind == "float_avgpool":
@@ -416,7 +416,7 @@ def expected_iterations(case: Case) -> int:
     t_out = [pixel_tokens(s, l) for s, l in zip(case.outs, case.lanes_out)]
     kind = case.kind
     if kind in WINDOW_KINDS or kind == "pointwise":
-        # README: a position takes max(input tokens, fold steps if a window ends there, 1) iterations, the
+        # docs/design-space.md: a position takes max(input tokens, fold steps if a window ends there, 1) iterations, the
         # window ending at the previous position computed there; one trailing position after the last input
         total, ended = 0, False
         for real, ends in window_positions(case.win, kind):
@@ -453,7 +453,7 @@ def test_iteration_count_follows_from_the_geometry(case):
 
 
 def test_a_fully_unrolled_conv_takes_one_padded_position_per_cycle():
-    """README: a fully unrolled conv consumes one padded input position per cycle; the window whose last
+    """docs/design-space.md: a fully unrolled conv consumes one padded input position per cycle; the window whose last
     element arrives at position p is computed (and its token written) at position p + 1."""
     case = next(c for c in CASES if c.label == "conv3x3_unrolled")
     win = case.win
@@ -507,7 +507,8 @@ def accumulator_requant(channels: int) -> AccRequant:
 
 
 def memory_of(words: int, word_bits: int, large: str = "bram") -> str:
-    """README: a bank of one word is registers, one of at most 1 Kbit or 64 words LUTRAM, else BRAM (or URAM)."""
+    """docs/design-space.md: a bank of one word is registers, one of at most 1 Kbit or 64 words LUTRAM, else BRAM
+    (or URAM)."""
     if words == 1:
         return "register"
     if words * word_bits <= LUTRAM_MAX_BITS or words <= LUTRAM_DEPTH:
@@ -516,7 +517,7 @@ def memory_of(words: int, word_bits: int, large: str = "bram") -> str:
 
 
 def bram18k_per_bank(words: int, word_bits: int) -> int:
-    """The cheapest BRAM18K port shape: 9 x 2048, 18 x 1024 or 36 x 512 (README)."""
+    """The cheapest BRAM18K port shape: 9 x 2048, 18 x 1024 or 36 x 512 (docs/design-space.md)."""
     return min(math.ceil(word_bits / width) * math.ceil(words / depth) for width, depth in BRAM18K_SHAPES)
 
 
@@ -557,7 +558,7 @@ def test_line_buffer_banks_words_and_memory(label, c_in, h, w, c_out, oc, ic, k,
 
 
 def test_line_buffer_bram_counts_by_port_shape():
-    """The figures of LINE_BUFFERS's comments, worked out by hand from the README's port shapes."""
+    """The figures of LINE_BUFFERS's comments, worked out by hand from docs/design-space.md's port shapes."""
     expected = {"folded_bram": 1, "k3_copies": 3, "lanes4_36bit": 9, "lanes8_two_per_bank": 2}
     for label, c_in, h, w, c_out, oc, ic, k, geometry in LINE_BUFFERS:
         if label in expected:

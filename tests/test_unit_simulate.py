@@ -2,10 +2,10 @@
 (split -> conv 3x3 -> add, and split -> add), each scheduled by the ILP and described by
 `emit.reports.report`. No model, no IREE, no compiler.
 
-Checked against the README ("`ming simulate`", "FIFO depths", "Design-space exploration"):
+Checked against docs/commands.md ("ming simulate") and docs/design-space.md ("FIFO depths", "The ILP"):
 
 * every process steps through its own loop: a process that finishes was busy exactly its loop's cycles;
-* the simulated latency is within about 5 % of the cost model's estimate (the README's figure for the
+* the simulated latency is within about 5 % of the cost model's estimate (docs/design-space.md's figure for the
   benchmark networks) when the FIFOs hold two pixels and the skip branch holds what it must;
 * the skip FIFO of the residual block deadlocks below the depth the geometry demands -- the split writes a
   token to both branches in each iteration, and the add reads the skip's first token only after the conv's
@@ -35,7 +35,7 @@ from ming_py.simulate import simulate
 pytestmark = pytest.mark.unit
 
 BOARD = "kv260"
-TOLERANCE = 0.05  # README: "on the benchmark networks the model is within about 5 % of `ming simulate`"
+TOLERANCE = 0.05  # docs/design-space.md: "on the benchmark networks the model is within about 5 % of `ming simulate`"
 DEEP = 10**6
 
 
@@ -92,7 +92,7 @@ def solved(name: str, dsp: int, shape: tuple[int, int, int] = (C, H, W)):
 
 
 def two_pixels(graph: StreamGraph, schedule: Schedule) -> dict[str, int]:
-    """README: FIFOs hold two pixels so that bursts overlap."""
+    """docs/design-space.md: FIFOs hold two pixels so that bursts overlap."""
     return {name: 2 * c.channels // schedule.lanes_of(name) for name, c in graph.channels.items()}
 
 
