@@ -24,7 +24,8 @@ from .hls import pipeline_loops
 from .identifiers import comment_text, cpp_names, mlir_string
 
 def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) -> dict:
-    """Per-process kind, loop bounds, schedule and buffers; with an ILP solution also its estimates."""
+    """Per-process kind, loop bounds, schedule and buffers; with the ILP's estimates (`solution`: its `costs` and
+    `totals`, as a saved design's `Estimates` holds them) also those."""
     names = cpp_names(graph)
     nodes = []
     pipelines = pipeline_loops(graph, schedule)

@@ -32,6 +32,8 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
 
 def design_of(streamed: Streamed, board: Board, schedule: Schedule | None = None, solution: Solution | None = None,
               model: Path | None = None) -> Design:
+    """Every output file of a design whose stream graph is built: `schedule` (else the solution's, else none
+    unrolled) checked, then the steps save and emit; `model`: the file host.json names."""
     schedule = schedule or (solution.schedule if solution else Schedule())
     problems = validate_schedule(streamed.stream_graph, schedule)
     if problems:
