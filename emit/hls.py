@@ -19,7 +19,7 @@ from ming_py.boards import Board
 from ming_py.array_layout import ArrayPlan
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, loop_of, schedule_spec
-from ming_py.epilogues import rule_of
+from ming_py.epilogues import EpilogueValues, rule_of
 from ming_py.kinds import kind_of, unrollable
 from ming_py.storage import plan_arrays
 from ming_py.weights_load import WEIGHTS_FILE, loaded_arrays, loaded_rows
@@ -68,10 +68,15 @@ class ProcessView:
     window: object = None
     in_pixels: int = 0
     multipliers: str = "dsp"  # ming_py.kinds.window.MULTIPLIERS
-    epilogue: str = ""
     arrays: dict[str, str] = field(default_factory=dict)  # role -> C++ constant array
     weight_stream: str = ""  # the stream its weights arrive on at start where they are in URAM (`weights_load`)
-    extra: dict = field(default_factory=dict)  # the kind's own values (`ProcessKind.view_values`) and the epilogue's
+    kind_values: object = None  # its kind's own values (`ProcessKind.view_values`), or None
+    epilogue_values: EpilogueValues | None = None  # its epilogue rule's (`EpilogueRule.emit`), or None
+
+    @property
+    def epilogue(self) -> str:
+        """The template of its epilogue's C++ call (emit/templates/epilogues/<epilogue>.j2; "": none)."""
+        return self.epilogue_values.template if self.epilogue_values else ""
 
     def factor(self, loop: str) -> int:
         return self.spec.factor(loop)
@@ -85,12 +90,6 @@ class ProcessView:
     def trip_count(self) -> int:
         """Iterations of its pipelined loop (the shared requantizers' last turns included)."""
         return self.loop.iterations
-
-    def __getattr__(self, name):  # epilogue constants (zero_point, mantissa, ...)
-        extra = self.__dict__.get("extra", {})
-        if name in extra:
-            return extra[name]
-        raise AttributeError(name)
 
 
 def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, str]:
@@ -221,7 +220,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
         storage=storage, window=p.window,
         in_pixels=ins[0].pixels, multipliers=sched.multipliers, arrays=names.arrays[p.name],
         weight_stream=names.weight_streams[p.name] if loaded else "",
-        extra=kind.view_values(spec, p, lanes_in, lanes_out))
+        kind_values=kind.view_values(spec, p, lanes_in, lanes_out))
     constants: list[CConstant] = []
 
     def constant(role: str, ctype: str, array: np.ndarray, comment: str, loaded: bool = False) -> None:
@@ -231,7 +230,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
         where = (" in URAM, loaded at start from the weight port (weights.bin)" if loaded else "")
         constant("weights", "int8_t", kind.weight_rows(p.weights, spec).astype(np.int8),
                  f"weights {kind.weights_layout(p)}, one row of every weight a fold step multiplies{where}", loaded)
-    rule_of(p.epilogue).emit(p.epilogue, view, constant)
+    view.epilogue_values = rule_of(p.epilogue).emit(p.epilogue, view, constant)
     for role, (ctype, values, comment) in kind.constant_tables(spec, p).items():
         constant(role, ctype, values, comment)
     return view, constants

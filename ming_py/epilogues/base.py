@@ -9,8 +9,8 @@ frontends build them). A rule (`EpilogueRule`, one per IR class) holds, for its 
 * `arrays`: its per-channel (or per-count) constant ROMs, with their layout;
 * `datapath`: the requantization datapath its lanes carry (named in report.json), whose cost per lane is its
   calibrated primitive's (`LANE_PRIMITIVES`);
-* `emit`: its C++ values and constant arrays (`emit.hls`), the C++ call chosen by the name it gives
-  `view.epilogue` (emit/templates/epilogues/<name>.j2).
+* `emit`: its C++ values (an `EpilogueValues`, which names the template of its C++ call,
+  emit/templates/epilogues/<template>.j2) and constant arrays (`emit.hls`).
 
 `register` refuses a rule that leaves an aspect undefined.
 """
@@ -22,7 +22,7 @@ from typing import Callable
 
 import numpy as np
 
-from ming_py import primitives
+from ming_py import numerics, primitives
 
 # TFLite's fixed-point rule (ming::requantize_fixed_point) with its multiplier and shift constants of the code (the
 # C++ passes them: ADD, MUL, an average over the whole map), and with them read from the rule's ROMs (per channel
@@ -81,6 +81,38 @@ def lane_datapath(epilogue, arrays: dict) -> str | None:
 
 
 @dataclass(frozen=True)
+class EpilogueValues:
+    """The values an epilogue's C++ call needs (`ProcessView.epilogue_values`): each rule's subclass adds its
+    own. `template` names the call's template (emit/templates/epilogues/<template>.j2; "max": the running
+    maximum is the output)."""
+
+    template: str
+
+
+@dataclass(frozen=True)
+class ShiftValues(EpilogueValues):
+    """A rounding shift by a constant, no product (`ming::requantize_shift`): of the sum plus `offset`."""
+
+    shift: int
+    zero_point: int
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class FixedPointValues(EpilogueValues):
+    """TFLite's fixed-point rule (`ming::requantize_fixed_point`), by the narrow datapath where `narrow`."""
+
+    zero_point: int
+    double_round: bool
+    qmin: int
+    qmax: int
+    multiplier: int | None = None  # constants of the code (None: from the rule's ROMs)
+    shift: int | None = None
+    domain: int = 0  # added to the sum: a legacy uint8 model's offset of its values
+    narrow: numerics.NarrowRequant | None = None  # the narrow datapath's constants
+
+
+@dataclass(frozen=True)
 class Golden:
     """What a rule's golden model may ask of the kernel it ends: `per_channel(values)` broadcasts
     per-output-channel constants over the result, `valid()` counts each output's unpadded window
@@ -119,9 +151,10 @@ class EpilogueRule:
         its multiplier and shift: `lane_datapath` has the process's); None: no requantizer."""
         raise NotImplementedError
 
-    def emit(self, e, view, constant) -> None:
-        """Sets `view.epilogue` (the C++ call's template) and its values in `view.extra`; each constant array
-        goes to `constant(role, ctype, array, comment)`, in the order of `arrays`."""
+    def emit(self, e, view, constant) -> EpilogueValues | None:
+        """Its values for the C++ (None: its process's template needs none); each constant array goes to
+        `constant(role, ctype, array, comment)`, in the order of `arrays`. `view`: the process's
+        `emit.hls.ProcessView`, read only."""
         raise NotImplementedError
 
 
