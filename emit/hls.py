@@ -19,7 +19,7 @@ from ming_py.boards import Board
 from ming_py.array_layout import ArrayPlan
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, loop_of, schedule_spec
-from ming_py.epilogues import EpilogueValues, rule_of
+from ming_py.epilogues import CppScalar, EpilogueValues, rule_of
 from ming_py.kinds import kind_of, unrollable
 from ming_py.storage import plan_arrays
 from ming_py.weights_load import WEIGHTS_FILE, loaded_arrays, loaded_rows
@@ -78,6 +78,11 @@ class ProcessView:
         """The template of its epilogue's C++ call (emit/templates/epilogues/<epilogue>.j2; "": none)."""
         return self.epilogue_values.template if self.epilogue_values else ""
 
+    @property
+    def scalars(self) -> tuple[CppScalar, ...]:
+        """The named scalars its epilogue's C++ call passes, declared at the top of its function."""
+        return self.epilogue_values.cpp_scalars() if self.epilogue_values else ()
+
     def factor(self, loop: str) -> int:
         return self.spec.factor(loop)
 
@@ -103,7 +108,9 @@ def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, 
         constants += consts
     model = _model_view(graph, schedule, names, views)
     code = [process_code(env, process, view) for process, view in zip(graph.processes, views)]
-    internal = [c for c in graph.channels.values() if c.producer != "input" and c.consumer != "output"]
+    # in dataflow order: the processes' in the graph's order, a process's in its outputs' order
+    internal = [graph.channels[name] for p in graph.processes for name in p.outputs
+                if graph.channels[name].consumer != "output"]
     channels = [{"name": names.channels[c.name], "label": c_string(c.name), "lanes": schedule.lanes_of(c.name),
                  "depth": schedule.depth_of(c.name)} for c in internal]
     context = {"model": model, "processes": views, "process_code": code, "channels": channels, "constants": constants,

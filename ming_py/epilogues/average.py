@@ -13,13 +13,16 @@ from ming_py import numerics
 from ming_py.array_layout import Dim, array, spread
 from ming_py.ir import AverageRequant, FixedPointAverage, WindowAverage
 
-from .base import FIXED_POINT, EpilogueRule, EpilogueValues, FixedPointValues, ShiftValues, register, rom_word
+from .base import (FIXED_POINT, INPUT_ZERO_POINT, OUTPUT_QMIN, OUTPUT_ZERO_POINT, EpilogueRule, EpilogueValues,
+                   FixedPointValues, ShiftValues, register, rom_word)
 
 
 @dataclass(frozen=True)
 class GlobalAverageValues(EpilogueValues):
     """onnxruntime's GlobalAveragePool: the sum less `count` input zero points, times one multiplier (lean: its
     mantissa, shift and limit; else exact: its mantissa and exponent)."""
+
+    scalars = (INPUT_ZERO_POINT, ("shift", "REQUANT_SHIFT", "int", "the lean datapath's shift"), OUTPUT_ZERO_POINT)
 
     zero_point: int
     x_zero_point: int
@@ -35,6 +38,8 @@ class GlobalAverageValues(EpilogueValues):
 class WindowAverageValues(EpilogueValues):
     """onnxruntime's AveragePool over windows (`numerics.WindowAverageConstants`); one divisor's level
     constants (low .. offset) where `rows` is 1, else from the `average_constants` ROM."""
+
+    scalars = (INPUT_ZERO_POINT, OUTPUT_QMIN)
 
     x_zero_point: int
     mantissa: int

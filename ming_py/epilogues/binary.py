@@ -12,7 +12,11 @@ from ming_py import numerics
 from ming_py.array_layout import Dim, array, spread
 from ming_py.ir import AddRequant, FixedPointAdd, FixedPointMul, MulRequant
 
-from .base import FIXED_POINT, EpilogueRule, EpilogueValues, FixedPointValues, register
+from .base import (FIXED_POINT, NARROW_SCALARS, OUTPUT_QMAX, OUTPUT_QMIN, OUTPUT_ZERO_POINT, EpilogueRule, EpilogueValues,
+                   FixedPointValues, register)
+
+A_ZERO_POINT = ("a_zero_point", "A_ZERO_POINT", "int32_t", "")
+B_ZERO_POINT = ("b_zero_point", "B_ZERO_POINT", "int32_t", "")
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,7 @@ class AddValues(EpilogueValues):
     map, is `b`."""
 
     fused: ClassVar[bool] = True
+    scalars = (("shift", "REQUANT_SHIFT", "int", "QLinearAdd's rounding shift"), OUTPUT_QMIN, OUTPUT_QMAX)
     qmin: int
     qmax: int
     swap: bool
@@ -37,6 +42,9 @@ class FloatAddValues(EpilogueValues):
     """onnxruntime's float DQ -> Add/Sub -> Q (`ming::add_float_requant`, `numerics.float_add_constants`)."""
 
     fused: ClassVar[bool] = False
+    scalars = (A_ZERO_POINT, B_ZERO_POINT, ("x_shift", "SUM_SHIFT", "int", "left shift of |sum| before the division "
+                                                                           "by the output scale"),
+               OUTPUT_ZERO_POINT, OUTPUT_QMIN, OUTPUT_QMAX)
     qmin: int
     qmax: int
     a_zero_point: int
@@ -56,6 +64,9 @@ class FloatAddValues(EpilogueValues):
 class MulValues(EpilogueValues):
     """onnxruntime's Mul (`ming::mul_requant`, `numerics.mul_parts`)."""
 
+    scalars = (A_ZERO_POINT, B_ZERO_POINT, ("shift", "REQUANT_SHIFT", "int", "the multiplier is mantissa * "
+                                                                             "2^-REQUANT_SHIFT"), OUTPUT_ZERO_POINT)
+
     a_zero_point: int
     b_zero_point: int
     mantissa: int
@@ -67,12 +78,15 @@ class MulValues(EpilogueValues):
 @dataclass(frozen=True)
 class FixedPointMulValues(EpilogueValues):
     """TFLite's MUL: the product of the values plus their offsets, requantized by the narrow datapath (`narrow`,
-    with the residues of its two roundings) or in fixed point as written."""
+    with the residues of its two roundings) or in fixed point as written (`multiplier`, `shift`; None where
+    narrow)."""
 
+    scalars = (("shift", "REQUANT_SHIFT", "int", "right shift of the 64-bit product"),) + NARROW_SCALARS + \
+        (OUTPUT_ZERO_POINT, OUTPUT_QMIN, OUTPUT_QMAX)
     a_offset: int
     b_offset: int
-    multiplier: int
-    shift: int
+    multiplier: int | None
+    shift: int | None
     zero_point: int
     double_round: bool
     qmin: int
@@ -215,7 +229,8 @@ class TfliteMul(EpilogueRule):
         narrow = _narrow_mul(e)
         roundings = None if narrow is None else \
             tuple(numerics.narrow_sum_residue(r) for r in (narrow.roundings_negative[0], narrow.roundings[0]))
-        return FixedPointMulValues("fixed_point_mul", e.a_offset, e.b_offset, e.multiplier, e.shift, e.zero_point,
+        as_written = (None, None) if narrow else (e.multiplier, e.shift)
+        return FixedPointMulValues("fixed_point_mul", e.a_offset, e.b_offset, *as_written, e.zero_point,
                                    e.double_round, e.qmin, e.qmax, narrow, roundings)
 
 

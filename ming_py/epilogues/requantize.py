@@ -13,7 +13,8 @@ from ming_py import numerics
 from ming_py.array_layout import Dim, array, spread
 from ming_py.ir import AccRequant, FixedPointRequant
 
-from .base import FIXED_POINT, EpilogueRule, EpilogueValues, FixedPointValues, ShiftValues, per_tile, register, rom_word
+from .base import (FIXED_POINT, OUTPUT_ZERO_POINT, EpilogueRule, EpilogueValues, FixedPointValues, ShiftValues, per_tile,
+                   register, rom_word)
 
 _BIAS_COMMENT = "int32 bias with the input zero-point correction folded in, [output tile][lane]"
 _LEAN_COMMENTS = {
@@ -27,6 +28,9 @@ _LEAN_COMMENTS = {
 @dataclass(frozen=True)
 class RequantizeValues(EpilogueValues):
     """onnxruntime's requantization by the lean datapath (`lean`) or the exact float32 emulation."""
+
+    scalars = (("shift", "REQUANT_SHIFT", "int", "the lean datapath's shift, common to every channel"),
+               OUTPUT_ZERO_POINT)
 
     zero_point: int
     lean: bool
