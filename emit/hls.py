@@ -19,7 +19,7 @@ from ming_py.boards import Board
 from ming_py.array_layout import ArrayPlan
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.kernel import KernelSpec, Loop, loop_of, schedule_spec
-from ming_py.epilogues import rule_of
+from ming_py.epilogues import CppScalar, EpilogueValues, rule_of
 from ming_py.kinds import kind_of, unrollable
 from ming_py.storage import plan_arrays
 from ming_py.weights_load import WEIGHTS_FILE, loaded_arrays, loaded_rows
@@ -68,10 +68,20 @@ class ProcessView:
     window: object = None
     in_pixels: int = 0
     multipliers: str = "dsp"  # ming_py.kinds.window.MULTIPLIERS
-    epilogue: str = ""
     arrays: dict[str, str] = field(default_factory=dict)  # role -> C++ constant array
     weight_stream: str = ""  # the stream its weights arrive on at start where they are in URAM (`weights_load`)
-    extra: dict = field(default_factory=dict)  # the kind's own values (`ProcessKind.view_values`) and the epilogue's
+    kind_values: object = None  # its kind's own values (`ProcessKind.view_values`), or None
+    epilogue_values: EpilogueValues | None = None  # its epilogue rule's (`EpilogueRule.emit`), or None
+
+    @property
+    def epilogue(self) -> str:
+        """The template of its epilogue's C++ call (emit/templates/epilogues/<epilogue>.j2; "": none)."""
+        return self.epilogue_values.template if self.epilogue_values else ""
+
+    @property
+    def scalars(self) -> tuple[CppScalar, ...]:
+        """The named scalars its epilogue's C++ call passes, declared at the top of its function."""
+        return self.epilogue_values.cpp_scalars() if self.epilogue_values else ()
 
     def factor(self, loop: str) -> int:
         return self.spec.factor(loop)
@@ -86,12 +96,6 @@ class ProcessView:
         """Iterations of its pipelined loop (the shared requantizers' last turns included)."""
         return self.loop.iterations
 
-    def __getattr__(self, name):  # epilogue constants (zero_point, mantissa, ...)
-        extra = self.__dict__.get("extra", {})
-        if name in extra:
-            return extra[name]
-        raise AttributeError(name)
-
 
 def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, str]:
     """The files of OUT/hls/, as {relative path: text}."""
@@ -104,7 +108,9 @@ def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, 
         constants += consts
     model = _model_view(graph, schedule, names, views)
     code = [process_code(env, process, view) for process, view in zip(graph.processes, views)]
-    internal = [c for c in graph.channels.values() if c.producer != "input" and c.consumer != "output"]
+    # in dataflow order: the processes' in the graph's order, a process's in its outputs' order
+    internal = [graph.channels[name] for p in graph.processes for name in p.outputs
+                if graph.channels[name].consumer != "output"]
     channels = [{"name": names.channels[c.name], "label": c_string(c.name), "lanes": schedule.lanes_of(c.name),
                  "depth": schedule.depth_of(c.name)} for c in internal]
     context = {"model": model, "processes": views, "process_code": code, "channels": channels, "constants": constants,
@@ -221,7 +227,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
         storage=storage, window=p.window,
         in_pixels=ins[0].pixels, multipliers=sched.multipliers, arrays=names.arrays[p.name],
         weight_stream=names.weight_streams[p.name] if loaded else "",
-        extra=kind.view_values(spec, p, lanes_in, lanes_out))
+        kind_values=kind.view_values(spec, p, lanes_in, lanes_out))
     constants: list[CConstant] = []
 
     def constant(role: str, ctype: str, array: np.ndarray, comment: str, loaded: bool = False) -> None:
@@ -231,7 +237,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
         where = (" in URAM, loaded at start from the weight port (weights.bin)" if loaded else "")
         constant("weights", "int8_t", kind.weight_rows(p.weights, spec).astype(np.int8),
                  f"weights {kind.weights_layout(p)}, one row of every weight a fold step multiplies{where}", loaded)
-    rule_of(p.epilogue).emit(p.epilogue, view, constant)
+    view.epilogue_values = rule_of(p.epilogue).emit(p.epilogue, view, constant)
     for role, (ctype, values, comment) in kind.constant_tables(spec, p).items():
         constant(role, ctype, values, comment)
     return view, constants

@@ -42,9 +42,7 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
             "schedule": {"unroll": unroll, "lanes_in": [schedule.lanes_of(c) for c in p.inputs],
                          "lanes_out": [schedule.lanes_of(c) for c in p.outputs]},
             "requantization": lane_datapath(p.epilogue, arrays),
-        } | ({"routes": [list(route) for route in p.routes]} if p.routes else {})
-          | ({"resize": {"rows": [list(r) for r in p.resize[0]], "cols": [list(c) for c in p.resize[1]]}}
-             if p.resize else {}))
+        } | (p.params.to_json() if p.params is not None else {}))
         nodes[-1] |= {"buffers_bits": {role: a.bits for role, a in arrays.items()},
                       "buffers": [_array_json(role, a) for role, a in arrays.items()]}
         if solution is not None:

@@ -51,7 +51,7 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
         unroll = dict(zip(loops, factors))
         if not whole_groups(process.window, unroll):
             continue
-        for lanes_in, lanes_out in kind.lane_options(unroll, ins, outs, process.routes, MAX_UNROLL):
+        for lanes_in, lanes_out in kind.lane_options(unroll, ins, outs, process.params, MAX_UNROLL):
             if not kind.static_banks(unroll.get("k", 1), lanes_in[0]):
                 continue
             sharing = _requantizer_options(graph, process, unroll, lanes_in, lanes_out, requantizers)

@@ -52,7 +52,9 @@ from ming_py.ir import (
     WindowAverage,
     node_inputs,
 )
-from ming_py.kinds.bilinear import table_problem
+from ming_py.kinds.bilinear import BilinearTables, table_problem
+from ming_py.kinds.permute import PermuteOrder
+from ming_py.kinds.split import SplitRoutes
 from ming_py.contract.ming_host import input_layout_shape
 
 from .fifo import record_order
@@ -230,7 +232,7 @@ class _Builder:
                 continue
             routes = tuple(channels_read for _, _, channels_read in consumers)
             split = Process(f"{source}_split", "split", source, (), (),
-                            routes=() if all(r == whole for r in routes) else routes)
+                            params=None if all(r == whole for r in routes) else SplitRoutes(routes))
             add(source, split.name, 0, shape)
             for consumer, slot, (_, count) in consumers:
                 add(split.name, consumer, slot, (count, *shape[1:]))
@@ -246,7 +248,8 @@ class _Builder:
     def _process(self, node) -> tuple[Process, list[str], str]:
         if isinstance(node, Permute):
             self._map_input(node.input, node.name)
-            return Process(node.name, "permute", node.source, (), (), order=node.order), [node.input], node.output
+            return (Process(node.name, "permute", node.source, (), (), params=PermuteOrder(tuple(node.order))),
+                    [node.input], node.output)
         if isinstance(node, Concat):
             shapes = [self._map_input(t, node.name) for t in node.inputs]
             if node.axis != 0 or any(s[1:] != shapes[0][1:] for s in shapes):
@@ -349,7 +352,7 @@ class _Builder:
         problem = table_problem(rows, h, "row", "y") or table_problem(cols, w, "column", "x")
         if problem:
             raise MingError(f"layer {node.source}: bilinear resize of a {c} x {h} x {w} map: {problem}")
-        return Process(node.name, "bilinear", node.source, (), (), resize=(rows, cols))
+        return Process(node.name, "bilinear", node.source, (), (), params=BilinearTables(rows, cols))
 
     def _pad(self, node: Pad) -> Process:
         c, h, w = self._map_input(node.input, node.name)

@@ -88,13 +88,9 @@ class Process:
     # pointwise (C_out, C_in / groups), dense (N, K) with K in stream order.
     weights: np.ndarray | None = None
     epilogue: Epilogue | None = None
-    # split: per output, the input channels it carries (first, count); empty: every output carries all
-    routes: tuple[tuple[int, int], ...] = ()
-    # permute: output channel c is input channel order[c]
-    order: tuple[int, ...] = ()
-    # bilinear: (rows, cols) of `ir.BilinearResize`, per output row (y0, y1, wy0, wy1), per output column
-    # (x0, x1, wx0, wx1); empty for every other kind
-    resize: tuple[tuple[tuple[int, int, int, int], ...], tuple[tuple[int, int, int, int], ...]] | tuple[()] = ()
+    # the parameters of its kind, an instance of its `ProcessKind.params_type` (a split's routes, a permute's
+    # order, a bilinear resize's tables); None where the kind has none (or a split whose outputs carry all)
+    params: object = None
 
 
 @dataclass(frozen=True)

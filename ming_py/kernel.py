@@ -37,9 +37,13 @@ def depth_bound(kind: str) -> int:
 def kernel_spec(graph, process, unroll, lanes_in, lanes_out, requantizers: int = 0) -> KernelSpec:
     """The spec of a process of a `StreamGraph` under a schedule."""
     shape = lambda name: (graph.channels[name].channels, graph.channels[name].height, graph.channels[name].width)
+    params_type = kind_of(process.kind).params_type
+    if process.params is not None and (params_type is None or not isinstance(process.params, params_type)):
+        expected = params_type.__name__ if params_type else "none"
+        raise ValueError(f"{process.name}: a {process.kind} process's params are {expected}, found "
+                         f"{type(process.params).__name__}")
     return KernelSpec(process.kind, tuple(shape(c) for c in process.inputs), tuple(shape(c) for c in process.outputs),
-                      tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window, process.routes, requantizers,
-                      process.resize)
+                      tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window, requantizers, process.params)
 
 
 def schedule_spec(graph, process, schedule: Schedule) -> KernelSpec:
@@ -59,17 +63,14 @@ def spec_from_report(node: dict, channels: dict[str, dict]) -> KernelSpec:
                       tuple(tuple(channels[c]["shape"]) for c in node["outputs"]),
                       tuple(schedule.get("unroll", {}).items()),
                       tuple(channels[c]["lanes"] for c in node["inputs"]),
-                      tuple(channels[c]["lanes"] for c in node["outputs"]), window,
-                      tuple(tuple(route) for route in node.get("routes", ())), schedule.get("requantizers", 0),
-                      _resize_from_report(node.get("resize")))
+                      tuple(channels[c]["lanes"] for c in node["outputs"]), window, schedule.get("requantizers", 0),
+                      _params_from_report(node))
 
 
-def _resize_from_report(resize) -> tuple:
-    """A bilinear process's (rows, cols) tables from report.json's {"rows": [[y0, y1, wy0, wy1], ...], "cols": ...}
-    (empty for every other kind)."""
-    if resize is None:
-        return ()
-    return tuple(tuple(tuple(int(v) for v in entry) for entry in resize[axis]) for axis in ("rows", "cols"))
+def _params_from_report(node: dict):
+    """The parameters of a process's kind from its report.json node (`to_json` of its `params_type`)."""
+    params_type = kind_of(node["kind"]).params_type
+    return None if params_type is None else params_type.from_json(node)
 
 
 def validate_schedule(graph: StreamGraph, schedule: Schedule) -> list[str]:

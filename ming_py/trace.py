@@ -171,7 +171,7 @@ def carried_tensors(graph: Graph, stream_graph: StreamGraph) -> dict[str, Carrie
     for process in stream_graph.processes:
         if process.kind == "split":
             source = carried[process.inputs[0]]
-            routes = process.routes or [(0, None)] * len(process.outputs)
+            routes = process.params.routes if process.params else [(0, None)] * len(process.outputs)
             carried |= {out: Carried(source.tensor, source.first + first)
                         for out, (first, _) in zip(process.outputs, routes)}
             continue

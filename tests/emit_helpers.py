@@ -64,7 +64,7 @@ def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: i
         if p.window is not None and p.window.groups > 1:
             for channel, channels in ((p.inputs[0], p.window.in_channels), (p.outputs[0], p.window.out_channels)):
                 common[root(channel)] = math.gcd(common[root(channel)], channels // p.window.groups)
-        for first, _ in p.routes:
+        for first in (p.params.firsts if p.kind == "split" and p.params else ()):
             common[root(p.inputs[0])] = math.gcd(common[root(p.inputs[0])], first)
     group_lanes = {r: rng.choice([d for d in divisors(g) if d <= max_factor]) for r, g in sorted(common.items())}
     lanes = {name: group_lanes[root(name)] for name in stream_graph.channels}

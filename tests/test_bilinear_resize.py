@@ -120,7 +120,7 @@ def test_a_bilinear_resize_node_is_one_process_carrying_its_tables():
     stream_graph = build_stream_graph(graph)
     (process,) = stream_graph.processes
     assert (process.kind, process.source, process.weights, process.window) == ("bilinear", "resize", None, None)
-    assert process.resize == (graph.nodes[0].rows, graph.nodes[0].cols)
+    assert (process.params.rows, process.params.cols) == (graph.nodes[0].rows, graph.nodes[0].cols)
     (inp,), (out,) = process.inputs, process.outputs
     assert (stream_graph.channels[inp].channels, stream_graph.channels[inp].height,
             stream_graph.channels[inp].width) == (3, 2, 5)
@@ -171,7 +171,7 @@ def test_report_json_carries_the_tables_so_ming_simulate_rebuilds_the_loop():
     channels = {c["name"]: c for c in report["channels"]}
     (process,) = built.stream_graph.processes
     spec = spec_from_report(node, channels)
-    assert spec == schedule_spec(built.stream_graph, process, schedule) and spec.resize == (rows, cols)
+    assert spec == schedule_spec(built.stream_graph, process, schedule) and (spec.params.rows, spec.params.cols) == (rows, cols)
     assert loop_of(spec) == loop_of(schedule_spec(built.stream_graph, process, schedule))
 
 

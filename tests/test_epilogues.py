@@ -39,11 +39,12 @@ def test_a_rule_missing_an_aspect_is_refused_and_an_unknown_epilogue_is_named():
 
 
 def test_the_c_calls_are_the_rules_templates():
-    """Every name a rule gives `view.epilogue` has its template, and every template serves a rule: a rule cannot
-    fall through to another's C++ call."""
+    """Every template a rule's values name (`EpilogueValues.template`) exists, and every template serves a rule:
+    a rule cannot fall through to another's C++ call."""
     named = set()
     for path in RULES.glob("*.py"):
-        named |= set(re.findall(r'view\.epilogue = "(\w+)"', path.read_text()))
+        named |= {first or second for first, second in
+                  re.findall(r'Values\("(\w+)"|template="(\w+)"', path.read_text())}
     templates = {path.stem for path in (TEMPLATES / "epilogues").glob("*.j2")}
     assert named == templates
     for name in templates:

@@ -186,8 +186,14 @@ def test_grouped_conv_keeps_its_group_loop(graph_of):
     assert [e.single_dim() for e in kernel.inputs[0].map.results[:2]] == [0, 4]  # group, channel in the group
 
 
+def _routes_and_order(p) -> tuple[tuple, tuple]:
+    """A split's routes (sorted) and a permute's order, empty for the other kinds."""
+    routes = tuple(sorted(p.params.routes)) if p.kind == "split" and p.params else ()
+    return routes, p.params.order if p.kind == "permute" else ()
+
+
 def test_layers_around_groups_are_streamed_as_expected(graph_of):
-    kinds = {name: [(p.kind, p.window.groups if p.window else None, tuple(sorted(p.routes)), p.order)
+    kinds = {name: [(p.kind, p.window.groups if p.window else None, *_routes_and_order(p))
                     for p in stream_graph_of(graph_of(name)).processes]
              for name in ("grouped_g4_1x1", "shuffle_folded", "shuffle_into_dense", "shuffle_kept", "split_concat",
                           "slice_channels")}

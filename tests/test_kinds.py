@@ -12,6 +12,8 @@ from ming_py.emit.environment import TEMPLATES
 from ming_py.kernel import kernel_spec, loop_of
 from ming_py.kinds import ASPECTS, registered, trip_counts
 from ming_py.kinds.base import ProcessKind, register
+from ming_py.kinds.bilinear import BilinearTables
+from ming_py.kinds.permute import PermuteOrder
 from ming_py.storage import plan_arrays
 
 pytestmark = pytest.mark.unit
@@ -75,7 +77,7 @@ def _process(name: str) -> tuple[StreamGraph, Process]:
         from test_bilinear_resize import litert_axis
 
         out = (4, 12, 12)
-        kwargs["resize"] = (litert_axis(6, 12), litert_axis(6, 12))
+        kwargs["params"] = BilinearTables(litert_axis(6, 12), litert_axis(6, 12))
     elif name in ("add", "mul", "max", "min"):
         ins = [(4, 6, 6), (4, 6, 6)]
     elif name == "broadcast":
@@ -83,7 +85,7 @@ def _process(name: str) -> tuple[StreamGraph, Process]:
     elif name == "concat":
         ins, out = [(4, 6, 6), (4, 6, 6)], (8, 6, 6)
     elif name == "permute":
-        kwargs["order"] = (3, 2, 1, 0)
+        kwargs["params"] = PermuteOrder((3, 2, 1, 0))
     channels = {f"in{i}": Channel(f"in{i}", "input", "p", *shape) for i, shape in enumerate(ins)}
     channels["out"] = Channel("out", "p", "output", *out)
     process = Process("p", name, "node", tuple(channels)[:-1], ("out",), window=window, **kwargs)
@@ -104,7 +106,7 @@ def test_each_kinds_loop_moves_every_token_once(name):
     widest = {loop: trip for loop, trip in trips.items()}
     if name == "dense":
         widest["k"] = 4
-    for lanes_in, lanes_out in kind.lane_options(widest, ins, outs, process.routes, 64):
+    for lanes_in, lanes_out in kind.lane_options(widest, ins, outs, process.params, 64):
         if kind.static_banks(widest.get("k", 1), lanes_in[0]):
             schedules.append((tuple(widest.items()), lanes_in, lanes_out))
     assert len(schedules) > 1, "no lane option for the widest unroll"

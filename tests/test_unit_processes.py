@@ -26,6 +26,9 @@ import pytest
 from ming_py.dataflow import Channel, Port, Process, StreamGraph, Window
 from ming_py.ir import AccRequant
 from ming_py.kernel import KernelSpec, kernel_spec, loop_of
+from ming_py.kinds.bilinear import BilinearTables
+from ming_py.kinds.permute import PermuteOrder
+from ming_py.kinds.split import SplitRoutes
 from ming_py.storage import plan_arrays
 
 try:
@@ -56,14 +59,13 @@ def window(c_in, h, w, c_out, kernel=(1, 1), stride=(1, 1), dilation=(1, 1), pad
     return Window(c_in, h, w, c_out, out_h, out_w, kernel, stride, dilation, pads, 0, groups)
 
 
-def graph_of(kind: str, ins, outs, win=None, routes=(), order=(), resize=()) -> tuple[StreamGraph, Process]:
+def graph_of(kind: str, ins, outs, win=None, params=None) -> tuple[StreamGraph, Process]:
     """A graph of one process of `kind` reading streams of shapes `ins` and writing `outs` ((C, H, W) each)."""
     in_names = [f"in{i}" for i in range(len(ins))]
     out_names = [f"out{i}" for i in range(len(outs))]
     channels = {name: Channel(name, "input", "p", *shape) for name, shape in zip(in_names, ins)}
     channels |= {name: Channel(name, "p", "output", *shape) for name, shape in zip(out_names, outs)}
-    process = Process("p", kind, "node_p", tuple(in_names), tuple(out_names), window=win, routes=routes,
-                      order=order, resize=resize)
+    process = Process("p", kind, "node_p", tuple(in_names), tuple(out_names), window=win, params=params)
     c, h, w = ins[0]
     ports = tuple(Port(name, (1, *shape), name, (1, *shape), 0.1, 0, index=i)
                   for i, (name, shape) in enumerate(zip(out_names, outs)))
@@ -74,16 +76,15 @@ def graph_of(kind: str, ins, outs, win=None, routes=(), order=(), resize=()) -> 
 class Case:
     """A process and one schedule of it."""
 
-    def __init__(self, label, kind, ins, outs, unroll=(), lanes_in=None, lanes_out=None, win=None, routes=(),
-                 order=(), resize=()):
+    def __init__(self, label, kind, ins, outs, unroll=(), lanes_in=None, lanes_out=None, win=None, params=None):
         self.label, self.kind, self.ins, self.outs, self.win = label, kind, ins, outs, win
-        self.routes, self.order, self.resize = routes, order, resize
+        self.params = params
         self.unroll = tuple(unroll)
         self.lanes_in = tuple(lanes_in or (1,) * len(ins))
         self.lanes_out = tuple(lanes_out or (1,) * len(outs))
 
     def spec(self) -> KernelSpec:
-        graph, process = graph_of(self.kind, self.ins, self.outs, self.win, self.routes, self.order, self.resize)
+        graph, process = graph_of(self.kind, self.ins, self.outs, self.win, self.params)
         return kernel_spec(graph, process, self.unroll, self.lanes_in, self.lanes_out)
 
     def factor(self, loop: str) -> int:
@@ -123,7 +124,7 @@ def bilinear_case(label, c, h, w, out_h, out_w, lanes, align_corners=False) -> C
 
     tables = tuple(litert_axis(size, out, align_corners=align_corners, half_pixel_centers=not align_corners)
                    for size, out in ((h, out_h), (w, out_w)))
-    return Case(label, "bilinear", [(c, h, w)], [(c, out_h, out_w)], (), [lanes], [lanes], resize=tables)
+    return Case(label, "bilinear", [(c, h, w)], [(c, out_h, out_w)], (), [lanes], [lanes], params=BilinearTables(*tables))
 
 
 def pad_case(label, c, h, w, pads, lanes) -> Case:
@@ -170,7 +171,7 @@ CASES = [
     Case("table", "table", [(4, 3, 3)], [(4, 3, 3)], (), [4], [4]),
     Case("concat", "concat", [(2, 3, 3), (4, 3, 3)], [(6, 3, 3)], (), [2, 2], [2]),
     Case("split_copies", "split", [(6, 3, 3)], [(6, 3, 3), (6, 3, 3)], (), [3], [3, 3]),
-    Case("split_routes", "split", [(6, 3, 3)], [(2, 3, 3), (4, 3, 3)], (), [2], [2, 2], routes=((0, 2), (2, 4))),
+    Case("split_routes", "split", [(6, 3, 3)], [(2, 3, 3), (4, 3, 3)], (), [2], [2, 2], params=SplitRoutes(((0, 2), (2, 4)))),
     Case("upsample_2x3", "upsample", [(2, 3, 3)], [(2, 6, 9)], (), [1], [1]),
     Case("upsample_2x2_lanes", "upsample", [(4, 2, 3)], [(4, 4, 6)], (), [2], [2]),
     Case("depth_to_space_2", "depth_to_space", [(8, 2, 3)], [(2, 4, 6)], (), [1], [1]),
@@ -181,8 +182,8 @@ CASES = [
     bilinear_case("bilinear_down", 2, 5, 6, 2, 3, 1),
     pad_case("pad_asym", 2, 3, 3, (1, 2, 0, 1), 1),
     pad_case("pad_lanes", 4, 2, 3, (1, 0, 1, 0), 2),
-    Case("permute", "permute", [(4, 3, 3)], [(4, 3, 3)], (), [1], [1], order=(2, 0, 3, 1)),
-    Case("permute_lanes", "permute", [(4, 2, 3)], [(4, 2, 3)], (), [2], [2], order=(3, 2, 1, 0)),
+    Case("permute", "permute", [(4, 3, 3)], [(4, 3, 3)], (), [1], [1], params=PermuteOrder((2, 0, 3, 1))),
+    Case("permute_lanes", "permute", [(4, 2, 3)], [(4, 2, 3)], (), [2], [2], params=PermuteOrder((3, 2, 1, 0))),
 ]
 KINDS = {"conv", "depthwise", "pointwise", "dense", "maxpool", "avgpool", "float_avgpool", "global_avgpool", "global_maxpool", "add",
          "mul", "max", "min", "broadcast", "rescale", "table", "concat", "split", "upsample", "depth_to_space", "pad", "permute",
@@ -296,7 +297,7 @@ def dependencies(case: Case) -> list[list[list[int | None]]]:
                     vector = next(i for i, s in enumerate(case.ins) if s != shape)
                     needs.append([ins[i] - 1 if i == vector else q * per_in[i] + t for i in range(len(ins))])
                 elif kind == "split":
-                    first = case.routes[o][0] // lanes if case.routes else 0
+                    first = case.params.routes[o][0] // lanes if case.params else 0
                     needs.append([q * per_in[0] + first + t])
                 elif kind == "concat":
                     offsets = np.cumsum([0] + per_in)
@@ -312,7 +313,7 @@ def dependencies(case: Case) -> list[list[list[int | None]]]:
                     y, dy, x, dx = oy // block, oy % block, ox // block, ox % block
                     needs.append([(y * case.ins[0][2] + x) * per_in[0] + (dy * block + dx) * t_out + t])
                 elif kind == "bilinear":  # the last of its four neighbours to arrive: (y1, x1)
-                    y1, x1 = case.resize[0][oy][1], case.resize[1][ox][1]
+                    y1, x1 = case.params.rows[oy][1], case.params.cols[ox][1]
                     needs.append([(y1 * case.ins[0][2] + x1) * per_in[0] + t])
                 elif kind == "pad":
                     top, left, _, _ = case.win.pads

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from . import average, binary, none, requantize, table
-from .base import ASPECTS, EpilogueRule, Golden, lane_cost, lane_datapath, registered, rule_of
+from .base import ASPECTS, CppScalar, EpilogueRule, EpilogueValues, Golden, lane_cost, lane_datapath, registered, rule_of
 
-__all__ = ["ASPECTS", "EpilogueRule", "Golden", "lane_cost", "lane_datapath", "registered", "rule_of",
+__all__ = ["ASPECTS", "CppScalar", "EpilogueRule", "EpilogueValues", "Golden", "lane_cost", "lane_datapath", "registered", "rule_of",
            # the rule modules
            "average", "binary", "none", "requantize", "table"]

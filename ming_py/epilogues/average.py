@@ -4,13 +4,54 @@ AVERAGE_POOL_2D (`FixedPointAverage`)."""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 import numpy as np
 
 from ming_py import numerics
 from ming_py.array_layout import Dim, array, spread
 from ming_py.ir import AverageRequant, FixedPointAverage, WindowAverage
 
-from .base import FIXED_POINT, EpilogueRule, register, rom_word
+from .base import (FIXED_POINT, INPUT_ZERO_POINT, OUTPUT_QMIN, OUTPUT_ZERO_POINT, EpilogueRule, EpilogueValues,
+                   FixedPointValues, ShiftValues, register, rom_word)
+
+
+@dataclass(frozen=True)
+class GlobalAverageValues(EpilogueValues):
+    """onnxruntime's GlobalAveragePool: the sum less `count` input zero points, times one multiplier (lean: its
+    mantissa, shift and limit; else exact: its mantissa and exponent)."""
+
+    scalars = (INPUT_ZERO_POINT, ("shift", "REQUANT_SHIFT", "int", "the lean datapath's shift"), OUTPUT_ZERO_POINT)
+
+    zero_point: int
+    x_zero_point: int
+    count: int
+    lean: bool
+    mantissa: int
+    shift: int | None = None
+    limit: int | None = None
+    exponent: int | None = None
+
+
+@dataclass(frozen=True)
+class WindowAverageValues(EpilogueValues):
+    """onnxruntime's AveragePool over windows (`numerics.WindowAverageConstants`); one divisor's level
+    constants (low .. offset) where `rows` is 1, else from the `average_constants` ROM."""
+
+    scalars = (INPUT_ZERO_POINT, OUTPUT_QMIN)
+
+    x_zero_point: int
+    mantissa: int
+    last: int
+    qmin: int
+    rows: int
+    by_columns: bool
+    low: int | None = None
+    high: int | None = None
+    drop: int | None = None
+    ratio: int | None = None
+    offset: int | None = None
 
 
 def average_shift(e: AverageRequant) -> numerics.ShiftRequant | None:
@@ -38,21 +79,17 @@ class OnnxAverage(EpilogueRule):
         return "lean" if numerics.lean_requant(multiplier) is not None else "exact"
 
     def emit(self, e, view, constant):
-        view.extra.update(zero_point=e.zero_point, x_zero_point=e.x_zero_point, count=e.count)
         shift = average_shift(e)
         if shift is not None:  # a power-of-two multiplier
-            view.epilogue = "shift"
-            view.extra.update(offset=shift.offset, shift=shift.shift, zero_point=shift.zero_point)
-            return
+            return ShiftValues("shift", shift.shift, shift.zero_point, shift.offset)
         multiplier = numerics.ort_gap_multiplier(e.x_scale, e.y_scale, e.count)
         lean = numerics.lean_requant(multiplier)
-        view.epilogue = "requantize_global"
-        view.extra["lean"] = lean is not None
         if lean is not None:
-            view.extra.update(mantissa=lean.mantissa, shift=lean.shift, limit=lean.limit)
-        else:
-            mantissa, exponent = numerics.float32_parts(multiplier)
-            view.extra.update(mantissa=int(mantissa), exponent=int(exponent))
+            return GlobalAverageValues("requantize_global", e.zero_point, e.x_zero_point, e.count, True, lean.mantissa,
+                                       shift=lean.shift, limit=lean.limit)
+        mantissa, exponent = numerics.float32_parts(multiplier)
+        return GlobalAverageValues("requantize_global", e.zero_point, e.x_zero_point, e.count, False, int(mantissa),
+                                   exponent=int(exponent))
 
 
 def _window_rows(e: WindowAverage, valid: np.ndarray) -> np.ndarray:
@@ -93,12 +130,10 @@ class OnnxWindowAverage(EpilogueRule):
     def emit(self, e, view, constant):
         c = e.constants
         rows = len(c.divisors)
-        view.epilogue = "window_average"
-        view.extra.update(x_zero_point=c.x_zero_point, mantissa=c.mantissa, last=c.last, qmin=c.qmin, rows=rows,
-                          by_columns=e.columns > 0)
+        values = WindowAverageValues("window_average", c.x_zero_point, c.mantissa, c.last, c.qmin, rows, e.columns > 0)
         if rows == 1:
-            view.extra.update(low=int(c.low[0]), high=int(c.high[0]), drop=int(c.drop[0]), ratio=int(c.ratio[0]),
-                              offset=int(c.offset[0]))
+            values = dataclasses.replace(values, low=int(c.low[0]), high=int(c.high[0]), drop=int(c.drop[0]),
+                                         ratio=int(c.ratio[0]), offset=int(c.offset[0]))
         lanes = view.out_lanes[0]
         thresholds = np.broadcast_to(c.thresholds, (lanes, *c.thresholds.shape))
         constant("average_thresholds", rom_word(thresholds), thresholds,
@@ -111,6 +146,7 @@ class OnnxWindowAverage(EpilogueRule):
             level_constants = np.stack([c.low, c.high, c.drop, c.ratio, c.offset], axis=1)
             constant("average_constants", rom_word(level_constants), level_constants,
                      "per divisor: low, high, drop, ratio and offset of ming::average_level")
+        return values
 
 
 @register
@@ -141,15 +177,13 @@ class TfliteAverage(EpilogueRule):
         return FIXED_POINT
 
     def emit(self, e, view, constant):
-        view.extra.update(zero_point=e.zero_point - e.domain, double_round=e.double_round, qmin=e.qmin,
-                          qmax=e.qmax, domain=e.domain)
+        values = FixedPointValues("fixed_point_average", e.zero_point - e.domain, e.double_round, e.qmin, e.qmax,
+                                  domain=e.domain)
         if "divisor_multiplier" not in view.arrays:  # every window holds the whole map: constants of the code
             count = len(e.multiplier) - 1
-            view.epilogue = "fixed_point_scalar"
-            view.extra.update(multiplier=int(e.multiplier[count]), shift=int(e.shift[count]),
-                              domain=e.domain * count)
-        else:
-            view.epilogue = "fixed_point_average"
-            constant("divisor_multiplier", "int32_t", e.multiplier.astype(np.int32),
-                     "TOSA's Q30 reciprocal of the number of valid window elements, by that number")
-            constant("divisor_shift", "uint8_t", e.shift.astype(np.uint8), "matching right shifts")
+            return dataclasses.replace(values, template="fixed_point_scalar", multiplier=int(e.multiplier[count]),
+                                       shift=int(e.shift[count]), domain=e.domain * count)
+        constant("divisor_multiplier", "int32_t", e.multiplier.astype(np.int32),
+                 "TOSA's Q30 reciprocal of the number of valid window elements, by that number")
+        constant("divisor_shift", "uint8_t", e.shift.astype(np.uint8), "matching right shifts")
+        return values

@@ -9,8 +9,8 @@ frontends build them). A rule (`EpilogueRule`, one per IR class) holds, for its 
 * `arrays`: its per-channel (or per-count) constant ROMs, with their layout;
 * `datapath`: the requantization datapath its lanes carry (named in report.json), whose cost per lane is its
   calibrated primitive's (`LANE_PRIMITIVES`);
-* `emit`: its C++ values and constant arrays (`emit.hls`), the C++ call chosen by the name it gives
-  `view.epilogue` (emit/templates/epilogues/<name>.j2).
+* `emit`: its C++ values (an `EpilogueValues`, which names the template of its C++ call,
+  emit/templates/epilogues/<template>.j2) and constant arrays (`emit.hls`).
 
 `register` refuses a rule that leaves an aspect undefined.
 """
@@ -18,11 +18,11 @@ frontends build them). A rule (`EpilogueRule`, one per IR class) holds, for its 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 
-from ming_py import primitives
+from ming_py import numerics, primitives
 
 # TFLite's fixed-point rule (ming::requantize_fixed_point) with its multiplier and shift constants of the code (the
 # C++ passes them: ADD, MUL, an average over the whole map), and with them read from the rule's ROMs (per channel
@@ -81,6 +81,90 @@ def lane_datapath(epilogue, arrays: dict) -> str | None:
 
 
 @dataclass(frozen=True)
+class CppScalar:
+    """A scalar an epilogue's C++ call passes by name, declared once at the top of its process function
+    (`constants` in emit/templates/process/macros.j2)."""
+
+    name: str
+    ctype: str
+    value: int
+    comment: str = ""
+
+    @property
+    def declaration(self) -> str:
+        text = f"constexpr {self.ctype} {self.name} = {self.value};"
+        return f"{text}  // {self.comment}" if self.comment else text
+
+
+# (attribute, C++ name, C++ type, comment) of the scalars most rules pass
+OUTPUT_ZERO_POINT = ("zero_point", "OUTPUT_ZERO_POINT", "int32_t", "")
+OUTPUT_QMIN = ("qmin", "OUTPUT_QMIN", "int32_t", "")
+OUTPUT_QMAX = ("qmax", "OUTPUT_QMAX", "int32_t", "")
+INPUT_ZERO_POINT = ("x_zero_point", "INPUT_ZERO_POINT", "int32_t", "")
+
+
+@dataclass(frozen=True)
+class EpilogueValues:
+    """The values an epilogue's C++ call needs (`ProcessView.epilogue_values`): each rule's subclass adds its
+    own. `template` names the call's template (emit/templates/epilogues/<template>.j2; "max": the running
+    maximum is the output)."""
+
+    template: str
+    # the scalars its template passes by name (`CppScalar`): (attribute or attribute.field, C++ name, C++ type,
+    # comment); one whose value is None is not declared (the call reads it from a ROM or does not pass it)
+    scalars: ClassVar[tuple[tuple[str, str, str, str], ...]] = ()
+
+    def cpp_scalars(self) -> tuple[CppScalar, ...]:
+        declared = []
+        for path, name, ctype, comment in self.scalars:
+            value = self
+            for attribute in path.split("."):
+                value = None if value is None else getattr(value, attribute)
+            if value is not None:
+                declared.append(CppScalar(name, ctype, int(value), comment))
+        names = [scalar.name for scalar in declared]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{type(self).__name__}: a C++ name declared twice in {names}")
+        return tuple(declared)
+
+
+# the narrow datapath's (`numerics.NarrowRequant`) one shift, clamp and center
+NARROW_SCALARS = (("narrow.shift", "REQUANT_SHIFT", "int", "right shift of the narrow datapath's product"),
+                  ("narrow.low", "NARROW_LOW", "int32_t", "the narrow datapath clamps the accumulator to "
+                                                         "[NARROW_LOW, NARROW_HIGH]"),
+                  ("narrow.high", "NARROW_HIGH", "int32_t", ""),
+                  ("narrow.center", "NARROW_CENTER", "int32_t", "subtracted from the clamped accumulator"))
+
+
+@dataclass(frozen=True)
+class ShiftValues(EpilogueValues):
+    """A rounding shift by a constant, no product (`ming::requantize_shift`): of the sum plus `offset`."""
+
+    scalars = (("shift", "REQUANT_SHIFT", "int", "the multiplier is 2^-REQUANT_SHIFT"), OUTPUT_ZERO_POINT)
+
+    shift: int
+    zero_point: int
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class FixedPointValues(EpilogueValues):
+    """TFLite's fixed-point rule (`ming::requantize_fixed_point`), by the narrow datapath where `narrow`."""
+
+    scalars = (("shift", "REQUANT_SHIFT", "int", "right shift of the 64-bit product"),) + NARROW_SCALARS + \
+        (OUTPUT_ZERO_POINT, OUTPUT_QMIN, OUTPUT_QMAX)
+
+    zero_point: int
+    double_round: bool
+    qmin: int
+    qmax: int
+    multiplier: int | None = None  # constants of the code (None: from the rule's ROMs)
+    shift: int | None = None
+    domain: int = 0  # added to the sum: a legacy uint8 model's offset of its values
+    narrow: numerics.NarrowRequant | None = None  # the narrow datapath's constants
+
+
+@dataclass(frozen=True)
 class Golden:
     """What a rule's golden model may ask of the kernel it ends: `per_channel(values)` broadcasts
     per-output-channel constants over the result, `valid()` counts each output's unpadded window
@@ -119,9 +203,10 @@ class EpilogueRule:
         its multiplier and shift: `lane_datapath` has the process's); None: no requantizer."""
         raise NotImplementedError
 
-    def emit(self, e, view, constant) -> None:
-        """Sets `view.epilogue` (the C++ call's template) and its values in `view.extra`; each constant array
-        goes to `constant(role, ctype, array, comment)`, in the order of `arrays`."""
+    def emit(self, e, view, constant) -> EpilogueValues | None:
+        """Its values for the C++ (None: its process's template needs none); each constant array goes to
+        `constant(role, ctype, array, comment)`, in the order of `arrays`. `view`: the process's
+        `emit.hls.ProcessView`, read only."""
         raise NotImplementedError
 
 

@@ -3,13 +3,96 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
 from ming_py import numerics
 from ming_py.array_layout import Dim, array, spread
 from ming_py.ir import AddRequant, FixedPointAdd, FixedPointMul, MulRequant
 
-from .base import FIXED_POINT, EpilogueRule, register
+from .base import (FIXED_POINT, NARROW_SCALARS, OUTPUT_QMAX, OUTPUT_QMIN, OUTPUT_ZERO_POINT, EpilogueRule, EpilogueValues,
+                   FixedPointValues, register)
+
+A_ZERO_POINT = ("a_zero_point", "A_ZERO_POINT", "int32_t", "")
+B_ZERO_POINT = ("b_zero_point", "B_ZERO_POINT", "int32_t", "")
+
+
+@dataclass(frozen=True)
+class AddValues(EpilogueValues):
+    """onnxruntime's QLinearAdd (`ming::add_requant`, `numerics.AddConstants`); `swap`: its first operand, the
+    map, is `b`."""
+
+    fused: ClassVar[bool] = True
+    scalars = (("shift", "REQUANT_SHIFT", "int", "QLinearAdd's rounding shift"), OUTPUT_QMIN, OUTPUT_QMAX)
+    qmin: int
+    qmax: int
+    swap: bool
+    a_multiplier: int
+    b_multiplier: int
+    fixed: int
+    shift: int
+    offset: int
+    constant_bits: tuple[int, int, int]  # `add_constant_bits`
+
+
+@dataclass(frozen=True)
+class FloatAddValues(EpilogueValues):
+    """onnxruntime's float DQ -> Add/Sub -> Q (`ming::add_float_requant`, `numerics.float_add_constants`)."""
+
+    fused: ClassVar[bool] = False
+    scalars = (A_ZERO_POINT, B_ZERO_POINT, ("x_shift", "SUM_SHIFT", "int", "left shift of |sum| before the division "
+                                                                           "by the output scale"),
+               OUTPUT_ZERO_POINT, OUTPUT_QMIN, OUTPUT_QMAX)
+    qmin: int
+    qmax: int
+    a_zero_point: int
+    b_zero_point: int
+    zero_point: int
+    a_mantissa: int
+    a_align: int
+    b_mantissa: int
+    b_align: int
+    x_shift: int
+    x_limit: int
+    divisor: int
+    divisor_bits: int
+
+
+@dataclass(frozen=True)
+class MulValues(EpilogueValues):
+    """onnxruntime's Mul (`ming::mul_requant`, `numerics.mul_parts`)."""
+
+    scalars = (A_ZERO_POINT, B_ZERO_POINT, ("shift", "REQUANT_SHIFT", "int", "the multiplier is mantissa * "
+                                                                             "2^-REQUANT_SHIFT"), OUTPUT_ZERO_POINT)
+
+    a_zero_point: int
+    b_zero_point: int
+    mantissa: int
+    shift: int
+    zero_point: int
+    domain_offset: int
+
+
+@dataclass(frozen=True)
+class FixedPointMulValues(EpilogueValues):
+    """TFLite's MUL: the product of the values plus their offsets, requantized by the narrow datapath (`narrow`,
+    with the residues of its two roundings) or in fixed point as written (`multiplier`, `shift`; None where
+    narrow)."""
+
+    scalars = (("shift", "REQUANT_SHIFT", "int", "right shift of the 64-bit product"),) + NARROW_SCALARS + \
+        (OUTPUT_ZERO_POINT, OUTPUT_QMIN, OUTPUT_QMAX)
+    a_offset: int
+    b_offset: int
+    multiplier: int | None
+    shift: int | None
+    zero_point: int
+    double_round: bool
+    qmin: int
+    qmax: int
+    narrow: numerics.NarrowRequant | None
+    narrow_roundings: tuple[int, int] | None
 
 
 def _fused(e: AddRequant) -> bool:
@@ -43,22 +126,18 @@ class OnnxAdd(EpilogueRule):
         return "sum of two products" if _fused(e) else "float sum"
 
     def emit(self, e, view, constant):
-        view.epilogue = "add"
-        view.extra.update(qmin=e.qmin, qmax=e.qmax, fused=_fused(e))
         if not _fused(e):  # onnxruntime's float DQ -> Add/Sub -> Q
             c = numerics.float_add_constants(e.a_scale, e.b_scale, e.y_scale, e.subtract)
-            view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, zero_point=e.zero_point,
-                              a_mantissa=c.a_mantissa, a_align=c.a_align, b_mantissa=c.b_mantissa,
-                              b_align=c.b_align, x_shift=c.x_shift, x_limit=c.x_limit, divisor=c.divisor,
-                              divisor_bits=int(c.divisor).bit_length())
-            return
+            return FloatAddValues("add", e.qmin, e.qmax, e.a_zero_point, e.b_zero_point, e.zero_point, c.a_mantissa,
+                                  c.a_align, c.b_mantissa, c.b_align, c.x_shift, c.x_limit, c.divisor,
+                                  int(c.divisor).bit_length())
         # QLinearAdd: onnxruntime's kernel takes the map first when the other operand is the broadcast one
         swap = view.spec.process_kind.name == "broadcast" and view.spec.vector_input == 0
         scales = [(e.a_scale, e.a_zero_point), (e.b_scale, e.b_zero_point)]
         (sa, za), (sb, zb) = scales[::-1] if swap else scales
         c = numerics.add_constants(sa, za, sb, zb, e.y_scale, e.zero_point, _domain_offset(e))
-        view.extra.update(swap=swap, a_multiplier=c.a_multiplier, b_multiplier=c.b_multiplier, fixed=c.fixed,
-                          shift=c.shift, offset=c.offset, constant_bits=add_constant_bits(c))
+        return AddValues("add", e.qmin, e.qmax, swap, c.a_multiplier, c.b_multiplier, c.fixed, c.shift, c.offset,
+                         add_constant_bits(c))
 
 
 @register
@@ -80,9 +159,8 @@ class OnnxMul(EpilogueRule):
 
     def emit(self, e, view, constant):
         mantissa, shift = numerics.mul_parts(e.multiplier)
-        view.epilogue = "mul"
-        view.extra.update(a_zero_point=e.a_zero_point, b_zero_point=e.b_zero_point, mantissa=mantissa, shift=shift,
-                          zero_point=e.zero_point, domain_offset=numerics.ORT_X86_DOMAIN_OFFSET)
+        return MulValues("mul", e.a_zero_point, e.b_zero_point, mantissa, shift, e.zero_point,
+                         numerics.ORT_X86_DOMAIN_OFFSET)
 
 
 @register
@@ -112,13 +190,12 @@ class TfliteAdd(EpilogueRule):
 
     def emit(self, e, view, constant):
         lanes = view.out_lanes[0]
-        view.epilogue = "fixed_point"
-        view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax,
-                          multiplier=e.multiplier, shift=e.shift)
         for role, table in (("a_table", e.a_table), ("b_table", e.b_table)):
             constant(role, "int32_t", np.tile(table.astype(np.int32), (lanes, 1)),
                      f"input {role[0]} scaled to int32 for every int8 value (index + 128), TFLite's "
                      "(x - zero point) << 20 rescaled; one copy per lane")
+        return FixedPointValues("fixed_point", e.zero_point, e.double_round, e.qmin, e.qmax, multiplier=e.multiplier,
+                                shift=e.shift)
 
 
 @register
@@ -149,14 +226,12 @@ class TfliteMul(EpilogueRule):
         return "narrow" if narrow.operand_bits == numerics.NARROW_OPERAND_BITS else "narrow, 27-bit operand"
 
     def emit(self, e, view, constant):
-        view.epilogue = "fixed_point_mul"
-        view.extra.update(a_offset=e.a_offset, b_offset=e.b_offset, multiplier=e.multiplier, shift=e.shift,
-                          zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax)
         narrow = _narrow_mul(e)
-        view.extra["narrow"] = narrow
-        if narrow is not None:
-            view.extra["narrow_roundings"] = tuple(numerics.narrow_sum_residue(r) for r in
-                                                   (narrow.roundings_negative[0], narrow.roundings[0]))
+        roundings = None if narrow is None else \
+            tuple(numerics.narrow_sum_residue(r) for r in (narrow.roundings_negative[0], narrow.roundings[0]))
+        as_written = (None, None) if narrow else (e.multiplier, e.shift)
+        return FixedPointMulValues("fixed_point_mul", e.a_offset, e.b_offset, *as_written, e.zero_point,
+                                   e.double_round, e.qmin, e.qmax, narrow, roundings)
 
 
 def _narrow_mul(e: FixedPointMul) -> numerics.NarrowRequant | None:

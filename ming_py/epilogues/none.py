@@ -3,7 +3,7 @@ values)."""
 
 from __future__ import annotations
 
-from .base import EpilogueRule, register
+from .base import EpilogueRule, EpilogueValues, register
 
 
 @register
@@ -24,4 +24,5 @@ class Plain(EpilogueRule):
 
     def emit(self, e, view, constant):
         if view.kind in ("maxpool", "global_maxpool"):
-            view.epilogue = "max"  # the running maximum is the output (emit/templates/epilogues/max.j2)
+            return EpilogueValues("max")  # the running maximum is the output (emit/templates/epilogues/max.j2)
+        return None

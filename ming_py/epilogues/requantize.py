@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -11,7 +13,8 @@ from ming_py import numerics
 from ming_py.array_layout import Dim, array, spread
 from ming_py.ir import AccRequant, FixedPointRequant
 
-from .base import FIXED_POINT, EpilogueRule, per_tile, register, rom_word
+from .base import (FIXED_POINT, OUTPUT_ZERO_POINT, EpilogueRule, EpilogueValues, FixedPointValues, ShiftValues, per_tile,
+                   register, rom_word)
 
 _BIAS_COMMENT = "int32 bias with the input zero-point correction folded in, [output tile][lane]"
 _LEAN_COMMENTS = {
@@ -20,6 +23,18 @@ _LEAN_COMMENTS = {
     "shift": "requantization shift",
     "limit": "least |accumulator| whose output saturates (ming::requantize_lean clamps to it)",
 }
+
+
+@dataclass(frozen=True)
+class RequantizeValues(EpilogueValues):
+    """onnxruntime's requantization by the lean datapath (`lean`) or the exact float32 emulation."""
+
+    scalars = (("shift", "REQUANT_SHIFT", "int", "the lean datapath's shift, common to every channel"),
+               OUTPUT_ZERO_POINT)
+
+    zero_point: int
+    lean: bool
+    shift: int | None = None  # the lean datapath's shift where all channels share it (else from the `shift` ROM)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -89,31 +104,26 @@ class OnnxRequant(EpilogueRule):
 
     def emit(self, e, view, constant):
         lanes = view.out_lanes[0]
-        view.extra["zero_point"] = e.zero_point
         constant("bias", "int32_t", per_tile(e.bias.astype(np.int32), lanes), _BIAS_COMMENT)
         shift = power_of_two(e)
         if shift is not None:
-            view.epilogue = "requantize_shift"
-            view.extra["shift"] = shift
-            return
+            return ShiftValues("requantize_shift", shift, e.zero_point)
         lean = lean_channels(e)
-        view.epilogue = "requantize"
-        view.extra["lean"] = lean is not None
         if lean is not None:
             ctypes = {"mantissa": "uint32_t", "shift": "uint8_t", "limit": "uint32_t"}
             for role in view.arrays:
                 if role in ctypes:
                     values = np.array([getattr(c, role) for c in lean], dtype=ctypes[role].removesuffix("_t"))
                     constant(role, ctypes[role], per_tile(values, view.spec.requant_lanes), _LEAN_COMMENTS[role])
-            if "shift" not in view.arrays:
-                view.extra["shift"] = lean[0].shift
-        else:
-            mantissa, exponent = numerics.float32_parts(e.multipliers)
-            constant("mantissa", "int32_t", per_tile(mantissa.astype(np.int32), view.spec.requant_lanes),
-                     "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^exponent "
-                     "(exact float32 emulation: some channel's multiplier is below 2^-15)")
-            constant("exponent", "int32_t", per_tile(exponent.astype(np.int32), view.spec.requant_lanes),
-                     "requantization exponent")
+            common_shift = None if "shift" in view.arrays else lean[0].shift
+            return RequantizeValues("requantize", e.zero_point, True, common_shift)
+        mantissa, exponent = numerics.float32_parts(e.multipliers)
+        constant("mantissa", "int32_t", per_tile(mantissa.astype(np.int32), view.spec.requant_lanes),
+                 "requantization multiplier float32(x_scale * w_scale / y_scale) = mantissa * 2^exponent "
+                 "(exact float32 emulation: some channel's multiplier is below 2^-15)")
+        constant("exponent", "int32_t", per_tile(exponent.astype(np.int32), view.spec.requant_lanes),
+                 "requantization exponent")
+        return RequantizeValues("requantize", e.zero_point, False)
 
 
 def narrow_channels(e: FixedPointRequant) -> numerics.NarrowRequant | None:
@@ -170,32 +180,28 @@ class TfliteRequant(EpilogueRule):
 
     def emit(self, e, view, constant):
         lanes = view.out_lanes[0]
-        view.epilogue = "fixed_point"
-        view.extra.update(zero_point=e.zero_point, double_round=e.double_round, qmin=e.qmin, qmax=e.qmax)
         constant("bias", "int32_t", per_tile(e.bias.astype(np.int32), lanes), _BIAS_COMMENT)
         narrow = narrow_channels(e)
-        view.extra["narrow"] = narrow is not None
+        values = FixedPointValues("fixed_point", e.zero_point, e.double_round, e.qmin, e.qmax, narrow=narrow)
         if narrow is not None:
             self._emit_narrow(narrow, view, constant)
-            return
+            return values
         if e.float32:
-            view.epilogue = "fixed_point_float"
             mantissa, exponent = numerics.float32_parts(e.float_multipliers)
             constant("mantissa", "int32_t", per_tile(mantissa.astype(np.int32), view.spec.requant_lanes),
                      "float32(multiplier * 2^-shift) = mantissa * 2^exponent (LiteRT's FULLY_CONNECTED rounds "
                      "f32(acc) times it half away from zero)")
             constant("exponent", "int32_t", per_tile(exponent.astype(np.int32), view.spec.requant_lanes), "its exponent")
-            return
+            return dataclasses.replace(values, template="fixed_point_float")
         requant_lanes = view.spec.requant_lanes
         constant("multiplier", "int32_t", per_tile(e.multiplier.astype(np.int32), requant_lanes),
                  "TFLite's Q31 requantization multiplier, [output tile][lane]")
         constant("shift", "uint8_t", per_tile(e.shift.astype(np.uint8), requant_lanes),
                  "right shift of the 64-bit product (31 + TFLite's right shift), [output tile][lane]")
+        return values
 
     @staticmethod
     def _emit_narrow(narrow: numerics.NarrowRequant, view, constant) -> None:
-        view.extra.update(shift=narrow.shift, low=narrow.low, high=narrow.high, center=narrow.center,
-                          operand_bits=narrow.operand_bits, level_bits=narrow.level_bits)
         lanes = view.spec.requant_lanes
         constant("multiplier", "uint32_t", per_tile(np.array(narrow.multipliers, np.uint32), lanes),
                  f"multiplier of ming::requantize_narrow (< 2^{numerics.NARROW_MULTIPLIER_BITS}), proved equal to "

@@ -29,13 +29,14 @@ class TableRule(EpilogueRule):
 
     def emit(self, e, view, constant):
         tables, what = self.tables(e)
-        lanes, per_lane = view.out_lanes[0], view.tables_per_lane
+        lanes, per_lane = view.out_lanes[0], view.kind_values.tables_per_lane
         # lane l of the t-th token of a pixel carries channel t * lanes + l
         channels = np.broadcast_to(tables, (per_lane * lanes, 256)) if len(tables) == 1 else tables
         rom = channels.reshape(per_lane, lanes, 256).transpose(1, 0, 2).reshape(view.storage["table"].shape)
         layout = "one copy per lane" if len(tables) == 1 else \
             "[lane][token of a pixel][value]: the table of each channel the lane carries"
         constant("table", "int8_t", rom.astype(np.int8), f"{what} for every int8 value (index + 128); {layout}")
+        return None
 
 
 @register

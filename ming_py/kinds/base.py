@@ -10,6 +10,7 @@ kind is its module, its template (emit/templates/process/) and the import in `mi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -36,9 +37,8 @@ class KernelSpec:
     lanes_in: tuple[int, ...]
     lanes_out: tuple[int, ...]
     window: Window | None = None
-    routes: tuple[tuple[int, int], ...] = ()  # split: per output, (first channel, channels); empty: all
     requantizers: int = 0  # requantizers serving the output lanes in turn (`shared_requantizers`); 0: one per lane
-    resize: tuple = ()  # bilinear: the (rows, cols) tables of its `Process` (`ming_py.kinds.bilinear`)
+    params: object = None  # the parameters of its kind (`ProcessKind.params_type`), as its `Process` has them
 
     @property
     def process_kind(self) -> ProcessKind:
@@ -106,9 +106,9 @@ class KernelSpec:
         if not kind.lanes_match(self):
             raise ValueError(f"{self.kind}: lanes {self.lanes_in} -> {self.lanes_out} do not match the unroll "
                              f"factors {dict(self.unroll)}")
-        if any(first % lanes for (first, _), lanes in zip(self.routes, self.lanes_out)):
-            raise ValueError(f"split: lanes {self.lanes_out} do not divide the first channels of its outputs "
-                             f"{[first for first, _ in self.routes]}")
+        problem = kind.lanes_problem(self)
+        if problem:
+            raise ValueError(problem)
         if self.requantizers and self.requantizers not in shared_requantizers(self):
             raise ValueError(f"{self.kind}: {self.requantizers} requantizers cannot serve its {self.lanes_out[0]} output "
                              f"lanes in turn (choose from {', '.join(map(str, shared_requantizers(self))) or 'none'})")
@@ -132,19 +132,26 @@ class ProcessKind:
     # --- emission: emit/templates/process/<template>.cpp.j2 and the label of its one pipelined loop ---
     template: str = None
     pipeline_label: str = None
+    # the frozen dataclass of its own parameters (`Process.params`), with `to_json()` (its keys of a report.json
+    # node) and `from_json(node)`; None: it has none
+    params_type: type | None = None
 
     def trip_counts(self, window: Window | None, ins, outs) -> dict[str, int]:
         """Trip count of each unrollable loop (`ins`/`outs`: the process's `Channel`s)."""
         raise NotImplementedError
 
-    def lane_options(self, unroll: dict[str, int], ins, outs, routes, limit: int):
+    def lane_options(self, unroll: dict[str, int], ins, outs, params, limit: int):
         """(lanes in, lanes out) a schedule with `unroll` may give it: the parallelism it consumes and
-        produces per cycle (no more than `limit` lanes)."""
+        produces per cycle (no more than `limit` lanes); `params`: its process's (`params_type`)."""
         raise NotImplementedError
 
     def lanes_match(self, spec: KernelSpec) -> bool:
         """Whether the spec's lanes are one of `lane_options` for its unroll factors."""
         raise NotImplementedError
+
+    def lanes_problem(self, spec: KernelSpec) -> str:
+        """What its parameters refuse of the spec's lanes ("": nothing)."""
+        return ""
 
     def multiplier_choices(self, unroll: dict[str, int]) -> tuple[str, ...]:
         """Where its int8 products may be computed (`ming_py.kinds.window.MULTIPLIERS`)."""
@@ -208,8 +215,9 @@ class ProcessKind:
         constant 0 in the code (ming_widths.h `ming::Zero`), no register, and charged nothing."""
         raise NotImplementedError
 
-    def view_values(self, spec: KernelSpec, process, lanes_in, lanes_out) -> dict:
-        """The numbers its template needs beyond every process's (`emit.hls.ProcessView`)."""
+    def view_values(self, spec: KernelSpec, process, lanes_in, lanes_out):
+        """The numbers its template needs beyond every process's (`emit.hls.ProcessView.kind_values`): a frozen
+        dataclass of its own, or None."""
         raise NotImplementedError
 
     def describe(self, process, ins, outs, shapes: str) -> str:
@@ -232,7 +240,7 @@ class ProcessKind:
 
 
 # every attribute and method above but `depth_bound`, which follows from `pipeline_depth`, and the defaults
-# `logic_dsp`, `constant_tables` and `fixed_unroll`
+# `params_type`, `lanes_problem`, `logic_dsp`, `constant_tables` and `fixed_unroll`
 ASPECTS = ("name", "unrollable", "needs_window", "line_buffer", "mac", "shares_requantizer", "template", "pipeline_label", "trip_counts",
            "lane_options", "lanes_match", "multiplier_choices", "static_banks", "summed_terms", "pipeline_depth",
            "tokens_in", "macs", "macs_per_image", "reduction_tiles", "positions", "arrays", "logic_lut", "counters",
@@ -304,7 +312,7 @@ class DataMovement(Unweighted):
         return {"t": spec.tokens_in[0] - 1}  # the token's place in its pixel
 
     def view_values(self, spec, process, lanes_in, lanes_out):
-        return {}
+        return None
 
     def describe(self, process, ins, outs, shapes):
         return f"{process.name} ({process.source}): {self.name}: {shapes}"
@@ -315,9 +323,10 @@ def per_pixel_tokens(spec: KernelSpec) -> tuple[int, ...]:
     return tuple(c // lanes for (c, _, _), lanes in zip(spec.inputs, spec.lanes_in))
 
 
-def one_lane_count(ins, outs, routes, limit: int):
-    """Lane options of a process with one lane count throughout (a split's routes start at a token)."""
-    common = math.gcd(*[c.channels for c in ins + outs], *[first for first, _ in routes])
+def one_lane_count(ins, outs, limit: int, firsts: tuple[int, ...] = ()):
+    """Lane options of a process with one lane count throughout (`firsts`: channels a token must start at, a
+    split's routes' first channels)."""
+    common = math.gcd(*[c.channels for c in ins + outs], *firsts)
     for lanes in divisors(common):
         if lanes <= limit:
             yield (lanes,) * len(ins), (lanes,) * len(outs)
@@ -363,10 +372,18 @@ def register(cls: type[ProcessKind]) -> type[ProcessKind]:
     missing = [aspect for aspect in ASPECTS if _undefined(cls, aspect)]
     if missing:
         raise TypeError(f"process kind {cls.__name__} does not define {', '.join(missing)}")
+    if cls.params_type is not None and not _is_params_type(cls.params_type):
+        raise TypeError(f"process kind {cls.__name__}: its params_type {cls.params_type.__name__} is not a frozen "
+                        "dataclass with to_json() and from_json(node)")
     if cls.name in _REGISTRY:
         raise TypeError(f"process kind {cls.name!r} is registered twice")
     _REGISTRY[cls.name] = cls()
     return cls
+
+
+def _is_params_type(cls: type) -> bool:
+    frozen = dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    return frozen and callable(getattr(cls, "to_json", None)) and callable(getattr(cls, "from_json", None))
 
 
 def kind_of(name: str) -> ProcessKind:

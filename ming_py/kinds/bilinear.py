@@ -20,6 +20,8 @@ Iterations per image: (H * W + OH * OW) * T, T = C / lanes tokens per pixel."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ming_py import primitives
@@ -59,11 +61,54 @@ def table_problem(table, size: int, what: str, axis: str) -> str:
     return ""
 
 
+Entry = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class BilinearTables:
+    """The tables of `ir.BilinearResize`: per output row (y0, y1, wy0, wy1), per output column (x0, x1, wx0, wx1),
+    each usable by the line buffer (`table_problem`) for a map as tall and wide as they read."""
+
+    rows: tuple[Entry, ...]
+    cols: tuple[Entry, ...]
+
+    def __post_init__(self):
+        problem = table_problem(self.rows, _extent(self.rows), "row", "y") or \
+            table_problem(self.cols, _extent(self.cols), "column", "x")
+        if problem:
+            raise ValueError(f"bilinear tables: {problem}")
+
+    def to_json(self) -> dict:
+        return {"resize": {"rows": [list(r) for r in self.rows], "cols": [list(c) for c in self.cols]}}
+
+    @classmethod
+    def from_json(cls, node: dict) -> BilinearTables | None:
+        resize = node.get("resize")
+        if resize is None:
+            return None
+        return cls(*(tuple(tuple(int(v) for v in entry) for entry in resize[axis]) for axis in ("rows", "cols")))
+
+
+def _extent(table) -> int:
+    """The rows (columns) a table reads at most: its last entry's i1 + 1 (the entries do not go back)."""
+    return max((entry[1] for entry in table if len(entry) == 4), default=0) + 1
+
+
+@dataclass(frozen=True)
+class BilinearValues:
+    first_reads: int  # input rows read before output row 0
+    most_reads: int  # the most input rows read in one reading phase
+    distance: int  # `write_read_distance`
+    weight_bits: int
+    rows_type: str  # the C++ words of the `rows` and `columns` ROMs (`table_words`)
+    columns_type: str
+
+
 def tables(spec):
     """The (rows, cols) tables of a bilinear process's spec."""
-    if not spec.resize:
-        raise ValueError("a bilinear process needs its row and column tables (Process.resize)")
-    return spec.resize
+    if spec.params is None:
+        raise ValueError("a bilinear process needs its row and column tables (BilinearTables)")
+    return spec.params.rows, spec.params.cols
 
 
 def reads_after(spec) -> tuple[int, tuple[int, ...]]:
@@ -115,9 +160,10 @@ class Bilinear(DataMovement):
     name = "bilinear"
     template = "bilinear"
     pipeline_label = "tokens"
+    params_type = BilinearTables
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
-        return one_lane_count(ins, outs, routes, limit)
+    def lane_options(self, unroll, ins, outs, params, limit):
+        return one_lane_count(ins, outs, limit)
 
     def pipeline_depth(self, terms):
         return DEPTH
@@ -169,9 +215,9 @@ class Bilinear(DataMovement):
 
     def view_values(self, spec, process, lanes_in, lanes_out):
         first, after = reads_after(spec)
-        return {"first_reads": first, "most_reads": max(first, *after), "distance": write_read_distance(spec),
-                "weight_bits": WEIGHT_BITS} | {f"{role}_type": f"uint{bits}_t"
-                                               for role, (bits, _, _) in table_words(spec).items()}
+        words = {role: f"uint{bits}_t" for role, (bits, _, _) in table_words(spec).items()}
+        return BilinearValues(first, max(first, *after), write_read_distance(spec), WEIGHT_BITS, words["rows"],
+                              words["columns"])
 
     def describe(self, process, ins, outs, shapes):
         return f"{process.name} ({process.source}): bilinear resize: {shapes}"

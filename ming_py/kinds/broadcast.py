@@ -22,13 +22,13 @@ class Broadcast(DataMovement):
     def counters(self, spec, epilogue):
         return {"t": spec.tokens_out[0] - 1}
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
+    def lane_options(self, unroll, ins, outs, params, limit):
         if min(c.channels for c in ins) == 1:  # a scalar: one token of one lane
             for lanes in divisors(outs[0].channels):
                 if lanes <= limit:
                     yield tuple(1 if c.channels == 1 else lanes for c in ins), (lanes,)
         else:
-            yield from one_lane_count(ins, outs, routes, limit)
+            yield from one_lane_count(ins, outs, limit)
 
     def lanes_match(self, spec):
         v = spec.vector_input

@@ -17,8 +17,8 @@ class Concat(DataMovement):
     def counters(self, spec, epilogue):
         return {"t": spec.tokens_out[0] - 1}
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
-        return one_lane_count(ins, outs, routes, limit)
+    def lane_options(self, unroll, ins, outs, params, limit):
+        return one_lane_count(ins, outs, limit)
 
     def positions(self, spec):
         offsets = [0]

@@ -28,7 +28,7 @@ class Dense(ProcessKind):
     def trip_counts(self, window, ins, outs):
         return {"n": outs[0].channels, "k": ins[0].values}
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
+    def lane_options(self, unroll, ins, outs, params, limit):
         for lanes in divisors(ins[0].channels):
             if lanes <= limit:
                 yield (lanes,), (unroll["n"],)
@@ -81,7 +81,7 @@ class Dense(ProcessKind):
         return {"k_tile": spec.reduction_tiles - 1, "n_tile": spec.tokens_out[0] - 1}
 
     def view_values(self, spec, process, lanes_in, lanes_out):
-        return {}
+        return None
 
     def describe(self, process, ins, outs, shapes):
         return f"{process.name} ({process.source}): dense: {shapes}"

@@ -13,6 +13,7 @@ output pixel of the b - 1 buffered rows)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ming_py.array_layout import Dim, array, spread
 from ming_py.loops import Access, Position
@@ -40,14 +41,20 @@ def write_read_distance(spec) -> int:
     return block * spec.tokens_out[0] * (width + block - 2)
 
 
+@dataclass(frozen=True)
+class DepthToSpaceValues:
+    block: int
+    distance: int  # `write_read_distance`
+
+
 @register
 class DepthToSpace(DataMovement):
     name = "depth_to_space"
     template = "depth_to_space"
     pipeline_label = "tokens"
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
-        return one_lane_count(ins, outs, routes, limit)  # lanes divide C, hence b*b*C: a token is one block's
+    def lane_options(self, unroll, ins, outs, params, limit):
+        return one_lane_count(ins, outs, limit)  # lanes divide C, hence b*b*C: a token is one block's
 
     def positions(self, spec):
         (_, h, w) = spec.inputs[0]
@@ -75,7 +82,7 @@ class DepthToSpace(DataMovement):
         return {"row_buffer": row_buffer} | constants
 
     def view_values(self, spec, process, lanes_in, lanes_out):
-        return {"block": depth_to_space_block(spec), "distance": write_read_distance(spec)}
+        return DepthToSpaceValues(depth_to_space_block(spec), write_read_distance(spec))
 
     def counters(self, spec, epilogue):
         """The token in its output pixel, the pixel in its block (dx), the buffered row (dy - 1, where there

@@ -16,8 +16,8 @@ class Eltwise(DataMovement):
     def counters(self, spec, epilogue):
         return {}
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
-        return one_lane_count(ins, outs, routes, limit)
+    def lane_options(self, unroll, ins, outs, params, limit):
+        return one_lane_count(ins, outs, limit)
 
     def positions(self, spec):
         return pixel_positions(spec, (Access(0, 1, t) for t in spec.tokens_in),

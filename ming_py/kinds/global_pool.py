@@ -22,7 +22,7 @@ class GlobalPool(Unweighted):
     def trip_counts(self, window, ins, outs):
         return {"c": ins[0].channels}
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
+    def lane_options(self, unroll, ins, outs, params, limit):
         yield (unroll["c"],), (unroll["c"],)
 
     def lanes_match(self, spec):
@@ -59,7 +59,7 @@ class GlobalPool(Unweighted):
         return {"pixel": h * w - 1, "t": spec.tokens_in[0] - 1}
 
     def view_values(self, spec, process, lanes_in, lanes_out):
-        return {}
+        return None
 
     def describe(self, process, ins, outs, shapes):
         return f"{process.name} ({process.source}): {self.name}: {shapes}"

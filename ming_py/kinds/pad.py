@@ -16,8 +16,8 @@ class Pad(DataMovement):
     template = "pad"
     pipeline_label = "tokens"
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
-        return one_lane_count(ins, outs, routes, limit)
+    def lane_options(self, unroll, ins, outs, params, limit):
+        return one_lane_count(ins, outs, limit)
 
     def positions(self, spec):
         w, tokens = spec.window, spec.tokens_out[0]

@@ -4,6 +4,8 @@ one trailing position writes the last pixel."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ming_py import primitives
 from ming_py.array_layout import Dim, array, spread
 from ming_py.loops import Access, Position
@@ -11,15 +13,42 @@ from ming_py.loops import Access, Position
 from .base import DataMovement, one_lane_count, register
 
 
+@dataclass(frozen=True)
+class PermuteOrder:
+    """Output channel c of a permute is input channel order[c]."""
+
+    order: tuple[int, ...]
+
+    def __post_init__(self):
+        if sorted(self.order) != list(range(len(self.order))):
+            raise ValueError(f"permute order {self.order!r}: a permutation of 0 .. {len(self.order) - 1} expected")
+
+    def to_json(self) -> dict:
+        """Nothing: report.json does not carry the order, which the loop does not depend on."""
+        return {}
+
+    @classmethod
+    def from_json(cls, node: dict) -> None:
+        """None: report.json does not carry the order (`to_json`)."""
+        return None
+
+
+@dataclass(frozen=True)
+class PermuteValues:
+    """Where each output channel arrives: (token, lane)."""
+
+    sources: tuple[tuple[int, int], ...]
+
 
 @register
 class Permute(DataMovement):
     name = "permute"
     template = "permute"
     pipeline_label = "tokens"
+    params_type = PermuteOrder
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
-        return one_lane_count(ins, outs, routes, limit)
+    def lane_options(self, unroll, ins, outs, params, limit):
+        return one_lane_count(ins, outs, limit)
 
     def positions(self, spec):
         _, h, w = spec.inputs[0]
@@ -47,5 +76,4 @@ class Permute(DataMovement):
         return {"token": channels // spec.lanes_in[0] - 1, "pixel_count": h * w - 1, "half": 1}
 
     def view_values(self, spec, process, lanes_in, lanes_out):
-        """Where each output channel arrives: (token, lane)."""
-        return {"sources": [divmod(c, lanes_in[0]) for c in process.order]}
+        return PermuteValues(tuple(divmod(c, lanes_in[0]) for c in process.params.order))

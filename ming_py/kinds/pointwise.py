@@ -27,7 +27,7 @@ class Pointwise(ProcessKind):
     def trip_counts(self, window, ins, outs):
         return grouped_trips(window)
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
+    def lane_options(self, unroll, ins, outs, params, limit):
         return grouped_lanes(unroll, limit)
 
     def lanes_match(self, spec):
@@ -78,7 +78,7 @@ class Pointwise(ProcessKind):
         return pixel | fold | reduction_counters(spec)
 
     def view_values(self, spec, process, lanes_in, lanes_out):
-        return {}
+        return None
 
     def describe(self, process, ins, outs, shapes):
         w = process.window

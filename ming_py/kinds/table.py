@@ -4,6 +4,8 @@ LeakyRelu, ...; one table per channel where the function differs by channel)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ming_py.array_layout import Dim, array, spread
 from ming_py.ir import LookupTable
 from ming_py.loops import Access
@@ -17,12 +19,17 @@ def tables_per_lane(spec, epilogue) -> int:
     return spec.tokens_in[0] if isinstance(epilogue, LookupTable) and epilogue.groups > 1 else 1
 
 
+@dataclass(frozen=True)
+class TableValues:
+    tables_per_lane: int  # `tables_per_lane`
+
+
 class TableKind(DataMovement):
     template = "table"
     pipeline_label = "tokens"
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
-        return one_lane_count(ins, outs, routes, limit)
+    def lane_options(self, unroll, ins, outs, params, limit):
+        return one_lane_count(ins, outs, limit)
 
     def pipeline_depth(self, terms):
         return 2  # a stream read, a table read
@@ -40,7 +47,7 @@ class TableKind(DataMovement):
         return {"table": table} | constants
 
     def view_values(self, spec, process, lanes_in, lanes_out):
-        return {"tables_per_lane": tables_per_lane(spec, process.epilogue)}
+        return TableValues(tables_per_lane(spec, process.epilogue))
 
     def counters(self, spec, epilogue):
         tables = tables_per_lane(spec, epilogue)

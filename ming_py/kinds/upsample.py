@@ -4,6 +4,8 @@ it writes them, its other copies come from the pixel and row buffers."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ming_py.array_layout import ArrayPlan, Dim, array, spread
 from ming_py.loops import Access, Position
 
@@ -16,14 +18,19 @@ def upsample_factors(spec) -> tuple[int, int]:
     return out_h // h, out_w // w
 
 
+@dataclass(frozen=True)
+class UpsampleValues:
+    factors: tuple[int, int]  # `upsample_factors`
+
+
 @register
 class Upsample(DataMovement):
     name = "upsample"
     template = "upsample"
     pipeline_label = "tokens"
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
-        return one_lane_count(ins, outs, routes, limit)
+    def lane_options(self, unroll, ins, outs, params, limit):
+        return one_lane_count(ins, outs, limit)
 
     def positions(self, spec):
         (_, h, w), (_, out_h, out_w) = spec.inputs[0], spec.outputs[0]
@@ -55,7 +62,7 @@ class Upsample(DataMovement):
         return arrays | constants
 
     def view_values(self, spec, process, lanes_in, lanes_out):
-        return {"factors": upsample_factors(spec)}
+        return UpsampleValues(upsample_factors(spec))
 
     def counters(self, spec, epilogue):
         rows, cols = upsample_factors(spec)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -272,6 +273,13 @@ def line_buffer(spec: KernelSpec, memory: str) -> dict[str, ArrayPlan]:
     return {"line_buffer": array("line_buffer", 8, dims, rom=False, large=memory)}
 
 
+@dataclass(frozen=True)
+class WindowValues:
+    line_buffer_rows: int
+    window_tile: tuple[int, int]  # the window elements one iteration reads (`window_tile`)
+    last_top_slot: int  # the greatest line buffer row a window's first row is in: (top - PAD_TOP) mod ROWS
+
+
 class SlidingWindow(ProcessKind):
     """What every sliding-window kind shares: a line buffer, one position per padded input pixel, one lane
     count per token of a channel-wise kind."""
@@ -281,7 +289,7 @@ class SlidingWindow(ProcessKind):
     template = "window"
     pipeline_label = "window_positions"
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
+    def lane_options(self, unroll, ins, outs, params, limit):
         yield (unroll["c"],), (unroll["c"],)
 
     def lanes_match(self, spec):
@@ -299,20 +307,19 @@ class SlidingWindow(ProcessKind):
     def view_values(self, spec, process, lanes_in, lanes_out):
         w = spec.window
         rows = line_buffer_rows(spec)
-        # the greatest line buffer row a window's first row is in: (top - PAD_TOP) mod ROWS
-        return {"line_buffer_rows": rows, "window_tile": window_tile(w.kernel, spec.factor("k")),
-                "last_top_slot": max((top * w.stride[0] - w.pads[0]) % rows for top in range(w.out_height))}
+        return WindowValues(rows, window_tile(w.kernel, spec.factor("k")),
+                            max((top * w.stride[0] - w.pads[0]) % rows for top in range(w.out_height)))
 
     def counters(self, spec, epilogue):
         """The counters of its cursor (ming_window.h `ming::WindowCursor`, by member name), then its tiles'."""
         w, tokens_in = spec.window, spec.tokens_in[0]
         values = self.view_values(spec, None, spec.lanes_in, spec.lanes_out)
-        (tile_h, tile_w), rows = values["window_tile"], values["line_buffer_rows"]
+        (tile_h, tile_w), rows = values.window_tile, values.line_buffer_rows
         position = {"pr": w.padded_height, "pc": w.padded_width - 1, "row_slot": rows - 1,
                     "row_phase": w.stride[0] - 1, "col_phase": w.stride[1] - 1}
         fold = {"step": spec.fold - 1, "token": tokens_in - 1, "gap": spec.fold // tokens_in - 1}
         window = {"top": (w.out_height - 1) * w.stride[0], "left": (w.out_width - 1) * w.stride[1],
-                  "top_slot": values["last_top_slot"], "row_offset": (w.kernel[0] - tile_h) * w.dilation[0],
+                  "top_slot": values.last_top_slot, "row_offset": (w.kernel[0] - tile_h) * w.dilation[0],
                   "col_offset": (w.kernel[1] - tile_w) * w.dilation[1]}
         tiles = reduction_counters(spec) if self.name == "conv" else {"c_tile": tokens_in - 1}
         return position | fold | window | tiles
@@ -335,7 +342,7 @@ class Conv(SlidingWindow):
     def trip_counts(self, window, ins, outs):
         return grouped_trips(window) | {"k": window.window_size}
 
-    def lane_options(self, unroll, ins, outs, routes, limit):
+    def lane_options(self, unroll, ins, outs, params, limit):
         return grouped_lanes(unroll, limit)
 
     def lanes_match(self, spec):
