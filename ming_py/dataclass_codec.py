@@ -67,6 +67,8 @@ def encode(value, kind, arrays: Arrays):
         return {"array": arrays.put(value)}
     if kind is bytes:
         return {"array": arrays.put(np.frombuffer(value, np.int8))}
+    if dataclasses.is_dataclass(kind) and type(value) is not kind:  # a subclass of the field's type, named
+        return {TYPE_KEY: type(value).__name__} | encode(value, _subclass(kind, type(value).__name__), arrays)
     if dataclasses.is_dataclass(kind):
         return {f.name: encode(getattr(value, f.name), hint, arrays) for f, hint in _fields(kind)}
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
@@ -179,6 +181,11 @@ def _decode_union(data, args, arrays: Arrays, path: str):
 
 def _decode_dataclass(data, kind, arrays: Arrays, path: str):
     _expect(isinstance(data, dict), data, path, f"an object ({kind.__name__})")
+    if _subclasses(kind):  # a base class (`ming_py.dataflow.KindParams`): the data names its subclass
+        names = sorted(_subclasses(kind))
+        _expect(data.get(TYPE_KEY) in names, data, path, f"an object whose {TYPE_KEY!r} is one of {names}")
+        return _decode_dataclass({k: v for k, v in data.items() if k != TYPE_KEY}, _subclass(kind, data[TYPE_KEY]),
+                                 arrays, path)
     fields = dict((f.name, (f, hint)) for f, hint in _fields(kind))
     unknown = sorted(set(data) - set(fields))
     if unknown:
@@ -191,6 +198,18 @@ def _decode_dataclass(data, kind, arrays: Arrays, path: str):
             continue
         values[name] = decode(data[name], hint, arrays, f"{path}.{name}".lstrip("."))
     return kind(**values)
+
+
+def _subclasses(kind) -> dict[str, type]:
+    """The dataclasses derived from `kind` that are loaded, by name."""
+    found = {}
+    for sub in kind.__subclasses__():
+        found |= {sub.__name__: sub} | _subclasses(sub)
+    return found
+
+
+def _subclass(kind, name: str) -> type:
+    return _subclasses(kind)[name]
 
 
 def _fields(kind):

@@ -76,6 +76,13 @@ class Window:
         return self.in_width + self.pads[1] + self.pads[3]
 
 
+@dataclass(frozen=True)
+class KindParams:
+    """The base of the parameters a process kind owns (`ProcessKind.params_type`, a frozen subclass): a split's
+    routes, a permute's order, a bilinear resize's tables. The saved design names the subclass
+    (`ming_py.dataclass_codec`)."""
+
+
 @dataclass(eq=False)
 class Process:
     name: str
@@ -90,7 +97,7 @@ class Process:
     epilogue: Epilogue | None = None
     # the parameters of its kind, an instance of its `ProcessKind.params_type` (a split's routes, a permute's
     # order, a bilinear resize's tables); None where the kind has none (or a split whose outputs carry all)
-    params: object = None
+    params: KindParams | None = None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from ming_py.design_file import Estimates, ModelFile, SavedDesign, VerificationI
 from ming_py.errors import MingError
 from ming_py.ilp.cost import Cost
 from ming_py.kinds import kind_of
-from ming_py.runtime.ming_host import HostOp
+from ming_py.contract.ming_host import HostOp
 from test_unit_processes import CASES, graph_of
 
 pytestmark = pytest.mark.unit
@@ -46,7 +46,7 @@ def example_of(kind, seed: int = 0):
 
 
 def saved_of(case, epilogue=None) -> SavedDesign:
-    graph, process = graph_of(case.kind, case.ins, case.outs, case.win, case.routes, case.order, case.resize)
+    graph, process = graph_of(case.kind, case.ins, case.outs, case.win, case.params)
     process.weights = np.arange(-8, 8, dtype=np.int8)
     process.epilogue = epilogue
     host = (HostOp("dequantize", scale=0.5, zero_point=-3), HostOp("softmax", axis=1),
@@ -82,7 +82,7 @@ def test_every_kind_of_process_reads_back_as_written(case, tmp_path):
     assert design_files(again) == files
     process, port = again.stream_graph.processes[0], again.stream_graph.outputs[0]
     assert process.weights.dtype == np.int8 and isinstance(process.inputs, tuple)
-    assert process.routes == case.routes and process.order == case.order and process.resize == case.resize
+    assert process.params == case.params and type(process.params) is type(case.params)
     assert port.host_ops[2].values == (np.float32(0.1), -2.5) and isinstance(port.host_ops[2].shape, tuple)
     assert again.schedule == saved.schedule and again.estimates == saved.estimates
     assert again.images == saved.images and again.model_file == saved.model_file
@@ -203,6 +203,8 @@ def _dataclasses_of(kind, found: dict) -> dict:
         found[kind.__name__] = kind
         for hint in typing.get_type_hints(kind).values():
             _dataclasses_of(hint, found)
+        for subclass in kind.__subclasses__():  # a kind's parameters (`KindParams`)
+            _dataclasses_of(subclass, found)
     return found
 
 

@@ -10,11 +10,10 @@ kind is its module, its template (emit/templates/process/) and the import in `mi
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
-from ming_py.dataflow import Window, divisors
+from ming_py.dataflow import KindParams, Window, divisors
 from ming_py.loops import Position
 
 # Pipeline stages of the requantization datapaths that end most loops: the lean datapath (abs and clamp 1,
@@ -38,7 +37,7 @@ class KernelSpec:
     lanes_out: tuple[int, ...]
     window: Window | None = None
     requantizers: int = 0  # requantizers serving the output lanes in turn (`shared_requantizers`); 0: one per lane
-    params: object = None  # the parameters of its kind (`ProcessKind.params_type`), as its `Process` has them
+    params: KindParams | None = None  # the parameters of its kind (`ProcessKind.params_type`), as its `Process` has them
 
     @property
     def process_kind(self) -> ProcessKind:
@@ -374,7 +373,7 @@ def register(cls: type[ProcessKind]) -> type[ProcessKind]:
         raise TypeError(f"process kind {cls.__name__} does not define {', '.join(missing)}")
     if cls.params_type is not None and not _is_params_type(cls.params_type):
         raise TypeError(f"process kind {cls.__name__}: its params_type {cls.params_type.__name__} is not a frozen "
-                        "dataclass with to_json() and from_json(node)")
+                        "dataclass of ming_py.dataflow.KindParams with to_json() and from_json(node)")
     if cls.name in _REGISTRY:
         raise TypeError(f"process kind {cls.name!r} is registered twice")
     _REGISTRY[cls.name] = cls()
@@ -382,7 +381,7 @@ def register(cls: type[ProcessKind]) -> type[ProcessKind]:
 
 
 def _is_params_type(cls: type) -> bool:
-    frozen = dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    frozen = issubclass(cls, KindParams) and cls.__dataclass_params__.frozen
     return frozen and callable(getattr(cls, "to_json", None)) and callable(getattr(cls, "from_json", None))
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ming_py import primitives
+from ming_py.dataflow import KindParams
 from ming_py.array_layout import ArrayPlan, Dim, array, spread
 from ming_py.loops import Access, Position
 
@@ -65,7 +66,7 @@ Entry = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True)
-class BilinearTables:
+class BilinearTables(KindParams):
     """The tables of `ir.BilinearResize`: per output row (y0, y1, wy0, wy1), per output column (x0, x1, wx0, wx1),
     each usable by the line buffer (`table_problem`) for a map as tall and wide as they read."""
 

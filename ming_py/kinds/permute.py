@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ming_py import primitives
+from ming_py.dataflow import KindParams
 from ming_py.array_layout import Dim, array, spread
 from ming_py.loops import Access, Position
 
@@ -14,7 +15,7 @@ from .base import DataMovement, one_lane_count, register
 
 
 @dataclass(frozen=True)
-class PermuteOrder:
+class PermuteOrder(KindParams):
     """Output channel c of a permute is input channel order[c]."""
 
     order: tuple[int, ...]

@@ -7,13 +7,14 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
+from ming_py.dataflow import KindParams
 from ming_py.loops import Access
 
 from .base import DataMovement, one_lane_count, pixel_positions, register
 
 
 @dataclass(frozen=True)
-class SplitRoutes:
+class SplitRoutes(KindParams):
     """The input channels each output of a split carries: per output, (first channel, channels). A split whose
     outputs all carry every channel has none (its `Process.params` is None)."""
 
