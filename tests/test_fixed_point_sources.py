@@ -148,8 +148,8 @@ def test_the_cost_model_charges_the_datapath_the_cpp_computes(label, make, loops
     assert calls, "no fixed-point requantization in the C++"
     for multiplier, shift in calls:
         from_roms = bool(re.search(r"_multiplier\[", multiplier)) and bool(re.search(r"_shift\[", shift))
-        literal = multiplier.strip().isdigit() and shift.strip().isdigit()
-        assert (from_roms, literal) == ((True, False) if expected == FIXED_POINT_FROM_ROMS else (False, True)), \
+        constant = multiplier.isdigit() and (shift.isdigit() or f"constexpr int {shift} = " in cpp)  # a literal or named
+        assert (from_roms, constant) == ((True, False) if expected == FIXED_POINT_FROM_ROMS else (False, True)), \
             (multiplier, shift)
 
 
