@@ -1,7 +1,7 @@
 // ming_numerics.h -- integer numeric contract of ming, C++ / Vitis HLS port.
 //
 // Every function is a 1:1 port of the numpy function of the same name in
-// ming_py/numerics.py (the contract; see docs/numerics.md for the evidence against
+// ming_py/numerics/ (the contract; see docs/numerics.md for the evidence against
 // onnxruntime).  tests/test_cpp_numerics.py asserts bit equality with the Python
 // functions on >= 200k random and edge-case inputs per function.
 //
