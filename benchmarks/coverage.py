@@ -39,7 +39,7 @@ def measure(name: str, fmt: str, directory: Path, inputs: int) -> dict:
     model = architectures.quantized(name, fmt, directory)
     out = directory / f"{name}_{fmt}"
     try:
-        design = build(model, out, BuildOptions(board="kv260"))
+        build(model, out, BuildOptions(board="kv260"))
     except MingError as exc:
         return {"architecture": name, "format": fmt, "build": "refused", "reason": str(exc)}
     session = ort.InferenceSession(str(model))

@@ -265,9 +265,6 @@ def graph_layout_shape(model_shape, permutation) -> tuple:
     return tuple(model_shape[a] for a in permutation) if permutation else tuple(model_shape)
 
 
-INTEGER_STEPS = ("tflite_softmax", "tflite_requantize")  # host steps from int8 values to int8 values
-
-
 def host_tail(images: np.ndarray, scale: float, zero_point: int, host_ops, dtype: str = "float32") -> np.ndarray:
     """Run the host steps after the accelerator on its int8 outputs `images` (stacked on axis 0), for every
     image at once; the steps' axes and shapes are those of one image.

@@ -27,12 +27,6 @@ def depth_to_space_block(spec) -> int:
     return out_h // h
 
 
-def row_buffer_words(spec) -> int:
-    """Words of the row buffer (a token each): W * (b - 1) * b * C / lanes."""
-    block = depth_to_space_block(spec)
-    return spec.inputs[0][2] * (block - 1) * block * spec.tokens_out[0]
-
-
 def write_read_distance(spec) -> int:
     """The fewest iterations between a token's store in the row buffer and its read: the last pixel's first
     buffered tokens (dy = 1), read in the first buffered output row b*T (W + b - 2) iterations later (b*T the
