@@ -1,7 +1,7 @@
 from .kernels import (
-    PARALLEL_KIND,
-    REDUCTION_KIND,
-    SLIDING_WINDOW_KIND,
+    PARALLEL_CLASS,
+    REDUCTION_CLASS,
+    SLIDING_WINDOW_CLASS,
     Classification,
     WindowAxis,
     classify,
@@ -11,6 +11,6 @@ from .kernels import (
 )
 
 __all__ = [
-    "PARALLEL_KIND", "REDUCTION_KIND", "SLIDING_WINDOW_KIND", "Classification", "classify",
+    "PARALLEL_CLASS", "REDUCTION_CLASS", "SLIDING_WINDOW_CLASS", "Classification", "classify",
     "detect_sliding_window", "iterator_sets", "WindowAxis", "window_axis",
 ]

@@ -13,15 +13,15 @@ from dataclasses import dataclass
 
 from ming_py.ir import PARALLEL, REDUCTION, AffineExpr, Kernel
 
-PARALLEL_KIND = "parallel"
-REDUCTION_KIND = "reduction"
-SLIDING_WINDOW_KIND = "sliding_window"
+PARALLEL_CLASS = "parallel"
+REDUCTION_CLASS = "reduction"
+SLIDING_WINDOW_CLASS = "sliding_window"
 
 
 @dataclass(frozen=True)
 class Classification:
     kernel: str
-    kind: str
+    kernel_class: str  # PARALLEL_CLASS, REDUCTION_CLASS or SLIDING_WINDOW_CLASS
     # Per sliding (or strided) axis of the activation input, in tensor-axis order.
     stride: tuple[int, ...]
     dilation: tuple[int, ...]
@@ -75,10 +75,10 @@ def _parallel_reduction_pair(expr: AffineExpr, iterators) -> tuple[int, int] | N
     dims = expr.used_dims()
     if len(dims) != 2:
         return None
-    kinds = [iterators[d] for d in dims]
-    if sorted(kinds) != [PARALLEL, REDUCTION]:
+    iterator_types = [iterators[d] for d in dims]
+    if sorted(iterator_types) != [PARALLEL, REDUCTION]:
         return None
-    parallel, reduction = (dims[0], dims[1]) if kinds[0] == PARALLEL else (dims[1], dims[0])
+    parallel, reduction = (dims[0], dims[1]) if iterator_types[0] == PARALLEL else (dims[1], dims[0])
     return expr.coeffs[parallel], expr.coeffs[reduction]
 
 
@@ -134,11 +134,11 @@ def _strides(kernel: Kernel) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def classify(kernel: Kernel) -> Classification:
     sliding, _, _ = detect_sliding_window(kernel)
     if all(it == PARALLEL for it in kernel.iterators):
-        kind = PARALLEL_KIND
+        kernel_class = PARALLEL_CLASS
     elif sliding:
-        kind = SLIDING_WINDOW_KIND
+        kernel_class = SLIDING_WINDOW_CLASS
     else:
-        kind = REDUCTION_KIND
+        kernel_class = REDUCTION_CLASS
     stride, dilation = _strides(kernel)
     p, r, o, w = iterator_sets(kernel)
-    return Classification(kernel.name, kind, stride, dilation, p, r, o, w, group_dims(kernel))
+    return Classification(kernel.name, kernel_class, stride, dilation, p, r, o, w, group_dims(kernel))

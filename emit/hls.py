@@ -18,7 +18,7 @@ from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.array_layout import ArrayPlan
 from ming_py.dataflow import Process, Schedule, StreamGraph
-from ming_py.kernel import KernelSpec, Loop, loop_of, schedule_spec
+from ming_py.process_spec import ProcessSpec, Loop, loop_of, schedule_spec
 from ming_py.epilogues import CppScalar, EpilogueValues, rule_of
 from ming_py.kinds import kind_of, unrollable
 from ming_py.storage import plan_arrays
@@ -62,7 +62,7 @@ class ProcessView:
     in_lanes: list[int]
     out_lanes: list[int]
     unroll: list[tuple[str, int]]
-    spec: KernelSpec
+    spec: ProcessSpec
     loop: Loop
     storage: dict[str, ArrayPlan]  # role -> layout; local arrays are named by their role
     window: object = None
@@ -248,7 +248,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
 # tests/test_report_checks.py holds the two together). Vitis HLS names the loop so in its reports
 # (SummaryOfLoopLatency/<label>, in the function's report or in that of the module <function>_Pipeline_<label>);
 # run_hls.tcl looks it up there.
-PLANNED_II = 1  # every process loop is pipelined at II=1 (ming_py/kernel.py)
+PLANNED_II = 1  # every process loop is pipelined at II=1 (ming_py/process_spec.py)
 
 
 def pipeline_loops(graph: StreamGraph, schedule: Schedule) -> list[dict]:

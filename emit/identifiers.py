@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ming_py.dataflow import Process, StreamGraph
-from ming_py.kernel import kernel_spec
+from ming_py.process_spec import process_spec
 from ming_py.storage import plan_arrays
 
 from .system_names import NAMES as SYSTEM_NAMES
@@ -207,7 +207,7 @@ class CppNames:
 def array_roles(graph: StreamGraph, process: Process) -> list[str]:
     """The constant arrays `process` has in <model>_weights.h: the ROMs of its storage plan (the same under every
     schedule)."""
-    spec = kernel_spec(graph, process, (), (1,) * len(process.inputs), (1,) * len(process.outputs))
+    spec = process_spec(graph, process, (), (1,) * len(process.inputs), (1,) * len(process.outputs))
     return [role for role, plan in plan_arrays(spec, process.epilogue).items() if plan.rom]
 
 

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from ming_py import __version__
 from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
-from ming_py.kernel import kernel_spec, schedule_spec
+from ming_py.process_spec import process_spec, schedule_spec
 from ming_py.kinds import trip_counts, unrollable
 from ming_py.contract.ming_host import words_per_image
 from ming_py.array_layout import ArrayPlan
@@ -123,7 +123,7 @@ def _image_fifo(graph: StreamGraph, schedule: Schedule, p) -> dict | None:
     computed from every pixel of the map's own source (squeeze-and-excitation)."""
     if p.kind != "broadcast":
         return None
-    v = kernel_spec(graph, p, (), (1, 1), (1,)).vector_input
+    v = process_spec(graph, p, (), (1, 1), (1,)).vector_input
     channel = graph.channels[p.inputs[1 - v]]
     if schedule.depth_of(channel.name) * schedule.lanes_of(channel.name) < channel.values:
         return None

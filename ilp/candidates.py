@@ -11,7 +11,7 @@ from ming_py.calibration import Calibration
 from ming_py.dataflow import StreamGraph, divisors
 from ming_py.errors import MingError
 from ming_py.epilogues import rule_of
-from ming_py.kernel import kernel_spec
+from ming_py.process_spec import process_spec
 from ming_py.kinds import kind_of, trip_counts
 from ming_py.kinds.base import shared_requantizers
 from ming_py.kinds.window import whole_groups
@@ -81,7 +81,7 @@ def weight_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out, pin
         return (pins.weights[process.name],)
     if offered == ("bram",):
         return offered
-    spec = kernel_spec(graph, process, tuple(unroll.items()), lanes_in, lanes_out)
+    spec = process_spec(graph, process, tuple(unroll.items()), lanes_in, lanes_out)
     rom = plan_arrays(spec, process.epilogue)["weights"]
     if rom.memory != "bram":
         return ("bram",)
@@ -116,7 +116,7 @@ def _requantizer_options(graph: StreamGraph, process, unroll, lanes_in, lanes_ou
     lanes themselves: one per lane)."""
     if rule_of(process.epilogue).datapath(process.epilogue) is None:
         return (0,)
-    shared = shared_requantizers(kernel_spec(graph, process, tuple(unroll.items()), lanes_in, lanes_out))
+    shared = shared_requantizers(process_spec(graph, process, tuple(unroll.items()), lanes_in, lanes_out))
     if pinned is None:
         return (0,) + shared[:1]
     if pinned in (0, lanes_out[0]):

@@ -1,7 +1,7 @@
 """Latency and resource models of one process under one candidate schedule.
 
 Both come from the process's own descriptions, the ones the emitted C++ is generated from:
-its pipelined loop (`ming_py.kernel`: iterations of each position, where tokens are read and
+its pipelined loop (`ming_py.process_spec`: iterations of each position, where tokens are read and
 written, pipeline depth) and its storage plan (`ming_py.storage`: every array's banks, words and
 memory). Cycles are for one image. A process is a pipeline stage of the dataflow region:
 `cycles` is how long its loop runs per image with every token there when wanted (iterations +
@@ -51,7 +51,7 @@ from ming_py import primitives, weights_load
 from ming_py.adapters import pack_adapter, pack_loop, unpack_adapter
 from ming_py.calibration import Calibration
 from ming_py.dataflow import Process, StreamGraph
-from ming_py.kernel import kernel_spec, loop_of
+from ming_py.process_spec import process_spec, loop_of
 from ming_py.kinds import trip_counts
 from ming_py.kinds.base import control_counters
 from ming_py.array_layout import memory_cost
@@ -125,7 +125,7 @@ class Cost:
 
 
 def choice_spec(graph: StreamGraph, p: Process, choice: Choice):
-    return kernel_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers)
+    return process_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers)
 
 
 def process_cost(graph: StreamGraph, p: Process, choice: Choice, calibration: Calibration | None = None) -> Cost:
@@ -211,7 +211,7 @@ def input_fractions(graph: StreamGraph, p: Process) -> tuple[tuple[float, ...], 
     same for every candidate and the ILP can chain it linearly."""
     trips = trip_counts(graph, p)
     ones = tuple((loop, 1) for loop in trips)
-    loop = loop_of(kernel_spec(graph, p, ones, (1,) * len(p.inputs), (1,) * len(p.outputs)))
+    loop = loop_of(process_spec(graph, p, ones, (1,) * len(p.inputs), (1,) * len(p.outputs)))
     writes = loop.token_iterations("writes", 0, samples(graph.channels[p.outputs[0]].values))
     fractions = []
     for i, channel in enumerate(p.inputs):

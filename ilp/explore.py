@@ -9,7 +9,7 @@ from dataclasses import replace
 from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
 from ming_py.errors import MingError
-from ming_py.kernel import KernelSpec
+from ming_py.process_spec import ProcessSpec
 from ming_py.limits import check_fifo_bits
 from ming_py.line_buffers.fifo import DEFAULT_PIXELS, FifoPlan, fifo_memory, reservation_plan
 from ming_py.options import BuildOptions, target_board
@@ -153,7 +153,7 @@ def _fifo_totals(bits: dict[str, int]) -> dict[str, int]:
             "fifo_lut": sum(m[1] for m in memory)}
 
 
-def schedule_specs(graph: StreamGraph, solution: Solution) -> dict[str, KernelSpec]:
+def schedule_specs(graph: StreamGraph, solution: Solution) -> dict[str, ProcessSpec]:
     """Each process's loop spec under the chosen schedule."""
     return {p.name: choice_spec(graph, p, solution.choices[p.name]) for p in graph.processes}
 

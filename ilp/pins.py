@@ -20,7 +20,7 @@ from ming_py.dataflow import StreamGraph, divisors
 from ming_py.epilogues import rule_of
 from ming_py.errors import MingError
 from ming_py.contract.ming_json import check_digits, json_document
-from ming_py.kernel import kernel_spec
+from ming_py.process_spec import process_spec
 from ming_py.kinds import kind_of, trip_counts
 from ming_py.storage import WEIGHT_MEMORIES, plan_arrays
 
@@ -325,5 +325,5 @@ def _check_line_buffer(graph: StreamGraph, process, key: str, memory: str) -> No
 def line_buffer_memory(graph: StreamGraph, process, unroll: tuple, lanes_in: tuple, lanes_out: tuple,
                        asked: str) -> str:
     """Where a schedule's line buffer sits when `asked` for: there, or LUTRAM or registers where it is small."""
-    spec = kernel_spec(graph, process, unroll, lanes_in, lanes_out)
+    spec = process_spec(graph, process, unroll, lanes_in, lanes_out)
     return plan_arrays(spec, process.epilogue, asked)["line_buffer"].memory

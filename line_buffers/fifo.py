@@ -4,7 +4,7 @@ Where a `split` feeds branches that meet again (a residual Add, a Concat), the b
 buffers delivers a token to the join only after the split has produced many; all that time the split
 keeps writing the short branch, whose FIFO must hold those tokens or the split blocks, the long branch
 starves and the join waits forever. How many it must hold is read off the loops the processes run, the
-loop description (`ming_py.kernel.loop_of`) the emitted C++, the cost model and `ming simulate` share:
+loop description (`ming_py.process_spec.loop_of`) the emitted C++, the cost model and `ming simulate` share:
 in which iteration a loop reads every input token and writes every output token. From it, for every
 token a process writes, the input tokens it has read by then; composed along a branch, the tokens of
 the split's output that a channel needs before it can carry n tokens (`Dependences.need`). For every
@@ -37,16 +37,16 @@ from functools import cached_property
 import numpy as np
 
 from ming_py.dataflow import Channel, StreamGraph
-from ming_py.kernel import KernelSpec, Loop, depth_bound, kernel_spec, loop_of
+from ming_py.process_spec import ProcessSpec, Loop, depth_bound, process_spec, loop_of
 
 MIN_DEPTH = 2
 DEFAULT_PIXELS = 2  # pixels every FIFO holds at least, so bursts overlap
 SLACK_PIXELS = 1  # the pixel a join holds while waiting for its other input
 
 
-def unit_specs(graph: StreamGraph) -> dict[str, KernelSpec]:
+def unit_specs(graph: StreamGraph) -> dict[str, ProcessSpec]:
     """Every process on the one-lane schedule (no unrolling; always valid): a token is one value."""
-    return {p.name: kernel_spec(graph, p, (), (1,) * len(p.inputs), (1,) * len(p.outputs)) for p in graph.processes}
+    return {p.name: process_spec(graph, p, (), (1,) * len(p.inputs), (1,) * len(p.outputs)) for p in graph.processes}
 
 
 def token_iterations(loop: Loop, side: str, index: int) -> np.ndarray:
@@ -66,7 +66,7 @@ def token_iterations(loop: Loop, side: str, index: int) -> np.ndarray:
 class Dependences:
     """Token counts of a stream graph under a schedule (`specs`, one per process)."""
 
-    def __init__(self, graph: StreamGraph, specs: dict[str, KernelSpec]):
+    def __init__(self, graph: StreamGraph, specs: dict[str, ProcessSpec]):
         self.graph = graph
         self.specs = specs
         self._producers = {c: p for p in graph.processes for c in p.outputs}
@@ -270,7 +270,7 @@ def _branch_heads(graph: StreamGraph, split: str, channel_name: str, processes: 
 class FifoPlan:
     """The FIFO depths of a stream graph under a schedule (`specs`) and pipeline depths (`latency`)."""
 
-    def __init__(self, graph: StreamGraph, specs: dict[str, KernelSpec], latency: dict[str, int]):
+    def __init__(self, graph: StreamGraph, specs: dict[str, ProcessSpec], latency: dict[str, int]):
         self.graph = graph
         self.deps = Dependences(graph, specs)
         self.required = required_tokens(self.deps)

@@ -17,7 +17,7 @@ from .ir import FixedPointMul, FixedPointRequant, Graph
 from .progress import Progress
 from .options import BuildOptions, check_design, check_model
 from .output import check_output, output_lock, replace_tree, write_tree
-from .kernel import validate_schedule
+from .process_spec import validate_schedule
 from .simulate import simulate_schedule
 from . import steps
 from .steps import Design, Streamed, emit, save, stream

@@ -418,11 +418,11 @@ def _analyze(args) -> None:
     if args.json:
         print(json.dumps([r.as_dict() for r in reports], indent=2))
         return
-    header = ("kernel", "op", "kind", "stride", "dilation", "P", "R", "O", "W", "in", "out", "MACs")
+    header = ("kernel", "op", "class", "stride", "dilation", "P", "R", "O", "W", "in", "out", "MACs")
     rows = [header]
     for r in reports:
         d = r.as_dict()
-        rows.append((d["name"], d["op"], d["kind"], _fmt(d["stride"]), _fmt(d["dilation"]), _fmt(d["P"]),
+        rows.append((d["name"], d["op"], d["class"], _fmt(d["stride"]), _fmt(d["dilation"]), _fmt(d["P"]),
                      _fmt(d["R"]), "; ".join(d["O"]) or "-", _fmt(d["W"]), "x".join(map(str, d["in_shape"])),
                      "x".join(map(str, d["out_shape"])), f"{d['macs']:,}"))
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]

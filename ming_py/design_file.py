@@ -21,7 +21,7 @@ from .dataflow import Schedule, StreamGraph
 from .errors import MingError
 from .ilp.cost import Cost
 from .contract.ming_json import read_json, read_regular
-from .kernel import validate_schedule
+from .process_spec import validate_schedule
 from .limits import MAX_FIFO_BITS, MAX_MAP_VALUES, MAX_NODES, MAX_STREAMED_VALUES, MAX_WEIGHT_BYTES
 
 FORMAT = "ming-design"

@@ -1,5 +1,5 @@
 """A process's pipelined loop as data: its positions in order, where each position reads and writes its
-tokens, and the loop's pipeline depth (`ming_py.kernel` says how every process kind builds its loop).
+tokens, and the loop's pipeline depth (`ming_py.process_spec` says how every process kind builds its loop).
 
 The emitted C++ runs this loop, `ilp/cost.py` charges it and `ming simulate` steps through it."""
 

@@ -27,7 +27,7 @@ class KernelReport:
     def as_dict(self) -> dict:
         c = self.classification
         return {
-            "name": self.kernel.name, "source": self.kernel.source, "op": self.kernel.op, "kind": c.kind,
+            "name": self.kernel.name, "source": self.kernel.source, "op": self.kernel.op, "class": c.kernel_class,
             "stride": list(c.stride), "dilation": list(c.dilation),
             "P": list(c.parallel_dims), "R": list(c.reduction_dims), "O": list(c.original_exprs),
             "W": list(c.window_dims), "G": list(c.group_dims), "in_shape": list(self.in_shape),

@@ -1,6 +1,6 @@
 """Cycle-level (token-level) simulation of a built design, from its report.json alone.
 
-Every process runs the loop `ming_py.kernel` describes (`spec_from_report`, `loop_of`): one
+Every process runs the loop `ming_py.process_spec` describes (`spec_from_report`, `loop_of`): one
 flattened loop pipelined at II=1, whose iterations read and write tokens at fixed offsets of each
 position, with a pipeline depth. The accelerator's ports are loops of the same kind with depth
 ``PIPELINE_DEPTH``: the input port (the top function's ``ming::unpack_axis``) writes a token in
@@ -62,7 +62,7 @@ import numpy as np
 from .adapters import AXIS_VALUES_PER_WORD, PIPELINE_DEPTH, record_loop, unpack_loop
 from .errors import MingError
 from .dataflow import Schedule, StreamGraph
-from .kernel import loop_of, schedule_spec, spec_from_report
+from .process_spec import loop_of, schedule_spec, spec_from_report
 from .loops import Loop, Position
 from .simulate_report import KINDS, MALFORMED, malformed_reason, read_report
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from .dataflow import Window
 from .errors import MingError
 from .contract.ming_json import read_json
-from .kernel import loop_of, spec_from_report
+from .process_spec import loop_of, spec_from_report
 from .kinds import WINDOW_GEOMETRY_KINDS, registered
 
 KINDS = tuple(registered())

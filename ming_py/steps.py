@@ -93,7 +93,7 @@ def save(streamed: Streamed, board: Board, schedule: Schedule | None = None, sol
     estimates = None if solution is None else \
         Estimates(solution.costs, solution.totals, schedule_fingerprint(schedule), board.name)
     return SavedDesign(stream_graph, schedule, board.name, board.clock_mhz, estimates,
-                       {k.name: classify(k).kind for k in graph.kernels()},
+                       {k.name: classify(k).kernel_class for k in graph.kernels()},
                        {name: VerificationImage(*image_record(graph, stream_graph, make(graph)))
                         for name, (_, make) in IMAGES.items()},
                        None if model is None else ModelFile.of(model))

@@ -2,7 +2,7 @@
 
 Each array's plan gives the emitted pragmas (ARRAY_PARTITION / ARRAY_RESHAPE per dimension,
 BIND_STORAGE) and, from the same numbers, its BRAM18K / URAM / LUT / FF cost in `ilp/cost.py`.
-The layouts serve the loops of `ming_py.kernel` at II=1 with at most one read and one write per
+The layouts serve the loops of `ming_py.process_spec` at II=1 with at most one read and one write per
 bank and iteration (simple dual-port RAMs, single-port ROMs; `ming csim --check-ports` runs the
 code and counts):
 
@@ -19,13 +19,13 @@ from dataclasses import replace
 
 from .array_layout import ArrayPlan
 from .epilogues import rule_of
-from .kinds import KernelSpec
+from .kinds import ProcessSpec
 
 
 WEIGHT_MEMORIES = ("bram", "lutram", "uram")  # "bram": where its size puts a ROM (LUTRAM when small, else BRAM)
 
 
-def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram",
+def plan_arrays(spec: ProcessSpec, epilogue=None, line_buffer_memory: str = "bram",
                 weight_memory: str = "bram") -> dict[str, ArrayPlan]:
     """The arrays of a process by role, in declaration order: its kind's, with its epilogue's constants, the
     weights moved to `weight_memory` where it is "lutram" (a ROM the bitstream initializes) or "uram" (loaded
@@ -37,6 +37,6 @@ def plan_arrays(spec: KernelSpec, epilogue=None, line_buffer_memory: str = "bram
     return arrays
 
 
-def epilogue_arrays(spec: KernelSpec, epilogue) -> dict[str, ArrayPlan]:
+def epilogue_arrays(spec: ProcessSpec, epilogue) -> dict[str, ArrayPlan]:
     """The constant ROMs of a process's epilogue (`ming_py.epilogues`)."""
     return rule_of(epilogue).arrays(epilogue, spec)

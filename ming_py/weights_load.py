@@ -121,7 +121,7 @@ def is_loaded(schedule, process) -> bool:
 
 def loaded_rows(graph, schedule) -> dict[str, np.ndarray]:
     """The weight rows ([fold step][lane], `ProcessKind.weight_rows`) of every loaded process, in graph order."""
-    from .kernel import schedule_spec
+    from .process_spec import schedule_spec
 
     rows = {}
     for p in graph.processes:

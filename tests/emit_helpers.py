@@ -14,7 +14,7 @@ from ming_py.output import write_tree
 from ming_py.csim import run_csim
 from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph, divisors
 from ming_py.epilogues import rule_of
-from ming_py.kernel import kernel_spec
+from ming_py.process_spec import process_spec
 from ming_py.kinds import kind_of, trip_counts
 from ming_py.kinds.base import shared_requantizers
 from ming_py.line_buffers import build_stream_graph
@@ -78,7 +78,7 @@ def random_schedule(stream_graph: StreamGraph, rng: random.Random, max_factor: i
         unroll = tuple((loop, tied[loop] if loop in tied else rng.choice([d for d in divisors(trip) if d <= max_factor]))
                        for loop, trip in trips.items())
         multipliers = rng.choice(kind_of(p.kind).multiplier_choices(dict(unroll)))
-        spec = kernel_spec(stream_graph, p, unroll, [lanes[c] for c in p.inputs], [lanes[c] for c in p.outputs])
+        spec = process_spec(stream_graph, p, unroll, [lanes[c] for c in p.inputs], [lanes[c] for c in p.outputs])
         shared = shared_requantizers(spec) if rule_of(p.epilogue).datapath(p.epilogue) is not None else ()
         processes[p.name] = ProcessSchedule(unroll, multipliers=multipliers, requantizers=rng.choice((0,) + shared))
     depths = {name: rng.choice([1, 2, 3, 16]) for name in stream_graph.channels}

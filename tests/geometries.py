@@ -840,7 +840,7 @@ def _longest_drain(stream_graph, schedule):
 
     from ming_py.dataflow import Schedule
     from ming_py.epilogues import rule_of
-    from ming_py.kernel import kernel_spec
+    from ming_py.process_spec import process_spec
     from ming_py.kinds.base import shared_requantizers
 
     processes = {}
@@ -852,7 +852,7 @@ def _longest_drain(stream_graph, schedule):
         lanes_out = [schedule.lanes_of(c) for c in p.outputs]
         shared = ()
         if rule_of(p.epilogue).datapath(p.epilogue) is not None:
-            shared = shared_requantizers(kernel_spec(stream_graph, p, unroll, lanes_in, lanes_out))
+            shared = shared_requantizers(process_spec(stream_graph, p, unroll, lanes_in, lanes_out))
         processes[p.name] = replace(current, unroll=unroll, requantizers=shared[0] if shared else 0)
     return Schedule(processes, schedule.lanes, schedule.depths)
 
@@ -871,7 +871,7 @@ def random_design(graph, case: Case):
     from ming_py.boards import load_board
     from ming_py.build import design
     from ming_py.dataflow import Schedule
-    from ming_py.kernel import schedule_spec
+    from ming_py.process_spec import schedule_spec
     from ming_py.kinds import kind_of
     from ming_py.line_buffers import build_stream_graph
     from ming_py.storage import plan_arrays
@@ -948,7 +948,7 @@ def _sized_fifos(stream_graph, schedule):
     """`schedule` with the FIFO depths ming sizes for it (`FifoPlan`) where branches meet: a shallower FIFO
     there may deadlock the design, in the C-simulation as in hardware."""
     from ming_py.dataflow import Schedule
-    from ming_py.kernel import schedule_spec
+    from ming_py.process_spec import schedule_spec
     from ming_py.line_buffers.fifo import FifoPlan
 
     if not _has_joins(stream_graph):

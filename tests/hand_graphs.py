@@ -93,7 +93,7 @@ def assert_traced_loop(graph: Graph, lanes: int, out: Path, iterations: int, exc
     from ming_py.build import design
     from ming_py.csim import CHECK_PORTS_FLAGS, CXX_FLAGS
     from ming_py.emit.identifiers import cpp_names
-    from ming_py.kernel import loop_of, schedule_spec
+    from ming_py.process_spec import loop_of, schedule_spec
     from ming_py.kinds.base import control_counters
     from ming_py.line_buffers import build_stream_graph
     from ming_py.output import write_tree
@@ -151,7 +151,7 @@ def assert_concurrent_csim_with_sized_fifos(graph: Graph, out: Path, lanes: int 
     """One thread per process over FIFOs of the depths ming sizes (`FifoPlan`): no deadlock, and the values of
     `ming reference`."""
     from ming_py import reference
-    from ming_py.kernel import schedule_spec
+    from ming_py.process_spec import schedule_spec
     from ming_py.line_buffers import build_stream_graph
     from ming_py.line_buffers.fifo import FifoPlan
 

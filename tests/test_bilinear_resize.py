@@ -34,7 +34,7 @@ from ming_py.dataflow import Schedule
 from ming_py.errors import MingError
 from ming_py.frontends.tflite_fold import bilinear_tables
 from ming_py.ir import BilinearResize, Concat, Graph, TensorInfo
-from ming_py.kernel import kernel_spec, loop_of, schedule_spec
+from ming_py.process_spec import process_spec, loop_of, schedule_spec
 from ming_py.kinds.base import control_counters
 from ming_py.line_buffers import build_stream_graph
 from ming_py.line_buffers.fifo import FifoPlan
@@ -107,7 +107,7 @@ def decoder_join(c: int, h: int, w: int, factor: int) -> Graph:
 def resize_spec(c, h, w, out_h, out_w, lanes, align_corners=False, tables=None):
     graph = build_stream_graph(alone(c, h, w, out_h, out_w, align_corners, tables))
     (process,) = graph.processes
-    return kernel_spec(graph, process, (), (lanes,), (lanes,))
+    return process_spec(graph, process, (), (lanes,), (lanes,))
 
 
 # ---------------------------------------------------------------------------
@@ -159,7 +159,7 @@ def test_report_json_carries_the_tables_so_ming_simulate_rebuilds_the_loop():
 
     from ming_py.boards import load_board
     from ming_py.build import design
-    from ming_py.kernel import spec_from_report
+    from ming_py.process_spec import spec_from_report
 
     graph = alone(2, 3, 4, 7, 5, align_corners=True)
     schedule = Schedule(lanes={name: 2 for name in build_stream_graph(graph).channels})
@@ -371,7 +371,7 @@ def test_the_cost_model_charges_the_datapath_per_lane_buffers_and_counters(lanes
     parts = {(resource, name): amount for resource, name, amount in cost.parts}
     assert parts[("dsp", "logic")] == cost.dsp == LANE_DSP * lanes
     assert parts[("lut", "logic")] == pytest.approx(HLS_LUT_OVERHEAD * LANE_LUT * lanes)
-    spec = kernel_spec(graph, process, (), (lanes,), (lanes,))
+    spec = process_spec(graph, process, (), (lanes,), (lanes,))
     bram, uram, lut, _ = memory_cost(plan_arrays(spec))
     assert (parts.get(("bram18k", "memory"), 0), parts.get(("lut", "memory"), 0)) == (bram, lut) and cost.uram == 0
     loop = loop_of(spec)

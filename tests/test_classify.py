@@ -42,7 +42,7 @@ def test_conv_is_sliding_window_with_stride_and_dilation(stride, dilation):
     k = conv2d(stride=stride, dilation=dilation)
     assert detect_sliding_window(k) == (True, stride[0], dilation[0])
     c = classify(k)
-    assert c.kind == "sliding_window"
+    assert c.kernel_class == "sliding_window"
     assert c.stride == stride and c.dilation == dilation
 
 
@@ -61,7 +61,7 @@ def test_depthwise_conv_channel_is_parallel_in_input():
     inp = amap(n, 2, expr(n, (0, 1), (3, 2)), expr(n, (1, 1), (4, 2)))
     k = kernel([P, P, P, R, R], [inp, amap(n, 2, 3, 4)], amap(n, 2, 0, 1))
     c = classify(k)
-    assert c.kind == "sliding_window"
+    assert c.kernel_class == "sliding_window"
     assert c.dilation == (2, 2) and c.stride == (1, 1)
     assert c.parallel_dims == (2,) and c.window_dims == (0, 1)
 
@@ -70,7 +70,7 @@ def test_depthwise_conv_channel_is_parallel_in_input():
 def test_rectangular_kernel_10x4():
     k = conv2d()
     k = Kernel("k", "k", (8, 7, 5, 3, 10, 4), k.iterators, k.inputs, k.output, k.payload, 0)
-    assert classify(k).kind == "sliding_window"
+    assert classify(k).kernel_class == "sliding_window"
 
 
 @pytest.mark.unit
@@ -78,7 +78,7 @@ def test_pooling_with_window_operand_is_sliding():
     n = 5  # (c, oh, ow, kh, kw); the second operand only carries the window shape
     inp = amap(n, 0, expr(n, (1, 2), (3, 1)), expr(n, (2, 2), (4, 1)))
     k = kernel([P, P, P, R, R], [inp], amap(n, 0, 1, 2))
-    assert classify(k).kind == "sliding_window"
+    assert classify(k).kernel_class == "sliding_window"
     assert classify(k).stride == (2, 2)
 
 
@@ -86,9 +86,9 @@ def test_pooling_with_window_operand_is_sliding():
 def test_gemm_and_pointwise_conv_are_regular_reductions():
     gemm = kernel([P, R], [amap(2, 1), amap(2, 0, 1)], amap(2, 0))
     assert detect_sliding_window(gemm) == (False, 0, 0)
-    assert classify(gemm).kind == "reduction"
+    assert classify(gemm).kernel_class == "reduction"
     pointwise = kernel([P, P, P, R], [amap(4, 3, 1, 2), amap(4, 0, 3)], amap(4, 0, 1, 2))
-    assert classify(pointwise).kind == "reduction"
+    assert classify(pointwise).kernel_class == "reduction"
 
 
 @pytest.mark.unit
@@ -96,7 +96,7 @@ def test_strided_pointwise_conv_is_reduction_with_stride():
     n = 4
     inp = amap(n, 3, expr(n, (1, 2)), expr(n, (2, 2)))
     c = classify(kernel([P, P, P, R], [inp, amap(n, 0, 3)], amap(n, 0, 1, 2)))
-    assert c.kind == "reduction"
+    assert c.kernel_class == "reduction"
     assert c.stride == (2, 2)
 
 
@@ -104,7 +104,7 @@ def test_strided_pointwise_conv_is_reduction_with_stride():
 def test_global_pooling_is_reduction():
     k = kernel([P, R, R], [amap(3, 0, 1, 2)], amap(3, 0))
     c = classify(k)
-    assert c.kind == "reduction"
+    assert c.kernel_class == "reduction"
     assert c.parallel_dims == (0,) and c.reduction_dims == (1, 2)
 
 
@@ -112,13 +112,13 @@ def test_global_pooling_is_reduction():
 def test_elementwise_is_parallel():
     k = kernel([P, P, P], [amap(3, 0, 1, 2), amap(3, 0, 1, 2)], amap(3, 0, 1, 2))
     assert detect_sliding_window(k) == (False, 0, 0)
-    assert classify(k).kind == "parallel"
+    assert classify(k).kernel_class == "parallel"
 
 
 @pytest.mark.unit
 def test_sum_of_two_parallel_dims_is_not_a_window():
     k = kernel([P, P, R], [amap(3, expr(3, (0, 1), (1, 1)), 2)], amap(3, 0, 1))
-    assert classify(k).kind == "reduction"
+    assert classify(k).kernel_class == "reduction"
 
 
 # ---- on models lifted through IREE --------------------------------------------------------------
@@ -143,14 +143,14 @@ EXPECTED = {
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_lifted_model_kinds(lifted, name):
-    kinds = [classify(k).kind for k in lifted(name).kernels()]
+    kinds = [classify(k).kernel_class for k in lifted(name).kernels()]
     assert kinds == EXPECTED[name]
 
 
 def test_lifted_strides_and_dilations(lifted):
     (conv,) = lifted("conv5x5_s2_d2").kernels()
     c = classify(conv)
-    assert (c.kind, c.stride, c.dilation) == ("sliding_window", (2, 2), (2, 2))
+    assert (c.kernel_class, c.stride, c.dilation) == ("sliding_window", (2, 2), (2, 2))
     (rect,) = lifted("conv10x4_rect").kernels()
     assert rect.dims[-2:] == (10, 4)
 

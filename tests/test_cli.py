@@ -35,10 +35,10 @@ def test_analyze_json_lists_every_kernel(quantized):
     rows = json.loads(result.stdout)
     assert [r["name"] for r in rows] == ["conv1", "pool1", "conv2", "pool2", "fc1", "fc2"]
     for row in rows:
-        assert {"name", "kind", "stride", "dilation", "macs", "out_shape"} <= row.keys()
-        assert row["kind"] in ("parallel", "reduction", "sliding_window")
+        assert {"name", "class", "stride", "dilation", "macs", "out_shape"} <= row.keys()
+        assert row["class"] in ("parallel", "reduction", "sliding_window")
     conv1 = rows[0]
-    assert conv1["kind"] == "sliding_window" and conv1["macs"] > 0 and conv1["stride"] == [1, 1]
+    assert conv1["class"] == "sliding_window" and conv1["macs"] > 0 and conv1["stride"] == [1, 1]
     assert rows[1]["macs"] == 0 and rows[1]["stride"] == [2, 2]
 
 

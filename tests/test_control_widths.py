@@ -1,6 +1,6 @@
 """Every pipelined loop of every emitted process keeps its registers at the width of their range and the
 logic between them one add, one compare, one boolean combination and one select deep, and moves each
-token at the iteration its loop description (ming_py/kernel.py) says.
+token at the iteration its loop description (ming_py/process_spec.py) says.
 
 What is carried from one iteration of a pipelined loop to the next (the loop's counter, and every
 variable declared before the loop and assigned in it) is a register plus the logic computing its next
@@ -40,7 +40,7 @@ from ming_py.boards import load_board
 from ming_py.build import design
 from ming_py.csim import CHECK_PORTS_FLAGS, CXX_FLAGS
 from ming_py.emit.identifiers import cpp_names
-from ming_py.kernel import loop_of, schedule_spec
+from ming_py.process_spec import loop_of, schedule_spec
 from ming_py.kinds.base import control_counters
 from ming_py.output import write_tree
 from ming_py.pipeline import lift

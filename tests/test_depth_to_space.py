@@ -30,7 +30,7 @@ from ming_py.array_layout import memory_cost
 from ming_py.dataflow import Schedule
 from ming_py.errors import MingError
 from ming_py.ir import Concat, DepthToSpace, Graph, TensorInfo
-from ming_py.kernel import kernel_spec, loop_of, schedule_spec
+from ming_py.process_spec import process_spec, loop_of, schedule_spec
 from ming_py.kinds.base import control_counters
 from ming_py.line_buffers import build_stream_graph
 from ming_py.line_buffers.fifo import FifoPlan
@@ -76,7 +76,7 @@ def decoder_join(c: int, h: int, w: int, block: int) -> Graph:
 def d2s_spec(c: int, h: int, w: int, block: int, lanes: int):
     graph = build_stream_graph(alone(c, h, w, block))
     (process,) = graph.processes
-    return kernel_spec(graph, process, (), (lanes,), (lanes,))
+    return process_spec(graph, process, (), (lanes,), (lanes,))
 
 
 # ---------------------------------------------------------------------------
@@ -200,7 +200,7 @@ def test_the_cost_model_charges_the_row_buffer_and_counters():
     parts = {(resource, name): amount for resource, name, amount in cost.parts}
     assert parts[("bram18k", "memory")] == cost.bram18k == 2
     assert ("lut", "memory") not in parts and cost.dsp == cost.uram == 0
-    loop = loop_of(kernel_spec(graph, process, (), (8,), (8,)))
+    loop = loop_of(process_spec(graph, process, (), (8,), (8,)))
     assert loop.iterations == 4 * 64 * 2 * 3 * 2
     counters = (loop.iterations, 1, 1, 63)  # the loop counter, t, dx, the input pixel in its row
     assert parts[("lut", "control")] == pytest.approx(

@@ -30,7 +30,7 @@ from ming_py.dataflow import Window
 from ming_py.errors import MingError
 from ming_py.ilp.pins import MAX_SETTINGS_BYTES, parse_assignments
 from ming_py.ir import Graph, Reshape, TensorInfo
-from ming_py.kernel import KernelSpec, Loop, loop_of
+from ming_py.process_spec import ProcessSpec, Loop, loop_of
 from ming_py.kinds import window as window_kind
 from ming_py.kinds.window import position_kinds, window_emits
 from ming_py.loops import Access, Position
@@ -146,7 +146,7 @@ def test_window_loops_are_unchanged(monkeypatch_free_case, channels_in, channels
     c_out = channels_in if kind in ("maxpool", "depthwise", "avgpool") else channels_out
     w = Window(channels_in, w.in_height, w.in_width, c_out, w.out_height, w.out_width, w.kernel, w.stride,
                w.dilation, w.pads)
-    spec = KernelSpec(kind, ((channels_in, w.in_height, w.in_width),), ((c_out, w.out_height, w.out_width),),
+    spec = ProcessSpec(kind, ((channels_in, w.in_height, w.in_width),), ((c_out, w.out_height, w.out_width),),
                       (), (1,), (1,), w)
     loop = loop_of(spec)
     saved = window_kind.position_kinds
@@ -434,7 +434,7 @@ def _paths_diverging(graph):
 
 @pytest.mark.parametrize("model", ["residual_chain", "two_residual_stages", "concat_branches", "add_conv_branches"])
 def test_branches_and_latencies_are_unchanged(model, quantized, tmp_path):
-    from ming_py.kernel import depth_bound
+    from ming_py.process_spec import depth_bound
     from ming_py.line_buffers import fifo
     from ming_py.line_buffers.streaming import build_stream_graph
     from ming_py.pipeline import lift

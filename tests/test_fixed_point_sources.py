@@ -25,7 +25,7 @@ from ming_py.epilogues import lane_cost, lane_datapath
 from ming_py.epilogues.base import FIXED_POINT, FIXED_POINT_FROM_ROMS, LANE_PRIMITIVES
 from ming_py.ilp.cost import HLS_LUT_OVERHEAD, Choice, process_cost
 from ming_py.ir import FixedPointAdd, FixedPointAverage, FixedPointMul, FixedPointRequant
-from ming_py.kernel import kernel_spec
+from ming_py.process_spec import process_spec
 from ming_py.storage import plan_arrays
 from test_primitives import needs_iverilog, simulate
 
@@ -133,7 +133,7 @@ def test_the_cost_model_charges_the_datapath_the_cpp_computes(label, make, loops
     graph = make()
     p = graph.processes[0]
     choice = choice_of(graph, loops)
-    spec = kernel_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out)
+    spec = process_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out)
     assert lane_datapath(p.epilogue, plan_arrays(spec, p.epilogue)) == expected
 
     cost = process_cost(graph, p, choice)
@@ -157,7 +157,7 @@ def test_the_proved_narrow_datapath_is_neither():
     graph = conv_graph(mac_requant([3.1e-3, 4.7e-3, 2.2e-3, 3.9e-3], narrow=True))
     p = graph.processes[0]
     choice = choice_of(graph, ("oc", "ic"))
-    spec = kernel_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out)
+    spec = process_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out)
     assert lane_datapath(p.epilogue, plan_arrays(spec, p.epilogue)) == "narrow"
 
 

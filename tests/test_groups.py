@@ -25,7 +25,7 @@ from ming_py.classify import classify
 from ming_py.dataflow import Schedule
 from ming_py.ilp import Budget, Choice, process_cost, solve
 from ming_py.ilp.candidates import candidates
-from ming_py.kernel import kernel_spec, loop_of
+from ming_py.process_spec import process_spec, loop_of
 from ming_py.kinds import kind_of
 from ming_py.parity import onnxruntime_outputs
 from ming_py.storage import plan_arrays
@@ -180,7 +180,7 @@ def test_grouped_conv_keeps_its_group_loop(graph_of):
     kernel, = graph.kernels()
     assert kernel.op == "conv" and kernel.dims[:2] == (2, 4)  # 2 groups of 4 output channels
     c = classify(kernel)
-    assert c.kind == "sliding_window" and c.group_dims == (0,) and c.stride == (1, 1)
+    assert c.kernel_class == "sliding_window" and c.group_dims == (0,) and c.stride == (1, 1)
     process, = stream_graph_of(graph).processes
     assert (process.kind, process.window.groups, process.weights.shape) == ("conv", 2, (8, 4, 9))
     assert [e.single_dim() for e in kernel.inputs[0].map.results[:2]] == [0, 4]  # group, channel in the group
@@ -225,7 +225,7 @@ def test_candidates_tile_inside_a_group_or_whole_groups(graph_of):
         g, oc, ic = choice.factor("g"), choice.factor("oc"), choice.factor("ic")
         assert g == 1 or (oc, ic) == (8, 4)
         assert (choice.lanes_in, choice.lanes_out) == ((g * ic,), (g * oc,))
-    spec = kernel_spec(graph, c1, (("g", 2), ("oc", 8), ("ic", 4), ("k", 9)), (8,), (16,))
+    spec = process_spec(graph, c1, (("g", 2), ("oc", 8), ("ic", 4), ("k", 9)), (8,), (16,))
     assert spec.fold == 1 and spec.macs == 576  # every MAC of an output position in one iteration
 
 
@@ -245,7 +245,7 @@ def test_permute_costs_what_its_loop_runs(graph_of):
     graph = stream_graph_of(graph_of("shuffle_kept"))
     permute = next(p for p in graph.processes if p.kind == "permute")
     for lanes in (1, 2, 4, 8):
-        spec = kernel_spec(graph, permute, (), (lanes,), (lanes,))
+        spec = process_spec(graph, permute, (), (lanes,), (lanes,))
         loop = loop_of(spec)
         assert loop.iterations == (64 + 1) * (8 // lanes)
         cost = process_cost(graph, permute, Choice((), (lanes,), (lanes,)))

@@ -22,7 +22,7 @@ from ming_py.ilp.explore import explore
 from ming_py.line_buffers import build_stream_graph
 from ming_py.output import write_tree
 from ming_py.csim import run_csim
-from ming_py.kernel import validate_schedule
+from ming_py.process_spec import validate_schedule
 from ming_py.ilp import Budget, Choice, process_cost, solve
 from ming_py.ilp.candidates import smallest_design
 from ming_py.ilp.pins import Pins

@@ -9,7 +9,7 @@ import pytest
 
 from ming_py.dataflow import Channel, Process, StreamGraph, Port, Window
 from ming_py.emit.environment import TEMPLATES
-from ming_py.kernel import kernel_spec, loop_of
+from ming_py.process_spec import process_spec, loop_of
 from ming_py.kinds import ASPECTS, registered, trip_counts
 from ming_py.kinds.base import ProcessKind, register
 from ming_py.kinds.bilinear import BilinearTables
@@ -111,7 +111,7 @@ def test_each_kinds_loop_moves_every_token_once(name):
             schedules.append((tuple(widest.items()), lanes_in, lanes_out))
     assert len(schedules) > 1, "no lane option for the widest unroll"
     for unroll, lanes_in, lanes_out in schedules:
-        spec = kernel_spec(graph, process, unroll, lanes_in, lanes_out)
+        spec = process_spec(graph, process, unroll, lanes_in, lanes_out)
         loop = loop_of(spec)
         for side, channels, lanes in (("reads", ins, lanes_in), ("writes", outs, lanes_out)):
             for index, (channel, width) in enumerate(zip(channels, lanes)):

@@ -28,7 +28,7 @@ from ming_py.csim import run_csim
 from ming_py.emit.identifiers import cpp_names
 from ming_py.emit.layouts import missing_layouts
 from ming_py.errors import MingError
-from ming_py.kernel import schedule_spec
+from ming_py.process_spec import schedule_spec
 from ming_py.output import write_tree
 from ming_py.line_buffers import build_stream_graph
 from ming_py.pipeline import lift

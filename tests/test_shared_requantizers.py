@@ -16,7 +16,7 @@ import zoo
 from emit_helpers import csim, random_schedule, stream_graph_of
 from ming_py import reference
 from ming_py.epilogues import rule_of
-from ming_py.kernel import loop_of, schedule_spec
+from ming_py.process_spec import loop_of, schedule_spec
 from ming_py.kinds.base import shared_requantizers
 from ming_py.line_buffers import fifo
 from ming_py.simulate import _program

@@ -1,4 +1,4 @@
-"""Cycle-level simulation of built designs (ming_py.simulate): the loops of ming_py.kernel with blocking FIFOs."""
+"""Cycle-level simulation of built designs (ming_py.simulate): the loops of ming_py.process_spec with blocking FIFOs."""
 
 from __future__ import annotations
 

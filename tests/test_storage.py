@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ming_py.dataflow import Window
-from ming_py.kernel import KernelSpec
+from ming_py.process_spec import ProcessSpec
 from ming_py.array_layout import ArrayPlan, Dim
 from ming_py.kinds.window import line_buffer_rows
 from ming_py.storage import plan_arrays
@@ -14,7 +14,7 @@ from ming_py.storage import plan_arrays
 
 def conv(unroll_oc=1, unroll_ic=1, unroll_k=1, width=16, channels=8, kernel=(3, 3), pads=(1, 1, 1, 1), dilation=(1, 1)):
     window = Window(channels, 16, width, 16, 16, width, kernel=kernel, pads=pads, dilation=dilation)
-    return KernelSpec("conv", ((channels, 16, width),), ((16, 16, width),),
+    return ProcessSpec("conv", ((channels, 16, width),), ((16, 16, width),),
                       (("oc", unroll_oc), ("ic", unroll_ic), ("k", unroll_k)), (unroll_ic,), (unroll_oc,), window)
 
 
@@ -41,7 +41,7 @@ def test_one_lane_keeps_one_int8_word():
 
 
 def test_a_dense_k_tile_is_its_input_token():
-    spec = KernelSpec("dense", ((16, 2, 2),), ((10, 1, 1),), (("n", 10), ("k", 8)), (16,), (10,))
+    spec = ProcessSpec("dense", ((16, 2, 2),), ((10, 1, 1),), (("n", 10), ("k", 8)), (16,), (10,))
     with pytest.raises(ValueError, match="run time"):
         spec.check()
 

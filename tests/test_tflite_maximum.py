@@ -200,7 +200,7 @@ def test_a_compare_lane_costs_its_synthesized_compare_and_select(kind, primitive
     no DSP, no memory; one token in from each map and one out per iteration."""
     from ming_py.dataflow import Channel, Port, Process, StreamGraph
     from ming_py.ilp.cost import HLS_LUT_OVERHEAD, Choice, process_cost
-    from ming_py.kernel import kernel_spec, loop_of
+    from ming_py.process_spec import process_spec, loop_of
 
     entry = primitives.primitive(primitive)
     assert (entry["lut"], entry["dsp"], entry["levels"]) == (14, 0, 2)
@@ -215,5 +215,5 @@ def test_a_compare_lane_costs_its_synthesized_compare_and_select(kind, primitive
         parts = {(resource, name): amount for resource, name, amount in cost.parts}
         assert parts[("lut", "logic")] == pytest.approx(HLS_LUT_OVERHEAD * lanes * primitives.lut(primitive))
         assert cost.dsp == cost.bram18k == cost.uram == 0
-        loop = loop_of(kernel_spec(graph, process, (), (lanes, lanes), (lanes,)))
+        loop = loop_of(process_spec(graph, process, (), (lanes, lanes), (lanes,)))
         assert loop.iterations == 3 * 5 * 8 // lanes

@@ -22,7 +22,7 @@ from ming_py.boards import load_board
 from ming_py.dataflow import Channel, Port, Process, StreamGraph, Window
 from ming_py.ilp import Budget, Choice, process_cost, solve
 from ming_py.ir import AccRequant
-from ming_py.kernel import kernel_spec, loop_of
+from ming_py.process_spec import process_spec, loop_of
 
 pytestmark = pytest.mark.unit
 
@@ -98,7 +98,7 @@ def test_the_schedule_is_valid_for_the_graph(dsp):
         assert list(choice.lanes_in) == [schedule.lanes_of(c) for c in p.inputs]
         assert list(choice.lanes_out) == [schedule.lanes_of(c) for c in p.outputs]
         # and the loop of that schedule exists (loop_of checks the lane ties)
-        spec = kernel_spec(graph, p, tuple(unroll.items()), choice.lanes_in, choice.lanes_out)
+        spec = process_spec(graph, p, tuple(unroll.items()), choice.lanes_in, choice.lanes_out)
         assert loop_of(spec).iterations > 0
     for name, channel in graph.channels.items():
         assert channel.channels % schedule.lanes_of(name) == 0
@@ -148,7 +148,7 @@ def test_a_process_between_two_processes_costs_the_cycles_and_fill_of_its_loop()
     pw = graph.process("pw")
     for oc, ic in ((1, 1), (4, 2), (16, 16)):
         choice = Choice((("oc", oc), ("ic", ic)), (ic,), (oc,))
-        loop = loop_of(kernel_spec(graph, pw, choice.unroll, choice.lanes_in, choice.lanes_out))
+        loop = loop_of(process_spec(graph, pw, choice.unroll, choice.lanes_in, choice.lanes_out))
         cost = process_cost(graph, pw, choice)
         assert (cost.cycles, cost.fill) == (loop.cycles, loop.fill)
         assert len(cost.progress) == 10 and all(a <= b for a, b in zip(cost.progress, cost.progress[1:]))

@@ -20,7 +20,7 @@ from ming_py.emit.hls import emit_hls
 from ming_py.emit.layouts import MissingLayout, check_layouts, missing_layouts, planned_pragmas, stated_pragmas
 from ming_py.ir import FixedPointAdd, FixedPointRequant
 from ming_py.ilp.cost import Choice, resources
-from ming_py.kernel import kernel_spec
+from ming_py.process_spec import process_spec
 from ming_py.storage import plan_arrays
 
 pytestmark = pytest.mark.unit
@@ -70,7 +70,7 @@ def emitted(kind: str, lanes: int) -> tuple[str, dict, dict]:
     schedule = Schedule({"p": ProcessSchedule(unroll)},
                         {name: lanes for name, channel in graph.channels.items() if channel.channels > 1})
     cpp = emit_hls(graph, schedule, load_board("kv260"))["hand.cpp"]
-    spec = kernel_spec(graph, process, unroll, tuple(schedule.lanes_of(c) for c in process.inputs),
+    spec = process_spec(graph, process, unroll, tuple(schedule.lanes_of(c) for c in process.inputs),
                        (schedule.lanes_of("out0"),))
     storage = plan_arrays(spec, process.epilogue)
     constants = {role: f"p_{role}" for role, plan in storage.items() if plan.rom}
@@ -141,7 +141,7 @@ def test_the_cost_model_charges_the_add_tables_banks(lanes):
     # 256 int32 words: one BRAM18K (36 x 512) per bank, a bank per lane and table
     assert memory_cost(storage) == (2 * lanes, 0, 0, 0)
     graph, process = CASES["add"]()
-    spec = kernel_spec(graph, process, (), (lanes, lanes), (lanes,))
+    spec = process_spec(graph, process, (), (lanes, lanes), (lanes,))
     parts = resources(graph, process, Choice((), (lanes, lanes), (lanes,)), spec, 9)
     assert ("bram18k", "memory", 2 * lanes) in parts
 

@@ -1,7 +1,7 @@
-"""Every process kind's pipelined loop (`ming_py.kernel`) and a conv's storage plan (`ming_py.storage`), over
+"""Every process kind's pipelined loop (`ming_py.process_spec`) and a conv's storage plan (`ming_py.storage`), over
 processes built by hand: no model, no IREE, no compiler.
 
-What is checked comes from the geometry and the rules docs/design-space.md and `ming_py/kernel.py` state, never from a
+What is checked comes from the geometry and the rules docs/design-space.md and `ming_py/process_spec.py` state, never from a
 recorded run:
 
 * an image moves every token of every stream once: values / lanes tokens per input and output;
@@ -25,7 +25,7 @@ import pytest
 
 from ming_py.dataflow import Channel, Port, Process, StreamGraph, Window
 from ming_py.ir import AccRequant
-from ming_py.kernel import KernelSpec, kernel_spec, loop_of
+from ming_py.process_spec import ProcessSpec, process_spec, loop_of
 from ming_py.kinds.bilinear import BilinearTables
 from ming_py.kinds.permute import PermuteOrder
 from ming_py.kinds.split import SplitRoutes
@@ -83,9 +83,9 @@ class Case:
         self.lanes_in = tuple(lanes_in or (1,) * len(ins))
         self.lanes_out = tuple(lanes_out or (1,) * len(outs))
 
-    def spec(self) -> KernelSpec:
+    def spec(self) -> ProcessSpec:
         graph, process = graph_of(self.kind, self.ins, self.outs, self.win, self.params)
-        return kernel_spec(graph, process, self.unroll, self.lanes_in, self.lanes_out)
+        return process_spec(graph, process, self.unroll, self.lanes_in, self.lanes_out)
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)
@@ -494,7 +494,7 @@ def test_more_unrolling_never_takes_more_iterations():
 def test_lanes_that_do_not_match_the_schedule_are_refused(kind, ins, outs, unroll, lanes_in, lanes_out, win):
     graph, process = graph_of(kind, ins, outs, win)
     with pytest.raises(ValueError):
-        loop_of(kernel_spec(graph, process, tuple(unroll), tuple(lanes_in), tuple(lanes_out)))
+        loop_of(process_spec(graph, process, tuple(unroll), tuple(lanes_in), tuple(lanes_out)))
 
 
 # ---------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from ming_py.dataflow import Channel, Port, Process, Schedule, StreamGraph, Wind
 from ming_py.emit.reports import report
 from ming_py.ilp import Budget, solve
 from ming_py.ir import AccRequant, AddRequant
-from ming_py.kernel import kernel_spec, loop_of
+from ming_py.process_spec import process_spec, loop_of
 from ming_py.simulate import simulate
 
 pytestmark = pytest.mark.unit
@@ -108,7 +108,7 @@ def tokens(graph: StreamGraph, schedule: Schedule, channel: str) -> int:
 def loop_cycles(graph: StreamGraph, schedule: Schedule) -> dict[str, int]:
     result = {}
     for p in graph.processes:
-        spec = kernel_spec(graph, p, schedule.of(p.name).unroll, [schedule.lanes_of(c) for c in p.inputs],
+        spec = process_spec(graph, p, schedule.of(p.name).unroll, [schedule.lanes_of(c) for c in p.inputs],
                            [schedule.lanes_of(c) for c in p.outputs])
         result[p.name] = loop_of(spec).cycles
     return result

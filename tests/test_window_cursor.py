@@ -1,6 +1,6 @@
 """ming::WindowCursor (emit/templates/ming_window.h), the position machine of the sliding-window processes,
 compiled with g++ and stepped over a grid of geometries: at every iteration its registers say what the loop of
-ming_py/kinds/window.py (`ming_py.kernel.loop_of`, the positions `ming simulate` steps) does there.
+ming_py/kinds/window.py (`ming_py.process_spec.loop_of`, the positions `ming simulate` steps) does there.
 
 Per geometry (kernel 1..5, stride 1..3, dilation 1..2, asymmetric pads 0..2, 1..3 tokens per pixel, folds of
 1..4 output tokens, a k tile of one element, a window row or the whole window) a conv's spec gives the loop's
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from ming_py.dataflow import Window
-from ming_py.kernel import loop_of
-from ming_py.kinds.base import KernelSpec
+from ming_py.process_spec import loop_of
+from ming_py.kinds.base import ProcessSpec
 from ming_py.kinds.window import line_buffer_rows, window_tile
 from pipelined_control import cursor_loop
 from test_cpp_numerics import AP_INT_STAND_IN
@@ -62,17 +62,17 @@ def _geometries(count: int = 48):
     return found
 
 
-def _spec(size, kernel, stride, dilation, pads, tokens, outputs, unroll_k) -> KernelSpec:
+def _spec(size, kernel, stride, dilation, pads, tokens, outputs, unroll_k) -> ProcessSpec:
     """A conv of `tokens` input channels (one lane, one per tile) and `outputs` output tokens (one lane):
     a fold of tokens x k tiles x outputs iterations."""
     padded = [size[axis] + pads[axis] + pads[axis + 2] for axis in (0, 1)]
     out = [(padded[axis] - (kernel[axis] - 1) * dilation[axis] - 1) // stride[axis] + 1 for axis in (0, 1)]
     window = Window(tokens, size[0], size[1], outputs, out[0], out[1], kernel, stride, dilation, pads)
-    return KernelSpec("conv", ((tokens, *size),), ((outputs, *out),), (("oc", 1), ("ic", 1), ("k", unroll_k)),
+    return ProcessSpec("conv", ((tokens, *size),), ((outputs, *out),), (("oc", 1), ("ic", 1), ("k", unroll_k)),
                       (1,), (1,), window)
 
 
-def _parameters(spec: KernelSpec, holds_last: bool) -> str:
+def _parameters(spec: ProcessSpec, holds_last: bool) -> str:
     w = spec.window
     rows = line_buffer_rows(spec)
     last_top_slot = max((top * w.stride[0] - w.pads[0]) % rows for top in range(w.out_height))
@@ -129,7 +129,7 @@ int main() {{
 """
 
 
-def _expected(spec: KernelSpec, extra: int) -> list[tuple[int, ...]]:
+def _expected(spec: ProcessSpec, extra: int) -> list[tuple[int, ...]]:
     """Each iteration's FIELDS from the loop's positions: the k tiles in raster order, each window's from its
     first (a fold is a whole number of window walks)."""
     w = spec.window
@@ -158,7 +158,7 @@ def _expected(spec: KernelSpec, extra: int) -> list[tuple[int, ...]]:
     return expected + [(w.padded_height, None, None, False, None, False, None, *window, 0, 0)] * extra
 
 
-def _compare(spec: KernelSpec, got: list[tuple[int, ...]], want: list[tuple], where: str) -> None:
+def _compare(spec: ProcessSpec, got: list[tuple[int, ...]], want: list[tuple], where: str) -> None:
     assert len(got) == len(want), f"{where}: {len(got)} iterations, the loop takes {len(want)}"
     for it, (g, e) in enumerate(zip(got, want)):
         checked = {name: (a, b) for name, a, b in zip(FIELDS, g, e)

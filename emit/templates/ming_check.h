@@ -32,7 +32,7 @@
 // State is per thread, so the concurrent C-simulation (one thread per process) is checked too.
 // Compiled with -DMING_TRACE_TOKENS as well, every stream read and write in a pipelined loop prints
 //   ming trace: <function> <stream> <read|write> <iteration of the loop in this thread, from 0>
-// so that a test can compare when each token moves with the loop's description (ming_py/kernel.py).
+// so that a test can compare when each token moves with the loop's description (ming_py/process_spec.py).
 #ifndef MING_CHECK_H
 #define MING_CHECK_H
 

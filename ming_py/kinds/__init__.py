@@ -8,9 +8,9 @@ from ming_py.dataflow import GROUP_LOOP, Process, StreamGraph
 # each module registers its kinds
 from . import (bilinear, broadcast, concat, dense, depth_to_space, eltwise, global_pool, pad, permute, pointwise, split,
                table, upsample, window)
-from .base import ASPECTS, KernelSpec, ProcessKind, kind_of, registered
+from .base import ASPECTS, ProcessSpec, ProcessKind, kind_of, registered
 
-__all__ = ["ASPECTS", "KernelSpec", "ProcessKind", "kind_of", "registered", "trip_counts", "unrollable",
+__all__ = ["ASPECTS", "ProcessSpec", "ProcessKind", "kind_of", "registered", "trip_counts", "unrollable",
            "MAC_KINDS", "WINDOW_GEOMETRY_KINDS",
            # the kind modules
            "bilinear", "broadcast", "concat", "dense", "depth_to_space", "eltwise", "global_pool", "pad", "permute",

@@ -26,7 +26,7 @@ DEEPEST_TERMS = 64 * 64  # the most products (or window elements) a lane sums un
 
 
 @dataclass(frozen=True)
-class KernelSpec:
+class ProcessSpec:
     """What decides a process's loop: its kind, geometry and schedule."""
 
     kind: str
@@ -144,11 +144,11 @@ class ProcessKind:
         produces per cycle (no more than `limit` lanes); `params`: its process's (`params_type`)."""
         raise NotImplementedError
 
-    def lanes_match(self, spec: KernelSpec) -> bool:
+    def lanes_match(self, spec: ProcessSpec) -> bool:
         """Whether the spec's lanes are one of `lane_options` for its unroll factors."""
         raise NotImplementedError
 
-    def lanes_problem(self, spec: KernelSpec) -> str:
+    def lanes_problem(self, spec: ProcessSpec) -> str:
         """What its parameters refuse of the spec's lanes ("": nothing)."""
         return ""
 
@@ -160,7 +160,7 @@ class ProcessKind:
         """Whether every buffer read of the loop goes to a bank known at compile time."""
         raise NotImplementedError
 
-    def summed_terms(self, spec: KernelSpec) -> int:
+    def summed_terms(self, spec: ProcessSpec) -> int:
         """Products (or window elements) one output lane sums per iteration."""
         raise NotImplementedError
 
@@ -168,37 +168,37 @@ class ProcessKind:
         """Cycles from an iteration's start to its output write, summing `terms` per lane."""
         raise NotImplementedError
 
-    def tokens_in(self, spec: KernelSpec) -> tuple[int, ...]:
+    def tokens_in(self, spec: ProcessSpec) -> tuple[int, ...]:
         raise NotImplementedError
 
-    def macs(self, spec: KernelSpec) -> int:
+    def macs(self, spec: ProcessSpec) -> int:
         raise NotImplementedError
 
     def macs_per_image(self, window: Window | None, trips: dict[str, int]) -> int:
         """Multiply-accumulates of one image."""
         raise NotImplementedError
 
-    def reduction_tiles(self, spec: KernelSpec) -> int:
+    def reduction_tiles(self, spec: ProcessSpec) -> int:
         raise NotImplementedError
 
-    def positions(self, spec: KernelSpec):
+    def positions(self, spec: ProcessSpec):
         """The positions of its loop in order: `Position`s or runs (count, Position) (`ming_py.loops`)."""
         raise NotImplementedError
 
-    def arrays(self, spec: KernelSpec, epilogue, line_buffer_memory: str, constants: dict) -> dict:
+    def arrays(self, spec: ProcessSpec, epilogue, line_buffer_memory: str, constants: dict) -> dict:
         """Its arrays by role in declaration order (`ming_py.array_layout.ArrayPlan`), with `constants`
         (its epilogue's per-channel arrays, `ming_py.storage.epilogue_arrays`) where they belong."""
         raise NotImplementedError
 
-    def logic_lut(self, spec: KernelSpec) -> int:
+    def logic_lut(self, spec: ProcessSpec) -> int:
         """LUTs of its own datapath beyond control, MAC lanes, requantization and arrays."""
         raise NotImplementedError
 
-    def logic_dsp(self, spec: KernelSpec) -> int:
+    def logic_dsp(self, spec: ProcessSpec) -> int:
         """DSPs of its own datapath beyond MAC lanes and requantization."""
         return 0
 
-    def constant_tables(self, spec: KernelSpec, process) -> dict:
+    def constant_tables(self, spec: ProcessSpec, process) -> dict:
         """Its own constant tables beyond weights and epilogue: role (a ROM of `arrays`) -> (C type, values,
         comment), declared in the weights header as `<process>_<role>`."""
         return {}
@@ -207,14 +207,14 @@ class ProcessKind:
         """Loops it always unrolls by a set factor: not among its trip counts, not the schedule's to choose."""
         return {}
 
-    def counters(self, spec: KernelSpec, epilogue) -> dict[str, int]:
+    def counters(self, spec: ProcessSpec, epilogue) -> dict[str, int]:
         """The greatest value of each `ming::Counter` register its template declares before its loop (the loop
         counter and the shared requantizers' excepted: `control_counters`), by the register's name there, in
         declaration order: the control the cost model sizes by their widths. A counter of greatest value 0 is the
         constant 0 in the code (ming_widths.h `ming::Zero`), no register, and charged nothing."""
         raise NotImplementedError
 
-    def view_values(self, spec: KernelSpec, process, lanes_in, lanes_out):
+    def view_values(self, spec: ProcessSpec, process, lanes_in, lanes_out):
         """The numbers its template needs beyond every process's (`emit.hls.ProcessView.kind_values`): a frozen
         dataclass of its own, or None."""
         raise NotImplementedError
@@ -223,7 +223,7 @@ class ProcessKind:
         """The comment above its C++ function (`shapes`: "C x H x W + ... -> C x H x W")."""
         raise NotImplementedError
 
-    def weight_rows(self, weights, spec: KernelSpec):
+    def weight_rows(self, weights, spec: ProcessSpec):
         """Its weights (`Process.weights`) as [fold step][lane]: the row a fold step reads holds every
         weight its MAC lanes multiply, in the loop's order."""
         raise NotImplementedError
@@ -317,7 +317,7 @@ class DataMovement(Unweighted):
         return f"{process.name} ({process.source}): {self.name}: {shapes}"
 
 
-def per_pixel_tokens(spec: KernelSpec) -> tuple[int, ...]:
+def per_pixel_tokens(spec: ProcessSpec) -> tuple[int, ...]:
     """Tokens of one pixel of each input."""
     return tuple(c // lanes for (c, _, _), lanes in zip(spec.inputs, spec.lanes_in))
 
@@ -331,14 +331,14 @@ def one_lane_count(ins, outs, limit: int, firsts: tuple[int, ...] = ()):
             yield (lanes,) * len(ins), (lanes,) * len(outs)
 
 
-def pixel_positions(spec: KernelSpec, reads, writes):
+def pixel_positions(spec: ProcessSpec, reads, writes):
     """A loop of one position per pixel that moves `reads` and `writes` (an `Access` per input and output)
     and takes as many iterations as its most tokens."""
     _, h, w = spec.outputs[0]
     yield h * w, Position(max(spec.tokens_in + spec.tokens_out), tuple(reads), tuple(writes))
 
 
-def shared_requantizers(spec: KernelSpec) -> tuple[int, ...]:
+def shared_requantizers(spec: ProcessSpec) -> tuple[int, ...]:
     """The requantizer counts below one per lane that may serve a MAC process's output lanes in turn: each
     takes `lanes / count` consecutive iterations per output token, which must fit between two ends of a
     reduction (`reduction_tiles` iterations apart at the closest), so that latched accumulators are taken
@@ -349,7 +349,7 @@ def shared_requantizers(spec: KernelSpec) -> tuple[int, ...]:
     return tuple(r for r in divisors(lanes) if r < lanes and lanes // r <= spacing)
 
 
-def control_counters(spec: KernelSpec, epilogue, trip_count: int) -> tuple[int, ...]:
+def control_counters(spec: ProcessSpec, epilogue, trip_count: int) -> tuple[int, ...]:
     """The greatest value of every counter register of a process's loop: the loop counter (0..trip count), its
     kind's (`ProcessKind.counters`) and the shared requantizers' turn and constant row."""
     shared = (spec.requant_steps - 1, spec.tokens_out[0] * spec.requant_steps - 1) if spec.requant_steps > 1 else ()

@@ -1,7 +1,7 @@
 """Sliding-window processes: conv, depthwise conv, max and average pooling (and the window geometry the
 1x1 conv of `pointwise` shares).
 
-The loop (one position per padded input pixel; `ming_py.kernel`): a window process computes, during
+The loop (one position per padded input pixel; `ming_py.process_spec`): a window process computes, during
 position p, the window whose bottom-right element arrived at position p - 1 (so the window is complete
 in the line buffer before the first MAC reads it) and has one trailing position after the last input.
 Its fold is the sequence of iterations that computes one output position, output-channel tiles
@@ -29,7 +29,7 @@ from ming_py.array_layout import ArrayPlan, Dim, array, spread
 from ming_py.dataflow import GROUP_LOOP, Window
 from ming_py.loops import Access, Position
 
-from .base import REQUANT_STAGES, KernelSpec, ProcessKind, Unweighted, adder_tree, per_pixel_tokens, register
+from .base import REQUANT_STAGES, ProcessSpec, ProcessKind, Unweighted, adder_tree, per_pixel_tokens, register
 
 # Where a MAC process's int8 products are computed: one per DSP48E2, in LUT fabric, or two that share
 # their input per DSP48E2 (AMD WP486: x * (w_high * 2^18 + w_low) on the 27 x 18-bit multiplier).
@@ -88,13 +88,13 @@ def grouped_lanes(unroll: dict[str, int], limit: int):
         yield (groups * unroll["ic"],), (groups * unroll["oc"],)
 
 
-def grouped_lanes_match(spec: KernelSpec) -> bool:
+def grouped_lanes_match(spec: ProcessSpec) -> bool:
     groups = spec.factor(GROUP_LOOP)
     return spec.lanes_in[0] == groups * spec.factor("ic") and spec.lanes_out[0] == groups * spec.factor("oc") \
         and whole_groups(spec.window, dict(spec.unroll))
 
 
-def grouped_weight_rows(weights: np.ndarray, spec: KernelSpec) -> np.ndarray:
+def grouped_weight_rows(weights: np.ndarray, spec: ProcessSpec) -> np.ndarray:
     """[group tile][out tile][in tile][k tile] x [group][out][in][k] lanes."""
     f = spec.factor
     c_out, c_in, k = weights.reshape(weights.shape[0], weights.shape[1], -1).shape
@@ -104,7 +104,7 @@ def grouped_weight_rows(weights: np.ndarray, spec: KernelSpec) -> np.ndarray:
     return tiled.transpose(0, 2, 4, 6, 1, 3, 5, 7).reshape(spec.fold, -1)
 
 
-def tiled_weight_rows(weights: np.ndarray, spec: KernelSpec, outer: str, inner: str) -> np.ndarray:
+def tiled_weight_rows(weights: np.ndarray, spec: ProcessSpec, outer: str, inner: str) -> np.ndarray:
     """[outer tile][inner tile] x [outer][inner] lanes of a two-loop (rows x columns) weight matrix."""
     rows, cols = weights.shape
     f = spec.factor
@@ -121,7 +121,7 @@ def groups_text(window: Window) -> str:
     return f", {window.groups} groups" if window.groups > 1 else ""
 
 
-def mac_arrays(spec: KernelSpec, buffers: dict[str, ArrayPlan], constants: dict) -> dict[str, ArrayPlan]:
+def mac_arrays(spec: ProcessSpec, buffers: dict[str, ArrayPlan], constants: dict) -> dict[str, ArrayPlan]:
     """A MAC process's arrays: its input buffers, the weights `[fold steps][lanes]` (one word per fold step
     holds every weight that step multiplies), its epilogue's constants and the accumulators (registers)."""
     lanes = math.prod(f for _, f in spec.unroll)
@@ -129,7 +129,7 @@ def mac_arrays(spec: KernelSpec, buffers: dict[str, ArrayPlan], constants: dict)
     return buffers | {"weights": weights} | constants | accumulators(spec)
 
 
-def accumulators(spec: KernelSpec) -> dict[str, ArrayPlan]:
+def accumulators(spec: ProcessSpec) -> dict[str, ArrayPlan]:
     """The accumulators (registers) and, for shared requantizers, the ones latched for them and the int8 results
     they shift in."""
     lanes = spec.lanes_out[0]
@@ -140,7 +140,7 @@ def accumulators(spec: KernelSpec) -> dict[str, ArrayPlan]:
     return arrays
 
 
-def window_positions(spec: KernelSpec):
+def window_positions(spec: ProcessSpec):
     tokens_in, tokens_out, fold = spec.tokens_in[0], spec.tokens_out[0], spec.fold
     tile = spec.reduction_tiles
     computing = Access(tile - 1, tile, tokens_out)
@@ -241,7 +241,7 @@ def _window_axis(w: Window, pointwise: bool, axis: int, size: int):
     return real, emits
 
 
-def reduction_counters(spec: KernelSpec) -> dict[str, int]:
+def reduction_counters(spec: ProcessSpec) -> dict[str, int]:
     """The tile counters of a (grouped) conv's reduction: input tile, output tile and, with groups, the output
     tile in its group tile and the group tile's first input token."""
     w, tokens_in = spec.window, spec.tokens_in[0]
@@ -253,7 +253,7 @@ def reduction_counters(spec: KernelSpec) -> dict[str, int]:
     return counters
 
 
-def line_buffer_rows(spec: KernelSpec) -> int:
+def line_buffer_rows(spec: ProcessSpec) -> int:
     """Rows of the line buffer: the window's rows, plus one when the row being written at a row's
     first column would still be read by the window of the previous row's last position (maps so
     narrow that the window there reaches back to column 0)."""
@@ -263,7 +263,7 @@ def line_buffer_rows(spec: KernelSpec) -> int:
     return rows + (w.pads[1] == 0 and reaches_first_column)
 
 
-def line_buffer(spec: KernelSpec, memory: str) -> dict[str, ArrayPlan]:
+def line_buffer(spec: ProcessSpec, memory: str) -> dict[str, ArrayPlan]:
     """`[copies][rows][W_in][tokens][lanes]`: a token is one word (ARRAY_RESHAPE of the lanes), written into
     every copy; each of the U_k window elements an iteration reads comes from its own copy (complete
     partition: Vitis HLS does not prove that reads at run-time indices fall into different banks)."""

@@ -18,13 +18,13 @@ checks a schedule against them.
 from __future__ import annotations
 
 from .dataflow import Schedule, StreamGraph, Window
-from .kinds import KernelSpec, kind_of, trip_counts
+from .kinds import ProcessSpec, kind_of, trip_counts
 from .loops import Loop, merged
 
-__all__ = ["KernelSpec", "Loop", "depth_bound", "kernel_spec", "loop_of", "schedule_spec", "spec_from_report", "validate_schedule"]
+__all__ = ["ProcessSpec", "Loop", "depth_bound", "process_spec", "loop_of", "schedule_spec", "spec_from_report", "validate_schedule"]
 
 
-def loop_of(spec: KernelSpec) -> Loop:
+def loop_of(spec: ProcessSpec) -> Loop:
     spec.check()
     return Loop(spec.depth, tuple(merged(spec.process_kind.positions(spec))), spec.requant_delay)
 
@@ -34,7 +34,7 @@ def depth_bound(kind: str) -> int:
     return kind_of(kind).depth_bound
 
 
-def kernel_spec(graph, process, unroll, lanes_in, lanes_out, requantizers: int = 0) -> KernelSpec:
+def process_spec(graph, process, unroll, lanes_in, lanes_out, requantizers: int = 0) -> ProcessSpec:
     """The spec of a process of a `StreamGraph` under a schedule."""
     shape = lambda name: (graph.channels[name].channels, graph.channels[name].height, graph.channels[name].width)
     params_type = kind_of(process.kind).params_type
@@ -42,24 +42,24 @@ def kernel_spec(graph, process, unroll, lanes_in, lanes_out, requantizers: int =
         expected = params_type.__name__ if params_type else "none"
         raise ValueError(f"{process.name}: a {process.kind} process's params are {expected}, found "
                          f"{type(process.params).__name__}")
-    return KernelSpec(process.kind, tuple(shape(c) for c in process.inputs), tuple(shape(c) for c in process.outputs),
+    return ProcessSpec(process.kind, tuple(shape(c) for c in process.inputs), tuple(shape(c) for c in process.outputs),
                       tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window, requantizers, process.params)
 
 
-def schedule_spec(graph, process, schedule: Schedule) -> KernelSpec:
+def schedule_spec(graph, process, schedule: Schedule) -> ProcessSpec:
     """The spec of a process under a design's `Schedule`."""
     sched = schedule.of(process.name)
-    return kernel_spec(graph, process, sched.unroll, [schedule.lanes_of(c) for c in process.inputs],
+    return process_spec(graph, process, sched.unroll, [schedule.lanes_of(c) for c in process.inputs],
                        [schedule.lanes_of(c) for c in process.outputs], sched.requantizers)
 
 
-def spec_from_report(node: dict, channels: dict[str, dict]) -> KernelSpec:
+def spec_from_report(node: dict, channels: dict[str, dict]) -> ProcessSpec:
     """The spec of a process from report.json (`node` from "nodes", `channels` by name from "channels")."""
     window = node.get("window")
     if window is not None:
         window = Window(**{k: tuple(v) if isinstance(v, list) else v for k, v in window.items()})
     schedule = node["schedule"]
-    return KernelSpec(node["kind"], tuple(tuple(channels[c]["shape"]) for c in node["inputs"]),
+    return ProcessSpec(node["kind"], tuple(tuple(channels[c]["shape"]) for c in node["inputs"]),
                       tuple(tuple(channels[c]["shape"]) for c in node["outputs"]),
                       tuple(schedule.get("unroll", {}).items()),
                       tuple(channels[c]["lanes"] for c in node["inputs"]),
