@@ -94,9 +94,6 @@ class WindowCursor {
   Counter<LAST_ROW_OFFSET> row_offset;
   Counter<LAST_COL_OFFSET> col_offset;
 
-  // Whether the k tile is the window's last.
-  bool last_tile() const { return row_offset == LAST_ROW_OFFSET && col_offset == LAST_COL_OFFSET; }
-
   // Every register's value at the next iteration.
   void next() {
 #ifdef __SYNTHESIS__
