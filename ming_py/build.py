@@ -11,7 +11,7 @@ from ming_py.boards import Board, load_board
 from ming_py.ilp import Solution
 
 from .dataflow import Schedule
-from .design_file import SavedDesign, read_design, schedule_fingerprint
+from .design_file import DIRECTORY, DOCUMENT, SavedDesign, design_files, read_design, schedule_fingerprint
 from .errors import MingError
 from .ir import FixedPointMul, FixedPointRequant, Graph
 from .progress import Progress
@@ -112,10 +112,7 @@ def emit_build(out: str | Path, board: str | None = None, progress: Progress | N
         if keep_failed == out:
             raise MingError(f"--keep-failed {keep_failed}: is OUT itself; pass another directory")
     with output_lock(out):
-        saved = _current_estimates(_on_board(read_design(out), board), progress)
-        check_no_deadlock(saved)
-        with progress.step("emitting HLS C++ and reports from the saved design"):
-            result = emit(saved)
+        result = _emitted(out, board, progress)
         if verify:
             _verify(result, progress, seconds, keep_failed, [])
         else:
@@ -124,6 +121,33 @@ def emit_build(out: str | Path, board: str | None = None, progress: Progress | N
             replace_tree(result.files, out)
     progress.note(f"wrote {len(result.files)} files to {out} in {progress.elapsed():.1f} s")
     return result
+
+
+def _emitted(out: Path, board: str | None, progress: Progress) -> Design:
+    """The files of the saved design of OUT, read, checked and emitted. A failure past the checks is ming's own
+    where the design is as ming wrote it (raised as it is); in an edited design, one line asking for a new build."""
+    read = None
+    try:
+        read = read_design(out)
+        saved = _current_estimates(_on_board(read, board), progress)
+        check_no_deadlock(saved)
+        with progress.step("emitting HLS C++ and reports from the saved design"):
+            return emit(saved)
+    except MingError:
+        raise
+    except Exception as error:
+        if read is not None and _as_written(out, read):
+            raise
+        what = " ".join(f"{type(error).__name__}: {error}".split())
+        raise MingError(f"{out / DIRECTORY / DOCUMENT}: ming cannot emit this edited design ({what}); "
+                        "build it again with `ming build`") from None
+
+
+def _as_written(out: Path, saved: SavedDesign) -> bool:
+    """Whether OUT/design/ holds exactly the files ming writes for `saved` (no hand edit shows)."""
+    return all((out / name).is_file() and (out / name).read_bytes() ==
+               (content if isinstance(content, bytes) else content.encode())
+               for name, content in design_files(saved).items())
 
 
 def _on_board(saved: SavedDesign, board: str | None) -> SavedDesign:

@@ -21,8 +21,7 @@ from .dataflow import Schedule, StreamGraph
 from .errors import MingError
 from .ilp.cost import Cost
 from .contract.ming_json import read_json, read_regular
-from .kernel import validate_schedule
-from .limits import MAX_FIFO_BITS, MAX_MAP_VALUES, MAX_NODES, MAX_STREAMED_VALUES, MAX_WEIGHT_BYTES
+from .limits import MAX_MAP_VALUES, MAX_WEIGHT_BYTES
 
 FORMAT = "ming-design"
 VERSION = 1
@@ -163,27 +162,6 @@ def _decode(document, directory: Path) -> SavedDesign:
 
 
 def _problems(saved: SavedDesign) -> list[str]:
-    """What makes a decoded design unusable: its sizes past `ming_py.limits`, its schedule invalid, its channels
-    and processes inconsistent."""
-    graph = saved.stream_graph
-    names = {p.name for p in graph.processes} | {"input", "output"}
-    problems = [f"stream_graph.channels.{c.name}: {which} {getattr(c, which)!r} is no process"
-                for c in graph.channels.values() for which in ("producer", "consumer")
-                if getattr(c, which) not in names]
-    problems += [f"stream_graph.processes: {p.name}: channel {c!r} is not in stream_graph.channels"
-                 for p in graph.processes for c in p.inputs + p.outputs if c not in graph.channels]
-    problems += [f"stream_graph: port channel {port.channel!r} is not in stream_graph.channels"
-                 for port in (graph.input, *graph.outputs) if port.channel not in graph.channels]
-    if len(graph.processes) > MAX_NODES:
-        problems.append(f"stream_graph.processes: {len(graph.processes)} processes, more than {MAX_NODES}")
-    values = [c.values for c in graph.channels.values()]
-    if max(values, default=0) > MAX_MAP_VALUES or sum(values) > MAX_STREAMED_VALUES or min(values, default=1) < 1:
-        problems.append(f"stream_graph.channels: maps of {max(values, default=0):,} values, {sum(values):,} in all "
-                        f"(each from 1 to {MAX_MAP_VALUES:,}, at most {MAX_STREAMED_VALUES:,} in all)")
-    if problems:
-        return problems
-    fifo_bits = sum(saved.schedule.depth_of(c) * saved.schedule.lanes_of(c) * 8 for c in graph.channels)
-    if fifo_bits > MAX_FIFO_BITS or min(saved.schedule.depths.values(), default=2) < 1:
-        return [f"schedule.depths: FIFOs of {fifo_bits:,} bits in all (each depth at least 1, at most "
-                f"{MAX_FIFO_BITS:,} bits in all)"]
-    return [f"schedule: {problem}" for problem in validate_schedule(graph, saved.schedule)]
+    from .design_checks import design_problems  # it reads SavedDesign's fields: imported once the module is loaded
+
+    return design_problems(saved)
