@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import dataclasses
+
+import numpy as np
+
 from .dataflow import Process, StreamGraph, Window
 from .kernel import validate_schedule
 from .kinds import kind_of
@@ -25,7 +29,7 @@ _PARAMS_OPTIONAL = ("split",)
 def design_problems(saved: SavedDesign) -> list[str]:
     """Every check in order, stopping at the first group that finds a problem (later checks rely on earlier
     ones: a schedule is only checked against a consistent graph)."""
-    for check in (_graph_problems, _process_problems, _schedule_problems, _clock_problems, _image_problems,
+    for check in (_graph_problems, _array_problems, _process_problems, _schedule_problems, _clock_problems, _image_problems,
                   _host_problems, _estimate_problems):
         problems = check(saved)
         if problems:
@@ -54,6 +58,41 @@ def _graph_problems(saved: SavedDesign) -> list[str]:
         problems.append(f"stream_graph.channels: maps of {max(values, default=0):,} values, {sum(values):,} in all "
                         f"(each at most {MAX_MAP_VALUES:,}, at most {MAX_STREAMED_VALUES:,} in all)")
     return problems
+
+
+# the element type of every array of a process, as `ming build` writes it (the frontends' epilogues)
+WEIGHTS_DTYPE = np.int8
+EPILOGUE_DTYPES = {
+    "AccRequant": {"bias": np.int32, "w_scale": np.float32},
+    "LookupTable": {"table": np.int8},
+    "FixedPointRequant": {"bias": np.int32, "multiplier": np.int32, "shift": np.int32},
+    "FixedPointAdd": {"a_table": np.int32, "b_table": np.int32},
+    "FixedPointAverage": {"multiplier": np.int32, "shift": np.int32},
+}
+
+
+def _array_problems(saved: SavedDesign) -> list[str]:
+    """Every array of the graph of the element type ming writes for it (no silent cast of an edited one)."""
+    problems = []
+    for index, process in enumerate(saved.stream_graph.processes):
+        where = f"stream_graph.processes[{index}]"
+        if process.weights is not None and process.weights.dtype != WEIGHTS_DTYPE:
+            problems.append(f"{where}.weights: {process.weights.dtype} values, not int8")
+        epilogue = process.epilogue
+        if epilogue is None:
+            continue
+        for name, dtype in _epilogue_arrays(epilogue).items():
+            array = getattr(epilogue, name)
+            if array.dtype != dtype:
+                problems.append(f"{where}.epilogue.{name}: {array.dtype} values, not {np.dtype(dtype)}")
+    return problems
+
+
+def _epilogue_arrays(epilogue) -> dict[str, type]:
+    """The array fields of an epilogue and their element types (a new one must be named in EPILOGUE_DTYPES)."""
+    arrays = [f.name for f in dataclasses.fields(epilogue) if isinstance(getattr(epilogue, f.name), np.ndarray)]
+    declared = EPILOGUE_DTYPES.get(type(epilogue).__name__, {})
+    return {name: declared.get(name) for name in arrays}
 
 
 def _process_problems(saved: SavedDesign) -> list[str]:

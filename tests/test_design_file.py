@@ -18,6 +18,7 @@ import pytest
 from ming_py import design_file, ir
 from ming_py.dataclass_codec import Arrays, DecodeError, decode, encode
 from ming_py.dataflow import Port, ProcessSchedule, Schedule
+from ming_py.design_checks import EPILOGUE_DTYPES
 from ming_py.design_file import Estimates, ModelFile, SavedDesign, VerificationImage, design_files, read_design
 from ming_py.errors import MingError
 from ming_py.ilp.cost import Cost
@@ -50,6 +51,14 @@ TOTALS = {"cycles": 10, "latency_us": 0.04, "throughput_cycles": 8, "roofline_cy
           "bram18k": 0, "uram": 0, "lut": 300,
           "solver": {"rule": "fastest", "objective": "fastest", "status": "optimal", "variables": 4, "constraints": 3,
                      "budget": {"dsp": 5, "bram18k": 4, "uram": 0, "lut": 1000}}}
+
+
+def epilogue_of(kind):
+    """An example epilogue of the class `kind`, its arrays of the element types ming writes."""
+    example = example_of(kind)
+    for name, dtype in EPILOGUE_DTYPES.get(kind.__name__, {}).items():
+        setattr(example, name, getattr(example, name).astype(dtype))
+    return example
 
 
 def saved_of(case, epilogue=None) -> SavedDesign:
@@ -99,7 +108,7 @@ def test_every_kind_of_process_reads_back_as_written(case, tmp_path):
 
 @pytest.mark.parametrize("epilogue", EPILOGUES, ids=lambda kind: kind.__name__)
 def test_every_epilogue_reads_back_with_its_types(epilogue, tmp_path):
-    saved = saved_of(CASES[0], example_of(epilogue))
+    saved = saved_of(CASES[0], epilogue_of(epilogue))
     again = read_design(written(saved, tmp_path))
     assert design_files(again) == design_files(saved)
     before, after = saved.stream_graph.processes[0].epilogue, again.stream_graph.processes[0].epilogue
@@ -118,7 +127,7 @@ def _same(a, b) -> bool:
 
 
 def test_the_document_is_deterministic_and_versioned():
-    saved = saved_of(CASES[1], example_of(ir.AccRequant))
+    saved = saved_of(CASES[1], epilogue_of(ir.AccRequant))
     files = design_files(saved)
     assert design_files(saved) == files
     document = json.loads(files["design/design.json"])
@@ -283,3 +292,14 @@ def test_an_edit_inconsistent_with_the_graph_is_refused(label, case, change, mes
     with pytest.raises(MingError, match=message) as refused:
         read_design(out)
     assert "\n" not in str(refused.value) and "ming build" in str(refused.value)
+
+
+@pytest.mark.parametrize("epilogue, field", [(kind, name) for kind in EPILOGUES
+                                             for name in EPILOGUE_DTYPES.get(kind.__name__, {})] + [(None, "weights")])
+def test_an_array_of_another_element_type_is_refused(epilogue, field, tmp_path):
+    saved = saved_of(CASES[0], epilogue_of(epilogue) if epilogue else None)
+    process = saved.stream_graph.processes[0]
+    owner = process.epilogue if epilogue else process
+    setattr(owner, field, getattr(owner, field).astype(np.float64))
+    with pytest.raises(MingError, match=rf"{field}: float64 values, not"):
+        read_design(written(saved, tmp_path))
