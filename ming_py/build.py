@@ -18,7 +18,7 @@ from .progress import Progress
 from .options import BuildOptions, check_design, check_model
 from .output import check_output, output_lock, replace_tree, write_tree
 from .kernel import validate_schedule
-from .simulate import simulate_schedule
+from .simulate import SimResult, simulate_schedule
 from . import steps
 from .steps import Design, Streamed, emit, save, stream
 from .verify import NOT_VERIFIED, VerificationFailed, verify_design, verify_seconds
@@ -130,9 +130,9 @@ def _emitted(out: Path, board: str | None, progress: Progress) -> Design:
     try:
         read = read_design(out)
         saved = _current_estimates(_on_board(read, board), progress)
-        check_no_deadlock(saved)
+        simulated = check_no_deadlock(saved)
         with progress.step("emitting HLS C++ and reports from the saved design"):
-            return emit(saved)
+            return emit(saved, simulated=simulated)
     except MingError:
         raise
     except Exception as error:
@@ -176,12 +176,13 @@ def _current_estimates(saved: SavedDesign, progress: Progress) -> SavedDesign:
     return replace(saved, estimates=None)
 
 
-def check_no_deadlock(saved: SavedDesign) -> None:
-    """Refuses a design the cycle-level simulation says deadlocks (`ming simulate` on its build)."""
+def check_no_deadlock(saved: SavedDesign) -> SimResult:
+    """The cycle-level simulation of the design (`ming simulate` on its build); MingError if it deadlocks."""
     result = simulate_schedule(saved.stream_graph, saved.schedule)
     if result.deadlock is not None:
         raise MingError(f"the saved design deadlocks (ming simulate: {result.deadlock[0]}); deepen the FIFO it "
                         "names in schedule.depths or build again with `ming build`")
+    return result
 
 
 def _verify(result: Design, progress: Progress, seconds: float, keep_failed: Path | None, inputs: list) -> None:

@@ -21,7 +21,7 @@ from .dataflow import Schedule, StreamGraph
 from .errors import MingError
 from .ilp.cost import Cost
 from .contract.ming_json import read_json, read_regular
-from .limits import MAX_MAP_VALUES, MAX_WEIGHT_BYTES
+from .limits import MAX_MAP_VALUES, MAX_STREAMED_VALUES, MAX_WEIGHT_BYTES
 
 FORMAT = "ming-design"
 VERSION = 1
@@ -106,12 +106,23 @@ def readable_json(data, level: int = 0) -> str:
     return json.dumps(data)
 
 
-class _DirectoryArrays(Arrays):
-    """The arrays of a saved design on disk, each read when the document names it."""
+def max_arrays_bytes() -> int:
+    """The bytes of all the array files of one design: its weights (`MAX_WEIGHT_BYTES`), its epilogues' arrays (a
+    few int32 per channel or a table of 256 values per group, taken as much again) and each verification image's
+    input map and output record; it bounds the memory an edited design can make `ming emit` read."""
+    from .verify import IMAGES  # the images the build saves
 
-    def __init__(self, directory: Path):
+    return 2 * MAX_WEIGHT_BYTES + len(IMAGES) * (MAX_MAP_VALUES + MAX_STREAMED_VALUES)
+
+
+class _DirectoryArrays(Arrays):
+    """The arrays of a saved design on disk, each read when the document names it, within a budget of bytes
+    for them all (`max_arrays_bytes`)."""
+
+    def __init__(self, directory: Path, budget: int):
         super().__init__({}, MAX_ARRAY_VALUES)
         self.directory = directory
+        self.budget = budget
 
     def get(self, name: str, path: str):
         if not _ARRAY_NAME.fullmatch(name):
@@ -122,6 +133,10 @@ class _DirectoryArrays(Arrays):
                                                 follow_symlinks=False)
             except (OSError, ValueError) as error:
                 raise DecodeError(path, f"{name}: {getattr(error, 'strerror', None) or error}") from None
+            self.budget -= len(self.files[name])
+            if self.budget < 0:
+                raise DecodeError(path, f"{name}: the design's arrays hold more than {max_arrays_bytes():,} bytes "
+                                        "in all")
         return super().get(name, path)
 
 
@@ -158,7 +173,7 @@ def _decode(document, directory: Path) -> SavedDesign:
         raise DecodeError("version", f"{document.get('version')!r} is not version {VERSION}, the one this ming "
                                      "reads")
     rest = {k: v for k, v in document.items() if k not in ("format", "version")}
-    return decode(rest, SavedDesign, _DirectoryArrays(directory))
+    return decode(rest, SavedDesign, _DirectoryArrays(directory, max_arrays_bytes()))
 
 
 def _problems(saved: SavedDesign) -> list[str]:

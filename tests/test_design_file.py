@@ -303,3 +303,37 @@ def test_an_array_of_another_element_type_is_refused(epilogue, field, tmp_path):
     setattr(owner, field, getattr(owner, field).astype(np.float64))
     with pytest.raises(MingError, match=rf"{field}: float64 values, not"):
         read_design(written(saved, tmp_path))
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_failure_emitting_an_edited_design_is_one_line(edited, tmp_path, monkeypatch):
+    from ming_py import build
+    from ming_py.output import write_tree
+
+    out = tmp_path / "out"
+    write_tree(design_files(saved_of(CASES[0])), out, [])
+    if edited:
+        _edit(out, lambda document: None)  # the same design, no longer as ming writes it
+
+    def failing(saved, **_):
+        raise KeyError("latency_us")
+
+    monkeypatch.setattr(build, "emit", failing)
+    if not edited:  # ming's own design: its failure stays visible
+        with pytest.raises(KeyError):
+            build.emit_build(out, verify=False)
+        return
+    with pytest.raises(MingError, match=r"design\.json: ming cannot emit this edited design \(KeyError: "
+                                        r"'latency_us'\); build it again with `ming build`"):
+        build.emit_build(out, verify=False)
+
+
+def test_the_arrays_of_a_design_are_read_within_a_budget_for_them_all(tmp_path, monkeypatch):
+    saved = saved_of(CASES[0])
+    out = written(saved, tmp_path)
+    in_all = sum(len(content) for name, content in design_files(saved).items() if name.endswith(".npy"))
+    monkeypatch.setattr(design_file, "max_arrays_bytes", lambda: in_all)
+    read_design(out)
+    monkeypatch.setattr(design_file, "max_arrays_bytes", lambda: in_all - 1)
+    with pytest.raises(MingError, match=rf"the design's arrays hold more than {in_all - 1:,} bytes in all"):
+        read_design(out)
