@@ -164,8 +164,13 @@ def _shapes(graph: StreamGraph, names) -> list[tuple[int, int, int]]:
     return [(graph.channels[n].channels, graph.channels[n].height, graph.channels[n].width) for n in names]
 
 
+def _first_shape(graph: StreamGraph, names) -> tuple[int, int, int]:
+    """The (channels, height, width) of the first of `names`; zeros where there is none."""
+    return (_shapes(graph, names[:1]) or [(0, 0, 0)])[0]
+
+
 def _permute_problem(graph: StreamGraph, process: Process, params) -> str:
-    (channels, _, _), = _shapes(graph, process.inputs[:1]) or [(0, 0, 0)]
+    channels = _first_shape(graph, process.inputs)[0]
     if sorted(params.order) != list(range(channels)):
         return f"params.order: not a permutation of the input's {channels} channels"
     if any(shape[0] != channels for shape in _shapes(graph, process.outputs)):
@@ -174,7 +179,7 @@ def _permute_problem(graph: StreamGraph, process: Process, params) -> str:
 
 
 def _split_problem(graph: StreamGraph, process: Process, params) -> str:
-    (channels, _, _), = _shapes(graph, process.inputs[:1]) or [(0, 0, 0)]
+    channels = _first_shape(graph, process.inputs)[0]
     outputs = _shapes(graph, process.outputs)
     if params is None:
         if any(shape[0] != channels for shape in outputs):
@@ -190,8 +195,8 @@ def _split_problem(graph: StreamGraph, process: Process, params) -> str:
 
 
 def _bilinear_problem(graph: StreamGraph, process: Process, params) -> str:
-    (_, in_height, in_width), = _shapes(graph, process.inputs[:1]) or [(0, 0, 0)]
-    (_, out_height, out_width), = _shapes(graph, process.outputs[:1]) or [(0, 0, 0)]
+    _, in_height, in_width = _first_shape(graph, process.inputs)
+    _, out_height, out_width = _first_shape(graph, process.outputs)
     if (len(params.rows), len(params.cols)) != (out_height, out_width):
         return (f"params: {len(params.rows)} row and {len(params.cols)} column entries for an output of "
                 f"{out_height} x {out_width}")
@@ -211,7 +216,7 @@ def _schedule_problems(saved: SavedDesign) -> list[str]:
 def _clock_problems(saved: SavedDesign) -> list[str]:
     low, high = CLOCK_MHZ
     if not low <= saved.clock_mhz <= high:  # also false for NaN
-        return [f"clock_mhz: {saved.clock_mhz!r} (a number from {low:g} to {high:g}, as --clock-mhz takes)"]
+        return [f"clock_mhz: {saved.clock_mhz!r} (a number from {low:g} to {high:g}, as --clock takes)"]
     return []
 
 

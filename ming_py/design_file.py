@@ -4,8 +4,8 @@ the model (docs/design_format.md describes every field).
 design/design.json holds the document (`SavedDesign`, through `dataclass_codec`), design/arrays/N.npy its numpy
 arrays and byte strings; both are deterministic, so an unchanged design is written byte for byte the same.
 Reading it back (`read_design`) checks everything a hand edit may have broken: the format and version, every
-field's type, the array files (regular files, no symbolic links, within the size limits), the schedule
-(`validate_schedule`) and the sizes of `ming_py.limits`; what fails is one line naming the field.
+field's type, the array files (regular files, no symbolic links, within the size limits), then the design as
+a whole (`ming_py.design_checks`); what fails is one line naming the field.
 """
 
 from __future__ import annotations
