@@ -29,8 +29,8 @@ _PARAMS_OPTIONAL = ("split",)
 def design_problems(saved: SavedDesign) -> list[str]:
     """Every check in order, stopping at the first group that finds a problem (later checks rely on earlier
     ones: a schedule is only checked against a consistent graph)."""
-    for check in (_graph_problems, _array_problems, _process_problems, _schedule_problems, _clock_problems, _image_problems,
-                  _host_problems, _estimate_problems):
+    for check in (_graph_problems, _array_problems, _process_problems, _schedule_problems, _clock_problems,
+                  _image_problems, _host_problems, _estimate_problems):
         problems = check(saved)
         if problems:
             return problems

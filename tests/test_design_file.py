@@ -337,3 +337,11 @@ def test_the_arrays_of_a_design_are_read_within_a_budget_for_them_all(tmp_path, 
     monkeypatch.setattr(design_file, "max_arrays_bytes", lambda: in_all - 1)
     with pytest.raises(MingError, match=rf"the design's arrays hold more than {in_all - 1:,} bytes in all"):
         read_design(out)
+
+
+def test_a_schedule_of_an_unknown_kind_is_a_problem_not_an_exception():
+    from ming_py.kernel import validate_schedule
+
+    saved = saved_of(CASES[0])
+    saved.stream_graph.processes[0].kind = "fft"
+    assert validate_schedule(saved.stream_graph, saved.schedule)[0] == "p: unknown process kind 'fft'"
