@@ -109,7 +109,7 @@ def emit(saved: SavedDesign, graph: Graph | None = None, solution: Solution | No
     cycle-level simulation where it is already made."""
     stream_graph, schedule, board = saved.stream_graph, saved.schedule, saved_board(saved)
     data = report(stream_graph, schedule, board, saved.estimates)
-    simulated = simulated or simulate_schedule(stream_graph, schedule)
+    simulated = simulate_schedule(stream_graph, schedule) if simulated is None else simulated
     data["totals"] |= {"simulated_cycles": simulated.cycles,
                        "simulated_first_output_cycles": simulated.first_output_cycles,
                        "simulated_deadlock": simulated.deadlock}
