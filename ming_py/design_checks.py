@@ -6,11 +6,12 @@ or ILP estimates malformed. Each problem is one line naming the field.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import dataclasses
+from dataclasses import replace
 
 import numpy as np
+
+from ming_py.boards import load_board
 
 from .dataflow import Process, StreamGraph, Window
 from .kernel import validate_schedule
@@ -19,15 +20,13 @@ from .kinds.bilinear import table_problem
 from .limits import MAX_FIFO_BITS, MAX_MAP_VALUES, MAX_NODES, MAX_STREAMED_VALUES
 from .options import CLOCK_MHZ
 
-if TYPE_CHECKING:
-    from .design_file import SavedDesign
-
 # the kinds whose process may have no params: a split whose outputs all carry every channel
 _PARAMS_OPTIONAL = ("split",)
 
 
-def design_problems(saved: SavedDesign) -> list[str]:
-    """Every check in order, stopping at the first group that finds a problem (later checks rely on earlier
+def design_problems(saved) -> list[str]:
+    """The problems of `saved`, a decoded `design_file.SavedDesign` (this module does not import it: that one
+    calls this). Every check in order, stopping at the first group that finds a problem (later checks rely on earlier
     ones: a schedule is only checked against a consistent graph)."""
     for check in (_graph_problems, _array_problems, _process_problems, _schedule_problems, _clock_problems,
                   _image_problems, _host_problems, _estimate_problems):
@@ -37,7 +36,7 @@ def design_problems(saved: SavedDesign) -> list[str]:
     return []
 
 
-def _graph_problems(saved: SavedDesign) -> list[str]:
+def _graph_problems(saved) -> list[str]:
     graph = saved.stream_graph
     names = {p.name for p in graph.processes} | {"input", "output"}
     problems = [f"stream_graph.channels.{c.name}: {which} {getattr(c, which)!r} is no process"
@@ -71,7 +70,7 @@ EPILOGUE_DTYPES = {
 }
 
 
-def _array_problems(saved: SavedDesign) -> list[str]:
+def _array_problems(saved) -> list[str]:
     """Every array of the graph of the element type ming writes for it (no silent cast of an edited one)."""
     problems = []
     for index, process in enumerate(saved.stream_graph.processes):
@@ -95,7 +94,7 @@ def _epilogue_arrays(epilogue) -> dict[str, type]:
     return {name: declared.get(name) for name in arrays}
 
 
-def _process_problems(saved: SavedDesign) -> list[str]:
+def _process_problems(saved) -> list[str]:
     graph = saved.stream_graph
     problems = []
     for index, process in enumerate(graph.processes):
@@ -204,7 +203,7 @@ def _bilinear_problem(graph: StreamGraph, process: Process, params) -> str:
     return f"params: {problem}" if problem else ""
 
 
-def _schedule_problems(saved: SavedDesign) -> list[str]:
+def _schedule_problems(saved) -> list[str]:
     graph, schedule = saved.stream_graph, saved.schedule
     fifo_bits = sum(schedule.depth_of(c) * schedule.lanes_of(c) * 8 for c in graph.channels)
     if fifo_bits > MAX_FIFO_BITS or min(schedule.depths.values(), default=2) < 1:
@@ -213,14 +212,14 @@ def _schedule_problems(saved: SavedDesign) -> list[str]:
     return [f"schedule: {problem}" for problem in validate_schedule(graph, schedule)]
 
 
-def _clock_problems(saved: SavedDesign) -> list[str]:
+def _clock_problems(saved) -> list[str]:
     low, high = CLOCK_MHZ
     if not low <= saved.clock_mhz <= high:  # also false for NaN
         return [f"clock_mhz: {saved.clock_mhz!r} (a number from {low:g} to {high:g}, as --clock takes)"]
     return []
 
 
-def _image_problems(saved: SavedDesign) -> list[str]:
+def _image_problems(saved) -> list[str]:
     from .verify import IMAGES  # the golden model's images: loaded only once a design reads well
 
     if set(saved.images) != set(IMAGES):
@@ -235,13 +234,13 @@ def _image_problems(saved: SavedDesign) -> list[str]:
     return []
 
 
-def _host_problems(saved: SavedDesign) -> list[str]:
+def _host_problems(saved) -> list[str]:
     """The ports' metadata as deploy/accelerator.json would carry it, checked with the driver's schema."""
     from ming_py.contract.accelerator_schema import written_problem
     from ming_py.emit.deploy import accelerator_metadata
-    from .steps import saved_board
 
-    problem = written_problem(accelerator_metadata(saved.stream_graph, saved_board(saved)))
+    board = replace(load_board(saved.board), clock_mhz=saved.clock_mhz)
+    problem = written_problem(accelerator_metadata(saved.stream_graph, board))
     return [f"stream_graph ports: {problem}"] if problem else []
 
 
@@ -251,7 +250,7 @@ _SOLVER = {"rule": str, "objective": str, "status": str, "variables": int, "cons
 _BUDGET = ("dsp", "bram18k", "uram", "lut")
 
 
-def _estimate_problems(saved: SavedDesign) -> list[str]:
+def _estimate_problems(saved) -> list[str]:
     """The ILP's estimates hold a cost for every process and the totals the reports read."""
     estimates = saved.estimates
     if estimates is None:

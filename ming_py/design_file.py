@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .dataclass_codec import Arrays, DecodeError, decode, encode
 from .dataflow import Schedule, StreamGraph
+from .design_checks import design_problems
 from .errors import MingError
 from .ilp.cost import Cost
 from .contract.ming_json import read_json, read_regular
@@ -160,7 +161,7 @@ def read_design(out: Path) -> SavedDesign:
         saved = _decode(document, directory)
     except DecodeError as error:
         raise MingError(f"{where}: {error}; correct the field or build again with `ming build`") from None
-    problems = _problems(saved)
+    problems = design_problems(saved)
     if problems:
         raise MingError(f"{where}: {problems[0]}; correct it or build again with `ming build`")
     return saved
@@ -174,9 +175,3 @@ def _decode(document, directory: Path) -> SavedDesign:
                                      "reads")
     rest = {k: v for k, v in document.items() if k not in ("format", "version")}
     return decode(rest, SavedDesign, _DirectoryArrays(directory, max_arrays_bytes()))
-
-
-def _problems(saved: SavedDesign) -> list[str]:
-    from .design_checks import design_problems  # it reads SavedDesign's fields: imported once the module is loaded
-
-    return design_problems(saved)
