@@ -11,14 +11,14 @@ from ming_py.boards import Board, load_board
 from ming_py.ilp import Solution
 
 from .dataflow import Schedule
-from .design_file import SavedDesign, read_design, schedule_fingerprint
+from .design_file import DIRECTORY, DOCUMENT, SavedDesign, design_files, read_design, schedule_fingerprint
 from .errors import MingError
 from .ir import FixedPointMul, FixedPointRequant, Graph
 from .progress import Progress
 from .options import BuildOptions, check_design, check_model
 from .output import check_output, output_lock, replace_tree, write_tree
 from .process_spec import validate_schedule
-from .simulate import simulate_schedule
+from .simulate import SimResult, simulate_schedule
 from . import steps
 from .steps import Design, Streamed, emit, save, stream
 from .verify import NOT_VERIFIED, VerificationFailed, verify_design, verify_seconds
@@ -112,10 +112,7 @@ def emit_build(out: str | Path, board: str | None = None, progress: Progress | N
         if keep_failed == out:
             raise MingError(f"--keep-failed {keep_failed}: is OUT itself; pass another directory")
     with output_lock(out):
-        saved = _current_estimates(_on_board(read_design(out), board), progress)
-        check_no_deadlock(saved)
-        with progress.step("emitting HLS C++ and reports from the saved design"):
-            result = emit(saved)
+        result = _emitted(out, board, progress)
         if verify:
             _verify(result, progress, seconds, keep_failed, [])
         else:
@@ -124,6 +121,33 @@ def emit_build(out: str | Path, board: str | None = None, progress: Progress | N
             replace_tree(result.files, out)
     progress.note(f"wrote {len(result.files)} files to {out} in {progress.elapsed():.1f} s")
     return result
+
+
+def _emitted(out: Path, board: str | None, progress: Progress) -> Design:
+    """The files of the saved design of OUT, read, checked and emitted. A failure past the checks is ming's own
+    where the design is as ming wrote it (raised as it is); in an edited design, one line asking for a new build."""
+    read = None
+    try:
+        read = read_design(out)
+        saved = _current_estimates(_on_board(read, board), progress)
+        simulated = check_no_deadlock(saved)
+        with progress.step("emitting HLS C++ and reports from the saved design"):
+            return emit(saved, simulated=simulated)
+    except MingError:
+        raise
+    except Exception as error:
+        if read is not None and _as_written(out, read):
+            raise
+        what = " ".join(f"{type(error).__name__}: {error}".split())
+        raise MingError(f"{out / DIRECTORY / DOCUMENT}: ming cannot emit this edited design ({what}); "
+                        "build it again with `ming build`") from None
+
+
+def _as_written(out: Path, saved: SavedDesign) -> bool:
+    """Whether OUT/design/ holds exactly the files ming writes for `saved` (no hand edit shows)."""
+    return all((out / name).is_file() and (out / name).read_bytes() ==
+               (content if isinstance(content, bytes) else content.encode())
+               for name, content in design_files(saved).items())
 
 
 def _on_board(saved: SavedDesign, board: str | None) -> SavedDesign:
@@ -152,12 +176,13 @@ def _current_estimates(saved: SavedDesign, progress: Progress) -> SavedDesign:
     return replace(saved, estimates=None)
 
 
-def check_no_deadlock(saved: SavedDesign) -> None:
-    """Refuses a design the cycle-level simulation says deadlocks (`ming simulate` on its build)."""
+def check_no_deadlock(saved: SavedDesign) -> SimResult:
+    """The cycle-level simulation of the design (`ming simulate` on its build); MingError if it deadlocks."""
     result = simulate_schedule(saved.stream_graph, saved.schedule)
     if result.deadlock is not None:
         raise MingError(f"the saved design deadlocks (ming simulate: {result.deadlock[0]}); deepen the FIFO it "
                         "names in schedule.depths or build again with `ming build`")
+    return result
 
 
 def _verify(result: Design, progress: Progress, seconds: float, keep_failed: Path | None, inputs: list) -> None:

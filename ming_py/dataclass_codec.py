@@ -197,7 +197,10 @@ def _decode_dataclass(data, kind, arrays: Arrays, path: str):
                 raise DecodeError(f"{path}.{name}".lstrip("."), "is missing")
             continue
         values[name] = decode(data[name], hint, arrays, f"{path}.{name}".lstrip("."))
-    return kind(**values)
+    try:
+        return kind(**values)
+    except (ValueError, TypeError) as error:  # the class's own check of its values (`__post_init__`)
+        raise DecodeError(path, str(error)) from None
 
 
 def _subclasses(kind) -> dict[str, type]:

@@ -4,8 +4,8 @@ the model (docs/design_format.md describes every field).
 design/design.json holds the document (`SavedDesign`, through `dataclass_codec`), design/arrays/N.npy its numpy
 arrays and byte strings; both are deterministic, so an unchanged design is written byte for byte the same.
 Reading it back (`read_design`) checks everything a hand edit may have broken: the format and version, every
-field's type, the array files (regular files, no symbolic links, within the size limits), the schedule
-(`validate_schedule`) and the sizes of `ming_py.limits`; what fails is one line naming the field.
+field's type, the array files (regular files, no symbolic links, within the size limits), then the design as
+a whole (`ming_py.design_checks`); what fails is one line naming the field.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from pathlib import Path
 
 from .dataclass_codec import Arrays, DecodeError, decode, encode
 from .dataflow import Schedule, StreamGraph
+from .design_checks import design_problems
 from .errors import MingError
 from .ilp.cost import Cost
 from .contract.ming_json import read_json, read_regular
-from .process_spec import validate_schedule
-from .limits import MAX_FIFO_BITS, MAX_MAP_VALUES, MAX_NODES, MAX_STREAMED_VALUES, MAX_WEIGHT_BYTES
+from .limits import MAX_MAP_VALUES, MAX_STREAMED_VALUES, MAX_WEIGHT_BYTES
 
 FORMAT = "ming-design"
 VERSION = 1
@@ -107,12 +107,23 @@ def readable_json(data, level: int = 0) -> str:
     return json.dumps(data)
 
 
-class _DirectoryArrays(Arrays):
-    """The arrays of a saved design on disk, each read when the document names it."""
+def max_arrays_bytes() -> int:
+    """The bytes of all the array files of one design: its weights (`MAX_WEIGHT_BYTES`), its epilogues' arrays (a
+    few int32 per channel or a table of 256 values per group, taken as much again) and each verification image's
+    input map and output record; it bounds the memory an edited design can make `ming emit` read."""
+    from .verify import IMAGES  # the images the build saves
 
-    def __init__(self, directory: Path):
+    return 2 * MAX_WEIGHT_BYTES + len(IMAGES) * (MAX_MAP_VALUES + MAX_STREAMED_VALUES)
+
+
+class _DirectoryArrays(Arrays):
+    """The arrays of a saved design on disk, each read when the document names it, within a budget of bytes
+    for them all (`max_arrays_bytes`)."""
+
+    def __init__(self, directory: Path, budget: int):
         super().__init__({}, MAX_ARRAY_VALUES)
         self.directory = directory
+        self.budget = budget
 
     def get(self, name: str, path: str):
         if not _ARRAY_NAME.fullmatch(name):
@@ -123,6 +134,10 @@ class _DirectoryArrays(Arrays):
                                                 follow_symlinks=False)
             except (OSError, ValueError) as error:
                 raise DecodeError(path, f"{name}: {getattr(error, 'strerror', None) or error}") from None
+            self.budget -= len(self.files[name])
+            if self.budget < 0:
+                raise DecodeError(path, f"{name}: the design's arrays hold more than {max_arrays_bytes():,} bytes "
+                                        "in all")
         return super().get(name, path)
 
 
@@ -146,7 +161,7 @@ def read_design(out: Path) -> SavedDesign:
         saved = _decode(document, directory)
     except DecodeError as error:
         raise MingError(f"{where}: {error}; correct the field or build again with `ming build`") from None
-    problems = _problems(saved)
+    problems = design_problems(saved)
     if problems:
         raise MingError(f"{where}: {problems[0]}; correct it or build again with `ming build`")
     return saved
@@ -159,31 +174,4 @@ def _decode(document, directory: Path) -> SavedDesign:
         raise DecodeError("version", f"{document.get('version')!r} is not version {VERSION}, the one this ming "
                                      "reads")
     rest = {k: v for k, v in document.items() if k not in ("format", "version")}
-    return decode(rest, SavedDesign, _DirectoryArrays(directory))
-
-
-def _problems(saved: SavedDesign) -> list[str]:
-    """What makes a decoded design unusable: its sizes past `ming_py.limits`, its schedule invalid, its channels
-    and processes inconsistent."""
-    graph = saved.stream_graph
-    names = {p.name for p in graph.processes} | {"input", "output"}
-    problems = [f"stream_graph.channels.{c.name}: {which} {getattr(c, which)!r} is no process"
-                for c in graph.channels.values() for which in ("producer", "consumer")
-                if getattr(c, which) not in names]
-    problems += [f"stream_graph.processes: {p.name}: channel {c!r} is not in stream_graph.channels"
-                 for p in graph.processes for c in p.inputs + p.outputs if c not in graph.channels]
-    problems += [f"stream_graph: port channel {port.channel!r} is not in stream_graph.channels"
-                 for port in (graph.input, *graph.outputs) if port.channel not in graph.channels]
-    if len(graph.processes) > MAX_NODES:
-        problems.append(f"stream_graph.processes: {len(graph.processes)} processes, more than {MAX_NODES}")
-    values = [c.values for c in graph.channels.values()]
-    if max(values, default=0) > MAX_MAP_VALUES or sum(values) > MAX_STREAMED_VALUES or min(values, default=1) < 1:
-        problems.append(f"stream_graph.channels: maps of {max(values, default=0):,} values, {sum(values):,} in all "
-                        f"(each from 1 to {MAX_MAP_VALUES:,}, at most {MAX_STREAMED_VALUES:,} in all)")
-    if problems:
-        return problems
-    fifo_bits = sum(saved.schedule.depth_of(c) * saved.schedule.lanes_of(c) * 8 for c in graph.channels)
-    if fifo_bits > MAX_FIFO_BITS or min(saved.schedule.depths.values(), default=2) < 1:
-        return [f"schedule.depths: FIFOs of {fifo_bits:,} bits in all (each depth at least 1, at most "
-                f"{MAX_FIFO_BITS:,} bits in all)"]
-    return [f"schedule: {problem}" for problem in validate_schedule(graph, saved.schedule)]
+    return decode(rest, SavedDesign, _DirectoryArrays(directory, max_arrays_bytes()))

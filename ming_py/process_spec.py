@@ -77,24 +77,16 @@ def validate_schedule(graph: StreamGraph, schedule: Schedule) -> list[str]:
     """Problems that make a schedule invalid for `graph` (empty when valid)."""
     problems = []
     for process in graph.processes:
-        trips = trip_counts(graph, process)
-        for loop, factor in schedule.of(process.name).unroll:
-            if loop not in trips:
-                problems.append(f"{process.name}: loop '{loop}' cannot be unrolled (choose from {sorted(trips)})")
-            elif factor < 1 or trips[loop] % factor:
-                problems.append(f"{process.name}: unroll {loop}={factor} does not divide its trip count "
-                                f"{trips[loop]}")
+        try:
+            problems += _unroll_problems(graph, process, schedule)
+        except ValueError as error:  # an unknown kind
+            problems.append(f"{process.name}: {error}")
     if not problems:
         for process in graph.processes:
-            sched = schedule.of(process.name)
-            spec = schedule_spec(graph, process, schedule)
             try:
-                spec.check()
-            except ValueError as error:
+                problems += _process_problems(graph, process, schedule)
+            except ValueError as error:  # its spec cannot be made or checked
                 problems.append(f"{process.name}: {error}")
-            choices = kind_of(process.kind).multiplier_choices(dict(sched.unroll))
-            if sched.multipliers not in choices:
-                problems.append(f"{process.name}: multipliers '{sched.multipliers}' (choose from {', '.join(choices)})")
     for name, channel in graph.channels.items():
         lanes = schedule.lanes_of(name)
         if lanes < 1 or channel.channels % lanes:
@@ -102,3 +94,24 @@ def validate_schedule(graph: StreamGraph, schedule: Schedule) -> list[str]:
         if schedule.depth_of(name) < 1:
             problems.append(f"channel {name}: FIFO depth must be at least 1")
     return problems
+
+
+def _unroll_problems(graph: StreamGraph, process, schedule: Schedule) -> list[str]:
+    trips = trip_counts(graph, process)
+    problems = []
+    for loop, factor in schedule.of(process.name).unroll:
+        if loop not in trips:
+            problems.append(f"{process.name}: loop '{loop}' cannot be unrolled (choose from {sorted(trips)})")
+        elif factor < 1 or trips[loop] % factor:
+            problems.append(f"{process.name}: unroll {loop}={factor} does not divide its trip count {trips[loop]}")
+    return problems
+
+
+def _process_problems(graph: StreamGraph, process, schedule: Schedule) -> list[str]:
+    """What the process's kind says of its spec and multipliers under `schedule`."""
+    sched = schedule.of(process.name)
+    schedule_spec(graph, process, schedule).check()
+    choices = kind_of(process.kind).multiplier_choices(dict(sched.unroll))
+    if sched.multipliers not in choices:
+        return [f"{process.name}: multipliers '{sched.multipliers}' (choose from {', '.join(choices)})"]
+    return []

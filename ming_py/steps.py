@@ -36,7 +36,7 @@ from .errors import MingError
 from .ir import Graph
 from .options import BuildOptions
 from .sample import image_record
-from .simulate import simulate_schedule
+from .simulate import SimResult, simulate_schedule
 from .verify import IMAGES
 from .weights_load import WEIGHTS_FILE, load_ends, load_report, loaded_arrays, loaded_rows, weights_image
 
@@ -103,11 +103,13 @@ def saved_board(saved: SavedDesign) -> Board:
     return replace(load_board(saved.board), clock_mhz=saved.clock_mhz)
 
 
-def emit(saved: SavedDesign, graph: Graph | None = None, solution: Solution | None = None) -> Design:
-    """Every output file of a saved design, in memory; the design itself included (design/)."""
+def emit(saved: SavedDesign, graph: Graph | None = None, solution: Solution | None = None,
+         simulated: SimResult | None = None) -> Design:
+    """Every output file of a saved design, in memory; the design itself included (design/). `simulated`: its
+    cycle-level simulation where it is already made."""
     stream_graph, schedule, board = saved.stream_graph, saved.schedule, saved_board(saved)
     data = report(stream_graph, schedule, board, saved.estimates)
-    simulated = simulate_schedule(stream_graph, schedule)
+    simulated = simulate_schedule(stream_graph, schedule) if simulated is None else simulated
     data["totals"] |= {"simulated_cycles": simulated.cycles,
                        "simulated_first_output_cycles": simulated.first_output_cycles,
                        "simulated_deadlock": simulated.deadlock}

@@ -105,6 +105,10 @@ def test_a_schedule_that_deadlocks_is_refused_and_nothing_written(residual_build
     (lambda d: d.update(version=7), "version: 7 is not version 1"),
     (lambda d: d["schedule"]["processes"]["conv2"].update(unroll=[["oc", 3]]), "unroll oc=3 does not divide"),
     (lambda d: d["schedule"]["lanes"].update(conv1_to_pool1="8"), "schedule.lanes.conv1_to_pool1: expected int"),
+    (lambda d: d.update(images={}), "images: [], not the images"),
+    (lambda d: d.update(clock_mhz=0), "clock_mhz: 0 (a number from 1 to 1000"),
+    (lambda d: d["stream_graph"]["processes"][0]["window"].update(groups=0), "window: groups 0 (each at least 1)"),
+    (lambda d: d["estimates"]["totals"].pop("latency_us"), "estimates.totals.latency_us: missing or malformed"),
 ])
 def test_an_invalid_edit_is_refused_in_one_line(example_copy, change, message):
     edit(example_copy, change)
@@ -112,6 +116,7 @@ def test_an_invalid_edit_is_refused_in_one_line(example_copy, change, message):
     result = ming("emit", example_copy, "-q")
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and tree(example_copy) == before
+    assert "Traceback" not in result.stderr
 
 
 def test_a_directory_without_a_design_is_refused(tmp_path):
