@@ -136,12 +136,15 @@ def assert_traced_loop(graph: Graph, lanes: int, out: Path, iterations: int, exc
         assert REGISTER_TYPE.fullmatch(declared.type), f"register {name} is a {declared.type}"
     assert {name: excess(chain) for name, chain in register_chains(emitted).items() if excess(chain)} == \
         (excesses or {})
-    declared = sorted(widths[function, d.line][0] for d in emitted.registers.values() if d.type != "bool")
-    for d in emitted.registers.values():
-        if d.type != "bool":
-            bits, low, high = widths[function, d.line]
+    counters = [d for d in emitted.registers.values() if d.type != "bool"]
+    for d in counters:
+        bits, low, high = widths[function, d.line]
+        if bits == 0:  # a counter of range 0 is the constant ming::Zero
+            assert low == high == 0, d
+        else:
             assert low >= 0 and bits == max(high.bit_length(), 1), d
-    charged = sorted(max(m.bit_length(), 1) for m in control_counters(spec, None, loop.iterations))
+    declared = sorted(bits for bits, _, _ in (widths[function, d.line] for d in counters) if bits > 0)
+    charged = sorted(m.bit_length() for m in control_counters(spec, None, loop.iterations) if m > 0)
     assert declared == charged
     simulated = simulate_schedule(built.stream_graph, schedule)
     assert simulated.completed and simulated.busy[process.name] == loop.cycles

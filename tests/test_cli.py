@@ -263,7 +263,8 @@ def test_csim_checks_input_and_output_before_compiling(tmp_path):
 @pytest.mark.parametrize("host, message", [
     ("{", "not a complete ming build (host.json: Expecting property name"),
     ("{}", "not a complete ming build (host.json: no model name)"),
-    ('{"model": "net", "input": {}}', "not a complete ming build (host.json: 'input.onnx_shape' is missing"),
+    ('{"model": "net", "input": {}}', "not a complete ming build (host.json: no 'outputs' list"),
+    ('{"model": "net", "input": {}, "outputs": [{}]}', "not a complete ming build (host.json: 'input.onnx_shape' is missing"),
 ])
 def test_csim_of_a_damaged_build_is_one_line(tmp_path, host, message):
     np.save(tmp_path / "x.npy", np.zeros((1, 4), np.float32))

@@ -74,7 +74,8 @@ def test_a_global_average_over_a_power_of_two_map_is_a_shift_without_dsp(gap_ove
     graph = lift(gap_over_64)
     built = design(graph, load_board("kv260"))
     cpp = built.files["hls/gap_over_64.cpp"]
-    assert "ming::requantize_shift(acc[t][l] + " in cpp and ", 6, " in cpp.split("ming::requantize_shift(")[1]
+    assert "constexpr int REQUANT_SHIFT = 6;" in cpp
+    assert "ming::requantize_shift(acc[t][l] + " in cpp and ", REQUANT_SHIFT, " in cpp.split("ming::requantize_shift(")[1]
     assert _requantization_dsp(graph, "global_avgpool") == 0
     for seed in range(3):
         x = np.random.default_rng(seed).standard_normal((1, 3, 8, 8)).astype(np.float32)
