@@ -13,7 +13,8 @@ REPO = Path(__file__).resolve().parent.parent
 PACKAGES = {"ming_py": "ming_py", "ming_py.kinds": "ming_py/kinds", "ming_py.epilogues": "ming_py/epilogues",
             "ming_py.frontends": "frontends", "ming_py.classify": "classify",
             "ming_py.line_buffers": "line_buffers", "ming_py.ilp": "ilp", "ming_py.emit": "emit",
-            "ming_py.boards": "boards", "ming_py.runtime": "runtime", "ming_py.contract": "contract"}
+            "ming_py.boards": "boards", "ming_py.runtime": "runtime", "ming_py.contract": "contract",
+            "ming_py.numerics": "ming_py/numerics"}
 
 pytestmark = pytest.mark.unit
 
@@ -26,16 +27,22 @@ def modules() -> dict[str, Path]:
     return found
 
 
+def import_base(node: ast.ImportFrom, package: str) -> str:
+    """The module a `from ... import` names, a relative one resolved against `package` (the importer's)."""
+    base = node.module or ""
+    if node.level:
+        parts = package.split(".")
+        base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+    return base
+
+
 def imports(name: str, path: Path, known: set[str]) -> set[str]:
     """The product modules `name` imports anywhere in its file."""
     package = name if path.stem == "__init__" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            base = import_base(node, package)
             for alias in node.names:
                 target = f"{base}.{alias.name}"
                 found.add(target if target in known else base)

@@ -8,14 +8,13 @@ import ast
 from pathlib import Path
 
 import pytest
+from test_module_graph import PACKAGES, import_base
 
 REPO = Path(__file__).resolve().parent.parent
-# the folders setuptools maps into ming_py (pyproject.toml: package-dir), by side of the boundary
-COMPILER = {"ming_py": "ming_py", "ming_py.kinds": "ming_py/kinds", "ming_py.epilogues": "ming_py/epilogues",
-            "ming_py.frontends": "frontends", "ming_py.classify": "classify", "ming_py.line_buffers": "line_buffers",
-            "ming_py.ilp": "ilp", "ming_py.emit": "emit", "ming_py.boards": "boards"}
+# the folders setuptools maps into ming_py (test_module_graph.PACKAGES), by side of the boundary
 RUNTIME = {"ming_py.runtime": "runtime"}
 CONTRACT = {"ming_py.contract": "contract"}
+COMPILER = {package: folder for package, folder in PACKAGES.items() if package not in RUNTIME | CONTRACT}
 
 pytestmark = pytest.mark.unit
 
@@ -30,7 +29,7 @@ def flat_names(packages: dict[str, str]) -> set[str]:
     """The names the modules of `packages` are imported by where they sit flat (OUT/deploy/), and their folders
     (but ming_py: the parent of every package)."""
     names = {path.stem for path in modules(packages).values() if path.stem != "__init__"} | set(packages.values())
-    return names - {"ming_py", "ming_py/kinds", "ming_py/epilogues"}
+    return names - {"ming_py"} - {folder for folder in packages.values() if "/" in folder}
 
 
 def imported(name: str, path: Path) -> set[str]:
@@ -39,10 +38,7 @@ def imported(name: str, path: Path) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            base = import_base(node, package)
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
