@@ -149,7 +149,8 @@ def candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibra
                             f"needs lanes few enough that it is too large for LUTRAM)")
     costs = {}
     for name in list(options):
-        all_costs = [process_cost(graph, graph.process(name), c, calibration) for c in options[name]]
+        process, timings = graph.process(name), {}
+        all_costs = [process_cost(graph, process, c, calibration, timings) for c in options[name]]
         options[name], costs[name] = _pareto(options[name], all_costs)
     return options, costs
 

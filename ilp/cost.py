@@ -128,16 +128,25 @@ def choice_spec(graph: StreamGraph, p: Process, choice: Choice):
     return process_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers)
 
 
-def process_cost(graph: StreamGraph, p: Process, choice: Choice, calibration: Calibration | None = None) -> Cost:
-    spec = choice_spec(graph, p, choice)
-    loop = loop_of(spec)
-    cycles, fill = _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain)
-    parts = resources(graph, p, choice, spec, loop.iterations)
+def process_cost(graph: StreamGraph, p: Process, choice: Choice, calibration: Calibration | None = None,
+                 timings: dict | None = None) -> Cost:
+    """The candidate's cost; `timings` keeps the loop and timing of each (unroll, lanes, requantizers) of the
+    process already costed: candidates that differ only in their memories or multipliers share them."""
+    key = (choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers)
+    timing = None if timings is None else timings.get(key)
+    if timing is None:
+        spec = choice_spec(graph, p, choice)
+        loop = loop_of(spec)
+        timing = (spec, loop.iterations, _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain),
+                  _progress(graph, p, choice, loop))
+        if timings is not None:
+            timings[key] = timing
+    spec, iterations, (cycles, fill), (progress, lags) = timing
+    parts = resources(graph, p, choice, spec, iterations)
     totals = {r: 0.0 for r in ("dsp", "bram18k", "uram", "lut", "ff")}
     for resource, primitive, amount in parts:
         totals[resource] += amount * (calibration.factor(resource, primitive) if calibration else 1.0)
     _check_finite(p, totals)
-    progress, lags = _progress(graph, p, choice, loop)
     return Cost(cycles, fill, *(math.ceil(totals[r] - 1e-9) for r in ("dsp", "bram18k", "uram", "lut", "ff")),
                 progress, lags, parts)
 
