@@ -1,16 +1,21 @@
-"""One HiGHS run of an MPS model, as a child process of `ilp.search._mip` (so that an interrupted ming stops it).
+"""HiGHS runs of one MPS model, as a child process of `ilp.search.HighsSession` (so that an interrupted ming stops
+it).
 
-    python -P ilp/highs_worker.py MODEL.mps RESULT.json NODES [CUTOFF] [--relax]
+    python -P ilp/highs_worker.py MODEL.mps
 
-Run as a script (it imports only highspy), so that a child does not import the ILP package.
+Run as a script (it imports only highspy), so that a child does not import the ILP package. It reads the model
+once, then answers requests, one JSON line each on stdin: {"nodes": N, "cutoff": X or null, "relax": bool,
+"zero": [columns whose upper bound is 0 for this run]}, with one JSON line on stdout: the status ("optimal",
+"infeasible" or "stopped"), objective, bound and, by column name, the values and reduced costs. Each run
+starts from the model as read with only its own columns fixed and the solver cleared, so it gives what a
+fresh HiGHS on that model gives.
 
-On one thread with HiGHS's fixed seed: the same model gives the same answer on every run and machine. Writes
-the status ("optimal", "infeasible" or "stopped"), objective, bound and, by column name, the values and reduced
-costs."""
+On one thread with HiGHS's fixed seed: the same requests give the same answers on every run and machine."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import highspy
@@ -19,38 +24,58 @@ import highspy
 OPTIONS = {"output_flag": False, "threads": 1, "random_seed": 0, "mip_rel_gap": 0.0, "mip_abs_gap": 0.5}
 
 
-def run(model: str, nodes: int, cutoff: float | None, relax: bool) -> dict:
-    highs = highspy.Highs()
-    for option, value in OPTIONS.items():
-        highs.setOptionValue(option, value)
-    highs.setOptionValue("mip_max_nodes", nodes)
-    if cutoff is not None:
-        highs.setOptionValue("objective_bound", cutoff)
-    if relax:
-        highs.setOptionValue("solve_relaxation", True)
-    highs.readModel(model)
-    highs.run()
-    status = highs.modelStatusToString(highs.getModelStatus())
-    info = highs.getInfo()
-    solution = highs.getSolution()
-    found = info.primal_solution_status == 2
-    result = {"status": "optimal" if status == "Optimal" else
-              "infeasible" if status in ("Infeasible", "Objective bound") else "stopped",
-              "objective": info.objective_function_value if found else None,
-              "bound": None if relax else info.mip_dual_bound}
-    if found:
-        names = highs.getLp().col_names_
-        result["values"] = dict(zip(names, solution.col_value))
-        result["reduced"] = dict(zip(names, solution.col_dual)) if relax else {}
-    return result
+class Worker:
+    def __init__(self, model: str):
+        self.highs = highspy.Highs()
+        for option, value in OPTIONS.items():
+            self.highs.setOptionValue(option, value)
+        self.highs.readModel(model)
+        lp = self.highs.getLp()
+        self.names = list(lp.col_names_)
+        self.column = {name: i for i, name in enumerate(self.names)}
+        self.lower, self.upper = list(lp.col_lower_), list(lp.col_upper_)
+
+    def run(self, nodes: int, cutoff: float | None, relax: bool, zero: list[str]) -> dict:
+        highs = self.highs
+        fixed = [self.column[name] for name in zero]
+        for i in fixed:
+            highs.changeColBounds(i, self.lower[i], 0.0)
+        highs.setOptionValue("mip_max_nodes", nodes)
+        highs.setOptionValue("objective_bound", cutoff if cutoff is not None else highspy.kHighsInf)
+        highs.setOptionValue("solve_relaxation", relax)
+        highs.clearSolver()
+        try:
+            highs.run()
+            return self._result(relax)
+        finally:
+            for i in fixed:
+                highs.changeColBounds(i, self.lower[i], self.upper[i])
+
+    def _result(self, relax: bool) -> dict:
+        highs = self.highs
+        status = highs.modelStatusToString(highs.getModelStatus())
+        info = highs.getInfo()
+        solution = highs.getSolution()
+        found = info.primal_solution_status == 2
+        result = {"status": "optimal" if status == "Optimal" else
+                  "infeasible" if status in ("Infeasible", "Objective bound") else "stopped",
+                  "objective": info.objective_function_value if found else None,
+                  "bound": None if relax else info.mip_dual_bound}
+        if found:
+            result["values"] = dict(zip(self.names, solution.col_value))
+            result["reduced"] = dict(zip(self.names, solution.col_dual)) if relax else {}
+        return result
 
 
 def main(argv: list[str]) -> None:
-    relax = "--relax" in argv
-    model, out, nodes, *cutoff = [a for a in argv if a != "--relax"]
-    result = run(model, int(nodes), float(cutoff[0]) if cutoff else None, relax)
-    with open(out, "w") as file:
-        json.dump(result, file)
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # what HiGHS itself prints (its banner) goes to stderr, not among the answers
+    worker = Worker(argv[0])
+    for line in sys.stdin:
+        request = json.loads(line)
+        result = worker.run(request["nodes"], request["cutoff"], request["relax"], request["zero"])
+        answers.write(json.dumps(result) + "\n")
+        answers.flush()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ thriftiest."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -66,7 +67,7 @@ class Search:
 
 
 def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None = None) -> Search:
-    """Branch and bound in deterministic steps, all with HiGHS:
+    """Branch and bound in deterministic steps, all with HiGHS (one `HighsSession`: the model is handed over once):
 
     1. the LP relaxation: a lower bound, reduced costs, and infeasibility proven when it has none;
     2. an incumbent from a small node-limited MIP over the candidates the LP solution uses (RENS, Berthold
@@ -78,35 +79,25 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
     The objective is integral, so a better design is at least one unit better (cutoff value - 0.5).
     `incumbent`: a design known to fit, the one to beat when the heuristics find none better.
     """
-    relaxation = _mip(model.problem, node_limit, relax=True)
-    if relaxation.status == "infeasible":
-        return Search("infeasible")
-    lower = relaxation.objective
-    unused = [x for x in model.variables() if relaxation.values.get(x.name, 0.0) <= 1e-6]
-    picked = model.picked(_with_zero(unused, lambda: _mip(model.problem, HEURISTIC_NODES)).values)
-    if incumbent is not None and (picked is None or model.value_of(incumbent) < model.value_of(picked)):
-        picked = incumbent
-    if picked is None:
-        return _conclude(model, _mip(model.problem, node_limit), None, lower)
-    value = model.value_of(picked)
-    hopeless = [x for x in unused if lower + relaxation.reduced.get(x.name, 0.0) > value - 0.5]
-    if model.goal == "latency":
-        hopeless = list(dict.fromkeys(hopeless + model.too_slow(value - 1)))
-    better = _with_zero(hopeless, lambda: _mip(model.problem, node_limit, cutoff=value - 0.5))
+    with HighsSession(model.problem) as highs:
+        relaxation = highs.run(node_limit, relax=True)
+        if relaxation.status == "infeasible":
+            return Search("infeasible")
+        lower = relaxation.objective
+        unused = [x for x in model.variables() if relaxation.values.get(x.name, 0.0) <= 1e-6]
+        picked = model.picked(highs.run(HEURISTIC_NODES, zero=unused).values)
+        if incumbent is not None and (picked is None or model.value_of(incumbent) < model.value_of(picked)):
+            picked = incumbent
+        if picked is None:
+            return _conclude(model, highs.run(node_limit), None, lower)
+        value = model.value_of(picked)
+        hopeless = [x for x in unused if lower + relaxation.reduced.get(x.name, 0.0) > value - 0.5]
+        if model.goal == "latency":
+            hopeless = list(dict.fromkeys(hopeless + model.too_slow(value - 1)))
+        better = highs.run(node_limit, cutoff=value - 0.5, zero=hopeless)
     if better.status == "infeasible":
         return Search("optimal", picked, value, value)
     return _conclude(model, better, (picked, value), lower)
-
-
-def _with_zero(variables: list, run) -> _Run:
-    """`run()` with `variables` fixed to 0."""
-    for x in variables:
-        x.upBound = 0
-    try:
-        return run()
-    finally:
-        for x in variables:
-            x.upBound = 1
 
 
 def _conclude(model: Model, run: _Run, incumbent: tuple[dict[str, int], int] | None, lower: float) -> Search:
@@ -123,28 +114,68 @@ def _conclude(model: Model, run: _Run, incumbent: tuple[dict[str, int], int] | N
     return Search("feasible", best[0], best[1], min(bound, best[1]))
 
 
-def _mip(problem: pulp.LpProblem, node_limit: int, relax: bool = False, cutoff: float | None = None) -> _Run:
-    """HiGHS on one thread with its fixed seed (deterministic), as a child process (`ilp.highs_worker`) that
-    `subprocess.run` kills when ming is interrupted; its files live in a scratch folder (`ilp.scratch`) that is
-    removed on every way out."""
-    with scratch_folder() as folder:
-        model_file, result_file = os.path.join(folder, "model.mps"), os.path.join(folder, "result.json")
-        variables, names, _, _ = problem.writeMPS(model_file, rename=1)
-        command = [sys.executable, "-P", HIGHS_WORKER, model_file, result_file, str(node_limit),
-                   *([str(cutoff)] if cutoff is not None else []), *(["--relax"] if relax else [])]
-        run = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-        if run.returncode != 0 or not os.path.exists(result_file):
-            last = (run.stderr.strip().splitlines() or [f"exit status {run.returncode}"])[-1]
+class HighsSession:
+    """HiGHS on one thread with its fixed seed (deterministic), in a child process (`ilp/highs_worker.py`) that
+    reads the model once and then solves it as often as asked, each time with other candidates fixed to 0.
+    The child is killed on every way out of the `with` block but the normal one (an interrupted ming stops
+    it); the model file lives in a scratch folder (`ilp.scratch`) removed on every way out."""
+
+    def __init__(self, problem: pulp.LpProblem):
+        self.problem = problem
+
+    def __enter__(self) -> HighsSession:
+        self._scratch = scratch_folder()
+        folder = self._scratch.__enter__()
+        try:
+            model_file = os.path.join(folder, "model.mps")
+            _, names, _, _ = self.problem.writeMPS(model_file, rename=1)
+            self.renamed = names
+            self.original = {renamed: name for name, renamed in names.items()}
+            self.errors = os.path.join(folder, "errors.txt")
+            with open(self.errors, "w") as errors:
+                self.child = subprocess.Popen([sys.executable, "-P", HIGHS_WORKER, model_file], stdin=subprocess.PIPE,
+                                              stdout=subprocess.PIPE, stderr=errors, text=True)
+        except BaseException:
+            self._scratch.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        try:
+            if kind is None:
+                self.child.stdin.close()
+                self.child.wait()
+            else:
+                self.child.kill()
+                self.child.wait()
+                with contextlib.suppress(BrokenPipeError):
+                    self.child.stdin.close()
+            self.child.stdout.close()
+        finally:
+            self._scratch.__exit__(kind, error, trace)
+
+    def run(self, node_limit: int, relax: bool = False, cutoff: float | None = None, zero: list = ()) -> _Run:
+        """One run with the `zero` variables fixed to 0."""
+        request = {"nodes": node_limit, "cutoff": cutoff, "relax": relax,
+                   "zero": [self.renamed[x.name] for x in zero]}
+        try:
+            self.child.stdin.write(json.dumps(request) + "\n")
+            self.child.stdin.flush()
+            line = self.child.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            self.child.kill()
+            with open(self.errors) as errors:
+                last = (errors.read().strip().splitlines() or [f"exit status {self.child.wait()}"])[-1]
             raise MingError(f"the HiGHS run failed: {last}")
-        with open(result_file) as f:
-            result = json.load(f)
-    original = {renamed: name for name, renamed in names.items()}
-    values = {original[k]: v for k, v in result["values"].items()} if "values" in result else None
-    reduced = {original[k]: v for k, v in result.get("reduced", {}).items()}
-    if result["status"] == "infeasible":
-        return _Run("infeasible")
-    return _Run(result["status"], result["objective"], result["bound"] if result["status"] != "optimal"
-                else result["objective"], values, reduced)
+        result = json.loads(line)
+        if result["status"] == "infeasible":
+            return _Run("infeasible")
+        values = {self.original[k]: v for k, v in result["values"].items()} if "values" in result else None
+        reduced = {self.original[k]: v for k, v in result.get("reduced", {}).items()}
+        return _Run(result["status"], result["objective"], result["bound"] if result["status"] != "optimal"
+                    else result["objective"], values, reduced)
 
 
 def thrifty(model: Model, picked: dict[str, int]) -> dict[str, int]:
