@@ -1,0 +1,136 @@
+"""The targets (--target-fps, --target-latency-us) checked where they are measured: on the cycle-level
+simulation of the design with its sized FIFOs (`ming_py.simulate`: its latency, and its steady-state interval
+`interval_cycles`). The ILP's model has no back-pressure, so the design it says meets a target may miss it in
+simulation; the exploration then solves again with the target tightened by what the simulation showed, at most
+RETRIES times, and keeps the first design that meets it, or stops naming how far the best one found misses."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from ming_py.boards import Board
+from ming_py.simulate import SimResult
+
+from .objectives import TargetMissed, Targets
+from .search import SearchStopped
+from .solve import Solution
+
+# Solves after the first with tightened targets: each takes as long as a build's exploration
+RETRIES = 4
+
+Design = Callable[[Targets], tuple[Solution, SimResult]]
+
+
+def meeting_targets(design: Design, fastest: Callable[[], tuple[Solution, SimResult]], targets: Targets,
+                    board: Board) -> tuple[Solution, SimResult]:
+    """The first of the designs `design` gives for `targets`, then for targets rescaled by each miss, whose
+    simulation meets `targets`; TargetMissed naming the best design's miss when none of 1 + RETRIES does.
+
+    Where the model proves no design meets a latency target, its estimate may still be pessimistic: the
+    `fastest` design is simulated, and if it meets the targets the search goes on from the targets scaled up
+    by its simulation, the fastest design kept should no cheaper one meet them."""
+    from .explore import FifosOverBudget  # explore imports this module
+
+    no_design = (TargetMissed, SearchStopped, FifosOverBudget)
+    asked, best, solved = targets, None, 1
+    try:
+        solution, simulated = design(targets)
+    except TargetMissed:
+        if asked.latency_us is None:  # the interval's bound is exact: no loop runs faster than its cycles
+            raise
+        solution, simulated = fastest()
+        if shortfall(asked, board, simulated) > 1:
+            raise TargetMissed(missed(asked, board, simulated, "the fastest design")) from None
+        best, solved = (solution, simulated), 2
+        targets = rescaled(asked, asked, board, solution.totals, simulated)
+        try:
+            solution, simulated = design(targets)
+        except no_design:
+            return best
+    best = min([found for found in (best, (solution, simulated)) if found is not None],
+               key=lambda found: shortfall(asked, board, found[1]))
+    for _ in range(RETRIES):
+        if shortfall(asked, board, simulated) <= 1:
+            return solution, simulated
+        targets = rescaled(targets, asked, board, solution.totals, simulated)
+        if targets is None:
+            break
+        try:
+            solution, simulated = design(targets)
+        except no_design:  # no design closer to the targets: the best found stands
+            break
+        solved += 1
+        best = min(best, (solution, simulated), key=lambda found: shortfall(asked, board, found[1]))
+    if shortfall(asked, board, best[1]) <= 1:
+        return best
+    raise TargetMissed(missed(asked, board, best[1], f"the best of {solved} designs, the targets rescaled after "
+                                                      "each miss" if solved > 1 else "no other design found"))
+
+
+def target_cycles(targets: Targets, board: Board) -> dict[str, float]:
+    """The targets in cycles at the board's clock: the latency and the interval they allow."""
+    cycles = {}
+    if targets.latency_us is not None:
+        cycles["latency"] = targets.latency_us * board.clock_mhz
+    if targets.fps is not None:
+        cycles["interval"] = board.clock_mhz * 1e6 / targets.fps
+    return cycles
+
+
+def _simulated(simulated: SimResult) -> dict[str, int]:
+    return {"latency": simulated.cycles, "interval": simulated.interval_cycles}
+
+
+def shortfall(targets: Targets, board: Board, simulated: SimResult) -> float:
+    """The simulated figures over the targets' bounds, the worst of them: at most 1 when every target is met."""
+    figures = _simulated(simulated)
+    return max(figures[name] / bound for name, bound in target_cycles(targets, board).items())
+
+
+def rescaled(targets: Targets, asked: Targets, board: Board, estimates: dict, simulated: SimResult) \
+        -> Targets | None:
+    """`targets` (what the ILP was last given) with each bound set to the model's figure for the design times
+    asked / simulated: lower where the simulation missed the target (and at least a cycle below the model's
+    figure), higher where every target is met (a pessimistic model); None when a bound falls below a cycle."""
+    bounds = target_cycles(asked, board)
+    figures = _simulated(simulated)
+    model = {"latency": estimates["cycles"], "interval": estimates["throughput_cycles"]}
+    every_met = all(figures[name] <= bound for name, bound in bounds.items())
+    latency_us, fps = targets.latency_us, targets.fps
+    for name, bound in bounds.items():
+        if figures[name] <= bound and not every_met:
+            continue
+        limit = math.floor(model[name] * bound / figures[name])
+        if figures[name] > bound:
+            limit = min(limit, model[name] - 1)
+        if limit < 1:
+            return None
+        # half a cycle past the limit: the model floors the cycles a target implies back to `limit`
+        if name == "latency":
+            latency_us = (limit + 0.5) / board.clock_mhz
+        else:
+            fps = board.clock_mhz * 1e6 / (limit + 0.5)
+    return Targets(fps, latency_us)
+
+
+def missed(asked: Targets, board: Board, simulated: SimResult, tried: str) -> str:
+    """One line: how far the best design's simulation misses each target, and what to do."""
+    bounds = target_cycles(asked, board)
+    clock = f"{board.clock_mhz:g} MHz"
+    parts = []
+    if "latency" in bounds and simulated.cycles > bounds["latency"]:
+        over = simulated.cycles / bounds["latency"] - 1
+        parts.append(f"--target-latency-us {asked.latency_us:g}: the best design takes "
+                     f"{simulated.cycles / board.clock_mhz:,.2f} us in the cycle-level simulation "
+                     f"({simulated.cycles:,} cycles at {clock}, the target {math.floor(bounds['latency']):,}), "
+                     f"{100 * over:.1f} % over")
+    if "interval" in bounds and simulated.interval_cycles > bounds["interval"]:
+        interval = simulated.interval_cycles
+        short = 1 - asked.fps * interval / (board.clock_mhz * 1e6)
+        parts.append(f"--target-fps {asked.fps:g}: the best design sustains "
+                     f"{board.clock_mhz * 1e6 / interval:,.1f} images/s in the cycle-level simulation (one image "
+                     f"per {interval:,} cycles at {clock}, the target {math.floor(bounds['interval']):,}), "
+                     f"{100 * short:.1f} % short")
+    return (f"{'; '.join(parts)} ({tried}); "
+            "relax the target or raise the budget")
