@@ -45,7 +45,8 @@ def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, So
 
     targets = Targets(options.target_fps, options.target_latency_us)
     if targets:
-        solution, simulated = meeting_targets(design, lambda: design(Targets(), "latency"), targets, board)
+        solution, simulated = meeting_targets(design, lambda: design(Targets(), "latency"), targets, board,
+                                              (FifosOverBudget,))
     else:
         solution, simulated = design(targets)
     solution.totals = with_simulated_headline(solution.totals, simulated, board.clock_mhz)

@@ -1,8 +1,11 @@
 """The targets (--target-fps, --target-latency-us) checked where they are measured: on the cycle-level
 simulation of the design with its sized FIFOs (`ming_py.simulate`: its latency, and its steady-state interval
 `interval_cycles`). The ILP's model has no back-pressure, so the design it says meets a target may miss it in
-simulation; the exploration then solves again with the target tightened by what the simulation showed, at most
-RETRIES times, and keeps the first design that meets it, or stops naming how far the best one found misses."""
+simulation; the exploration then solves again with the target rescaled by what the simulation showed (the
+model's figure for the design times target / simulated), at most RETRIES times, and keeps the first design
+that meets it, or stops naming how far the best one found misses. Where the model is pessimistic instead (it
+proves no design meets a latency target the fastest design meets in simulation), the search starts from the
+fastest design's simulation."""
 
 from __future__ import annotations
 
@@ -19,53 +22,67 @@ from .solve import Solution
 # Solves after the first with tightened targets: each takes as long as a build's exploration
 RETRIES = 4
 
-Design = Callable[[Targets], tuple[Solution, SimResult]]
+Found = tuple[Solution, SimResult]  # a design and its simulation
+Design = Callable[[Targets], Found]
 
 
-def meeting_targets(design: Design, fastest: Callable[[], tuple[Solution, SimResult]], targets: Targets,
-                    board: Board) -> tuple[Solution, SimResult]:
+def meeting_targets(design: Design, fastest: Callable[[], Found], targets: Targets, board: Board,
+                    no_design: tuple[type[Exception], ...] = ()) -> Found:
     """The first of the designs `design` gives for `targets`, then for targets rescaled by each miss, whose
     simulation meets `targets`; TargetMissed naming the best design's miss when none of 1 + RETRIES does.
 
     Where the model proves no design meets a latency target, its estimate may still be pessimistic: the
     `fastest` design is simulated, and if it meets the targets the search goes on from the targets scaled up
-    by its simulation, the fastest design kept should no cheaper one meet them."""
-    from .explore import FifosOverBudget  # explore imports this module
-
-    no_design = (TargetMissed, SearchStopped, FifosOverBudget)
-    asked, best, solved = targets, None, 1
+    by its simulation, the fastest design kept should no cheaper one meet them. `no_design`: what else
+    `design` raises when it finds no design (besides TargetMissed and SearchStopped), ending the search."""
+    no_design = (TargetMissed, SearchStopped) + no_design
+    kept: list[Found] = []  # the fastest design, where the search starts from it
     try:
-        solution, simulated = design(targets)
+        found = design(targets)
     except TargetMissed:
-        if asked.latency_us is None:  # the interval's bound is exact: no loop runs faster than its cycles
+        if targets.latency_us is None:  # the interval's bound is exact: no loop runs faster than its cycles
             raise
-        solution, simulated = fastest()
-        if shortfall(asked, board, simulated) > 1:
-            raise TargetMissed(missed(asked, board, simulated, "the fastest design")) from None
-        best, solved = (solution, simulated), 2
-        targets = rescaled(asked, asked, board, solution.totals, simulated)
+        kept = [_fastest_meeting(fastest, targets, board)]
         try:
-            solution, simulated = design(targets)
+            found = design(rescaled(targets, targets, board, *kept[0]))
         except no_design:
-            return best
-    best = min([found for found in (best, (solution, simulated)) if found is not None],
-               key=lambda found: shortfall(asked, board, found[1]))
+            return kept[0]
+    return _rescaled_search(design, found, targets, board, kept, no_design)
+
+
+def _fastest_meeting(fastest: Callable[[], Found], asked: Targets, board: Board) -> Found:
+    """The fastest design, which meets the targets in simulation; else TargetMissed naming its miss."""
+    solution, simulated = fastest()
+    if shortfall(asked, board, simulated) > 1:
+        raise TargetMissed(missed(asked, board, simulated, "the fastest design")) from None
+    return solution, simulated
+
+
+def _rescaled_search(design: Design, found: Found, asked: Targets, board: Board, kept: list[Found],
+                     no_design: tuple[type[Exception], ...]) -> Found:
+    """From `found` (the design for the targets the ILP was given first), the first design whose simulation
+    meets `asked`, each next one solved with the targets rescaled by the last one's miss."""
+    def miss(design_found: Found) -> float:
+        return shortfall(asked, board, design_found[1])
+
+    targets = asked
+    tried = kept + [found]
     for _ in range(RETRIES):
-        if shortfall(asked, board, simulated) <= 1:
-            return solution, simulated
-        targets = rescaled(targets, asked, board, solution.totals, simulated)
+        if miss(found) <= 1:
+            return found
+        targets = rescaled(targets, asked, board, *found)
         if targets is None:
             break
         try:
-            solution, simulated = design(targets)
+            found = design(targets)
         except no_design:  # no design closer to the targets: the best found stands
             break
-        solved += 1
-        best = min(best, (solution, simulated), key=lambda found: shortfall(asked, board, found[1]))
-    if shortfall(asked, board, best[1]) <= 1:
+        tried.append(found)
+    best = min(tried, key=miss)
+    if miss(best) <= 1:
         return best
-    raise TargetMissed(missed(asked, board, best[1], f"the best of {solved} designs, the targets rescaled after "
-                                                      "each miss" if solved > 1 else "no other design found"))
+    raise TargetMissed(missed(asked, board, best[1], f"the best of {len(tried)} designs, the targets rescaled "
+                                                     "after each miss" if len(tried) > 1 else "no other design found"))
 
 
 def target_cycles(targets: Targets, board: Board) -> dict[str, float]:
@@ -88,14 +105,14 @@ def shortfall(targets: Targets, board: Board, simulated: SimResult) -> float:
     return max(figures[name] / bound for name, bound in target_cycles(targets, board).items())
 
 
-def rescaled(targets: Targets, asked: Targets, board: Board, estimates: dict, simulated: SimResult) \
+def rescaled(targets: Targets, asked: Targets, board: Board, solution: Solution, simulated: SimResult) \
         -> Targets | None:
-    """`targets` (what the ILP was last given) with each bound set to the model's figure for the design times
+    """`targets` (what the ILP was last given for `solution`) with each bound set to the model's figure for it times
     asked / simulated: lower where the simulation missed the target (and at least a cycle below the model's
     figure), higher where every target is met (a pessimistic model); None when a bound falls below a cycle."""
     bounds = target_cycles(asked, board)
     figures = _simulated(simulated)
-    model = {"latency": estimates["cycles"], "interval": estimates["throughput_cycles"]}
+    model = {"latency": solution.totals["cycles"], "interval": solution.totals["throughput_cycles"]}
     every_met = all(figures[name] <= bound for name, bound in bounds.items())
     latency_us, fps = targets.latency_us, targets.fps
     for name, bound in bounds.items():

@@ -2,8 +2,8 @@
 as a table, CSV, JSON and a cycles-vs-DSP plot.
 
 Each row's resources are the build's, FIFOs included; its latency and interval the cycle-level simulation's (the
-build's headline, by which the targets are met), with the model's latency beside them. The CSV and JSON are byte-identical for identical runs:
-the time each point took goes to the terminal only.
+build's headline, by which the targets are met), with the model's latency beside them. The CSV and JSON are
+byte-identical for identical runs: the time each point took goes to the terminal only.
 
 The three files go to their own directory (`-o`, default `sweep/`), written like a build's OUT
 (`ming_py.output.write_tree`): a new, empty or former sweep/build directory only, replaced atomically,

@@ -4,10 +4,11 @@ as vendor_reports.py reads them).
 Like is compared with like. Throughput: a process's planned cycles per image (report.json `nodes[].cycles`) and the
 design's `totals.throughput_cycles` against the initiation interval C synthesis schedules (Interval-max of the
 module's and of the top's SummaryOfOverallLatency); II against the pipelined loop's PipelineII. Latency: ming's
-`totals.cycles` (the cycle-level simulation's; the model's `totals.estimated_cycles` beside it) against the latency C/RTL co-simulation measured, never against csynth's static latency, which for a
-dataflow design is only an estimate (UG1399: the real latency of a dataflow region is known after co-simulation); the
-csynth figure is shown beside it, labelled as such. DSP, LUT, FF, BRAM18K and URAM post-route where the hierarchical
-report holds the process, else from C synthesis.
+`totals.cycles` (the cycle-level simulation's; the model's `totals.estimated_cycles` beside it) against the latency
+C/RTL co-simulation measured, never against csynth's static latency, which for a dataflow design is only an
+estimate (UG1399: the real latency of a dataflow region is known after co-simulation); the csynth figure is shown
+beside it, labelled as such. DSP, LUT, FF, BRAM18K and URAM post-route where the hierarchical report holds the
+process, else from C synthesis.
 
 What compare reads of report.json is checked as it is read: anything but what ming writes is one line naming
 the field, and no report can make compare raise anything but a MingError.

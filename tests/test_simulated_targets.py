@@ -131,8 +131,8 @@ def test_an_unreachable_latency_target_is_one_line_with_the_simulated_figures(qu
     assert result.returncode == 2
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    match = re.fullmatch(r"ming: error: --target-latency-us [0-9.]+: the best design takes ([0-9.]+) us in the cycle-level "
-                         r"simulation \(([0-9,]+) cycles at 200 MHz, the target ([0-9,]+)\), [0-9.]+ % over \(.*\); "
+    match = re.fullmatch(r"ming: error: --target-latency-us [0-9.]+: the best design takes ([0-9.]+) us in the "
+                         r"cycle-level simulation \(([0-9,]+) cycles at 200 MHz, the target ([0-9,]+)\), [0-9.]+ % over \(.*\); "
                          r"relax the target or raise the budget", lines[0])
     assert match, lines[0]
     cycles, bound = (int(match.group(i).replace(",", "")) for i in (2, 3))
@@ -152,5 +152,6 @@ def test_the_headline_is_the_simulated_latency_and_report_md_states_both(quantiz
     difference = 100 * (totals["estimated_cycles"] - totals["cycles"]) / totals["cycles"]
     assert (f"Latency {totals['cycles']:,} cycles = {totals['latency_us']} us at {report['clock_mhz']} MHz in the "
             f"cycle-level simulation") in text
-    assert f"the ILP's model estimated {totals['estimated_cycles']:,} cycles" in text and f"({difference:+.1f} %)" in text
+    assert f"the ILP's model estimated {totals['estimated_cycles']:,} cycles" in text
+    assert f"({difference:+.1f} %)" in text
     assert f"# Latency: {totals['cycles']:,} cycles" in (out / "settings.yaml").read_text()

@@ -108,7 +108,8 @@ def test_any_other_error_stops_the_sweep(monkeypatch):
 def _row(dsp_budget: int, bram18k_budget: int, cycles: int, **given) -> dict:
     return {"dsp_budget": dsp_budget, "bram18k_budget": bram18k_budget, "uram_budget": 64, "lut_budget": 81984,
             "target_fps": None, "target_latency_us": None, "status": "optimal", "cycles": cycles,
-            "latency_us": cycles / 200, "estimated_cycles": cycles, "interval_cycles": cycles // 2, "fps": 200e6 / (cycles // 2),
+            "latency_us": cycles / 200, "estimated_cycles": cycles, "interval_cycles": cycles // 2,
+            "fps": 200e6 / (cycles // 2),
             "roofline_cycles": 10_000 // dsp_budget, "ratio": 1.0, "dsp": dsp_budget // 2, "bram18k": 10, "uram": 0,
             "lut": 5000, "fifo_bram18k": 0, "fifo_lut": 40} | given
 
