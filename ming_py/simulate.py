@@ -108,6 +108,7 @@ def headline(result: SimResult, clock_mhz: float) -> dict:
 
 def as_json(result: SimResult) -> dict:
     return {"cycles": result.cycles, "first_output_cycles": result.first_output_cycles,
+            "interval_cycles": result.interval_cycles,
             "completed": result.completed, "timed_out": result.timed_out,
             "stalls": result.stalls, "fifo_peak": result.fifo_peak, "deadlock": result.deadlock,
             "busy": result.busy, "finish": result.finish, "output_tokens": result.output_tokens}

@@ -148,6 +148,7 @@ def test_the_headline_is_the_simulated_latency_and_report_md_states_both(quantiz
     report = json.loads((out / "report.json").read_text())
     totals = report["totals"]
     assert totals["cycles"] == simulated_run["cycles"]
+    assert totals["interval_cycles"] == simulated_run["interval_cycles"]
     text = (out / "report.md").read_text()
     difference = 100 * (totals["estimated_cycles"] - totals["cycles"]) / totals["cycles"]
     assert (f"Latency {totals['cycles']:,} cycles = {totals['latency_us']} us at {report['clock_mhz']} MHz in the "
