@@ -144,9 +144,10 @@ def missed(asked: Targets, board: Board, simulated: SimResult, tried: str) -> st
                      f"{100 * over:.1f} % over")
     if "interval" in bounds and simulated.interval_cycles > bounds["interval"]:
         interval = simulated.interval_cycles
-        short = 1 - asked.fps * interval / (board.clock_mhz * 1e6)
+        sustained = board.clock_mhz * 1e6 / interval
+        short = 1 - sustained / asked.fps
         parts.append(f"--target-fps {asked.fps:g}: the best design sustains "
-                     f"{board.clock_mhz * 1e6 / interval:,.1f} images/s in the cycle-level simulation (one image "
+                     f"{sustained:,.1f} images/s in the cycle-level simulation (one image "
                      f"per {interval:,} cycles at {clock}, the target {math.floor(bounds['interval']):,}), "
                      f"{100 * short:.1f} % short")
     return (f"{'; '.join(parts)} ({tried}); "

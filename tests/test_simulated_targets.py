@@ -80,6 +80,24 @@ def test_a_throughput_target_is_checked_on_the_simulated_interval():
 
 
 @pytest.mark.unit
+def test_a_missed_throughput_target_names_the_simulated_images_per_second():
+    asked = Targets(fps=BOARD.clock_mhz * 1e6 / 400)  # 500,000 images/s
+    designs = iter([found(390, 2000, 500)])
+
+    def design(targets):
+        try:
+            return next(designs)
+        except StopIteration:
+            raise TargetMissed("no design reaches it") from None
+
+    with pytest.raises(TargetMissed) as missed:
+        simulated_targets.meeting_targets(design, None, asked, BOARD)
+    assert str(missed.value) == ("--target-fps 500000: the best design sustains 400,000.0 images/s in the "
+                                 "cycle-level simulation (one image per 500 cycles at 200 MHz, the target 400), "
+                                 "20.0 % short (no other design found); relax the target or raise the budget")
+
+
+@pytest.mark.unit
 def test_a_pessimistic_model_falls_back_on_the_fastest_design():
     """The model proves no design meets the target by its estimates, but the fastest design's simulation does:
     the search goes on from the target scaled up, and keeps the fastest design if nothing cheaper meets it."""
