@@ -7,7 +7,7 @@ Conv+ReLU (3->16 channels, 3x3) at 32x32 and 224x224, each built with
 1/10 of the highest throughput of those designs (rows fps/2, fps/4, fps/10: the least-resource design that
 sustains it within the whole budget), prints one table row:
 
-* ``est cycles`` -- the cost model's latency (``totals["cycles"]``);
+* ``est cycles`` -- the cost model's latency (``totals["estimated_cycles"]``);
 * ``bound`` -- a lower bound on the latency of the built design:
 
       max(ceil(MACs / MAC DSPs), max padded positions, ceil(input values / 8), ceil(output values / 8))
@@ -26,8 +26,8 @@ sustains it within the whole budget), prints one table row:
 * ``interval`` -- cycles between images when images follow each other (the slowest process's loop,
   iterations + depth: report.json ``nodes[].cycles``), and ``int/bound`` its ratio to the bound, which
   bounds the interval too: the single-image latency adds every layer's fill to it, the interval does not;
-* ``sim cycles`` -- `ming simulate`'s latency (report.json ``totals["simulated_cycles"]``,
-  or `ming_py.simulate.simulate_dir` when the build leaves it out); "deadlock" when it deadlocks;
+* ``sim cycles`` -- `ming simulate`'s latency (report.json ``totals["cycles"]``, the build's headline); "deadlock"
+  when it deadlocks;
 * ``est-sim %`` -- (estimate - simulated) / simulated, in percent;
 * DSP, BRAM18K, URAM, LUT of the design (the calibrated cost model, ilp/cost.py);
 * ``shared LUT`` / ``shared DSP`` -- what the design's shared requantizers save against one requantizer per
@@ -71,7 +71,6 @@ from ming_py.ilp.objectives import TargetMissed  # noqa: E402
 from ming_py.ilp.solve import NoDesignFits  # noqa: E402
 from ming_py.options import target_board  # noqa: E402
 from ming_py.kinds import MAC_KINDS  # noqa: E402
-from ming_py.simulate import simulate_dir  # noqa: E402
 
 BENCHMARKS = ["resnet8_32", "ds_cnn_49x10", "mobilenet_v1_025_96", "autoencoder_640"]
 ZOO_NETWORKS = ["residual_block", "two_residual_stages", "dw_separable", "lenet", "tiny_cnn"]
@@ -182,19 +181,15 @@ def row(name: str, label: str, path: Path, out: Path, options: BuildOptions) -> 
     seconds = time.perf_counter() - began
     report = json.loads(result.files["report.json"])
     t = report["totals"]
-    if "simulated_cycles" in t:
-        simulated, deadlock = t["simulated_cycles"], t.get("simulated_deadlock")
-    else:
-        sim = simulate_dir(out)
-        simulated, deadlock = sim.cycles, sim.deadlock
+    simulated, estimated = t["cycles"], t["estimated_cycles"]
     bound, _ = lower_bound(report, input_values(path))
-    if deadlock is None:
-        sim_text, diff_text = f"{simulated:>11,}", f"{100 * (t['cycles'] - simulated) / max(simulated, 1):>+9.1f}"
+    if t.get("simulated_deadlock") is None:
+        sim_text, diff_text = f"{simulated:>11,}", f"{100 * (estimated - simulated) / max(simulated, 1):>+9.1f}"
     else:
         sim_text, diff_text = f"{'deadlock':>11}", f"{'-':>9}"
     interval = max(n.get("cycles", 0) for n in report["nodes"])
     saved_lut, saved_dsp = shared_savings(report)
-    return (f"{head} {t['cycles']:>11,} {bound:>9,} {t['cycles'] / max(bound, 1):>9.2f} "
+    return (f"{head} {estimated:>11,} {bound:>9,} {estimated / max(bound, 1):>9.2f} "
             f"{interval:>9,} {interval / max(bound, 1):>9.2f} {sim_text} {diff_text} "
             f"{t['dsp']:>5} {t['bram18k']:>7} {t['uram']:>4} {t['lut']:>7,} {saved_lut:>10,} {saved_dsp:>10,} "
             f"{result.solution.solve_seconds:>6.2f} {seconds:>7.2f}"), process_lines(report), interval

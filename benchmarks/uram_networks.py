@@ -86,8 +86,8 @@ def measure(name: str, directory: Path, images: int, quiet: bool, objective: str
     load = totals.get("weights_load", {})
     return {"network": uram_networks.NETWORKS[name].what, "processes": totals["processes"],
             "rom_smallest_bram18k": rom_bram, "dsp": totals["dsp"], "bram18k": totals["bram18k"],
-            "uram": totals["uram"], "lut": totals["lut"], "cycles": totals["cycles"],
-            "latency_us": totals["latency_us"], "simulated_cycles": totals["simulated_cycles"],
+            "uram": totals["uram"], "lut": totals["lut"], "cycles": totals["estimated_cycles"],
+            "latency_us": totals["estimated_latency_us"], "simulated_cycles": totals["cycles"],
             "throughput_cycles": totals["throughput_cycles"], "weight_bits": weight_bits_by_memory(report),
             "load_cycles": load.get("load_cycles", 0), "load_us": load.get("load_us", 0.0),
             "verified": report["verification"]["equal"], "csim_values": compared, "csim_differ": differing,

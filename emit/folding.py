@@ -20,8 +20,15 @@ def settings_yaml(data: dict) -> str:
     processes = [_process(node) for node in data["nodes"]]
     channels = [{"key": _key(c["name"]), "depth": c["fifo_depth"]} for c in data["channels"]]
     return environment().get_template("settings.yaml.j2").render(
-        model=data["model"], board=data["board"], rule=totals["solver"]["rule"], processes=processes,
-        channels=channels)
+        model=data["model"], board=data["board"], rule=totals["solver"]["rule"], latency=_latency(data),
+        processes=processes, channels=channels)
+
+
+def _latency(data: dict) -> str:
+    """The design's simulated latency, and the model's estimate the ILP chose by."""
+    totals = data["totals"]
+    return (f"Latency: {totals['cycles']:,} cycles ({totals['latency_us']:g} us at {data['clock_mhz']:g} MHz) in the "
+            f"cycle-level simulation; the ILP's model estimated {totals['estimated_cycles']:,}.")
 
 
 def _process(node: dict) -> dict:

@@ -1,6 +1,9 @@
 """Design-space exploration: the ILP's schedule of a model under the user's budget and pins, then the FIFO
 depths, sized on the loop descriptions (`line_buffers.fifo`) and deepened or shrunk by the cycle-level
-simulation (`ming_py.simulate`); no design the simulation says deadlocks leaves here."""
+simulation (`ming_py.simulate`); no design the simulation says deadlocks leaves here. The targets are checked on
+that simulation (`simulated_targets`), and the design's headline latency (totals `cycles`, `latency_us`,
+`interval_cycles`) is the simulated one; the model's figures are kept as `estimated_cycles` and
+`estimated_latency_us`."""
 
 from __future__ import annotations
 
@@ -13,17 +16,19 @@ from ming_py.process_spec import ProcessSpec
 from ming_py.limits import check_fifo_bits
 from ming_py.line_buffers.fifo import DEFAULT_PIXELS, FifoPlan, fifo_memory, reservation_plan
 from ming_py.options import BuildOptions, target_board
-from ming_py.simulate import simulate_schedule
+from ming_py.simulate import SimResult, headline, simulate_schedule
 
 from .budget import Budget, limits, what_bounds, with_weight_port
 from .cost import choice_spec
 from .pins import resolve
 from .objectives import Targets
+from .simulated_targets import meeting_targets
 from .solve import Solution, solve
 
 
 def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, Solution]:
-    """The ILP-chosen schedule of `stream_graph` under the options' budget and pins."""
+    """The ILP-chosen schedule of `stream_graph` under the options' budget and pins, with its simulated
+    latency as the headline; with targets, one whose simulation meets them (else TargetMissed)."""
     board = target_board(options)
     pins = resolve(options.settings, stream_graph)
     budget = Budget.of(board, options.limits)
@@ -33,21 +38,53 @@ def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, So
     fifo = _fifo_totals(reserved_bits)
     # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
     reserved = {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
+
+    def design(targets: Targets, objective: str = options.objective) -> tuple[Solution, SimResult]:
+        return _budgeted_design(stream_graph, board, budget, replace(options, objective=objective), pins,
+                                reservation, reserved, targets)
+
     targets = Targets(options.target_fps, options.target_latency_us)
+    if targets:
+        solution, simulated = meeting_targets(design, lambda: design(Targets(), "latency"), targets, board,
+                                              (FifosOverBudget,))
+    else:
+        solution, simulated = design(targets)
+    solution.totals = with_simulated_headline(solution.totals, simulated, board.clock_mhz)
+    return board, solution
+
+
+def _budgeted_design(stream_graph, board, budget, options, pins, reservation, reserved,
+                     targets) -> tuple[Solution, SimResult]:
+    """The sized design and its simulation; solved once more with more FIFO memory reserved where the sized
+    FIFOs took more than the reservation."""
     try:
-        solution = _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets)
+        return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets)
     except FifosOverBudget as over:
         if pins.depths or over.fifo is None:
             raise
         # the reservation held whole pixels at the default depth; the sized FIFOs (depths for the chosen lanes,
         # deepened until the simulation completes) took more: solve once more with what they took reserved
         reserved = {r: max(reserved[r], over.fifo[f"fifo_{r}"]) for r in reserved}
-        solution = _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets)
-    return board, solution
+        return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets)
 
 
-def _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets) -> Solution:
-    """The ILP's schedule with `reserved` FIFO memory set aside, its FIFOs sized and checked to complete and fit."""
+def with_simulated_headline(totals: dict, simulated: SimResult, clock_mhz: float) -> dict:
+    """The solver's totals with the simulated latency and interval as `cycles`, `latency_us` and
+    `interval_cycles`, and the model's latency moved to `estimated_cycles` and `estimated_latency_us`."""
+    result = {}
+    for key, value in totals.items():
+        if key == "cycles":
+            result |= headline(simulated, clock_mhz) | {"estimated_cycles": value,
+                                                        "estimated_latency_us": totals["latency_us"]}
+        elif key != "latency_us":
+            result[key] = value
+    return result
+
+
+def _sized_design(stream_graph, board, budget, options, pins, reservation, reserved,
+                  targets) -> tuple[Solution, SimResult]:
+    """The ILP's schedule with `reserved` FIFO memory set aside, its FIFOs sized and checked to complete and fit,
+    and its simulation."""
     solution = solve(stream_graph, board, budget, options.objective, pins, reserved=reserved,
                      calibration=options.calibration, targets=targets)
     port = solution.totals["solver"].get("weight_port_reserved", {})
@@ -65,8 +102,8 @@ def _sized_design(stream_graph, board, budget, options, pins, reservation, reser
     totals["solver"]["budget"] = vars(budget)
     totals["solver"]["limits"] = limits(board, budget, port)
     check_fifo_budget(stream_graph, solution, budget, pins.depths, fifo, board, pins.depth_origins)
-    check_completes(stream_graph, solution, plan.depths(least_pixels), pins.depths, pins.depth_origins)
-    return solution
+    simulated = check_completes(stream_graph, solution, plan.depths(least_pixels), pins.depths, pins.depth_origins)
+    return solution, simulated
 
 
 class FifosOverBudget(MingError):
@@ -103,13 +140,13 @@ def _pinned(channel: str, pinned: dict[str, int], origins: dict[str, str] | None
 
 
 def check_completes(graph: StreamGraph, solution: Solution, sized: dict[str, int],
-                    pinned: dict[str, int], origins: dict[str, str] | None = None) -> None:
-    """Stops unless the cycle-level simulation of the design runs to the end: naming the pinned FIFO that
-    deadlocks it and the least depth with which it completes, or (with ming's own depths) as a bug."""
+                    pinned: dict[str, int], origins: dict[str, str] | None = None) -> SimResult:
+    """The cycle-level simulation of the design, which must run to the end: else stops naming the pinned FIFO
+    that deadlocks it and the least depth with which it completes, or (with ming's own depths) as a bug."""
     schedule = solution.schedule
     result = simulate_schedule(graph, schedule)
     if result.deadlock is None:
-        return
+        return result
     for channel in sorted(pinned, key=lambda c: (not any(c in line for line in result.deadlock), c)):
         least = _least_completing_depth(graph, solution, channel, pinned[channel], sized[channel])
         if least is not None:

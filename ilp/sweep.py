@@ -1,8 +1,9 @@
 """`ming sweep`: the build's exploration (`explore`: the ILP, then FIFO sizing) at several budgets and targets,
 as a table, CSV, JSON and a cycles-vs-DSP plot.
 
-Each row's resources are the build's, FIFOs included. The CSV and JSON are byte-identical for identical runs:
-the time each point took goes to the terminal only.
+Each row's resources are the build's, FIFOs included; its latency and interval the cycle-level simulation's (the
+build's headline, by which the targets are met), with the model's latency beside them. The CSV and JSON are
+byte-identical for identical runs: the time each point took goes to the terminal only.
 
 The three files go to their own directory (`-o`, default `sweep/`), written like a build's OUT
 (`ming_py.output.write_tree`): a new, empty or former sweep/build directory only, replaced atomically,
@@ -35,8 +36,8 @@ from .search import SearchStopped
 from .solve import NoDesignFits
 
 COLUMNS = ("dsp_budget", "bram18k_budget", "uram_budget", "lut_budget", "target_fps", "target_latency_us",
-           "status", "cycles", "latency_us", "interval_cycles", "fps", "roofline_cycles", "ratio", "dsp", "bram18k",
-           "uram", "lut", "fifo_bram18k", "fifo_lut")
+           "status", "cycles", "latency_us", "estimated_cycles", "interval_cycles", "fps", "roofline_cycles", "ratio",
+           "dsp", "bram18k", "uram", "lut", "fifo_bram18k", "fifo_lut")
 # the status of a point without a design, by what explore raised (any other error stops the sweep)
 FAILURES = {NoDesignFits: "infeasible", TargetMissed: "target missed", SearchStopped: "unsolved",
             FifosOverBudget: "FIFOs over budget"}
@@ -130,9 +131,11 @@ def sweep_row(stream_graph, options) -> dict:
 
 
 def measured(totals: dict, clock_mhz: float) -> dict:
-    """A design's figures in the sweep's columns (resources with the FIFOs, as the build reports them)."""
-    interval = totals["throughput_cycles"]
-    return {"cycles": totals["cycles"], "latency_us": totals["latency_us"], "interval_cycles": interval,
+    """A design's figures in the sweep's columns (resources with the FIFOs, as the build reports them; latency and
+    interval the cycle-level simulation's, as the build's headline)."""
+    interval = totals["interval_cycles"]
+    return {"cycles": totals["cycles"], "latency_us": totals["latency_us"],
+            "estimated_cycles": totals["estimated_cycles"], "interval_cycles": interval,
             "fps": round(clock_mhz * 1e6 / max(interval, 1), 1), "roofline_cycles": totals["roofline_cycles"],
             "ratio": round(totals["cycles"] / max(totals["roofline_cycles"], 1), 2)} | \
         {key: totals[key] for key in ("dsp", "bram18k", "uram", "lut", "fifo_bram18k", "fifo_lut")}

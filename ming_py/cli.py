@@ -371,7 +371,8 @@ def _print_simulation(result) -> None:
         print("deadlock: every process is blocked")
         print("\n".join(result.deadlock))
         return
-    print(f"{result.cycles:,} cycles to the last output, {result.first_output_cycles:,} to the first")
+    print(f"{result.cycles:,} cycles to the last output, {result.first_output_cycles:,} to the first; one image per "
+          f"{result.interval_cycles:,} cycles in steady state")
     print(f"{'process':<28} {'busy':>9} {'read stall':>11} {'write stall':>12}")
     for name, stalls in result.stalls.items():
         print(f"{name:<28} {result.busy.get(name, 0):>9,} {stalls['read']:>11,} {stalls['write']:>12,}")

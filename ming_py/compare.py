@@ -4,10 +4,11 @@ as vendor_reports.py reads them).
 Like is compared with like. Throughput: a process's planned cycles per image (report.json `nodes[].cycles`) and the
 design's `totals.throughput_cycles` against the initiation interval C synthesis schedules (Interval-max of the
 module's and of the top's SummaryOfOverallLatency); II against the pipelined loop's PipelineII. Latency: ming's
-`totals.cycles` against the latency C/RTL co-simulation measured, never against csynth's static latency, which for a
-dataflow design is only an estimate (UG1399: the real latency of a dataflow region is known after co-simulation); the
-csynth figure is shown beside it, labelled as such. DSP, LUT, FF, BRAM18K and URAM post-route where the hierarchical
-report holds the process, else from C synthesis.
+`totals.cycles` (the cycle-level simulation's; the model's `totals.estimated_cycles` beside it) against the latency
+C/RTL co-simulation measured, never against csynth's static latency, which for a dataflow design is only an
+estimate (UG1399: the real latency of a dataflow region is known after co-simulation); the csynth figure is shown
+beside it, labelled as such. DSP, LUT, FF, BRAM18K and URAM post-route where the hierarchical report holds the
+process, else from C synthesis.
 
 What compare reads of report.json is checked as it is read: anything but what ming writes is one line naming
 the field, and no report can make compare raise anything but a MingError.
@@ -123,7 +124,7 @@ def _check_report(path: Path, report) -> None:
         if problem:
             name = excerpt(node["name"]) if isinstance(node.get("name"), str) else f"nodes[{index}]"
             refuse(f"node {name}: {problem}")
-    problem = _figures_problem(report["totals"], ("cycles", "throughput_cycles", "simulated_cycles") + RESOURCES)
+    problem = _figures_problem(report["totals"], ("cycles", "throughput_cycles", "estimated_cycles") + RESOURCES)
     if problem:
         refuse(f"totals: {problem}")
 
@@ -228,12 +229,13 @@ def _totals_entry(report: dict, synthesis: Synthesis | None, implementation: Imp
 
 
 def _latency_entry(report: dict, synthesis: Synthesis | None, cosimulation: Cosimulation | None) -> dict:
-    """ming's latency (its model's, and the cycle-level simulation's beside it) against the latency co-simulation
-    measured (the worst of its transactions); csynth's static estimate is carried along, not compared."""
+    """ming's latency (its cycle-level simulation's, its model's estimate beside it) against the latency
+    co-simulation measured (the worst of its transactions); csynth's static estimate is carried along, not
+    compared."""
     totals = report["totals"]
     measured = cosimulation.latency["max"] if cosimulation and cosimulation.status == "Pass" else None
     return {"figure": _figure(totals.get("cycles"), measured, "cosim"),
-            "simulated_cycles": totals.get("simulated_cycles"),
+            "estimated_cycles": totals.get("estimated_cycles"),
             "cosim": ({"rtl": cosimulation.rtl, "status": cosimulation.status, "latency": cosimulation.latency,
                        "interval": cosimulation.interval} if cosimulation else None),
             "csynth_estimate": synthesis.top.get("latency") if synthesis else None}
@@ -372,8 +374,10 @@ def _flag_line(entry: dict) -> str:
 def _latency_line(latency: dict) -> str:
     figure = latency["figure"]
     planned = f"planned {_text(figure['planned'])}"
-    if latency["simulated_cycles"] is not None:
-        planned += f" (ming's model; its cycle-level simulation {_text(latency['simulated_cycles'])})"
+    planned += " (ming's cycle-level simulation"
+    if latency["estimated_cycles"] is not None:
+        planned += f"; its model's estimate {_text(latency['estimated_cycles'])}"
+    planned += ")"
     cosim = latency["cosim"]
     if figure["achieved"] is not None:
         difference = "" if figure["difference"] is None else f", {figure['difference']:+.1%}"

@@ -29,7 +29,12 @@ Cycles are numbered from 0. For every loop:
   differ only by the stalls a design's FIFOs and neighbours cause.
 
 ``SimResult.cycles`` is the number of cycles up to and including the one in which the output
-port writes its last word, ``first_output_cycles`` the same for its first word. A process's
+port writes its last word, ``first_output_cycles`` the same for its first word. ``interval_cycles`` is
+the steady-state interval as this one image shows it: the longest any loop (ports included) is
+occupied by the image, from the cycle its first iteration issues (s_0, once its first reads are
+there) to its finish; at least every loop's `Loop.cycles`, and more where the loop stalls mid-image
+on its neighbours. A loop restarts on the next image only once it finished this one, so images
+cannot follow each other faster than that loop lets them. A process's
 stalls are the cycles its pipeline was pushed, counted as "read" or "write" by the kind of event
 that pushed it; its busy cycles are the rest, `Loop.cycles` for every loop that finishes.
 
@@ -82,14 +87,28 @@ class SimResult:
     timed_out: bool = False          # stopped at max_cycles
     # channel -> the least depth with which every token is written in the same cycle (see `_need`)
     fifo_need: dict[str, int] = field(default_factory=dict)
+    start: dict[str, int] = field(default_factory=dict)  # process -> cycle its first iteration issued in (s_0)
 
     @property
     def completed(self) -> bool:
         return self.deadlock is None and not self.timed_out
 
+    @property
+    def interval_cycles(self) -> int:
+        """The steady-state interval (module docstring): the longest a loop is occupied by the image."""
+        return max((finish - self.start[name] for name, finish in self.finish.items()), default=0)
+
+
+def headline(result: SimResult, clock_mhz: float) -> dict:
+    """A design's headline figures (report.json's totals): its simulated latency in cycles and in us at the
+    clock, and its simulated steady-state interval."""
+    return {"cycles": result.cycles, "latency_us": round(result.cycles / clock_mhz, 3),
+            "interval_cycles": result.interval_cycles}
+
 
 def as_json(result: SimResult) -> dict:
     return {"cycles": result.cycles, "first_output_cycles": result.first_output_cycles,
+            "interval_cycles": result.interval_cycles,
             "completed": result.completed, "timed_out": result.timed_out,
             "stalls": result.stalls, "fifo_peak": result.fifo_peak, "deadlock": result.deadlock,
             "busy": result.busy, "finish": result.finish, "output_tokens": result.output_tokens}
@@ -208,7 +227,7 @@ def process_loop(node: dict, channels: dict[str, dict]) -> Loop:
 
 class _Process:
     __slots__ = ("name", "depth", "program", "channels", "neighbours", "run", "repeat", "event", "base", "pushes",
-                 "stall_read", "stall_write", "done", "finish", "waiting", "waiting_to_write", "queued")
+                 "stall_read", "stall_write", "done", "finish", "waiting", "waiting_to_write", "queued", "start")
 
     def __init__(self, name: str, loop: Loop, inputs: list[_Channel], outputs: list[_Channel]):
         self.name, self.depth = name, loop.depth
@@ -224,6 +243,7 @@ class _Process:
         self.waiting_to_write = False
         self.neighbours: tuple[tuple[_Channel, _Process], ...] = ()  # (channel, its other end)
         self.queued = False
+        self.start: int | None = None  # s_0, once iteration 0's events are taken
 
     @property
     def clock(self) -> int:
@@ -248,8 +268,13 @@ class _Process:
 def _advance(p: _Process, max_cycles: int) -> int:
     """Take `p`'s events as far as the known times allow: STUCK, MOVED or PAST_LIMIT (max_cycles)."""
     program, depth = p.program, p.depth
-    moved = False
     p.waiting = None
+    moved = False
+    if p.start is None:
+        taken = p.event
+        if not _issue_first(p):
+            return MOVED if p.event > taken else STUCK
+        moved = p.event > taken
     while p.run < len(program):
         repeats, iterations, events = program[p.run]
         if not events:  # iterations that only pass time
@@ -269,11 +294,22 @@ def _advance(p: _Process, max_cycles: int) -> int:
     return PAST_LIMIT if p.finish > max_cycles else MOVED
 
 
-def _take_events(p: _Process, events: tuple, depth: int) -> bool:
-    """Take the events of the current position from p.event on; False if one has to wait."""
+def _issue_first(p: _Process) -> bool:
+    """Take the events of iteration 0 (its issue cycle s_0 is known once they are) and record s_0; False if one
+    has to wait."""
+    events = p.program[0][2] if p.program else ()
+    if not _take_events(p, events, p.depth, sum(1 for event in events if event[0] == 0)):
+        return False
+    p.start = p.pushes
+    return True
+
+
+def _take_events(p: _Process, events: tuple, depth: int, count: int | None = None) -> bool:
+    """Take the events of the current position from p.event on (up to the `count`-th); False if one has to
+    wait."""
     base, pushes = p.base, p.pushes
     stall_read = stall_write = 0
-    index, count = p.event, len(events)
+    index, count = p.event, len(events) if count is None else count
     blocked = None
     while index < count:
         offset, ch, write = events[index]
@@ -449,7 +485,8 @@ def _simulate(channels: dict[str, _Channel], nodes, record: list[str], max_cycle
         finish={p.name: p.finish for p in everyone if p.done},
         output_tokens={ch.name: len(ch.r) for port in out_ports for ch in port.channels},
         timed_out=timed_out,
-        fifo_need={name: _need(ch) for name, ch in channels.items()})
+        fifo_need={name: _need(ch) for name, ch in channels.items()},
+        start={p.name: p.start for p in everyone if p.done})
 
 
 def _times(cycles: array) -> np.ndarray:

@@ -136,8 +136,8 @@ def test_compare_prints_the_public_reports_figures_and_notes_what_they_lack(out_
     lines = result.stdout.splitlines()
     total = lines[next(i for i, line in enumerate(lines) if line.startswith("total ")) + 1].split()
     assert total[:3] == ["achieved", "-", "1*"]  # the top's Interval-max 1 against throughput_cycles
-    assert (f"latency, cycles per image: planned {report['totals']['cycles']:,} (ming's model; its cycle-level "
-            f"simulation {report['totals']['simulated_cycles']:,}), no C/RTL co-simulation: not compared; C "
+    assert (f"latency, cycles per image: planned {report['totals']['cycles']:,} (ming's cycle-level simulation; its "
+            f"model's estimate {report['totals']['estimated_cycles']:,}), no C/RTL co-simulation: not compared; C "
             f"synthesis's static estimate 3, not the comparison") in result.stdout
     assert "clock: target 3.3 ns, C synthesis estimate 2.351 ns, post-route WNS 0.293 ns: met" in result.stdout
     assert ("post-route, whole design (with the DMA and interconnect): LUT 7,849, FF 13,948, BRAM18K 23, URAM 0, "

@@ -108,7 +108,8 @@ def test_a_schedule_that_deadlocks_is_refused_and_nothing_written(residual_build
     (lambda d: d.update(images={}), "images: [], not the images"),
     (lambda d: d.update(clock_mhz=0), "clock_mhz: 0 (a number from 1 to 1000"),
     (lambda d: d["stream_graph"]["processes"][0]["window"].update(groups=0), "window: groups 0 (each at least 1)"),
-    (lambda d: d["estimates"]["totals"].pop("latency_us"), "estimates.totals.latency_us: missing or malformed"),
+    (lambda d: d["estimates"]["totals"].pop("estimated_latency_us"),
+     "estimates.totals.estimated_latency_us: missing or malformed"),
 ])
 def test_an_invalid_edit_is_refused_in_one_line(example_copy, change, message):
     edit(example_copy, change)

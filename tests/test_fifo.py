@@ -122,7 +122,7 @@ def test_simulate_json_and_minimal_fifos(quantized, lifted, tmp_path):
         results[variant] = json.loads(run.stdout)
         assert {"cycles", "first_output_cycles", "stalls", "fifo_peak"} <= results[variant].keys()
         report = json.loads((tmp_path / variant / "report.json").read_text())
-        assert report["totals"]["simulated_cycles"] == results[variant]["cycles"]
+        assert report["totals"]["cycles"] == results[variant]["cycles"]
         assert all(results[variant]["fifo_peak"][c["name"]] <= c["fifo_depth"] for c in report["channels"])
     assert results["minimal"]["cycles"] <= results["sized"]["cycles"]
 

@@ -189,7 +189,7 @@ def test_unet_built_by_the_ilp_runs_concurrently(lifted, tmp_path):
     board, solution = explore(build_stream_graph(graph), BuildOptions())
     result = design(graph, board, solution=solution)
     totals = json.loads(result.files["report.json"])["totals"]
-    assert totals["simulated_deadlock"] is None and totals["simulated_cycles"] > 0
+    assert totals["simulated_deadlock"] is None and totals["cycles"] > 0
     write_tree(result.files, tmp_path / "out")
     x = _input("unet", 9)
     (got,) = run_csim(tmp_path / "out", x, concurrent=True).values()
