@@ -90,9 +90,9 @@ def assert_pins_reproduce(graph: StreamGraph, schedule: Schedule, path: Path):
 
 
 def _as_schedule(graph: StreamGraph, name: str, choice: Choice) -> tuple:
-    process = graph.process(name)
-    lanes = schedule_of(graph, {name: choice}).lanes
-    return schedule_of(graph, {name: choice}).of(name), tuple(lanes[c] for c in process.inputs + process.outputs)
+    """The process's schedule and the lanes of its channels under one candidate."""
+    process, alone = graph.process(name), schedule_of(graph, {name: choice})
+    return alone.of(name), tuple(alone.lanes[c] for c in process.inputs + process.outputs)
 
 
 # ---- random valid schedules ---------------------------------------------------------------------------------
