@@ -17,7 +17,8 @@ _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")  # a YAML plain scalar that st
 def settings_yaml(data: dict) -> str:
     """The folding file of a build's report data (`emit.reports.report` with a solution)."""
     totals = data["totals"]
-    processes = [_process(node) for node in data["nodes"]]
+    moved = any(_chosen_weight_memory(node) for node in data["nodes"])
+    processes = [_process(node, moved) for node in data["nodes"]]
     channels = [{"key": _key(c["name"]), "depth": c["fifo_depth"]} for c in data["channels"]]
     return environment().get_template("settings.yaml.j2").render(
         model=data["model"], board=data["board"], rule=totals["solver"]["rule"], latency=_latency(data),
@@ -31,7 +32,11 @@ def _latency(data: dict) -> str:
             f"cycle-level simulation; the ILP's model estimated {totals['estimated_cycles']:,}.")
 
 
-def _process(node: dict) -> dict:
+def _process(node: dict, weights_moved: bool) -> dict:
+    """`weights_moved`: whether the ILP moved any process's weights from where their size puts a ROM; where it did,
+    it could move every process's, so the weights it left in BRAM are pinned there too. Where it moved none, it
+    was offered no other memory (`ilp.candidates.loaded_weight_memories`: offered only where the ROMs cannot all
+    fit), and the same model and budget offer none again."""
     schedule = node["schedule"]
     choices = []
     if "multipliers" in schedule:
@@ -41,6 +46,8 @@ def _process(node: dict) -> dict:
     if schedule.get("storage", {}).get("line_buffer") in ("bram", "uram"):  # small ones sit in LUTRAM either way
         choices.append(("line_buffer", schedule["storage"]["line_buffer"]))
     weights = _chosen_weight_memory(node)
+    if weights is None and weights_moved and schedule.get("storage", {}).get("weights") == "bram":
+        weights = "bram"
     if weights is not None:
         choices.append(("weights", weights))
     figures = (f"{node['cycles']:,} cycles, {node['dsp']} DSP, {node['bram18k']} BRAM18K, {node['uram']} URAM, "

@@ -77,9 +77,11 @@ def parse_assignments(assignments: list[str], files: list[Path] = ()) -> Setting
 
 KEY_FORMS = ("PROCESS.unroll.LOOP, PROCESS.requantizers, PROCESS.multipliers, PROCESS.line_buffer, PROCESS.weights "
              "or CHANNEL.depth")
-# a process or channel name may hold dots (PyTorch's exports: /features/features.0/Conv), not spaces or "="
-_KEY = re.compile(r"(?P<name>[^\s=]+)\."
-                  r"(?:unroll\.(?P<loop>[^.\s=]+)|(?P<field>requantizers|multipliers|line_buffer|weights|depth))")
+# a process or channel name may hold any character (PyTorch's exports: /features/features.0/Conv; TFLite's joined
+# tensor names; a settings file's quoted keys), but neither starts nor ends with a space
+_KEY = re.compile(r"(?P<name>\S(?:.*\S)?)\."
+                  r"(?:unroll\.(?P<loop>[^.\s=]+)|(?P<field>requantizers|multipliers|line_buffer|weights|depth))",
+                  re.DOTALL)
 CHOICES = {"multipliers": ("dsp", "fabric", "dsp_pair"), "line_buffer": ("bram", "uram"),
            "weights": WEIGHT_MEMORIES}  # the named settings
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -222,7 +224,7 @@ def resolve(settings: dict[str, int | str], graph: StreamGraph) -> Pins:
         except MingError as error:
             raise MingError(f"{_file_of(settings, key)}{error}") from None
         if key.endswith(".depth"):
-            pins.depth_origins[_process_name(_KEY.fullmatch(key)["name"], graph)] = \
+            pins.depth_origins[_KEY.fullmatch(key)["name"]] = \
                 settings.written(key) if isinstance(settings, Settings) else f"--set {key}={value}"
     return pins
 
@@ -237,7 +239,8 @@ def _resolve_one(pins: Pins, graph: StreamGraph, key: str, value) -> None:
     check_key(key, "settings")
     processes = {p.name: p for p in graph.processes}
     form = _KEY.fullmatch(key)
-    name, loop, setting = _process_name(form["name"], graph), form["loop"], form["field"]
+    loop, setting = form["loop"], form["field"]
+    name = form["name"] if setting == "depth" else _process_name(form["name"], graph)  # a channel by its own name
     if name in processes and setting != "depth":
         _pin_process(pins, graph, processes[name], key, loop or setting, value, setting is None)
     elif name in graph.channels and setting == "depth":

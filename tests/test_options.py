@@ -140,11 +140,19 @@ def test_a_setting_given_twice_in_one_file_is_refused(tmp_path, name, text):
 
 
 @pytest.mark.parametrize("key", ["conv2.oc", "conv2", "conv2.unroll", "conv2.unroll.oc.x", "conv2.unroll.", ".depth",
-                                 "a b.depth", ""])
+                                 "a .depth", ""])
 def test_a_setting_name_has_one_of_its_forms(key):
     with pytest.raises(MingError, match="is not a setting; use PROCESS.unroll.LOOP, PROCESS.requantizers, "
                                         "PROCESS.multipliers, PROCESS.line_buffer, PROCESS.weights or CHANNEL.depth"):
         parse_assignments([f"{key}=8"])
+
+
+def test_a_name_may_hold_any_character_inside(tmp_path):
+    """Model node names (a key may name a process by its node) hold slashes, dots, colons, semicolons, spaces."""
+    path = tmp_path / "s.yaml"
+    path.write_text('"/net/layer1.0/conv 1: a=b;c":\n  unroll: {oc: 8}\n')
+    assert parse_assignments([], [path]) == {"/net/layer1.0/conv 1: a=b;c.unroll.oc": 8}
+    assert parse_assignments(["model/conv 2.depth=4"]) == {"model/conv 2.depth": 4}
 
 
 def test_named_settings_take_their_names(tmp_path):
