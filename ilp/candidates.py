@@ -137,8 +137,21 @@ def keep_candidates(options, costs, wanted):
             {name: [costs[name][j] for j in kept[name]] for name in costs})
 
 
-def candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration):
+def candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration, known: dict | None = None):
+    """Every process's candidates under the pins and their costs, the dominated ones left out. `known` keeps
+    them across the solves of one exploration with the same graph, pins and calibration (targets solved again,
+    FIFO memory reserved anew): they depend on the budget only through the memories it offers the weights."""
     weight_memories = loaded_weight_memories(graph, budget, calibration)
+    key = (weight_memories, budget.uram > 0)
+    if known is None or key not in known:
+        found = _candidates_and_costs(graph, pins, budget, calibration, weight_memories)
+        if known is None:
+            return found
+        known[key] = found
+    return known[key]
+
+
+def _candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration, weight_memories):
     options = {p.name: candidates(graph, p, pins, budget.uram > 0, weight_memories) for p in graph.processes}
     for name, choices in options.items():
         if not choices:

@@ -38,10 +38,11 @@ def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, So
     fifo = _fifo_totals(reserved_bits)
     # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
     reserved = {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
+    known: dict = {}  # the candidates and their costs, computed once for every solve below
 
     def design(targets: Targets, objective: str = options.objective) -> tuple[Solution, SimResult]:
         return _budgeted_design(stream_graph, board, budget, replace(options, objective=objective), pins,
-                                reservation, reserved, targets)
+                                reservation, reserved, targets, known)
 
     targets = Targets(options.target_fps, options.target_latency_us)
     if targets:
@@ -54,18 +55,18 @@ def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, So
 
 
 def _budgeted_design(stream_graph, board, budget, options, pins, reservation, reserved,
-                     targets) -> tuple[Solution, SimResult]:
+                     targets, known: dict) -> tuple[Solution, SimResult]:
     """The sized design and its simulation; solved once more with more FIFO memory reserved where the sized
     FIFOs took more than the reservation."""
     try:
-        return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets)
+        return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
     except FifosOverBudget as over:
         if pins.depths or over.fifo is None:
             raise
         # the reservation held whole pixels at the default depth; the sized FIFOs (depths for the chosen lanes,
         # deepened until the simulation completes) took more: solve once more with what they took reserved
         reserved = {r: max(reserved[r], over.fifo[f"fifo_{r}"]) for r in reserved}
-        return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets)
+        return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
 
 
 def with_simulated_headline(totals: dict, simulated: SimResult, clock_mhz: float) -> dict:
@@ -82,11 +83,11 @@ def with_simulated_headline(totals: dict, simulated: SimResult, clock_mhz: float
 
 
 def _sized_design(stream_graph, board, budget, options, pins, reservation, reserved,
-                  targets) -> tuple[Solution, SimResult]:
+                  targets, known: dict) -> tuple[Solution, SimResult]:
     """The ILP's schedule with `reserved` FIFO memory set aside, its FIFOs sized and checked to complete and fit,
     and its simulation."""
     solution = solve(stream_graph, board, budget, options.objective, pins, reserved=reserved,
-                     calibration=options.calibration, targets=targets)
+                     calibration=options.calibration, targets=targets, known=known)
     port = solution.totals["solver"].get("weight_port_reserved", {})
     budget = with_weight_port(board, budget, port)  # the budget the ILP chose within
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}

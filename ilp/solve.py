@@ -75,7 +75,7 @@ def _less(budget: Budget, taken: dict[str, int]) -> Budget:
 def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "latency", pins: Pins | None = None,
           node_limit: int | None = None, reserved: dict[str, int] | None = None,
           calibration: Calibration | None = None, targets: Targets | None = None,
-          slack: float | None = None) -> Solution:
+          slack: float | None = None, known: dict | None = None) -> Solution:
     """The design `objective` (or, with `targets`, the least-resource design meeting them) picks within `budget`
     (the user's), of which `reserved` (FIFO memory) is already taken:
 
@@ -84,6 +84,7 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
       (FRUGAL_SLACK, 10 %, unless a comparison asks for another);
     * sum: MING's sum of process cycles;
     * targets: the least resources among designs whose interval and latency meet them.
+    `known`: the candidates of earlier solves of the same graph, pins and calibration (`candidates_and_costs`).
     Least resources: the least `footprint` (the largest share of the budget over its resources, FIFOs
     included, in steps of 0.1 %; then the sum of the shares).
 
@@ -96,7 +97,7 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     port = weight_port_reservation(graph, board, _less(budget, reserved), calibration, pins)
     budget = with_weight_port(board, budget, port)
     available = _less(budget, reserved)
-    options, costs = candidates_and_costs(graph, pins or Pins(), available, calibration)
+    options, costs = candidates_and_costs(graph, pins or Pins(), available, calibration, known)
     if any(sum(min(getattr(c, r) for c in costs[name]) for name in costs) > getattr(available, r)
            for r in RESOURCES):  # every process at its least: a proof without the ILP
         raise _no_design_fits(graph, board, budget, reserved, calibration, port)

@@ -237,12 +237,12 @@ def test_fifos_sized_past_the_reservation_are_reserved_and_solved_again(lifted, 
     sized = exploration._sized_design
     calls = []
 
-    def first_overshoots(stream_graph, board, budget, options, pins, reservation, reserved, targets):
+    def first_overshoots(stream_graph, board, budget, options, pins, reservation, reserved, targets, known):
         calls.append(dict(reserved))
         if len(calls) == 1:
             raise exploration.FifosOverBudget("over", {"fifo_bram18k": reserved["bram18k"] + 3,
                                                        "fifo_lut": reserved["lut"] + 155})
-        return sized(stream_graph, board, budget, options, pins, reservation, reserved, targets)
+        return sized(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
 
     monkeypatch.setattr(exploration, "_sized_design", first_overshoots)
     exploration.explore(build_stream_graph(lifted("tiny_cnn")), BuildOptions(board="kv260"))

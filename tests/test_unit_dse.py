@@ -181,3 +181,16 @@ def test_more_mac_lanes_never_take_more_cycles():
               for oc, ic, k in ((1, 1, 1), (2, 1, 1), (2, 2, 3), (4, 8, 9), (16, 8, 9))]
     assert all(a >= b for a, b in zip(cycles, cycles[1:])), cycles
     assert cycles[0] > cycles[-1]
+
+
+def test_candidates_kept_across_solves_equal_the_ones_computed_afresh():
+    """An exploration's solves (targets retried, FIFO memory reserved anew) share the candidates and costs of the
+    first: a budget that offers the weights the same memories gives the same ones, computed once."""
+    from ming_py.ilp.candidates import candidates_and_costs
+    from ming_py.ilp.pins import Pins
+
+    graph, known = chain(), {}
+    first = candidates_and_costs(graph, Pins(), budget(400), None, known)
+    again = candidates_and_costs(graph, Pins(), budget(40), None, known)
+    assert again is first and len(known) == 1
+    assert candidates_and_costs(graph, Pins(), budget(40), None) == first
