@@ -1,7 +1,7 @@
 """Fidelity of the ILP's latency model against the cycle-level simulation, and FIFO sizes.
 
 For every test network at several DSP budgets on the KV260: the modelled
-latency (report.json totals.cycles), the simulated one (`ming simulate`), their
+latency (report.json totals.estimated_cycles), the simulated one (`ming simulate`), their
 relative difference, and the FIFO bits of the sized design before and after
 `--fifo minimal` (with the simulated latency of each).
 

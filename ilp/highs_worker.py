@@ -69,7 +69,7 @@ class Worker:
 
 def main(argv: list[str]) -> None:
     answers = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # what HiGHS itself prints (its banner) goes to stderr, not among the answers
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # what HiGHS itself prints (its banner): not among the answers
     worker = Worker(argv[0])
     for line in sys.stdin:
         request = json.loads(line)

@@ -1,6 +1,6 @@
-"""The HiGHS runs' scratch folders, `<tmp>/ming-highs-<pid>-<random>`, named by the ming process that owns them.
+"""The HiGHS sessions' scratch folders, `<tmp>/ming-highs-<pid>-<random>`, named by the ming process that owns them.
 
-A folder is removed on every way out of its run but one: a SIGKILL (the OOM killer, `kill -9`) leaves it
+A folder is removed on every way out of its session (`search.HighsSession`) but one: a SIGKILL (the OOM killer, `kill -9`) leaves it
 behind, up to a few MB of MPS model each. Before making a folder, ming removes the folders of that naming
 whose owner process is gone and that nothing has touched for ORPHAN_AGE_S: only directories (never a symlink,
 never followed), only this user's, only names ming gives. The age guards a run in another pid namespace (a
@@ -26,7 +26,7 @@ _NAME = re.compile(rf"^{PREFIX}(\d+)-[A-Za-z0-9_]+$")
 
 @contextlib.contextmanager
 def scratch_folder() -> Iterator[str]:
-    """A fresh folder for one HiGHS run, removed on the way out; orphans of dead runs are removed first."""
+    """A fresh folder for one HiGHS session, removed on the way out; orphans of dead ones are removed first."""
     remove_orphans(tempfile.gettempdir())
     with tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-") as folder:
         yield folder

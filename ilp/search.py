@@ -114,6 +114,12 @@ def _conclude(model: Model, run: _Run, incumbent: tuple[dict[str, int], int] | N
     return Search("feasible", best[0], best[1], min(bound, best[1]))
 
 
+def _exit(status: int | None) -> str:
+    if status is None:
+        return "it stopped answering"
+    return f"killed by signal {-status}" if status < 0 else f"exit status {status}"
+
+
 class HighsSession:
     """HiGHS on one thread with its fixed seed (deterministic), in a child process (`ilp/highs_worker.py`) that
     reads the model once and then solves it as often as asked, each time with other candidates fixed to 0.
@@ -143,8 +149,13 @@ class HighsSession:
     def __exit__(self, kind, error, trace) -> None:
         try:
             if kind is None:
-                self.child.stdin.close()
-                self.child.wait()
+                try:
+                    self.child.stdin.close()
+                    self.child.wait()
+                except BaseException:  # interrupted while the child ends
+                    self.child.kill()
+                    self.child.wait()
+                    raise
             else:
                 self.child.kill()
                 self.child.wait()
@@ -165,10 +176,14 @@ class HighsSession:
         except BrokenPipeError:
             line = ""
         if not line:
+            try:
+                status = self.child.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                status = None
             self.child.kill()
             with open(self.errors) as errors:
-                last = (errors.read().strip().splitlines() or [f"exit status {self.child.wait()}"])[-1]
-            raise MingError(f"the HiGHS run failed: {last}")
+                told = errors.read().strip().splitlines()
+            raise MingError(f"the HiGHS run failed: {told[-1] if told else _exit(status)}")
         result = json.loads(line)
         if result["status"] == "infeasible":
             return _Run("infeasible")

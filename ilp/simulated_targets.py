@@ -43,11 +43,15 @@ def meeting_targets(design: Design, fastest: Callable[[], Found], targets: Targe
         if targets.latency_us is None:  # the interval's bound is exact: no loop runs faster than its cycles
             raise
         kept = [_fastest_meeting(fastest, targets, board)]
+        given = rescaled(targets, targets, board, *kept[0])
+        if given is None:
+            return kept[0]
         try:
-            found = design(rescaled(targets, targets, board, *kept[0]))
+            found = design(given)
         except no_design:
             return kept[0]
-    return _rescaled_search(design, found, targets, board, kept, no_design)
+        return _rescaled_search(design, found, given, targets, board, kept, no_design)
+    return _rescaled_search(design, found, targets, targets, board, kept, no_design)
 
 
 def _fastest_meeting(fastest: Callable[[], Found], asked: Targets, board: Board) -> Found:
@@ -58,14 +62,13 @@ def _fastest_meeting(fastest: Callable[[], Found], asked: Targets, board: Board)
     return solution, simulated
 
 
-def _rescaled_search(design: Design, found: Found, asked: Targets, board: Board, kept: list[Found],
-                     no_design: tuple[type[Exception], ...]) -> Found:
-    """From `found` (the design for the targets the ILP was given first), the first design whose simulation
+def _rescaled_search(design: Design, found: Found, targets: Targets, asked: Targets, board: Board,
+                     kept: list[Found], no_design: tuple[type[Exception], ...]) -> Found:
+    """From `found` (the design for `targets`, what the ILP was given first), the first design whose simulation
     meets `asked`, each next one solved with the targets rescaled by the last one's miss."""
     def miss(design_found: Found) -> float:
         return shortfall(asked, board, design_found[1])
 
-    targets = asked
     tried = kept + [found]
     for _ in range(RETRIES):
         if miss(found) <= 1:
@@ -78,6 +81,8 @@ def _rescaled_search(design: Design, found: Found, asked: Targets, board: Board,
         except no_design:  # no design closer to the targets: the best found stands
             break
         tried.append(found)
+    if miss(found) <= 1:  # the last one solved
+        return found
     best = min(tried, key=miss)
     if miss(best) <= 1:
         return best

@@ -25,7 +25,7 @@ from .contract.ming_json import read_json, read_regular
 from .limits import MAX_MAP_VALUES, MAX_STREAMED_VALUES, MAX_WEIGHT_BYTES
 
 FORMAT = "ming-design"
-VERSION = 1
+VERSION = 2  # 2: totals hold the simulated headline and the estimated_cycles and estimated_latency_us of the model
 DIRECTORY = "design"
 DOCUMENT = "design.json"
 MAX_ARRAY_VALUES = max(MAX_WEIGHT_BYTES, MAX_MAP_VALUES)

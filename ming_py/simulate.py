@@ -31,8 +31,9 @@ Cycles are numbered from 0. For every loop:
 ``SimResult.cycles`` is the number of cycles up to and including the one in which the output
 port writes its last word, ``first_output_cycles`` the same for its first word. ``interval_cycles`` is
 the steady-state interval as this one image shows it: the longest any loop (ports included) is
-occupied by the image, from the cycle its first iteration issues (s_0, once its first reads are
-there) to its finish; at least every loop's `Loop.cycles`, and more where the loop stalls mid-image
+occupied by the image, from its start to its finish, where its start is the cycle its first iteration
+would issue in had it run unstalled up to its first read or write (the wait for the image's first token
+is not the loop's: in a stream of images it overlaps the previous image); at least every loop's `Loop.cycles`, and more where the loop stalls mid-image
 on its neighbours. A loop restarts on the next image only once it finished this one, so images
 cannot follow each other faster than that loop lets them. A process's
 stalls are the cycles its pipeline was pushed, counted as "read" or "write" by the kind of event
@@ -87,7 +88,7 @@ class SimResult:
     timed_out: bool = False          # stopped at max_cycles
     # channel -> the least depth with which every token is written in the same cycle (see `_need`)
     fifo_need: dict[str, int] = field(default_factory=dict)
-    start: dict[str, int] = field(default_factory=dict)  # process -> cycle its first iteration issued in (s_0)
+    start: dict[str, int] = field(default_factory=dict)  # process -> its start (module docstring: interval_cycles)
 
     @property
     def completed(self) -> bool:
@@ -243,7 +244,7 @@ class _Process:
         self.waiting_to_write = False
         self.neighbours: tuple[tuple[_Channel, _Process], ...] = ()  # (channel, its other end)
         self.queued = False
-        self.start: int | None = None  # s_0, once iteration 0's events are taken
+        self.start: int | None = None  # set by its first event (`_take_events`)
 
     @property
     def clock(self) -> int:
@@ -270,11 +271,6 @@ def _advance(p: _Process, max_cycles: int) -> int:
     program, depth = p.program, p.depth
     p.waiting = None
     moved = False
-    if p.start is None:
-        taken = p.event
-        if not _issue_first(p):
-            return MOVED if p.event > taken else STUCK
-        moved = p.event > taken
     while p.run < len(program):
         repeats, iterations, events = program[p.run]
         if not events:  # iterations that only pass time
@@ -294,22 +290,12 @@ def _advance(p: _Process, max_cycles: int) -> int:
     return PAST_LIMIT if p.finish > max_cycles else MOVED
 
 
-def _issue_first(p: _Process) -> bool:
-    """Take the events of iteration 0 (its issue cycle s_0 is known once they are) and record s_0; False if one
-    has to wait."""
-    events = p.program[0][2] if p.program else ()
-    if not _take_events(p, events, p.depth, sum(1 for event in events if event[0] == 0)):
-        return False
-    p.start = p.pushes
-    return True
-
-
-def _take_events(p: _Process, events: tuple, depth: int, count: int | None = None) -> bool:
-    """Take the events of the current position from p.event on (up to the `count`-th); False if one has to
-    wait."""
+def _take_events(p: _Process, events: tuple, depth: int) -> bool:
+    """Take the events of the current position from p.event on; False if one has to wait. The process's first
+    event sets its start (`SimResult.start`)."""
     base, pushes = p.base, p.pushes
     stall_read = stall_write = 0
-    index, count = p.event, len(events) if count is None else count
+    index, count = p.event, len(events)
     blocked = None
     while index < count:
         offset, ch, write = events[index]
@@ -340,6 +326,8 @@ def _take_events(p: _Process, events: tuple, depth: int, count: int | None = Non
                 issue += late
             read.append(issue)
         index += 1
+        if p.start is None:
+            p.start = pushes  # the cycle iteration 0 issues in, had the loop run unstalled up to its first token
     p.event, p.pushes = index, pushes
     p.stall_read += stall_read
     p.stall_write += stall_write

@@ -43,7 +43,8 @@ WEIGHT_MEMORIES = ("bram", "lutram", "uram")  # every memory a design's weights 
 def folding_file(graph: StreamGraph, schedule: Schedule, costs: dict, directory: Path) -> Path:
     """The settings.yaml a build of `schedule` writes (`costs`: its processes' estimates)."""
     data = report(graph, schedule, load_board("kv260"),
-                  SimpleNamespace(costs=costs, totals={"solver": {"rule": "the test's schedule"}}))
+                  SimpleNamespace(costs=costs, totals={"solver": {"rule": "the test's schedule"}, "cycles": 1_000,
+                                                     "latency_us": 5.0, "estimated_cycles": 990}))
     path = directory / "settings.yaml"
     path.write_text(settings_yaml(data))
     return path
