@@ -16,9 +16,10 @@ footprint's largest share and its sum of shares.
     python benchmarks/dse_scale.py [--cases small|large|all] [--only NAME] [--record] [--json FILE]
 
 `small`: MLPerf Tiny: the networks shaped like its reference models (benchmarks/networks.py) and the published ones
-(tests/data/published), on the KV260; `large`: the Keras MobileNets (tests/data/keras) and ResNet-56 (113
-processes) on the KV260, MobileNetV1-1.0 at 224x224 on the U50. `--only` keeps the networks whose name holds NAME;
-`--record` writes into dse_best_known.json the figures of this run that beat the best known.
+(tests/data/published), on the KV260; `large`: the Keras MobileNets (tests/data/keras) on the KV260,
+MobileNetV1-1.0 at 224x224 and ResNet-56 (113 processes, too many for the KV260's LUTs) on the U50. `--only` keeps
+the networks whose name holds NAME; `--record` writes into dse_best_known.json the figures of this run that beat
+the best known.
 """
 
 from __future__ import annotations
@@ -62,11 +63,12 @@ class Network:
 
 
 CASES = {
-    "small": [Network(name, name) for name in ("resnet8_32", "ds_cnn_49x10", "mobilenet_v1_025_96", "autoencoder_640")] +
+    "small": [Network(name, name)
+              for name in ("resnet8_32", "ds_cnn_49x10", "mobilenet_v1_025_96", "autoencoder_640")] +
              [Network(name, PUBLISHED / f"{name}.tflite")
               for name in ("vww_96_int8", "kws_ref_model", "pretrainedResnet_quant")],
     "large": [Network(name, KERAS / f"{name}.tflite") for name in ("mobilenet_v2", "mobilenet_v3_small")] +
-             [Network("mobilenet_v1_224", "mobilenet_v1_224", "u50"), Network("resnet56_32", "resnet56_32")],
+             [Network("mobilenet_v1_224", "mobilenet_v1_224", "u50"), Network("resnet56_32", "resnet56_32", "u50")],
 }
 
 
@@ -87,7 +89,7 @@ def measure(model: Path, board: str, queue) -> None:
         design = steps.emit(saved, graph, solution)
         build_seconds = time.perf_counter() - began
     except Exception as error:  # a refused model or a failure: the row says so and the table goes on
-        queue.put({"status": f"{type(error).__name__}: {error}"[:80]})
+        queue.put({"status": f"{type(error).__name__}: {error}"})
         return
     totals, simulated = solution.totals, design.report["totals"]
     solver = totals["solver"]

@@ -32,11 +32,12 @@ no final softmax, no dropout):
 
 and two large ones to bound the ILP's time and memory:
 
-* ``resnet56_32`` -- ResNet-56 for CIFAR-10 at 32x32x3: ``resnet8_32``'s layers
-  with nine blocks a stage instead of one (the stride-2 block and its 1x1
-  projection open stages 2 and 3), 57 weighted layers and 0.85 M weights, so
-  more than 100 processes (each block's two convs, its add and the fork of its
-  input);
+* ``resnet56_32`` -- ResNet-56 for CIFAR-10 at 32x32x3: ``resnet8_32``'s
+  layers with nine blocks a stage instead of one (the stride-2 block and its
+  1x1 projection open stages 2 and 3), 0.85 M weights and 113 processes (each
+  block's two convs, its add and the fork of its input). Its least parallel
+  design needs 91,000 LUTs, most of them the processes' control, more than the
+  KV260's budget: it is explored on the U50;
 
 * ``convstack_1024`` -- two 3x3 convs (3 -> 8 -> 8, pads 1, ReLU) at 1024x1024, a
   global average pool and a 10-way Gemm (1.9e7 values streamed per image, within
@@ -76,10 +77,10 @@ def same_pads(g, x: str, kernel, stride) -> list[int]:
     return [top, left, bottom, right]
 
 
-def resnet8(g, blocks: int = 1) -> str:
-    """ResNet-8; ResNet-(6 `blocks` + 2) with `blocks` residual blocks a stage."""
-    h = g.relu(g.conv("x", "conv0", 16, pads=same_pads(g, "x", 3, 1)), "conv0_relu")
-    for stage, channels in enumerate((16, 32, 64), start=1):
+def resnet8(g, blocks: int = 1, widths: tuple[int, int, int] = (16, 32, 64)) -> str:
+    """ResNet-8; ResNet-(6 `blocks` + 2) with `blocks` residual blocks a stage, of `widths` channels."""
+    h = g.relu(g.conv("x", "conv0", widths[0], pads=same_pads(g, "x", 3, 1)), "conv0_relu")
+    for stage, channels in enumerate(widths, start=1):
         for block in range(blocks):
             h = residual_block(g, h, channels, 2 if stage > 1 and block == 0 else 1,
                                f"s{stage}" if blocks == 1 else f"s{stage}_b{block + 1}")
