@@ -174,7 +174,7 @@ def tree_name() -> str:
 
 
 HEADER = (f"{'network':<22} {'format':<6} {'board':<5} {'procs':>5} {'cands':>6} {'import s':>8} {'DSE s':>7} "
-          f"{'build s':>7} {'status':<10} {'fastest':>9} {'gap %':>6} {'largest %':>9} {'gap %':>6} {'sum':>7} "
+          f"{'build s':>7} {'status':<19} {'fastest':>9} {'gap %':>6} {'largest %':>9} {'gap %':>6} {'sum':>7} "
           f"{'gap %':>6} {'estimated':>10} {'simulated':>10} {'est-sim %':>9} {'peak MB':>7}")
 
 
@@ -186,7 +186,7 @@ def line(name: str, model: Path, board: str, row: dict) -> str:
     error = 100 * (row["estimated_cycles"] - row["simulated_cycles"]) / max(row["simulated_cycles"], 1)
     candidates = "" if row["candidates"] is None else f"{row['candidates']:,}"
     return (f"{head} {row['processes']:>5} {candidates:>6} {row['import_s']:>8.2f} {row['dse_s']:>7.2f} "
-            f"{row['build_s']:>7.2f} {row['status']:<10} {row['fastest_cycles']:>9,} {gap['fastest_cycles']:>6} "
+            f"{row['build_s']:>7.2f} {row['status']:<19} {row['fastest_cycles']:>9,} {gap['fastest_cycles']:>6} "
             f"{row['footprint']['largest_share_percent']:>9.1f} {gap['largest_share_percent']:>6} "
             f"{row['footprint']['share_sum']:>7.3f} {gap['share_sum']:>6} {row['estimated_cycles']:>10,} "
             f"{row['simulated_cycles']:>10,} {error:>+9.1f} {row['peak_mb']:>7,}")
