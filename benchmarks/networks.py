@@ -30,7 +30,14 @@ no final softmax, no dropout):
   640 log-mel values: Gemm 128 + ReLU four times, a Gemm 8 + ReLU bottleneck,
   Gemm 128 + ReLU four times and a 640-way Gemm;
 
-and a large one to bound the ILP's time and memory:
+and two large ones to bound the ILP's time and memory:
+
+* ``resnet56_32`` -- ResNet-56 for CIFAR-10 at 32x32x3: ``resnet8_32``'s
+  layers with nine blocks a stage instead of one (the stride-2 block and its
+  1x1 projection open stages 2 and 3), 0.85 M weights and 113 processes (each
+  block's two convs, its add and the fork of its input). Its least parallel
+  design needs 91,000 LUTs, most of them the processes' control, more than the
+  KV260's budget: it is explored on the U50;
 
 * ``convstack_1024`` -- two 3x3 convs (3 -> 8 -> 8, pads 1, ReLU) at 1024x1024, a
   global average pool and a 10-way Gemm (1.9e7 values streamed per image, within
@@ -70,18 +77,24 @@ def same_pads(g, x: str, kernel, stride) -> list[int]:
     return [top, left, bottom, right]
 
 
-def resnet8(g) -> str:
-    h = g.relu(g.conv("x", "conv0", 16, pads=same_pads(g, "x", 3, 1)), "conv0_relu")
-    for stage, channels in enumerate((16, 32, 64), start=1):
-        stride = 1 if stage == 1 else 2
-        name = f"s{stage}"
-        branch = g.relu(g.conv(h, f"{name}_conv1", channels, stride=stride, pads=same_pads(g, h, 3, stride)),
-                        f"{name}_relu1")
-        branch = g.conv(branch, f"{name}_conv2", channels, pads=same_pads(g, branch, 3, 1))
-        skip = h if stride == 1 else g.conv(h, f"{name}_proj", channels, kernel=1, stride=stride,
-                                            pads=same_pads(g, h, 1, stride))
-        h = g.relu(g.add(branch, skip, f"{name}_add"), f"{name}_relu2")
+def resnet8(g, blocks: int = 1, widths: tuple[int, int, int] = (16, 32, 64)) -> str:
+    """ResNet-8; ResNet-(6 `blocks` + 2) with `blocks` residual blocks a stage, of `widths` channels."""
+    h = g.relu(g.conv("x", "conv0", widths[0], pads=same_pads(g, "x", 3, 1)), "conv0_relu")
+    for stage, channels in enumerate(widths, start=1):
+        for block in range(blocks):
+            h = residual_block(g, h, channels, 2 if stage > 1 and block == 0 else 1,
+                               f"s{stage}" if blocks == 1 else f"s{stage}_b{block + 1}")
     return g.gemm(g.flatten(g.gap(h, "gap"), "flatten"), "fc", 10)
+
+
+def residual_block(g, h: str, channels: int, stride: int, name: str) -> str:
+    """Two 3x3 convs beside the block's input (through a 1x1 projection where the block is strided), added."""
+    branch = g.relu(g.conv(h, f"{name}_conv1", channels, stride=stride, pads=same_pads(g, h, 3, stride)),
+                    f"{name}_relu1")
+    branch = g.conv(branch, f"{name}_conv2", channels, pads=same_pads(g, branch, 3, 1))
+    skip = h if stride == 1 else g.conv(h, f"{name}_proj", channels, kernel=1, stride=stride,
+                                        pads=same_pads(g, h, 1, stride))
+    return g.relu(g.add(branch, skip, f"{name}_add"), f"{name}_relu2")
 
 
 def ds_cnn(g) -> str:
@@ -146,6 +159,7 @@ NETWORKS = {
     "mobilenet_v1_025_96": (partial(mobilenet_v1, alpha=0.25, classes=2), (1, 3, 96, 96)),
     "autoencoder_640": (autoencoder, (1, 640)),
     "convstack_1024": (convstack, (1, 3, 1024, 1024)),
+    "resnet56_32": (partial(resnet8, blocks=9), (1, 3, 32, 32)),
     "resnet24_32": (resnet24, (1, 3, 32, 32)),
     "vgg13_224": (vgg13, (1, 3, 224, 224)),
     "mobilenet_v1_224": (mobilenet_v1, (1, 3, 224, 224)),
