@@ -149,20 +149,15 @@ class HighsSession:
     def __exit__(self, kind, error, trace) -> None:
         try:
             if kind is None:
-                try:
-                    self.child.stdin.close()
-                    self.child.wait()
-                except BaseException:  # interrupted while the child ends
-                    self.child.kill()
-                    self.child.wait()
-                    raise
-            else:
+                self.child.stdin.close()  # no more requests: the child ends
+                self.child.wait()
+        finally:
+            if self.child.returncode is None:  # an error, or interrupted while the child ends
                 self.child.kill()
                 self.child.wait()
-                with contextlib.suppress(BrokenPipeError):
-                    self.child.stdin.close()
+            with contextlib.suppress(BrokenPipeError):
+                self.child.stdin.close()
             self.child.stdout.close()
-        finally:
             self._scratch.__exit__(kind, error, trace)
 
     def run(self, node_limit: int, relax: bool = False, cutoff: float | None = None, zero: list = ()) -> _Run:

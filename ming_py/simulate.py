@@ -33,8 +33,8 @@ port writes its last word, ``first_output_cycles`` the same for its first word. 
 the steady-state interval as this one image shows it: the longest any loop (ports included) is
 occupied by the image, from its start to its finish, where its start is the cycle its first iteration
 would issue in had it run unstalled up to its first read or write (the wait for the image's first token
-is not the loop's: in a stream of images it overlaps the previous image); at least every loop's `Loop.cycles`, and more where the loop stalls mid-image
-on its neighbours. A loop restarts on the next image only once it finished this one, so images
+is not the loop's: in a stream of images it overlaps the previous image); at least every loop's
+`Loop.cycles`, and more where the loop stalls mid-image on its neighbours. A loop restarts on the next image only once it finished this one, so images
 cannot follow each other faster than that loop lets them. A process's
 stalls are the cycles its pipeline was pushed, counted as "read" or "write" by the kind of event
 that pushed it; its busy cycles are the rest, `Loop.cycles` for every loop that finishes.
@@ -269,8 +269,8 @@ class _Process:
 def _advance(p: _Process, max_cycles: int) -> int:
     """Take `p`'s events as far as the known times allow: STUCK, MOVED or PAST_LIMIT (max_cycles)."""
     program, depth = p.program, p.depth
-    p.waiting = None
     moved = False
+    p.waiting = None
     while p.run < len(program):
         repeats, iterations, events = program[p.run]
         if not events:  # iterations that only pass time
@@ -296,6 +296,7 @@ def _take_events(p: _Process, events: tuple, depth: int) -> bool:
     base, pushes = p.base, p.pushes
     stall_read = stall_write = 0
     index, count = p.event, len(events)
+    starting = p.start is None
     blocked = None
     while index < count:
         offset, ch, write = events[index]
@@ -326,8 +327,8 @@ def _take_events(p: _Process, events: tuple, depth: int) -> bool:
                 issue += late
             read.append(issue)
         index += 1
-        if p.start is None:
-            p.start = pushes  # the cycle iteration 0 issues in, had the loop run unstalled up to its first token
+        if starting:  # the cycle iteration 0 issues in, had the loop run unstalled up to its first token
+            p.start, starting = pushes, False
     p.event, p.pushes = index, pushes
     p.stall_read += stall_read
     p.stall_write += stall_write
