@@ -62,7 +62,7 @@ def parse_assignments(assignments: list[str], files: list[Path] = ()) -> Setting
     for path in files:
         items += [(k, v, str(path)) for k, v in _flatten(_load(Path(path)), str(path)).items()]
     for text in assignments:
-        key, sep, value = text.partition("=")
+        key, sep, value = text.rpartition("=")  # a name may hold "=", a value never does
         if not sep:
             raise MingError(f"--set {text}: write KEY=VALUE, e.g. conv2.unroll.oc=8")
         items.append((key.strip(), value.strip(), "--set"))

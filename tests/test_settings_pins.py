@@ -1,7 +1,8 @@
 """Settings that cannot apply to their process are refused in one line naming the process, the key and why:
 requantizers on a process without requantizers or one that does not share them, multipliers on a process
 without MAC lanes, a line buffer in URAM where it sits in LUTRAM at every schedule. A URAM line buffer pin keeps
-only the schedules whose line buffer URAM holds. The settings file every build writes loads back."""
+only the schedules whose line buffer URAM holds. The settings file every build writes loads back;
+a name holding "=" is pinned from the command line as from a file."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 import zoo
 from ming_py.errors import MingError
-from ming_py.ilp.pins import Pins, line_buffer_memory, resolve
+from ming_py.ilp.pins import Pins, line_buffer_memory, parse_assignments, resolve
 from ming_py.ilp.candidates import candidates
 from test_cli import assert_clean_error
 from test_faults import EXAMPLE, ming
@@ -50,6 +51,15 @@ def test_a_line_buffer_too_small_for_uram_is_refused(process):
     with pytest.raises(MingError, match=f"^{process}.line_buffer=uram: process {process}'s line buffer is small "
                                         "enough for LUTRAM at every schedule, where ming keeps it; remove the setting"):
         resolve({f"{process}.line_buffer": "uram"}, small)
+
+
+@pytest.mark.unit
+def test_a_name_holding_an_equals_sign_is_pinned_from_the_command_line_as_from_a_file(tmp_path):
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"a=b.depth": 16, "x==y.unroll.oc": 4}))
+    given = parse_assignments(["a=b.depth=16", "x==y.unroll.oc = 4"])
+    assert given == parse_assignments([], [path]) == {"a=b.depth": 16, "x==y.unroll.oc": 4}
+    assert given.written("a=b.depth") == "--set a=b.depth=16"
 
 
 @pytest.mark.unit
