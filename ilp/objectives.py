@@ -5,6 +5,7 @@ images-per-second and latency targets."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ming_py.boards import Board
@@ -33,7 +34,21 @@ class Targets:
 
 
 class TargetMissed(MingError):
-    """Proven: no design within the budget meets the targets."""
+    """Proven: no design within the budget meets the targets. `best` words the best figure the budget allows
+    (a whole search of its own): called only when the message is shown, since a caller that tries other targets
+    next throws the message away."""
+
+    def __init__(self, message: str, best: Callable[[], str] | None = None):
+        super().__init__(message)
+        self._best = best
+
+    def __str__(self) -> str:
+        if self._best is not None:
+            self.args, self._best = (f"{self.args[0]}; {self._best()}",), None
+        return super().__str__()
+
+    def __reduce__(self):
+        return type(self), (str(self),)
 
 
 OBJECTIVES = ("frugal", "latency", "sum")
@@ -113,13 +128,13 @@ def meet_targets(graph, board: Board, options, costs, budget: Budget, targets: T
     if search.status != "infeasible":
         raise SearchStopped(f"the ILP found no design meeting {wanted} within its limit of {node_limit:,} "
                             "branch-and-bound nodes; relax the targets or pin some unroll factors (--set)")
-    best = _best_achievable(Model(graph, options, costs, budget, "interval" if targets.latency_us is None
-                                   else "latency"), board, node_limit)
-    raise TargetMissed(f"{wanted}: no design within the budget meets it; {best}")
+    raise TargetMissed(f"{wanted}: no design within the budget meets it",
+                       lambda: _best_achievable(graph, board, options, costs, budget, targets, node_limit))
 
 
-def _best_achievable(best: Model, board: Board, node_limit: int) -> str:
+def _best_achievable(graph, board: Board, options, costs, budget: Budget, targets: Targets, node_limit: int) -> str:
     """The best figure of a missed target within the budget: the least interval or latency."""
+    best = Model(graph, options, costs, budget, "interval" if targets.latency_us is None else "latency")
     search = run_search(best, node_limit)
     if search.picked is None:
         return "raise the budget"

@@ -12,6 +12,7 @@ import pytest
 from ming_py.boards import load_board
 from ming_py.ilp import Budget, solve
 from ming_py.ilp.footprint import footprint
+from ming_py.ilp import objectives
 from ming_py.ilp.objectives import FRUGAL_SLACK, TargetMissed, Targets
 from ming_py.line_buffers import build_stream_graph
 from ming_py.pipeline import lift
@@ -83,6 +84,19 @@ def test_a_target_no_design_meets_names_the_best_one(example):
     assert f"({fastest.totals['cycles']:,} cycles" in str(missed.value)
     with pytest.raises(TargetMissed, match="--target-fps .*: no design reaches it; process .* alone needs"):
         solve(graph, board, budget, targets=Targets(fps=1e9))
+
+
+def test_the_best_figure_of_a_missed_target_is_searched_only_when_the_message_is_shown(example, monkeypatch):
+    graph, board, budget = example
+    fastest = solve(graph, board, budget, "latency")
+    searches = []
+    best_achievable = objectives._best_achievable
+    monkeypatch.setattr(objectives, "_best_achievable", lambda *args: searches.append(args) or best_achievable(*args))
+    with pytest.raises(TargetMissed) as missed:
+        solve(graph, board, budget, targets=Targets(latency_us=fastest.totals["latency_us"] / 2))
+    assert searches == []  # a caller trying other targets throws the message away unread
+    shown = str(missed.value)
+    assert str(missed.value) == shown and "the fastest within it takes" in shown and len(searches) == 1
 
 
 def test_a_missed_target_is_one_line_and_exit_2(tmp_path):
