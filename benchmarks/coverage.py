@@ -2,8 +2,8 @@
 
 For every architecture of tests/architectures.py in every format onnxruntime's quantizer writes (QDQ int8,
 QDQ uint8, QOperator): whether `ming build --board kv260` succeeds, the share of output values of the
-C-simulated accelerator equal to onnxruntime's over `--inputs` random inputs, the estimated latency and
-the resources. `--write` records the results in docs/coverage.json and regenerates docs/supported.md's
+C-simulated accelerator equal to onnxruntime's over `--inputs` random inputs, the latency (the build's
+headline: the cycle-level simulation's) and the resources. `--write` records the results in docs/coverage.json and regenerates docs/supported.md's
 coverage table from them (tests/test_coverage_table.py checks that the two agree).
 
     python benchmarks/coverage.py [--inputs 4] [--architectures mobilenet_v2,...] [--write]
