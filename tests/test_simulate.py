@@ -8,12 +8,16 @@ import random
 import time
 from bisect import bisect_left, bisect_right
 
+import numpy as np
 import pytest
 
 import zoo
 from ming_py.build import BuildOptions, build
 from ming_py.adapters import AXIS_VALUES_PER_WORD, PIPELINE_DEPTH, pack_adapter, pack_loop, unpack_adapter, unpack_loop
-from ming_py.simulate import SimResult, as_json, process_loop, simulate, simulate_dir
+from ming_py.dataflow import Channel, Port, Process, Schedule, StreamGraph, Window
+from ming_py.process_spec import loop_of, schedule_spec
+from ming_py.simulate import SimResult, as_json, process_loop, simulate, simulate_dir, simulate_schedule
+from test_unit_dse import requant
 
 NETWORKS = ["tiny_cnn", "lenet", "residual_block", "two_residual_stages", "dw_separable"]
 GENEROUS = 10**6
@@ -497,6 +501,31 @@ def test_a_first_process_that_waits_for_nothing_takes_its_loop_cycles(built):
     first = next(c["consumer"] for c in report["channels"] if c["producer"] == "input")
     assert result.stalls[first] == {"read": 0, "write": 0}
     assert result.finish[first] == _loops(report)[first].cycles
+
+
+def _pool_then_dense(c: int, h: int, w: int, c_out: int) -> StreamGraph:
+    """input (c x h x w) -> global max pool -> 1x1 conv (c_out): the conv's first token is the pool's last."""
+    channels = {"x": Channel("x", "input", "pool", c, h, w), "g": Channel("g", "pool", "fc", c, 1, 1),
+                "y": Channel("y", "fc", "output", c_out, 1, 1)}
+    processes = [Process("pool", "global_maxpool", "pool", ("x",), ("g",)),
+                 Process("fc", "pointwise", "fc", ("g",), ("y",), Window(c, 1, 1, c_out, 1, 1),
+                         weights=np.ones((c_out, c), np.int8), epilogue=requant(c_out, 1))]
+    return StreamGraph("late", processes, channels, Port("x", (1, c, h, w), "x", (1, c, h, w), 0.1, 0),
+                       (Port("y", (1, c_out, 1, 1), "y", (1, c_out, 1, 1), 0.1, 0),))
+
+
+@pytest.mark.unit
+def test_a_loop_is_occupied_from_its_first_token_not_from_cycle_0():
+    # the 1x1 conv waits a whole image for the pool's maxima, then reads them (c iterations) and runs its
+    # c * c_out MACs unstalled: in a stream of images that wait overlaps the previous image, so the interval is
+    # the conv's loop alone
+    c, h, w, c_out = 4, 8, 8, 128
+    graph = _pool_then_dense(c, h, w, c_out)
+    result = simulate_schedule(graph, Schedule())
+    dense = loop_of(schedule_spec(graph, graph.processes[1], Schedule()))
+    assert result.completed and result.start["fc"] > c * h * w
+    assert result.interval_cycles == c + c * c_out + dense.depth == dense.cycles
+    assert result.interval_cycles < max(result.finish.values())  # each loop counted from cycle 0
 
 
 @pytest.mark.parametrize("name", ["tiny_cnn", "residual_block"])
