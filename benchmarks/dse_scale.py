@@ -86,7 +86,7 @@ def measure(model: Path, board: str, queue) -> None:
         explore_seconds = time.perf_counter() - explore_began
         solution = explored.solution
         saved = steps.save(streamed, explored.board, solution=solution, model=model)
-        design = steps.emit(saved, graph, solution)
+        design = steps.emit(saved, graph, solution, explored.simulated)
         build_seconds = time.perf_counter() - began
     except Exception as error:  # a refused model or a failure: the row says so and the table goes on
         queue.put({"status": f"{type(error).__name__}: {error}"})

@@ -30,7 +30,7 @@ NETWORKS = ["residual_block", "two_residual_stages", "dw_separable", "lenet", "t
 
 
 def totals_and_fifo_bits(graph, options):
-    board, solution = explore(build_stream_graph(graph), options)
+    board, solution, _ = explore(build_stream_graph(graph), options)
     data = json.loads(design(graph, board, solution=solution).files["report.json"])
     bits = sum(c["fifo_depth"] * c["lanes"] * 8 for c in data["channels"])
     return data["totals"], bits

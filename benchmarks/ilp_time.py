@@ -50,12 +50,12 @@ def measure(model: Path, board: str, limits: dict, fraction: int | None, queue) 
         graph = build_stream_graph(lift(model))
         began = time.perf_counter()
         if fraction is not None:  # a throughput target: 1/fraction of the fastest design's
-            _, fastest = explore(graph, BuildOptions(board=board, limits=limits, objective="latency"))
+            _, fastest, _ = explore(graph, BuildOptions(board=board, limits=limits, objective="latency"))
             fps = fastest.totals["interval_cycles"]  # the simulated interval, what targets are checked on
             options = BuildOptions(board=board, limits=limits,
                                    target_fps=load_board(board).clock_mhz * 1e6 / fps / fraction)
             began = time.perf_counter()
-        _, solution = explore(graph, options)
+        _, solution, _ = explore(graph, options)
     except Exception as error:  # a refused model or a failure: the row says so and the table goes on
         queue.put({"status": f"{type(error).__name__}: {error}"[:60], "ilp": time.perf_counter() - began})
         return

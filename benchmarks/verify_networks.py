@@ -51,7 +51,7 @@ def main() -> int:
                 continue
             try:
                 graph = lift(model)
-                chosen, solution = explore(build_stream_graph(graph), BuildOptions(board=board))
+                chosen, solution, _ = explore(build_stream_graph(graph), BuildOptions(board=board))
                 result = design(graph, chosen, solution=solution)
             except MingError as refused:
                 print(f"{name:<48} {'-':>9} {'-':>8}  refused: {refused}")

@@ -26,9 +26,10 @@ from .simulated_targets import meeting_targets
 from .solve import Solution, solve
 
 
-def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, Solution]:
+def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, Solution, SimResult]:
     """The ILP-chosen schedule of `stream_graph` under the options' budget and pins, with its simulated
-    latency as the headline; with targets, one whose simulation meets them (else TargetMissed)."""
+    latency as the headline, and that simulation; with targets, one whose simulation meets them (else
+    TargetMissed)."""
     board = target_board(options)
     pins = resolve(options.settings, stream_graph)
     budget = Budget.of(board, options.limits)
@@ -51,7 +52,7 @@ def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, So
     else:
         solution, simulated = design(targets)
     solution.totals = with_simulated_headline(solution.totals, simulated, board.clock_mhz)
-    return board, solution
+    return board, solution, simulated
 
 
 def _budgeted_design(stream_graph, board, budget, options, pins, reservation, reserved,
@@ -93,17 +94,18 @@ def _sized_design(stream_graph, board, budget, options, pins, reservation, reser
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
     specs = schedule_specs(stream_graph, solution)
     plan = FifoPlan(stream_graph, specs, {name: spec.depth for name, spec in specs.items()})
-    least_pixels = decoupling_pixels(stream_graph, solution, budget, plan, reservation, pins.depths)
+    least_pixels, simulated = decoupling_pixels(stream_graph, solution, budget, plan, reservation, pins.depths)
     solution.schedule = replace(solution.schedule, depths=plan.depths(least_pixels) | pins.depths)
     if options.minimal_fifos:
-        solution.schedule = minimal_fifos(stream_graph, solution, set(pins.depths))
+        solution.schedule = minimal_fifos(stream_graph, solution, set(pins.depths), simulated)
+        simulated = simulate_schedule(stream_graph, solution.schedule)
     fifo = _fifo_totals({c: solution.schedule.depth_of(c) * lanes[c] * 8 for c in stream_graph.channels})
     totals = solution.totals
     totals |= fifo | {"bram18k": totals["bram18k"] + fifo["fifo_bram18k"], "lut": totals["lut"] + fifo["fifo_lut"]}
     totals["solver"]["budget"] = vars(budget)
     totals["solver"]["limits"] = limits(board, budget, port)
     check_fifo_budget(stream_graph, solution, budget, pins.depths, fifo, board, pins.depth_origins)
-    simulated = check_completes(stream_graph, solution, plan.depths(least_pixels), pins.depths, pins.depth_origins)
+    check_completes(stream_graph, solution, simulated, plan.depths(least_pixels), pins.depths, pins.depth_origins)
     return solution, simulated
 
 
@@ -140,14 +142,12 @@ def _pinned(channel: str, pinned: dict[str, int], origins: dict[str, str] | None
     return (origins or {}).get(channel, f"--set {channel}.depth={pinned[channel]}")
 
 
-def check_completes(graph: StreamGraph, solution: Solution, sized: dict[str, int],
-                    pinned: dict[str, int], origins: dict[str, str] | None = None) -> SimResult:
-    """The cycle-level simulation of the design, which must run to the end: else stops naming the pinned FIFO
+def check_completes(graph: StreamGraph, solution: Solution, result: SimResult, sized: dict[str, int],
+                    pinned: dict[str, int], origins: dict[str, str] | None = None) -> None:
+    """The design's cycle-level simulation (`result`) must run to the end: else stops naming the pinned FIFO
     that deadlocks it and the least depth with which it completes, or (with ming's own depths) as a bug."""
-    schedule = solution.schedule
-    result = simulate_schedule(graph, schedule)
     if result.deadlock is None:
-        return result
+        return
     for channel in sorted(pinned, key=lambda c: (not any(c in line for line in result.deadlock), c)):
         least = _least_completing_depth(graph, solution, channel, pinned[channel], sized[channel])
         if least is not None:
@@ -203,35 +203,36 @@ def simulated_cycles(graph: StreamGraph, schedule: Schedule) -> int | None:
 
 
 def decoupling_pixels(graph: StreamGraph, solution: Solution, budget: Budget, plan: FifoPlan,
-                      reservation: FifoPlan, pinned: dict[str, int]) -> int:
-    """The least pixels every FIFO holds: doubled while the simulated latency drops by 2% and the budget (for
-    the FIFOs of `reservation`, as the ILP reserved them) allows."""
+                      reservation: FifoPlan, pinned: dict[str, int]) -> tuple[int, SimResult]:
+    """The least pixels every FIFO holds, and the design's simulation with them: doubled while the simulated
+    latency drops by 2% and the budget (for the FIFOs of `reservation`, as the ILP reserved them) allows."""
 
-    def cycles(pixels: int) -> int | None:
+    def simulated(pixels: int) -> SimResult:
         depths = plan.depths(pixels) | pinned
-        return simulated_cycles(graph, replace(solution.schedule, depths=depths))
+        return simulate_schedule(graph, replace(solution.schedule, depths=depths))
 
-    best, best_cycles = DEFAULT_PIXELS, cycles(DEFAULT_PIXELS)
+    best, best_run = DEFAULT_PIXELS, simulated(DEFAULT_PIXELS)
     for pixels in (4, 8, 16):
         fifo = fifo_cost(reservation, pixels)
         if solution.totals["bram18k"] + fifo["fifo_bram18k"] > budget.bram18k or \
                 solution.totals["lut"] + fifo["fifo_lut"] > budget.lut:
             break
-        trial = cycles(pixels)
-        if best_cycles is None or trial is None or trial > 0.98 * best_cycles:
+        trial = simulated(pixels)
+        if best_run.deadlock or trial.deadlock or trial.cycles > 0.98 * best_run.cycles:
             break
-        best, best_cycles = pixels, trial
-    return best
+        best, best_run = pixels, trial
+    return best, best_run
 
 
-def minimal_fifos(graph: StreamGraph, solution: Solution, pinned: set[str]) -> Schedule:
-    """Every unpinned FIFO shrunk to the least depth with which no write of the design's simulation waits
-    longer than it did.
+def minimal_fifos(graph: StreamGraph, solution: Solution, pinned: set[str], result: SimResult | None = None) \
+        -> Schedule:
+    """Every unpinned FIFO shrunk to the least depth with which no write of the design's simulation (`result`,
+    else made here) waits longer than it did.
 
     One simulation gives all depths, and with them every token moves in the same cycle as before (see
     `simulate._need`), so the simulated latency is kept exactly. A deadlocked design keeps its depths."""
     schedule = solution.schedule
-    result = simulate_schedule(graph, schedule)
+    result = simulate_schedule(graph, schedule) if result is None else result
     if result.deadlock is not None:
         return schedule
     depths = {c: schedule.depth_of(c) if c in pinned else min(schedule.depth_of(c), result.fifo_need[c])

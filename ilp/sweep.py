@@ -124,7 +124,7 @@ def sweep_row(stream_graph, options) -> dict:
     row = {f"{r}_budget": getattr(budget, r) for r in RESOURCES} | \
         {"target_fps": options.target_fps, "target_latency_us": options.target_latency_us}
     try:
-        _, solution = explore(stream_graph, options)
+        _, solution, _ = explore(stream_graph, options)
     except tuple(FAILURES) as failure:
         return row | {"status": FAILURES[type(failure)]}
     return row | {"status": solution.status} | measured(solution.totals, board.clock_mhz)

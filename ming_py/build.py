@@ -31,14 +31,15 @@ def design(graph: Graph, board: Board, schedule: Schedule | None = None, solutio
 
 
 def design_of(streamed: Streamed, board: Board, schedule: Schedule | None = None, solution: Solution | None = None,
-              model: Path | None = None) -> Design:
+              model: Path | None = None, simulated: SimResult | None = None) -> Design:
     """Every output file of a design whose stream graph is built: `schedule` (else the solution's, else none
-    unrolled) checked, then the steps save and emit; `model`: the file host.json names."""
+    unrolled) checked, then the steps save and emit; `model`: the file host.json names; `simulated`: the
+    schedule's cycle-level simulation where the exploration made it."""
     schedule = schedule or (solution.schedule if solution else Schedule())
     problems = validate_schedule(streamed.stream_graph, schedule)
     if problems:
         raise MingError(f"invalid schedule: {problems[0]}")
-    return emit(save(streamed, board, schedule, solution, model), streamed.graph, solution)
+    return emit(save(streamed, board, schedule, solution, model), streamed.graph, solution, simulated)
 
 
 def keep_requantization_as_written(graph: Graph) -> None:
@@ -80,7 +81,8 @@ def build(model: str | Path, out: str | Path, options: BuildOptions = BuildOptio
         progress.note(f"ILP: {solution.status}, {solution.totals['solver']['variables']} variables, "
                       f"solved in {solution.solve_seconds:.2f} s")
         with progress.step("emitting HLS C++ and reports"):
-            result = design_of(explored.streamed, board, solution=solution, model=Path(model))
+            result = design_of(explored.streamed, board, solution=solution, model=Path(model),
+                               simulated=explored.simulated)
         if verify:
             _verify(result, progress, seconds, keep_failed, [model, *inputs])
         else:

@@ -52,6 +52,7 @@ class Explored:
     streamed: Streamed
     board: Board
     solution: Solution
+    simulated: SimResult  # the cycle-level simulation of the solution's schedule, made by the exploration
 
 
 @dataclass
@@ -80,8 +81,7 @@ def stream(graph: Graph) -> Streamed:
 
 
 def explore(streamed: Streamed, options: BuildOptions) -> Explored:
-    board, solution = explore_schedule(streamed.stream_graph, options)
-    return Explored(streamed, board, solution)
+    return Explored(streamed, *explore_schedule(streamed.stream_graph, options))
 
 
 def save(streamed: Streamed, board: Board, schedule: Schedule | None = None, solution: Solution | None = None,

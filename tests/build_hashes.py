@@ -56,7 +56,7 @@ def networks(directory: Path):
 
 def file_hashes(model: Path, board: str) -> dict[str, str]:
     explored = steps.explore(steps.stream(lift(model)), BuildOptions(board=board))
-    files = design_of(explored.streamed, explored.board, solution=explored.solution).files
+    files = design_of(explored.streamed, explored.board, solution=explored.solution, simulated=explored.simulated).files
     return {name: hashlib.sha256(content if isinstance(content, bytes) else content.encode()).hexdigest()
             for name, content in sorted(files.items())}
 

@@ -940,7 +940,7 @@ def ilp_design(graph, case: Case):
     from ming_py.options import BuildOptions
 
     pins = dict(case.pins) if case.pins else ilp_pins(build_stream_graph(graph), case)
-    board, solution = explore(build_stream_graph(graph), BuildOptions(settings=pins))
+    board, solution, _ = explore(build_stream_graph(graph), BuildOptions(settings=pins))
     return design(graph, board, solution=solution)
 
 

@@ -95,7 +95,7 @@ def test_micro_speech_takes_the_input_zero_point_into_the_bias(micro_speech):
 def test_micro_speech_csim_equals_litert_reference_kernels(micro_speech, tmp_path):
     """The build's schedule, every process in its own thread over FIFOs of the built depths, ports checked."""
     path, graph = micro_speech
-    _, solution = explore(build_stream_graph(graph), BuildOptions())
+    _, solution, _ = explore(build_stream_graph(graph), BuildOptions())
     x = np.stack([int8_input(graph, seed)[0] for seed in (7, 8, 9)])
     expected = np.concatenate([litert(path, image[None]) for image in x])
     got = csim(graph, tmp_path / "out", x, solution.schedule, concurrent=True, check_ports=True)

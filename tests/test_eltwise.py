@@ -473,7 +473,7 @@ def test_csim_equals_reference(network, name, tmp_path):
 def test_concurrent_csim_with_the_built_fifos_runs_without_deadlock(network, name, tmp_path):
     """The ILP's schedule with the FIFO depths `ming build` gives them, every process on its own thread."""
     _, graph = network(name)
-    _, solution = explore(build_stream_graph(graph), BuildOptions())
+    _, solution, _ = explore(build_stream_graph(graph), BuildOptions())
     x = network_input(name, 6)
     assert np.array_equal(csim(graph, tmp_path / "out", x, solution.schedule, concurrent=True),
                           reference_output(graph, x))
@@ -499,7 +499,7 @@ def test_the_squeeze_and_excitation_map_fifo_holds_the_whole_image(network):
     stream_graph = stream_graph_of(graph)
     channel = stream_graph.channels[se_map_channel(stream_graph)]
     assert depths_in_pixels(stream_graph)[channel.name] == channel.pixels == 144
-    _, solution = explore(build_stream_graph(graph), BuildOptions())
+    _, solution, _ = explore(build_stream_graph(graph), BuildOptions())
     schedule = solution.schedule
     assert schedule.depth_of(channel.name) * schedule.lanes_of(channel.name) >= channel.values
     reserved = fifo_bits(stream_graph)[channel.name]  # the ILP's budget holds it before it chooses

@@ -1,4 +1,5 @@
-"""FIFO sizing: the computed depths let every network run concurrently; smaller skip FIFOs deadlock."""
+"""FIFO sizing: the computed depths let every network run concurrently; smaller skip FIFOs deadlock. A build
+simulates its final design once."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ NETWORKS = ["residual_block", "two_residual_stages", "dw_separable", "lenet", "t
 
 
 def built(graph, tmp_path, **options):
-    board, solution = explore(build_stream_graph(graph), BuildOptions(**options))
+    board, solution, _ = explore(build_stream_graph(graph), BuildOptions(**options))
     out = tmp_path / "out"
     write_tree(design(graph, board, solution=solution).files, out)
     return out, solution
@@ -51,7 +52,7 @@ def test_skip_fifo_holds_the_line_buffer_lag(lifted):
 
 def forced(graph, tmp_path, depths: dict[str, int]):
     """The design ming builds for `graph`, written with some FIFO depths forced past `ming build`'s checks."""
-    board, solution = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}))
+    board, solution, _ = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}))
     schedule = replace(solution.schedule, depths=solution.schedule.depths | depths)
     out = tmp_path / "out"
     write_tree(design(graph, board, schedule=schedule, solution=solution).files, out)
@@ -92,7 +93,7 @@ def test_a_pinned_depth_that_deadlocks_stops_the_build_with_the_least_that_compl
     assert line.startswith(f"ming: error: --set {SKIP}.depth=3: the design deadlocks with it") and SKIP in line
     least = int(line.rsplit(" ", 1)[1])
     graph = lifted("residual_block")
-    board, solution = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}, settings={f"{SKIP}.depth": least}))
+    board, solution, _ = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}, settings={f"{SKIP}.depth": least}))
     stream_graph = build_stream_graph(graph)
 
     def deadlocks(depth: int) -> bool:
@@ -143,8 +144,8 @@ def test_minimal_fifos_keep_every_token_on_time(lifted, name):
     """--fifo minimal: every FIFO as deep as one simulation says, no deeper, and the run cycle for cycle the same."""
     graph = lifted(name)
     stream_graph = build_stream_graph(graph)
-    board, sized = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}))
-    _, minimal = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}, minimal_fifos=True))
+    board, sized, _ = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}))
+    _, minimal, _ = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}, minimal_fifos=True))
     assert minimal.schedule.lanes == sized.schedule.lanes
 
     def run(schedule):
@@ -163,3 +164,23 @@ def test_minimal_fifos_keep_every_token_on_time(lifted, name):
     shallower = run(replace(minimal.schedule, depths=minimal.schedule.depths | {channel: depths[channel] - 1}))
     assert (shallower.cycles, shallower.finish, shallower.stalls, shallower.fifo_peak) != \
         (after.cycles, after.finish, after.stalls, after.fifo_peak)
+
+
+@pytest.mark.parametrize("minimal_fifos", [False, True])
+def test_a_build_simulates_its_final_design_once(lifted, monkeypatch, minimal_fifos):
+    from ming_py import simulate as simulation, steps
+    from ming_py.build import design_of
+    from ming_py.ilp import explore as exploration
+
+    schedules = []
+
+    def counted(graph, schedule, *args, **kwargs):
+        schedules.append(schedule)
+        return simulation.simulate_schedule(graph, schedule, *args, **kwargs)
+
+    monkeypatch.setattr(exploration, "simulate_schedule", counted)
+    monkeypatch.setattr(steps, "simulate_schedule", counted)
+    explored = steps.explore(steps.stream(lifted("residual_block")), BuildOptions(minimal_fifos=minimal_fifos))
+    result = design_of(explored.streamed, explored.board, solution=explored.solution, simulated=explored.simulated)
+    assert schedules.count(explored.solution.schedule) == 1
+    assert result.report["totals"]["cycles"] == explored.simulated.cycles

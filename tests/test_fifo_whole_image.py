@@ -55,7 +55,7 @@ def test_a_skip_fifo_sized_for_the_first_token_deadlocks_and_the_whole_image_lag
                                                                                           name):
     graph = lifted_architecture(name)
     stream_graph = build_stream_graph(graph)
-    board, solution = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}))
+    board, solution, _ = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "20%"}))
     waiting = waiting_tokens(Dependences(stream_graph, schedule_specs(stream_graph, solution)))
     growing = {key: w for key, w in waiting.items() if w.max() > w[0] > 0}
     assert growing, f"{name}: no branch whose lag grows along the image"
@@ -73,7 +73,7 @@ def test_a_skip_fifo_sized_for_the_first_token_deadlocks_and_the_whole_image_lag
 @pytest.mark.parametrize("fmt", list(architectures.FORMATS))
 def test_the_detector_runs_concurrently_in_every_format(lifted_architecture, tmp_path, fmt):
     graph = lifted_architecture("yolo_tiny", fmt)
-    board, solution = explore(build_stream_graph(graph), BuildOptions())
+    board, solution, _ = explore(build_stream_graph(graph), BuildOptions())
     write_tree(design(graph, board, solution=solution).files, tmp_path / "out")
     x = _input(graph, 5)
     expected = reference.run(graph, x)
@@ -86,7 +86,7 @@ def test_the_detector_runs_concurrently_in_every_format(lifted_architecture, tmp
 @pytest.mark.slow
 def test_the_detector_on_larger_maps_runs_concurrently(lifted_architecture, tmp_path):
     graph = lifted_architecture("yolo_tiny", "qdq_int8", 32)
-    board, solution = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "5%"}))
+    board, solution, _ = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "5%"}))
     write_tree(design(graph, board, solution=solution).files, tmp_path / "out")
     x = _input(graph, 6)
     expected = reference.run(graph, x)
@@ -101,7 +101,7 @@ def test_branching_networks_on_larger_maps_complete_with_the_depths_ming_sizes(l
     """`explore` stops on a design its simulation deadlocks; beyond that, every head holds its largest lag."""
     graph = lifted_architecture(name, "qdq_int8", 32)
     stream_graph = build_stream_graph(graph)
-    board, solution = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": dsp}))
+    board, solution, _ = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": dsp}))
     assert _simulated(stream_graph, solution.schedule, board, solution).completed
     waiting = waiting_tokens(Dependences(stream_graph, schedule_specs(stream_graph, solution)))
     for (head, _), w in waiting.items():

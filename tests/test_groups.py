@@ -278,7 +278,7 @@ def _every_multiplier(graph, schedule: Schedule) -> Schedule:
 @pytest.mark.parametrize("schedule", sorted(SCHEDULES))
 def test_grouped_chain_csim_equals_reference(graph_of, tmp_path, schedule):
     graph = graph_of("grouped_chain", per_channel=True)
-    _, solution = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "50%"}, settings=SCHEDULES[schedule]))
+    _, solution, _ = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": "50%"}, settings=SCHEDULES[schedule]))
     for key, factor in SCHEDULES[schedule].items():
         process, _, loop = key.split(".")
         assert solution.schedule.of(process).factor(loop) == factor
@@ -292,7 +292,7 @@ def test_grouped_chain_csim_equals_reference(graph_of, tmp_path, schedule):
 def test_csim_equals_reference(graph_of, tmp_path, name):
     """Under the ILP's schedule and a random one (random lanes, factors, multipliers and FIFO depths)."""
     graph = graph_of(name)
-    _, solution = explore(build_stream_graph(graph), BuildOptions())
+    _, solution, _ = explore(build_stream_graph(graph), BuildOptions())
     x = _input(name, 5)
     expected = _reference(graph, x)
     # the built FIFO depths, every process in its own thread: a deadlock would stop it

@@ -93,7 +93,7 @@ def test_every_network_fits_a_small_dsp_share_with_fabric_multipliers(graphs, na
                                         ("concat_branches", "10%")])
 def test_ilp_scheduled_designs_simulate_exactly(lifted, tmp_path, name, share):
     graph = lifted(name)
-    board, solution = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": share}))
+    board, solution, _ = explore(build_stream_graph(graph), BuildOptions(limits={"dsp": share}))
     assert any(f > 1 for choice in solution.choices.values() for _, f in choice.unroll)
     write_tree(design(graph, board, solution=solution).files, tmp_path / "out")
     x = zoo.random_input(name, 4)

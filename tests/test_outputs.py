@@ -88,7 +88,7 @@ def built(model, tmp_path_factory):
     def build(name: str, board: str = "kv260"):
         if (name, board) not in cache:
             _, graph = model(name)
-            chosen_board, solution = explore(build_stream_graph(graph), BuildOptions(board=board))
+            chosen_board, solution, _ = explore(build_stream_graph(graph), BuildOptions(board=board))
             out = tmp_path_factory.mktemp(f"{name}_{board}") / "out"
             write_tree(design(graph, chosen_board, solution=solution).files, out)
             cache[name, board] = out, graph
@@ -170,7 +170,7 @@ def test_a_shallow_fifo_for_a_later_output_deadlocks(model, tmp_path):
     _, graph = model("two_heads")
     with pytest.raises(MingError, match="^--set head_b_to_output.depth=2: the design deadlocks with it"):
         explore(build_stream_graph(graph), BuildOptions(settings={"head_b_to_output.depth": 2}))
-    board, solution = explore(build_stream_graph(graph), BuildOptions())
+    board, solution, _ = explore(build_stream_graph(graph), BuildOptions())
     solution.schedule = replace(solution.schedule, depths=solution.schedule.depths | {"head_b_to_output": 2})
     assert simulate(report(build_stream_graph(graph), solution.schedule, board, solution)).deadlock
     out = tmp_path / "out"
@@ -269,7 +269,7 @@ def test_tflite_model_with_two_outputs(tmp_path):
     details = interpreter.get_output_details()
     assert [(o.name, o.dtype) for o in graph.outputs] == [(d["name"], np.dtype(d["dtype"]).name) for d in details]
     assert [o.dtype for o in graph.outputs] == ["float32", "int8"]
-    board, solution = explore(build_stream_graph(graph), BuildOptions())
+    board, solution, _ = explore(build_stream_graph(graph), BuildOptions())
     write_tree(design(graph, board, solution=solution).files, tmp_path / "out")
     for seed in range(2):
         image = np.random.default_rng(seed).integers(-128, 128, (1, 8, 8, 3)).astype(np.int8)

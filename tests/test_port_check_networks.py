@@ -62,7 +62,7 @@ def built(tmp_path_factory):
         if name not in cache:
             try:
                 graph = lift(DATA / name)
-                board, solution = explore(build_stream_graph(graph), BuildOptions(board="kv260"))
+                board, solution, _ = explore(build_stream_graph(graph), BuildOptions(board="kv260"))
                 result = design(graph, board, solution=solution)
             except MingError:
                 cache[name] = None

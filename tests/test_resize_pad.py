@@ -186,7 +186,7 @@ def test_unet_built_by_the_ilp_runs_concurrently(lifted, tmp_path):
     `ming build` chooses, the threaded C-simulation over bounded FIFOs neither deadlocks nor differs, and the
     cycle-level simulation completes."""
     graph = lifted("unet")
-    board, solution = explore(build_stream_graph(graph), BuildOptions())
+    board, solution, _ = explore(build_stream_graph(graph), BuildOptions())
     result = design(graph, board, solution=solution)
     totals = json.loads(result.files["report.json"])["totals"]
     assert totals["simulated_deadlock"] is None and totals["cycles"] > 0
