@@ -26,8 +26,10 @@ def settings_yaml(data: dict) -> str:
 
 
 def _latency(data: dict) -> str:
-    """The design's simulated latency, and the model's estimate the ILP chose by."""
+    """The design's simulated latency, and the model's estimate the ILP chose by; or the simulation's deadlock."""
     totals = data["totals"]
+    if totals.get("simulated_deadlock"):
+        return f"The cycle-level simulation deadlocks: {totals['simulated_deadlock'][0]}."
     return (f"Latency: {totals['cycles']:,} cycles ({totals['latency_us']:g} us at {data['clock_mhz']:g} MHz) in the "
             f"cycle-level simulation; the ILP's model estimated {totals['estimated_cycles']:,}.")
 

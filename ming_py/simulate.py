@@ -100,6 +100,9 @@ class SimResult:
         return max((finish - self.start[name] for name, finish in self.finish.items()), default=0)
 
 
+HEADLINE = ("cycles", "latency_us", "interval_cycles")  # the keys of `headline`
+
+
 def headline(result: SimResult, clock_mhz: float) -> dict:
     """A design's headline figures (report.json's totals): its simulated latency in cycles and in us at the
     clock, and its simulated steady-state interval."""

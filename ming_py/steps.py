@@ -36,7 +36,7 @@ from .errors import MingError
 from .ir import Graph
 from .options import BuildOptions
 from .sample import image_record
-from .simulate import SimResult, headline, simulate_schedule
+from .simulate import HEADLINE, SimResult, headline, simulate_schedule
 from .verify import IMAGES
 from .weights_load import WEIGHTS_FILE, load_ends, load_report, loaded_arrays, loaded_rows, weights_image
 
@@ -110,9 +110,7 @@ def emit(saved: SavedDesign, graph: Graph | None = None, solution: Solution | No
     stream_graph, schedule, board = saved.stream_graph, saved.schedule, saved_board(saved)
     data = report(stream_graph, schedule, board, saved.estimates)
     simulated = simulate_schedule(stream_graph, schedule) if simulated is None else simulated
-    # the headline is the simulation's, whatever the saved estimates say (an edited design has none)
-    data["totals"] |= headline(simulated, board.clock_mhz) | {
-        "simulated_first_output_cycles": simulated.first_output_cycles, "simulated_deadlock": simulated.deadlock}
+    data["totals"] = with_headline(data["totals"], simulated, board.clock_mhz)
     for node in data["nodes"]:
         node["class"] = saved.classes.get(node["name"], "data_movement")
     files = {f"hls/{name}": text for name, text in emit_hls(stream_graph, schedule, board).items()}
@@ -134,6 +132,16 @@ def emit(saved: SavedDesign, graph: Graph | None = None, solution: Solution | No
         files["settings.yaml"] = settings_yaml(data)
     files |= design_files(saved)
     return Design(graph, stream_graph, schedule, board, files, saved, solution, data)
+
+
+def with_headline(totals: dict, simulated: SimResult, clock_mhz: float) -> dict:
+    """The report's totals with the simulation's headline, whatever the saved estimates say (an edited design has
+    none): the latency and interval of a design that completes; none for one that deadlocks (the cycle the
+    simulation stopped in is no latency), its deadlock instead."""
+    outcome = {"simulated_first_output_cycles": simulated.first_output_cycles, "simulated_deadlock": simulated.deadlock}
+    if simulated.deadlock is None:
+        return totals | headline(simulated, clock_mhz) | outcome
+    return {key: value for key, value in totals.items() if key not in HEADLINE} | outcome
 
 
 def _host_json(saved: SavedDesign, board: Board, weights: dict | None) -> str:

@@ -1,5 +1,5 @@
-"""FIFO sizing: the computed depths let every network run concurrently; smaller skip FIFOs deadlock. A build
-simulates its final design once."""
+"""FIFO sizing: the computed depths let every network run concurrently; smaller skip FIFOs deadlock, and a
+deadlocked design's reports say so instead of a latency. A build simulates its final design once."""
 
 from __future__ import annotations
 
@@ -68,6 +68,17 @@ def test_short_skip_fifo_deadlocks_and_the_report_names_it(lifted, tmp_path):
     with pytest.raises(CsimDeadlock) as error:
         run_csim(out, zoo.random_input("residual_block", 0), concurrent=True)
     assert any(f"write to {SKIP} (full" in line for line in error.value.report)
+
+
+def test_a_deadlocked_design_reports_its_deadlock_and_no_latency(lifted, tmp_path):
+    out = forced(lifted("residual_block"), tmp_path, {SKIP: 3})
+    totals = __import__("json").loads((out / "report.json").read_text())["totals"]
+    assert not {"cycles", "latency_us", "interval_cycles"} & set(totals)
+    assert any(f"write to {SKIP} (full" in line for line in totals["simulated_deadlock"])
+    markdown = (out / "report.md").read_text()
+    assert "The cycle-level simulation (`ming simulate`) deadlocks: " in markdown and "Latency" not in markdown
+    assert f"# The cycle-level simulation deadlocks: {totals['simulated_deadlock'][0]}." in \
+        (out / "settings.yaml").read_text()
 
 
 def ming(*args):
