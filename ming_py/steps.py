@@ -3,9 +3,11 @@
     lift     model -> Graph                      (`ming_py.pipeline.lift`)
     stream   Graph -> Streamed                   the stream graph, built once
     explore  Streamed -> Explored                the ILP's schedule, its FIFOs sized (`ming_py.ilp.explore`: the
-                                                 sizing may send the ILP back with more memory reserved)
+                                                 sizing may send the ILP back with more memory reserved), and its
+                                                 cycle-level simulation
     save     Explored -> SavedDesign             what emit and verify need, without the model (`design_file`)
-    emit     SavedDesign -> Design               every file of the build, in memory
+    emit     SavedDesign -> Design               every file of the build, in memory (with the exploration's
+                                                 simulation where it has it, else simulating the design)
     verify   Design -> report's verification     (`ming_py.verify`, in `ming_py.build`)
 
 `ming build` runs them all; `ming emit OUT` reads the SavedDesign the build wrote (OUT/design/) and runs the last
