@@ -1,0 +1,45 @@
+"""ImageNet-class networks quantized as users quantize them (onnxruntime's quantize_static, QDQ, per-channel int8;
+tests/generators/imagenet_models.py), at small width and resolution: MobileNetV1, MobileNetV2, ResNet-18 and a
+tiny-YOLOv3-shaped detector. ming reference equals onnxruntime bit for bit, and `ming build --board kv260`
+verifies its own C++ against ming reference."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from ming_py import parity
+from ming_py.build import build
+from ming_py.options import BuildOptions
+from ming_py.pipeline import lift
+
+IMAGENET = Path(__file__).resolve().parent / "data" / "imagenet"
+MODELS = ["mobilenet_v1_0125_64.onnx", "mobilenet_v2_010_64.onnx", "resnet18_00625_64.onnx",
+          "tiny_yolo_00625_64.onnx"]
+
+
+def _image(path: Path, seed: int) -> np.ndarray:
+    """A seeded normalized image (mean 0, deviation 1), as the models were calibrated on."""
+    shape = [d.dim_value for d in onnx.load(str(path)).graph.input[0].type.tensor_type.shape.dim]
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_an_imagenet_model_equals_onnxruntime(name):
+    path = IMAGENET / name
+    graph = lift(path)
+    for seed in range(2):
+        result = parity.compare(graph, path, _image(path, seed))
+        assert result.exact == result.total, f"{result.total - result.exact} of {result.total} differ"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MODELS)
+def test_an_imagenet_model_builds_verified_for_the_kv260(tmp_path, name):
+    design = build(IMAGENET / name, tmp_path / "out", BuildOptions(board="kv260"))
+    verification = json.loads(design.files["report.json"])["verification"]
+    assert verification["verified"] and verification["equal"], verification
