@@ -1,14 +1,16 @@
 """Writes tests/data/detectors/tiny_yolo_*.onnx: small int8 QDQ detectors shaped like tiny-YOLOv3.
 
-Blocks of Conv + BatchNormalization + an element-wise activation (LeakyRelu(alpha=0.1) as in YOLO, or another
-activation ming tabulates), MaxPools, two heads, a 2x nearest Resize of the deeper map and a Concat of it
-with a shallower block's output (the skip). Random seeded weights, quantized by onnxruntime's
-`quantize_static` (QDQ, int8 activations and weights, per-channel weights) on seeded standard-normal inputs,
-after its `quant_pre_process` folded the BatchNormalizations into the convolutions; the quantizer wraps each activation in its own
-DequantizeLinear -> op -> QuantizeLinear. The activation of the skip block feeds both a MaxPool and the
-Concat. Run with ming's venv (onnx, onnxruntime only):
+Blocks of Conv + BatchNormalization + an element-wise activation (LeakyRelu(alpha=0.1) as in YOLO, or
+HardSwish, Tanh, HardSigmoid), MaxPools, two heads, a 2x nearest Resize of the deeper map and a Concat of it
+with a shallower block's output (the skip, which feeds a MaxPool too). Random seeded weights and
+BatchNormalization statistics; `quant_pre_process` folds the BatchNormalizations into the convolutions and
+`quantize_static` quantizes the rest (QDQ, int8 activations and weights, per-channel weights) on seeded
+standard-normal inputs. The quantizer wraps LeakyRelu and HardSwish in DequantizeLinear -> op ->
+QuantizeLinear; it leaves Tanh and HardSigmoid float, and the MaxPool or Resize after them, quantized only
+after it. Input 64x64, except `tiny_yolo_leaky_32.onnx` (32x32: its deep map is 1x1, so the upsampling
+broadcasts one pixel). Run with ming's venv (onnx, onnxruntime only):
 
-    .venv/bin/python tests/generators/tiny_yolo_models.py
+    .venv/bin/python tests/generators/tiny_yolo_models.py [tiny_yolo_leaky.onnx ...]
 """
 
 from __future__ import annotations
@@ -25,16 +27,16 @@ from onnxruntime.quantization.shape_inference import quant_pre_process
 
 OUT = Path(__file__).resolve().parents[1] / "data" / "detectors"
 SEED = 44
-SIZE = 64
-# the activation of every block of each model: file stem -> (ONNX op, attributes). The quantizer wraps
-# LeakyRelu and HardSwish in DequantizeLinear -> op -> QuantizeLinear; it leaves Tanh and HardSigmoid float,
-# the MaxPool or Resize after them float too, quantized only after it.
+# the activation of every block: its name in the files -> (ONNX op, attributes)
 ACTIVATIONS = {
     "leaky": ("LeakyRelu", {"alpha": 0.1}),
     "hardswish": ("HardSwish", {}),
     "tanh": ("Tanh", {}),
     "hardsigmoid": ("HardSigmoid", {}),
 }
+# file -> (activation, input size); at 32 the deep map is 1x1 and IREE writes its upsampling as a broadcast
+MODELS = {f"tiny_yolo_{activation}.onnx": (activation, 64) for activation in ACTIVATIONS}
+MODELS["tiny_yolo_leaky_32.onnx"] = ("leaky", 32)
 
 
 class _Builder:
@@ -82,9 +84,9 @@ class _Builder:
         return self.node("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
 
 
-def tiny_yolo(activation: str, attributes: dict) -> onnx.ModelProto:
-    """tiny-YOLOv3's layers at a 64x64 input and 8-32 channels: five blocks each followed by a 2x2 MaxPool of
-    stride 2 (maps 32, 16, 8, 4, 2), the fifth block's output (4x4) kept for the skip; a block and the 2x2
+def tiny_yolo(activation: str, attributes: dict, size: int) -> onnx.ModelProto:
+    """tiny-YOLOv3's layers at 8-32 channels: five blocks each followed by a 2x2 MaxPool of stride 2 (at a
+    64x64 input: maps 32, 16, 8, 4, 2), the fifth block's output (4x4) kept for the skip; a block and the 2x2
     MaxPool of stride 1 padded right and bottom; the route block; the deep head (2x2) and, from the route, a
     1x1 block upsampled 2x (nearest Resize) and concatenated with the skip before the shallow head (4x4). Each
     head has 3 anchors of 4 + 1 + 2 classes."""
@@ -103,9 +105,9 @@ def tiny_yolo(activation: str, attributes: dict) -> onnx.ModelProto:
     b.nodes.append(helper.make_node("Identity", [deep], ["deep"], name="deep_output"))
     b.nodes.append(helper.make_node("Identity", [shallow], ["shallow"], name="shallow_output"))
     graph = helper.make_graph(
-        b.nodes, "tiny_yolo", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, SIZE, SIZE])],
-        [helper.make_tensor_value_info("deep", TensorProto.FLOAT, [1, heads, SIZE // 32, SIZE // 32]),
-         helper.make_tensor_value_info("shallow", TensorProto.FLOAT, [1, heads, SIZE // 16, SIZE // 16])],
+        b.nodes, "tiny_yolo", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, size, size])],
+        [helper.make_tensor_value_info("deep", TensorProto.FLOAT, [1, heads, size // 32, size // 32]),
+         helper.make_tensor_value_info("shallow", TensorProto.FLOAT, [1, heads, size // 16, size // 16])],
         b.initializers)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])  # HardSwish needs 14
 
@@ -113,7 +115,8 @@ def tiny_yolo(activation: str, attributes: dict) -> onnx.ModelProto:
 def quantize(model: onnx.ModelProto, out: Path, samples: int = 8) -> Path:
     """BatchNormalization folded, then int8 QDQ (per-channel weights) calibrated on seeded standard-normal inputs."""
     rng = np.random.default_rng(SEED)
-    data = iter([{"input": rng.standard_normal((1, 3, SIZE, SIZE)).astype(np.float32)} for _ in range(samples)])
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    data = iter([{"input": rng.standard_normal(shape).astype(np.float32)} for _ in range(samples)])
 
     class Reader(CalibrationDataReader):
         def get_next(self):
@@ -128,12 +131,13 @@ def quantize(model: onnx.ModelProto, out: Path, samples: int = 8) -> Path:
     return out
 
 
-def main(names=tuple(ACTIVATIONS)) -> None:
+def main(names=tuple(MODELS)) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     for name in names:
-        path = quantize(tiny_yolo(*ACTIVATIONS[name]), OUT / f"tiny_yolo_{name}.onnx")
+        activation, size = MODELS[name]
+        path = quantize(tiny_yolo(*ACTIVATIONS[activation], size), OUT / name)
         print(path.name, path.stat().st_size, "bytes", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or tuple(ACTIVATIONS))
+    main(sys.argv[1:] or tuple(MODELS))
