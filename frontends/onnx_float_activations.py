@@ -7,7 +7,8 @@ Softplus, Elu and the like stay float, and so does a MaxPool or Resize reading t
 monotone, so quantizing each activation value first with that Q's scale and zero point (`DQ -> Tanh -> Q ->
 DQ -> MaxPool -> Q`) gives the same int8 results bit for bit. An activation read so by several such
 consumers, or also by its own QuantizeLinear, gets a copy per consumer: each copy feeds one QuantizeLinear,
-the form `onnx_tables` tabulates.
+the form `onnx_tables` tabulates; so does one read by several QuantizeLinears (a quantizer's dedicated QDQ
+pair per consumer).
 """
 
 from __future__ import annotations
@@ -21,27 +22,42 @@ _ORDER_KEEPING_OPS = frozenset({"MaxPool", "Resize"})
 
 def quantize_float_activations(model: onnx.ModelProto, unary_ops: frozenset[str]) -> None:
     """Rewrite every node of `unary_ops` that reads a DequantizeLinear and feeds a float MaxPool or nearest
-    Resize quantized by one QuantizeLinear (module docstring)."""
+    Resize quantized by one QuantizeLinear, or several QuantizeLinears (module docstring)."""
     graph = model.graph
     names = _Names(graph)
     for node in list(graph.node):
         if node.op_type not in unary_ops or not _reads_dequantized(graph, node):
             continue
-        moved = [reader for reader in _readers(graph, node.output[0]) if _quantized_after(graph, reader)]
+        readers = _readers(graph, node.output[0])
+        moved = [reader for reader in readers if _quantized_after(graph, reader)]
         for reader in moved:
             _give_own_activation(graph, node, reader, names)
+        for quantize in [r for r in readers if r.op_type == "QuantizeLinear"][1:]:  # a QDQ pair per consumer
+            _give_own_copy(graph, node, quantize, names)
         if moved and not _readers(graph, node.output[0]) and node.output[0] not in _outputs(graph):
             graph.node.remove(node)
+
+
+def _give_own_copy(graph: onnx.GraphProto, node: onnx.NodeProto, quantize: onnx.NodeProto, names) -> None:
+    """A copy of `node` that `quantize` reads instead of `node`."""
+    copy = _copy(node, quantize, names)
+    quantize.input[0] = copy.output[0]
+    graph.node.insert(list(graph.node).index(quantize), copy)
+
+
+def _copy(node: onnx.NodeProto, reader: onnx.NodeProto, names) -> onnx.NodeProto:
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    copy.name = names.fresh(f"{node.name}_for_{reader.name}")
+    copy.output[0] = names.fresh(f"{node.output[0]}_for_{reader.name}")
+    return copy
 
 
 def _give_own_activation(graph: onnx.GraphProto, node: onnx.NodeProto, reader: onnx.NodeProto, names) -> None:
     """A copy of `node` quantized by `reader`'s QuantizeLinear and dequantized back, in front of `reader`."""
     (quantize,) = _readers(graph, reader.output[0])
     parameters = list(quantize.input[1:])
-    copy = onnx.NodeProto()
-    copy.CopyFrom(node)
-    copy.name = names.fresh(f"{node.name}_for_{reader.name}")
-    copy.output[0] = names.fresh(f"{node.output[0]}_for_{reader.name}")
+    copy = _copy(node, reader, names)
     quantized, dequantized = names.fresh(f"{copy.output[0]}_quantized"), names.fresh(f"{copy.output[0]}_dequantized")
     added = [copy,
              helper.make_node("QuantizeLinear", [copy.output[0], *parameters], [quantized],

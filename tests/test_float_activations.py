@@ -97,3 +97,27 @@ def test_a_float_consumer_not_quantized_after_is_left_as_it_is():
     pool = next(n for n in model.graph.node if n.name == "pool")
     assert pool.input[0] == "act"
     assert len([n for n in model.graph.node if n.op_type == "Tanh"]) == 2  # the Resize's copy only
+
+
+@pytest.mark.parametrize("activation", ["LeakyRelu", "Tanh"])
+def test_an_activation_several_quantize_linears_read_gets_a_copy_for_each_but_the_first(activation):
+    model = _model(activation)
+    nodes = [n for n in model.graph.node if n.name not in ("pool", "resize", "pooled_Q", "pooled_DQ",
+                                                                "resized_Q", "resized_DQ")]
+    second, initializers = _qdq(nodes, "act", 0.02, 4, "second")
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    model.graph.initializer.extend(initializers)
+    del model.graph.output[1:]
+    model.graph.output.append(helper.make_tensor_value_info(second, TensorProto.FLOAT, [1, 2, 4, 4]))
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(model)
+    quantize_float_activations(rewritten, TABLE_OPS)
+    copies = [n for n in rewritten.graph.node if n.op_type == activation]
+    assert len(copies) == 2
+    for copy in copies:
+        (reader,) = [n for n in rewritten.graph.node if copy.output[0] in n.input]
+        assert reader.op_type == "QuantizeLinear"
+    x = (np.random.default_rng(1).standard_normal((1, 2, 4, 4)) * 3).astype(np.float32)
+    for ours, theirs in zip(_run(rewritten, x), _run(model, x)):
+        assert np.array_equal(ours.view(np.uint32), theirs.view(np.uint32))
