@@ -51,6 +51,7 @@ class Lifter(BoundaryMixin, ShapeMixin, QuantizeMixin, GenericMixin, FloatMixin,
         self.globals: dict[str, np.ndarray] = {}
         self.quantization: dict[str, tuple[float, int]] = {}  # int8 tensor -> the (scale, zero point) it was given
         self.imported = 0  # model inputs imported so far
+        self.last_node = ""  # the name of the last operation's node that had one (`_where`)
         self.block_views: set[str] = set()  # a DepthToSpace's output in IREE's shape of its blocks (not a map)
         self.sum_offsets: dict[str, int] = {}  # window sums of raw int8 values -> what the model's sum adds
         # multiply-accumulate sums of x * w -> what the model's sums of (x - zero point) * w add, per output
@@ -90,8 +91,7 @@ class Lifter(BoundaryMixin, ShapeMixin, QuantizeMixin, GenericMixin, FloatMixin,
 
     def _visit(self, op: ir.Operation) -> None:
         name = op.name
-        node = location_name(op)
-        where = f"node '{node}' ({self.facts.op_types.get(node, name)})"  # the model's op, else IREE's
+        where = self._where(op)
         handler = self.HANDLERS.get(name)
         if name in _PASS_THROUGH:
             for src, res in zip(op.operands, op.results):
@@ -104,6 +104,15 @@ class Lifter(BoundaryMixin, ShapeMixin, QuantizeMixin, GenericMixin, FloatMixin,
             return
         else:
             raise MingError(f"{where}: operation {name} is not supported by ming yet")
+
+    def _where(self, op: ir.Operation) -> str:
+        """The model's node an operation comes from, for messages: by its name and op type (else IREE's
+        operation); an operation IREE made without a node's name, by the nearest node before it."""
+        node = location_name(op)
+        if node == "?":
+            return f"IREE's {op.name} after node '{self.last_node}'" if self.last_node else f"IREE's {op.name}"
+        self.last_node = node
+        return f"node '{node}' ({self.facts.op_types.get(node, op.name)})"
 
     def _get(self, value: ir.Value, where: str, padded: bool = False) -> object:
         """The symbolic value of an operand; a padded tensor stays `Padded` only for a consumer that takes

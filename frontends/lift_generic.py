@@ -46,7 +46,10 @@ class GenericMixin:
         node = location_name(op)
         windowed = any(it != PARALLEL for it in iterators)  # a reduction takes padding into its window
         if n_in == 0 and node in self.facts.resizes:
-            self.values[result] = self._upsample(block, node, tensor_shape(result), where)
+            self.values[result] = self._upsample(_extracted(block, where), node, tensor_shape(result), where)
+            return
+        if n_in == 1 and node in self.facts.resizes and _copies_its_input(block):  # of a 1x1 map: a broadcast
+            self.values[result] = self._upsample(op.operands[0], node, tensor_shape(result), where)
             return
         if _drops_unit_window(op, n_in, maps, iterators, self.values):
             self.values[result] = self._dropped_unit_window(op, n_in, maps, iterators, dims, block, node, where)
@@ -244,19 +247,20 @@ class GenericMixin:
             return self._materialize(IntChain(extremum, None, ()), where)
         return extremum
 
-    def _upsample(self, block, node: str, shape: tuple[int, ...], where: str) -> FloatValue:
-        """A nearest Resize: IREE's generic computes every output element's source index and reads the
-        dequantized source with `tensor.extract`. The index arithmetic is not interpreted; the node's
-        factors come from the model (`self.facts.resizes`), and the int8 source is upsampled before dequantizing."""
-        extracts = [o for o in block.operations if o.operation.name == "tensor.extract"]
-        if len(extracts) != 1:
-            raise MingError(f"{where}: unexpected form of a nearest Resize")
-        source = self._get(extracts[0].operands[0], where)
+    def _upsample(self, value: ir.Value, node: str, shape: tuple[int, ...], where: str) -> FloatValue:
+        """A nearest Resize of `value`: IREE's generic computes every output element's source index and reads
+        the dequantized source with `tensor.extract`, or, from a 1x1 map, broadcasts it (IREE dropped its unit
+        axes, given back here). The index arithmetic is not interpreted; the node's factors come from the model
+        (`self.facts.resizes`), and the int8 source is upsampled before dequantizing."""
+        source = self._get(value, where)
         if not (isinstance(source, FloatValue) and is_plain_dequant(source)):
             raise MingError(f"{where}: Resize must consume a dequantized int8 tensor")
         term = source.terms[0]
+        factors = self.facts.resizes[node][len(self.facts.resizes[node]) - len(shape):]  # IREE drops the batch axis
         in_shape = self.graph.tensors[term.tensor].shape
-        factors = self.facts.resizes[node][len(self.facts.resizes[node]) - len(in_shape):]  # IREE drops the batch axis
+        if len(in_shape) < len(shape) and int(np.prod(in_shape)) * int(np.prod(factors)) == int(np.prod(shape)):
+            in_shape = tuple(n // f for n, f in zip(shape, factors))
+            term = replace(term, tensor=self._reshape_tensor(term.tensor, in_shape, node))
         if tuple(n * f for n, f in zip(in_shape, factors)) != tuple(shape):
             raise MingError(f"{where}: Resize of a {in_shape} map to {shape} is not an upsampling by {factors}")
         if all(f == 1 for f in factors):
@@ -436,6 +440,14 @@ def _all_i32(block) -> bool:
     width)."""
     values = list(block.arguments) + [r for body_op in block.operations for r in body_op.results]
     return all(str(value.type) == "i32" for value in values)
+
+
+def _extracted(block, where: str) -> ir.Value:
+    """The tensor a nearest Resize's generic reads with its one `tensor.extract`."""
+    extracts = [o for o in block.operations if o.operation.name == "tensor.extract"]
+    if len(extracts) != 1:
+        raise MingError(f"{where}: unexpected form of a nearest Resize")
+    return extracts[0].operands[0]
 
 
 def _loop_bounds(maps, values, num_dims, where) -> tuple[int, ...]:

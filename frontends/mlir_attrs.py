@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from iree.compiler import ir
 
 from ming_py.errors import MingError
 from ming_py.ir import AccessMap, AffineExpr
+
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')  # a string MLIR quotes, its escapes kept
 
 
 def affine_expr(expr: ir.AffineExpr, num_dims: int, where: str) -> AffineExpr:
@@ -92,10 +96,7 @@ def reassociation(op: ir.Operation) -> list[list[int]]:
 
 
 def location_name(op: ir.Operation) -> str:
-    """The ONNX node name the importer attached as a NameLoc (outermost name)."""
-    text = str(op.location)
-    start = text.find('"')
-    if start < 0:
-        return "?"
-    end = text.find('"', start + 1)
-    return text[start + 1:end]
+    """The ONNX node name the importer attached as a NameLoc (the outermost name; of a fused location, its
+    first name that is not empty); "?" for an operation without one."""
+    names = (name for name in _QUOTED.findall(str(op.location)) if name)
+    return next(names, "?")

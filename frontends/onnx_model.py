@@ -29,6 +29,7 @@ from ming_py.model_files import TAKES, foreign_model_problem
 
 from . import iree_compile, onnx_formats
 from .onnx_converters import constants_as_initializers, rewrite_converter_idioms
+from .onnx_float_activations import quantize_float_activations
 from .facts import FrontendFacts, ModelPort, QuantizedWeights
 from .lift import Lifter
 from .onnx_geometry import check_pads, prepare_resizes
@@ -385,6 +386,7 @@ def import_onnx(path: str | Path, name: str | None = None) -> Graph:
     notes += float_conv_notes(model)
     averages = float_averages(model, kernels)
     types = onnx_formats.to_int8_qdq(model)
+    quantize_float_activations(model, TABLE_OPS)
     check_float_postprocessing(model, path)
     check_supported(model)
     rewrite_converter_idioms(model)

@@ -249,20 +249,36 @@ def test_rom_cost_is_the_emitted_array(network, lanes):
     assert node["buffers"][0]["shape"] == shape
 
 
-def test_activation_without_quantize_after_it_is_refused(tmp_path):
+def _activation_before_a_float_pool(path, pool: str) -> None:
+    """x -> QDQ -> Sigmoid -> `pool` in float -> QDQ: the pool quantized only after it."""
     graph = helper.make_graph(
         [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="quantize"),
          helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"], name="dequantize"),
          helper.make_node("Sigmoid", ["d"], ["a"], name="act"),  # at an output it runs on the host (onnx_tail)
-         helper.make_node("MaxPool", ["a"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node(pool, ["a"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
          helper.make_node("QuantizeLinear", ["p", "s", "z"], ["pq"], name="pool_quantize"),
          helper.make_node("DequantizeLinear", ["pq", "s", "z"], ["y"], name="pool_dequantize")],
         "bare", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 2, 2])],
         initializer=[numpy_helper.from_array(np.array(0.05, np.float32), "s"),
                      numpy_helper.from_array(np.array(0, np.int8), "z")])
-    path = tmp_path / "bare.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+
+
+def test_activation_without_quantize_after_it_is_refused(tmp_path):
+    path = tmp_path / "bare.onnx"
+    _activation_before_a_float_pool(path, "AveragePool")  # an average of quantized values is not quantized
     with pytest.raises(MingError, match=r"node 'act' \(Sigmoid\) must read a DequantizeLinear and feed only a "
                                         "QuantizeLinear"):
         lift(path)
+
+
+def test_activation_before_a_float_maxpool_takes_the_quantization_after_it(tmp_path):
+    path = tmp_path / "bare.onnx"
+    _activation_before_a_float_pool(path, "MaxPool")
+    graph = lift(path)
+    assert [n.op for n in graph.kernels()] == ["table", "maxpool"]
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    x = (np.random.default_rng(0).standard_normal((1, 2, 4, 4)) * 4).astype(np.float32)
+    (expected,) = session.run(None, {"x": x})
+    assert np.array_equal(reference.run(graph, x)["y"], expected)
