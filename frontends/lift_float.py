@@ -38,8 +38,13 @@ class FloatMixin:
             return self._float_reduction(ins, out_init, maps, iterators, dims, block, node, where)
         if not maps[-1].is_identity():
             raise MingError(f"{where}: transposing float tensors is not supported")
-        symbols = [broadcast_input(value, amap, dims, where) for value, amap in zip(ins, maps)]
-        env: dict[ir.Value, object] = dict(zip(list(block.arguments)[:len(ins)], symbols))
+        read = {operand for body_op in block.operations for operand in body_op.operands}
+        arguments = list(block.arguments)[:len(ins)]
+        # an operand the body never reads (IREE keeps the scalar divisor of a mean over one element) is no input;
+        # a filled tensor (the zero that mean's sum starts from) reads as its value wherever the map points
+        env: dict[ir.Value, object] = {
+            argument: np.float32(value.value) if isinstance(value, Fill) else broadcast_input(value, amap, dims, where)
+            for argument, value, amap in zip(arguments, ins, maps) if argument in read}
         for body_op in block.operations:
             name = body_op.operation.name
             if name == "linalg.yield":

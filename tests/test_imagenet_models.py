@@ -5,6 +5,7 @@ verifies its own C++ against ming reference."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -20,6 +21,14 @@ from ming_py.pipeline import lift
 IMAGENET = Path(__file__).resolve().parent / "data" / "imagenet"
 MODELS = ["mobilenet_v1_0125_64.onnx", "mobilenet_v2_010_64.onnx", "resnet18_00625_64.onnx",
           "tiny_yolo_00625_64.onnx"]
+
+
+def _generator():
+    path = Path(__file__).resolve().parent / "generators" / "imagenet_models.py"
+    spec = importlib.util.spec_from_file_location("imagenet_models", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _image(path: Path, seed: int) -> np.ndarray:
@@ -43,3 +52,14 @@ def test_an_imagenet_model_builds_verified_for_the_kv260(tmp_path, name):
     design = build(IMAGENET / name, tmp_path / "out", BuildOptions(board="kv260"))
     verification = json.loads(design.files["report.json"])["verification"]
     assert verification["verified"] and verification["equal"], verification
+
+
+# At 32x32 the classifiers' last map is 1x1: IREE folds the global average pool's mean over one value into an
+# elementwise generic that adds the input to a filled zero and keeps the divisor as an operand it never reads
+@pytest.mark.parametrize("network, width", [("mobilenet_v1", 0.125), ("mobilenet_v2", 0.1), ("resnet18", 0.0625)])
+def test_a_global_average_pool_of_a_one_by_one_map_equals_onnxruntime(tmp_path, network, width):
+    generator = _generator()
+    path = generator.quantize(generator.float_model(network, width, 32, 10, small=True), tmp_path / "m.onnx")
+    graph = lift(path)
+    result = parity.compare(graph, path, _image(path, 0))
+    assert result.exact == result.total, f"{result.total - result.exact} of {result.total} differ"
