@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -54,6 +55,7 @@ from ming_py.dataflow import Process, StreamGraph
 from ming_py.process_spec import process_spec, loop_of
 from ming_py.kinds import trip_counts
 from ming_py.kinds.base import control_counters
+from ming_py.line_buffers.fifo import DEFAULT_PIXELS
 from ming_py.array_layout import memory_cost
 from ming_py.epilogues import lane_cost, lane_datapath
 from ming_py.errors import MingError
@@ -117,11 +119,18 @@ class Cost:
     lags: tuple[tuple[int, ...], ...] = ()
     # (resource, primitive, planned amount before calibration): what the totals above are made of
     parts: tuple[tuple[str, str, float], ...] = ()
+    # per input: cycles from the arrival of its token at k/K (its producer's own progress point) to the write of
+    # the first output token of the progress curve that follows its read (`samples_after`)
+    pushes: tuple[tuple[int, ...], ...] = ()
+    # per output: the cycles it writes nothing between two of its rows, summed up to the input token its consumer's
+    # output token at j/K waits for (`row_gaps`)
+    row_gaps: tuple[tuple[int, ...], ...] = ()
 
     @property
     def vector(self) -> tuple[int, ...]:
         """Every latency figure, for comparing candidates."""
-        return (self.cycles, self.fill) + self.progress + sum(self.lags, ())
+        return (self.cycles, self.fill) + self.progress + sum(self.lags, ()) + sum(self.pushes, ()) + \
+            sum(self.row_gaps, ())
 
 
 def choice_spec(graph: StreamGraph, p: Process, choice: Choice):
@@ -138,17 +147,17 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice, calibration: Ca
         spec = choice_spec(graph, p, choice)
         loop = loop_of(spec)
         timing = (spec, loop.iterations, _with_adapters(graph, p, choice, loop.cycles, loop.fill, loop.drain),
-                  _progress(graph, p, choice, loop))
+                  _progress(graph, p, choice, loop), row_gaps(graph, p, choice, loop))
         if timings is not None:
             timings[key] = timing
-    spec, iterations, (cycles, fill), (progress, lags) = timing
+    spec, iterations, (cycles, fill), (progress, lags, pushes), gaps = timing
     parts = resources(graph, p, choice, spec, iterations)
     totals = {r: 0.0 for r in ("dsp", "bram18k", "uram", "lut", "ff")}
     for resource, primitive, amount in parts:
         totals[resource] += amount * (calibration.factor(resource, primitive) if calibration else 1.0)
     _check_finite(p, totals)
     return Cost(cycles, fill, *(math.ceil(totals[r] - 1e-9) for r in ("dsp", "bram18k", "uram", "lut", "ff")),
-                progress, lags, parts)
+                progress, lags, parts, pushes, gaps)
 
 
 def _check_finite(p: Process, totals: dict[str, float]) -> None:
@@ -230,9 +239,26 @@ def input_fractions(graph: StreamGraph, p: Process) -> tuple[tuple[float, ...], 
     return tuple(fractions)
 
 
-def _progress(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tuple[int, ...], tuple]:
+@functools.lru_cache(maxsize=None)
+def samples_after(graph: StreamGraph, p: Process) -> tuple[tuple[int | None, ...], ...]:
+    """Per input, for its token at k/K (k = 1..K, the token its producer's progress curve times), the first
+    point j of the process's own progress curve written after its read; None if none is. From the geometry
+    alone (the loop with one lane and no unrolling), like `input_fractions`: the ILP pairs these points."""
+    trips = trip_counts(graph, p)
+    ones = tuple((loop, 1) for loop in trips)
+    loop = loop_of(process_spec(graph, p, ones, (1,) * len(p.inputs), (1,) * len(p.outputs)))
+    writes = loop.token_iterations("writes", 0, samples(graph.channels[p.outputs[0]].values))
+    after = []
+    for i, channel in enumerate(p.inputs):
+        reads = loop.token_iterations("reads", i, samples(graph.channels[channel].values))
+        after.append(tuple(j if (j := bisect.bisect_left(writes, r)) < len(writes) else None for r in reads))
+    return tuple(after)
+
+
+def _progress(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tuple[int, ...], tuple, tuple]:
     """The progress curve of the process at its own pace and, per input, the lag from the arrival of the
-    input token the output token at j/K waits for (`input_fractions`) to that output token's write."""
+    input token the output token at j/K waits for (`input_fractions`) to that output token's write, and the
+    `_pushes`."""
     def tokens(channel, lanes):
         return graph.channels[channel].values // lanes
 
@@ -247,7 +273,58 @@ def _progress(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tup
         count = tokens(channel, lanes)
         reads = loop.token_iterations("reads", i, [max(math.ceil(s * count) - 1, 0) for s in shares])
         lags.append(tuple(w - r + loop.depth + 1 for w, r in zip(writes, reads)))
-    return progress, tuple(lags)
+    return progress, tuple(lags), _pushes(graph, p, choice, loop, writes)
+
+
+def row_gaps(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tuple[int, ...], ...]:
+    """Per output, the cycles between the last token of a row and the first of the next (a strided window
+    writes nothing while it reads the rows it skips), summed over the rows before the input token its
+    consumer's output token at j/K waits for (`input_fractions`); () for an output the accelerator sends.
+    Through a FIFO of a few pixels its consumer runs dry in these (`starved_rows`)."""
+    gaps = []
+    for out, (channel, lanes) in enumerate(zip(p.outputs, choice.lanes_out)):
+        c = graph.channels[channel]
+        consumer = next((q for q in graph.processes if q.name == c.consumer), None)
+        if consumer is None:
+            gaps.append(())
+            continue
+        per_row = c.values // lanes // c.height
+        ends = [per_row * (row + 1) - 1 for row in range(c.height - 1)]
+        last, first = (loop.token_iterations("writes", out, tokens) for tokens in (ends, [e + 1 for e in ends]))
+        summed = list(itertools.accumulate(b - a for a, b in zip(last, first)))
+        counts = starved_rows(graph, consumer)[consumer.inputs.index(channel)]
+        gaps.append(tuple(summed[n - 1] if n else 0 for n in counts))
+    return tuple(gaps)
+
+
+@functools.lru_cache(maxsize=None)
+def starved_rows(graph: StreamGraph, p: Process) -> tuple[tuple[int, ...], ...]:
+    """Per input, the rows of its producer that end before the input token the output token at j/K waits for
+    (`input_fractions`): the gaps between them its FIFO may leave the process waiting in, from the geometry alone."""
+    rows = []
+    for channel, shares in zip(p.inputs, input_fractions(graph, p)):
+        c = graph.channels[channel]
+        per_row = c.values // c.height
+        rows.append(tuple(min(max(math.ceil(s * c.values) - 1, 0) // per_row, c.height - 1) for s in shares))
+    return tuple(rows)
+
+
+def starved_cover(graph: StreamGraph, channel: str) -> float:
+    """The share of its consumer's cycles that the FIFO's least depth (DEFAULT_PIXELS pixels, what the sizing
+    gives every FIFO at least) keeps it busy through a gap of its producer."""
+    c = graph.channels[channel]
+    return DEFAULT_PIXELS / (c.height * c.width)
+
+
+def _pushes(graph: StreamGraph, p: Process, choice: Choice, loop, writes: list[int]) -> tuple[tuple[int, ...], ...]:
+    """Per input, from the arrival of its token at k/K to the write of the progress point that follows its read
+    (`samples_after`): the producer's point needs no interpolation, and the wait of the tokens between two of
+    the process's own points shows."""
+    pushes = []
+    for i, (channel, lanes, after) in enumerate(zip(p.inputs, choice.lanes_in, samples_after(graph, p))):
+        reads = loop.token_iterations("reads", i, samples(graph.channels[channel].values // lanes))
+        pushes.append(tuple(0 if j is None else writes[j] - r + loop.depth + 1 for j, r in zip(after, reads)))
+    return tuple(pushes)
 
 
 def _output_pace(graph: StreamGraph, p: Process, choice: Choice, loop, sampled: list[int], writes: list[int]):

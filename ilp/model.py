@@ -13,7 +13,7 @@ from ming_py.adapters import pack_adapter
 from ming_py.dataflow import StreamGraph
 
 from .budget import RESOURCES, Budget
-from .cost import PROGRESS_SAMPLES, Choice, Cost, input_fractions
+from .cost import PROGRESS_SAMPLES, Choice, Cost, input_fractions, samples_after, starved_cover, starved_rows
 from .footprint import LARGEST_STEP, Footprint, counted, footprint, objective_value, weight
 from .footprint import shares as resource_shares
 from .candidates import affordable, fast_enough
@@ -84,7 +84,8 @@ class Model:
         for i, (name, xs) in enumerate(self.pick.items()):
             members: dict[tuple, tuple[Cost, list]] = {}
             for x, c in zip(xs, self.costs[name]):
-                timing = (c.cycles, c.fill, tuple(c.progress), tuple(map(tuple, c.lags)))
+                timing = (c.cycles, c.fill, tuple(c.progress), tuple(map(tuple, c.lags)),
+                          tuple(map(tuple, c.pushes)), tuple(map(tuple, c.row_gaps)))
                 members.setdefault(timing, (c, []))[1].append(x)
             classes[name] = []
             for k, (cost, group) in enumerate(members.values()):
@@ -145,7 +146,10 @@ class Model:
         """Pipelined dataflow: a process starts when its inputs' first tokens arrive and finishes no sooner
         than its own work allows. In between, its progress curve (the output token at j/K of an image,
         K = PROGRESS_SAMPLES) is no earlier than its own pace allows, from its start and from the previous
-        point, nor than the matching input token's arrival plus the process's lag. Integer start and finish
+        point, nor than the matching input token's arrival plus the process's lag, nor than each of its
+        producer's points plus the push to the first of its own points that follows that token's read (the
+        producer's point exactly, where the lag interpolates between two), nor than its own pace plus the
+        producer's row gaps it waits out (`_starved`). Integer start and finish
         times make the objective integral, so a bound within 0.5 of the incumbent proves it."""
         start = {name: pulp.LpVariable(f"s_{i}", lowBound=0, cat="Integer") for i, name in enumerate(self.pick)}
         finish = {name: pulp.LpVariable(f"f_{i}", lowBound=0, cat="Integer") for i, name in enumerate(self.pick)}
@@ -177,11 +181,31 @@ class Model:
                     lag = self.timed(consumer, lambda c, j=j: c.lags[into][j])
                     arrival = at_share([first] + point[producer], share)
                     problem += point[consumer][j] >= arrival + lag, f"lag_{channel.name}_{j}"
+                for k, j in enumerate(samples_after(graph, graph.process(consumer))[into]):
+                    if j is not None:
+                        push = self.timed(consumer, lambda c, k=k: c.pushes[into][k])
+                        problem += point[consumer][j] >= point[producer][k] + push, f"push_{channel.name}_{k}"
+                self._starved(graph, problem, channel, start, point)
             else:
                 problem += done >= finish[channel.producer], f"out_{channel.name}"
         if len(graph.outputs) > 1:
             problem += done >= self._record(graph, problem, finish), "record"
         return done
+
+    def _starved(self, graph: StreamGraph, problem, channel, start, point) -> None:
+        """The consumer's progress is no earlier than its own pace from its start plus the gaps between its
+        producer's rows before the token it waits for, less what the FIFO's least depth keeps it busy through
+        in each (`cost.row_gaps`): with a FIFO of a few pixels, a producer that writes faster than its consumer
+        reads is held to its pace, and the consumer waits out every gap."""
+        producer, consumer = channel.producer, channel.consumer
+        out = graph.process(producer).outputs.index(channel.name)
+        into = graph.process(consumer).inputs.index(channel.name)
+        cover = starved_cover(graph, channel.name)
+        for j, rows in enumerate(starved_rows(graph, graph.process(consumer))[into]):
+            if rows:
+                own = self.timed(consumer, lambda c, j=j: c.progress[j] - rows * cover * c.cycles)
+                gaps = self.timed(producer, lambda c, j=j: c.row_gaps[out][j])
+                problem += point[consumer][j] >= start[consumer] + own + gaps, f"starved_{channel.name}_{j}"
 
     def _record(self, graph: StreamGraph, problem, finish):
         """When the output writer has sent an image's record: each output once its producer finished and
@@ -262,18 +286,7 @@ def estimate(graph: StreamGraph, costs: dict[str, Cost], choices: dict[str, Choi
     latency = written = 0
     for p in graph.processes:  # topological order
         cost = costs[p.name]
-        curve = []
-        for j, at in enumerate(cost.progress):
-            times = [start[p.name] + at]
-            if j:
-                times.append(curve[-1] + at - cost.progress[j - 1])
-            for i, (c, shares) in enumerate(zip(p.inputs, input_fractions(graph, p))):
-                producer = graph.channels[c].producer
-                if producer in costs:
-                    first = start[producer] + costs[producer].fill
-                    times.append(at_share([first] + point[producer], shares[j]) + cost.lags[i][j])
-            curve.append(max(times))
-        point[p.name] = curve
+        curve = point[p.name] = _curve(graph, p, costs, start, point)
         written = max(written, curve[-1])
         finish = finishes[p.name] = max(start[p.name] + cost.cycles, curve[-1] + cost.cycles - cost.progress[-1])
         for channel in p.outputs:
@@ -287,6 +300,35 @@ def estimate(graph: StreamGraph, costs: dict[str, Cost], choices: dict[str, Choi
     for channel in later:
         sent = max(finishes[channel.producer], sent + writer_cycles(graph, channel, choices[channel.producer]))
     return max(c.cycles for c in costs.values()), math.ceil(max(latency, sent, written))
+
+
+def _curve(graph: StreamGraph, p, costs: dict[str, Cost], start: dict[str, int], point: dict[str, list]) -> list:
+    """The progress curve of `p` (its producers' curves in `point`), as `Model._latency`'s rows bound it."""
+    cost, curve = costs[p.name], []
+    for j, at in enumerate(cost.progress):
+        times = [start[p.name] + at]
+        if j:
+            times.append(curve[-1] + at - cost.progress[j - 1])
+        for i, (c, shares, after) in enumerate(zip(p.inputs, input_fractions(graph, p), samples_after(graph, p))):
+            producer = graph.channels[c].producer
+            if producer in costs:
+                first = start[producer] + costs[producer].fill
+                times.append(at_share([first] + point[producer], shares[j]) + cost.lags[i][j])
+                times += [point[producer][k] + cost.pushes[i][k] for k, pushed in enumerate(after) if pushed == j]
+                times.append(_starved_at(graph, p, i, j, costs, start))
+        curve.append(max(times))
+    return curve
+
+
+def _starved_at(graph: StreamGraph, p, into: int, j: int, costs: dict[str, Cost], start: dict[str, int]) -> float:
+    """`Model._starved`'s bound on the point j of `p` from its input `into`."""
+    channel = graph.channels[p.inputs[into]]
+    rows = starved_rows(graph, p)[into][j]
+    if not rows:
+        return 0
+    gaps = costs[channel.producer].row_gaps[graph.process(channel.producer).outputs.index(channel.name)][j]
+    cost = costs[p.name]
+    return start[p.name] + cost.progress[j] - rows * starved_cover(graph, channel.name) * cost.cycles + gaps
 
 
 def writer_cycles(graph: StreamGraph, channel, choice: Choice) -> int:
