@@ -25,7 +25,9 @@ from .contract.ming_json import read_json, read_regular
 from .limits import MAX_MAP_VALUES, MAX_STREAMED_VALUES, MAX_WEIGHT_BYTES
 
 FORMAT = "ming-design"
-VERSION = 2  # 2: totals hold the simulated headline and the estimated_cycles and estimated_latency_us of the model
+# 2: totals hold the simulated headline and the estimated_cycles and estimated_latency_us of the model;
+# 3: a cost holds its pushes and row_gaps (the latency model's back-pressure rows)
+VERSION = 3
 DIRECTORY = "design"
 DOCUMENT = "design.json"
 MAX_ARRAY_VALUES = max(MAX_WEIGHT_BYTES, MAX_MAP_VALUES)
