@@ -16,6 +16,8 @@ from __future__ import annotations
 import onnx
 from onnx import helper
 
+from .onnx_formats import FreshNames
+
 # consumers whose result, quantized, equals the result computed on values quantized the same way
 _ORDER_KEEPING_OPS = frozenset({"MaxPool", "Resize"})
 
@@ -24,9 +26,10 @@ def quantize_float_activations(model: onnx.ModelProto, unary_ops: frozenset[str]
     """Rewrite every node of `unary_ops` that reads a DequantizeLinear and feeds a float MaxPool or nearest
     Resize quantized by one QuantizeLinear, or several QuantizeLinears (module docstring)."""
     graph = model.graph
-    names = _Names(graph)
+    names = FreshNames(graph)
     for node in list(graph.node):
-        if node.op_type not in unary_ops or not _reads_dequantized(graph, node):
+        if node.op_type not in unary_ops or len([o for o in node.output if o]) != 1 or \
+                not _reads_dequantized(graph, node):
             continue
         readers = _readers(graph, node.output[0])
         moved = [reader for reader in readers if _quantized_after(graph, reader)]
@@ -64,6 +67,9 @@ def _give_own_activation(graph: onnx.GraphProto, node: onnx.NodeProto, reader: o
                               name=names.fresh(f"{copy.name}_QuantizeLinear")),
              helper.make_node("DequantizeLinear", [quantized, *parameters], [dequantized],
                               name=names.fresh(f"{copy.name}_DequantizeLinear"))]
+    # the same quantization as `quantize`'s: its attributes (output type, axis, saturation), the axis to dequantize
+    added[1].attribute.extend(quantize.attribute)
+    added[2].attribute.extend(a for a in quantize.attribute if a.name in ("axis", "block_size"))
     for position, name in enumerate(reader.input):
         if name == node.output[0]:
             reader.input[position] = dequantized
@@ -98,19 +104,3 @@ def _readers(graph: onnx.GraphProto, tensor: str) -> list[onnx.NodeProto]:
 
 def _outputs(graph: onnx.GraphProto) -> set[str]:
     return {v.name for v in graph.output}
-
-
-class _Names:
-    """Node and tensor names not yet in the graph."""
-
-    def __init__(self, graph: onnx.GraphProto):
-        self.taken = {n.name for n in graph.node} | {t for n in graph.node for t in (*n.input, *n.output)} \
-            | {i.name for i in graph.initializer} | {v.name for v in (*graph.input, *graph.output)}
-
-    def fresh(self, base: str) -> str:
-        name, number = base, 1
-        while name in self.taken:
-            number += 1
-            name = f"{base}_{number}"
-        self.taken.add(name)
-        return name

@@ -100,7 +100,9 @@ def _label(node: onnx.NodeProto) -> str:
     return f"node '{node.name}' ({op})"
 
 
-class _Names:
+class FreshNames:
+    """Node and tensor names not yet in the graph."""
+
     def __init__(self, graph: onnx.GraphProto):
         self.taken = {n.name for n in graph.node} | {t for n in graph.node for t in (*n.input, *n.output)} | \
             {t.name for t in graph.initializer} | {v.name for v in (*graph.input, *graph.output)}
@@ -127,7 +129,7 @@ class _QdqWriter:
         self.model = model
         self.graph = model.graph
         self.constants = _constants(model.graph)
-        self.names = _Names(model.graph)
+        self.names = FreshNames(model.graph)
         self.nodes: list[onnx.NodeProto] = []
         self.params: dict[str, tuple[str, str]] = {}  # quantized activation -> (scale, zero point)
         self.dequantized: dict[tuple[str, str, str], str] = {}  # (tensor, scale, zero point) -> float tensor
@@ -362,7 +364,7 @@ def element_types(model: onnx.ModelProto) -> dict[str, int]:
 def _explicit_zero_points(graph: onnx.GraphProto, types: dict[str, int]) -> None:
     """Give the uint8 zero point 0 that QuantizeLinear and DequantizeLinear of uint8 assume when it is left out
     a name, so that shifting the constants shifts it too."""
-    names = _Names(graph)
+    names = FreshNames(graph)
     for node in graph.node:
         if node.op_type not in QDQ:
             continue
@@ -405,7 +407,7 @@ def center_weights(model: onnx.ModelProto) -> None:
     graph = model.graph
     constants = _constants(graph)
     readers = {(t, i): n for n in graph.node for i, t in enumerate(n.input)}
-    names = _Names(graph)
+    names = FreshNames(graph)
     for node in graph.node:
         zero_point = _input(node, 2)
         if node.op_type != "DequantizeLinear" or node.input[0] not in constants or zero_point not in constants:

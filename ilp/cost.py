@@ -55,7 +55,7 @@ from ming_py.dataflow import Process, StreamGraph
 from ming_py.process_spec import process_spec, loop_of
 from ming_py.kinds import trip_counts
 from ming_py.kinds.base import control_counters
-from ming_py.line_buffers.fifo import DEFAULT_PIXELS
+from ming_py.line_buffers.fifo import DEEPEST_PIXELS
 from ming_py.array_layout import memory_cost
 from ming_py.epilogues import lane_cost, lane_datapath
 from ming_py.errors import MingError
@@ -310,10 +310,11 @@ def starved_rows(graph: StreamGraph, p: Process) -> tuple[tuple[int, ...], ...]:
 
 
 def starved_cover(graph: StreamGraph, channel: str) -> float:
-    """The share of its consumer's cycles that the FIFO's least depth (DEFAULT_PIXELS pixels, what the sizing
-    gives every FIFO at least) keeps it busy through a gap of its producer."""
+    """The share of its consumer's cycles that the FIFO keeps it busy through a gap of its producer, at the
+    deepest the build's sizing may make it (DEEPEST_PIXELS pixels): so the row holds for every design the build
+    emits, a lower bound on its latency, whatever depth the sizing then picks."""
     c = graph.channels[channel]
-    return DEFAULT_PIXELS / (c.height * c.width)
+    return DEEPEST_PIXELS / (c.height * c.width)
 
 
 def _pushes(graph: StreamGraph, p: Process, choice: Choice, loop, writes: list[int]) -> tuple[tuple[int, ...], ...]:

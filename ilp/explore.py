@@ -14,7 +14,7 @@ from ming_py.dataflow import Schedule, StreamGraph
 from ming_py.errors import MingError
 from ming_py.process_spec import ProcessSpec
 from ming_py.limits import check_fifo_bits
-from ming_py.line_buffers.fifo import DEFAULT_PIXELS, FifoPlan, fifo_memory, reservation_plan
+from ming_py.line_buffers.fifo import DEEPEST_PIXELS, DEFAULT_PIXELS, FifoPlan, fifo_memory, reservation_plan
 from ming_py.options import BuildOptions, target_board
 from ming_py.simulate import SimResult, headline, simulate_schedule
 
@@ -212,7 +212,7 @@ def decoupling_pixels(graph: StreamGraph, solution: Solution, budget: Budget, pl
         return simulate_schedule(graph, replace(solution.schedule, depths=depths))
 
     best, best_run = DEFAULT_PIXELS, simulated(DEFAULT_PIXELS)
-    for pixels in (4, 8, 16):
+    for pixels in (4, 8, DEEPEST_PIXELS):
         fifo = fifo_cost(reservation, pixels)
         if solution.totals["bram18k"] + fifo["fifo_bram18k"] > budget.bram18k or \
                 solution.totals["lut"] + fifo["fifo_lut"] > budget.lut:

@@ -76,7 +76,7 @@ class Model:
         return footprint((self.costs[name][j] for name, j in picked.items()), self.whole, self.reserved)
 
     def _timing_classes(self, problem) -> dict[str, list[tuple[pulp.LpVariable, Cost]]]:
-        """Per process, a variable per distinct timing (cycles, fill, progress curve, lags) weighing as much as
+        """Per process, a variable per distinct timing (cycles, fill, progress curve, lags, pushes, row gaps) weighing as much as
         the candidates with it: the timing constraints name these rather than every candidate (the same LP
         with fewer non-zeros: candidates differing only in their multipliers or resources share a timing;
         resnet8_32 has 1,365 timings for 4,714 candidates)."""

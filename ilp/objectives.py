@@ -44,7 +44,11 @@ class TargetMissed(MingError):
 
     def __str__(self) -> str:
         if self._best is not None:
-            self.args, self._best = (f"{self.args[0]}; {self._best()}",), None
+            best, self._best = self._best, None
+            try:
+                self.args = (f"{self.args[0]}; {best()}",)
+            except MingError:  # the search for the figure failed: the message without it
+                pass
         return super().__str__()
 
     def __reduce__(self):

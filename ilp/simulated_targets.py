@@ -1,7 +1,7 @@
 """The targets (--target-fps, --target-latency-us) checked where they are measured: on the cycle-level
 simulation of the design with its sized FIFOs (`ming_py.simulate`: its latency, and its steady-state interval
-`interval_cycles`). The ILP's model has no back-pressure, so the design it says meets a target may miss it in
-simulation; the exploration then solves again with the target rescaled by what the simulation showed (the
+`interval_cycles`). The ILP's model charges only part of the back-pressure (the row gaps of a producer its consumer waits
+out), so the design it says meets a target may miss it in simulation; the exploration then solves again with the target rescaled by what the simulation showed (the
 model's figure for the design times target / simulated), at most RETRIES times, and keeps the first design
 that meets it, or stops naming how far the best one found misses. Where the model is pessimistic instead (it
 proves no design meets a latency target the fastest design meets in simulation), the search starts from the

@@ -41,6 +41,7 @@ from ming_py.process_spec import ProcessSpec, Loop, depth_bound, process_spec, l
 
 MIN_DEPTH = 2
 DEFAULT_PIXELS = 2  # pixels every FIFO holds at least, so bursts overlap
+DEEPEST_PIXELS = 16  # the most pixels the build's sizing gives every FIFO (`ilp.explore.decoupling_pixels`)
 SLACK_PIXELS = 1  # the pixel a join holds while waiting for its other input
 
 
