@@ -14,7 +14,8 @@ Networks (NCHW input 1x3xRxR):
 * `tiny_yolo` — a tiny-YOLOv3-shaped detector (default half the channels of tiny-YOLOv3 at 320): 3x3 convs with
   LeakyRelu(0.1), five 2x2 maxpools and a stride-1 one (right-bottom padded, as darknet exports it), two heads
   of raw 1x1 convs (255 channels) at R/32 and R/16, the second fed by a 2x nearest Resize of a 1x1 conv
-  concatenated with the R/16 feature map. No decoding.
+  concatenated with the R/16 feature map. No decoding. `float_model(..., activation=...)` swaps LeakyRelu for
+  another of ELEMENTWISE (tiny_yolo_models.py writes one detector per activation with this builder and `quantize`).
 
 The classifiers have 1000 classes unless --classes says otherwise. `--width` scales every layer's channels
 (MobileNet's α; for ResNet and the detector a fraction of the real network's channels); `--small` also scales
@@ -46,6 +47,13 @@ COMMITTED = {
     "mobilenet_v2_010_64.onnx": ("mobilenet_v2", 0.1, 64, 10),
     "resnet18_00625_64.onnx": ("resnet18", 0.0625, 64, 10),
     "tiny_yolo_00625_64.onnx": ("tiny_yolo", 0.0625, 64, 0),
+}
+# the element-wise activations a detector's blocks may have: name -> (ONNX op, attributes)
+ELEMENTWISE = {
+    "leaky": ("LeakyRelu", {"alpha": 0.1}),
+    "hardswish": ("HardSwish", {}),
+    "tanh": ("Tanh", {}),
+    "hardsigmoid": ("HardSigmoid", {}),
 }
 
 
@@ -100,8 +108,9 @@ class _Builder:
             return self.node("Relu", [x])
         if kind == "relu6":
             return self.node("Clip", [x, self.constant("zero", np.float32(0)), self.constant("six", np.float32(6))])
-        if kind == "leaky":
-            return self.node("LeakyRelu", [x], alpha=0.1)
+        if kind in ELEMENTWISE:
+            op, attributes = ELEMENTWISE[kind]
+            return self.node(op, [x], **attributes)
         return x
 
     def classifier(self, x: str, channels: int, classes: int, as_conv: bool) -> str:
@@ -177,15 +186,16 @@ def _resnet(blocks: tuple[int, ...]):
     return network
 
 
-def tiny_yolo(b: _Builder, x: str, width: float, classes: int, small: bool) -> list[str]:
-    """tiny-YOLOv3 (darknet's yolov3-tiny.cfg) with every layer's channels times `width`; 255 = 3 x (5 + 80)."""
+def tiny_yolo(b: _Builder, x: str, width: float, activation: str = "leaky") -> list[str]:
+    """tiny-YOLOv3 (darknet's yolov3-tiny.cfg) with every layer's channels times `width` and `activation` (one of
+    ELEMENTWISE) after every block; 255 = 3 x (5 + 80)."""
     def channels(c):
         return max(2, int(c * width))
 
     y, cin = x, 3
     route = None
     for number, cout in enumerate((16, 32, 64, 128, 256, 512)):
-        y = b.conv_bn(y, cin, channels(cout), 3, activation="leaky")
+        y = b.conv_bn(y, cin, channels(cout), 3, activation=activation)
         cin = channels(cout)
         if number == 4:
             route, route_channels = y, cin
@@ -193,15 +203,15 @@ def tiny_yolo(b: _Builder, x: str, width: float, classes: int, small: bool) -> l
             y = b.node("MaxPool", [y], kernel_shape=[2, 2], strides=[2, 2])
         else:  # darknet's size-2 stride-1 maxpool keeps the map by padding right and bottom
             y = b.node("MaxPool", [y], kernel_shape=[2, 2], strides=[1, 1], pads=[0, 0, 1, 1])
-    y = b.conv_bn(y, cin, channels(1024), 3, activation="leaky")
-    neck = b.conv_bn(y, channels(1024), channels(256), 1, activation="leaky")
-    big = b.conv_bn(neck, channels(256), channels(512), 3, activation="leaky")
+    y = b.conv_bn(y, cin, channels(1024), 3, activation=activation)
+    neck = b.conv_bn(y, channels(1024), channels(256), 1, activation=activation)
+    big = b.conv_bn(neck, channels(256), channels(512), 3, activation=activation)
     head_large = b.conv(big, channels(512), 255, 1, bias=True, stem="head_large")
-    up = b.conv_bn(neck, channels(256), channels(128), 1, activation="leaky")
+    up = b.conv_bn(neck, channels(256), channels(128), 1, activation=activation)
     up = b.node("Resize", [up, "", b.constant("scales", np.array([1, 1, 2, 2], np.float32))], "upsample",
                 mode="nearest")
     y = b.node("Concat", [up, route], "route", axis=1)
-    y = b.conv_bn(y, channels(128) + route_channels, channels(256), 3, activation="leaky")
+    y = b.conv_bn(y, channels(128) + route_channels, channels(256), 3, activation=activation)
     head_small = b.conv(y, channels(256), 255, 1, bias=True, stem="head_small")
     return [head_large, head_small]
 
@@ -212,17 +222,22 @@ DEFAULTS = {"mobilenet_v1": (0.5, 160), "mobilenet_v2": (1.0, 224), "resnet18": 
             "resnet34": (1.0, 224), "tiny_yolo": (0.5, 320)}
 
 
-def float_model(network: str, width: float, resolution: int, classes: int = 1000,
-                small: bool = False) -> onnx.ModelProto:
+def float_model(network: str, width: float, resolution: int, classes: int = 1000, small: bool = False,
+                activation: str = "leaky") -> onnx.ModelProto:
+    """`classes` and `small` shape the classifiers, `activation` the detector."""
     b = _Builder(SEED)
-    outputs = NETWORKS[network](b, "input", width, classes, small)
+    if network == "tiny_yolo":
+        outputs = tiny_yolo(b, "input", width, activation)
+    else:
+        outputs = NETWORKS[network](b, "input", width, classes, small)
     names = ["logits"] if len(outputs) == 1 else ["head_large", "head_small"]
     for tensor, name in zip(outputs, names):
         b.nodes.append(helper.make_node("Identity", [tensor], [name], name=f"{name}_output"))
     graph = helper.make_graph(
         b.nodes, network, [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, resolution, resolution])],
         [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in names], b.initializers)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    opset = 14 if activation == "hardswish" and network == "tiny_yolo" else 13  # HardSwish needs 14
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
 
 
 class _RandomImages(CalibrationDataReader):
