@@ -76,10 +76,10 @@ class Model:
         return footprint((self.costs[name][j] for name, j in picked.items()), self.whole, self.reserved)
 
     def _timing_classes(self, problem) -> dict[str, list[tuple[pulp.LpVariable, Cost]]]:
-        """Per process, a variable per distinct timing (cycles, fill, progress curve, lags, pushes, row gaps) weighing as much as
-        the candidates with it: the timing constraints name these rather than every candidate (the same LP
-        with fewer non-zeros: candidates differing only in their multipliers or resources share a timing;
-        resnet8_32 has 1,365 timings for 4,714 candidates)."""
+        """Per process, a variable per distinct timing (cycles, fill, progress curve, lags, pushes, row gaps)
+        weighing as much as the candidates with it: the timing constraints name these rather than every
+        candidate (the same LP with fewer non-zeros: candidates differing only in their multipliers or resources
+        share a timing; resnet8_32 has 1,365 timings for 4,714 candidates)."""
         classes = {}
         for i, (name, xs) in enumerate(self.pick.items()):
             members: dict[tuple, tuple[Cost, list]] = {}
@@ -194,9 +194,9 @@ class Model:
 
     def _starved(self, graph: StreamGraph, problem, channel, start, point) -> None:
         """The consumer's progress is no earlier than its own pace from its start plus the gaps between its
-        producer's rows before the token it waits for, less what the FIFO's least depth keeps it busy through
-        in each (`cost.row_gaps`): with a FIFO of a few pixels, a producer that writes faster than its consumer
-        reads is held to its pace, and the consumer waits out every gap."""
+        producer's rows before the token it waits for, less what the deepest FIFO the sizing may give keeps it
+        busy through in each (`cost.row_gaps`, `cost.starved_cover`): through a FIFO of a few pixels, a producer
+        that writes faster than its consumer reads is held to its pace, and the consumer waits out every gap."""
         producer, consumer = channel.producer, channel.consumer
         out = graph.process(producer).outputs.index(channel.name)
         into = graph.process(consumer).inputs.index(channel.name)
