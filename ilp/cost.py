@@ -223,14 +223,20 @@ def samples(tokens: int) -> list[int]:
 
 
 @functools.lru_cache(maxsize=None)
+def _unit_loop_writes(graph: StreamGraph, p: Process):
+    """The process's loop with one lane and no unrolling (its geometry alone), and the iterations at which it
+    writes its output tokens at 1/K, ..., K/K."""
+    ones = tuple((loop, 1) for loop in trip_counts(graph, p))
+    loop = loop_of(process_spec(graph, p, ones, (1,) * len(p.inputs), (1,) * len(p.outputs)))
+    return loop, loop.token_iterations("writes", 0, samples(graph.channels[p.outputs[0]].values))
+
+
+@functools.lru_cache(maxsize=None)
 def input_fractions(graph: StreamGraph, p: Process) -> tuple[tuple[float, ...], ...]:
     """Per input, the share of its tokens read before the output token at j/K is written (j = 1..K): what
     the output at j/K waits for, from the geometry alone (the loop with one lane and no unrolling), so the
     same for every candidate and the ILP can chain it linearly."""
-    trips = trip_counts(graph, p)
-    ones = tuple((loop, 1) for loop in trips)
-    loop = loop_of(process_spec(graph, p, ones, (1,) * len(p.inputs), (1,) * len(p.outputs)))
-    writes = loop.token_iterations("writes", 0, samples(graph.channels[p.outputs[0]].values))
+    loop, writes = _unit_loop_writes(graph, p)
     fractions = []
     for i, channel in enumerate(p.inputs):
         tokens = graph.channels[channel].values
@@ -244,10 +250,7 @@ def samples_after(graph: StreamGraph, p: Process) -> tuple[tuple[int | None, ...
     """Per input, for its token at k/K (k = 1..K, the token its producer's progress curve times), the first
     point j of the process's own progress curve written after its read; None if none is. From the geometry
     alone (the loop with one lane and no unrolling), like `input_fractions`: the ILP pairs these points."""
-    trips = trip_counts(graph, p)
-    ones = tuple((loop, 1) for loop in trips)
-    loop = loop_of(process_spec(graph, p, ones, (1,) * len(p.inputs), (1,) * len(p.outputs)))
-    writes = loop.token_iterations("writes", 0, samples(graph.channels[p.outputs[0]].values))
+    loop, writes = _unit_loop_writes(graph, p)
     after = []
     for i, channel in enumerate(p.inputs):
         reads = loop.token_iterations("reads", i, samples(graph.channels[channel].values))
