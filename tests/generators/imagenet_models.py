@@ -38,6 +38,9 @@ from onnx import TensorProto, helper, numpy_helper
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 from onnxruntime.quantization.shape_inference import quant_pre_process
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from detector_models import _Builder as GraphBuilder  # noqa: E402
+
 OUT = Path(__file__).resolve().parents[1] / "data" / "imagenet"
 SEED = 44
 CALIBRATION_IMAGES = 4
@@ -57,27 +60,9 @@ ELEMENTWISE = {
 }
 
 
-class _Builder:
-    """Nodes, initializers and fresh names of one float graph with seeded random weights."""
-
-    def __init__(self, seed: int):
-        self.nodes, self.initializers = [], []
-        self.rng = np.random.default_rng(seed)
-        self.count = 0
-
-    def name(self, stem: str) -> str:
-        self.count += 1
-        return f"{stem}_{self.count}"
-
-    def constant(self, stem: str, value) -> str:
-        name = self.name(stem)
-        self.initializers.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
-    def node(self, op: str, inputs, stem: str | None = None, **attributes) -> str:
-        name = self.name(stem or op.lower())
-        self.nodes.append(helper.make_node(op, list(inputs), [name], name=name, **attributes))
-        return name
+class _Builder(GraphBuilder):
+    """detector_models.py's graph builder (nodes, initializers, fresh names, seeded random weights) with the
+    layers of these networks."""
 
     def conv(self, x: str, cin: int, cout: int, kernel: int, stride: int = 1, groups: int = 1,
              bias: bool = False, stem: str = "conv") -> str:
