@@ -59,10 +59,10 @@ def _process(node: dict, weights_moved: bool) -> dict:
 
 
 def _chosen_weight_memory(node: dict) -> str | None:
-    """The weights' memory where the ILP moved them from where their size puts a ROM (URAM, or LUTRAM for an
+    """The weights' memory where the ILP moved them from where their size puts a ROM (URAM, DDR, or LUTRAM for an
     array that would take BRAM: `ming_py.storage.plan_arrays`); None where they stay there."""
     memory = node["schedule"].get("storage", {}).get("weights")
-    if memory == "uram":
+    if memory in ("uram", "ddr"):
         return memory
     plan = next((b for b in node["buffers"] if b["role"] == "weights"), None)
     if memory != "lutram" or plan is None:

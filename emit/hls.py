@@ -22,6 +22,7 @@ from ming_py.process_spec import ProcessSpec, Loop, loop_of, schedule_spec
 from ming_py.epilogues import CppScalar, EpilogueValues, rule_of
 from ming_py.kinds import kind_of, unrollable
 from ming_py.storage import plan_arrays
+from ming_py.weights_ddr import DDR_BUNDLE, DDR_BURST_LATENCY, DDR_FILE, DDR_MAX_BURST, streamed_arrays, streamed_rows
 from ming_py.weights_load import WEIGHTS_FILE, loaded_arrays, loaded_rows
 
 from .environment import TEMPLATES, environment
@@ -69,7 +70,7 @@ class ProcessView:
     in_pixels: int = 0
     multipliers: str = "dsp"  # ming_py.kinds.window.MULTIPLIERS
     arrays: dict[str, str] = field(default_factory=dict)  # role -> C++ constant array
-    weight_stream: str = ""  # the stream its weights arrive on at start where they are in URAM (`weights_load`)
+    weight_stream: str = ""  # the stream its weights arrive on: at start in URAM (`weights_load`), per image from DDR
     kind_values: object = None  # its kind's own values (`ProcessKind.view_values`), or None
     epilogue_values: EpilogueValues | None = None  # its epilogue rule's (`EpilogueRule.emit`), or None
 
@@ -163,6 +164,7 @@ def _tidy(text: str) -> str:
 def _model_view(graph: StreamGraph, schedule: Schedule, names: CppNames, views: list[ProcessView]) -> dict:
     inp = graph.channels[graph.input.channel]
     parts = {part.process: part for part in loaded_arrays(loaded_rows(graph, schedule))}
+    streamed = {part.process: part for part in streamed_arrays(streamed_rows(graph, schedule))}
     outputs = [_output_view(graph, schedule, names, port, values)
                for port, values in zip(graph.outputs, names.output_values)]
     return {
@@ -178,8 +180,14 @@ def _model_view(graph: StreamGraph, schedule: Schedule, names: CppNames, views: 
         "load_weights": names.load_weights,
         # the loaded processes' weight streams in the loader's order, with their beats (`ming_py.weights_load`)
         "loaded": [{"stream": v.weight_stream, "label": c_string(p.name), "words": parts[p.name].words}
-                   for p, v in zip(graph.processes, views) if v.weight_stream],
+                   for p, v in zip(graph.processes, views) if p.name in parts],
         "weight_words": sum(part.words for part in parts.values()), "weights_file": WEIGHTS_FILE,
+        # the processes whose weights stream from DDR, each with its m_axi port (`ming_py.weights_ddr`)
+        "streamed": [{"stream": v.weight_stream, "port": names.arrays[p.name]["weights"], "label": c_string(p.name),
+                      "words": streamed[p.name].words, "first_word": streamed[p.name].first_word}
+                     for p, v in zip(graph.processes, views) if p.name in streamed],
+        "ddr_words": sum(part.words for part in streamed.values()), "ddr_file": DDR_FILE, "ddr_bundle": DDR_BUNDLE,
+        "ddr_latency": DDR_BURST_LATENCY, "ddr_burst": DDR_MAX_BURST,
     }
 
 
@@ -217,23 +225,25 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
     kind = kind_of(p.kind)
     storage = plan_arrays(spec, p.epilogue, sched.storage_of("line_buffer"), sched.storage_of("weights"))
     loaded = "weights" in storage and storage["weights"].loaded
+    streamed = spec.ddr_weights
     shapes = f"{' + '.join(_shape_text(c) for c in ins)} -> {_shape_text(outs[0])}"
     view = ProcessView(
-        name=names.processes[p.name], label=c_string(p.name), kind=p.kind, template=kind.template,
+        name=names.processes[p.name], label=c_string(p.name), kind=p.kind,
+        template=kind.template + ("_ddr" if streamed else ""),
         comment=comment_text(kind.describe(p, ins, outs, shapes)),
         inputs=[names.channels[c] for c in p.inputs], outputs=[names.channels[c] for c in p.outputs],
         in_lanes=lanes_in, out_lanes=lanes_out,
         unroll=[(loop, sched.factor(loop)) for loop in unrollable(p)], spec=spec, loop=loop_of(spec),
         storage=storage, window=p.window,
         in_pixels=ins[0].pixels, multipliers=sched.multipliers, arrays=names.arrays[p.name],
-        weight_stream=names.weight_streams[p.name] if loaded else "",
+        weight_stream=names.weight_streams[p.name] if loaded or streamed else "",
         kind_values=kind.view_values(spec, p, lanes_in, lanes_out))
     constants: list[CConstant] = []
 
     def constant(role: str, ctype: str, array: np.ndarray, comment: str, loaded: bool = False) -> None:
         constants.append(CConstant(view.arrays[role], ctype, array, comment_text(f"{p.name}: {comment}"), loaded))
 
-    if p.weights is not None:
+    if p.weights is not None and not streamed:
         where = (" in URAM, loaded at start from the weight port (weights.bin)" if loaded else "")
         constant("weights", "int8_t", kind.weight_rows(p.weights, spec).astype(np.int8),
                  f"weights {kind.weights_layout(p)}, one row of every weight a fold step multiplies{where}", loaded)

@@ -96,8 +96,9 @@ class Choice:
     line_buffer_in: str = "bram"  # "bram" | "uram"
     multipliers: str = "dsp"  # ming_py.kinds.window.MULTIPLIERS
     requantizers: int = 0  # shared requantizers (`ming_py.kinds.base.shared_requantizers`); 0: one per lane
-    # `ming_py.storage.WEIGHT_MEMORIES`: "bram" (a ROM where its size puts it), "lutram" (a ROM in LUTs) or
-    # "uram" (no bitstream init, UG573: loaded at start through the weight port, `ming_py.weights_load`)
+    # `ming_py.storage.WEIGHT_MEMORIES`: "bram" (a ROM where its size puts it), "lutram" (a ROM in LUTs),
+    # "uram" (no bitstream init, UG573: loaded at start through the weight port, `ming_py.weights_load`) or "ddr"
+    # (streamed a tile at a time every image, `ming_py.weights_ddr`: its own loop)
     weights: str = "bram"
 
     def factor(self, loop: str) -> int:
@@ -134,14 +135,15 @@ class Cost:
 
 
 def choice_spec(graph: StreamGraph, p: Process, choice: Choice):
-    return process_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers)
+    return process_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers,
+                        choice.weights == "ddr")
 
 
 def process_cost(graph: StreamGraph, p: Process, choice: Choice, calibration: Calibration | None = None,
                  timings: dict | None = None) -> Cost:
     """The candidate's cost; `timings` keeps the loop and timing of each (unroll, lanes, requantizers) of the
     process already costed: candidates that differ only in their memories or multipliers share them."""
-    key = (choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers)
+    key = (choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers, choice.weights == "ddr")
     timing = None if timings is None else timings.get(key)
     if timing is None:
         spec = choice_spec(graph, p, choice)
@@ -223,20 +225,21 @@ def samples(tokens: int) -> list[int]:
 
 
 @functools.lru_cache(maxsize=None)
-def _unit_loop_writes(graph: StreamGraph, p: Process):
-    """The process's loop with one lane and no unrolling (its geometry alone), and the iterations at which it
-    writes its output tokens at 1/K, ..., K/K."""
+def _unit_loop_writes(graph: StreamGraph, p: Process, streamed: bool = False):
+    """The process's loop with one lane and no unrolling (its geometry alone, and whether its weights stream from
+    DDR: `streamed`), and the iterations at which it writes its output tokens at 1/K, ..., K/K."""
     ones = tuple((loop, 1) for loop in trip_counts(graph, p))
-    loop = loop_of(process_spec(graph, p, ones, (1,) * len(p.inputs), (1,) * len(p.outputs)))
+    loop = loop_of(process_spec(graph, p, ones, (1,) * len(p.inputs), (1,) * len(p.outputs), ddr_weights=streamed))
     return loop, loop.token_iterations("writes", 0, samples(graph.channels[p.outputs[0]].values))
 
 
 @functools.lru_cache(maxsize=None)
-def input_fractions(graph: StreamGraph, p: Process) -> tuple[tuple[float, ...], ...]:
+def input_fractions(graph: StreamGraph, p: Process, streamed: bool = False) -> tuple[tuple[float, ...], ...]:
     """Per input, the share of its tokens read before the output token at j/K is written (j = 1..K): what
     the output at j/K waits for, from the geometry alone (the loop with one lane and no unrolling), so the
-    same for every candidate and the ILP can chain it linearly."""
-    loop, writes = _unit_loop_writes(graph, p)
+    same for every candidate (of its weights' place: `streamed` from DDR or not) and the ILP can chain it
+    linearly."""
+    loop, writes = _unit_loop_writes(graph, p, streamed)
     fractions = []
     for i, channel in enumerate(p.inputs):
         tokens = graph.channels[channel].values
@@ -246,11 +249,11 @@ def input_fractions(graph: StreamGraph, p: Process) -> tuple[tuple[float, ...], 
 
 
 @functools.lru_cache(maxsize=None)
-def samples_after(graph: StreamGraph, p: Process) -> tuple[tuple[int | None, ...], ...]:
+def samples_after(graph: StreamGraph, p: Process, streamed: bool = False) -> tuple[tuple[int | None, ...], ...]:
     """Per input, for its token at k/K (k = 1..K, the token its producer's progress curve times), the first
     point j of the process's own progress curve written after its read; None if none is. From the geometry
     alone (the loop with one lane and no unrolling), like `input_fractions`: the ILP pairs these points."""
-    loop, writes = _unit_loop_writes(graph, p)
+    loop, writes = _unit_loop_writes(graph, p, streamed)
     after = []
     for i, channel in enumerate(p.inputs):
         reads = loop.token_iterations("reads", i, samples(graph.channels[channel].values))
@@ -272,7 +275,8 @@ def _progress(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tup
     paced = _output_pace(graph, p, choice, loop, sampled, writes)
     progress = tuple(offset + w + loop.depth + late for w, late in zip(writes, paced))
     lags = []
-    for i, (channel, lanes, shares) in enumerate(zip(p.inputs, choice.lanes_in, input_fractions(graph, p))):
+    streamed = choice.weights == "ddr"
+    for i, (channel, lanes, shares) in enumerate(zip(p.inputs, choice.lanes_in, input_fractions(graph, p, streamed))):
         count = tokens(channel, lanes)
         reads = loop.token_iterations("reads", i, [max(math.ceil(s * count) - 1, 0) for s in shares])
         lags.append(tuple(w - r + loop.depth + 1 for w, r in zip(writes, reads)))
@@ -325,7 +329,8 @@ def _pushes(graph: StreamGraph, p: Process, choice: Choice, loop, writes: list[i
     (`samples_after`): the producer's point needs no interpolation, and the wait of the tokens between two of
     the process's own points shows."""
     pushes = []
-    for i, (channel, lanes, after) in enumerate(zip(p.inputs, choice.lanes_in, samples_after(graph, p))):
+    after_reads = samples_after(graph, p, choice.weights == "ddr")
+    for i, (channel, lanes, after) in enumerate(zip(p.inputs, choice.lanes_in, after_reads)):
         reads = loop.token_iterations("reads", i, samples(graph.channels[channel].values // lanes))
         pushes.append(tuple(0 if j is None else writes[j] - r + loop.depth + 1 for j, r in zip(after, reads)))
     return tuple(pushes)
@@ -365,7 +370,9 @@ def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, 
 
 
 def storage_plan(p: Process, choice: Choice, graph: StreamGraph) -> dict[str, str]:
-    """The memory of each array of the process that is not registers ("lutram", "bram" or "uram")."""
+    """The memory of each array of the process that is not registers ("lutram", "bram" or "uram"), and "weights":
+    "ddr" for weights streamed from DDR (no array holds them all)."""
     spec = choice_spec(graph, p, choice)
-    return {role: a.memory for role, a in plan_arrays(spec, p.epilogue, choice.line_buffer_in, choice.weights).items()
+    plan = {role: a.memory for role, a in plan_arrays(spec, p.epilogue, choice.line_buffer_in, choice.weights).items()
             if a.memory != "register"}
+    return plan | {"weights": "ddr"} if choice.weights == "ddr" else plan

@@ -176,12 +176,12 @@ class Model:
                             f"fill_{channel.name}")
                 into = graph.process(consumer).inputs.index(channel.name)
                 first = start[producer] + self.timed(producer, lambda c: c.fill)
-                shares = input_fractions(graph, graph.process(consumer))[into]
+                shares = input_fractions(graph, graph.process(consumer), self.streamed(consumer))[into]
                 for j, share in enumerate(shares):
                     lag = self.timed(consumer, lambda c, j=j: c.lags[into][j])
                     arrival = at_share([first] + point[producer], share)
                     problem += point[consumer][j] >= arrival + lag, f"lag_{channel.name}_{j}"
-                for k, j in enumerate(samples_after(graph, graph.process(consumer))[into]):
+                for k, j in enumerate(samples_after(graph, graph.process(consumer), self.streamed(consumer))[into]):
                     if j is not None:
                         push = self.timed(consumer, lambda c, k=k: c.pushes[into][k])
                         problem += point[consumer][j] >= point[producer][k] + push, f"push_{channel.name}_{k}"
@@ -191,6 +191,10 @@ class Model:
         if len(graph.outputs) > 1:
             problem += done >= self._record(graph, problem, finish), "record"
         return done
+
+    def streamed(self, name: str) -> bool:
+        """Whether every candidate of the process streams its weights from DDR (pinned there: `Choice.weights`)."""
+        return all(choice.weights == "ddr" for choice in self.options[name])
 
     def _starved(self, graph: StreamGraph, problem, channel, start, point) -> None:
         """The consumer's progress is no earlier than its own pace from its start plus the gaps between its
@@ -286,7 +290,7 @@ def estimate(graph: StreamGraph, costs: dict[str, Cost], choices: dict[str, Choi
     latency = written = 0
     for p in graph.processes:  # topological order
         cost = costs[p.name]
-        curve = point[p.name] = _curve(graph, p, costs, start, point)
+        curve = point[p.name] = _curve(graph, p, costs, choices, start, point)
         written = max(written, curve[-1])
         finish = finishes[p.name] = max(start[p.name] + cost.cycles, curve[-1] + cost.cycles - cost.progress[-1])
         for channel in p.outputs:
@@ -302,14 +306,17 @@ def estimate(graph: StreamGraph, costs: dict[str, Cost], choices: dict[str, Choi
     return max(c.cycles for c in costs.values()), math.ceil(max(latency, sent, written))
 
 
-def _curve(graph: StreamGraph, p, costs: dict[str, Cost], start: dict[str, int], point: dict[str, list]) -> list:
+def _curve(graph: StreamGraph, p, costs: dict[str, Cost], choices: dict[str, Choice], start: dict[str, int],
+           point: dict[str, list]) -> list:
     """The progress curve of `p` (its producers' curves in `point`), as `Model._latency`'s rows bound it."""
     cost, curve = costs[p.name], []
     for j, at in enumerate(cost.progress):
         times = [start[p.name] + at]
         if j:
             times.append(curve[-1] + at - cost.progress[j - 1])
-        for i, (c, shares, after) in enumerate(zip(p.inputs, input_fractions(graph, p), samples_after(graph, p))):
+        streamed = choices[p.name].weights == "ddr"
+        for i, (c, shares, after) in enumerate(zip(p.inputs, input_fractions(graph, p, streamed),
+                                                   samples_after(graph, p, streamed))):
             producer = graph.channels[c].producer
             if producer in costs:
                 first = start[producer] + costs[producer].fill

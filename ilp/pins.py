@@ -2,8 +2,8 @@
 
 `--set conv2.unroll.oc=8`, `--set conv2.requantizers=2` (requantizers taking the output lanes in turn; 0:
 one per lane), `--set conv2.multipliers=fabric` (dsp, fabric or dsp_pair), `--set conv2.line_buffer=uram`
-(bram or uram), `--set conv2.weights=uram` (bram: where their size puts a ROM, lutram, or uram: loaded at start
-through the weight port, `ming_py.weights_load`), `--set conv1_to_pool1.depth=64`, or a JSON/YAML file with the same keys (flat
+(bram or uram), `--set conv2.weights=uram` (bram: where their size puts a ROM, lutram, uram: loaded at start
+through the weight port, `ming_py.weights_load`, or ddr: streamed from DDR every image, `ming_py.weights_ddr`), `--set conv1_to_pool1.depth=64`, or a JSON/YAML file with the same keys (flat
 `{"conv2.unroll.oc": 8}` or nested `{"conv2": {"unroll": {"oc": 8}}}`): the folding file every build writes
 (`OUT/settings.yaml`, `folding.settings_yaml`) is one.
 """
@@ -23,6 +23,7 @@ from ming_py.contract.ming_json import check_digits, json_document
 from ming_py.process_spec import process_spec
 from ming_py.kinds import kind_of, trip_counts
 from ming_py.storage import WEIGHT_MEMORIES, plan_arrays
+from ming_py.weights_ddr import streamed_problem
 
 
 @dataclass
@@ -30,7 +31,7 @@ class Pins:
     unroll: dict[str, dict[str, int]] = field(default_factory=dict)  # process -> loop -> factor
     multipliers: dict[str, str] = field(default_factory=dict)  # process -> dsp | fabric | dsp_pair
     line_buffers: dict[str, str] = field(default_factory=dict)  # process -> bram | uram
-    weights: dict[str, str] = field(default_factory=dict)  # process -> bram | lutram | uram
+    weights: dict[str, str] = field(default_factory=dict)  # process -> bram | lutram | uram | ddr
     requantizers: dict[str, int] = field(default_factory=dict)  # process -> shared requantizers (0: one per lane)
     depths: dict[str, int] = field(default_factory=dict)  # channel -> FIFO depth
     depth_origins: dict[str, str] = field(default_factory=dict)  # channel -> the setting as the user wrote it
@@ -278,10 +279,21 @@ def _pin_process(pins: Pins, graph: StreamGraph, process, key: str, setting: str
     elif setting == "weights":
         if process.weights is None:
             raise MingError(f"{key}: process {process.name} ({process.kind}) has no weights")
+        if value == "ddr":
+            _check_streamed(graph, process, key)
         pins.weights[process.name] = value
     else:
         _check_line_buffer(graph, process, key, value)
         pins.line_buffers[process.name] = value
+
+
+def _check_streamed(graph: StreamGraph, process, key: str) -> None:
+    """Weights from DDR apply to a kind whose loop streams them (`ming_py.weights_ddr.streamed_problem`)."""
+    ones = tuple((loop, 1) for loop in trip_counts(graph, process))
+    spec = process_spec(graph, process, ones, (1,) * len(process.inputs), (1,) * len(process.outputs))
+    problem = streamed_problem(spec)
+    if problem:
+        raise MingError(f"{key}=ddr: process {process.name}: {problem}")
 
 
 def _check_requantizers(process, key: str, value: int) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from .errors import MingError
 from .contract.ming_json import read_json
+from .weights_ddr import DDR_FILE
 from .weights_load import WEIGHTS_FILE
 from .options import build_metadata
 from .cache import not_only_yours, open_lock, private_dir
@@ -82,6 +83,7 @@ class PortConflict(MingError):
 
 
 WEIGHTS_VARIABLE = "MING_WEIGHTS_FILE"  # the testbench's weights.bin (emit/templates/testbench.cpp.j2)
+DDR_WEIGHTS_VARIABLE = "MING_WEIGHTS_DDR_FILE"  # the testbench's weights_ddr.bin (`ming_py.weights_ddr`)
 
 
 def cache_dir() -> Path:
@@ -290,11 +292,14 @@ def csim_command(binary: Path, fd: int, hls_dir: Path | None = None) -> tuple[li
 
 
 def weights_environment(hls_dir: Path | None) -> dict:
-    """{"env": ...} naming the build's weights.bin for the testbench, where it has one; else nothing."""
-    weights = Path(hls_dir) / WEIGHTS_FILE if hls_dir is not None else None
-    if weights is None or not weights.is_file():
+    """{"env": ...} naming the build's weights.bin and weights_ddr.bin for the testbench, where it has them; else
+    nothing."""
+    if hls_dir is None:
         return {}
-    return {"env": os.environ | {WEIGHTS_VARIABLE: str(weights.resolve())}}
+    files = {variable: Path(hls_dir) / name for variable, name in ((WEIGHTS_VARIABLE, WEIGHTS_FILE),
+                                                                   (DDR_WEIGHTS_VARIABLE, DDR_FILE))}
+    found = {variable: str(path.resolve()) for variable, path in files.items() if path.is_file()}
+    return {"env": os.environ | found} if found else {}
 
 
 def to_stream_order(array: np.ndarray, stream_shape: list[int]) -> np.ndarray:

@@ -34,8 +34,9 @@ def depth_bound(kind: str) -> int:
     return kind_of(kind).depth_bound
 
 
-def process_spec(graph, process, unroll, lanes_in, lanes_out, requantizers: int = 0) -> ProcessSpec:
-    """The spec of a process of a `StreamGraph` under a schedule."""
+def process_spec(graph, process, unroll, lanes_in, lanes_out, requantizers: int = 0,
+                 ddr_weights: bool = False) -> ProcessSpec:
+    """The spec of a process of a `StreamGraph` under a schedule (`ddr_weights`: its weights streamed from DDR)."""
     shape = lambda name: (graph.channels[name].channels, graph.channels[name].height, graph.channels[name].width)
     params_type = kind_of(process.kind).params_type
     if process.params is not None and (params_type is None or not isinstance(process.params, params_type)):
@@ -43,14 +44,16 @@ def process_spec(graph, process, unroll, lanes_in, lanes_out, requantizers: int 
         raise ValueError(f"{process.name}: a {process.kind} process's params are {expected}, found "
                          f"{type(process.params).__name__}")
     return ProcessSpec(process.kind, tuple(shape(c) for c in process.inputs), tuple(shape(c) for c in process.outputs),
-                      tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window, requantizers, process.params)
+                      tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window, requantizers, process.params,
+                      ddr_weights)
 
 
 def schedule_spec(graph, process, schedule: Schedule) -> ProcessSpec:
     """The spec of a process under a design's `Schedule`."""
     sched = schedule.of(process.name)
     return process_spec(graph, process, sched.unroll, [schedule.lanes_of(c) for c in process.inputs],
-                       [schedule.lanes_of(c) for c in process.outputs], sched.requantizers)
+                       [schedule.lanes_of(c) for c in process.outputs], sched.requantizers,
+                       sched.storage_of("weights") == "ddr")
 
 
 def spec_from_report(node: dict, channels: dict[str, dict]) -> ProcessSpec:
@@ -64,7 +67,7 @@ def spec_from_report(node: dict, channels: dict[str, dict]) -> ProcessSpec:
                       tuple(schedule.get("unroll", {}).items()),
                       tuple(channels[c]["lanes"] for c in node["inputs"]),
                       tuple(channels[c]["lanes"] for c in node["outputs"]), window, schedule.get("requantizers", 0),
-                      _params_from_report(node))
+                      _params_from_report(node), schedule.get("storage", {}).get("weights") == "ddr")
 
 
 def _params_from_report(node: dict):

@@ -26,6 +26,7 @@ from ming_py.emit.alveo import alveo_files
 from ming_py.emit.deploy import deploy_files
 from ming_py.emit.folding import settings_yaml
 from ming_py.emit.hls import emit_hls
+from ming_py.emit.identifiers import cpp_names
 from ming_py.emit.reports import dataflow_mlir, host_data, report, report_json, report_markdown
 from ming_py.emit.vivado import vivado_files
 from ming_py.ilp import Solution
@@ -40,6 +41,7 @@ from .options import BuildOptions
 from .sample import image_record
 from .simulate import HEADLINE, SimResult, headline, simulate_schedule
 from .verify import IMAGES
+from .weights_ddr import DDR_FILE, ddr_image, ddr_report, streamed_arrays, streamed_rows
 from .weights_load import WEIGHTS_FILE, load_ends, load_report, loaded_arrays, loaded_rows, weights_image
 
 
@@ -119,6 +121,7 @@ def emit(saved: SavedDesign, graph: Graph | None = None, solution: Solution | No
     sample = saved.images["sample"]
     files |= {"hls/input.bin": sample.raw_input, "hls/expected.bin": sample.expected}
     files |= weight_files(stream_graph, schedule, board, data)
+    files |= ddr_weight_files(stream_graph, schedule, data)
     files |= deploy_files(stream_graph, board, data["totals"].get("weights_load"))
     if board.interface == "zynq_axis_dma":
         files |= vivado_files(stream_graph, board, "weights_load" in data["totals"])
@@ -152,6 +155,18 @@ def _host_json(saved: SavedDesign, board: Board, weights: dict | None) -> str:
     if saved.model_file is not None:
         host["model_file"] = {"path": saved.model_file.path, "sha256": saved.model_file.sha256}
     return json.dumps(host, indent=2) + "\n"
+
+
+def ddr_weight_files(stream_graph, schedule: Schedule, data: dict) -> dict[str, bytes]:
+    """hls/weights_ddr.bin where weights stream from DDR (`ming_py.weights_ddr`), described in the report's totals
+    ("weights_ddr"): nothing otherwise."""
+    rows = streamed_rows(stream_graph, schedule)
+    if not rows:
+        return {}
+    image = ddr_image(rows)
+    ports = {name: cpp_names(stream_graph).arrays[name]["weights"] for name in rows}
+    data["totals"]["weights_ddr"] = ddr_report(streamed_arrays(rows), image, ports)
+    return {f"hls/{DDR_FILE}": image}
 
 
 def weight_files(stream_graph, schedule: Schedule, board: Board, data: dict) -> dict[str, bytes]:

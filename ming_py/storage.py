@@ -22,17 +22,21 @@ from .epilogues import rule_of
 from .kinds import ProcessSpec
 
 
-WEIGHT_MEMORIES = ("bram", "lutram", "uram")  # "bram": where its size puts a ROM (LUTRAM when small, else BRAM)
+# "bram": where its size puts a ROM (LUTRAM when small, else BRAM); "ddr": streamed from DDR (`ming_py.weights_ddr`)
+WEIGHT_MEMORIES = ("bram", "lutram", "uram", "ddr")
 
 
 def plan_arrays(spec: ProcessSpec, epilogue=None, line_buffer_memory: str = "bram",
                 weight_memory: str = "bram") -> dict[str, ArrayPlan]:
     """The arrays of a process by role, in declaration order: its kind's, with its epilogue's constants, the
     weights moved to `weight_memory` where it is "lutram" (a ROM the bitstream initializes) or "uram" (loaded
-    at start through the weight port: `ArrayPlan.loaded`)."""
+    at start through the weight port: `ArrayPlan.loaded`); weights streamed from DDR ("ddr", `spec.ddr_weights`) have
+    no weight array, their kind a tile buffer instead."""
+    if (weight_memory == "ddr") != spec.ddr_weights:
+        raise ValueError(f"weights in {weight_memory} for a spec whose ddr_weights is {spec.ddr_weights}")
     arrays = spec.process_kind.arrays(spec, epilogue, line_buffer_memory, epilogue_arrays(spec, epilogue))
     weights = arrays.get("weights")
-    if weight_memory != "bram" and weights is not None and weights.memory != "register":
+    if weight_memory in ("lutram", "uram") and weights is not None and weights.memory != "register":
         arrays["weights"] = replace(weights, memory=weight_memory)
     return arrays
 

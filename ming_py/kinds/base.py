@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ming_py.dataflow import KindParams, Window, divisors
 from ming_py.loops import Position
+from ming_py.weights_ddr import streamed_problem
 
 # Pipeline stages of the requantization datapaths that end most loops: the lean datapath (abs and clamp 1,
 # the DSP product 3, fraction compare 1, sign, zero point and saturation 1) and Mul's float32 emulation
@@ -38,6 +39,7 @@ class ProcessSpec:
     window: Window | None = None
     requantizers: int = 0  # requantizers serving the output lanes in turn (`shared_requantizers`); 0: one per lane
     params: KindParams | None = None  # the parameters of its kind (`ProcessKind.params_type`), as its `Process` has them
+    ddr_weights: bool = False  # its weights streamed from DDR a tile at a time (`ming_py.weights_ddr`)
 
     @property
     def process_kind(self) -> ProcessKind:
@@ -111,6 +113,10 @@ class ProcessSpec:
         if self.requantizers and self.requantizers not in shared_requantizers(self):
             raise ValueError(f"{self.kind}: {self.requantizers} requantizers cannot serve its {self.lanes_out[0]} output "
                              f"lanes in turn (choose from {', '.join(map(str, shared_requantizers(self))) or 'none'})")
+        if self.ddr_weights:
+            problem = streamed_problem(self)
+            if problem:
+                raise ValueError(problem)
         if not kind.static_banks(self.factor("k"), self.lanes_in[0]):
             raise ValueError(f"{self.kind}: unroll k={self.factor('k')} would read its input vector at banks "
                              f"chosen at run time (k must equal the {self.lanes_in[0]} input lanes)")

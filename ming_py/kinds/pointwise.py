@@ -7,9 +7,12 @@ from __future__ import annotations
 import math
 
 from ming_py.array_layout import Dim, array, spread
+from ming_py.loops import Access
+from ming_py.weights_ddr import StreamedLoop, streamed_counters, streamed_loop, streamed_positions
 
 from .base import REQUANT_STAGES, ProcessKind, adder_tree, per_pixel_tokens, register
-from .window import (MAC_DEPTH, grouped_lanes, reduction_counters, grouped_lanes_match, grouped_layout, grouped_trips,
+
+from .window import (MAC_DEPTH, streamed_mac_arrays, grouped_lanes, reduction_counters, grouped_lanes_match, grouped_layout, grouped_trips,
                      grouped_weight_rows, groups_text, mac_arrays, mac_multipliers, window_positions)
 
 
@@ -59,18 +62,44 @@ class Pointwise(ProcessKind):
         return w.in_channels // w.groups // spec.factor("ic")
 
     def positions(self, spec):
+        if spec.ddr_weights:
+            return streamed_positions(self.streamed(spec), Access())
         return window_positions(spec)
+
+    def streamed(self, spec) -> StreamedLoop:
+        """With weights from DDR: the whole input map taken, each output tile computed over every pixel into the
+        output map buffer, then the output map written in pixel order."""
+        pixels = spec.inputs[0][1] * spec.inputs[0][2]
+        return streamed_loop(spec, pixels * spec.tokens_in[0], pixels * spec.reduction_tiles,
+                             pixels * spec.tokens_out[0])
 
     def arrays(self, spec, epilogue, line_buffer_memory, constants):
         c_in, lanes = spec.inputs[0][0], spec.lanes_in[0]
+        if spec.ddr_weights:
+            return streamed_mac_arrays(spec, self.map_buffers(spec), constants)
         pixel = array("pixel", 8, (Dim(2, "complete", factor=2), Dim(c_in // lanes), spread(lanes, lanes, "reshape")),
                       rom=False)
         return mac_arrays(spec, {"pixel": pixel}, constants)
+
+    def map_buffers(self, spec) -> dict:
+        """The input map `[pixels][tokens][lanes]` and the output map `[pixels][output tiles][lanes]` of a process
+        whose weights stream from DDR."""
+        (c_in, h, w), lanes_in, lanes_out = spec.inputs[0], spec.lanes_in[0], spec.lanes_out[0]
+        in_map = array("in_map", 8, (Dim(h * w), Dim(c_in // lanes_in), spread(lanes_in, lanes_in, "reshape")),
+                       rom=False)
+        out_map = array("out_map", 8, (Dim(h * w), Dim(spec.tokens_out[0]), spread(lanes_out, lanes_out, "reshape")),
+                        rom=False)
+        return {"in_map": in_map, "out_map": out_map}
 
     def logic_lut(self, spec):
         return 0
 
     def counters(self, spec, epilogue):
+        if spec.ddr_weights:
+            phases = self.streamed(spec)
+            return streamed_counters(phases) | {"pixel": phases.compute // spec.reduction_tiles - 1,
+                                                "token": spec.tokens_in[0] - 1, "ic_tile": spec.reduction_tiles - 1,
+                                                "oc_tile": spec.tokens_out[0] - 1}
         w, tokens_in = spec.window, spec.tokens_in[0]
         pixel = {"row": w.in_height, "col": w.in_width - 1, "row_phase": w.stride[0] - 1, "col_phase": w.stride[1] - 1,
                  "half": 1}
@@ -78,7 +107,7 @@ class Pointwise(ProcessKind):
         return pixel | fold | reduction_counters(spec)
 
     def view_values(self, spec, process, lanes_in, lanes_out):
-        return None
+        return self.streamed(spec) if spec.ddr_weights else None
 
     def describe(self, process, ins, outs, shapes):
         w = process.window

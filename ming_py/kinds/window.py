@@ -28,6 +28,7 @@ from ming_py import primitives
 from ming_py.array_layout import ArrayPlan, Dim, array, spread
 from ming_py.dataflow import GROUP_LOOP, Window
 from ming_py.loops import Access, Position
+from ming_py.weights_ddr import DDR_WORD_BYTES, words_per_row
 
 from .base import REQUANT_STAGES, ProcessSpec, ProcessKind, Unweighted, adder_tree, per_pixel_tokens, register
 
@@ -127,6 +128,17 @@ def mac_arrays(spec: ProcessSpec, buffers: dict[str, ArrayPlan], constants: dict
     lanes = math.prod(f for _, f in spec.unroll)
     weights = array("weights", 8, (Dim(spec.fold), spread(lanes, lanes, "reshape")), rom=True)
     return buffers | {"weights": weights} | constants | accumulators(spec)
+
+
+def streamed_mac_arrays(spec: ProcessSpec, buffers: dict[str, ArrayPlan], constants: dict) -> dict[str, ArrayPlan]:
+    """A MAC process whose weights stream from DDR (`ming_py.weights_ddr`): its input buffers, the ping-pong tile
+    buffer `[2][reduction tiles][lanes]` (one half computed from while the other fills), the register a fetched row
+    gathers its 128-bit words in, its epilogue's constants and the accumulators."""
+    lanes = spec.macs
+    tile = array("weight_tile", 8, (Dim(2, "complete", factor=2), Dim(spec.reduction_tiles),
+                                    spread(lanes, lanes, "reshape")), rom=False)
+    row = ArrayPlan("fetched_row", 8, (Dim(words_per_row(lanes) * DDR_WORD_BYTES),), rom=False, memory="register")
+    return buffers | {"weight_tile": tile, "fetched_row": row} | constants | accumulators(spec)
 
 
 def accumulators(spec: ProcessSpec) -> dict[str, ArrayPlan]:

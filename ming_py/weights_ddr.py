@@ -1,0 +1,189 @@
+"""Weights streamed from DDR: a process whose weights do not stay on chip reads them once per image, a tile at a
+time, through an AXI master port of the top function.
+
+A streamed process (`ProcessSchedule.storage` "weights": "ddr", pinned with `--set PROCESS.weights=ddr`; pointwise
+and dense processes) buffers its whole input (the map of a pointwise process, the vector of a dense one), then loops
+over its output-channel tiles: the weights of tile t+1 arrive while tile t computes over every buffered pixel, into
+the other half of a ping-pong tile buffer `[2][reduction tiles][lanes]`; a pointwise process writes its outputs into
+an output map buffer it streams out in pixel order after the last tile (a dense process's output is in tile order
+already). The loop (`ming_py.kinds.pointwise`, `ming_py.kinds.dense`) charges each tile's fetch
+`tile_words + DDR_BURST_LATENCY` iterations, overlapped with the previous tile's compute.
+
+The weights of every streamed process sit in DDR as one packed byte array, `weights_ddr.bin`: per streamed process
+in the graph's order, its weight rows (`ProcessKind.weight_rows`: a fold step's weights, output tile outermost) in
+`DDR_WORD_BYTES`-byte words, lane u of a row in byte u % 16 of its word u // 16 (zero padding after the row's last
+lane). The top function has one m_axi pointer per streamed process (bundle `gmem_weights`, its offset an s_axilite
+register: the file's base address plus the process's `first_word` words); a fetch loop of 128-bit words at II=1 per
+process (`ming::fetch_weights`, a burst) feeds the process its words in order through a stream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .loops import Access, Position
+
+DDR_WORD_BYTES = 16  # a 128-bit word of the m_axi port (the KV260's HP ports are 128 bits wide, AMD UG1085 ch. 35)
+# Cycles from a burst's read request to its first word: the default `latency` of Vitis HLS's m_axi interface
+# (AMD UG1399, "INTERFACE pragma: latency"), the figure the emitted pragma states.
+DDR_BURST_LATENCY = 64
+DDR_MAX_BURST = 256  # words per burst (the m_axi interface's max_read_burst_length, AXI4's longest INCR burst)
+DDR_FILE = "weights_ddr.bin"
+DDR_BUNDLE = "gmem_weights"
+STREAMED_KINDS = ("pointwise", "dense")
+FETCH_STREAM_DEPTH = 2  # the fetch loop's stream to its process
+
+
+def words_per_row(lanes: int) -> int:
+    return math.ceil(lanes / DDR_WORD_BYTES)
+
+
+def tile_words(spec) -> int:
+    """128-bit words of one output tile's weights: its reduction tiles' rows, each padded to whole words."""
+    return spec.reduction_tiles * words_per_row(spec.macs)
+
+
+def streamed_problem(spec) -> str:
+    """What keeps a spec from streaming its weights from DDR ("": nothing)."""
+    if spec.kind not in STREAMED_KINDS:
+        return f"a {spec.kind} process cannot stream its weights from DDR (only {', '.join(STREAMED_KINDS)})"
+    if spec.requantizers:
+        return "weights from DDR take one requantizer per output lane (set requantizers=0)"
+    w = spec.window
+    if w is not None and (w.groups > 1 or w.stride != (1, 1)):
+        return "weights from DDR serve a 1x1 conv of one group and stride 1"
+    return ""
+
+
+def is_streamed(schedule, process) -> bool:
+    """Whether the schedule streams the process's weights from DDR."""
+    return process.weights is not None and schedule.of(process.name).storage_of("weights") == "ddr"
+
+
+@dataclass(frozen=True)
+class StreamedArray:
+    """One streamed process's part of weights_ddr.bin."""
+
+    process: str
+    rows: int  # fold steps
+    lanes: int  # int8 weights per row
+    words_per_row: int
+    first_word: int  # its first 128-bit word in weights_ddr.bin
+
+    @property
+    def words(self) -> int:
+        return self.rows * self.words_per_row
+
+
+def streamed_arrays(rows_by_process: dict[str, np.ndarray]) -> list[StreamedArray]:
+    parts, first = [], 0
+    for name, rows in rows_by_process.items():
+        part = StreamedArray(name, rows.shape[0], rows.shape[1], words_per_row(rows.shape[1]), first)
+        parts.append(part)
+        first += part.words
+    return parts
+
+
+def ddr_image(rows_by_process: dict[str, np.ndarray]) -> bytes:
+    """weights_ddr.bin (see the module's docstring)."""
+    pieces = []
+    for rows in rows_by_process.values():
+        lanes = rows.shape[1]
+        padded = np.zeros((rows.shape[0], words_per_row(lanes) * DDR_WORD_BYTES), dtype=np.int8)
+        padded[:, :lanes] = rows
+        pieces.append(padded.reshape(-1).tobytes())
+    return b"".join(pieces)
+
+
+def streamed_rows(graph, schedule) -> dict[str, np.ndarray]:
+    """The weight rows of every streamed process, in graph order."""
+    from .process_spec import schedule_spec
+
+    rows = {}
+    for p in graph.processes:
+        if is_streamed(schedule, p):
+            spec = schedule_spec(graph, p, schedule)
+            rows[p.name] = spec.process_kind.weight_rows(p.weights, spec).astype(np.int8)
+    return rows
+
+
+def ddr_report(parts: list[StreamedArray], image: bytes, ports: dict[str, str]) -> dict:
+    """What report.json and accelerator.json say of the weights in DDR ("weights_ddr"); `ports`: process -> the
+    top function's m_axi port."""
+    return {"file": DDR_FILE, "bundle": DDR_BUNDLE, "word_bytes": DDR_WORD_BYTES, "words": len(image) // DDR_WORD_BYTES,
+            "bytes": len(image), "sha256": hashlib.sha256(image).hexdigest(),
+            "burst_latency": DDR_BURST_LATENCY, "bytes_per_image": len(image),
+            "arrays": [{"process": p.process, "port": ports[p.process], "rows": p.rows, "lanes": p.lanes,
+                        "words_per_row": p.words_per_row, "first_word": p.first_word, "words": p.words,
+                        "offset_bytes": p.first_word * DDR_WORD_BYTES} for p in parts]}
+
+
+@dataclass(frozen=True)
+class StreamedLoop:
+    """The phases of a streamed process's loop, in iterations: take the input (`inputs` tokens) while tile 0's
+    weights arrive (`load`), compute each output tile (`compute` iterations) while the next tile's arrive
+    (`tile`, the last tile `compute` alone), then write the buffered outputs (`outputs` tokens, 0 where the
+    compute writes them) at the end of a phase of at least `settle` iterations (`write`): an output is read from
+    its buffer only after its write there, `settle` (the pipeline depth) cycles after its iteration, has landed.
+    The input buffer is safe the same way: every input token is read `load` >= DDR_BURST_LATENCY iterations
+    after its write."""
+
+    inputs: int
+    compute: int
+    tiles: int
+    tile_words: int
+    words_per_row: int
+    outputs: int
+    settle: int = 0
+
+    @property
+    def fetch(self) -> int:
+        return self.tile_words + DDR_BURST_LATENCY
+
+    @property
+    def load(self) -> int:
+        return max(self.inputs, self.fetch)
+
+    @property
+    def tile(self) -> int:
+        return max(self.compute, self.fetch)
+
+    @property
+    def write(self) -> int:
+        return max(self.outputs, self.settle) if self.outputs else 0
+
+    @property
+    def write_lead(self) -> int:
+        """Iterations of the write phase before its first output."""
+        return self.write - self.outputs
+
+    @property
+    def longest(self) -> int:
+        """The longest phase."""
+        return max(self.load, self.tile, self.write)
+
+
+def streamed_loop(spec, inputs: int, compute: int, outputs: int) -> StreamedLoop:
+    return StreamedLoop(inputs, compute, spec.tokens_out[0], tile_words(spec), words_per_row(spec.macs), outputs,
+                        spec.depth)
+
+
+def streamed_positions(phases: StreamedLoop, tile_writes: Access):
+    """The positions of a streamed process's loop (`ming_py.loops`): the input taken, the tiles (writing
+    `tile_writes` each), the buffered outputs written."""
+    yield Position(phases.load, (Access(0, 1, phases.inputs),), (Access(),))
+    if phases.tiles > 1:
+        yield phases.tiles - 1, Position(phases.tile, (Access(),), (tile_writes,))
+    yield Position(phases.compute, (Access(),), (tile_writes,))
+    if phases.outputs:
+        yield Position(phases.write, (Access(),), (Access(phases.write_lead, 1, phases.outputs),))
+
+
+def streamed_counters(phases: StreamedLoop) -> dict[str, int]:
+    """The counters a streamed loop's phases and fetch declare (`ProcessKind.counters`)."""
+    return {"i": phases.longest - 1, "tile": phases.tiles - 1, "fetch_row": phases.tile_words // phases.words_per_row - 1,
+            "fetch_word": phases.words_per_row - 1, "half": 1, "fill": 1}
