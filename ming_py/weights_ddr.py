@@ -126,7 +126,7 @@ def ddr_report(parts: list[StreamedArray], image: bytes, ports: dict[str, str]) 
 class StreamedLoop:
     """The phases of a streamed process's loop, in iterations: take the input (`inputs` tokens) while tile 0's
     weights arrive (`load`), compute each output tile (`compute` iterations) while the next tile's arrive
-    (`tile`, the last tile `compute` alone), then write the buffered outputs (`outputs` tokens, 0 where the
+    (`tile`, the last tile its compute alone: `last`), then write the buffered outputs (`outputs` tokens, 0 where the
     compute writes them) at the end of a phase of at least `settle` iterations (`write`): an output is read from
     its buffer only after its write there, `settle` (the pipeline depth) cycles after its iteration, has landed.
     The input buffer is safe the same way: every input token is read `load` >= DDR_BURST_LATENCY iterations
@@ -151,6 +151,16 @@ class StreamedLoop:
     @property
     def tile(self) -> int:
         return max(self.compute, self.fetch)
+
+    @property
+    def last(self) -> int:
+        """The last tile's phase: its compute, two iterations at least (whether an iteration ends its phase is
+        known one iteration ahead)."""
+        return max(self.compute, 2)
+
+    @property
+    def first_tile(self) -> int:
+        return self.last if self.tiles == 1 else self.tile
 
     @property
     def write(self) -> int:
@@ -178,12 +188,12 @@ def streamed_positions(phases: StreamedLoop, tile_writes: Access):
     yield Position(phases.load, (Access(0, 1, phases.inputs),), (Access(),))
     if phases.tiles > 1:
         yield phases.tiles - 1, Position(phases.tile, (Access(),), (tile_writes,))
-    yield Position(phases.compute, (Access(),), (tile_writes,))
+    yield Position(phases.last, (Access(),), (tile_writes,))
     if phases.outputs:
         yield Position(phases.write, (Access(),), (Access(phases.write_lead, 1, phases.outputs),))
 
 
 def streamed_counters(phases: StreamedLoop) -> dict[str, int]:
     """The counters a streamed loop's phases and fetch declare (`ProcessKind.counters`)."""
-    return {"i": phases.longest - 1, "tile": phases.tiles - 1, "fetch_row": phases.tile_words // phases.words_per_row - 1,
+    return {"i": phases.longest - 1, "end": phases.longest - 2, "tile": phases.tiles - 1, "fetch_row": phases.tile_words // phases.words_per_row - 1,
             "fetch_word": phases.words_per_row - 1, "half": 1, "fill": 1}

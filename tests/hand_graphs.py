@@ -82,8 +82,10 @@ def csim_checked(graph, out: Path, x, schedule=None, concurrent=False):
     return csim(graph, out, x, schedule, concurrent=concurrent, check_ports=True)
 
 
-def assert_traced_loop(graph: Graph, lanes: int, out: Path, iterations: int, excesses: dict | None = None) -> None:
-    """`graph`, one process between its input and output at `lanes` lanes, compiled with the port check,
+def assert_traced_loop(graph: Graph, lanes: int, out: Path, iterations: int, excesses: dict | None = None,
+                       processes: dict | None = None) -> None:
+    """`graph`, one process between its input and output at `lanes` lanes (its `ProcessSchedule` from `processes`
+    where given), compiled with the port check,
     -DMING_TRACE_TOKENS and -DMING_CHECK_WIDTHS (tests/test_control_widths.py): no array bank or stream takes more
     accesses per iteration than it has ports, every stream read and write happens at the iteration
     `Loop.token_iterations` gives (the loop `ming simulate` steps through), ITERATIONS is `iterations`, every
@@ -91,7 +93,7 @@ def assert_traced_loop(graph: Graph, lanes: int, out: Path, iterations: int, exc
     within one step of logic but for `excesses`, and the cycle simulation takes the loop's cycles."""
     from ming_py.boards import load_board
     from ming_py.build import design
-    from ming_py.csim import CHECK_PORTS_FLAGS, CXX_FLAGS
+    from ming_py.csim import CHECK_PORTS_FLAGS, CXX_FLAGS, weights_environment
     from ming_py.emit.identifiers import cpp_names
     from ming_py.process_spec import loop_of, schedule_spec
     from ming_py.kinds.base import control_counters
@@ -102,7 +104,7 @@ def assert_traced_loop(graph: Graph, lanes: int, out: Path, iterations: int, exc
     from pipelined_control import REGISTER_TYPE, excess, pipelined_loops, register_chains
 
     stream_graph = build_stream_graph(graph)
-    schedule = Schedule(lanes={name: lanes for name in stream_graph.channels})
+    schedule = Schedule(processes or {}, lanes={name: lanes for name in stream_graph.channels})
     built = design(graph, load_board("kv260"), schedule)
     write_tree(built.files, out)
     names = cpp_names(built.stream_graph)
@@ -111,7 +113,7 @@ def assert_traced_loop(graph: Graph, lanes: int, out: Path, iterations: int, exc
     compile_program([hls / f"{names.model}.cpp", hls / f"{names.model}_tb.cpp"], [hls],
                     CXX_FLAGS + CHECK_PORTS_FLAGS + ("-DMING_TRACE_TOKENS", "-DMING_CHECK_WIDTHS"), binary)
     run = subprocess.run([str(binary), str(hls / "input.bin"), str(out / "output.bin"), str(hls / "expected.bin")],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, **weights_environment(hls))
     assert run.returncode == 0, run.stderr[-2000:]
     trace, widths = collections.defaultdict(list), {}
     for line in run.stderr.splitlines():

@@ -94,8 +94,7 @@ class Dense(ProcessKind):
     def counters(self, spec, epilogue):
         if spec.ddr_weights:
             return streamed_counters(self.streamed(spec)) | {"token": spec.tokens_in[0] - 1,
-                                                             "k_tile": spec.reduction_tiles - 1,
-                                                             "n_tile": spec.tokens_out[0] - 1}
+                                                             "k_tile": spec.reduction_tiles - 1}
         return {"k_tile": spec.reduction_tiles - 1, "n_tile": spec.tokens_out[0] - 1}
 
     def view_values(self, spec, process, lanes_in, lanes_out):

@@ -98,8 +98,7 @@ class Pointwise(ProcessKind):
         if spec.ddr_weights:
             phases = self.streamed(spec)
             return streamed_counters(phases) | {"pixel": phases.compute // spec.reduction_tiles - 1,
-                                                "token": spec.tokens_in[0] - 1, "ic_tile": spec.reduction_tiles - 1,
-                                                "oc_tile": spec.tokens_out[0] - 1}
+                                                "token": spec.tokens_in[0] - 1, "ic_tile": spec.reduction_tiles - 1}
         w, tokens_in = spec.window, spec.tokens_in[0]
         pixel = {"row": w.in_height, "col": w.in_width - 1, "row_phase": w.stride[0] - 1, "col_phase": w.stride[1] - 1,
                  "half": 1}

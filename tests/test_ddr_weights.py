@@ -1,0 +1,145 @@
+"""Weights streamed from DDR (`ming_py.weights_ddr`): the layout of weights_ddr.bin, the streamed loop of pointwise
+and dense processes (each weight read once per image, a tile's fetch overlapping the previous tile's compute), the
+pin, and builds whose streamed processes the C-simulation verifies bit-exactly, reading the weights through the
+top function's m_axi ports, with the cycle simulation taking each streamed loop's cycles."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from hand_graphs import assert_traced_loop, conv, map_graph
+from ming_py.build import build
+from ming_py.dataflow import ProcessSchedule, Schedule
+from ming_py.ilp.pins import resolve
+from ming_py.line_buffers import build_stream_graph
+from ming_py.errors import MingError
+from ming_py.kinds.base import ProcessSpec
+from ming_py.options import BuildOptions
+from ming_py.process_spec import loop_of, schedule_spec
+from ming_py.simulate import simulate_schedule
+from ming_py.weights_ddr import (DDR_BURST_LATENCY, DDR_WORD_BYTES, ddr_image, streamed_arrays, streamed_rows,
+                                 tile_words)
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "tiny_cnn.onnx")
+# conv3 (pointwise 16 -> 16 on a 4x4 map) and fc (dense 64 -> 10) in 8 and 5 output tiles
+DDR_PINS = {"conv3.weights": "ddr", "conv3.unroll.oc": 2, "fc.weights": "ddr", "fc.unroll.n": 2}
+
+
+@pytest.mark.unit
+def test_weights_ddr_bin_holds_each_row_in_whole_128_bit_words_part_after_part():
+    rows = {"a": np.arange(2 * 20, dtype=np.int8).reshape(2, 20), "b": np.full((3, 16), -7, dtype=np.int8)}
+    words = np.frombuffer(ddr_image(rows), dtype=np.int8).reshape(-1, DDR_WORD_BYTES)
+    assert len(words) == 2 * 2 + 3
+    assert list(words[1]) == list(rows["a"][0, 16:]) + [0] * 12 and list(words[2]) == list(rows["a"][1, :16])
+    assert all(list(w) == [-7] * 16 for w in words[4:])
+    parts = streamed_arrays(rows)
+    assert [(p.process, p.first_word, p.words, p.words_per_row) for p in parts] == [("a", 0, 4, 2), ("b", 4, 3, 1)]
+
+
+def _dense(n_unroll: int, ddr: bool) -> ProcessSpec:
+    return ProcessSpec("dense", ((64, 1, 1),), ((40, 1, 1),), (("n", n_unroll), ("k", 8)), (8,), (n_unroll,),
+                       ddr_weights=ddr)
+
+
+@pytest.mark.unit
+def test_a_streamed_dense_loop_takes_its_vector_then_overlaps_each_tiles_fetch_with_the_previous_tiles_compute():
+    spec = _dense(4, True)
+    loop = loop_of(spec)
+    k_tiles, tiles = 64 // 8, 40 // 4
+    fetch = tile_words(spec) + DDR_BURST_LATENCY
+    assert tile_words(spec) == k_tiles * 2  # 32 weights a row: two 128-bit words
+    assert tile_words(spec) * tiles * DDR_WORD_BYTES == 64 * 40  # every weight once per image, no padding here
+    assert loop.iterations == max(8, fetch) + (tiles - 1) * max(k_tiles, fetch) + k_tiles
+    reads = loop.token_iterations("reads", 0, list(range(8)))
+    writes = loop.token_iterations("writes", 0, list(range(tiles)))
+    assert reads == list(range(8)) and writes[0] == max(8, fetch) + k_tiles - 1
+    assert all(b - a == max(k_tiles, fetch) for a, b in zip(writes, writes[1:]))
+    assert loop.iterations > loop_of(_dense(4, False)).iterations  # the weights on chip need no fetch
+
+
+@pytest.mark.unit
+def test_a_streamed_pointwise_loop_writes_its_output_map_after_the_last_tile_in_pixel_order():
+    graph = map_graph("pw", (16, 3, 3), (24, 3, 3))
+    conv(graph, "pw", "x", "y", 24)
+    stream_graph = build_stream_graph(graph)
+    (process,) = stream_graph.processes
+    schedule = Schedule({"pw": ProcessSchedule((("oc", 4), ("ic", 8)), (("weights", "ddr"),))},
+                        {"input_to_pw": 8, "pw_to_output": 4})
+    spec = schedule_spec(stream_graph, process, schedule)
+    loop = loop_of(spec)
+    pixels, tiles, ic_tiles = 9, 24 // 4, 16 // 8
+    fetch = tile_words(spec) + DDR_BURST_LATENCY
+    computed = max(pixels * 2, fetch) + (tiles - 1) * max(pixels * ic_tiles, fetch) + pixels * ic_tiles
+    assert loop.iterations == computed + max(pixels * tiles, spec.depth)
+    writes = loop.token_iterations("writes", 0, list(range(pixels * tiles)))
+    assert writes == list(range(writes[0], writes[0] + pixels * tiles)) and writes[0] >= computed
+    assert writes[0] - computed + pixels * tiles >= spec.depth  # an output leaves its buffer after its write landed
+
+
+def test_a_streamed_pointwise_process_reads_and_writes_at_its_loops_iterations(tmp_path):
+    """The port check, the token trace and the counters' widths of a pointwise process streaming its weights, and
+    the cycle simulation taking its loop's cycles (`hand_graphs.assert_traced_loop`)."""
+    graph = map_graph("pw", (16, 3, 3), (24, 3, 3))
+    conv(graph, "pw", "x", "y", 24)
+    schedule = {"pw": ProcessSchedule((("oc", 2), ("ic", 2)), (("weights", "ddr"),), "fabric")}
+    pixels, tiles, ic_tiles, fetch = 9, 12, 8, 8 + DDR_BURST_LATENCY
+    iterations = max(pixels * 8, fetch) + (tiles - 1) * max(pixels * ic_tiles, fetch) + pixels * ic_tiles + \
+        pixels * tiles
+    assert_traced_loop(graph, 2, tmp_path / "out", iterations, processes=schedule)
+
+
+@pytest.mark.unit
+def test_weights_ddr_is_refused_where_no_streamed_loop_serves_it():
+    graph = map_graph("two", (8, 6, 6), (8, 3, 3))
+    conv(graph, "window", "x", "h", 8, kernel=3, pad=1)
+    conv(graph, "strided", "h", "y", 8, stride=2)
+    stream_graph = build_stream_graph(graph)
+    with pytest.raises(MingError, match="window.weights=ddr: process window: a conv process cannot stream"):
+        resolve({"window.weights": "ddr"}, stream_graph)
+    with pytest.raises(MingError, match="strided.weights=ddr: .* stride 1"):
+        resolve({"strided.weights": "ddr"}, stream_graph)
+    assert resolve({"strided.weights": "bram"}, stream_graph).weights == {"strided": "bram"}
+
+
+@pytest.fixture(scope="module")
+def ddr_build(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ddr") / "out"
+    design = build(EXAMPLE, out, BuildOptions(settings=dict(DDR_PINS)))
+    return out, design
+
+
+def test_pinned_ddr_weights_build_verified_through_the_m_axi_ports(ddr_build):
+    out, design = ddr_build
+    data = json.loads((out / "report.json").read_text())
+    assert data["verification"]["equal"]
+    storage = {n["name"]: n["schedule"]["storage"].get("weights") for n in data["nodes"]}
+    assert storage["conv3"] == storage["fc"] == "ddr"
+    image = (out / "hls" / "weights_ddr.bin").read_bytes()
+    assert image == ddr_image(streamed_rows(design.stream_graph, design.schedule))
+    described = data["totals"]["weights_ddr"]
+    assert described["bytes"] == len(image) and [a["process"] for a in described["arrays"]] == ["conv3", "fc"]
+    cpp = (out / "hls" / "tiny_cnn.cpp").read_text()
+    for part in described["arrays"]:
+        assert (f"HLS_PRAGMA(INTERFACE mode=m_axi port={part['port']} bundle=gmem_weights offset=slave "
+                f"depth={part['words']} max_read_burst_length=256 latency={DDR_BURST_LATENCY})") in cpp
+        assert f"HLS_PRAGMA(INTERFACE mode=s_axilite port={part['port']} bundle=control)" in cpp
+    assert "ap_ctrl_none" not in cpp and "tiny_cnn_weights.h" in cpp
+    assert "fc_weights[" not in (out / "hls" / "tiny_cnn_weights.h").read_text()  # no ROM holds them
+    assert (out / "settings.yaml").read_text().count("  weights: ddr\n") == 2  # the folding file keeps the pins
+
+
+def test_the_cycle_simulation_takes_each_streamed_loops_cycles_without_deadlock(ddr_build):
+    _, design = ddr_build
+    simulated = simulate_schedule(design.stream_graph, design.schedule)
+    assert simulated.completed and simulated.deadlock is None
+    costs = design.solution.costs
+    for name in ("conv3", "fc"):
+        process = design.stream_graph.process(name)
+        loop = loop_of(schedule_spec(design.stream_graph, process, design.schedule))
+        assert simulated.busy[name] == loop.cycles
+    assert costs["conv3"].cycles == loop_of(schedule_spec(design.stream_graph, design.stream_graph.process("conv3"),
+                                                          design.schedule)).cycles
