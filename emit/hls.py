@@ -229,7 +229,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
     shapes = f"{' + '.join(_shape_text(c) for c in ins)} -> {_shape_text(outs[0])}"
     view = ProcessView(
         name=names.processes[p.name], label=c_string(p.name), kind=p.kind,
-        template=kind.template + ("_ddr" if streamed else ""),
+        template=kind.streamed_template if streamed else kind.template,
         comment=comment_text(kind.describe(p, ins, outs, shapes)),
         inputs=[names.channels[c] for c in p.inputs], outputs=[names.channels[c] for c in p.outputs],
         in_lanes=lanes_in, out_lanes=lanes_out,

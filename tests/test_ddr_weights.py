@@ -132,6 +132,19 @@ def test_pinned_ddr_weights_build_verified_through_the_m_axi_ports(ddr_build):
     assert (out / "settings.yaml").read_text().count("  weights: ddr\n") == 2  # the folding file keeps the pins
 
 
+def test_each_streamed_process_runs_the_pipelined_loop_its_report_names(ddr_build):
+    from test_report_checks import function_body, pipelined_loops
+
+    out, _ = ddr_build
+    data = json.loads((out / "report.json").read_text())
+    cpp = (out / "hls" / "tiny_cnn.cpp").read_text()
+    for node in data["nodes"]:
+        body = function_body(cpp, node["cpp_name"])
+        pipeline = node["pipeline"]
+        assert pipelined_loops(body) == [(pipeline["loop"], "ITERATIONS", str(pipeline["ii"]))], node["name"]
+        assert f"constexpr int ITERATIONS = {pipeline['trip_count']};" in body, node["name"]
+
+
 def test_the_cycle_simulation_takes_each_streamed_loops_cycles_without_deadlock(ddr_build):
     _, design = ddr_build
     simulated = simulate_schedule(design.stream_graph, design.schedule)

@@ -48,7 +48,7 @@ def test_a_kind_registered_twice_is_refused():
 
 def test_the_templates_are_the_kinds_templates():
     templates = {path.name.removesuffix(".cpp.j2") for path in (TEMPLATES / "process").glob("*.cpp.j2")}
-    assert templates == {kind.template for kind in registered().values()}
+    assert templates == {template for kind in registered().values() for template in kind.templates}
 
 
 def _process(name: str) -> tuple[StreamGraph, Process]:

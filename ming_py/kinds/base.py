@@ -137,6 +137,8 @@ class ProcessKind:
     # --- emission: emit/templates/process/<template>.cpp.j2 and the label of its one pipelined loop ---
     template: str = None
     pipeline_label: str = None
+    # the template of its loop with weights streamed from DDR (`ming_py.weights_ddr`, same label), or None
+    streamed_template: str | None = None
     # the frozen dataclass of its own parameters (`Process.params`), with `to_json()` (its keys of a report.json
     # node) and `from_json(node)`; None: it has none
     params_type: type | None = None
@@ -237,6 +239,11 @@ class ProcessKind:
     def weights_layout(self, process) -> str:
         """The index order of `Process.weights`, for the comment of its constant array."""
         raise NotImplementedError
+
+    @property
+    def templates(self) -> tuple[str, ...]:
+        """Every template of its loops: weights on chip, and streamed from DDR where it can."""
+        return (self.template,) + ((self.streamed_template,) if self.streamed_template else ())
 
     @property
     def depth_bound(self) -> int:

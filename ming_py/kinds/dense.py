@@ -25,6 +25,7 @@ class Dense(ProcessKind):
     mac = True
     shares_requantizer = True
     template = "dense"
+    streamed_template = "dense_ddr"
     pipeline_label = "vector"
 
     def trip_counts(self, window, ins, outs):
