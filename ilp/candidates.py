@@ -5,6 +5,7 @@ affordable, undominated ones."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 from ming_py.boards import Board
 from ming_py.calibration import Calibration
@@ -16,6 +17,7 @@ from ming_py.kinds import kind_of, trip_counts
 from ming_py.kinds.base import shared_requantizers
 from ming_py.kinds.window import whole_groups
 from ming_py.storage import plan_arrays
+from ming_py.weights_ddr import exceeds_chip, streamed_problem
 
 from .budget import RESOURCES, Budget
 from .pins import Pins, line_buffer_memory
@@ -67,6 +69,8 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
                         continue
                     for count in sharing:
                         for weight_memory in weights:
+                            if weight_memory == "ddr" and count:
+                                continue  # a streamed loop takes one requantizer per output lane
                             result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory, multipliers,
                                                  count, weight_memory))
     return result
@@ -76,7 +80,8 @@ def weight_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out, pin
                    offered: tuple[str, ...]) -> tuple[str, ...]:
     """Where a candidate's weights may go: the pinned memory, else "bram" (a ROM where its size puts it: LUTRAM
     when small, else BRAM) and, among `offered`, for weights that would take BRAM: URAM, and LUTRAM where they are
-    small (at most one BRAM18K's bits a bank: LUTRAM_WEIGHT_BITS)."""
+    small (at most one BRAM18K's bits a bank: LUTRAM_WEIGHT_BITS), and DDR where its kind streams them
+    (`ming_py.weights_ddr`)."""
     if process.weights is None:
         return ("bram",)
     if process.name in pins.weights:
@@ -87,17 +92,27 @@ def weight_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out, pin
     rom = plan_arrays(spec, process.epilogue)["weights"]
     if rom.memory != "bram":
         return ("bram",)
-    return tuple(m for m in offered if m != "lutram" or rom.bits <= LUTRAM_WEIGHT_BITS * rom.banks)
+    streamed = ("ddr",) if "ddr" in offered and _streams(spec) else ()
+    return tuple(m for m in offered if m != "ddr" and (m != "lutram" or rom.bits <= LUTRAM_WEIGHT_BITS * rom.banks)) \
+        + streamed
+
+
+def _streams(spec) -> bool:
+    """Whether the spec's loop may stream its weights from DDR (with one requantizer per lane)."""
+    return not streamed_problem(replace(spec, ddr_weights=True))
 
 
 def loaded_weight_memories(graph: StreamGraph, budget: Budget, calibration) -> tuple[str, ...]:
     """The weight memories the ILP may choose beyond ROMs where their size puts them: URAM (loaded at start
     through the weight port, `ming_py.weights_load`) and LUTRAM, offered only where the smallest design with
     ROM weights needs more BRAM than the budget holds, so that every design that fits with ROMs keeps them (no
-    weight port, nothing to load). A pinned process's weights go where its pin says (`weight_options`)."""
+    weight port, nothing to load); and DDR (`ming_py.weights_ddr`) only where the weights outgrow the budget's
+    on-chip memories, so that every design that can keep its weights on chip does. A pinned process's weights
+    go where its pin says (`weight_options`)."""
     if smallest_design(graph, calibration)["bram18k"] <= budget.bram18k:
         return ("bram",)
-    return ("bram", "lutram") + (("uram",) if budget.uram > 0 else ())
+    on_chip = ("bram", "lutram") + (("uram",) if budget.uram > 0 else ())
+    return on_chip + (("ddr",) if exceeds_chip(graph, budget) else ())
 
 
 def weight_port_reservation(graph: StreamGraph, board: Board, budget: Budget, calibration,

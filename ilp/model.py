@@ -13,7 +13,10 @@ from ming_py.adapters import pack_adapter
 from ming_py.dataflow import StreamGraph
 
 from .budget import RESOURCES, Budget
-from .cost import PROGRESS_SAMPLES, Choice, Cost, input_fractions, samples_after, starved_cover, starved_rows
+from ming_py.weights_ddr import streamed_bytes
+
+from .cost import (PROGRESS_SAMPLES, Choice, Cost, choice_spec, input_fractions, samples_after, starved_cover,
+                   starved_rows)
 from .footprint import LARGEST_STEP, Footprint, counted, footprint, objective_value, weight
 from .footprint import shares as resource_shares
 from .candidates import affordable, fast_enough
@@ -23,12 +26,14 @@ class Model:
     """The ILP: one-hot candidates per process, lanes tied per channel, budget rows, and its goal:
     "latency" (the latency model's output finish), "sum" (of process cycles), "interval" (the slowest process)
     or "resources" (the least `footprint` within the user's budget, `budget` plus the `reserved` FIFO memory),
-    the last optionally with the latency model bounded by `latency_limit`."""
+    the last optionally with the latency model bounded by `latency_limit`. Where candidates stream their weights
+    from DDR, `ddr_rate` (bytes a cycle, `ming_py.weights_ddr.ddr_bytes_per_cycle`) bounds the bytes an image
+    reads by the cycles it takes (`_ddr_row`)."""
 
     def __init__(self, graph: StreamGraph, options, costs, budget: Budget, goal: str, latency_limit: int | None = None,
-                 reserved: dict[str, int] | None = None):
+                 reserved: dict[str, int] | None = None, ddr_rate: float | None = None):
         self.graph, self.options, self.costs, self.budget = graph, options, costs, budget
-        self.goal, self.latency_limit = goal, latency_limit
+        self.goal, self.latency_limit, self.ddr_rate = goal, latency_limit, ddr_rate
         self.reserved = reserved or {}
         self.whole = replace(budget, **{r: getattr(budget, r) + v for r, v in self.reserved.items()})
         problem = pulp.LpProblem("ming_dse", pulp.LpMinimize)
@@ -51,6 +56,7 @@ class Model:
             interval = pulp.LpVariable("interval", lowBound=0, cat="Integer")
             for name in self.pick:
                 problem += interval >= self.timed(name, lambda c: c.cycles), f"interval_{name}"
+            self._ddr_row(problem, interval)
             problem += interval
         else:
             if latency_limit is not None:
@@ -156,6 +162,7 @@ class Model:
         point = {name: [pulp.LpVariable(f"t_{i}_{j}", lowBound=0) for j in range(PROGRESS_SAMPLES)]
                  for i, name in enumerate(self.pick)}
         done = pulp.LpVariable("output_finish", lowBound=0, cat="Integer")
+        self._ddr_row(problem, done)
         for name in self.pick:
             problem += finish[name] >= start[name] + self.timed(name, lambda c: c.cycles), f"work_{name}"
             curve = [self.timed(name, lambda c, j=j: c.progress[j]) for j in range(PROGRESS_SAMPLES)]
@@ -195,6 +202,16 @@ class Model:
     def streamed(self, name: str) -> bool:
         """Whether every candidate of the process streams its weights from DDR (pinned there: `Choice.weights`)."""
         return all(choice.weights == "ddr" for choice in self.options[name])
+
+    def _ddr_row(self, problem, cycles) -> None:
+        """The weights an image streams from DDR arrive within `cycles` (its latency, or the interval) at the
+        DDR's rate: a necessary bound, the one bundle's port shared by every streamed process (each process's loop
+        charges its own fetches as if the port were its own). No row where no candidate streams."""
+        streamed = [(x, streamed_bytes(choice_spec(self.graph, self.graph.process(name), choice)))
+                    for name, xs in self.pick.items() for x, choice in zip(xs, self.options[name])
+                    if choice.weights == "ddr"]
+        if streamed and self.ddr_rate:
+            problem += pulp.lpSum(x * size for x, size in streamed) <= self.ddr_rate * cycles, "ddr_bandwidth"
 
     def _starved(self, graph: StreamGraph, problem, channel, start, point) -> None:
         """The consumer's progress is no earlier than its own pace from its start plus the gaps between its

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ming_py.boards import Board
 from ming_py.errors import MingError
+from ming_py.weights_ddr import ddr_bytes_per_cycle
 
 from .budget import Budget
 from .search import Search, SearchStopped, descend, run_search
@@ -81,7 +82,8 @@ def frugal(fastest: Model, picked: dict[str, int], status: str, node_limit: int,
     cycles = fastest.value_of(picked)
     limit = math.floor(cycles * (1 + slack))
     options, costs = fast_enough(fastest.graph, fastest.options, fastest.costs, limit)
-    model = Model(fastest.graph, options, costs, fastest.budget, "resources", latency_limit=limit, reserved=reserved)
+    model = Model(fastest.graph, options, costs, fastest.budget, "resources", latency_limit=limit, reserved=reserved,
+                  ddr_rate=fastest.ddr_rate)
     start = descend(model, {name: options[name].index(fastest.options[name][j]) for name, j in picked.items()})
     search = run_search(model, node_limit, incumbent=start)
     if search.picked is None:  # the search proved nothing about `start`, which still meets the rule's bound
@@ -106,7 +108,8 @@ def _target_model(graph, board, options, costs, budget, targets: Targets, reserv
         _target_cycles(targets.latency_us * board.clock_mhz, "--target-latency-us", targets.latency_us, board)
     if limit is not None:
         options, costs = fast_enough(graph, options, costs, limit)
-    return Model(graph, options, costs, budget, "resources", latency_limit=limit, reserved=reserved)
+    return Model(graph, options, costs, budget, "resources", latency_limit=limit, reserved=reserved,
+                 ddr_rate=ddr_bytes_per_cycle(board.clock_mhz))
 
 
 def _target_cycles(cycles: float, option: str, value: float, board: Board) -> int:
@@ -138,7 +141,8 @@ def meet_targets(graph, board: Board, options, costs, budget: Budget, targets: T
 
 def _best_achievable(graph, board: Board, options, costs, budget: Budget, targets: Targets, node_limit: int) -> str:
     """The best figure of a missed target within the budget: the least interval or latency."""
-    best = Model(graph, options, costs, budget, "interval" if targets.latency_us is None else "latency")
+    best = Model(graph, options, costs, budget, "interval" if targets.latency_us is None else "latency",
+                 ddr_rate=ddr_bytes_per_cycle(board.clock_mhz))
     search = run_search(best, node_limit)
     if search.picked is None:
         return "raise the budget"

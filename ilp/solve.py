@@ -42,6 +42,7 @@ from ming_py.calibration import Calibration
 from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph
 from ming_py.errors import MingError
 from ming_py.kinds import kind_of, trip_counts
+from ming_py.weights_ddr import ddr_bytes_per_cycle
 
 from .budget import RESOURCES, UNITS, Budget, what_bounds, with_weight_port
 from .pins import Pins
@@ -109,7 +110,8 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
         model, picked, status, rule = meet_targets(graph, board, options, costs, available, targets, node_limit,
                                                    reserved)
     else:
-        model = Model(graph, options, costs, available, "sum" if objective == "sum" else "latency")
+        model = Model(graph, options, costs, available, "sum" if objective == "sum" else "latency",
+                      ddr_rate=ddr_bytes_per_cycle(board.clock_mhz))
         search = _decided(run_search(model, node_limit), graph, board, budget, reserved, calibration, node_limit, pins,
                           port)
         picked, status = thrifty(model, search.picked) if objective == "latency" else search.picked, search.describe()

@@ -195,5 +195,33 @@ def streamed_positions(phases: StreamedLoop, tile_writes: Access):
 
 def streamed_counters(phases: StreamedLoop) -> dict[str, int]:
     """The counters a streamed loop's phases and fetch declare (`ProcessKind.counters`)."""
-    return {"i": phases.longest - 1, "end": phases.longest - 2, "tile": phases.tiles - 1, "fetch_row": phases.tile_words // phases.words_per_row - 1,
-            "fetch_word": phases.words_per_row - 1, "half": 1, "fill": 1}
+    return {"i": phases.longest - 1, "end": phases.longest - 2, "tile": phases.tiles - 1,
+            "fetch_row": phases.tile_words // phases.words_per_row - 1, "fetch_word": phases.words_per_row - 1,
+            "half": 1, "fill": 1}
+
+
+# The DDR the weights stream from, as the ILP budgets it: the bundle's one 128-bit AXI port (a KV260 HP port,
+# AMD UG1085 ch. 35) moves DDR_WORD_BYTES a cycle at the PL clock; the K26's PS DDR4 (64 bits at 2400 MT/s,
+# 19.2 GB/s peak, AMD DS987) is taken to sustain DDR_SUSTAINED_SHARE of its peak (an assumption, not a
+# measurement), more than the port at 200 MHz. A board-file figure replaces these constants later.
+KV260_DDR_PEAK_MBPS = 19_200
+DDR_SUSTAINED_SHARE = 0.75
+BRAM18K_BYTES = 18 * 1024 // 8
+URAM_BYTES = 72 * 4096 // 8
+
+
+def ddr_bytes_per_cycle(clock_mhz: float) -> float:
+    """Bytes of weights the DDR delivers per PL cycle: the port's width, or the sustained DDR share if less."""
+    return min(DDR_WORD_BYTES, KV260_DDR_PEAK_MBPS * DDR_SUSTAINED_SHARE / clock_mhz)
+
+
+def streamed_bytes(spec) -> int:
+    """Bytes a streamed process reads from DDR per image: every tile's words."""
+    return tile_words(spec) * spec.tokens_out[0] * DDR_WORD_BYTES
+
+
+def exceeds_chip(graph, budget) -> bool:
+    """Whether the weights of `graph` outgrow every on-chip memory of `budget` (BRAM18K and URAM, whole): no
+    design keeps them all on chip, so the ILP may stream some from DDR."""
+    weights = sum(p.weights.size for p in graph.processes if p.weights is not None)
+    return weights > budget.bram18k * BRAM18K_BYTES + budget.uram * URAM_BYTES

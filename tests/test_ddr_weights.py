@@ -11,9 +11,12 @@ import os
 import numpy as np
 import pytest
 
-from hand_graphs import assert_traced_loop, conv, map_graph
+from emit_helpers import csim
+from hand_graphs import assert_traced_loop, conv, image, map_graph
+from ming_py import reference
 from ming_py.build import build
 from ming_py.dataflow import ProcessSchedule, Schedule
+from ming_py.ilp.explore import explore
 from ming_py.ilp.pins import resolve
 from ming_py.line_buffers import build_stream_graph
 from ming_py.errors import MingError
@@ -156,3 +159,32 @@ def test_the_cycle_simulation_takes_each_streamed_loops_cycles_without_deadlock(
         assert simulated.busy[name] == loop.cycles
     assert costs["conv3"].cycles == loop_of(schedule_spec(design.stream_graph, design.stream_graph.process("conv3"),
                                                           design.schedule)).cycles
+
+
+def _wide_pair():
+    """Two 1x1 convs of 8 KiB of weights each on a 2x2 map."""
+    graph = map_graph("wide", (64, 2, 2), (64, 2, 2))
+    conv(graph, "up", "x", "h", 128)
+    conv(graph, "down", "h", "y", 64, seed=1)
+    return graph
+
+
+def _weight_memories(solution) -> set[str]:
+    return {schedule.storage_of("weights") for schedule in solution.schedule.processes.values()}
+
+
+def test_the_ilp_streams_weights_from_ddr_only_where_they_outgrow_the_chip(tmp_path):
+    """Within 4 BRAM18K, no URAM and 5,000 LUTs (no room for 16 KiB of weights in BRAM, URAM or LUTRAM) the ILP
+    streams them, its estimate within 5 % of the simulated latency (docs/design-space.md's figure) and the
+    C-simulation equal to `ming reference`; with the board's default budget every weight stays on chip."""
+    graph = _wide_pair()
+    stream_graph = build_stream_graph(graph)
+    board, solution, simulated = explore(stream_graph, BuildOptions(limits={"bram18k": "4", "uram": "0",
+                                                                           "lut": "5000"}))
+    assert "ddr" in _weight_memories(solution)
+    estimated = solution.totals["estimated_cycles"]
+    assert simulated.completed and abs(simulated.cycles - estimated) <= 0.05 * simulated.cycles
+    x = image(graph, seed=3)
+    assert (csim(graph, tmp_path / "out", x, solution.schedule) == reference.run(graph, x)["y"]).all()
+    _, roomy, _ = explore(stream_graph, BuildOptions())
+    assert "ddr" not in _weight_memories(roomy)
