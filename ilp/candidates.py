@@ -84,11 +84,12 @@ def weight_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out, pin
     (`ming_py.weights_ddr`)."""
     if process.weights is None:
         return ("bram",)
+    spec = process_spec(graph, process, tuple(unroll.items()), lanes_in, lanes_out)
     if process.name in pins.weights:
-        return (pins.weights[process.name],)
+        pinned = pins.weights[process.name]
+        return () if pinned == "ddr" and not _streams(spec) else (pinned,)
     if offered == ("bram",):
         return offered
-    spec = process_spec(graph, process, tuple(unroll.items()), lanes_in, lanes_out)
     rom = plan_arrays(spec, process.epilogue)["weights"]
     if rom.memory != "bram":
         return ("bram",)

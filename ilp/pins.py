@@ -227,6 +227,8 @@ def resolve(settings: dict[str, int | str], graph: StreamGraph) -> Pins:
         if key.endswith(".depth"):
             pins.depth_origins[_KEY.fullmatch(key)["name"]] = \
                 settings.written(key) if isinstance(settings, Settings) else f"--set {key}={value}"
+    for name in [name for name, memory in pins.weights.items() if memory == "ddr"]:
+        _check_streamed(graph, graph.process(name), pins.unroll.get(name, {}))
     return pins
 
 
@@ -279,21 +281,20 @@ def _pin_process(pins: Pins, graph: StreamGraph, process, key: str, setting: str
     elif setting == "weights":
         if process.weights is None:
             raise MingError(f"{key}: process {process.name} ({process.kind}) has no weights")
-        if value == "ddr":
-            _check_streamed(graph, process, key)
         pins.weights[process.name] = value
     else:
         _check_line_buffer(graph, process, key, value)
         pins.line_buffers[process.name] = value
 
 
-def _check_streamed(graph: StreamGraph, process, key: str) -> None:
-    """Weights from DDR apply to a kind whose loop streams them (`ming_py.weights_ddr.streamed_problem`)."""
-    ones = tuple((loop, 1) for loop in trip_counts(graph, process))
-    spec = process_spec(graph, process, ones, (1,) * len(process.inputs), (1,) * len(process.outputs))
+def _check_streamed(graph: StreamGraph, process, unroll: dict[str, int]) -> None:
+    """Weights from DDR apply to a kind whose loop streams them, at its pinned unroll factors
+    (`ming_py.weights_ddr.streamed_problem`)."""
+    factors = tuple((loop, unroll.get(loop, 1)) for loop in trip_counts(graph, process))
+    spec = process_spec(graph, process, factors, (1,) * len(process.inputs), (1,) * len(process.outputs))
     problem = streamed_problem(spec)
     if problem:
-        raise MingError(f"{key}=ddr: process {process.name}: {problem}")
+        raise MingError(f"{process.name}.weights=ddr: process {process.name}: {problem}")
 
 
 def _check_requantizers(process, key: str, value: int) -> None:

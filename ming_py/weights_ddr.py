@@ -1,12 +1,13 @@
 """Weights streamed from DDR: a process whose weights do not stay on chip reads them once per image, a tile at a
 time, through an AXI master port of the top function.
 
-A streamed process (`ProcessSchedule.storage` "weights": "ddr", pinned with `--set PROCESS.weights=ddr`; pointwise
-and dense processes) buffers its whole input (the map of a pointwise process, the vector of a dense one), then loops
-over its output-channel tiles: the weights of tile t+1 arrive while tile t computes over every buffered pixel, into
-the other half of a ping-pong tile buffer `[2][reduction tiles][lanes]`; a pointwise process writes its outputs into
-an output map buffer it streams out in pixel order after the last tile (a dense process's output is in tile order
-already). The loop (`ming_py.kinds.pointwise`, `ming_py.kinds.dense`) charges each tile's fetch
+A streamed process (`ProcessSchedule.storage` "weights": "ddr", pinned with `--set PROCESS.weights=ddr` or chosen by
+the ILP where the weights outgrow the chip; pointwise, conv and dense processes, `streamed_problem`) buffers its
+whole input (the map of a pointwise or conv process, the vector of a dense one), then loops over its output-channel
+tiles: the weights of tile t+1 arrive while tile t computes over every output pixel, into the other half of a
+ping-pong tile buffer `[2][reduction tiles][lanes]`; a pointwise or conv process writes its outputs into an output
+map buffer it streams out in pixel order after the last tile (a dense process's output is in tile order already).
+The loop (`ming_py.kinds.pointwise`, `ming_py.kinds.window.Conv`, `ming_py.kinds.dense`) charges each tile's fetch
 `tile_words + DDR_BURST_LATENCY` iterations, overlapped with the previous tile's compute.
 
 The weights of every streamed process sit in DDR as one packed byte array, `weights_ddr.bin`: per streamed process
@@ -34,7 +35,7 @@ DDR_BURST_LATENCY = 64
 DDR_MAX_BURST = 256  # words per burst (the m_axi interface's max_read_burst_length, AXI4's longest INCR burst)
 DDR_FILE = "weights_ddr.bin"
 DDR_BUNDLE = "gmem_weights"
-STREAMED_KINDS = ("pointwise", "dense")
+STREAMED_KINDS = ("pointwise", "conv", "dense")
 FETCH_STREAM_DEPTH = 2  # the fetch loop's stream to its process
 
 
@@ -54,8 +55,10 @@ def streamed_problem(spec) -> str:
     if spec.requantizers:
         return "weights from DDR take one requantizer per output lane (set requantizers=0)"
     w = spec.window
-    if w is not None and (w.groups > 1 or w.stride != (1, 1)):
+    if spec.kind == "pointwise" and (w.groups > 1 or w.stride != (1, 1)):
         return "weights from DDR serve a 1x1 conv of one group and stride 1"
+    if spec.kind == "conv" and (w.groups > 1 or w.dilation != (1, 1) or spec.factor("k") > 1):
+        return "weights from DDR serve a conv of one group and dilation 1, its window not unrolled (unroll k=1)"
     return ""
 
 

@@ -28,8 +28,11 @@ from ming_py.weights_ddr import (DDR_BURST_LATENCY, DDR_WORD_BYTES, ddr_image, s
                                  tile_words)
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "tiny_cnn.onnx")
-# conv3 (pointwise 16 -> 16 on a 4x4 map) and fc (dense 64 -> 10) in 8 and 5 output tiles
-DDR_PINS = {"conv3.weights": "ddr", "conv3.unroll.oc": 2, "fc.weights": "ddr", "fc.unroll.n": 2}
+# conv1 (3x3, 3 -> 8, padded with its input's zero point) in one output tile, conv2 (3x3, 8 -> 16), conv3
+# (pointwise 16 -> 16 on a 4x4 map) and fc (dense 64 -> 10) in 8 and 5 output tiles
+DDR_PINS = {"conv1.weights": "ddr", "conv1.unroll.oc": 8, "conv2.weights": "ddr", "conv3.weights": "ddr",
+            "conv3.unroll.oc": 2, "fc.weights": "ddr", "fc.unroll.n": 2}
+STREAMED = ["conv1", "conv2", "conv3", "fc"]
 
 
 @pytest.mark.unit
@@ -101,8 +104,8 @@ def test_weights_ddr_is_refused_where_no_streamed_loop_serves_it():
     conv(graph, "window", "x", "h", 8, kernel=3, pad=1)
     conv(graph, "strided", "h", "y", 8, stride=2)
     stream_graph = build_stream_graph(graph)
-    with pytest.raises(MingError, match="window.weights=ddr: process window: a conv process cannot stream"):
-        resolve({"window.weights": "ddr"}, stream_graph)
+    with pytest.raises(MingError, match=r"window.weights=ddr: process window: .*\(unroll k=1\)"):
+        resolve({"window.weights": "ddr", "window.unroll.k": 9}, stream_graph)
     with pytest.raises(MingError, match="strided.weights=ddr: .* stride 1"):
         resolve({"strided.weights": "ddr"}, stream_graph)
     assert resolve({"strided.weights": "bram"}, stream_graph).weights == {"strided": "bram"}
@@ -120,11 +123,11 @@ def test_pinned_ddr_weights_build_verified_through_the_m_axi_ports(ddr_build):
     data = json.loads((out / "report.json").read_text())
     assert data["verification"]["equal"]
     storage = {n["name"]: n["schedule"]["storage"].get("weights") for n in data["nodes"]}
-    assert storage["conv3"] == storage["fc"] == "ddr"
+    assert [name for name in storage if storage[name] == "ddr"] == STREAMED
     image = (out / "hls" / "weights_ddr.bin").read_bytes()
     assert image == ddr_image(streamed_rows(design.stream_graph, design.schedule))
     described = data["totals"]["weights_ddr"]
-    assert described["bytes"] == len(image) and [a["process"] for a in described["arrays"]] == ["conv3", "fc"]
+    assert described["bytes"] == len(image) and [a["process"] for a in described["arrays"]] == STREAMED
     cpp = (out / "hls" / "tiny_cnn.cpp").read_text()
     for part in described["arrays"]:
         assert (f"HLS_PRAGMA(INTERFACE mode=m_axi port={part['port']} bundle=gmem_weights offset=slave "
@@ -132,7 +135,7 @@ def test_pinned_ddr_weights_build_verified_through_the_m_axi_ports(ddr_build):
         assert f"HLS_PRAGMA(INTERFACE mode=s_axilite port={part['port']} bundle=control)" in cpp
     assert "ap_ctrl_none" not in cpp and "tiny_cnn_weights.h" in cpp
     assert "fc_weights[" not in (out / "hls" / "tiny_cnn_weights.h").read_text()  # no ROM holds them
-    assert (out / "settings.yaml").read_text().count("  weights: ddr\n") == 2  # the folding file keeps the pins
+    assert (out / "settings.yaml").read_text().count("  weights: ddr\n") == 4  # the folding file keeps the pins
 
 
 def test_each_streamed_process_runs_the_pipelined_loop_its_report_names(ddr_build):
@@ -153,7 +156,7 @@ def test_the_cycle_simulation_takes_each_streamed_loops_cycles_without_deadlock(
     simulated = simulate_schedule(design.stream_graph, design.schedule)
     assert simulated.completed and simulated.deadlock is None
     costs = design.solution.costs
-    for name in ("conv3", "fc"):
+    for name in STREAMED:
         process = design.stream_graph.process(name)
         loop = loop_of(schedule_spec(design.stream_graph, process, design.schedule))
         assert simulated.busy[name] == loop.cycles
@@ -188,3 +191,16 @@ def test_the_ilp_streams_weights_from_ddr_only_where_they_outgrow_the_chip(tmp_p
     assert (csim(graph, tmp_path / "out", x, solution.schedule) == reference.run(graph, x)["y"]).all()
     _, roomy, _ = explore(stream_graph, BuildOptions())
     assert "ddr" not in _weight_memories(roomy)
+
+
+def test_a_streamed_conv_process_reads_and_writes_at_its_loops_iterations(tmp_path):
+    """A strided, padded 3x3 conv streaming its weights: its window read from the buffered map, padding where it
+    leaves it (`hand_graphs.assert_traced_loop`, the C-simulation against `ming reference` included)."""
+    graph = map_graph("cv", (8, 5, 5), (16, 3, 3))
+    conv(graph, "cv", "x", "y", 16, kernel=3, stride=2, pad=1)
+    schedule = {"cv": ProcessSchedule((("oc", 2), ("ic", 2), ("k", 1)), (("weights", "ddr"),), "fabric")}
+    rows = 4 * 9  # input tiles x window
+    pixels_out, tiles, fetch = 9, 8, rows + DDR_BURST_LATENCY
+    iterations = max(25 * 4, fetch) + (tiles - 1) * max(pixels_out * rows, fetch) + pixels_out * rows + \
+        pixels_out * tiles
+    assert_traced_loop(graph, 2, tmp_path / "out", iterations, processes=schedule)

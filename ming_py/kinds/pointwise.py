@@ -12,7 +12,7 @@ from ming_py.weights_ddr import StreamedLoop, streamed_counters, streamed_loop, 
 
 from .base import REQUANT_STAGES, ProcessKind, adder_tree, per_pixel_tokens, register
 
-from .window import (MAC_DEPTH, streamed_mac_arrays, grouped_lanes, reduction_counters, grouped_lanes_match, grouped_layout, grouped_trips,
+from .window import (MAC_DEPTH, streamed_map_buffers, streamed_mac_arrays, grouped_lanes, reduction_counters, grouped_lanes_match, grouped_layout, grouped_trips,
                      grouped_weight_rows, groups_text, mac_arrays, mac_multipliers, window_positions)
 
 
@@ -77,20 +77,11 @@ class Pointwise(ProcessKind):
     def arrays(self, spec, epilogue, line_buffer_memory, constants):
         c_in, lanes = spec.inputs[0][0], spec.lanes_in[0]
         if spec.ddr_weights:
-            return streamed_mac_arrays(spec, self.map_buffers(spec), constants)
+            pixels = spec.inputs[0][1] * spec.inputs[0][2]
+            return streamed_mac_arrays(spec, streamed_map_buffers(spec, (Dim(pixels),)), constants)
         pixel = array("pixel", 8, (Dim(2, "complete", factor=2), Dim(c_in // lanes), spread(lanes, lanes, "reshape")),
                       rom=False)
         return mac_arrays(spec, {"pixel": pixel}, constants)
-
-    def map_buffers(self, spec) -> dict:
-        """The input map `[pixels][tokens][lanes]` and the output map `[pixels][output tiles][lanes]` of a process
-        whose weights stream from DDR."""
-        (c_in, h, w), lanes_in, lanes_out = spec.inputs[0], spec.lanes_in[0], spec.lanes_out[0]
-        in_map = array("in_map", 8, (Dim(h * w), Dim(c_in // lanes_in), spread(lanes_in, lanes_in, "reshape")),
-                       rom=False)
-        out_map = array("out_map", 8, (Dim(h * w), Dim(spec.tokens_out[0]), spread(lanes_out, lanes_out, "reshape")),
-                        rom=False)
-        return {"in_map": in_map, "out_map": out_map}
 
     def logic_lut(self, spec):
         return 0

@@ -28,7 +28,8 @@ from ming_py import primitives
 from ming_py.array_layout import ArrayPlan, Dim, array, spread
 from ming_py.dataflow import GROUP_LOOP, Window
 from ming_py.loops import Access, Position
-from ming_py.weights_ddr import DDR_WORD_BYTES, words_per_row
+from ming_py.weights_ddr import (DDR_WORD_BYTES, StreamedLoop, streamed_counters, streamed_loop, streamed_positions,
+                                 words_per_row)
 
 from .base import REQUANT_STAGES, ProcessSpec, ProcessKind, Unweighted, adder_tree, per_pixel_tokens, register
 
@@ -139,6 +140,18 @@ def streamed_mac_arrays(spec: ProcessSpec, buffers: dict[str, ArrayPlan], consta
                                     spread(lanes, lanes, "reshape")), rom=False)
     row = ArrayPlan("fetched_row", 8, (Dim(words_per_row(lanes) * DDR_WORD_BYTES),), rom=False, memory="register")
     return buffers | {"weight_tile": tile, "fetched_row": row} | constants | accumulators(spec)
+
+
+def streamed_map_buffers(spec: ProcessSpec, pixel_dims: tuple[Dim, ...]) -> dict[str, ArrayPlan]:
+    """The input map `[pixel dims][tokens][lanes]` and the output map `[pixels][output tiles][lanes]` of a process
+    whose weights stream from DDR (`ming_py.weights_ddr`)."""
+    (c_in, _, _), lanes_in = spec.inputs[0], spec.lanes_in[0]
+    (_, h_out, w_out), lanes_out = spec.outputs[0], spec.lanes_out[0]
+    in_map = array("in_map", 8, pixel_dims + (Dim(c_in // lanes_in), spread(lanes_in, lanes_in, "reshape")),
+                   rom=False)
+    out_map = array("out_map", 8, (Dim(h_out * w_out), Dim(spec.tokens_out[0]), spread(lanes_out, lanes_out, "reshape")),
+                    rom=False)
+    return {"in_map": in_map, "out_map": out_map}
 
 
 def accumulators(spec: ProcessSpec) -> dict[str, ArrayPlan]:
@@ -350,9 +363,38 @@ class Conv(SlidingWindow):
     mac = True
     shares_requantizer = True
     unrollable = ("oc", "ic", "k")  # output channels, input channels, window positions
+    streamed_template = "conv_ddr"
 
     def trip_counts(self, window, ins, outs):
         return grouped_trips(window) | {"k": window.window_size}
+
+    def positions(self, spec):
+        if spec.ddr_weights:
+            return streamed_positions(self.streamed(spec), Access())
+        return window_positions(spec)
+
+    def streamed(self, spec: ProcessSpec) -> StreamedLoop:
+        """With weights from DDR: the whole input map taken, each output tile computed over every output pixel (its
+        window read from the map, padding where it leaves it) into the output map, then the output map written."""
+        (_, h, w), (_, h_out, w_out) = spec.inputs[0], spec.outputs[0]
+        return streamed_loop(spec, h * w * spec.tokens_in[0], h_out * w_out * spec.reduction_tiles,
+                             h_out * w_out * spec.tokens_out[0])
+
+    def view_values(self, spec, process, lanes_in, lanes_out):
+        if spec.ddr_weights:
+            return self.streamed(spec)
+        return super().view_values(spec, process, lanes_in, lanes_out)
+
+    def counters(self, spec, epilogue):
+        if not spec.ddr_weights:
+            return super().counters(spec, epilogue)
+        w, (_, h, width), (_, h_out, w_out) = spec.window, spec.inputs[0], spec.outputs[0]
+        taking = {"row": h - 1, "col": width - 1, "token": spec.tokens_in[0] - 1}
+        window = {"oh": h_out - 1, "ow": w_out - 1, "top": (h_out - 1) * w.stride[0], "left": (w_out - 1) * w.stride[1],
+                  "out_pixel": h_out * w_out - 1}
+        reduction = {"ic_tile": w.in_channels // spec.factor("ic") - 1, "kh": w.kernel[0] - 1, "kw": w.kernel[1] - 1,
+                     "step": spec.reduction_tiles - 1}
+        return streamed_counters(self.streamed(spec)) | taking | window | reduction
 
     def lane_options(self, unroll, ins, outs, params, limit):
         return grouped_lanes(unroll, limit)
@@ -380,6 +422,9 @@ class Conv(SlidingWindow):
         return (w.in_channels // w.groups // spec.factor("ic")) * (w.window_size // spec.factor("k"))
 
     def arrays(self, spec, epilogue, line_buffer_memory, constants):
+        if spec.ddr_weights:
+            (_, h, w) = spec.inputs[0]
+            return streamed_mac_arrays(spec, streamed_map_buffers(spec, (Dim(h), Dim(w))), constants)
         return mac_arrays(spec, line_buffer(spec, line_buffer_memory), constants)
 
     def logic_lut(self, spec):
