@@ -22,7 +22,8 @@ from ming_py.process_spec import ProcessSpec, Loop, loop_of, schedule_spec
 from ming_py.epilogues import CppScalar, EpilogueValues, rule_of
 from ming_py.kinds import kind_of, unrollable
 from ming_py.storage import plan_arrays
-from ming_py.weights_ddr import DDR_BUNDLE, DDR_BURST_LATENCY, DDR_FILE, DDR_MAX_BURST, streamed_arrays, streamed_rows
+from ming_py.kinds.streamed import DDR_BURST_LATENCY
+from ming_py.weights_ddr import DDR_BUNDLE, DDR_FILE, DDR_MAX_BURST, streamed_arrays, streamed_rows
 from ming_py.weights_load import WEIGHTS_FILE, loaded_arrays, loaded_rows
 
 from .environment import TEMPLATES, environment

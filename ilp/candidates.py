@@ -17,7 +17,8 @@ from ming_py.kinds import kind_of, trip_counts
 from ming_py.kinds.base import shared_requantizers
 from ming_py.kinds.window import whole_groups
 from ming_py.storage import plan_arrays
-from ming_py.weights_ddr import exceeds_chip, streamed_problem
+from ming_py.kinds.streamed import streamed_problem
+from ming_py.weights_ddr import exceeds_chip
 
 from .budget import RESOURCES, Budget
 from .pins import Pins, line_buffer_memory

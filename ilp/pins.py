@@ -23,7 +23,7 @@ from ming_py.contract.ming_json import check_digits, json_document
 from ming_py.process_spec import process_spec
 from ming_py.kinds import kind_of, trip_counts
 from ming_py.storage import WEIGHT_MEMORIES, plan_arrays
-from ming_py.weights_ddr import streamed_problem
+from ming_py.kinds.streamed import streamed_problem
 
 
 @dataclass

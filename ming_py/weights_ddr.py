@@ -7,59 +7,30 @@ whole input (the map of a pointwise or conv process, the vector of a dense one),
 tiles: the weights of tile t+1 arrive while tile t computes over every output pixel, into the other half of a
 ping-pong tile buffer `[2][reduction tiles][lanes]`; a pointwise or conv process writes its outputs into an output
 map buffer it streams out in pixel order after the last tile (a dense process's output is in tile order already).
-The loop (`ming_py.kinds.pointwise`, `ming_py.kinds.window.Conv`, `ming_py.kinds.dense`) charges each tile's fetch
-`tile_words + DDR_BURST_LATENCY` iterations, overlapped with the previous tile's compute.
+Its loop (`ming_py.kinds.streamed.StreamedLoop`) charges each tile's fetch `tile_words + DDR_BURST_LATENCY`
+iterations, overlapped with the previous tile's compute. This module holds the rest: weights_ddr.bin, the report's
+description of it, and the DDR rate and capacity rule the ILP budgets streamed weights with.
 
 The weights of every streamed process sit in DDR as one packed byte array, `weights_ddr.bin`: per streamed process
 in the graph's order, its weight rows (`ProcessKind.weight_rows`: a fold step's weights, output tile outermost) in
 `DDR_WORD_BYTES`-byte words, lane u of a row in byte u % 16 of its word u // 16 (zero padding after the row's last
 lane). The top function has one m_axi pointer per streamed process (bundle `gmem_weights`, its offset an s_axilite
 register: the file's base address plus the process's `first_word` words); a fetch loop of 128-bit words at II=1 per
-process (`ming::fetch_weights`, a burst) feeds the process its words in order through a stream.
+process (`fetch_ddr_weights` of the emitted C++, bursts) feeds the process its words in order through a stream.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from .loops import Access, Position
+from .kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, tile_words, words_per_row
 
-DDR_WORD_BYTES = 16  # a 128-bit word of the m_axi port (the KV260's HP ports are 128 bits wide, AMD UG1085 ch. 35)
-# Cycles from a burst's read request to its first word: the default `latency` of Vitis HLS's m_axi interface
-# (AMD UG1399, "INTERFACE pragma: latency"), the figure the emitted pragma states.
-DDR_BURST_LATENCY = 64
 DDR_MAX_BURST = 256  # words per burst (the m_axi interface's max_read_burst_length, AXI4's longest INCR burst)
 DDR_FILE = "weights_ddr.bin"
 DDR_BUNDLE = "gmem_weights"
-STREAMED_KINDS = ("pointwise", "conv", "dense")
-FETCH_STREAM_DEPTH = 2  # the fetch loop's stream to its process
-
-
-def words_per_row(lanes: int) -> int:
-    return math.ceil(lanes / DDR_WORD_BYTES)
-
-
-def tile_words(spec) -> int:
-    """128-bit words of one output tile's weights: its reduction tiles' rows, each padded to whole words."""
-    return spec.reduction_tiles * words_per_row(spec.macs)
-
-
-def streamed_problem(spec) -> str:
-    """What keeps a spec from streaming its weights from DDR ("": nothing)."""
-    if spec.kind not in STREAMED_KINDS:
-        return f"a {spec.kind} process cannot stream its weights from DDR (only {', '.join(STREAMED_KINDS)})"
-    if spec.requantizers:
-        return "weights from DDR take one requantizer per output lane (set requantizers=0)"
-    w = spec.window
-    if spec.kind == "pointwise" and (w.groups > 1 or w.stride != (1, 1)):
-        return "weights from DDR serve a 1x1 conv of one group and stride 1"
-    if spec.kind == "conv" and (w.groups > 1 or w.dilation != (1, 1) or spec.factor("k") > 1):
-        return "weights from DDR serve a conv of one group and dilation 1, its window not unrolled (unroll k=1)"
-    return ""
 
 
 def is_streamed(schedule, process) -> bool:
@@ -123,84 +94,6 @@ def ddr_report(parts: list[StreamedArray], image: bytes, ports: dict[str, str]) 
             "arrays": [{"process": p.process, "port": ports[p.process], "rows": p.rows, "lanes": p.lanes,
                         "words_per_row": p.words_per_row, "first_word": p.first_word, "words": p.words,
                         "offset_bytes": p.first_word * DDR_WORD_BYTES} for p in parts]}
-
-
-@dataclass(frozen=True)
-class StreamedLoop:
-    """The phases of a streamed process's loop, in iterations: take the input (`inputs` tokens) while tile 0's
-    weights arrive (`load`), compute each output tile (`compute` iterations) while the next tile's arrive
-    (`tile`, the last tile its compute alone: `last`), then write the buffered outputs (`outputs` tokens, 0 where the
-    compute writes them) at the end of a phase of at least `settle` iterations (`write`): an output is read from
-    its buffer only after its write there, `settle` (the pipeline depth) cycles after its iteration, has landed.
-    The input buffer is safe the same way: every input token is read `load` >= DDR_BURST_LATENCY iterations
-    after its write."""
-
-    inputs: int
-    compute: int
-    tiles: int
-    tile_words: int
-    words_per_row: int
-    outputs: int
-    settle: int = 0
-
-    @property
-    def fetch(self) -> int:
-        return self.tile_words + DDR_BURST_LATENCY
-
-    @property
-    def load(self) -> int:
-        return max(self.inputs, self.fetch)
-
-    @property
-    def tile(self) -> int:
-        return max(self.compute, self.fetch)
-
-    @property
-    def last(self) -> int:
-        """The last tile's phase: its compute, two iterations at least (whether an iteration ends its phase is
-        known one iteration ahead)."""
-        return max(self.compute, 2)
-
-    @property
-    def first_tile(self) -> int:
-        return self.last if self.tiles == 1 else self.tile
-
-    @property
-    def write(self) -> int:
-        return max(self.outputs, self.settle) if self.outputs else 0
-
-    @property
-    def write_lead(self) -> int:
-        """Iterations of the write phase before its first output."""
-        return self.write - self.outputs
-
-    @property
-    def longest(self) -> int:
-        """The longest phase."""
-        return max(self.load, self.tile, self.write)
-
-
-def streamed_loop(spec, inputs: int, compute: int, outputs: int) -> StreamedLoop:
-    return StreamedLoop(inputs, compute, spec.tokens_out[0], tile_words(spec), words_per_row(spec.macs), outputs,
-                        spec.depth)
-
-
-def streamed_positions(phases: StreamedLoop, tile_writes: Access):
-    """The positions of a streamed process's loop (`ming_py.loops`): the input taken, the tiles (writing
-    `tile_writes` each), the buffered outputs written."""
-    yield Position(phases.load, (Access(0, 1, phases.inputs),), (Access(),))
-    if phases.tiles > 1:
-        yield phases.tiles - 1, Position(phases.tile, (Access(),), (tile_writes,))
-    yield Position(phases.last, (Access(),), (tile_writes,))
-    if phases.outputs:
-        yield Position(phases.write, (Access(),), (Access(phases.write_lead, 1, phases.outputs),))
-
-
-def streamed_counters(phases: StreamedLoop) -> dict[str, int]:
-    """The counters a streamed loop's phases and fetch declare (`ProcessKind.counters`)."""
-    return {"i": phases.longest - 1, "end": phases.longest - 2, "tile": phases.tiles - 1,
-            "fetch_row": phases.tile_words // phases.words_per_row - 1, "fetch_word": phases.words_per_row - 1,
-            "half": 1, "fill": 1}
 
 
 # The DDR the weights stream from, as the ILP budgets it: the bundle's one 128-bit AXI port (a KV260 HP port,

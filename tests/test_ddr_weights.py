@@ -24,8 +24,8 @@ from ming_py.kinds.base import ProcessSpec
 from ming_py.options import BuildOptions
 from ming_py.process_spec import loop_of, schedule_spec
 from ming_py.simulate import simulate_schedule
-from ming_py.weights_ddr import (DDR_BURST_LATENCY, DDR_WORD_BYTES, ddr_image, streamed_arrays, streamed_rows,
-                                 tile_words)
+from ming_py.kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, tile_words
+from ming_py.weights_ddr import ddr_image, streamed_arrays, streamed_rows
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "tiny_cnn.onnx")
 # conv1 (3x3, 3 -> 8, padded with its input's zero point) in one output tile, conv2 (3x3, 8 -> 16), conv3

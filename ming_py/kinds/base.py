@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from ming_py.dataflow import KindParams, Window, divisors
 from ming_py.loops import Position
-from ming_py.weights_ddr import streamed_problem
+
+from .streamed import streamed_problem
 
 # Pipeline stages of the requantization datapaths that end most loops: the lean datapath (abs and clamp 1,
 # the DSP product 3, fraction compare 1, sign, zero point and saturation 1) and Mul's float32 emulation

@@ -9,9 +9,9 @@ import math
 from ming_py.array_layout import Dim, array, spread
 from ming_py.dataflow import divisors
 from ming_py.loops import Access, Position
-from ming_py.weights_ddr import StreamedLoop, streamed_counters, streamed_loop, streamed_positions
 
 from .base import REQUANT_STAGES, ProcessKind, adder_tree, register
+from .streamed import StreamedLoop, streamed_counters, streamed_loop, streamed_positions
 
 from .window import MAC_DEPTH, mac_arrays, streamed_mac_arrays, mac_multipliers, tiled_weight_rows
 

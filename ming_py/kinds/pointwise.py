@@ -8,12 +8,13 @@ import math
 
 from ming_py.array_layout import Dim, array, spread
 from ming_py.loops import Access
-from ming_py.weights_ddr import StreamedLoop, streamed_counters, streamed_loop, streamed_positions
 
 from .base import REQUANT_STAGES, ProcessKind, adder_tree, per_pixel_tokens, register
+from .streamed import StreamedLoop, streamed_counters, streamed_loop, streamed_positions
 
-from .window import (MAC_DEPTH, streamed_map_buffers, streamed_mac_arrays, grouped_lanes, reduction_counters, grouped_lanes_match, grouped_layout, grouped_trips,
-                     grouped_weight_rows, groups_text, mac_arrays, mac_multipliers, window_positions)
+from .window import (MAC_DEPTH, grouped_lanes, reduction_counters, grouped_lanes_match, grouped_layout, grouped_trips,
+                     grouped_weight_rows, groups_text, mac_arrays, mac_multipliers, streamed_map_buffers,
+                     streamed_mac_arrays, window_positions)
 
 
 @register

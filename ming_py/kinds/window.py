@@ -28,10 +28,10 @@ from ming_py import primitives
 from ming_py.array_layout import ArrayPlan, Dim, array, spread
 from ming_py.dataflow import GROUP_LOOP, Window
 from ming_py.loops import Access, Position
-from ming_py.weights_ddr import (DDR_WORD_BYTES, StreamedLoop, streamed_counters, streamed_loop, streamed_positions,
-                                 words_per_row)
 
 from .base import REQUANT_STAGES, ProcessSpec, ProcessKind, Unweighted, adder_tree, per_pixel_tokens, register
+from .streamed import (DDR_WORD_BYTES, StreamedLoop, streamed_counters, streamed_loop, streamed_positions,
+                       words_per_row)
 
 # Where a MAC process's int8 products are computed: one per DSP48E2, in LUT fabric, or two that share
 # their input per DSP48E2 (AMD WP486: x * (w_high * 2^18 + w_low) on the 27 x 18-bit multiplier).
