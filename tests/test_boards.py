@@ -190,3 +190,46 @@ def test_every_board_has_its_deployment_table():
 def test_deployment_table_errors(text: str, message: str):
     with pytest.raises(MingError, match=r"board file demo.toml: " + message):
         parse_board(text, "demo.toml")
+
+
+def test_every_board_has_its_ddr():
+    for board in all_boards():
+        ddr = board.ddr
+        assert ddr is not None, board.name
+        assert ddr.peak_bytes_per_s > 0 and ddr.ports > 0 and ddr.port_bits > 0, board.name
+        assert 0 < ddr.sustained_fraction <= 1 and ddr.source.strip(), board.name
+        assert 0 < ddr.bytes_per_s(board.clock_mhz) <= ddr.peak_bytes_per_s, board.name
+
+
+def test_kv260_ddr_bytes_per_cycle():
+    """DDR4 64-bit at 2400 MT/s, 70 % sustained: 13.44 GB/s, 67.2 B a cycle at 200 MHz; the four 128-bit HP ports
+    carry 64 B a cycle, the lesser."""
+    ddr = load_board("kv260").ddr
+    assert (ddr.peak_bytes_per_s, ddr.ports, ddr.port_bits, ddr.sustained_fraction) == (19.2e9, 4, 128, 0.7)
+    assert ddr.bytes_per_cycle(200) == 64.0 and ddr.bytes_per_s(200) == 12.8e9
+    assert ddr.bytes_per_cycle(300) == pytest.approx(19.2e9 * 0.7 / 300e6)  # at 300 MHz the DDR is the lesser
+    assert load_board("pynq-z2").ddr.port_bits == 64
+
+
+DDR = """
+[ddr]
+peak_bytes_per_s = 19_200_000_000
+ports = 4
+port_bits = 128
+sustained_fraction = 0.7
+source = "a data sheet"
+"""
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("ports = 4", "ports = 0", r"field 'ddr.ports' must be positive"),
+    ("port_bits = 128", "port_bits = 12", r"field 'ddr.port_bits' must be a whole number of bytes"),
+    ("sustained_fraction = 0.7", "sustained_fraction = 1.5", r"field 'ddr.sustained_fraction' must be within"),
+    ('source = "a data sheet"', 'source = " "', r"field 'ddr.source' must not be empty"),
+    ("ports = 4", 'ports = "4"', r"field 'ddr.ports' must be an integer"),
+    ("ports = 4", "", r"missing required field\(s\) 'ddr.ports'"),
+])
+def test_ddr_table_errors(old: str, new: str, message: str):
+    assert parse_board(GOOD + DDR, "demo.toml").ddr.bytes_per_cycle(200) == 64.0
+    with pytest.raises(MingError, match=r"board file demo.toml: " + message):
+        parse_board(GOOD + DDR.replace(old, new), "demo.toml")
