@@ -1,0 +1,210 @@
+"""Writes int8 .tflite files of ImageNet-class networks as users make them: Keras networks with seeded random
+weights and non-trivial BatchNorm statistics, converted by the real TFLite converter with full-integer
+quantization (`Optimize.DEFAULT`, a representative dataset of seeded random images, `TFLITE_BUILTINS_INT8` only,
+int8 input and output). The files are what the converter writes, untouched. The TFLite forms of
+imagenet_models.py's ONNX networks (NHWC input 1xRxRx3):
+
+* `mobilenet_v1` — `keras.applications.MobileNet(alpha=α)` (default 0.5 at 160): depthwise-separable blocks with
+  ReLU6, the ZeroPadding2D before each strided depthwise conv, GlobalAveragePooling2D(keepdims=True), Dropout, a
+  1x1 Conv classifier, Reshape and softmax;
+* `mobilenet_v2` — `keras.applications.MobileNetV2(alpha=α)` (default 1.0 at 224): inverted residuals (the
+  ZeroPadding2D before each strided depthwise conv), the last 1x1 conv of 1280 channels at any α up to 1, global
+  average pool, Dense with softmax; `--small` replaces that head by the same layers with the last conv's channels
+  times α below 1 (keras.applications has no option for it), so that the small variants stay small;
+* `resnet18`, `resnet34` — ResNet with basic blocks (default 224), built from layers as Keras' ResNet50 is:
+  ZeroPadding2D(3) + 7x7 stride-2 stem, ZeroPadding2D(1) + 3x3 stride-2 MaxPooling2D, each strided 3x3 conv after
+  a ZeroPadding2D(1), the others 'same', strided 1x1 projection shortcuts, global average pool, Dense with
+  softmax;
+* `tiny_yolo` — the tiny-YOLOv3-shaped detector (default half the channels of tiny-YOLOv3 at 320): 3x3 Conv +
+  BatchNorm + LeakyReLU(0.1), five 2x2 MaxPooling2D and a stride-1 one ('same': padded right and bottom, as
+  darknet), two heads of raw 1x1 convs (255 channels) at R/32 and R/16, the second fed by UpSampling2D(2) (nearest)
+  of a 1x1 conv concatenated with the R/16 feature map.
+
+`--width` scales every layer's channels (MobileNet's α; for ResNet and the detector a fraction of the real
+network's channels, at least 4 and 2 as imagenet_models.py), `--resolution` the input side. The classifiers have
+1000 classes unless --classes says otherwise.
+
+Needs tensorflow-cpu (2.21, Keras 3), which is no ming dependency; run it with the Python of a separate venv:
+
+    python -m venv /tmp/tfenv && /tmp/tfenv/bin/pip install tensorflow-cpu
+    /tmp/tfenv/bin/python tests/generators/imagenet_tflite_models.py resnet18 --width 1 --resolution 224 -o r.tflite
+    /tmp/tfenv/bin/python tests/generators/imagenet_tflite_models.py --committed   # the small variants
+
+The seeds are fixed (`keras.utils.set_random_seed` before each model is built, a numpy Generator for the
+statistics and the representative dataset), TensorFlow runs on one thread and the Keras session is cleared between
+models, so the files are byte-identical from run to run with the same package versions (tensorflow-cpu 2.21.0,
+Keras 3.15.1). The small variants are committed in tests/data/imagenet/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_DETERMINISTIC_OPS", "1")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+from tensorflow import keras  # noqa: E402
+from tensorflow.keras import layers  # noqa: E402
+
+OUT = Path(__file__).resolve().parents[1] / "data" / "imagenet"
+SEED = 44
+CALIBRATION_IMAGES = 8
+# the small variants committed for the tests: file name -> (network, width, resolution, classes), the sizes of
+# imagenet_models.py's committed ONNX files
+COMMITTED = {
+    "mobilenet_v1_0125_64.tflite": ("mobilenet_v1", 0.125, 64, 10),
+    "mobilenet_v2_010_64.tflite": ("mobilenet_v2", 0.1, 64, 10),
+    "resnet18_00625_64.tflite": ("resnet18", 0.0625, 64, 10),
+    "tiny_yolo_00625_64.tflite": ("tiny_yolo", 0.0625, 64, 0),
+}
+DEFAULTS = {"mobilenet_v1": (0.5, 160), "mobilenet_v2": (1.0, 224), "resnet18": (1.0, 224),
+            "resnet34": (1.0, 224), "tiny_yolo": (0.5, 320)}
+
+
+def mobilenet_v1(inputs: keras.Input, width: float, classes: int, small: bool) -> keras.Model:
+    return keras.applications.MobileNet(input_tensor=inputs, alpha=width, weights=None, classes=classes)
+
+
+def mobilenet_v2(inputs: keras.Input, width: float, classes: int, small: bool) -> keras.Model:
+    model = keras.applications.MobileNetV2(input_tensor=inputs, alpha=width, weights=None, classes=classes)
+    if not small or width >= 1:
+        return model
+    # keras.applications' blocks, then its head with the last 1x1 conv's 1280 channels times α
+    x = model.get_layer("block_16_project_BN").output
+    x = _conv_bn(x, _divisible(1280 * width), 1, activation="relu6")
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.Dense(classes, activation="softmax")(x))
+
+
+def _divisible(value: float, divisor: int = 8) -> int:
+    """keras.applications' _make_divisible: the nearest multiple of `divisor`, never 10% below `value`."""
+    rounded = max(divisor, int(value + divisor / 2) // divisor * divisor)
+    return rounded + divisor if rounded < 0.9 * value else rounded
+
+
+def _conv_bn(x, filters: int, kernel: int, stride: int = 1, activation: str | None = "relu"):
+    """Conv + BatchNorm (+ activation); a strided conv wider than 1 pads symmetrically first, as PyTorch and
+    Keras' ResNet50 do, the others are 'same'."""
+    if stride > 1 and kernel > 1:
+        x = layers.ZeroPadding2D(kernel // 2)(x)
+        x = layers.Conv2D(filters, kernel, strides=stride, padding="valid", use_bias=False)(x)
+    else:
+        x = layers.Conv2D(filters, kernel, strides=stride, padding="same", use_bias=False)(x)
+    x = layers.BatchNormalization(epsilon=1e-5)(x)
+    if activation == "leaky":
+        return layers.LeakyReLU(negative_slope=0.1)(x)
+    return layers.Activation(activation)(x) if activation else x
+
+
+def _resnet(blocks: tuple[int, ...]):
+    def network(inputs: keras.Input, width: float, classes: int, small: bool) -> keras.Model:
+        def channels(c):
+            return max(4, int(c * width))
+
+        x = _conv_bn(inputs, channels(64), 7, 2)
+        x = layers.MaxPooling2D(3, strides=2)(layers.ZeroPadding2D(1)(x))
+        for stage, repeats in enumerate(blocks):
+            filters = channels(64 << stage)
+            for repeat in range(repeats):
+                stride = 2 if stage > 0 and repeat == 0 else 1
+                y = _conv_bn(x, filters, 3, stride)
+                y = _conv_bn(y, filters, 3, activation=None)
+                if stride != 1 or x.shape[-1] != filters:
+                    x = _conv_bn(x, filters, 1, stride, activation=None)
+                x = layers.Activation("relu")(layers.Add()([y, x]))
+        x = layers.GlobalAveragePooling2D()(x)
+        return keras.Model(inputs, layers.Dense(classes, activation="softmax")(x))
+
+    return network
+
+
+def tiny_yolo(inputs: keras.Input, width: float, classes: int, small: bool) -> keras.Model:
+    """darknet's yolov3-tiny.cfg with every layer's channels times `width`; 255 = 3 x (5 + 80)."""
+    def channels(c):
+        return max(2, int(c * width))
+
+    x = inputs
+    for number, filters in enumerate((16, 32, 64, 128, 256, 512)):
+        x = _conv_bn(x, channels(filters), 3, activation="leaky")
+        if number == 4:
+            route = x
+        x = layers.MaxPooling2D(2, strides=2 if number < 5 else 1, padding="valid" if number < 5 else "same")(x)
+    x = _conv_bn(x, channels(1024), 3, activation="leaky")
+    neck = _conv_bn(x, channels(256), 1, activation="leaky")
+    big = _conv_bn(neck, channels(512), 3, activation="leaky")
+    head_large = layers.Conv2D(255, 1, name="head_large")(big)
+    up = layers.UpSampling2D(2, interpolation="nearest")(_conv_bn(neck, channels(128), 1, activation="leaky"))
+    y = _conv_bn(layers.Concatenate()([up, route]), channels(256), 3, activation="leaky")
+    head_small = layers.Conv2D(255, 1, name="head_small")(y)
+    return keras.Model(inputs, [head_large, head_small])
+
+
+NETWORKS = {"mobilenet_v1": mobilenet_v1, "mobilenet_v2": mobilenet_v2, "resnet18": _resnet((2, 2, 2, 2)),
+            "resnet34": _resnet((3, 4, 6, 3)), "tiny_yolo": tiny_yolo}
+
+
+def _randomize_statistics(model: keras.Model, rng: np.random.Generator) -> None:
+    """BatchNorm statistics and biases as a trained model has them (Keras initializes them to the identity and 0)."""
+    for layer in model.layers:
+        if isinstance(layer, layers.BatchNormalization):
+            gamma, beta, mean, variance = layer.get_weights()
+            layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape), rng.normal(0, 0.2, beta.shape),
+                               rng.normal(0, 0.3, mean.shape), rng.uniform(0.5, 2.0, variance.shape)])
+        elif getattr(layer, "use_bias", False) and len(layer.get_weights()) == 2:
+            kernel, bias = layer.get_weights()
+            layer.set_weights([kernel, rng.normal(0, 0.1, bias.shape)])
+
+
+def to_tflite(model: keras.Model, rng: np.random.Generator) -> bytes:
+    """Full-integer int8 quantization on seeded images normalized as ImageNet preprocessing leaves them."""
+    shape = (1,) + tuple(model.input_shape[1:])
+    samples = [rng.normal(0, 1, shape).astype(np.float32) for _ in range(CALIBRATION_IMAGES)]
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = lambda: ([s] for s in samples)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    converter.inference_input_type = tf.int8
+    converter.inference_output_type = tf.int8
+    return converter.convert()
+
+
+def write(network: str, width: float, resolution: int, classes: int, small: bool, out: Path) -> None:
+    keras.utils.set_random_seed(SEED)
+    rng = np.random.default_rng(SEED)
+    model = NETWORKS[network](keras.Input((resolution, resolution, 3)), width, classes, small)
+    _randomize_statistics(model, rng)
+    tflite = to_tflite(model, rng)
+    out.write_bytes(tflite)
+    print(f"{out.name}: {len(tflite)} bytes, {model.count_params()} parameters", file=sys.stderr)
+    keras.backend.clear_session()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("network", nargs="?", choices=sorted(NETWORKS))
+    parser.add_argument("--width", type=float, help="channel multiplier (default: the network's)")
+    parser.add_argument("--resolution", type=int, help="input side R (default: the network's)")
+    parser.add_argument("--classes", type=int, default=1000)
+    parser.add_argument("--small", action="store_true", help="scale MobileNetV2's last conv by α below 1 too")
+    parser.add_argument("-o", "--output", type=Path)
+    parser.add_argument("--committed", action="store_true", help=f"write the small variants into {OUT}")
+    args = parser.parse_args(argv)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    if args.committed:
+        for name, (network, width, resolution, classes) in COMMITTED.items():
+            write(network, width, resolution, classes, True, OUT / name)
+        return
+    if not args.network or not args.output:
+        parser.error("give a network and -o OUTPUT, or --committed")
+    width, resolution = DEFAULTS[args.network]
+    write(args.network, args.width or width, args.resolution or resolution, args.classes, args.small, args.output)
+
+
+if __name__ == "__main__":
+    main()
