@@ -22,9 +22,11 @@ that feeds the accelerator's weight port (`ming_py.weights_load`); the ILP sets 
 URAM weights.
 
 A ``[ddr]`` table gives the off-chip memory the programmable logic can read weights from (`Ddr`): on a Zynq
-board the PS DDR through the PS's high-performance AXI ports, on an Alveo card its DDR4 banks or HBM
-pseudo-channels: the memory's peak bytes per second, the AXI ports the PL reads it through and their width, and
-the fraction of the peak a stream of reads sustains, each with the document it comes from.
+board the PS DDR through the PS's four high-performance AXI ports (S_AXI_HP0..3, not the coherent HPC or ACP
+ports); on an Alveo card the whole memory a kernel can reach through its AXI masters at the kernel clock (its DDR4
+banks or HBM pseudo-channels), each port one beat per kernel cycle: the memory's peak bytes per second, the AXI
+ports the PL reads it through and their width, and the fraction of the peak a stream of reads sustains, each
+with the document it comes from.
 
 `parse_board` validates one file's text; `load_board` / `all_boards` read the
 files shipped with the package through `importlib.resources`, so the database
@@ -98,18 +100,14 @@ class Ddr:
     """The off-chip memory the PL reads weights from, and the AXI ports it reads it through."""
 
     peak_bytes_per_s: float  # the memory's peak: bus width x transfer rate (all channels or banks)
-    ports: int  # AXI ports from the PL to it (Zynq: S_AXI_HP0..3; Alveo: DDR banks or HBM pseudo-channels)
-    port_bits: int  # each port's data width, one beat per PL clock cycle
+    ports: int  # AXI ports from the PL to it (Zynq: S_AXI_HP0..3; Alveo: every DDR bank or HBM pseudo-channel)
+    port_bits: int  # each port's data width, one beat per PL (kernel) clock cycle
     sustained_fraction: float  # of the peak that a stream of long read bursts sustains
     source: str  # the documents the figures come from, and which figures are assumptions
 
     def bytes_per_s(self, clock_mhz: float) -> float:
         """What the PL can read per second at `clock_mhz`: the memory's sustained rate, or the ports' if less."""
         return min(self.peak_bytes_per_s * self.sustained_fraction, self.ports * self.port_bits / 8 * clock_mhz * 1e6)
-
-    def bytes_per_cycle(self, clock_mhz: float) -> float:
-        """`bytes_per_s` per PL clock cycle at `clock_mhz`."""
-        return self.bytes_per_s(clock_mhz) / (clock_mhz * 1e6)
 
 
 @dataclass(frozen=True)

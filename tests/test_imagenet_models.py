@@ -63,3 +63,10 @@ def test_a_global_average_pool_of_a_one_by_one_map_equals_onnxruntime(tmp_path, 
     graph = lift(path)
     result = parity.compare(graph, path, _image(path, 0))
     assert result.exact == result.total, f"{result.total - result.exact} of {result.total} differ"
+
+
+def test_parameter_bytes_count_the_int8_weights_and_int32_biases_not_the_zero_points():
+    """MobileNetV1 0.125 at 64 with 10 classes: 57,432 int8 initializers, of which 1,408 are zero points (per
+    channel, and the activations'); 1,378 int32 biases (and as many int32 zero points of theirs)."""
+    model = onnx.load(str(IMAGENET / "mobilenet_v1_0125_64.onnx"))
+    assert _generator().parameter_bytes(model) == (56_024, 1_378 * 4)

@@ -264,10 +264,28 @@ def multiply_accumulates(model: onnx.ModelProto) -> int:
     return total
 
 
+def parameter_bytes(model: onnx.ModelProto) -> tuple[int, int]:
+    """(weight bytes, bias bytes): the quantized initializers DequantizeLinear nodes feed to a Conv's, Gemm's or
+    MatMul's weight input (int8) and to a Conv's or Gemm's bias (int32), each initializer once; scales and zero
+    points are not counted."""
+    initializers = {i.name: i for i in model.graph.initializer}
+    dequantized = {n.output[0]: initializers[n.input[0]] for n in model.graph.node
+                   if n.op_type == "DequantizeLinear" and n.input[0] in initializers}
+    weights, biases = {}, {}
+    for node in model.graph.node:
+        if node.op_type not in ("Conv", "Gemm", "MatMul"):
+            continue
+        for position, name in enumerate(node.input):
+            if name in dequantized:
+                initializer = dequantized[name]
+                (biases if position == 2 else weights)[initializer.name] = numpy_helper.to_array(initializer).nbytes
+    return sum(weights.values()), sum(biases.values())
+
+
 def describe(path: Path) -> str:
     model = onnx.load(str(path))
-    weights = sum(numpy_helper.to_array(i).size for i in model.graph.initializer if i.data_type == TensorProto.INT8)
-    return (f"{path.name}: {path.stat().st_size} bytes, {weights} int8 weights, "
+    weights, biases = parameter_bytes(model)
+    return (f"{path.name}: {path.stat().st_size} bytes, {weights} weight bytes (int8), {biases} bias bytes (int32), "
             f"{multiply_accumulates(model)} MACs")
 
 
