@@ -1,7 +1,7 @@
 """ImageNet-class networks quantized as users quantize them (onnxruntime's quantize_static, QDQ, per-channel int8;
 tests/generators/imagenet_models.py), at small width and resolution: MobileNetV1, MobileNetV2, ResNet-18 and a
 tiny-YOLOv3-shaped detector. ming reference equals onnxruntime bit for bit, and `ming build --board kv260`
-verifies its own C++ against ming reference."""
+verifies its own C++ against ming reference, for these and for their TFLite forms (test_imagenet_tflite.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 import pytest
 
+from test_imagenet_tflite import MODELS as TFLITE_MODELS
 from ming_py import parity
 from ming_py.build import build
 from ming_py.options import BuildOptions
@@ -47,7 +48,7 @@ def test_an_imagenet_model_equals_onnxruntime(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", MODELS + TFLITE_MODELS)
 def test_an_imagenet_model_builds_verified_for_the_kv260(tmp_path, name):
     design = build(IMAGENET / name, tmp_path / "out", BuildOptions(board="kv260"))
     verification = json.loads(design.files["report.json"])["verification"]

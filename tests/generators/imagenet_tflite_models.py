@@ -1,8 +1,8 @@
 """Writes int8 .tflite files of ImageNet-class networks as users make them: Keras networks with seeded random
-weights and non-trivial BatchNorm statistics, converted by the real TFLite converter with full-integer
-quantization (`Optimize.DEFAULT`, a representative dataset of seeded random images, `TFLITE_BUILTINS_INT8` only,
-int8 input and output). The files are what the converter writes, untouched. The TFLite forms of
-imagenet_models.py's ONNX networks (NHWC input 1xRxRx3):
+weights and BatchNorm statistics as training leaves them, converted by the real TFLite converter with full-integer
+quantization (keras_tflite_models.py's `to_tflite`: `Optimize.DEFAULT`, a representative dataset of seeded random
+images, `TFLITE_BUILTINS_INT8` only, int8 input and output). The files are what the converter writes, untouched.
+The TFLite forms of imagenet_models.py's ONNX networks (NHWC input 1xRxRx3):
 
 * `mobilenet_v1` — `keras.applications.MobileNet(alpha=α)` (default 0.5 at 160): depthwise-separable blocks with
   ReLU6, the ZeroPadding2D before each strided depthwise conv, GlobalAveragePooling2D(keepdims=True), Dropout, a
@@ -30,24 +30,30 @@ Needs tensorflow-cpu (2.21, Keras 3), which is no ming dependency; run it with t
     /tmp/tfenv/bin/python tests/generators/imagenet_tflite_models.py resnet18 --width 1 --resolution 224 -o r.tflite
     /tmp/tfenv/bin/python tests/generators/imagenet_tflite_models.py --committed   # the small variants
 
-The seeds are fixed (`keras.utils.set_random_seed` before each model is built, a numpy Generator for the
-statistics and the representative dataset), TensorFlow runs on one thread and the Keras session is cleared between
-models, so the files are byte-identical from run to run with the same package versions (tensorflow-cpu 2.21.0,
-Keras 3.15.1). The small variants are committed in tests/data/imagenet/.
+Each BatchNorm's moving mean and variance are those of its input on seeded calibration images, set in order
+(each from the activations the BatchNorms before it give) and perturbed a little, with random gamma and beta:
+every layer then normalizes its input as in a trained network, and the ReLUs keep about half their values.
+Statistics drawn at random instead, far from the real ones, leave the maps dead after a few layers and the output
+the same for every input.
+
+The seeds are fixed (keras_tflite_models.py's `seeded_tflite`: `keras.utils.set_random_seed` before each model is
+built, a numpy Generator for the statistics and the representative dataset, the Keras session cleared after each
+model), TensorFlow runs on one thread, so the files are byte-identical from run to run with the same package
+versions (tensorflow-cpu 2.21.0, Keras 3.15.1). The small variants are committed in tests/data/imagenet/.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("TF_DETERMINISTIC_OPS", "1")
+import numpy as np
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# keras_tflite_models sets TensorFlow's environment (deterministic ops, no log) before it imports it
+from keras_tflite_models import _randomize_statistics, seeded_tflite, use_one_thread  # noqa: E402
+from keras.src.applications.mobilenet_v2 import _make_divisible  # noqa: E402
 from tensorflow import keras  # noqa: E402
 from tensorflow.keras import layers  # noqa: E402
 
@@ -76,15 +82,9 @@ def mobilenet_v2(inputs: keras.Input, width: float, classes: int, small: bool) -
         return model
     # keras.applications' blocks, then its head with the last 1x1 conv's 1280 channels times α
     x = model.get_layer("block_16_project_BN").output
-    x = _conv_bn(x, _divisible(1280 * width), 1, activation="relu6")
+    x = _conv_bn(x, _make_divisible(1280 * width, 8), 1, activation="relu6")
     x = layers.GlobalAveragePooling2D()(x)
     return keras.Model(inputs, layers.Dense(classes, activation="softmax")(x))
-
-
-def _divisible(value: float, divisor: int = 8) -> int:
-    """keras.applications' _make_divisible: the nearest multiple of `divisor`, never 10% below `value`."""
-    rounded = max(divisor, int(value + divisor / 2) // divisor * divisor)
-    return rounded + divisor if rounded < 0.9 * value else rounded
 
 
 def _conv_bn(x, filters: int, kernel: int, stride: int = 1, activation: str | None = "relu"):
@@ -148,40 +148,29 @@ NETWORKS = {"mobilenet_v1": mobilenet_v1, "mobilenet_v2": mobilenet_v2, "resnet1
             "resnet34": _resnet((3, 4, 6, 3)), "tiny_yolo": tiny_yolo}
 
 
-def _randomize_statistics(model: keras.Model, rng: np.random.Generator) -> None:
-    """BatchNorm statistics and biases as a trained model has them (Keras initializes them to the identity and 0)."""
+def _calibrate_statistics(model: keras.Model, rng: np.random.Generator) -> None:
+    """keras_tflite_models.py's random BatchNorm gamma and beta and biases; each BatchNorm's moving mean and
+    variance those of its input on seeded images (mean 0, deviation 1), with the BatchNorms before it already set,
+    moved by a tenth of a deviation and scaled by up to 25%."""
+    _randomize_statistics(model, rng)
+    images = rng.normal(0, 1, (CALIBRATION_IMAGES,) + tuple(model.input_shape[1:])).astype(np.float32)
     for layer in model.layers:
         if isinstance(layer, layers.BatchNormalization):
-            gamma, beta, mean, variance = layer.get_weights()
-            layer.set_weights([rng.uniform(0.5, 1.5, gamma.shape), rng.normal(0, 0.2, beta.shape),
-                               rng.normal(0, 0.3, mean.shape), rng.uniform(0.5, 2.0, variance.shape)])
-        elif getattr(layer, "use_bias", False) and len(layer.get_weights()) == 2:
-            kernel, bias = layer.get_weights()
-            layer.set_weights([kernel, rng.normal(0, 0.1, bias.shape)])
-
-
-def to_tflite(model: keras.Model, rng: np.random.Generator) -> bytes:
-    """Full-integer int8 quantization on seeded images normalized as ImageNet preprocessing leaves them."""
-    shape = (1,) + tuple(model.input_shape[1:])
-    samples = [rng.normal(0, 1, shape).astype(np.float32) for _ in range(CALIBRATION_IMAGES)]
-    converter = tf.lite.TFLiteConverter.from_keras_model(model)
-    converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    converter.representative_dataset = lambda: ([s] for s in samples)
-    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-    converter.inference_input_type = tf.int8
-    converter.inference_output_type = tf.int8
-    return converter.convert()
+            activations = np.asarray(keras.Model(model.inputs, layer.input)(images, training=False))
+            axes = tuple(range(activations.ndim - 1))
+            mean, variance = activations.mean(axis=axes), activations.var(axis=axes)
+            gamma, beta, _, _ = layer.get_weights()
+            layer.set_weights([gamma, beta, mean + rng.normal(0, 0.1, mean.shape) * np.sqrt(variance),
+                               variance * rng.uniform(0.8, 1.25, variance.shape)])
 
 
 def write(network: str, width: float, resolution: int, classes: int, small: bool, out: Path) -> None:
-    keras.utils.set_random_seed(SEED)
-    rng = np.random.default_rng(SEED)
-    model = NETWORKS[network](keras.Input((resolution, resolution, 3)), width, classes, small)
-    _randomize_statistics(model, rng)
-    tflite = to_tflite(model, rng)
+    def build():
+        return NETWORKS[network](keras.Input((resolution, resolution, 3)), width, classes, small)
+
+    tflite = seeded_tflite(build, SEED, images=CALIBRATION_IMAGES, set_statistics=_calibrate_statistics)
     out.write_bytes(tflite)
-    print(f"{out.name}: {len(tflite)} bytes, {model.count_params()} parameters", file=sys.stderr)
-    keras.backend.clear_session()
+    print(f"{out.name}: {len(tflite)} bytes", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -194,8 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-o", "--output", type=Path)
     parser.add_argument("--committed", action="store_true", help=f"write the small variants into {OUT}")
     args = parser.parse_args(argv)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-    tf.config.threading.set_intra_op_parallelism_threads(1)
+    use_one_thread()
     if args.committed:
         for name, (network, width, resolution, classes) in COMMITTED.items():
             write(network, width, resolution, classes, True, OUT / name)
