@@ -44,7 +44,6 @@ versions (tensorflow-cpu 2.21.0, Keras 3.15.1). The small variants are committed
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -53,23 +52,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # keras_tflite_models sets TensorFlow's environment (deterministic ops, no log) before it imports it
 from keras_tflite_models import _randomize_statistics, seeded_tflite, use_one_thread  # noqa: E402
+from imagenet_variants import SEED, main as variants_main  # noqa: E402
 from keras.src.applications.mobilenet_v2 import _make_divisible  # noqa: E402
 from tensorflow import keras  # noqa: E402
 from tensorflow.keras import layers  # noqa: E402
 
-OUT = Path(__file__).resolve().parents[1] / "data" / "imagenet"
-SEED = 44
 CALIBRATION_IMAGES = 8
-# the small variants committed for the tests: file name -> (network, width, resolution, classes), the sizes of
-# imagenet_models.py's committed ONNX files
-COMMITTED = {
-    "mobilenet_v1_0125_64.tflite": ("mobilenet_v1", 0.125, 64, 10),
-    "mobilenet_v2_010_64.tflite": ("mobilenet_v2", 0.1, 64, 10),
-    "resnet18_00625_64.tflite": ("resnet18", 0.0625, 64, 10),
-    "tiny_yolo_00625_64.tflite": ("tiny_yolo", 0.0625, 64, 0),
-}
-DEFAULTS = {"mobilenet_v1": (0.5, 160), "mobilenet_v2": (1.0, 224), "resnet18": (1.0, 224),
-            "resnet34": (1.0, 224), "tiny_yolo": (0.5, 320)}
 
 
 def mobilenet_v1(inputs: keras.Input, width: float, classes: int, small: bool) -> keras.Model:
@@ -174,24 +162,8 @@ def write(network: str, width: float, resolution: int, classes: int, small: bool
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("network", nargs="?", choices=sorted(NETWORKS))
-    parser.add_argument("--width", type=float, help="channel multiplier (default: the network's)")
-    parser.add_argument("--resolution", type=int, help="input side R (default: the network's)")
-    parser.add_argument("--classes", type=int, default=1000)
-    parser.add_argument("--small", action="store_true", help="scale MobileNetV2's last conv by α below 1 too")
-    parser.add_argument("-o", "--output", type=Path)
-    parser.add_argument("--committed", action="store_true", help=f"write the small variants into {OUT}")
-    args = parser.parse_args(argv)
     use_one_thread()
-    if args.committed:
-        for name, (network, width, resolution, classes) in COMMITTED.items():
-            write(network, width, resolution, classes, True, OUT / name)
-        return
-    if not args.network or not args.output:
-        parser.error("give a network and -o OUTPUT, or --committed")
-    width, resolution = DEFAULTS[args.network]
-    write(args.network, args.width or width, args.resolution or resolution, args.classes, args.small, args.output)
+    variants_main(argv, __doc__.split("\n\n")[0], ".tflite", write)
 
 
 if __name__ == "__main__":
