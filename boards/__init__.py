@@ -21,6 +21,13 @@ design, and every resource budget is taken of it. A board without the table rese
 that feeds the accelerator's weight port (`ming_py.weights_load`); the ILP sets it aside where it may choose
 URAM weights.
 
+A ``[ddr]`` table gives the off-chip memory the programmable logic can read weights from (`Ddr`): on a Zynq
+board the PS DDR through the PS's four high-performance AXI ports (S_AXI_HP0..3, not the coherent HPC or ACP
+ports); on an Alveo card the whole memory a kernel can reach through its AXI masters at the kernel clock (its DDR4
+banks or HBM pseudo-channels), each port one beat per kernel cycle: the memory's peak bytes per second, the AXI
+ports the PL reads it through and their width, and the fraction of the peak a stream of reads sustains, each
+with the document it comes from.
+
 `parse_board` validates one file's text; `load_board` / `all_boards` read the
 files shipped with the package through `importlib.resources`, so the database
 works from an installed wheel as well as from a source checkout.
@@ -89,6 +96,21 @@ class Reserved:
 
 
 @dataclass(frozen=True)
+class Ddr:
+    """The off-chip memory the PL reads weights from, and the AXI ports it reads it through."""
+
+    peak_bytes_per_s: float  # the memory's peak: bus width x transfer rate (all channels or banks)
+    ports: int  # AXI ports from the PL to it (Zynq: S_AXI_HP0..3; Alveo: every DDR bank or HBM pseudo-channel)
+    port_bits: int  # each port's data width, one beat per PL (kernel) clock cycle
+    sustained_fraction: float  # of the peak that a stream of long read bursts sustains
+    source: str  # the documents the figures come from, and which figures are assumptions
+
+    def bytes_per_s(self, clock_mhz: float) -> float:
+        """What the PL can read per second at `clock_mhz`: the memory's sustained rate, or the ports' if less."""
+        return min(self.peak_bytes_per_s * self.sustained_fraction, self.ports * self.port_bits / 8 * clock_mhz * 1e6)
+
+
+@dataclass(frozen=True)
 class Board:
     """One target board: its device, PL resources and default build settings."""
 
@@ -109,6 +131,7 @@ class Board:
     alveo: Alveo | None = None
     reserved: Reserved = Reserved()
     weight_port: Reserved = Reserved()  # what the weight port's data mover takes (weights in URAM)
+    ddr: Ddr | None = None  # the off-chip memory the PL can read weights from
 
     @property
     def clock_period_ns(self) -> float:
@@ -138,6 +161,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "alveo": ((dict,), False),
     "reserved": ((dict,), False),
     "weight_port": ((dict,), False),
+    "ddr": ((dict,), False),
 }
 _ZYNQ_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     "board_part": ((str,), True),
@@ -149,6 +173,13 @@ _ZYNQ_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
 _ALVEO_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {"memory": ((str,), True)}
 _RESERVED_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
     **{resource: ((int,), True) for resource in RESERVABLE},
+    "source": ((str,), True),
+}
+_DDR_FIELDS: dict[str, tuple[tuple[type, ...], bool]] = {
+    "peak_bytes_per_s": ((int, float), True),
+    "ports": ((int,), True),
+    "port_bits": ((int,), True),
+    "sustained_fraction": ((int, float), True),
     "source": ((str,), True),
 }
 _POSITIVE = ("dsp", "bram18k", "lut", "ff", "clock_mhz")
@@ -217,6 +248,7 @@ def parse_board(text: str, source_name: str) -> Board:
         alveo=_alveo(data["alveo"], fail) if "alveo" in data else None,
         reserved=_reserved(data["reserved"], data, fail) if "reserved" in data else Reserved(),
         weight_port=_reserved(data["weight_port"], data, fail, "weight_port") if "weight_port" in data else Reserved(),
+        ddr=_ddr(data["ddr"], fail) if "ddr" in data else None,
     )
 
 
@@ -267,6 +299,22 @@ def _reserved(data: dict, device: dict, fail, table: str = "reserved") -> Reserv
     if data["bram18k"] % 2:
         raise fail(f"field '{table}.bram18k' must be even (2 x BRAM36), got {data['bram18k']!r}")
     return Reserved(**data)
+
+
+def _ddr(data: dict, fail) -> Ddr:
+    _check_fields(data, _DDR_FIELDS, "ddr.", fail)
+    if not data["source"].strip():
+        raise fail("field 'ddr.source' must not be empty; name the documents the figures come from")
+    for key in ("peak_bytes_per_s", "ports", "port_bits"):
+        if not data[key] > 0:
+            raise fail(f"field 'ddr.{key}' must be positive, got {data[key]!r}")
+    if data["port_bits"] % 8:
+        raise fail(f"field 'ddr.port_bits' must be a whole number of bytes, got {data['port_bits']!r}")
+    if not 0 < data["sustained_fraction"] <= 1:
+        raise fail(f"field 'ddr.sustained_fraction' must be within 0 (excluded) and 1, got "
+                   f"{data['sustained_fraction']!r}")
+    return Ddr(peak_bytes_per_s=float(data["peak_bytes_per_s"]), ports=data["ports"], port_bits=data["port_bits"],
+               sustained_fraction=float(data["sustained_fraction"]), source=data["source"])
 
 
 PROCESSING_SYSTEMS_FILE = "processing_systems.toml"

@@ -190,3 +190,53 @@ def test_every_board_has_its_deployment_table():
 def test_deployment_table_errors(text: str, message: str):
     with pytest.raises(MingError, match=r"board file demo.toml: " + message):
         parse_board(text, "demo.toml")
+
+
+# Each board's memory peak in bytes per second, AXI ports and their bits (the board files' [ddr] sources).
+DDR_FIGURES = {
+    "kv260": (19.2e9, 4, 128), "pynq-z2": (2.1e9, 4, 64), "u250": (76.8e9, 4, 512), "u280": (460e9, 32, 256),
+    "u50": (316e9, 32, 256), "u55c": (460e9, 32, 256), "ultra96v2": (4.264e9, 4, 128),
+    "zcu102": (17.064e9, 4, 128), "zcu104": (19.2e9, 4, 128),
+}
+
+
+def test_every_board_has_its_ddr():
+    assert board_names() == sorted(DDR_FIGURES)
+    for board in all_boards():
+        ddr = board.ddr
+        assert ddr is not None, board.name
+        assert (ddr.peak_bytes_per_s, ddr.ports, ddr.port_bits) == DDR_FIGURES[board.name], board.name
+        assert 0 < ddr.sustained_fraction <= 1 and ddr.source.strip(), board.name
+        assert 0 < ddr.bytes_per_s(board.clock_mhz) <= ddr.peak_bytes_per_s, board.name
+
+
+def test_kv260_ddr_bytes_per_s():
+    """DDR4 64-bit at 2400 MT/s, 70 % sustained: 13.44 GB/s; at 200 MHz the four 128-bit HP ports carry 64 B a
+    cycle, 12.8 GB/s, the lesser; at 300 MHz (19.2 GB/s) the DDR is."""
+    ddr = load_board("kv260").ddr
+    assert ddr.sustained_fraction == 0.7
+    assert ddr.bytes_per_s(200) == 12.8e9
+    assert ddr.bytes_per_s(300) == pytest.approx(19.2e9 * 0.7)
+
+DDR = """
+[ddr]
+peak_bytes_per_s = 19_200_000_000
+ports = 4
+port_bits = 128
+sustained_fraction = 0.7
+source = "a data sheet"
+"""
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("ports = 4", "ports = 0", r"field 'ddr.ports' must be positive"),
+    ("port_bits = 128", "port_bits = 12", r"field 'ddr.port_bits' must be a whole number of bytes"),
+    ("sustained_fraction = 0.7", "sustained_fraction = 1.5", r"field 'ddr.sustained_fraction' must be within"),
+    ('source = "a data sheet"', 'source = " "', r"field 'ddr.source' must not be empty"),
+    ("ports = 4", 'ports = "4"', r"field 'ddr.ports' must be an integer"),
+    ("ports = 4", "", r"missing required field\(s\) 'ddr.ports'"),
+])
+def test_ddr_table_errors(old: str, new: str, message: str):
+    assert parse_board(GOOD + DDR, "demo.toml").ddr.bytes_per_s(200) == 12.8e9
+    with pytest.raises(MingError, match=r"board file demo.toml: " + message):
+        parse_board(GOOD + DDR.replace(old, new), "demo.toml")

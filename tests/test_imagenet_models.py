@@ -1,7 +1,7 @@
 """ImageNet-class networks quantized as users quantize them (onnxruntime's quantize_static, QDQ, per-channel int8;
 tests/generators/imagenet_models.py), at small width and resolution: MobileNetV1, MobileNetV2, ResNet-18 and a
 tiny-YOLOv3-shaped detector. ming reference equals onnxruntime bit for bit, and `ming build --board kv260`
-verifies its own C++ against ming reference."""
+verifies its own C++ against ming reference, for these and for their TFLite forms (test_imagenet_tflite.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import numpy as np
 import onnx
 import pytest
 
+from test_imagenet_tflite import MODELS as TFLITE_MODELS
 from ming_py import parity
 from ming_py.build import build
 from ming_py.options import BuildOptions
@@ -47,7 +48,7 @@ def test_an_imagenet_model_equals_onnxruntime(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", MODELS + TFLITE_MODELS)
 def test_an_imagenet_model_builds_verified_for_the_kv260(tmp_path, name):
     design = build(IMAGENET / name, tmp_path / "out", BuildOptions(board="kv260"))
     verification = json.loads(design.files["report.json"])["verification"]
@@ -63,3 +64,10 @@ def test_a_global_average_pool_of_a_one_by_one_map_equals_onnxruntime(tmp_path, 
     graph = lift(path)
     result = parity.compare(graph, path, _image(path, 0))
     assert result.exact == result.total, f"{result.total - result.exact} of {result.total} differ"
+
+
+def test_parameter_bytes_count_the_int8_weights_and_int32_biases_not_the_zero_points():
+    """MobileNetV1 0.125 at 64 with 10 classes: 57,432 int8 initializers, of which 1,408 are zero points (per
+    channel, and the activations'); 1,378 int32 biases (and as many int32 zero points of theirs)."""
+    model = onnx.load(str(IMAGENET / "mobilenet_v1_0125_64.onnx"))
+    assert _generator().parameter_bytes(model) == (56_024, 1_378 * 4)

@@ -27,7 +27,6 @@ MobileNetV2's last 1x1 conv by α below 1 (the real network keeps 1280), so that
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
@@ -40,17 +39,9 @@ from onnxruntime.quantization.shape_inference import quant_pre_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from detector_models import _Builder as GraphBuilder  # noqa: E402
+from imagenet_variants import SEED, main as variants_main  # noqa: E402
 
-OUT = Path(__file__).resolve().parents[1] / "data" / "imagenet"
-SEED = 44
 CALIBRATION_IMAGES = 4
-# the small variants committed for the tests: file name -> (network, width, resolution, classes)
-COMMITTED = {
-    "mobilenet_v1_0125_64.onnx": ("mobilenet_v1", 0.125, 64, 10),
-    "mobilenet_v2_010_64.onnx": ("mobilenet_v2", 0.1, 64, 10),
-    "resnet18_00625_64.onnx": ("resnet18", 0.0625, 64, 10),
-    "tiny_yolo_00625_64.onnx": ("tiny_yolo", 0.0625, 64, 0),
-}
 # the element-wise activations a detector's blocks may have: name -> (ONNX op, attributes)
 ELEMENTWISE = {
     "leaky": ("LeakyRelu", {"alpha": 0.1}),
@@ -203,8 +194,6 @@ def tiny_yolo(b: _Builder, x: str, width: float, activation: str = "leaky") -> l
 
 NETWORKS = {"mobilenet_v1": mobilenet_v1, "mobilenet_v2": mobilenet_v2, "resnet18": _resnet((2, 2, 2, 2)),
             "resnet34": _resnet((3, 4, 6, 3)), "tiny_yolo": tiny_yolo}
-DEFAULTS = {"mobilenet_v1": (0.5, 160), "mobilenet_v2": (1.0, 224), "resnet18": (1.0, 224),
-            "resnet34": (1.0, 224), "tiny_yolo": (0.5, 320)}
 
 
 def float_model(network: str, width: float, resolution: int, classes: int = 1000, small: bool = False,
@@ -264,34 +253,38 @@ def multiply_accumulates(model: onnx.ModelProto) -> int:
     return total
 
 
+def parameter_bytes(model: onnx.ModelProto) -> tuple[int, int]:
+    """(weight bytes, bias bytes): the quantized initializers DequantizeLinear nodes feed to a Conv's, Gemm's or
+    MatMul's weight input (int8) and to a Conv's or Gemm's bias (int32), each initializer once; scales and zero
+    points are not counted."""
+    initializers = {i.name: i for i in model.graph.initializer}
+    dequantized = {n.output[0]: initializers[n.input[0]] for n in model.graph.node
+                   if n.op_type == "DequantizeLinear" and n.input[0] in initializers}
+    weights, biases = {}, {}
+    for node in model.graph.node:
+        if node.op_type not in ("Conv", "Gemm", "MatMul"):
+            continue
+        for position, name in enumerate(node.input):
+            if name in dequantized:
+                initializer = dequantized[name]
+                (biases if position == 2 else weights)[initializer.name] = numpy_helper.to_array(initializer).nbytes
+    return sum(weights.values()), sum(biases.values())
+
+
 def describe(path: Path) -> str:
     model = onnx.load(str(path))
-    weights = sum(numpy_helper.to_array(i).size for i in model.graph.initializer if i.data_type == TensorProto.INT8)
-    return (f"{path.name}: {path.stat().st_size} bytes, {weights} int8 weights, "
+    weights, biases = parameter_bytes(model)
+    return (f"{path.name}: {path.stat().st_size} bytes, {weights} weight bytes (int8), {biases} bias bytes (int32), "
             f"{multiply_accumulates(model)} MACs")
 
 
+def write(network: str, width: float, resolution: int, classes: int, small: bool, out: Path) -> None:
+    quantize(float_model(network, width, resolution, classes, small), out)
+    print(describe(out), file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("network", nargs="?", choices=sorted(NETWORKS))
-    parser.add_argument("--width", type=float, help="channel multiplier (default: the network's)")
-    parser.add_argument("--resolution", type=int, help="input side R (default: the network's)")
-    parser.add_argument("--classes", type=int, default=1000)
-    parser.add_argument("--small", action="store_true", help="scale MobileNetV2's last conv by α below 1 too")
-    parser.add_argument("-o", "--output", type=Path)
-    parser.add_argument("--committed", action="store_true", help=f"write the small variants into {OUT}")
-    args = parser.parse_args(argv)
-    if args.committed:
-        OUT.mkdir(parents=True, exist_ok=True)
-        for name, (network, width, resolution, classes) in COMMITTED.items():
-            quantize(float_model(network, width, resolution, classes, small=True), OUT / name)
-            print(describe(OUT / name), file=sys.stderr)
-        return
-    if not args.network or not args.output:
-        parser.error("give a network and -o OUTPUT, or --committed")
-    width, resolution = DEFAULTS[args.network]
-    model = float_model(args.network, args.width or width, args.resolution or resolution, args.classes, args.small)
-    print(describe(quantize(model, args.output)), file=sys.stderr)
+    variants_main(argv, __doc__.split("\n\n")[0], ".onnx", write)
 
 
 if __name__ == "__main__":

@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -426,9 +427,10 @@ def _randomize_statistics(model: keras.Model, rng: np.random.Generator) -> None:
             layer.set_weights([kernel, rng.normal(0, 0.2, bias.shape)])
 
 
-def to_tflite(model: keras.Model, rng: np.random.Generator, float_io: bool = False) -> bytes:
+def to_tflite(model: keras.Model, rng: np.random.Generator, float_io: bool = False, images: int = 32) -> bytes:
+    """Full-integer int8 quantization calibrated on `images` seeded inputs of mean 0 and deviation 1."""
     shape = (1,) + tuple(model.input_shape[1:])
-    samples = [rng.normal(0, 1, shape).astype(np.float32) for _ in range(32)]
+    samples = [rng.normal(0, 1, shape).astype(np.float32) for _ in range(images)]
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
     converter.representative_dataset = lambda: ([s] for s in samples)
@@ -439,20 +441,32 @@ def to_tflite(model: keras.Model, rng: np.random.Generator, float_io: bool = Fal
     return converter.convert()
 
 
-def main(out: Path, names: list[str]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
+def use_one_thread() -> None:
     tf.config.threading.set_inter_op_parallelism_threads(1)
     tf.config.threading.set_intra_op_parallelism_threads(1)
+
+
+def seeded_tflite(build: Callable[[], keras.Model], seed: int, float_io: bool = False, images: int = 32,
+                  set_statistics: Callable[[keras.Model, np.random.Generator], None] = _randomize_statistics) -> bytes:
+    """`build()`'s model with weights and statistics drawn from `seed`, converted by `to_tflite`; the Keras session
+    is cleared after it, so that layer names do not depend on the models built before."""
+    keras.utils.set_random_seed(seed)
+    rng = np.random.default_rng(seed)
+    model = build()
+    set_statistics(model, rng)
+    tflite = to_tflite(model, rng, float_io, images)
+    keras.backend.clear_session()
+    return tflite
+
+
+def main(out: Path, names: list[str]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    use_one_thread()
     for name in names or list(MODELS):
         build, float_io = MODELS[name]
-        keras.utils.set_random_seed(SEED)
-        rng = np.random.default_rng(SEED)
-        model = build()
-        _randomize_statistics(model, rng)
-        tflite = to_tflite(model, rng, float_io)
+        tflite = seeded_tflite(build, SEED, float_io)
         (out / f"{name}.tflite").write_bytes(tflite)
         print(f"{name}: {len(tflite)} bytes")
-        keras.backend.clear_session()
 
 
 if __name__ == "__main__":
