@@ -28,7 +28,10 @@ import numpy as np
 
 from .kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, tile_words, words_per_row
 
-DDR_MAX_BURST = 256  # words per burst (the m_axi interface's max_read_burst_length, AXI4's longest INCR burst)
+# The m_axi read adapter of each streamed port (AMD UG1399, "M_AXI Interfaces"): bursts of DDR_MAX_BURST words,
+# DDR_READ_OUTSTANDING bursts in flight; its read buffer holds their product in words.
+DDR_MAX_BURST = 64
+DDR_READ_OUTSTANDING = 4
 DDR_FILE = "weights_ddr.bin"
 DDR_BUNDLE = "gmem_weights"
 
