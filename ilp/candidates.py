@@ -48,9 +48,7 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
     if process.name in pins.line_buffers:
         memories = [m for m in memories if m == pins.line_buffers[process.name]]
     multiplier_pin = pins.multipliers.get(process.name)
-    requantizers = pins.requantizers.get(process.name)
-    if pins.weights.get(process.name) == "ddr":
-        requantizers = 0  # a streamed loop takes one requantizer per output lane (`ming_py.weights_ddr`)
+    requantizers = pins.requantizers.get(process.name)  # none but 0 beside weights pinned to DDR (`pins.resolve`)
     result = []
     for factors in itertools.product(*options):
         unroll = dict(zip(loops, factors))

@@ -31,7 +31,9 @@ Resources (DSP48E2, BRAM18K, URAM, LUT, FF), per primitive (`resources`, named i
   - "adapter": the top function's AXI adapters (`unpack_axis`, `pack_axis`) by their lanes, in the process they
     feed or drain;
   - "loader": for weights in URAM, the process's load loop and its share of the weight distributor
-    (`ming_py.weights_load.loader_cost`); the load itself runs once at start and is not charged per image.
+    (`ming_py.weights_load.loader_cost`); the load itself runs once at start and is not charged per image;
+  - "ddr_port": for weights streamed from DDR, the process's m_axi read adapter and fetch loop
+    (`ming_py.weights_ddr.ddr_port_cost`; its read buffer, request FIFO and fetch stream go to "memory").
   What Vitis HLS adds around a synthesized datapath (pipeline enables, handshakes, binding) is FINN-R's
   factor 1.1 on LUTs (Blott et al., TRETS 2018: FINN's `lut_estimation`, c1 = 1.1).
 * "memory": the storage plan's own count (`ming_py.storage`): BRAM18K, URAM, LUTRAM and registers.
@@ -60,6 +62,7 @@ from ming_py.array_layout import memory_cost
 from ming_py.epilogues import lane_cost, lane_datapath
 from ming_py.errors import MingError
 from ming_py.storage import plan_arrays
+from ming_py.weights_ddr import ddr_port_cost, streamed_words
 
 HLS_LUT_OVERHEAD = 1.1  # FINN-R's c1: LUTs of an HLS datapath over its synthesized logic
 FF_PER_LOGIC_LUT = 1.5
@@ -197,6 +200,12 @@ def resources(graph: StreamGraph, p: Process, choice: Choice, spec, trip_count: 
         lut["loader"] = loader.lut
         memory_lut += loader.fifo_lut
         registers += loader.ff
+    if choice.weights == "ddr":
+        port = ddr_port_cost(streamed_words(spec))
+        lut["ddr_port"] = port.lut
+        memory_lut += port.lutram
+        registers += port.ff
+        bram += port.bram18k
     parts = [("lut", primitive, HLS_LUT_OVERHEAD * amount) for primitive, amount in lut.items()]
     parts += [("lut", "memory", memory_lut), ("bram18k", "memory", bram), ("uram", "memory", uram)]
     parts += [("dsp", "mac", math.ceil(mac_dsp * spec.macs)), ("dsp", "requantizer", requant_dsp * spec.requant_lanes),

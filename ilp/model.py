@@ -27,14 +27,15 @@ class Model:
     "latency" (the latency model's output finish), "sum" (of process cycles), "interval" (the slowest process)
     or "resources" (the least `footprint` within the user's budget, `budget` plus the `reserved` FIFO memory),
     the last optionally with the latency model bounded by `latency_limit`. Where candidates stream their weights
-    from DDR, `ddr_rate` (bytes a cycle, `ming_py.weights_ddr.ddr_bytes_per_cycle`) bounds the bytes an image
-    reads by the cycles it takes (`_ddr_row`)."""
+    from DDR, `ddr_rate` (bytes a cycle, the board's `ming_py.weights_ddr.ddr_bytes_per_cycle`) bounds the bytes
+    an image reads by the cycles it takes (`_ddr_row`)."""
 
     def __init__(self, graph: StreamGraph, options, costs, budget: Budget, goal: str, latency_limit: int | None = None,
                  reserved: dict[str, int] | None = None, ddr_rate: float | None = None):
         self.graph, self.options, self.costs, self.budget = graph, options, costs, budget
         self.goal, self.latency_limit, self.ddr_rate = goal, latency_limit, ddr_rate
         self.reserved = reserved or {}
+        self.horizon = None
         self.whole = replace(budget, **{r: getattr(budget, r) + v for r, v in self.reserved.items()})
         problem = pulp.LpProblem("ming_dse", pulp.LpMinimize)
         self.pick = {name: [pulp.LpVariable(f"x_{i}_{j}", cat="Binary") for j in range(len(choices))]
@@ -183,15 +184,17 @@ class Model:
                             f"fill_{channel.name}")
                 into = graph.process(consumer).inputs.index(channel.name)
                 first = start[producer] + self.timed(producer, lambda c: c.fill)
-                shares = input_fractions(graph, graph.process(consumer), self.streamed(consumer))[into]
-                for j, share in enumerate(shares):
-                    lag = self.timed(consumer, lambda c, j=j: c.lags[into][j])
-                    arrival = at_share([first] + point[producer], share)
-                    problem += point[consumer][j] >= arrival + lag, f"lag_{channel.name}_{j}"
-                for k, j in enumerate(samples_after(graph, graph.process(consumer), self.streamed(consumer))[into]):
-                    if j is not None:
-                        push = self.timed(consumer, lambda c, k=k: c.pushes[into][k])
-                        problem += point[consumer][j] >= point[producer][k] + push, f"push_{channel.name}_{k}"
+                for streamed, slack, suffix in self._weight_variants(consumer):
+                    process = graph.process(consumer)
+                    for j, share in enumerate(input_fractions(graph, process, streamed)[into]):
+                        lag = self.timed(consumer, lambda c, j=j: c.lags[into][j])
+                        arrival = at_share([first] + point[producer], share)
+                        problem += point[consumer][j] >= arrival + lag - slack, f"lag_{channel.name}{suffix}_{j}"
+                    for k, j in enumerate(samples_after(graph, process, streamed)[into]):
+                        if j is not None:
+                            push = self.timed(consumer, lambda c, k=k: c.pushes[into][k])
+                            problem += (point[consumer][j] >= point[producer][k] + push - slack,
+                                        f"push_{channel.name}{suffix}_{k}")
                 self._starved(graph, problem, channel, start, point)
             else:
                 problem += done >= finish[channel.producer], f"out_{channel.name}"
@@ -199,14 +202,30 @@ class Model:
             problem += done >= self._record(graph, problem, finish), "record"
         return done
 
-    def streamed(self, name: str) -> bool:
-        """Whether every candidate of the process streams its weights from DDR (pinned there: `Choice.weights`)."""
-        return all(choice.weights == "ddr" for choice in self.options[name])
+    def _weight_variants(self, name: str) -> list[tuple[bool, object, str]]:
+        """The input timings of a process's candidates (`input_fractions` and `samples_after` of its loop with
+        weights on chip or streamed from DDR): (streamed, slack, row-name suffix) per kind its candidates hold. Where
+        it has both, each kind's rows hold only where a candidate of that kind is picked: the others' are relaxed
+        by `_horizon` (big-M), so the rows bound the chosen candidate's points as `estimate` does."""
+        ddr = [x for x, choice in zip(self.pick[name], self.options[name]) if choice.weights == "ddr"]
+        if len(ddr) in (0, len(self.pick[name])):
+            return [(bool(ddr), 0, "")]
+        picked = pulp.lpSum(ddr)
+        return [(False, self._horizon() * picked, "_chip"), (True, self._horizon() * (1 - picked), "_ddr")]
+
+    def _horizon(self) -> int:
+        """A bound on every progress point of the least schedule of any design: per process, its largest cycles,
+        fill, progress, lag, push and row gap, summed (each point is its producer's plus at most one of these)."""
+        if self.horizon is None:
+            self.horizon = 1 + sum(max(max((c.cycles, c.fill) + c.progress + sum(c.lags, ()) + sum(c.pushes, ())
+                                           + sum(c.row_gaps, ())) for c in costs)
+                                   for costs in self.costs.values())
+        return self.horizon
 
     def _ddr_row(self, problem, cycles) -> None:
         """The weights an image streams from DDR arrive within `cycles` (its latency, or the interval) at the
-        DDR's rate: a necessary bound, the one bundle's port shared by every streamed process (each process's loop
-        charges its own fetches as if the port were its own). No row where no candidate streams."""
+        board's DDR rate (`ddr_rate`): a necessary bound, the DDR shared by every streamed process (each process's
+        loop charges its own fetches, a word a cycle). No row where no candidate streams."""
         streamed = [(x, streamed_bytes(choice_spec(self.graph, self.graph.process(name), choice)))
                     for name, xs in self.pick.items() for x, choice in zip(xs, self.options[name])
                     if choice.weights == "ddr"]

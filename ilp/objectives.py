@@ -109,7 +109,7 @@ def _target_model(graph, board, options, costs, budget, targets: Targets, reserv
     if limit is not None:
         options, costs = fast_enough(graph, options, costs, limit)
     return Model(graph, options, costs, budget, "resources", latency_limit=limit, reserved=reserved,
-                 ddr_rate=ddr_bytes_per_cycle(board.clock_mhz))
+                 ddr_rate=ddr_bytes_per_cycle(board))
 
 
 def _target_cycles(cycles: float, option: str, value: float, board: Board) -> int:
@@ -142,7 +142,7 @@ def meet_targets(graph, board: Board, options, costs, budget: Budget, targets: T
 def _best_achievable(graph, board: Board, options, costs, budget: Budget, targets: Targets, node_limit: int) -> str:
     """The best figure of a missed target within the budget: the least interval or latency."""
     best = Model(graph, options, costs, budget, "interval" if targets.latency_us is None else "latency",
-                 ddr_rate=ddr_bytes_per_cycle(board.clock_mhz))
+                 ddr_rate=ddr_bytes_per_cycle(board))
     search = run_search(best, node_limit)
     if search.picked is None:
         return "raise the budget"

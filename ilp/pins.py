@@ -229,6 +229,10 @@ def resolve(settings: dict[str, int | str], graph: StreamGraph) -> Pins:
                 settings.written(key) if isinstance(settings, Settings) else f"--set {key}={value}"
     for name in [name for name, memory in pins.weights.items() if memory == "ddr"]:
         _check_streamed(graph, graph.process(name), pins.unroll.get(name, {}))
+        if pins.requantizers.get(name):
+            raise MingError(f"{name}.weights=ddr and {name}.requantizers={pins.requantizers[name]}: process {name} "
+                            "streams its weights from DDR with one requantizer per output lane; set requantizers=0 "
+                            "or remove one of the settings")
     return pins
 
 

@@ -111,7 +111,7 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
                                                    reserved)
     else:
         model = Model(graph, options, costs, available, "sum" if objective == "sum" else "latency",
-                      ddr_rate=ddr_bytes_per_cycle(board.clock_mhz))
+                      ddr_rate=ddr_bytes_per_cycle(board))
         search = _decided(run_search(model, node_limit), graph, board, budget, reserved, calibration, node_limit, pins,
                           port)
         picked, status = thrifty(model, search.picked) if objective == "latency" else search.picked, search.describe()

@@ -22,10 +22,13 @@ process (`fetch_ddr_weights` of the emitted C++, bursts) feeds the process its w
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from . import primitives
+from .array_layout import BRAM18K_SHAPES, LUTRAM_DEPTH
 from .kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, tile_words, words_per_row
 
 # The m_axi read adapter of each streamed port (AMD UG1399, "M_AXI Interfaces"): bursts of DDR_MAX_BURST words,
@@ -99,28 +102,73 @@ def ddr_report(parts: list[StreamedArray], image: bytes, ports: dict[str, str]) 
                         "offset_bytes": p.first_word * DDR_WORD_BYTES} for p in parts]}
 
 
-# The DDR the weights stream from, as the ILP budgets it: the bundle's one 128-bit AXI port (a KV260 HP port,
-# AMD UG1085 ch. 35) moves DDR_WORD_BYTES a cycle at the PL clock; the K26's PS DDR4 (64 bits at 2400 MT/s,
-# 19.2 GB/s peak, AMD DS987) is taken to sustain DDR_SUSTAINED_SHARE of its peak (an assumption, not a
-# measurement), more than the port at 200 MHz. A board-file figure replaces these constants later.
-KV260_DDR_PEAK_MBPS = 19_200
-DDR_SUSTAINED_SHARE = 0.75
+def ddr_bytes_per_cycle(board) -> float | None:
+    """Bytes of weights the board's DDR delivers per PL cycle at its clock (`Board.ddr`: the memory's sustained
+    rate, or its AXI ports' if less); None for a board without a [ddr] table. The whole design's streamed bytes per
+    image share it; each streamed process's own fetch of one DDR_WORD_BYTES word a cycle is its loop's charge."""
+    if board.ddr is None:
+        return None
+    return board.ddr.bytes_per_s(board.clock_mhz) / (board.clock_mhz * 1e6)
+
+
+@dataclass(frozen=True)
+class DdrPortCost:
+    """What one streamed process adds beside its loop (`ilp.cost.resources`, primitive "ddr_port"): its m_axi read
+    adapter and its fetch loop (`fetch_ddr_weights`)."""
+
+    bram18k: int
+    lut: int
+    ff: int
+    lutram: int  # LUTs of memories: the adapter's request FIFO and the fetch stream
+
+
+# The adapter's logic (a labelled estimate, no synthesis of the Vitis HLS adapter is at hand; UG1399 "M_AXI
+# Resources" names its parts, not their size): an address counter, a beat counter of a burst, a count of the bursts
+# in flight and the read buffer's two pointers, each a yosys-synthesized loop counter (`primitives.counter_lut`);
+# a request FIFO of DDR_READ_OUTSTANDING (address, length) entries in LUTRAM (`ming_py.array_layout`'s rule for a
+# RAM: two LUTs per bit of 64 words); registers for the request's address and a read beat.
+DDR_ADDRESS_BITS = 32  # the word address within weights_ddr.bin the adapter counts (its 64-bit base is a register)
+DDR_REQUEST_BITS = 64 + 8  # an AXI read request: address and burst length
+FETCH_STREAM_DEPTH = 2  # `fetch_ddr_weights`'s stream to its process
+SHIFT_REGISTER_BITS = 32  # bits of a stream FIFO per LUT (SRL32)
+
+
+def ddr_port_cost(words: int) -> DdrPortCost:
+    """The m_axi read adapter and fetch loop of a process that streams `words` DDR words an image: the read buffer
+    of DDR_MAX_BURST x DDR_READ_OUTSTANDING words in BRAM18K (by `ming_py.array_layout`'s BRAM18K shapes), the
+    adapter's logic (see above) and the fetch loop's word counter and stream."""
+    buffer_words, word_bits = DDR_MAX_BURST * DDR_READ_OUTSTANDING, DDR_WORD_BYTES * 8
+    bram = min(math.ceil(word_bits / width) * math.ceil(buffer_words / depth) for width, depth in BRAM18K_SHAPES)
+    counters = (DDR_ADDRESS_BITS, _bits(DDR_MAX_BURST), _bits(DDR_READ_OUTSTANDING), _bits(buffer_words),
+                _bits(buffer_words), _bits(words))
+    lut = sum(primitives.counter_lut(b) for b in counters)
+    request_fifo = math.ceil(DDR_READ_OUTSTANDING / LUTRAM_DEPTH) * DDR_REQUEST_BITS * 2
+    stream = math.ceil(FETCH_STREAM_DEPTH * word_bits / SHIFT_REGISTER_BITS)
+    return DdrPortCost(bram, lut, sum(counters) + DDR_REQUEST_BITS + word_bits, request_fifo + stream)
+
+
+def _bits(maximum: int) -> int:
+    return max(maximum.bit_length(), 1)
+
+
+def streamed_words(spec) -> int:
+    """DDR words a streamed process reads per image: every tile's."""
+    return tile_words(spec) * spec.tokens_out[0]
+
+
+def streamed_bytes(spec) -> int:
+    """Bytes a streamed process reads from DDR per image."""
+    return streamed_words(spec) * DDR_WORD_BYTES
+
+
 BRAM18K_BYTES = 18 * 1024 // 8
 URAM_BYTES = 72 * 4096 // 8
 
 
-def ddr_bytes_per_cycle(clock_mhz: float) -> float:
-    """Bytes of weights the DDR delivers per PL cycle: the port's width, or the sustained DDR share if less."""
-    return min(DDR_WORD_BYTES, KV260_DDR_PEAK_MBPS * DDR_SUSTAINED_SHARE / clock_mhz)
-
-
-def streamed_bytes(spec) -> int:
-    """Bytes a streamed process reads from DDR per image: every tile's words."""
-    return tile_words(spec) * spec.tokens_out[0] * DDR_WORD_BYTES
-
-
 def exceeds_chip(graph, budget) -> bool:
     """Whether the weights of `graph` outgrow every on-chip memory of `budget` (BRAM18K and URAM, whole): no
-    design keeps them all on chip, so the ILP may stream some from DDR."""
+    design keeps them all on chip, so the ILP may stream some from DDR. Line buffers, FIFOs and the other arrays
+    are left out of the count: a graph whose weights just fit beside none of them is offered no DDR candidates,
+    a conservative rule (DDR only where it is certainly needed)."""
     weights = sum(p.weights.size for p in graph.processes if p.weights is not None)
     return weights > budget.bram18k * BRAM18K_BYTES + budget.uram * URAM_BYTES

@@ -204,3 +204,85 @@ def test_a_streamed_conv_process_reads_and_writes_at_its_loops_iterations(tmp_pa
     iterations = max(25 * 4, fetch) + (tiles - 1) * max(pixels_out * rows, fetch) + pixels_out * rows + \
         pixels_out * tiles
     assert_traced_loop(graph, 2, tmp_path / "out", iterations, processes=schedule)
+
+
+# ---- The ILP's DDR candidates: latency rows per candidate, adapter cost, board rate, contradictory pins ----
+
+def _mixed_model(graph, pins):
+    """The latency ILP of `graph` with every process offered its weights on chip and streamed from DDR."""
+    from ming_py.ilp.budget import Budget
+    from ming_py.ilp.candidates import _pareto, candidates
+    from ming_py.ilp.cost import process_cost
+    from ming_py.ilp.model import Model
+
+    options, costs = {}, {}
+    for p in graph.processes:
+        choices = candidates(graph, p, pins, weight_memories=("bram", "ddr"))
+        options[p.name], costs[p.name] = _pareto(choices, [process_cost(graph, p, c) for c in choices])
+    return Model(graph, options, costs, Budget(dsp=10_000, bram18k=10_000, uram=0, lut=10_000_000), "latency")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_ilps_latency_is_the_estimate_of_its_design_whether_a_process_streams_or_not(streamed):
+    """A process offered both weights on chip and from DDR between two slow ones, forced to each: the ILP's objective
+    is `estimate` of the design it picks (the rows of the other kind of candidate relaxed), not the other kind's
+    timing (a streamed process's first outputs wait for its whole input)."""
+    import pulp
+
+    graph = map_graph("chain", (64, 2, 2), (64, 2, 2))
+    conv(graph, "up", "x", "h", 128)
+    conv(graph, "down", "h", "g", 64, seed=1)
+    conv(graph, "last", "g", "y", 64, seed=2)
+    stream_graph = build_stream_graph(graph)
+    slow = {f"{name}.unroll.{loop}": 1 for name in ("up", "last") for loop in ("oc", "ic")}
+    model = _mixed_model(stream_graph, resolve(slow, stream_graph))
+    ddr = [x for x, c in zip(model.pick["down"], model.options["down"]) if c.weights == "ddr"]
+    assert ddr and len(ddr) < len(model.pick["down"])
+    model.problem += pulp.lpSum(ddr) == int(streamed), "force_down"
+    model.problem.solve(pulp.PULP_CBC_CMD(msg=0))
+    values = {x.name: x.value() for x in model.variables()}
+    picked = model.picked(values)
+    assert (model.options["down"][picked["down"]].weights == "ddr") == streamed
+    assert round(pulp.value(model.problem.objective)) == model.latency_of(picked)
+
+
+@pytest.mark.unit
+def test_a_streamed_candidate_pays_its_m_axi_adapter_and_fetch_loop():
+    """Its read buffer (64-word bursts, 4 in flight, 128-bit words: 4 BRAM18K of 512 x 36) beside its own arrays,
+    and the adapter's and fetch loop's logic, which an on-chip candidate does not pay."""
+    from ming_py.array_layout import memory_cost
+    from ming_py.ilp.cost import HLS_LUT_OVERHEAD, Choice, choice_spec, process_cost
+    from ming_py.storage import plan_arrays
+    from ming_py.weights_ddr import ddr_port_cost, streamed_words
+
+    stream_graph = build_stream_graph(_wide_pair())
+    down = stream_graph.process("down")
+    ones = (("oc", 1), ("ic", 1), ("k", 1))
+    on_chip, streamed = (Choice(ones, (1,), (1,), weights=w) for w in ("bram", "ddr"))
+    spec = choice_spec(stream_graph, down, streamed)
+    port = ddr_port_cost(streamed_words(spec))
+    parts = {(r, p): a for r, p, a in process_cost(stream_graph, down, streamed).parts}
+    assert port.bram18k == 4
+    assert parts["bram18k", "memory"] == memory_cost(plan_arrays(spec, down.epilogue, "bram", "ddr"))[0] + 4
+    assert parts["lut", "ddr_port"] == pytest.approx(HLS_LUT_OVERHEAD * port.lut)
+    assert not any(p == "ddr_port" for _, p, _ in process_cost(stream_graph, down, on_chip).parts)
+
+
+@pytest.mark.unit
+def test_the_ilps_ddr_rate_is_the_boards():
+    from ming_py.boards import load_board
+    from ming_py.weights_ddr import ddr_bytes_per_cycle
+
+    kv260, pynq = load_board("kv260"), load_board("pynq-z2")
+    assert ddr_bytes_per_cycle(kv260) == pytest.approx(kv260.ddr.bytes_per_s(kv260.clock_mhz) / kv260.clock_mhz / 1e6)
+    assert ddr_bytes_per_cycle(pynq) < DDR_WORD_BYTES  # 2.1 GB/s x 70 % over 64-bit ports
+
+
+@pytest.mark.unit
+def test_weights_from_ddr_beside_shared_requantizers_is_refused_naming_the_process():
+    graph = map_graph("one", (16, 2, 2), (16, 2, 2))
+    conv(graph, "pw", "x", "y", 16)
+    with pytest.raises(MingError, match=r"^pw.weights=ddr and pw.requantizers=2: process pw "):
+        resolve({"pw.weights": "ddr", "pw.requantizers": 2}, build_stream_graph(graph))
+    assert resolve({"pw.weights": "ddr", "pw.requantizers": 0}, build_stream_graph(graph)).weights == {"pw": "ddr"}
