@@ -328,7 +328,9 @@ def starved_rows(graph: StreamGraph, p: Process) -> tuple[tuple[int, ...], ...]:
 def starved_cover(graph: StreamGraph, channel: str) -> float:
     """The share of its consumer's cycles that the FIFO keeps it busy through a gap of its producer, at the
     deepest the build's sizing may make it (DEEPEST_PIXELS pixels): so the row holds for every design the build
-    emits, a lower bound on its latency, whatever depth the sizing then picks."""
+    emits, a lower bound on its latency, whatever depth the sizing then picks. A consumer streaming its weights from
+    DDR reads its input faster than its cycles over the pixels (it buffers the map before its tiles): the same share
+    leaves it a looser bound, still a lower one, and `Model._starved` and `estimate` take the same."""
     c = graph.channels[channel]
     return DEEPEST_PIXELS / (c.height * c.width)
 

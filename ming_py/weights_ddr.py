@@ -9,7 +9,8 @@ ping-pong tile buffer `[2][reduction tiles][lanes]`; a pointwise or conv process
 map buffer it streams out in pixel order after the last tile (a dense process's output is in tile order already).
 Its loop (`ming_py.kinds.streamed.StreamedLoop`) charges each tile's fetch `tile_words + DDR_BURST_LATENCY`
 iterations, overlapped with the previous tile's compute. This module holds the rest: weights_ddr.bin, the report's
-description of it, and the DDR rate and capacity rule the ILP budgets streamed weights with.
+description of it, and what the ILP budgets streamed weights with: the board's DDR rate, the capacity rule and
+each streamed process's m_axi read adapter and fetch loop.
 
 The weights of every streamed process sit in DDR as one packed byte array, `weights_ddr.bin`: per streamed process
 in the graph's order, its weight rows (`ProcessKind.weight_rows`: a fold step's weights, output tile outermost) in
