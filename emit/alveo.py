@@ -54,16 +54,31 @@ def alveo_kernels(graph: StreamGraph) -> AlveoKernels:
     return AlveoKernels(mm2s="mm2s", accelerator=cpp_names(graph).top, s2mm="s2mm")
 
 
-def alveo_files(graph: StreamGraph, board: Board, weight_words: int = 0) -> dict[str, str]:
+def alveo_files(graph: StreamGraph, board: Board, weight_words: int = 0,
+                streamed: dict | None = None) -> dict[str, str]:
     """The files of OUT/vitis/, as {path relative to OUT: text}; `weight_words`: the words of weights.bin where
-    weights are in URAM (a fourth kernel, `mm2s_weights`, feeds the accelerator's weight port once)."""
+    weights are in URAM (a fourth kernel, `mm2s_weights`, feeds the accelerator's weight port once); `streamed`:
+    the report's "weights_ddr" where weights stream from DDR, which this flow refuses (`refuse_streamed`)."""
     if board.alveo is None or board.platform is None:
         raise MingError(f"board {board.name} has no Alveo kernel flow (it needs an [alveo] table and a Vitis "
                         f"platform; its interface is {board.interface})")
+    if streamed:
+        refuse_streamed(board, streamed)
     env = environment()
     context = _context(graph, board, weight_words)
     templates = TEMPLATES | ({"mm2s_weights.cpp": "vitis/mm2s_weights.cpp.j2"} if weight_words else {})
     return {f"vitis/{name}": env.get_template(template).render(context) for name, template in templates.items()}
+
+
+def refuse_streamed(board: Board, streamed: dict) -> None:
+    """The kernel flow has no weights streamed from DDR yet: link.cfg places no m_axi port of the accelerator in
+    a memory bank, and neither the host nor system_tb.cpp gives the kernel a buffer of weights_ddr.bin or starts
+    it (the accelerator here is free-running). Refused rather than written wrong."""
+    processes = ", ".join(array["process"] for array in streamed["arrays"])
+    raise MingError(f"board {board.name}: the Alveo flow cannot stream weights from DDR yet ({processes}): its "
+                    f"link.cfg has no sp= memory bank for the m_axi_gmem_* ports, and its host and system_tb.cpp "
+                    f"neither pass a weights_ddr.bin buffer nor start the kernel; keep those weights on chip or "
+                    f"build for a Zynq board (--board kv260)")
 
 
 def _context(graph: StreamGraph, board: Board, weight_words: int = 0) -> dict:
