@@ -77,7 +77,7 @@ def accelerator_metadata(graph: StreamGraph, board: Board, weights: dict | None 
     elif weights:
         meta["weights"] = weights | {"kernel": alveo_kernels(graph).mm2s_weights}
     if streamed:
-        meta["weights_ddr"] = streamed_metadata(streamed)
+        meta["weights_ddr"] = streamed_metadata(streamed, board, graph, weights is not None)
     if board.interface == "zynq_axis_dma":
         meta |= {"target": board.zynq.pynq, "bitstream": f"{model}.bit", "dma": DMA,  # the overlay's attribute
                  "max_transfer_bytes": 2 ** LENGTH_BITS - 1,
@@ -94,11 +94,17 @@ def accelerator_metadata(graph: StreamGraph, board: Board, weights: dict | None 
     return meta
 
 
-def streamed_metadata(streamed: dict) -> dict:
-    """accelerator.json's "weights_ddr": the file the driver fills one buffer with, the overlay's name of the
-    accelerator (its control registers) and, per streamed port, its bundle and where its part starts."""
+def streamed_metadata(streamed: dict, board: Board, graph: StreamGraph, loaded: bool) -> dict:
+    """accelerator.json's "weights_ddr": the file the driver reads, per streamed port its bundle and where its part
+    starts, and how the host reaches the accelerator: on a Zynq board the overlay's name of it (its control
+    registers: one buffer, a pointer per port); on an Alveo card its kernel and each port's argument index (the
+    top function's pointers follow its streams: s_axis, m_axis and, where weights are in URAM, s_axis_weights)."""
+    arrays = [{"process": array["process"], "port": array["port"], "bundle": ddr_bundle(array),
+               "offset_bytes": array["offset_bytes"], "words": array["words"]} for array in streamed["arrays"]]
+    reach = {"accelerator": ACCELERATOR}
+    if board.interface != "zynq_axis_dma":
+        first_pointer = 3 if loaded else 2
+        arrays = [array | {"argument": first_pointer + index} for index, array in enumerate(arrays)]
+        reach = {"kernel": alveo_kernels(graph).accelerator}
     return {"file": streamed["file"], "bytes": streamed["bytes"], "sha256": streamed["sha256"],
-            "bytes_per_image": streamed["bytes_per_image"], "accelerator": ACCELERATOR,
-            "arrays": [{"process": array["process"], "port": array["port"], "bundle": ddr_bundle(array),
-                        "offset_bytes": array["offset_bytes"], "words": array["words"]}
-                       for array in streamed["arrays"]]}
+            "bytes_per_image": streamed["bytes_per_image"], **reach, "arrays": arrays}

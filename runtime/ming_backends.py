@@ -184,7 +184,12 @@ def _wait(channel, name: str, words: int) -> None:
 
 class XrtBackend:
     """The xclbin's data movers on an Alveo card: memory to stream, the free-running accelerator, stream to
-    memory; one run of each per batch."""
+    memory; one run of each per batch. Where weights stream from DDR the accelerator is a kernel with AXI masters
+    (ap_ctrl_chain, Vitis's default): each port's part of weights_ddr.bin is a buffer in its memory bank, filled
+    once, and the accelerator runs once per image (its top function takes one image a call). All of a batch's
+    runs are started before any is waited for: XRT queues them on the compute unit, and ap_ctrl_chain lets the
+    next start while the previous drains (AMD UG1393, "Execution Modes"); auto-restart would need the kernel
+    compiled with Vitis HLS's auto-restart counter and is not used."""
 
     def __init__(self, accelerator):
         try:
@@ -204,6 +209,24 @@ class XrtBackend:
         self.input_words, self.record_words = accelerator.input.words, accelerator.record_words
         self.images = 0
         self._load_weights(accelerator, uuid)
+        self._load_streamed(accelerator, uuid)
+
+    def _load_streamed(self, accelerator, uuid) -> None:
+        """Where weights stream from DDR: the accelerator kernel, and per streamed port a buffer in the bank of
+        its argument holding its part of weights_ddr.bin, synced to the card once."""
+        self.accelerator_kernel, self.streamed_args = None, {}
+        data = streamed_weights(accelerator)
+        if data is None:
+            return
+        streamed = accelerator.meta["weights_ddr"]
+        self.accelerator_kernel = self.pyxrt.kernel(self.device, uuid, streamed["kernel"])
+        for array in streamed["arrays"]:
+            part = np.frombuffer(data, dtype=np.uint8, count=16 * array["words"], offset=array["offset_bytes"])
+            bo = self.pyxrt.bo(self.device, part.nbytes, self.pyxrt.bo.normal,
+                               self.accelerator_kernel.group_id(array["argument"]))
+            np.frombuffer(bo.map(), dtype=np.uint8)[:] = part
+            bo.sync(self.pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
+            self.streamed_args[array["argument"]] = bo
 
     def _load_weights(self, accelerator, uuid) -> None:
         """The weights in URAM through the weights' mover kernel, once after the xclbin is loaded."""
@@ -231,8 +254,12 @@ class XrtBackend:
         sync = self.pyxrt.xclBOSyncDirection
         self.bo_in.sync(sync.XCL_BO_SYNC_BO_TO_DEVICE)
         receive = self._start(self.s2mm, {1: self.bo_out, 2: images})
+        computes = [self._start(self.accelerator_kernel, self.streamed_args)
+                    for _ in range(images if self.accelerator_kernel else 0)]
         send = self._start(self.mm2s, {0: self.bo_in, 2: images})
         send.wait()
+        for compute in computes:
+            compute.wait()
         receive.wait()
         self.bo_out.sync(sync.XCL_BO_SYNC_BO_FROM_DEVICE)
 

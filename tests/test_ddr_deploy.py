@@ -2,7 +2,9 @@
 accelerator's AXI masters through a SmartConnect into a second HP port, its control port behind the PS's master),
 the deployment package (weights_ddr.bin, accelerator.json's "weights_ddr", the README) and the PYNQ driver (one
 buffer filled once, each port's pointer registers written, then ap_start with auto-restart), run here against a
-fake overlay in front of the C-simulation; and the Alveo flow's refusal."""
+fake overlay in front of the C-simulation; and the Alveo flow (each AXI master placed in the board's bank by
+link.cfg, the system C-simulation reading the package's weights, the XRT driver's buffers and one run per image
+against a fake pyxrt)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ from ming_py.boards import load_board
 from ming_py.build import build
 from ming_py.emit.vivado import vivado_files
 from ming_py.contract.ming_errors import DeployError
-from ming_py.errors import MingError
 from ming_py.options import BuildOptions
 from ming_py.runtime.ming_backends import AP_START, AUTO_RESTART, CONTROL_OFFSET, pointer_registers, pointer_writes
 from ming_py.runtime.ming_driver import Accelerator
@@ -233,8 +234,82 @@ def test_every_weight_master_reaches_the_second_hp_port_and_only_it(ddr_block_de
 
 # ---- the Alveo flow --------------------------------------------------------------------------------------------
 
-def test_an_alveo_build_that_streams_weights_is_refused_naming_what_is_missing(tmp_path):
-    with pytest.raises(MingError, match=r"^board u55c: the Alveo flow cannot stream weights from DDR yet \(conv3\): "
-                                        r"its link.cfg has no sp= memory bank"):
-        build(str(EXAMPLE), tmp_path / "out", BuildOptions(board="u55c", settings={"conv3.weights": "ddr"}))
-    assert not (tmp_path / "out").exists()
+@pytest.fixture(scope="module")
+def alveo_out(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ddr_alveo") / "out"
+    design = build(str(EXAMPLE), out, BuildOptions(board="u55c", settings=dict(DDR_PINS)))
+    return out, design.graph
+
+
+def test_link_cfg_places_every_weight_master_in_the_boards_bank(alveo_out):
+    out, _ = alveo_out
+    link = (out / "vitis" / "link.cfg").read_text().splitlines()
+    bank = load_board("u55c").alveo.memory
+    ports = [array["port"] for array in _streamed(out)["arrays"]]
+    assert [line for line in link if line.startswith("sp=tiny_cnn_top_1.")] == \
+        [f"sp=tiny_cnn_top_1.m_axi_gmem_{port}:{bank}" for port in ports]
+    meta = json.loads((out / "deploy" / "accelerator.json").read_text())["weights_ddr"]
+    assert meta["kernel"] == "tiny_cnn_top" and [a["argument"] for a in meta["arrays"]] == [2, 3, 4, 5]
+
+
+def test_the_system_csim_of_the_alveo_flow_reads_the_packages_weights(alveo_out, tmp_path):
+    out, graph = alveo_out
+    deploy = _deploy_copy(out, tmp_path / "deploy")
+    x = _images(graph, 3, seed=9)
+    (y,) = Accelerator(deploy, "csim").run(x).values()
+    assert np.array_equal(y, _reference(graph, x))
+
+
+# A stand-in for pyxrt that records buffers, syncs and kernel starts (no data moves).
+FAKE_PYXRT = """
+events = []
+class xclBOSyncDirection:
+    XCL_BO_SYNC_BO_TO_DEVICE, XCL_BO_SYNC_BO_FROM_DEVICE = "to_device", "from_device"
+class xclbin:
+    def __init__(self, path): pass
+class device:
+    def __init__(self, index): pass
+    def load_xclbin(self, binary): return "uuid"
+class kernel:
+    def __init__(self, device, uuid, name): self.name = name
+    def group_id(self, index): return f"bank of {self.name} argument {index}"
+class bo:
+    normal = 0
+    def __init__(self, device, size, flags, group):
+        self.data, self.group = bytearray(size), group
+    def map(self): return memoryview(self.data)
+    def sync(self, direction): events.append(("sync", self.group, bytes(self.data), direction))
+class run:
+    def __init__(self, kernel): self.kernel, self.args = kernel, {}
+    def set_arg(self, index, value): self.args[index] = value
+    def start(self): events.append(("start", self.kernel.name, dict(self.args)))
+    def wait(self): pass
+"""
+
+
+def test_the_xrt_driver_fills_a_buffer_per_port_in_its_bank_and_runs_the_accelerator_once_per_image(
+        alveo_out, tmp_path, monkeypatch):
+    out, graph = alveo_out
+    deploy = _deploy_copy(out, tmp_path / "deploy")
+    (deploy / "tiny_cnn.xclbin").write_bytes(b"")
+    (tmp_path / "pyxrt.py").write_text(FAKE_PYXRT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "pyxrt", raising=False)
+    import pyxrt
+
+    accelerator = Accelerator(deploy)
+    data = (deploy / "weights_ddr.bin").read_bytes()
+    arrays = json.loads((deploy / "accelerator.json").read_text())["weights_ddr"]["arrays"]
+    assert pyxrt.events == [("sync", f"bank of tiny_cnn_top argument {a['argument']}",
+                             data[a["offset_bytes"]:a["offset_bytes"] + 16 * a["words"]], "to_device")
+                            for a in arrays]
+    pyxrt.events.clear()
+    accelerator.run(_images(graph, 3))
+    starts = [(name, sorted(args)) for kind, name, *args in pyxrt.events if kind == "start"
+              for args in [args[0]]]
+    pointers = [a["argument"] for a in arrays]
+    assert starts == [("s2mm", [1, 2])] + [("tiny_cnn_top", pointers)] * 3 + [("mm2s", [0, 2])]
+    buffers = [args for kind, name, *rest in pyxrt.events if kind == "start" and name == "tiny_cnn_top"
+               for args in rest]
+    assert all(run_args[index].group == f"bank of tiny_cnn_top argument {index}"
+               for run_args in buffers for index in pointers)
