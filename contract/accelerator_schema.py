@@ -104,6 +104,21 @@ WEIGHTS = {  # where the build keeps weights in URAM (ming_py.weights_load.load_
     "dma": Field(TEXT, required=False, pattern=IDENTIFIER, wrong="'{where}' is {value!r}, not an identifier"),
     "kernel": Field(TEXT, required=False, pattern=IDENTIFIER, wrong="'{where}' is {value!r}, not an identifier"),
 }
+_IDENTIFIER = Field(TEXT, pattern=IDENTIFIER, wrong="'{where}' is {value!r}, not an identifier")
+_COUNT = Field(INTEGER, within=lambda value: value >= 0, wrong="'{where}' is {value!r}, not an integer of at least 0")
+WEIGHTS_DDR_ARRAY = {  # one streamed port of the accelerator: the m_axi pointer `port`, in its own `bundle`
+    "process": Field(TEXT), "port": _IDENTIFIER, "bundle": _IDENTIFIER, "offset_bytes": _COUNT, "words": _COUNT,
+    "argument": Field(INTEGER, required=False, within=lambda value: value >= 0,
+                      wrong="'{where}' is {value!r}, not an integer of at least 0"),  # Alveo: the kernel's argument
+}
+WEIGHTS_DDR = {  # where weights stream from DDR (ming_py.weights_ddr): one buffer of `file`, a pointer per array
+    "file": Field(TEXT, pattern=re.compile(_NAME), wrong="'{where}' is {value!r}, not a plain file name"),
+    "bytes": _COUNT, "sha256": Field(TEXT), "bytes_per_image": _COUNT,
+    # the overlay's attribute of the accelerator (Zynq: its control registers), or its kernel (Alveo)
+    "accelerator": Field(TEXT, required=False, pattern=IDENTIFIER, wrong=_IDENTIFIER.wrong),
+    "kernel": Field(TEXT, required=False, pattern=IDENTIFIER, wrong=_IDENTIFIER.wrong),
+    "arrays": Field(LIST, nonempty=True, section=WEIGHTS_DDR_ARRAY, missing="'{where}' is missing or empty"),
+}
 HOST = {  # host.json, and the same fields of accelerator.json
     "model": Field(TEXT, nonempty=True, pattern=IDENTIFIER, missing="no model name",
                    wrong="'{where}' is {value!r}, not a C identifier (the stem of hls/<model>.cpp)"),
@@ -134,6 +149,7 @@ ACCELERATOR = HOST | {
                        missing="'{where}' is {value!r}, not a number above 0",
                        wrong="'{where}' is {value!r}, not a number above 0"),
     "csim": Field(OBJECT, section=CSIM),
+    "weights_ddr": Field(OBJECT, required=False, section=WEIGHTS_DDR),
 }
 ZYNQ = ACCELERATOR | {  # the bitstream and its AXI DMA, reached through PYNQ
     "bitstream": Field(ANY, pattern=re.compile(rf"{_NAME}\.bit"), wrong=_DEPLOY_FILE % ".bit"),
@@ -269,7 +285,27 @@ def accelerator_problem(meta: object, deploy_dir: Path | None) -> str | None:
     image_bytes = 8 * max(meta["input"]["words"], sum(output["words"] for output in meta["outputs"]))
     if limit < image_bytes:
         return f"'max_transfer_bytes' is {limit}, less than one image's {image_bytes} bytes"
-    return csim_problem(meta["csim"], deploy_dir, CSIM_MODES[interface])
+    return _weights_ddr_problem(meta.get("weights_ddr"), interface) or csim_problem(meta["csim"], deploy_dir,
+                                                                         CSIM_MODES[interface])
+
+
+def _weights_ddr_problem(streamed: dict | None, interface: str) -> str | None:
+    """The host's way to the accelerator is there (Zynq: "accelerator"; Alveo: "kernel" and every array's
+    "argument"), and every streamed array's part lies inside weights_ddr.bin (16-byte words)."""
+    if streamed is None:
+        return None
+    needed = ["weights_ddr.accelerator"] if interface == "zynq_axis_dma" else ["weights_ddr.kernel"] + [
+        f"weights_ddr.arrays[{index}].argument" for index in range(len(streamed["arrays"]))]
+    present = {f"weights_ddr.{key}" for key in streamed} | {
+        f"weights_ddr.arrays[{index}].{key}" for index, array in enumerate(streamed["arrays"]) for key in array}
+    missing = [path for path in needed if path not in present]
+    if missing:
+        return f"'{missing[0]}' is missing (the {interface} host reaches the accelerator through it)"
+    for index, array in enumerate(streamed["arrays"]):
+        if array["offset_bytes"] + 16 * array["words"] > streamed["bytes"]:
+            return (f"'weights_ddr.arrays[{index}]' ends at byte {array['offset_bytes'] + 16 * array['words']}, "
+                    f"past the {streamed['bytes']} bytes of '{streamed['file']}'")
+    return None
 
 
 def written_problem(meta: dict) -> str | None:

@@ -7,6 +7,11 @@ the three compute units together and places both buffers in the board's memory b
 builds the xclbin with v++ and the system C simulation with g++. Images are stored as 64-bit
 little-endian words, 8 int8 values each, in stream order (row, column, channel), an image's last
 word zero-padded: the accelerator's AXI4-Stream framing, so the data movers copy words unchanged.
+
+Where weights stream from DDR (`ming_py.weights_ddr`) the accelerator is a kernel the host starts instead
+(ap_ctrl_chain, Vitis's default, one run per image): link.cfg places each of its AXI masters
+(`m_axi_gmem_<port>`) in the board's memory bank, the host gives each port's part of weights_ddr.bin as a
+buffer there, filled once, and system_tb.cpp passes the same parts to the calls of the top function.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from ming_py.contract.ming_host import words_per_image
 
 from .environment import environment
 from .identifiers import comment_text, cpp_names
+from .vivado import ddr_bundle
 from .reports import record_words
 
 # OUT/vitis/<file> -> its template under emit/templates/
@@ -54,19 +60,22 @@ def alveo_kernels(graph: StreamGraph) -> AlveoKernels:
     return AlveoKernels(mm2s="mm2s", accelerator=cpp_names(graph).top, s2mm="s2mm")
 
 
-def alveo_files(graph: StreamGraph, board: Board, weight_words: int = 0) -> dict[str, str]:
+def alveo_files(graph: StreamGraph, board: Board, weight_words: int = 0,
+                streamed: dict | None = None) -> dict[str, str]:
     """The files of OUT/vitis/, as {path relative to OUT: text}; `weight_words`: the words of weights.bin where
-    weights are in URAM (a fourth kernel, `mm2s_weights`, feeds the accelerator's weight port once)."""
+    weights are in URAM (a fourth kernel, `mm2s_weights`, feeds the accelerator's weight port once); `streamed`:
+    the report's "weights_ddr" where weights stream from DDR (each m_axi port of the accelerator placed in the
+    board's memory bank)."""
     if board.alveo is None or board.platform is None:
         raise MingError(f"board {board.name} has no Alveo kernel flow (it needs an [alveo] table and a Vitis "
                         f"platform; its interface is {board.interface})")
     env = environment()
-    context = _context(graph, board, weight_words)
+    context = _context(graph, board, weight_words, streamed)
     templates = TEMPLATES | ({"mm2s_weights.cpp": "vitis/mm2s_weights.cpp.j2"} if weight_words else {})
     return {f"vitis/{name}": env.get_template(template).render(context) for name, template in templates.items()}
 
 
-def _context(graph: StreamGraph, board: Board, weight_words: int = 0) -> dict:
+def _context(graph: StreamGraph, board: Board, weight_words: int = 0, streamed: dict | None = None) -> dict:
     names = cpp_names(graph)
     kernels = alveo_kernels(graph)
     in_values = graph.channels[graph.input.channel].values
@@ -75,6 +84,9 @@ def _context(graph: StreamGraph, board: Board, weight_words: int = 0) -> dict:
         "input_values": names.input_values, "output_values": names.output_values,
         "in_values": in_values, "in_words": words_per_image(in_values), "out_words": record_words(graph),
         "weight_words": weight_words,
+        "streamed": [{"bundle": ddr_bundle(array), "first_word": array["first_word"]}
+                     for array in (streamed or {}).get("arrays", ())],
+        "ddr_words": (streamed or {}).get("words", 0),
     }
     cu = {role: AlveoKernels.compute_unit(getattr(kernels, role))
           for role in ("mm2s", "accelerator", "s2mm", "mm2s_weights")}

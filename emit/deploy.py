@@ -2,6 +2,9 @@
 copied verbatim), the metadata it reads (`accelerator.json`, checked against the schema the driver checks it
 with) and a README for the board.
 
+Where weights stream from DDR (`ming_py.weights_ddr`), deploy/weights_ddr.bin is written beside and
+accelerator.json's "weights_ddr" tells the driver where each streamed port's part of it starts.
+
 The hardware files join it later: `vivado/build_bitstream.tcl` copies `<model>.bit` and `<model>.hwh` here
 (Zynq boards), `make` in `vitis/` copies `<model>.xclbin` (Alveo boards).
 """
@@ -22,7 +25,7 @@ from .environment import environment
 from .identifiers import cpp_names
 from .reports import host_data
 from .alveo import alveo_kernels
-from .vivado import DMA, LENGTH_BITS, WEIGHT_DMA
+from .vivado import ACCELERATOR, DMA, LENGTH_BITS, WEIGHT_DMA, ddr_bundle
 
 RUNTIME_FILES = ("ming_driver.py", "ming_backends.py", "run.py")
 # what the runtime imports (flat, beside it on the board)
@@ -32,13 +35,17 @@ CONTRACT_FILES = ("ming_host.py", "ming_errors.py", "ming_json.py", "ming_ports.
 ALVEO_TRANSFER_BYTES = 2 ** 27
 
 
-def deploy_files(graph: StreamGraph, board: Board, weights: dict | None = None) -> dict[str, str]:
+def deploy_files(graph: StreamGraph, board: Board, weights: dict | None = None, streamed: dict | None = None,
+                 streamed_image: bytes = b"") -> dict[str, str | bytes]:
     """The files of OUT/deploy/, as {relative path: text}; `weights`: the weight load where weights are in URAM
-    (`ming_py.weights_load.load_report`; deploy/weights.bin is written beside)."""
+    (`ming_py.weights_load.load_report`; deploy/weights.bin is written beside); `streamed`: the report's
+    "weights_ddr" where weights stream from DDR, `streamed_image` the bytes of weights_ddr.bin (written here)."""
     files = {f"deploy/{name}": resources.files(package).joinpath(name).read_text(encoding="utf-8")
              for package, names in (("ming_py.runtime", RUNTIME_FILES), ("ming_py.contract", CONTRACT_FILES))
              for name in names}
-    meta = accelerator_metadata(graph, board, weights)
+    meta = accelerator_metadata(graph, board, weights, streamed)
+    if streamed:
+        files[f"deploy/{streamed['file']}"] = streamed_image
     problem = accelerator_schema.written_problem(meta)
     if problem:
         raise AssertionError(f"ming would write an {accelerator_schema.METADATA} its driver refuses: {problem}")
@@ -59,15 +66,18 @@ def input_layout(port: dict) -> str | None:
     return "N, C, H, W: channels first" if not port["permutation"] else None
 
 
-def accelerator_metadata(graph: StreamGraph, board: Board, weights: dict | None = None) -> dict:
-    """What the driver needs: host.json's quantization and layouts (and the weight load), and how to reach the
-    hardware."""
+def accelerator_metadata(graph: StreamGraph, board: Board, weights: dict | None = None,
+                         streamed: dict | None = None) -> dict:
+    """What the driver needs: host.json's quantization and layouts (and the weight load, and the weights in
+    DDR), and how to reach the hardware."""
     model = cpp_names(graph).model
     meta = host_data(graph, board, weights) | {"clock_mhz": board.clock_mhz}
     if weights and board.interface == "zynq_axis_dma":
         meta["weights"] = weights | {"dma": WEIGHT_DMA}
     elif weights:
         meta["weights"] = weights | {"kernel": alveo_kernels(graph).mm2s_weights}
+    if streamed:
+        meta["weights_ddr"] = streamed_metadata(streamed, board, graph, weights is not None)
     if board.interface == "zynq_axis_dma":
         meta |= {"target": board.zynq.pynq, "bitstream": f"{model}.bit", "dma": DMA,  # the overlay's attribute
                  "max_transfer_bytes": 2 ** LENGTH_BITS - 1,
@@ -82,3 +92,19 @@ def accelerator_metadata(graph: StreamGraph, board: Board, weights: dict | None 
                                       f"../hls/{model}.cpp"] + (["../vitis/mm2s_weights.cpp"] if weights else []),
                           "include": ["../hls", "../vitis"], "binary": f"csim/{model}_system_csim"}}
     return meta
+
+
+def streamed_metadata(streamed: dict, board: Board, graph: StreamGraph, loaded: bool) -> dict:
+    """accelerator.json's "weights_ddr": the file the driver reads, per streamed port its bundle and where its part
+    starts, and how the host reaches the accelerator: on a Zynq board the overlay's name of it (its control
+    registers: one buffer, a pointer per port); on an Alveo card its kernel and each port's argument index (the
+    top function's pointers follow its streams: s_axis, m_axis and, where weights are in URAM, s_axis_weights)."""
+    arrays = [{"process": array["process"], "port": array["port"], "bundle": ddr_bundle(array),
+               "offset_bytes": array["offset_bytes"], "words": array["words"]} for array in streamed["arrays"]]
+    reach = {"accelerator": ACCELERATOR}
+    if board.interface != "zynq_axis_dma":
+        first_pointer = 3 if loaded else 2
+        arrays = [array | {"argument": first_pointer + index} for index, array in enumerate(arrays)]
+        reach = {"kernel": alveo_kernels(graph).accelerator}
+    return {"file": streamed["file"], "bytes": streamed["bytes"], "sha256": streamed["sha256"],
+            "bytes_per_image": streamed["bytes_per_image"], **reach, "arrays": arrays}

@@ -9,6 +9,12 @@ and, when WNS and WHS are not negative and no resource is over 100 % of the devi
 bitstream and its hardware handoff to OUT/deploy/<model>.bit and .hwh, the pair a PYNQ overlay
 loads (otherwise it stops with an error naming the figures and copies nothing).
 
+A design whose weights stream from DDR (`ming_py.weights_ddr`) has an accelerator with one AXI
+master per streamed process (`m_axi_gmem_<port>`, reads only) and an AXI4-Lite control port
+(`s_axi_control`: the pointers' offset registers and ap_start). Its masters reach the DDR through
+a SmartConnect of their own into a second high-performance port (`WEIGHT_PORTS`; the DMA keeps the
+first), and its control port sits beside the DMA's registers behind the processing system's master.
+
 Board facts (part, board part, carrier connections, the processing system's ports, pins and
 properties) come from the board database; this module decides the names of the cells and
 what connects to what, and the template lays the Tcl out.
@@ -16,7 +22,7 @@ what connects to what, and the template lays the Tcl out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ming_py import __version__
 from ming_py.boards import Board, ProcessingSystem, Zynq, check_clock
@@ -38,6 +44,9 @@ PS, DMA, ACCELERATOR = "zynq_ps", "axi_dma", "accelerator"
 # accelerator's weight port once at start (the PYNQ driver sends deploy/weights.bin through it).
 WEIGHT_DMA = "weight_dma"
 CONTROL_SMC, MEMORY_SMC, RESET = "control_smc", "memory_smc", "reset"
+# Where weights stream from DDR: the accelerator's AXI masters into their own high-performance port.
+WEIGHTS_SMC = "weights_smc"
+ACCELERATOR_CONTROL = "s_axi_control"  # Vitis HLS's name of the s_axilite bundle "control"
 SMARTCONNECT = "xilinx.com:ip:smartconnect"
 PROC_SYS_RESET = "xilinx.com:ip:proc_sys_reset"
 AXI_DMA = "xilinx.com:ip:axi_dma"
@@ -53,6 +62,24 @@ PRESET_EXTRA = {"processing_system7": (("make_external", "FIXED_IO, DDR"), ("Mas
 
 
 @dataclass(frozen=True)
+class HighPerformancePort:
+    """A second PS high-performance slave port, for the accelerator's own DDR reads: its pin, its clock pin and
+    the processing-system property that opens it."""
+
+    port: str
+    clock_pin: str
+    enable: tuple[str, str]
+
+
+# Per processing system (boards/processing_systems.toml): HP0 carries the DMA's traffic, HP1 the weights.
+# Zynq UltraScale+: S_AXI_HP1_FPD is the PS's S_AXI_GP3 (AMD UG1085, PS-PL AXI interfaces); Zynq-7000: S_AXI_HP1.
+WEIGHT_PORTS = {
+    "zynq_ultra_ps_e": HighPerformancePort("S_AXI_HP1_FPD", "saxihp1_fpd_aclk", ("PSU__USE__S_AXI_GP3", "1")),
+    "processing_system7": HighPerformancePort("S_AXI_HP1", "S_AXI_HP1_ACLK", ("PCW_USE_S_AXI_HP1", "1")),
+}
+
+
+@dataclass(frozen=True)
 class Cell:
     name: str
     vlnv: str
@@ -60,13 +87,57 @@ class Cell:
     set_by_hand: tuple[str, ...] = ()  # properties Vivado would otherwise derive from the connections
 
 
-def vivado_files(graph: StreamGraph, board: Board, loaded: bool = False) -> dict[str, str]:
+def vivado_files(graph: StreamGraph, board: Board, loaded: bool = False,
+                 streamed: dict | None = None) -> dict[str, str]:
     """The files of OUT/vivado/, as {path relative to OUT: text}, for a board with a [zynq] table; `loaded`:
-    the accelerator has a weight port (weights in URAM), fed by a DMA of its own."""
+    the accelerator has a weight port (weights in URAM), fed by a DMA of its own; `streamed`: the report's
+    "weights_ddr" where weights stream from DDR (the accelerator's AXI masters and control port)."""
     _check_board(board)
     model = cpp_names(graph).model
     context = _context(model, board, loaded)
+    if streamed:
+        context |= _streamed_context(context, board.zynq.processing_system, streamed["arrays"])
     return {SCRIPT: environment().get_template(TEMPLATE).render(context)}
+
+
+def ddr_bundle(array: dict) -> str:
+    """The m_axi bundle of a streamed array (report.json's "weights_ddr" arrays): its own "bundle", each port's
+    gmem_<port>."""
+    return array.get("bundle") or f"gmem_{array['port']}"
+
+
+def _streamed_context(context: dict, ps: ProcessingSystem, arrays: list[dict]) -> dict:
+    """The block design of a design with weights streamed from DDR: the second HP port opened, a SmartConnect
+    from every AXI master of the accelerator into it, the accelerator's control port on one more master port of
+    the control SmartConnect, their clocks and resets; `assign_bd_address` maps the DDR into the masters'
+    address space and the control port into the PS master's, as it does the DMA's."""
+    hp = WEIGHT_PORTS[ps.name]
+    cells = tuple(_with_one_more_master(cell) if cell.name == CONTROL_SMC else cell for cell in context["cells"])
+    control_port = f"M{int(dict(_control_cell(cells).properties)['NUM_MI']) - 1:02d}_AXI"
+    masters = tuple((f"{ACCELERATOR}/m_axi_{ddr_bundle(array)}", f"{WEIGHTS_SMC}/S{index:02d}_AXI")
+                    for index, array in enumerate(arrays))
+    (reset_in, ps_resets), (interconnect, interconnect_resets), (peripheral, peripheral_resets) = context["reset_nets"]
+    return {
+        "ps_config": context["ps_config"] + (hp.enable,),
+        "cells": cells[:-1] + (Cell(WEIGHTS_SMC, SMARTCONNECT, (("NUM_SI", str(len(arrays))), ("NUM_MI", "1"))),
+                               cells[-1]),
+        "interface_nets": context["interface_nets"] + masters + (
+            (f"{WEIGHTS_SMC}/M00_AXI", f"{PS}/{hp.port}"),
+            (f"{CONTROL_SMC}/{control_port}", f"{ACCELERATOR}/{ACCELERATOR_CONTROL}")),
+        "clocked_pins": context["clocked_pins"] + (f"{PS}/{hp.clock_pin}", f"{WEIGHTS_SMC}/aclk"),
+        "reset_nets": ((reset_in, ps_resets), (interconnect, interconnect_resets + (f"{WEIGHTS_SMC}/aresetn",)),
+                       (peripheral, peripheral_resets)),
+        "streamed_port": hp.port,
+    }
+
+
+def _control_cell(cells: tuple[Cell, ...]) -> Cell:
+    return next(cell for cell in cells if cell.name == CONTROL_SMC)
+
+
+def _with_one_more_master(cell: Cell) -> Cell:
+    properties = tuple((key, str(int(value) + 1) if key == "NUM_MI" else value) for key, value in cell.properties)
+    return replace(cell, properties=properties)
 
 
 def _check_board(board: Board) -> None:
@@ -93,6 +164,7 @@ def _context(model: str, board: Board, loaded: bool = False) -> dict:
         "interface_nets": _interface_nets(ps, loaded), "clock_source": f"{PS}/{ps.clock_pin}",
         "clocked_pins": _clocked_pins(ps, loaded),
         "reset_nets": _reset_nets(ps, loaded), "version": __version__, "weight_dma": WEIGHT_DMA if loaded else None,
+        "streamed_port": None, "weights_smc": WEIGHTS_SMC,
     }
 
 

@@ -121,12 +121,16 @@ def emit(saved: SavedDesign, graph: Graph | None = None, solution: Solution | No
     sample = saved.images["sample"]
     files |= {"hls/input.bin": sample.raw_input, "hls/expected.bin": sample.expected}
     files |= weight_files(stream_graph, schedule, board, data)
-    files |= ddr_weight_files(stream_graph, schedule, data)
-    files |= deploy_files(stream_graph, board, data["totals"].get("weights_load"))
+    ddr = ddr_weight_files(stream_graph, schedule, data)
+    files |= ddr
+    streamed = data["totals"].get("weights_ddr")
     if board.interface == "zynq_axis_dma":
-        files |= vivado_files(stream_graph, board, "weights_load" in data["totals"])
-    else:
-        files |= alveo_files(stream_graph, board, data["totals"].get("weights_load", {}).get("words", 0))
+        hardware = vivado_files(stream_graph, board, "weights_load" in data["totals"], streamed)
+    else:  # refuses a design that streams weights before anything is written for it
+        hardware = alveo_files(stream_graph, board, data["totals"].get("weights_load", {}).get("words", 0), streamed)
+    files |= deploy_files(stream_graph, board, data["totals"].get("weights_load"), streamed,
+                          ddr.get(f"hls/{DDR_FILE}", b""))
+    files |= hardware
     files |= {
         "report.json": report_json(data),
         "report.md": report_markdown(data),

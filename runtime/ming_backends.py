@@ -43,6 +43,56 @@ def weight_words(accelerator) -> np.ndarray | None:
     return np.frombuffer(data, dtype="<u8")
 
 
+def streamed_weights(accelerator) -> bytes | None:
+    """The bytes of deploy/weights_ddr.bin where the build streams weights from DDR (accelerator.json's
+    "weights_ddr"), checked against its size and sha256; None otherwise."""
+    streamed = accelerator.meta.get("weights_ddr")
+    if not streamed:
+        return None
+    path = accelerator.deploy_dir / streamed["file"]
+    try:
+        data = path.read_bytes()
+    except OSError:
+        raise DeployError(f"{path} is missing: copy the whole deploy/ directory of the build") from None
+    if len(data) != streamed["bytes"] or hashlib.sha256(data).hexdigest() != streamed["sha256"]:
+        raise DeployError(f"{path} is not this build's weights (its size or sha256 differs from accelerator.json)")
+    return data
+
+
+# The block-level control register of a Vitis HLS s_axilite interface (AMD UG1399, "S_AXILITE Control Register
+# Map"): offset 0x00, bit 0 ap_start, bit 7 auto_restart (the block starts again each time it finishes).
+CONTROL_OFFSET = 0x00
+AP_START, AUTO_RESTART = 1 << 0, 1 << 7
+
+
+def pointer_registers(registers: dict, port: str) -> tuple[int, int | None]:
+    """The offsets of the (low, high) 32-bit registers of the m_axi pointer `port` among the accelerator's
+    `registers` (PYNQ's `overlay.ip_dict[name]["registers"]`, read from the .hwh, name -> {"address_offset", ...},
+    the map `ip.register_map` shows): a 64-bit pointer is `<port>_1` (bits 31..0) and `<port>_2` (bits 63..32); a
+    pointer of 32 bits is one register `<port>` (high None)."""
+    if f"{port}_1" in registers and f"{port}_2" in registers:
+        return registers[f"{port}_1"]["address_offset"], registers[f"{port}_2"]["address_offset"]
+    if port in registers:
+        return registers[port]["address_offset"], None
+    raise DeployError(f"the accelerator's register map has no register of the weights pointer {port} (its "
+                      f"registers: {', '.join(registers)}): the bitstream is not this build's")
+
+
+def pointer_writes(registers: dict, streamed: dict, base: int) -> list[tuple[int, int]]:
+    """(register offset, value) of every streamed port's pointer: the buffer's physical address `base` plus the
+    port's offset in weights_ddr.bin, split into 32-bit halves where the pointer is 64-bit."""
+    writes = []
+    for array in streamed["arrays"]:
+        address = base + array["offset_bytes"]
+        low, high = pointer_registers(registers, array["port"])
+        if high is None and address >> 32:
+            raise DeployError(f"the weights buffer lies at {address:#x}, above the 32-bit pointer {array['port']}")
+        writes.append((low, address & 0xFFFF_FFFF))
+        if high is not None:
+            writes.append((high, address >> 32))
+    return writes
+
+
 class PynqBackend:
     """The bitstream's AXI DMA (no scatter-gather): one MM2S and one S2MM transfer per batch."""
 
@@ -61,8 +111,29 @@ class PynqBackend:
         self.dma = getattr(self.overlay, accelerator.meta["dma"])
         self.allocate = allocate
         self._load_weights(accelerator)
+        self._start_streaming(accelerator)
         self.input_words, self.record_words = accelerator.input.words, accelerator.record_words
         self.images = 0
+
+    def _start_streaming(self, accelerator) -> None:
+        """Where weights stream from DDR: one contiguous buffer filled once with weights_ddr.bin (kept for the
+        overlay's life: the accelerator reads it every image), each port's pointer registers, then ap_start with
+        auto_restart so the accelerator takes image after image like a free-running one. The registers are
+        found by the pointers' names in the register map PYNQ reads from the .hwh (`pointer_registers`), not
+        computed from Vitis HLS's layout: the .hwh holds the map of this very bitstream, whatever the HLS version
+        laid out (reserved words, argument order)."""
+        data = streamed_weights(accelerator)
+        if data is None:
+            return
+        streamed = accelerator.meta["weights_ddr"]
+        self.weights_buffer = self.allocate(shape=(len(data),), dtype=np.uint8)
+        self.weights_buffer[:] = np.frombuffer(data, dtype=np.uint8)
+        self.weights_buffer.flush()  # the accelerator reads DDR, not the CPU's caches
+        ip = getattr(self.overlay, streamed["accelerator"])
+        registers = self.overlay.ip_dict[streamed["accelerator"]]["registers"]
+        for offset, value in pointer_writes(registers, streamed, self.weights_buffer.physical_address):
+            ip.write(offset, value)
+        ip.write(CONTROL_OFFSET, AP_START | AUTO_RESTART)
 
     def _load_weights(self, accelerator) -> None:
         """The weights in URAM through the weight DMA, once after the bitstream is loaded (which resets them)."""
@@ -113,7 +184,12 @@ def _wait(channel, name: str, words: int) -> None:
 
 class XrtBackend:
     """The xclbin's data movers on an Alveo card: memory to stream, the free-running accelerator, stream to
-    memory; one run of each per batch."""
+    memory; one run of each per batch. Where weights stream from DDR the accelerator is a kernel with AXI masters
+    (ap_ctrl_chain, Vitis's default): each port's part of weights_ddr.bin is a buffer in its memory bank, filled
+    once, and the accelerator runs once per image (its top function takes one image a call). All of a batch's
+    runs are started before any is waited for: XRT queues them on the compute unit, and ap_ctrl_chain lets the
+    next start while the previous drains (AMD UG1393, "Execution Modes"); auto-restart would need the kernel
+    compiled with Vitis HLS's auto-restart counter and is not used."""
 
     def __init__(self, accelerator):
         try:
@@ -133,6 +209,24 @@ class XrtBackend:
         self.input_words, self.record_words = accelerator.input.words, accelerator.record_words
         self.images = 0
         self._load_weights(accelerator, uuid)
+        self._load_streamed(accelerator, uuid)
+
+    def _load_streamed(self, accelerator, uuid) -> None:
+        """Where weights stream from DDR: the accelerator kernel, and per streamed port a buffer in the bank of
+        its argument holding its part of weights_ddr.bin, synced to the card once."""
+        self.accelerator_kernel, self.streamed_args = None, {}
+        data = streamed_weights(accelerator)
+        if data is None:
+            return
+        streamed = accelerator.meta["weights_ddr"]
+        self.accelerator_kernel = self.pyxrt.kernel(self.device, uuid, streamed["kernel"])
+        for array in streamed["arrays"]:
+            part = np.frombuffer(data, dtype=np.uint8, count=16 * array["words"], offset=array["offset_bytes"])
+            bo = self.pyxrt.bo(self.device, part.nbytes, self.pyxrt.bo.normal,
+                               self.accelerator_kernel.group_id(array["argument"]))
+            np.frombuffer(bo.map(), dtype=np.uint8)[:] = part
+            bo.sync(self.pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
+            self.streamed_args[array["argument"]] = bo
 
     def _load_weights(self, accelerator, uuid) -> None:
         """The weights in URAM through the weights' mover kernel, once after the xclbin is loaded."""
@@ -160,8 +254,12 @@ class XrtBackend:
         sync = self.pyxrt.xclBOSyncDirection
         self.bo_in.sync(sync.XCL_BO_SYNC_BO_TO_DEVICE)
         receive = self._start(self.s2mm, {1: self.bo_out, 2: images})
+        computes = [self._start(self.accelerator_kernel, self.streamed_args)
+                    for _ in range(images if self.accelerator_kernel else 0)]
         send = self._start(self.mm2s, {0: self.bo_in, 2: images})
         send.wait()
+        for compute in computes:
+            compute.wait()
         receive.wait()
         self.bo_out.sync(sync.XCL_BO_SYNC_BO_FROM_DEVICE)
 
@@ -182,10 +280,14 @@ class CsimBackend:
         # the binary, and its inputs' sha256: what every run checks the stamp against
         self.binary, self.inputs = compile_csim(accelerator.deploy_dir, self.csim)
         self.images = 0
-        self.environment = None  # the testbench's weights.bin, where weights are in URAM
+        self.environment = None  # the testbench's weights.bin (in URAM) and weights_ddr.bin (streamed from DDR)
+        files = {}
         if weight_words(accelerator) is not None:
-            weights = accelerator.deploy_dir / accelerator.meta["weights"]["file"]
-            self.environment = os.environ | {"MING_WEIGHTS_FILE": str(weights.resolve())}
+            files["MING_WEIGHTS_FILE"] = accelerator.deploy_dir / accelerator.meta["weights"]["file"]
+        if streamed_weights(accelerator) is not None:
+            files["MING_WEIGHTS_DDR_FILE"] = accelerator.deploy_dir / accelerator.meta["weights_ddr"]["file"]
+        if files:
+            self.environment = os.environ | {name: str(path.resolve()) for name, path in files.items()}
 
     def buffers(self, images: int):
         if images != self.images:
