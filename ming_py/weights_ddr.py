@@ -8,15 +8,17 @@ tiles: the weights of tile t+1 arrive while tile t computes over every output pi
 ping-pong tile buffer `[2][reduction tiles][lanes]`; a pointwise or conv process writes its outputs into an output
 map buffer it streams out in pixel order after the last tile (a dense process's output is in tile order already).
 Its loop (`ming_py.kinds.streamed.StreamedLoop`) charges each tile's fetch its `tile_words` iterations,
-overlapped with the previous tile's compute, and a burst's latency once, for tile 0. This module holds the rest: weights_ddr.bin, the report's
-description of it, and the DDR rate and capacity rule the ILP budgets streamed weights with.
+overlapped with the previous tile's compute, and a burst's latency once, for tile 0. This module holds the rest:
+weights_ddr.bin, the report's description of it, and the DDR rate and capacity rule the ILP budgets streamed
+weights with.
 
 The weights of every streamed process sit in DDR as one packed byte array, `weights_ddr.bin`: per streamed process
 in the graph's order, its weight rows (`ProcessKind.weight_rows`: a fold step's weights, output tile outermost) in
 `DDR_WORD_BYTES`-byte words, lane u of a row in byte u % 16 of its word u // 16 (zero padding after the row's last
 lane). The top function has one m_axi pointer per streamed process (each in its own bundle, `ddr_bundle`, its
-offset an s_axilite register: the file's base address plus the process's `first_word` words); a fetch loop of 128-bit words at II=1 per
-process (`fetch_ddr_weights` of the emitted C++, bursts) feeds the process its words in order through a stream.
+offset an s_axilite register: the file's base address plus the process's `first_word` words); a fetch loop of
+128-bit words at II=1 per process (`fetch_ddr_weights` of the emitted C++, bursts) feeds the process its words
+in order through a stream.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ from ming_py.kinds.base import ProcessSpec
 from ming_py.options import BuildOptions
 from ming_py.process_spec import loop_of, schedule_spec
 from ming_py.simulate import simulate_schedule
-from ming_py.kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, tile_words
+from ming_py.kinds.base import kind_of
+from ming_py.kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, STREAMED_KINDS, tile_words
 from ming_py.weights_ddr import DDR_MAX_BURST, DDR_READ_OUTSTANDING, ddr_image, streamed_arrays, streamed_rows
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "tiny_cnn.onnx")
@@ -170,6 +171,7 @@ def test_no_value_of_a_streamed_loops_buffers_is_read_within_the_pipeline_depth_
     """The streamed templates tell Vitis HLS their buffers carry no dependence (macros.j2 `streamed_dependences`):
     on every small map, every value of the tile buffer, the input buffer and the output map is read the pipeline
     depth or more iterations after the iteration writing it (`StreamedLoop`)."""
+    assert all(kind_of(kind).depth_bound <= DDR_BURST_LATENCY for kind in STREAMED_KINDS)  # the load's gap
     checked = 0
     for spec in _small_streamed_specs():
         loop = spec.process_kind.streamed(spec)

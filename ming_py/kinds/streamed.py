@@ -47,11 +47,13 @@ class StreamedLoop:
     steps) while the next tile's arrive (`tile`; the last tile its compute alone: `last`), then write the buffered
     outputs (`outputs` tokens, 0 where the compute writes them; `write`, the first `write_lead` iterations idle).
 
-    The fetch: the fetch process (`fetch_ddr_weights`) is a pipelined copy loop, its m_axi read adapter holding
-    DDR_READ_OUTSTANDING bursts of DDR_MAX_BURST words (`ming_py.weights_ddr`) in flight or buffered, so it runs
-    that far ahead of the process whenever the process stops taking words. Only tile 0's words wait for a burst's
-    latency (`load`); from then on the adapter stays a burst or more ahead, and each later tile takes its
-    `tile_words` words one an iteration, in the first iterations of the previous tile's phase.
+    The fetch: the fetch process (`fetch_ddr_weights`) is a pipelined copy loop whose m_axi read adapter keeps
+    DDR_READ_OUTSTANDING bursts of DDR_MAX_BURST words (`ming_py.weights_ddr`) requested, in flight or buffered,
+    whether or not the process takes words: more words than a burst's latency (DDR_BURST_LATENCY cycles) passes at a
+    word a cycle. So once tile 0's first word has arrived (the latency, charged once, in `load`), every word is
+    there when the process takes it, a word an iteration, and a later tile's fetch is its `tile_words`
+    iterations, the first of the previous tile's phase. The stream between them (depth 2) needs no more room: the
+    adapter's buffer is the run-ahead.
 
     Every buffer of the loop is written and read with no dependence Vitis HLS keeps (macros.j2
     `streamed_dependences`), so every value is read `settle` (the pipeline depth) iterations or more after the
@@ -68,8 +70,8 @@ class StreamedLoop:
     - the output buffer: output pixel p of tile t is written at the iteration ending its reduction,
       (p + 1) * rows - 1 of tile t's phase, and read at iteration `write_lead` + p * tiles + t of the write phase;
       the gap, least for the last tile (an earlier tile's write comes a tile's phase earlier, its read one
-      iteration earlier) and there linear in p, is least at p = 0 or p = pixels - 1 (`output_gap`), and `write_lead` lifts it to
-      `settle`.
+      iteration earlier) and there linear in p, is least at p = 0 or p = pixels - 1 (`output_gap`);
+      `write_lead` lifts it to `settle`.
     Every phase is two iterations or more (`last`; a write phase of one output has a lead of `settle` - 3 or
     more)."""
 
