@@ -23,7 +23,8 @@ from ming_py.epilogues import CppScalar, EpilogueValues, rule_of
 from ming_py.kinds import kind_of, unrollable
 from ming_py.storage import plan_arrays
 from ming_py.kinds.streamed import DDR_BURST_LATENCY
-from ming_py.weights_ddr import DDR_BUNDLE, DDR_FILE, DDR_MAX_BURST, streamed_arrays, streamed_rows
+from ming_py.weights_ddr import (DDR_FILE, DDR_MAX_BURST, DDR_READ_OUTSTANDING, ddr_bundle, streamed_arrays,
+                                 streamed_rows)
 from ming_py.weights_load import WEIGHTS_FILE, loaded_arrays, loaded_rows
 
 from .environment import TEMPLATES, environment
@@ -184,11 +185,12 @@ def _model_view(graph: StreamGraph, schedule: Schedule, names: CppNames, views: 
                    for p, v in zip(graph.processes, views) if p.name in parts],
         "weight_words": sum(part.words for part in parts.values()), "weights_file": WEIGHTS_FILE,
         # the processes whose weights stream from DDR, each with its m_axi port (`ming_py.weights_ddr`)
-        "streamed": [{"stream": v.weight_stream, "port": names.arrays[p.name]["weights"], "label": c_string(p.name),
+        "streamed": [{"stream": v.weight_stream, "port": names.arrays[p.name]["weights"],
+                      "bundle": ddr_bundle(names.arrays[p.name]["weights"]), "label": c_string(p.name),
                       "words": streamed[p.name].words, "first_word": streamed[p.name].first_word}
                      for p, v in zip(graph.processes, views) if p.name in streamed],
-        "ddr_words": sum(part.words for part in streamed.values()), "ddr_file": DDR_FILE, "ddr_bundle": DDR_BUNDLE,
-        "ddr_latency": DDR_BURST_LATENCY, "ddr_burst": DDR_MAX_BURST,
+        "ddr_words": sum(part.words for part in streamed.values()), "ddr_file": DDR_FILE,
+        "ddr_latency": DDR_BURST_LATENCY, "ddr_burst": DDR_MAX_BURST, "ddr_outstanding": DDR_READ_OUTSTANDING,
     }
 
 
@@ -238,7 +240,7 @@ def _process_view(graph: StreamGraph, schedule: Schedule, p: Process,
         storage=storage, window=p.window,
         in_pixels=ins[0].pixels, multipliers=sched.multipliers, arrays=names.arrays[p.name],
         weight_stream=names.weight_streams[p.name] if loaded or streamed else "",
-        kind_values=kind.view_values(spec, p, lanes_in, lanes_out))
+        kind_values=kind.template_values(spec, p, lanes_in, lanes_out))
     constants: list[CConstant] = []
 
     def constant(role: str, ctype: str, array: np.ndarray, comment: str, loaded: bool = False) -> None:

@@ -26,7 +26,7 @@ __all__ = ["ProcessSpec", "Loop", "depth_bound", "process_spec", "loop_of", "sch
 
 def loop_of(spec: ProcessSpec) -> Loop:
     spec.check()
-    return Loop(spec.depth, tuple(merged(spec.process_kind.positions(spec))), spec.requant_delay)
+    return Loop(spec.depth, tuple(merged(spec.process_kind.loop_positions(spec))), spec.requant_delay)
 
 
 def depth_bound(kind: str) -> int:

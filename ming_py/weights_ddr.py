@@ -7,17 +7,18 @@ whole input (the map of a pointwise or conv process, the vector of a dense one),
 tiles: the weights of tile t+1 arrive while tile t computes over every output pixel, into the other half of a
 ping-pong tile buffer `[2][reduction tiles][lanes]`; a pointwise or conv process writes its outputs into an output
 map buffer it streams out in pixel order after the last tile (a dense process's output is in tile order already).
-Its loop (`ming_py.kinds.streamed.StreamedLoop`) charges each tile's fetch `tile_words + DDR_BURST_LATENCY`
-iterations, overlapped with the previous tile's compute. This module holds the rest: weights_ddr.bin, the report's
-description of it, and what the ILP budgets streamed weights with: the board's DDR rate, the capacity rule and
-each streamed process's m_axi read adapter and fetch loop.
+Its loop (`ming_py.kinds.streamed.StreamedLoop`) charges each tile's fetch its `tile_words` iterations,
+overlapped with the previous tile's compute, and a burst's latency once, for tile 0. This module holds the rest:
+weights_ddr.bin, the report's description of it, and what the ILP budgets streamed weights with: the board's DDR
+rate, the capacity rule and each streamed process's m_axi read adapter and fetch loop.
 
 The weights of every streamed process sit in DDR as one packed byte array, `weights_ddr.bin`: per streamed process
 in the graph's order, its weight rows (`ProcessKind.weight_rows`: a fold step's weights, output tile outermost) in
 `DDR_WORD_BYTES`-byte words, lane u of a row in byte u % 16 of its word u // 16 (zero padding after the row's last
-lane). The top function has one m_axi pointer per streamed process (bundle `gmem_weights`, its offset an s_axilite
-register: the file's base address plus the process's `first_word` words); a fetch loop of 128-bit words at II=1 per
-process (`fetch_ddr_weights` of the emitted C++, bursts) feeds the process its words in order through a stream.
+lane). The top function has one m_axi pointer per streamed process (each in its own bundle, `ddr_bundle`, its
+offset an s_axilite register: the file's base address plus the process's `first_word` words); a fetch loop of
+128-bit words at II=1 per process (`fetch_ddr_weights` of the emitted C++, bursts) feeds the process its words
+in order through a stream.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from .kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, tile_words, words
 DDR_MAX_BURST = 64
 DDR_READ_OUTSTANDING = 4
 DDR_FILE = "weights_ddr.bin"
-DDR_BUNDLE = "gmem_weights"
 
 
 def is_streamed(schedule, process) -> bool:
@@ -92,15 +92,21 @@ def streamed_rows(graph, schedule) -> dict[str, np.ndarray]:
     return rows
 
 
+def ddr_bundle(port: str) -> str:
+    """The m_axi bundle of a streamed process's port: one per port, so each fetch has its own read adapter."""
+    return f"gmem_{port}"
+
+
 def ddr_report(parts: list[StreamedArray], image: bytes, ports: dict[str, str]) -> dict:
     """What report.json and accelerator.json say of the weights in DDR ("weights_ddr"); `ports`: process -> the
     top function's m_axi port."""
-    return {"file": DDR_FILE, "bundle": DDR_BUNDLE, "word_bytes": DDR_WORD_BYTES, "words": len(image) // DDR_WORD_BYTES,
+    return {"file": DDR_FILE, "word_bytes": DDR_WORD_BYTES, "words": len(image) // DDR_WORD_BYTES,
             "bytes": len(image), "sha256": hashlib.sha256(image).hexdigest(),
             "burst_latency": DDR_BURST_LATENCY, "bytes_per_image": len(image),
-            "arrays": [{"process": p.process, "port": ports[p.process], "rows": p.rows, "lanes": p.lanes,
-                        "words_per_row": p.words_per_row, "first_word": p.first_word, "words": p.words,
-                        "offset_bytes": p.first_word * DDR_WORD_BYTES} for p in parts]}
+            "arrays": [{"process": p.process, "port": ports[p.process], "bundle": ddr_bundle(ports[p.process]),
+                        "rows": p.rows, "lanes": p.lanes, "words_per_row": p.words_per_row,
+                        "first_word": p.first_word, "words": p.words, "offset_bytes": p.first_word * DDR_WORD_BYTES}
+                       for p in parts]}
 
 
 def ddr_bytes_per_cycle(board) -> float | None:

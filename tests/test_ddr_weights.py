@@ -15,7 +15,7 @@ from emit_helpers import csim
 from hand_graphs import assert_traced_loop, conv, image, map_graph
 from ming_py import reference
 from ming_py.build import build
-from ming_py.dataflow import ProcessSchedule, Schedule
+from ming_py.dataflow import ProcessSchedule, Schedule, Window
 from ming_py.ilp.explore import explore
 from ming_py.ilp.pins import resolve
 from ming_py.line_buffers import build_stream_graph
@@ -24,8 +24,9 @@ from ming_py.kinds.base import ProcessSpec
 from ming_py.options import BuildOptions
 from ming_py.process_spec import loop_of, schedule_spec
 from ming_py.simulate import simulate_schedule
-from ming_py.kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, tile_words
-from ming_py.weights_ddr import ddr_image, streamed_arrays, streamed_rows
+from ming_py.kinds.base import kind_of
+from ming_py.kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, STREAMED_KINDS, tile_words
+from ming_py.weights_ddr import DDR_MAX_BURST, DDR_READ_OUTSTANDING, ddr_image, streamed_arrays, streamed_rows
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "tiny_cnn.onnx")
 # conv1 (3x3, 3 -> 8, padded with its input's zero point) in one output tile, conv2 (3x3, 8 -> 16), conv3
@@ -56,14 +57,17 @@ def test_a_streamed_dense_loop_takes_its_vector_then_overlaps_each_tiles_fetch_w
     spec = _dense(4, True)
     loop = loop_of(spec)
     k_tiles, tiles = 64 // 8, 40 // 4
-    fetch = tile_words(spec) + DDR_BURST_LATENCY
     assert tile_words(spec) == k_tiles * 2  # 32 weights a row: two 128-bit words
     assert tile_words(spec) * tiles * DDR_WORD_BYTES == 64 * 40  # every weight once per image, no padding here
-    assert loop.iterations == max(8, fetch) + (tiles - 1) * max(k_tiles, fetch) + k_tiles
+    assert spec.depth == 17
+    # tile 0's 16 words after a burst's latency; each later tile's 16 words, its last row (written at the
+    # phase's 16th iteration, read at the next phase's 8th) landed: 16 - 8 + 17 iterations
+    load, tile = DDR_BURST_LATENCY + 16, 25
+    assert loop.iterations == load + (tiles - 1) * tile + k_tiles
     reads = loop.token_iterations("reads", 0, list(range(8)))
     writes = loop.token_iterations("writes", 0, list(range(tiles)))
-    assert reads == list(range(8)) and writes[0] == max(8, fetch) + k_tiles - 1
-    assert all(b - a == max(k_tiles, fetch) for a, b in zip(writes, writes[1:]))
+    assert reads == list(range(8)) and writes[0] == load + k_tiles - 1
+    assert all(b - a == tile for a, b in zip(writes, writes[1:]))
     assert loop.iterations > loop_of(_dense(4, False)).iterations  # the weights on chip need no fetch
 
 
@@ -78,12 +82,108 @@ def test_a_streamed_pointwise_loop_writes_its_output_map_after_the_last_tile_in_
     spec = schedule_spec(stream_graph, process, schedule)
     loop = loop_of(spec)
     pixels, tiles, ic_tiles = 9, 24 // 4, 16 // 8
-    fetch = tile_words(spec) + DDR_BURST_LATENCY
-    computed = max(pixels * 2, fetch) + (tiles - 1) * max(pixels * ic_tiles, fetch) + pixels * ic_tiles
-    assert loop.iterations == computed + max(pixels * tiles, spec.depth)
+    assert tile_words(spec) == 4 and spec.depth == 17
+    # the load: tile 0's 4 words after a burst's latency; a tile: its words, the last row landed (4 - 2 + 17)
+    computed = (DDR_BURST_LATENCY + 4) + (tiles - 1) * 19 + pixels * ic_tiles
+    assert loop.iterations == computed + pixels * tiles  # every output read 22 iterations or more after its write
     writes = loop.token_iterations("writes", 0, list(range(pixels * tiles)))
-    assert writes == list(range(writes[0], writes[0] + pixels * tiles)) and writes[0] >= computed
-    assert writes[0] - computed + pixels * tiles >= spec.depth  # an output leaves its buffer after its write landed
+    assert writes == list(range(computed, computed + pixels * tiles))
+
+
+def _pointwise(shape: tuple[int, int, int], out_channels: int, unroll_oc: int, unroll_ic: int) -> ProcessSpec:
+    c, h, w = shape
+    return ProcessSpec("pointwise", (shape,), ((out_channels, h, w),), (("oc", unroll_oc), ("ic", unroll_ic)),
+                       (unroll_ic,), (unroll_oc,), Window(c, h, w, out_channels, h, w), ddr_weights=True)
+
+
+def _conv(shape: tuple[int, int, int], out_channels: int, unroll_oc: int, unroll_ic: int, kernel: int, stride: int,
+          pad: int) -> ProcessSpec:
+    c, h, w = shape
+    h_out, w_out = (h + 2 * pad - kernel) // stride + 1, (w + 2 * pad - kernel) // stride + 1
+    window = Window(c, h, w, out_channels, h_out, w_out, (kernel, kernel), (stride, stride), pads=(pad,) * 4)
+    return ProcessSpec("conv", (shape,), ((out_channels, h_out, w_out),),
+                       (("oc", unroll_oc), ("ic", unroll_ic), ("k", 1)), (unroll_ic,), (unroll_oc,), window,
+                       ddr_weights=True)
+
+
+def _phase_starts(loop) -> list[int]:
+    """The first iteration of each tile's phase, then of the write phase."""
+    return [loop.load + t * loop.tile for t in range(loop.tiles)] + [loop.load + (loop.tiles - 1) * loop.tile +
+                                                                      loop.last]
+
+
+def _tile_buffer_gaps(loop):
+    """(write, first read) of every row of every tile in weight_tile: fetched a word an iteration from the start of
+    the phase before its own (the load for tile 0), read from the iteration of its row in its own phase."""
+    starts = _phase_starts(loop)
+    for t in range(loop.tiles):
+        fetch = 0 if t == 0 else starts[t - 1]
+        for r in range(loop.rows):
+            yield fetch + (r + 1) * loop.words_per_row - 1, starts[t] + r
+
+
+def _output_buffer_gaps(loop):
+    """(write, read) of every output of the output map: written as its pixel's reduction ends in its tile's phase,
+    read in pixel order (each pixel's tiles in turn) after the write phase's lead."""
+    starts = _phase_starts(loop)
+    for p in range(loop.pixels):
+        for t in range(loop.tiles):
+            yield starts[t] + (p + 1) * loop.rows - 1, starts[-1] + loop.write_lead + p * loop.tiles + t
+
+
+def _input_map_gaps(spec, loop):
+    """(write, first read) of every input token the compute reads: taken one an iteration from the load's start,
+    read in tile 0's phase in the template's order (a conv's: output pixel, input tile, window row, column)."""
+    (_, h, w), tokens = spec.inputs[0], spec.tokens_in[0]
+    if spec.kind == "pointwise":
+        yield from ((k, loop.load + k) for k in range(loop.inputs))
+        return
+    win = spec.window
+    first_read = {}
+    for o in range(loop.pixels):
+        oh, ow = divmod(o, win.out_width)
+        for step in range(loop.rows):
+            ic, kh, kw = step // win.window_size, step // win.kernel[1] % win.kernel[0], step % win.kernel[1]
+            r, c = oh * win.stride[0] + kh - win.pads[0], ow * win.stride[1] + kw - win.pads[1]
+            if 0 <= r < h and 0 <= c < w:
+                first_read.setdefault((r * w + c) * tokens + ic, loop.load + o * loop.rows + step)
+    yield from first_read.items()
+
+
+def _small_streamed_specs():
+    for h, w in [(1, 1), (1, 2), (2, 2), (2, 3), (3, 3)]:
+        for c_in, c_out in [(1, 1), (2, 16), (16, 2), (16, 16), (64, 64), (64, 4)]:
+            for u_oc in sorted({1, 2, c_out}):
+                for u_ic in sorted({1, 4, c_in} & set(range(1, c_in + 1))):
+                    if c_in % u_ic or c_out % u_oc:
+                        continue
+                    yield _pointwise((c_in, h, w), c_out, u_oc, u_ic)
+                    for kernel, stride, pad in [(3, 1, 1), (3, 2, 1), (2, 1, 0)]:
+                        if h + 2 * pad >= kernel and w + 2 * pad >= kernel and c_in <= 16:
+                            yield _conv((c_in, h, w), c_out, u_oc, u_ic, kernel, stride, pad)
+        for n, k in [(2, 1), (16, 16), (4, 64)]:
+            yield ProcessSpec("dense", ((k, h, w),), ((n, 1, 1),), (("n", n), ("k", k)), (k,), (n,),
+                              ddr_weights=True)
+
+
+@pytest.mark.unit
+def test_no_value_of_a_streamed_loops_buffers_is_read_within_the_pipeline_depth_of_its_write():
+    """The streamed templates tell Vitis HLS their buffers carry no dependence (macros.j2 `streamed_dependences`):
+    on every small map, every value of the tile buffer, the input buffer and the output map is read the pipeline
+    depth or more iterations after the iteration writing it (`StreamedLoop`)."""
+    assert all(kind_of(kind).depth_bound <= DDR_BURST_LATENCY for kind in STREAMED_KINDS)  # the load's gap
+    checked = 0
+    for spec in _small_streamed_specs():
+        loop = spec.process_kind.streamed(spec)
+        gaps = list(_tile_buffer_gaps(loop))
+        if spec.kind != "dense":
+            gaps += list(_input_map_gaps(spec, loop)) + list(_output_buffer_gaps(loop))
+        else:
+            gaps += [(k, loop.load + k) for k in range(loop.inputs)]
+        short = [(written, read) for written, read in gaps if read - written < spec.depth]
+        assert not short, (spec, loop, short[:3])
+        checked += len(gaps)
+    assert checked > 100_000
 
 
 def test_a_streamed_pointwise_process_reads_and_writes_at_its_loops_iterations(tmp_path):
@@ -92,9 +192,8 @@ def test_a_streamed_pointwise_process_reads_and_writes_at_its_loops_iterations(t
     graph = map_graph("pw", (16, 3, 3), (24, 3, 3))
     conv(graph, "pw", "x", "y", 24)
     schedule = {"pw": ProcessSchedule((("oc", 2), ("ic", 2)), (("weights", "ddr"),), "fabric")}
-    pixels, tiles, ic_tiles, fetch = 9, 12, 8, 8 + DDR_BURST_LATENCY
-    iterations = max(pixels * 8, fetch) + (tiles - 1) * max(pixels * ic_tiles, fetch) + pixels * ic_tiles + \
-        pixels * tiles
+    pixels, tiles, ic_tiles = 9, 12, 8  # each tile's compute longer than any fetch: the phases are the compute's
+    iterations = pixels * 8 + (tiles - 1) * pixels * ic_tiles + pixels * ic_tiles + pixels * tiles
     assert_traced_loop(graph, 2, tmp_path / "out", iterations, processes=schedule)
 
 
@@ -130,8 +229,11 @@ def test_pinned_ddr_weights_build_verified_through_the_m_axi_ports(ddr_build):
     assert described["bytes"] == len(image) and [a["process"] for a in described["arrays"]] == STREAMED
     cpp = (out / "hls" / "tiny_cnn.cpp").read_text()
     for part in described["arrays"]:
-        assert (f"HLS_PRAGMA(INTERFACE mode=m_axi port={part['port']} bundle=gmem_weights offset=slave "
-                f"depth={part['words']} max_read_burst_length=256 latency={DDR_BURST_LATENCY})") in cpp
+        assert part["bundle"] == f"gmem_{part['port']}"
+        assert (f"HLS_PRAGMA(INTERFACE mode=m_axi port={part['port']} bundle={part['bundle']} offset=slave "
+                f"depth={part['words']} max_read_burst_length={DDR_MAX_BURST} "
+                f"num_read_outstanding={DDR_READ_OUTSTANDING} max_write_burst_length=2 num_write_outstanding=1 "
+                f"latency={DDR_BURST_LATENCY})") in cpp
         assert f"HLS_PRAGMA(INTERFACE mode=s_axilite port={part['port']} bundle=control)" in cpp
     assert "ap_ctrl_none" not in cpp and "tiny_cnn_weights.h" in cpp
     assert "fc_weights[" not in (out / "hls" / "tiny_cnn_weights.h").read_text()  # no ROM holds them
@@ -200,10 +302,10 @@ def test_a_streamed_conv_process_reads_and_writes_at_its_loops_iterations(tmp_pa
     graph = map_graph("cv", (8, 5, 5), (16, 3, 3))
     conv(graph, "cv", "x", "y", 16, kernel=3, stride=2, pad=1)
     schedule = {"cv": ProcessSchedule((("oc", 2), ("ic", 2), ("k", 1)), (("weights", "ddr"),), "fabric")}
-    rows = 4 * 9  # input tiles x window
-    pixels_out, tiles, fetch = 9, 8, rows + DDR_BURST_LATENCY
-    iterations = max(25 * 4, fetch) + (tiles - 1) * max(pixels_out * rows, fetch) + pixels_out * rows + \
-        pixels_out * tiles
+    rows, depth = 4 * 9, 15  # input tiles x window; the pipeline's depth
+    pixels_out, tiles = 9, 8
+    load = 25 * 4 + depth - 1  # the window reads the map out of order: the last token landed before any read
+    iterations = load + (tiles - 1) * pixels_out * rows + pixels_out * rows + pixels_out * tiles
     assert_traced_loop(graph, 2, tmp_path / "out", iterations, processes=schedule)
 
 

@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass
 
 from ming_py.dataflow import KindParams, Window, divisors
-from ming_py.loops import Position
+from ming_py.loops import Access, Position
 
-from .streamed import streamed_problem
+from .streamed import StreamedLoop, streamed_counters, streamed_positions, streamed_problem
 
 # Pipeline stages of the requantization datapaths that end most loops: the lean datapath (abs and clamp 1,
 # the DSP product 3, fraction compare 1, sign, zero point and saturation 1) and Mul's float32 emulation
@@ -241,6 +241,36 @@ class ProcessKind:
         """The index order of `Process.weights`, for the comment of its constant array."""
         raise NotImplementedError
 
+    # --- weights streamed from DDR (`ming_py.weights_ddr`), for a kind with a `streamed_template` ---
+    def streamed(self, spec: ProcessSpec) -> StreamedLoop:
+        """The phases of its loop with weights streamed from DDR (`ming_py.kinds.streamed`)."""
+        raise NotImplementedError(f"{self.name} cannot stream its weights from DDR")
+
+    def streamed_tile_writes(self, spec: ProcessSpec) -> Access:
+        """The output tokens a tile's phase of its streamed loop writes (none: it fills its output map buffer)."""
+        return Access()
+
+    def streamed_registers(self, spec: ProcessSpec) -> dict[str, int]:
+        """Its streamed template's counters beyond the phases' (`streamed_counters`), as `counters` gives them."""
+        raise NotImplementedError(f"{self.name} cannot stream its weights from DDR")
+
+    # --- the loop a spec runs: the streamed one where its weights come from DDR, `positions` etc. otherwise ---
+    def loop_positions(self, spec: ProcessSpec):
+        if spec.ddr_weights:
+            return streamed_positions(self.streamed(spec), self.streamed_tile_writes(spec))
+        return self.positions(spec)
+
+    def loop_counters(self, spec: ProcessSpec, epilogue) -> dict[str, int]:
+        if spec.ddr_weights:
+            return streamed_counters(self.streamed(spec)) | self.streamed_registers(spec)
+        return self.counters(spec, epilogue)
+
+    def template_values(self, spec: ProcessSpec, process, lanes_in, lanes_out):
+        """The numbers its template needs beyond every process's (`emit.hls.ProcessView.kind_values`)."""
+        if spec.ddr_weights:
+            return self.streamed(spec)
+        return self.view_values(spec, process, lanes_in, lanes_out)
+
     @property
     def templates(self) -> tuple[str, ...]:
         """Every template of its loops: weights on chip, and streamed from DDR where it can."""
@@ -258,6 +288,9 @@ ASPECTS = ("name", "unrollable", "needs_window", "line_buffer", "mac", "shares_r
            "lane_options", "lanes_match", "multiplier_choices", "static_banks", "summed_terms", "pipeline_depth",
            "tokens_in", "macs", "macs_per_image", "reduction_tiles", "positions", "arrays", "logic_lut", "counters",
            "view_values", "describe", "weight_rows", "weights_layout")
+
+# what a kind with a `streamed_template` defines besides
+STREAMED_ASPECTS = ("streamed", "streamed_registers")
 
 
 def _undefined(cls: type, aspect: str) -> bool:
@@ -365,9 +398,9 @@ def shared_requantizers(spec: ProcessSpec) -> tuple[int, ...]:
 
 def control_counters(spec: ProcessSpec, epilogue, trip_count: int) -> tuple[int, ...]:
     """The greatest value of every counter register of a process's loop: the loop counter (0..trip count), its
-    kind's (`ProcessKind.counters`) and the shared requantizers' turn and constant row."""
+    kind's (`ProcessKind.loop_counters`) and the shared requantizers' turn and constant row."""
     shared = (spec.requant_steps - 1, spec.tokens_out[0] * spec.requant_steps - 1) if spec.requant_steps > 1 else ()
-    return (trip_count,) + tuple(spec.process_kind.counters(spec, epilogue).values()) + shared
+    return (trip_count,) + tuple(spec.process_kind.loop_counters(spec, epilogue).values()) + shared
 
 
 def adder_tree(terms: int) -> int:
@@ -383,6 +416,8 @@ _REGISTRY: dict[str, ProcessKind] = {}
 def register(cls: type[ProcessKind]) -> type[ProcessKind]:
     """Class decorator: one instance of `cls` serves processes of kind `cls.name`."""
     missing = [aspect for aspect in ASPECTS if _undefined(cls, aspect)]
+    if cls.streamed_template:
+        missing += [aspect for aspect in STREAMED_ASPECTS if _undefined(cls, aspect)]
     if missing:
         raise TypeError(f"process kind {cls.__name__} does not define {', '.join(missing)}")
     if cls.params_type is not None and not _is_params_type(cls.params_type):

@@ -11,7 +11,7 @@ from ming_py.dataflow import divisors
 from ming_py.loops import Access, Position
 
 from .base import REQUANT_STAGES, ProcessKind, adder_tree, register
-from .streamed import StreamedLoop, streamed_counters, streamed_loop, streamed_positions
+from .streamed import StreamedLoop, streamed_loop
 
 from .window import MAC_DEPTH, mac_arrays, streamed_mac_arrays, mac_multipliers, tiled_weight_rows
 
@@ -66,16 +66,6 @@ class Dense(ProcessKind):
         return math.prod(spec.inputs[0]) // spec.factor("k")
 
     def positions(self, spec):
-        if spec.ddr_weights:
-            return streamed_positions(self.streamed(spec), Access(spec.reduction_tiles - 1, 1, 1))
-        return self.resident_positions(spec)
-
-    def streamed(self, spec) -> StreamedLoop:
-        """With weights from DDR: the input vector taken, then each output tile's reduction, its token written at
-        its end (in stream order already)."""
-        return streamed_loop(spec, spec.tokens_in[0], spec.reduction_tiles, 0)
-
-    def resident_positions(self, spec):
         tokens_in = spec.tokens_in[0]
         tile = spec.reduction_tiles
         yield Position(tokens_in + spec.fold, (Access(0, 1, tokens_in),),
@@ -93,13 +83,21 @@ class Dense(ProcessKind):
         return 0
 
     def counters(self, spec, epilogue):
-        if spec.ddr_weights:
-            return streamed_counters(self.streamed(spec)) | {"token": spec.tokens_in[0] - 1,
-                                                             "k_tile": spec.reduction_tiles - 1}
         return {"k_tile": spec.reduction_tiles - 1, "n_tile": spec.tokens_out[0] - 1}
 
     def view_values(self, spec, process, lanes_in, lanes_out):
-        return self.streamed(spec) if spec.ddr_weights else None
+        return None
+
+    def streamed(self, spec) -> StreamedLoop:
+        """With weights from DDR: the input vector taken, then each output tile's reduction, its token written at
+        its end (in stream order already)."""
+        return streamed_loop(spec, spec.tokens_in[0], spec.reduction_tiles, 0)
+
+    def streamed_tile_writes(self, spec):
+        return Access(spec.reduction_tiles - 1, 1, 1)
+
+    def streamed_registers(self, spec):
+        return {"token": spec.tokens_in[0] - 1, "k_tile": spec.reduction_tiles - 1}
 
     def describe(self, process, ins, outs, shapes):
         return f"{process.name} ({process.source}): dense: {shapes}"

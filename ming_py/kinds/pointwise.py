@@ -7,10 +7,8 @@ from __future__ import annotations
 import math
 
 from ming_py.array_layout import Dim, array, spread
-from ming_py.loops import Access
-
 from .base import REQUANT_STAGES, ProcessKind, adder_tree, per_pixel_tokens, register
-from .streamed import StreamedLoop, streamed_counters, streamed_loop, streamed_positions
+from .streamed import StreamedLoop, map_loop
 
 from .window import (MAC_DEPTH, grouped_lanes, reduction_counters, grouped_lanes_match, grouped_layout, grouped_trips,
                      grouped_weight_rows, groups_text, mac_arrays, mac_multipliers, streamed_map_buffers,
@@ -64,16 +62,14 @@ class Pointwise(ProcessKind):
         return w.in_channels // w.groups // spec.factor("ic")
 
     def positions(self, spec):
-        if spec.ddr_weights:
-            return streamed_positions(self.streamed(spec), Access())
         return window_positions(spec)
 
     def streamed(self, spec) -> StreamedLoop:
-        """With weights from DDR: the whole input map taken, each output tile computed over every pixel into the
-        output map buffer, then the output map written in pixel order."""
+        return map_loop(spec, in_order=True)  # its pixels' tokens read in the order they arrived
+
+    def streamed_registers(self, spec):
         pixels = spec.inputs[0][1] * spec.inputs[0][2]
-        return streamed_loop(spec, pixels * spec.tokens_in[0], pixels * spec.reduction_tiles,
-                             pixels * spec.tokens_out[0])
+        return {"pixel": pixels - 1, "token": spec.tokens_in[0] - 1, "ic_tile": spec.reduction_tiles - 1}
 
     def arrays(self, spec, epilogue, line_buffer_memory, constants):
         c_in, lanes = spec.inputs[0][0], spec.lanes_in[0]
@@ -88,10 +84,6 @@ class Pointwise(ProcessKind):
         return 0
 
     def counters(self, spec, epilogue):
-        if spec.ddr_weights:
-            phases = self.streamed(spec)
-            return streamed_counters(phases) | {"pixel": phases.compute // spec.reduction_tiles - 1,
-                                                "token": spec.tokens_in[0] - 1, "ic_tile": spec.reduction_tiles - 1}
         w, tokens_in = spec.window, spec.tokens_in[0]
         pixel = {"row": w.in_height, "col": w.in_width - 1, "row_phase": w.stride[0] - 1, "col_phase": w.stride[1] - 1,
                  "half": 1}
@@ -99,7 +91,7 @@ class Pointwise(ProcessKind):
         return pixel | fold | reduction_counters(spec)
 
     def view_values(self, spec, process, lanes_in, lanes_out):
-        return self.streamed(spec) if spec.ddr_weights else None
+        return None
 
     def describe(self, process, ins, outs, shapes):
         w = process.window

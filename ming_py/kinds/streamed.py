@@ -43,12 +43,37 @@ def streamed_problem(spec) -> str:
 @dataclass(frozen=True)
 class StreamedLoop:
     """The phases of a streamed process's loop, in iterations: take the input (`inputs` tokens) while tile 0's
-    weights arrive (`load`), compute each output tile (`compute` iterations) while the next tile's arrive
-    (`tile`, the last tile its compute alone: `last`), then write the buffered outputs (`outputs` tokens, 0 where the
-    compute writes them) at the end of a phase of at least `settle` iterations (`write`): an output is read from
-    its buffer only after its write there, `settle` (the pipeline depth) cycles after its iteration, has landed.
-    The input buffer is safe the same way: every input token is read `load` >= DDR_BURST_LATENCY iterations
-    after its write."""
+    weights arrive (`load`), compute each output tile (`compute` iterations, `pixels` times a reduction of `rows`
+    steps) while the next tile's arrive (`tile`; the last tile its compute alone: `last`), then write the buffered
+    outputs (`outputs` tokens, 0 where the compute writes them; `write`, the first `write_lead` iterations idle).
+
+    The fetch: the fetch process (`fetch_ddr_weights`) is a pipelined copy loop whose m_axi read adapter keeps
+    DDR_READ_OUTSTANDING bursts of DDR_MAX_BURST words (`ming_py.weights_ddr`) requested, in flight or buffered,
+    whether or not the process takes words: more words than a burst's latency (DDR_BURST_LATENCY cycles) passes at a
+    word a cycle. So once tile 0's first word has arrived (the latency, charged once, in `load`), every word is
+    there when the process takes it, a word an iteration, and a later tile's fetch is its `tile_words`
+    iterations, the first of the previous tile's phase. The stream between them (depth 2) needs no more room: the
+    adapter's buffer is the run-ahead.
+
+    Every buffer of the loop is written and read with no dependence Vitis HLS keeps (macros.j2
+    `streamed_dependences`), so every value is read `settle` (the pipeline depth) iterations or more after the
+    iteration that writes it, its write landed by then:
+    - weight_tile: row r of a tile is written at iteration (r + 1) * words_per_row - 1 of the phase before the one
+      that reads it, first read at iteration r of its own phase; the gap, least for the last row, is at least
+      `phase - tile_words + rows` for the fetching phase's length `phase` (`load` or `tile`), which `fetched`
+      keeps at `settle` or more. The fetch fills the half the compute does not read (`half`, `fill`).
+    - the input buffer: every token is taken by iteration `inputs` - 1 of `load` and first read in tile 0's phase.
+      Where the compute reads it in the order it arrived (`in_order`: pointwise and dense), the token read at
+      iteration j of tile 0's phase was taken at iteration j of `load`: the gap is `load` >= DDR_BURST_LATENCY,
+      more than any pipeline depth (`ProcessKind.depth_bound`). A conv's window reads the map out of that order,
+      so its `load` lasts `settle` - 1 iterations past the last token.
+    - the output buffer: output pixel p of tile t is written at the iteration ending its reduction,
+      (p + 1) * rows - 1 of tile t's phase, and read at iteration `write_lead` + p * tiles + t of the write phase;
+      the gap, least for the last tile (an earlier tile's write comes a tile's phase earlier, its read one
+      iteration earlier) and there linear in p, is least at p = 0 or p = pixels - 1 (`output_gap`);
+      `write_lead` lifts it to `settle`.
+    Every phase is two iterations or more (`last`; a write phase of one output has a lead of `settle` - 3 or
+    more)."""
 
     inputs: int
     compute: int
@@ -57,18 +82,32 @@ class StreamedLoop:
     words_per_row: int
     outputs: int
     settle: int = 0
+    in_order: bool = True
 
     @property
-    def fetch(self) -> int:
-        return self.tile_words + DDR_BURST_LATENCY
+    def rows(self) -> int:
+        """Rows of a tile's weights: the steps of a reduction."""
+        return self.tile_words // self.words_per_row
+
+    @property
+    def pixels(self) -> int:
+        """The reductions of a tile's compute."""
+        return self.compute // self.rows
+
+    @property
+    def fetched(self) -> int:
+        """The fewest iterations of a phase that fetches a tile: its words, the last row's write landed before the
+        next phase reads it."""
+        return max(self.tile_words, self.tile_words - self.rows + self.settle)
 
     @property
     def load(self) -> int:
-        return max(self.inputs, self.fetch)
+        taken = self.inputs if self.in_order else self.inputs + self.settle - 1
+        return max(taken, DDR_BURST_LATENCY + self.tile_words, self.fetched)
 
     @property
     def tile(self) -> int:
-        return max(self.compute, self.fetch)
+        return max(self.compute, self.fetched)
 
     @property
     def last(self) -> int:
@@ -80,14 +119,24 @@ class StreamedLoop:
     def first_tile(self) -> int:
         return self.last if self.tiles == 1 else self.tile
 
-    @property
-    def write(self) -> int:
-        return max(self.outputs, self.settle) if self.outputs else 0
+    def output_gap(self, pixel: int, tile: int) -> int:
+        """Iterations from the write of output pixel `pixel` of tile `tile` into the output buffer to its read, the
+        write phase's lead aside."""
+        written = (pixel + 1) * self.rows - 1 - (self.tiles - 1 - tile) * self.tile  # from the last tile's start
+        read = self.last + pixel * self.tiles + tile
+        return read - written
 
     @property
     def write_lead(self) -> int:
-        """Iterations of the write phase before its first output."""
-        return self.write - self.outputs
+        """Iterations of the write phase before its first output: the least output gap lifted to `settle`."""
+        if not self.outputs:
+            return 0
+        least = min(self.output_gap(p, self.tiles - 1) for p in (0, self.pixels - 1))
+        return max(self.settle - least, 0)
+
+    @property
+    def write(self) -> int:
+        return self.write_lead + self.outputs
 
     @property
     def longest(self) -> int:
@@ -95,9 +144,18 @@ class StreamedLoop:
         return max(self.load, self.tile, self.write)
 
 
-def streamed_loop(spec, inputs: int, compute: int, outputs: int) -> StreamedLoop:
+def streamed_loop(spec, inputs: int, compute: int, outputs: int, in_order: bool = True) -> StreamedLoop:
     return StreamedLoop(inputs, compute, spec.tokens_out[0], tile_words(spec), words_per_row(spec.macs), outputs,
-                        spec.depth)
+                        spec.depth, in_order)
+
+
+def map_loop(spec, in_order: bool) -> StreamedLoop:
+    """The streamed loop of a pointwise or conv process: the whole input map taken, each output tile computed over
+    every output pixel into the output map buffer, then the output map written in pixel order; `in_order`: the
+    compute reads the input map in the order it arrived (`StreamedLoop`)."""
+    (_, h, w), (_, h_out, w_out) = spec.inputs[0], spec.outputs[0]
+    return streamed_loop(spec, h * w * spec.tokens_in[0], h_out * w_out * spec.reduction_tiles,
+                         h_out * w_out * spec.tokens_out[0], in_order)
 
 
 def streamed_positions(phases: StreamedLoop, tile_writes: Access):
@@ -112,7 +170,7 @@ def streamed_positions(phases: StreamedLoop, tile_writes: Access):
 
 
 def streamed_counters(phases: StreamedLoop) -> dict[str, int]:
-    """The counters a streamed loop's phases and fetch declare (`ProcessKind.counters`)."""
+    """The counters a streamed loop's phases and fetch declare (`ProcessKind.loop_counters`)."""
     return {"i": phases.longest - 1, "end": phases.longest - 2, "tile": phases.tiles - 1,
-            "fetch_row": phases.tile_words // phases.words_per_row - 1, "fetch_word": phases.words_per_row - 1,
+            "fetch_row": phases.rows - 1, "fetch_word": phases.words_per_row - 1,
             "half": 1, "fill": 1}

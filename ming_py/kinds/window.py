@@ -30,8 +30,7 @@ from ming_py.dataflow import GROUP_LOOP, Window
 from ming_py.loops import Access, Position
 
 from .base import REQUANT_STAGES, ProcessSpec, ProcessKind, Unweighted, adder_tree, per_pixel_tokens, register
-from .streamed import (DDR_WORD_BYTES, StreamedLoop, streamed_counters, streamed_loop, streamed_positions,
-                       words_per_row)
+from .streamed import DDR_WORD_BYTES, StreamedLoop, map_loop, words_per_row
 
 # Where a MAC process's int8 products are computed: one per DSP48E2, in LUT fabric, or two that share
 # their input per DSP48E2 (AMD WP486: x * (w_high * 2^18 + w_low) on the 27 x 18-bit multiplier).
@@ -368,33 +367,18 @@ class Conv(SlidingWindow):
     def trip_counts(self, window, ins, outs):
         return grouped_trips(window) | {"k": window.window_size}
 
-    def positions(self, spec):
-        if spec.ddr_weights:
-            return streamed_positions(self.streamed(spec), Access())
-        return window_positions(spec)
-
     def streamed(self, spec: ProcessSpec) -> StreamedLoop:
-        """With weights from DDR: the whole input map taken, each output tile computed over every output pixel (its
-        window read from the map, padding where it leaves it) into the output map, then the output map written."""
-        (_, h, w), (_, h_out, w_out) = spec.inputs[0], spec.outputs[0]
-        return streamed_loop(spec, h * w * spec.tokens_in[0], h_out * w_out * spec.reduction_tiles,
-                             h_out * w_out * spec.tokens_out[0])
+        return map_loop(spec, in_order=False)  # its windows read the map out of the order it arrived
 
-    def view_values(self, spec, process, lanes_in, lanes_out):
-        if spec.ddr_weights:
-            return self.streamed(spec)
-        return super().view_values(spec, process, lanes_in, lanes_out)
-
-    def counters(self, spec, epilogue):
-        if not spec.ddr_weights:
-            return super().counters(spec, epilogue)
+    def streamed_registers(self, spec):
+        """The input pixel taken, the output pixel computed, its window's reduction."""
         w, (_, h, width), (_, h_out, w_out) = spec.window, spec.inputs[0], spec.outputs[0]
         taking = {"row": h - 1, "col": width - 1, "token": spec.tokens_in[0] - 1}
         window = {"oh": h_out - 1, "ow": w_out - 1, "top": (h_out - 1) * w.stride[0], "left": (w_out - 1) * w.stride[1],
                   "out_pixel": h_out * w_out - 1}
         reduction = {"ic_tile": w.in_channels // spec.factor("ic") - 1, "kh": w.kernel[0] - 1, "kw": w.kernel[1] - 1,
                      "step": spec.reduction_tiles - 1}
-        return streamed_counters(self.streamed(spec)) | taking | window | reduction
+        return taking | window | reduction
 
     def lane_options(self, unroll, ins, outs, params, limit):
         return grouped_lanes(unroll, limit)
