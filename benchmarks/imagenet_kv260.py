@@ -99,7 +99,8 @@ def child_build(model: Path, out: Path) -> dict:
     except MingError as error:
         return {"outcome": f"{type(error).__name__}: {one_line(error)}"}
     totals = json.loads((out / "report.json").read_text())["totals"]
-    return {"outcome": "verified", "cycles": totals["cycles"], **{r: totals[r] for r in RESOURCES}}
+    ddr = totals.get("weights_ddr", {}).get("bytes_per_image", 0)
+    return {"outcome": "verified", "cycles": totals["cycles"], **{r: totals[r] for r in RESOURCES}, "ddr_bytes": ddr}
 
 
 def one_line(error: Exception) -> str:
@@ -161,7 +162,7 @@ def measure(network: Network, folder: Path, timeout: float) -> dict:
 
 
 HEADER = (f"{'network':<21} {'MMACs':>6} {'weights B':>10} {'biases B':>8} {'cycles':>9} {'ms':>7} {'DSP':>5} "
-          f"{'BRAM18K':>7} {'URAM':>4} {'LUT':>7} {'goal ms':>7} {'compute':>7} {'DDR ms':>7} {'input':>7} "
+          f"{'BRAM18K':>7} {'URAM':>4} {'LUT':>7} {'DDR B/img':>10} {'goal ms':>7} {'compute':>7} {'DDR ms':>7} {'input':>7} "
           f"{'limit':<7} {'build s':>7}  outcome")
 
 
@@ -171,7 +172,7 @@ def line(row: dict) -> str:
     bounds = row["bounds_ms"]
     return (f"{row['network']:<21} {row['macs'] / 1e6:>6.0f} {row['weight_bytes']:>10,} {row['bias_bytes']:>8,} "
             f"{figure('cycles', ','):>9} {figure('ms', '.3f'):>7} {figure('dsp', ''):>5} {figure('bram18k', ''):>7} "
-            f"{figure('uram', ''):>4} {figure('lut', ','):>7} {row['goal_ms']:>7g} {bounds['compute']:>7.3f} "
+            f"{figure('uram', ''):>4} {figure('lut', ','):>7} {figure('ddr_bytes', ','):>10} {row['goal_ms']:>7g} {bounds['compute']:>7.3f} "
             f"{bounds['ddr']:>7.3f} {bounds['input']:>7.3f} {row['limit']:<7} {row['build_s']:>7.0f}  {row['outcome']}")
 
 
