@@ -25,6 +25,10 @@ except ImportError:  # in OUT/deploy, beside this file
 # One beat of the testbench's --axis files: 64-bit data, TKEEP, TLAST, TUSER, padding to 16 bytes.
 AXIS_BEAT = np.dtype([("data", "<u8"), ("keep", "u1"), ("last", "u1"), ("user", "u1"), ("pad", "V5")])
 DMA_TIMEOUT_SECONDS = 10.0
+# Where weights stream from DDR the accelerator kernel is started once per image (ap_ctrl_chain, AMD UG1393
+# "Execution Modes"): at most this many runs are queued, each restarted when it ends, so a batch of many images
+# holds a bounded number of run objects.
+RUNS_IN_FLIGHT = 32
 
 
 def weight_words(accelerator) -> np.ndarray | None:
@@ -254,9 +258,13 @@ class XrtBackend:
         sync = self.pyxrt.xclBOSyncDirection
         self.bo_in.sync(sync.XCL_BO_SYNC_BO_TO_DEVICE)
         receive = self._start(self.s2mm, {1: self.bo_out, 2: images})
-        computes = [self._start(self.accelerator_kernel, self.streamed_args)
-                    for _ in range(images if self.accelerator_kernel else 0)]
+        started = min(images, RUNS_IN_FLIGHT) if self.accelerator_kernel else 0
+        computes = [self._start(self.accelerator_kernel, self.streamed_args) for _ in range(started)]
         send = self._start(self.mm2s, {0: self.bo_in, 2: images})
+        for image in range(started, images if computes else 0):  # each later image reuses the oldest run
+            compute = computes[image % RUNS_IN_FLIGHT]
+            compute.wait()
+            compute.start()
         send.wait()
         for compute in computes:
             compute.wait()

@@ -282,20 +282,15 @@ class bo:
 class run:
     def __init__(self, kernel): self.kernel, self.args = kernel, {}
     def set_arg(self, index, value): self.args[index] = value
-    def start(self): events.append(("start", self.kernel.name, dict(self.args)))
-    def wait(self): pass
+    def start(self): events.append(("start", self.kernel.name, dict(self.args), id(self)))
+    def wait(self): events.append(("wait", self.kernel.name, id(self)))
 """
 
 
 def test_the_xrt_driver_fills_a_buffer_per_port_in_its_bank_and_runs_the_accelerator_once_per_image(
         alveo_out, tmp_path, monkeypatch):
     out, graph = alveo_out
-    deploy = _deploy_copy(out, tmp_path / "deploy")
-    (deploy / "tiny_cnn.xclbin").write_bytes(b"")
-    (tmp_path / "pyxrt.py").write_text(FAKE_PYXRT)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.delitem(sys.modules, "pyxrt", raising=False)
-    import pyxrt
+    deploy, pyxrt = _fake_xrt(out, tmp_path, monkeypatch)
 
     accelerator = Accelerator(deploy)
     data = (deploy / "weights_ddr.bin").read_bytes()
@@ -305,11 +300,46 @@ def test_the_xrt_driver_fills_a_buffer_per_port_in_its_bank_and_runs_the_acceler
                             for a in arrays]
     pyxrt.events.clear()
     accelerator.run(_images(graph, 3))
-    starts = [(name, sorted(args)) for kind, name, *args in pyxrt.events if kind == "start"
-              for args in [args[0]]]
+    starts = [(name, sorted(args)) for kind, name, args, _ in _starts(pyxrt.events)]
     pointers = [a["argument"] for a in arrays]
     assert starts == [("s2mm", [1, 2])] + [("tiny_cnn_top", pointers)] * 3 + [("mm2s", [0, 2])]
-    buffers = [args for kind, name, *rest in pyxrt.events if kind == "start" and name == "tiny_cnn_top"
-               for args in rest]
+    buffers = [args for kind, name, args, _ in _starts(pyxrt.events) if name == "tiny_cnn_top"]
     assert all(run_args[index].group == f"bank of tiny_cnn_top argument {index}"
                for run_args in buffers for index in pointers)
+
+
+def _fake_xrt(out, tmp_path, monkeypatch):
+    """A deploy folder of `out` with a stand-in xclbin, and FAKE_PYXRT imported as pyxrt."""
+    deploy = _deploy_copy(out, tmp_path / "deploy")
+    (deploy / "tiny_cnn.xclbin").write_bytes(b"")
+    (tmp_path / "pyxrt.py").write_text(FAKE_PYXRT)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "pyxrt", raising=False)
+    import pyxrt
+    return deploy, pyxrt
+
+
+def _starts(events):
+    return [event for event in events if event[0] == "start"]
+
+
+def test_the_xrt_driver_keeps_a_bounded_ring_of_accelerator_runs(alveo_out, tmp_path, monkeypatch):
+    """A batch of more images than RUNS_IN_FLIGHT restarts each run only after it ended, in image order, with the
+    input mover started once the first runs are queued."""
+    out, graph = alveo_out
+    deploy, pyxrt = _fake_xrt(out, tmp_path, monkeypatch)
+    from ming_py.runtime import ming_backends
+    monkeypatch.setattr(ming_backends, "RUNS_IN_FLIGHT", 2)
+
+    accelerator = Accelerator(deploy)
+    pyxrt.events.clear()
+    accelerator.run(_images(graph, 5))
+    kernels = [name for kind, name, *_ in _starts(pyxrt.events)]
+    assert kernels == ["s2mm", "tiny_cnn_top", "tiny_cnn_top", "mm2s"] + ["tiny_cnn_top"] * 3
+    runs = [run for kind, name, _, run in _starts(pyxrt.events) if name == "tiny_cnn_top"]
+    assert len(set(runs)) == 2 and runs == [runs[0], runs[1]] * 2 + [runs[0]]
+    for position, event in enumerate(pyxrt.events):  # a run starts again only after it ended
+        if event[0] == "start" and event[1] == "tiny_cnn_top":
+            before = pyxrt.events[:position]
+            assert before.count(("wait", "tiny_cnn_top", event[3])) == \
+                sum(e[0] == "start" and e[-1] == event[3] for e in before)
