@@ -26,7 +26,6 @@ from ming_py.contract.ming_host import words_per_image
 
 from .environment import environment
 from .identifiers import comment_text, cpp_names
-from .vivado import ddr_bundle
 from .reports import record_words
 
 # OUT/vitis/<file> -> its template under emit/templates/
@@ -84,7 +83,7 @@ def _context(graph: StreamGraph, board: Board, weight_words: int = 0, streamed: 
         "input_values": names.input_values, "output_values": names.output_values,
         "in_values": in_values, "in_words": words_per_image(in_values), "out_words": record_words(graph),
         "weight_words": weight_words,
-        "streamed": [{"bundle": ddr_bundle(array), "first_word": array["first_word"]}
+        "streamed": [{"bundle": array["bundle"], "first_word": array["first_word"]}
                      for array in (streamed or {}).get("arrays", ())],
         "ddr_words": (streamed or {}).get("words", 0),
     }

@@ -25,7 +25,7 @@ from .environment import environment
 from .identifiers import cpp_names
 from .reports import host_data
 from .alveo import alveo_kernels
-from .vivado import ACCELERATOR, DMA, LENGTH_BITS, WEIGHT_DMA, ddr_bundle
+from .vivado import ACCELERATOR, DMA, LENGTH_BITS, WEIGHT_DMA
 
 RUNTIME_FILES = ("ming_driver.py", "ming_backends.py", "run.py")
 # what the runtime imports (flat, beside it on the board)
@@ -99,7 +99,7 @@ def streamed_metadata(streamed: dict, board: Board, graph: StreamGraph, loaded: 
     starts, and how the host reaches the accelerator: on a Zynq board the overlay's name of it (its control
     registers: one buffer, a pointer per port); on an Alveo card its kernel and each port's argument index (the
     top function's pointers follow its streams: s_axis, m_axis and, where weights are in URAM, s_axis_weights)."""
-    arrays = [{"process": array["process"], "port": array["port"], "bundle": ddr_bundle(array),
+    arrays = [{"process": array["process"], "port": array["port"], "bundle": array["bundle"],
                "offset_bytes": array["offset_bytes"], "words": array["words"]} for array in streamed["arrays"]]
     reach = {"accelerator": ACCELERATOR}
     if board.interface != "zynq_axis_dma":

@@ -12,8 +12,9 @@ loads (otherwise it stops with an error naming the figures and copies nothing).
 A design whose weights stream from DDR (`ming_py.weights_ddr`) has an accelerator with one AXI
 master per streamed process (`m_axi_gmem_<port>`, reads only) and an AXI4-Lite control port
 (`s_axi_control`: the pointers' offset registers and ap_start). Its masters reach the DDR through
-a SmartConnect of their own into a second high-performance port (`WEIGHT_PORTS`; the DMA keeps the
-first), and its control port sits beside the DMA's registers behind the processing system's master.
+the high-performance ports the DMA leaves (`WEIGHT_PORTS`, as many as `ming_py.weights_ddr.weight_ports`
+gives the weights, the rate the ILP budgets): master i through port i mod their count, one SmartConnect
+per port used; its control port sits beside the DMA's registers behind the processing system's master.
 
 Board facts (part, board part, carrier connections, the processing system's ports, pins and
 properties) come from the board database; this module decides the names of the cells and
@@ -28,6 +29,7 @@ from ming_py import __version__
 from ming_py.boards import Board, ProcessingSystem, Zynq, check_clock
 from ming_py.dataflow import StreamGraph
 from ming_py.errors import MingError
+from ming_py.weights_ddr import weight_ports
 
 from .environment import environment
 from .hls import ip_identity
@@ -44,8 +46,6 @@ PS, DMA, ACCELERATOR = "zynq_ps", "axi_dma", "accelerator"
 # accelerator's weight port once at start (the PYNQ driver sends deploy/weights.bin through it).
 WEIGHT_DMA = "weight_dma"
 CONTROL_SMC, MEMORY_SMC, RESET = "control_smc", "memory_smc", "reset"
-# Where weights stream from DDR: the accelerator's AXI masters into their own high-performance port.
-WEIGHTS_SMC = "weights_smc"
 ACCELERATOR_CONTROL = "s_axi_control"  # Vitis HLS's name of the s_axilite bundle "control"
 SMARTCONNECT = "xilinx.com:ip:smartconnect"
 PROC_SYS_RESET = "xilinx.com:ip:proc_sys_reset"
@@ -63,19 +63,25 @@ PRESET_EXTRA = {"processing_system7": (("make_external", "FIXED_IO, DDR"), ("Mas
 
 @dataclass(frozen=True)
 class HighPerformancePort:
-    """A second PS high-performance slave port, for the accelerator's own DDR reads: its pin, its clock pin and
-    the processing-system property that opens it."""
+    """A PS high-performance slave port for the accelerator's own DDR reads: its pin, its clock pin, the
+    processing-system property that opens it and the SmartConnect that feeds it."""
 
     port: str
     clock_pin: str
     enable: tuple[str, str]
+    smartconnect: str
 
 
-# Per processing system (boards/processing_systems.toml): HP0 carries the DMA's traffic, HP1 the weights.
-# Zynq UltraScale+: S_AXI_HP1_FPD is the PS's S_AXI_GP3 (AMD UG1085, PS-PL AXI interfaces); Zynq-7000: S_AXI_HP1.
+# Per processing system (boards/processing_systems.toml): HP0 carries the DMA's traffic, HP1..HP3 the weights.
+# Zynq UltraScale+: S_AXI_HP1..3_FPD are the PS's S_AXI_GP3..5 (AMD UG1085, PS-PL AXI interfaces); Zynq-7000:
+# S_AXI_HP1..3.
 WEIGHT_PORTS = {
-    "zynq_ultra_ps_e": HighPerformancePort("S_AXI_HP1_FPD", "saxihp1_fpd_aclk", ("PSU__USE__S_AXI_GP3", "1")),
-    "processing_system7": HighPerformancePort("S_AXI_HP1", "S_AXI_HP1_ACLK", ("PCW_USE_S_AXI_HP1", "1")),
+    "zynq_ultra_ps_e": tuple(HighPerformancePort(f"S_AXI_HP{hp}_FPD", f"saxihp{hp}_fpd_aclk",
+                                                 (f"PSU__USE__S_AXI_GP{hp + 2}", "1"), f"weights_to_hp{hp}")
+                             for hp in (1, 2, 3)),
+    "processing_system7": tuple(HighPerformancePort(f"S_AXI_HP{hp}", f"S_AXI_HP{hp}_ACLK",
+                                                    (f"PCW_USE_S_AXI_HP{hp}", "1"), f"weights_to_hp{hp}")
+                                for hp in (1, 2, 3)),
 }
 
 
@@ -96,39 +102,52 @@ def vivado_files(graph: StreamGraph, board: Board, loaded: bool = False,
     model = cpp_names(graph).model
     context = _context(model, board, loaded)
     if streamed:
-        context |= _streamed_context(context, board.zynq.processing_system, streamed["arrays"])
+        context |= _streamed_context(context, board, streamed["arrays"])
     return {SCRIPT: environment().get_template(TEMPLATE).render(context)}
 
 
-def ddr_bundle(array: dict) -> str:
-    """The m_axi bundle of a streamed array (report.json's "weights_ddr" arrays): its own "bundle", each port's
-    gmem_<port>."""
-    return array.get("bundle") or f"gmem_{array['port']}"
-
-
-def _streamed_context(context: dict, ps: ProcessingSystem, arrays: list[dict]) -> dict:
-    """The block design of a design with weights streamed from DDR: the second HP port opened, a SmartConnect
-    from every AXI master of the accelerator into it, the accelerator's control port on one more master port of
-    the control SmartConnect, their clocks and resets; `assign_bd_address` maps the DDR into the masters'
-    address space and the control port into the PS master's, as it does the DMA's."""
-    hp = WEIGHT_PORTS[ps.name]
+def _streamed_context(context: dict, board: Board, arrays: list[dict]) -> dict:
+    """The block design of a design with weights streamed from DDR: the weights' HP ports opened
+    (`_weight_routes`), a SmartConnect into each from its AXI masters of the accelerator, the accelerator's
+    control port on one more master port of the control SmartConnect, their clocks and resets;
+    `assign_bd_address` maps the DDR into the masters' address space and the control port into the PS master's,
+    as it does the DMA's."""
+    routes = _weight_routes(board, arrays)
     cells = tuple(_with_one_more_master(cell) if cell.name == CONTROL_SMC else cell for cell in context["cells"])
     control_port = f"M{int(dict(_control_cell(cells).properties)['NUM_MI']) - 1:02d}_AXI"
-    masters = tuple((f"{ACCELERATOR}/m_axi_{ddr_bundle(array)}", f"{WEIGHTS_SMC}/S{index:02d}_AXI")
-                    for index, array in enumerate(arrays))
+    masters = tuple((f"{ACCELERATOR}/m_axi_{array['bundle']}", f"{hp.smartconnect}/S{index:02d}_AXI")
+                    for hp, fed in routes for index, array in enumerate(fed))
+    smartconnects = tuple(Cell(hp.smartconnect, SMARTCONNECT, (("NUM_SI", str(len(fed))), ("NUM_MI", "1")))
+                          for hp, fed in routes)
     (reset_in, ps_resets), (interconnect, interconnect_resets), (peripheral, peripheral_resets) = context["reset_nets"]
     return {
-        "ps_config": context["ps_config"] + (hp.enable,),
-        "cells": cells[:-1] + (Cell(WEIGHTS_SMC, SMARTCONNECT, (("NUM_SI", str(len(arrays))), ("NUM_MI", "1"))),
-                               cells[-1]),
-        "interface_nets": context["interface_nets"] + masters + (
-            (f"{WEIGHTS_SMC}/M00_AXI", f"{PS}/{hp.port}"),
-            (f"{CONTROL_SMC}/{control_port}", f"{ACCELERATOR}/{ACCELERATOR_CONTROL}")),
-        "clocked_pins": context["clocked_pins"] + (f"{PS}/{hp.clock_pin}", f"{WEIGHTS_SMC}/aclk"),
-        "reset_nets": ((reset_in, ps_resets), (interconnect, interconnect_resets + (f"{WEIGHTS_SMC}/aresetn",)),
+        "ps_config": context["ps_config"] + tuple(hp.enable for hp, _ in routes),
+        "cells": cells[:-1] + smartconnects + cells[-1:],
+        "interface_nets": context["interface_nets"] + masters
+        + tuple((f"{hp.smartconnect}/M00_AXI", f"{PS}/{hp.port}") for hp, _ in routes)
+        + ((f"{CONTROL_SMC}/{control_port}", f"{ACCELERATOR}/{ACCELERATOR_CONTROL}"),),
+        "clocked_pins": context["clocked_pins"]
+        + tuple(pin for hp, _ in routes for pin in (f"{PS}/{hp.clock_pin}", f"{hp.smartconnect}/aclk")),
+        "reset_nets": ((reset_in, ps_resets),
+                       (interconnect, interconnect_resets + tuple(f"{hp.smartconnect}/aresetn" for hp, _ in routes)),
                        (peripheral, peripheral_resets)),
-        "streamed_port": hp.port,
+        "weight_routes": tuple((hp.smartconnect, hp.port, tuple(f"m_axi_{array['bundle']}" for array in fed))
+                               for hp, fed in routes),
     }
+
+
+def _weight_routes(board: Board, arrays: list[dict]) -> tuple[tuple[HighPerformancePort, list[dict]], ...]:
+    """The HP ports the weights get on the board (`weight_ports`), each with the streamed arrays it carries:
+    array i (in the order of report.json's "weights_ddr" arrays) through port i mod their count; ports no array
+    reaches left out."""
+    ps, given = board.zynq.processing_system, weight_ports(board)
+    if given is None:
+        raise MingError(f"board {board.name} has no [ddr] table: its block design cannot stream weights from DDR")
+    if given.count > len(WEIGHT_PORTS[ps.name]):
+        raise MingError(f"board {board.name}: its [ddr] table gives the weights {given.count} high-performance "
+                        f"ports, {ps.name} has {len(WEIGHT_PORTS[ps.name])} beside the DMA's")
+    ports = WEIGHT_PORTS[ps.name][:given.count]
+    return tuple((hp, arrays[i::len(ports)]) for i, hp in enumerate(ports) if arrays[i::len(ports)])
 
 
 def _control_cell(cells: tuple[Cell, ...]) -> Cell:
@@ -164,7 +183,7 @@ def _context(model: str, board: Board, loaded: bool = False) -> dict:
         "interface_nets": _interface_nets(ps, loaded), "clock_source": f"{PS}/{ps.clock_pin}",
         "clocked_pins": _clocked_pins(ps, loaded),
         "reset_nets": _reset_nets(ps, loaded), "version": __version__, "weight_dma": WEIGHT_DMA if loaded else None,
-        "streamed_port": None, "weights_smc": WEIGHTS_SMC,
+        "weight_routes": (),
     }
 
 

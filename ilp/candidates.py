@@ -102,17 +102,19 @@ def _streams(spec) -> bool:
     return not streamed_problem(replace(spec, ddr_weights=True))
 
 
-def loaded_weight_memories(graph: StreamGraph, budget: Budget, calibration) -> tuple[str, ...]:
+def loaded_weight_memories(graph: StreamGraph, budget: Budget, calibration,
+                           streams_ddr: bool = True) -> tuple[str, ...]:
     """The weight memories the ILP may choose beyond ROMs where their size puts them: URAM (loaded at start
     through the weight port, `ming_py.weights_load`) and LUTRAM, offered only where the smallest design with
     ROM weights needs more BRAM than the budget holds, so that every design that fits with ROMs keeps them (no
     weight port, nothing to load); and DDR (`ming_py.weights_ddr`) only where the weights outgrow the budget's
-    on-chip memories, so that every design that can keep its weights on chip does. A pinned process's weights
-    go where its pin says (`weight_options`)."""
+    on-chip memories, so that every design that can keep its weights on chip does, and the board can stream them
+    (`streams_ddr`: `ming_py.weights_ddr.board_ddr_problem` finds none). A pinned process's weights go where its
+    pin says (`weight_options`)."""
     if smallest_design(graph, calibration)["bram18k"] <= budget.bram18k:
         return ("bram",)
     on_chip = ("bram", "lutram") + (("uram",) if budget.uram > 0 else ())
-    return on_chip + (("ddr",) if exceeds_chip(graph, budget) else ())
+    return on_chip + (("ddr",) if streams_ddr and exceeds_chip(graph, budget) else ())
 
 
 def weight_port_reservation(graph: StreamGraph, board: Board, budget: Budget, calibration,
@@ -154,11 +156,13 @@ def keep_candidates(options, costs, wanted):
             {name: [costs[name][j] for j in kept[name]] for name in costs})
 
 
-def candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration, known: dict | None = None):
-    """Every process's candidates under the pins and their costs, the dominated ones left out. `known` keeps
-    them across the solves of one exploration with the same graph, pins and calibration (targets solved again,
-    FIFO memory reserved anew): they depend on the budget only through the memories it offers the weights."""
-    weight_memories = loaded_weight_memories(graph, budget, calibration)
+def candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration, known: dict | None = None,
+                         streams_ddr: bool = True):
+    """Every process's candidates under the pins and their costs, the dominated ones left out; DDR weights only
+    where the board can stream them (`streams_ddr`). `known` keeps them across the solves of one exploration with
+    the same graph, pins and calibration (targets solved again, FIFO memory reserved anew): they depend on the
+    budget only through the memories it offers the weights."""
+    weight_memories = loaded_weight_memories(graph, budget, calibration, streams_ddr)
     key = (weight_memories, budget.uram > 0)
     if known is None or key not in known:
         found = _candidates_and_costs(graph, pins, budget, calibration, weight_memories)

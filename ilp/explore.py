@@ -31,7 +31,7 @@ def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, So
     latency as the headline, and that simulation; with targets, one whose simulation meets them (else
     TargetMissed)."""
     board = target_board(options)
-    pins = resolve(options.settings, stream_graph)
+    pins = resolve(options.settings, stream_graph, board)
     budget = Budget.of(board, options.limits)
     reservation = reservation_plan(stream_graph)
     reserved_bits = reservation.bits(DEFAULT_PIXELS)

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ming_py.boards import Board
 from ming_py.dataflow import StreamGraph, divisors
 from ming_py.epilogues import rule_of
 from ming_py.errors import MingError
@@ -24,6 +25,7 @@ from ming_py.process_spec import process_spec
 from ming_py.kinds import kind_of, trip_counts
 from ming_py.storage import WEIGHT_MEMORIES, plan_arrays
 from ming_py.kinds.streamed import streamed_problem
+from ming_py.weights_ddr import board_ddr_problem
 
 
 @dataclass
@@ -215,9 +217,10 @@ def _flatten(data: dict, where: str, prefix: str = "") -> dict[str, object]:
     return flat
 
 
-def resolve(settings: dict[str, int | str], graph: StreamGraph) -> Pins:
+def resolve(settings: dict[str, int | str], graph: StreamGraph, board: Board | None = None) -> Pins:
     """Check settings against the design: every name exists (a process by its own name or by the model node it
-    computes) and every factor divides its loop."""
+    computes) and every factor divides its loop; weights pinned to DDR on a board that can stream them
+    (`ming_py.weights_ddr.board_ddr_problem`)."""
     pins = Pins()
     for key, value in sorted(settings.items()):
         try:
@@ -229,6 +232,9 @@ def resolve(settings: dict[str, int | str], graph: StreamGraph) -> Pins:
                 settings.written(key) if isinstance(settings, Settings) else f"--set {key}={value}"
     for name in [name for name, memory in pins.weights.items() if memory == "ddr"]:
         _check_streamed(graph, graph.process(name), pins.unroll.get(name, {}))
+        problem = board and board_ddr_problem(board)
+        if problem:
+            raise MingError(f"{name}.weights=ddr: {problem}; keep process {name}'s weights on chip")
         if pins.requantizers.get(name):
             raise MingError(f"{name}.weights=ddr and {name}.requantizers={pins.requantizers[name]}: process {name} "
                             "streams its weights from DDR with one requantizer per output lane; set requantizers=0 "

@@ -42,7 +42,7 @@ from ming_py.calibration import Calibration
 from ming_py.dataflow import ProcessSchedule, Schedule, StreamGraph
 from ming_py.errors import MingError
 from ming_py.kinds import kind_of, trip_counts
-from ming_py.weights_ddr import ddr_bytes_per_cycle
+from ming_py.weights_ddr import board_ddr_problem, ddr_bytes_per_cycle
 
 from .budget import RESOURCES, UNITS, Budget, what_bounds, with_weight_port
 from .pins import Pins
@@ -98,7 +98,8 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     port = weight_port_reservation(graph, board, _less(budget, reserved), calibration, pins)
     budget = with_weight_port(board, budget, port)
     available = _less(budget, reserved)
-    options, costs = candidates_and_costs(graph, pins or Pins(), available, calibration, known)
+    options, costs = candidates_and_costs(graph, pins or Pins(), available, calibration, known,
+                                          board_ddr_problem(board) is None)
     if any(sum(min(getattr(c, r) for c in costs[name]) for name in costs) > getattr(available, r)
            for r in RESOURCES):  # every process at its least: a proof without the ILP
         raise _no_design_fits(graph, board, budget, reserved, calibration, port)

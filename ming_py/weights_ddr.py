@@ -109,13 +109,46 @@ def ddr_report(parts: list[StreamedArray], image: bytes, ports: dict[str, str]) 
                        for p in parts]}
 
 
-def ddr_bytes_per_cycle(board) -> float | None:
-    """Bytes of weights the board's DDR delivers per PL cycle at its clock (`Board.ddr`: the memory's sustained
-    rate, or its AXI ports' if less); None for a board without a [ddr] table. The whole design's streamed bytes per
-    image share it; each streamed process's own fetch of one DDR_WORD_BYTES word a cycle is its loop's charge."""
-    if board.ddr is None:
+@dataclass(frozen=True)
+class WeightPorts:
+    """The AXI ports from the PL to the DDR that a board gives streamed weights, and the bytes a PL cycle they
+    deliver together."""
+
+    count: int
+    bytes_per_cycle: float
+
+
+def weight_ports(board) -> WeightPorts | None:
+    """What the weights streamed from DDR get on the board (`Board.ddr`), the one figure the ILP's bandwidth row
+    and the Vivado block design share: on a Zynq board every high-performance port but HP0, which carries the
+    DMA's traffic (`emit.vivado.WEIGHT_PORTS`); on an Alveo card one port: link.cfg places every streamed port in
+    the board's one memory bank (`emit.alveo`). Their rate is the memory's sustained rate, or the ports' at the board's clock if
+    less; None for a board without a [ddr] table."""
+    ddr = board.ddr
+    if ddr is None:
         return None
-    return board.ddr.bytes_per_s(board.clock_mhz) / (board.clock_mhz * 1e6)
+    count = ddr.ports - 1 if board.zynq is not None else 1
+    sustained = ddr.peak_bytes_per_s * ddr.sustained_fraction / (board.clock_mhz * 1e6)
+    return WeightPorts(count, min(sustained, count * ddr.port_bits / 8))
+
+
+def ddr_bytes_per_cycle(board) -> float | None:
+    """Bytes of weights the board's DDR delivers per PL cycle through the ports the weights get (`weight_ports`);
+    None for a board without a [ddr] table. The whole design's streamed bytes per image share it; each streamed
+    process's own fetch of one DDR_WORD_BYTES word a cycle is its loop's charge."""
+    ports = weight_ports(board)
+    return None if ports is None else ports.bytes_per_cycle
+
+
+def board_ddr_problem(board) -> str | None:
+    """Why the board cannot stream weights from DDR, or None: it has no [ddr] table, or its ports are narrower
+    than the streamed loop's word (each streamed process charges one DDR_WORD_BYTES word a cycle)."""
+    if board.ddr is None:
+        return f"board {board.name} has no [ddr] table"
+    if board.ddr.port_bits < DDR_WORD_BYTES * 8:
+        return (f"board {board.name}'s {board.ddr.port_bits}-bit DDR ports are narrower than the streamed loop's "
+                f"{DDR_WORD_BYTES * 8}-bit word")
+    return None
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The board flow of a design that streams weights from DDR (`ming_py.weights_ddr`): the Vivado block design (the
-accelerator's AXI masters through a SmartConnect into a second HP port, its control port behind the PS's master),
-the deployment package (weights_ddr.bin, accelerator.json's "weights_ddr", the README) and the PYNQ driver (one
-buffer filled once, each port's pointer registers written, then ap_start with auto-restart), run here against a
+accelerator's AXI masters through SmartConnects into the HP ports the DMA leaves, its control port behind the PS's
+master), the deployment package (weights_ddr.bin, accelerator.json's "weights_ddr", the README) and the PYNQ driver
+(one buffer filled once, each port's pointer registers written, then ap_start with auto-restart), run here against a
 fake overlay in front of the C-simulation; and the Alveo flow (each AXI master placed in the board's bank by
 link.cfg, the system C-simulation reading the package's weights, the XRT driver's buffers and one run per image
 against a fake pyxrt)."""
@@ -23,6 +23,7 @@ from ming_py.contract.ming_errors import DeployError
 from ming_py.options import BuildOptions
 from ming_py.runtime.ming_backends import AP_START, AUTO_RESTART, CONTROL_OFFSET, pointer_registers, pointer_writes
 from ming_py.runtime.ming_driver import Accelerator
+from ming_py.weights_ddr import weight_ports
 from test_deploy import FAKE_PYNQ, _deploy_copy, _images, _reference
 from test_vivado_project import FAKE_VITIS_HLS, calls_of, cells, interface_links, properties_of, reachable, run_script
 
@@ -202,22 +203,29 @@ def ddr_block_design(request, ddr_out, tmp_path_factory):
     return board, trace, _streamed(source)
 
 
-SECOND_HP = {"kv260": ("S_AXI_HP1_FPD", "saxihp1_fpd_aclk", "PSU__USE__S_AXI_GP3"),
-             "pynq-z2": ("S_AXI_HP1", "S_AXI_HP1_ACLK", "PCW_USE_S_AXI_HP1")}
+# The high-performance ports the weights get (HP0 is the DMA's): (port, its clock pin, the property that opens it)
+WEIGHT_HP = {"kv260": [("S_AXI_HP1_FPD", "saxihp1_fpd_aclk", "PSU__USE__S_AXI_GP3"),
+                       ("S_AXI_HP2_FPD", "saxihp2_fpd_aclk", "PSU__USE__S_AXI_GP4"),
+                       ("S_AXI_HP3_FPD", "saxihp3_fpd_aclk", "PSU__USE__S_AXI_GP5")],
+             "pynq-z2": [("S_AXI_HP1", "S_AXI_HP1_ACLK", "PCW_USE_S_AXI_HP1"),
+                         ("S_AXI_HP2", "S_AXI_HP2_ACLK", "PCW_USE_S_AXI_HP2"),
+                         ("S_AXI_HP3", "S_AXI_HP3_ACLK", "PCW_USE_S_AXI_HP3")]}
 
 
-def test_every_weight_master_reaches_the_second_hp_port_and_only_it(ddr_block_design):
+def test_weight_master_i_reaches_hp_port_i_mod_three_and_only_it(ddr_block_design):
     board, trace, streamed = ddr_block_design
     ps = board.zynq.processing_system
-    hp, clock, enable = SECOND_HP[board.name]
     links = interface_links(trace)
     interconnects = {name: vlnv for name, vlnv in cells(trace).items() if vlnv == "xilinx.com:ip:smartconnect"}
-    assert "weights_smc" in interconnects
-    for array in streamed["arrays"]:
-        reached = reachable(links, f"accelerator/m_axi_gmem_{array['port']}", interconnects)
-        assert f"zynq_ps/{hp}" in reached and f"zynq_ps/{ps.slave_port}" not in reached
+    ports = WEIGHT_HP[board.name]
+    assert len(streamed["arrays"]) == 4 and weight_ports(board).count == len(ports)
+    for i, array in enumerate(streamed["arrays"]):
+        reached = {pin for pin in reachable(links, f"accelerator/m_axi_gmem_{array['port']}", interconnects)
+                   if pin.startswith("zynq_ps/")}
+        assert reached == {f"zynq_ps/{ports[i % 3][0]}"}, array["port"]
+    weight_ports_reached = {f"zynq_ps/{port}" for port, _, _ in ports}
     for port in ("axi_dma/M_AXI_MM2S", "axi_dma/M_AXI_S2MM"):  # the DMA keeps HP0 to itself
-        assert f"zynq_ps/{hp}" not in reachable(links, port, interconnects)
+        assert not weight_ports_reached & reachable(links, port, interconnects)
     control = reachable(links, f"zynq_ps/{ps.master_port}", interconnects)
     assert {"accelerator/s_axi_control", "axi_dma/S_AXI_LITE"} <= control
     for name in interconnects:  # as many ports as connected
@@ -225,11 +233,27 @@ def test_every_weight_master_reaches_the_second_hp_port_and_only_it(ddr_block_de
         used = {p.split("/")[1] for link in links for p in link if p.startswith(f"{name}/")}
         assert int(config["CONFIG.NUM_SI"]) == len({p for p in used if p.startswith("S")})
         assert int(config["CONFIG.NUM_MI"]) == len({p for p in used if p.startswith("M")})
-    assert properties_of(trace, "zynq_ps")[f"CONFIG.{enable}"] == "1"
+    config = properties_of(trace, "zynq_ps")
+    assert all(config[f"CONFIG.{enable}"] == "1" for _, _, enable in ports)
     clocked = {pin for args in calls_of(trace, "connect_bd_net") if args[0] == f"pin:zynq_ps/{ps.clock_pin}"
                for pin in args[1:]}
-    assert {f"pin:zynq_ps/{clock}", "pin:weights_smc/aclk"} <= clocked
+    assert {f"pin:zynq_ps/{clock}" for _, clock, _ in ports} <= clocked
+    assert {f"pin:weights_to_hp{hp}/aclk" for hp in (1, 2, 3)} <= clocked
     assert calls_of(trace, "assign_bd_address") == [[]]  # the masters' DDR and the control port's address
+
+
+def test_two_streamed_ports_land_on_hp1_and_hp2(ddr_out):
+    source, _, stream_graph = ddr_out
+    streamed = _streamed(source)
+    first, second = streamed["arrays"][:2]
+    script = vivado_files(stream_graph, load_board("kv260"), False, streamed | {"arrays": [first, second]})
+    nets = [line for line in next(iter(script.values())).splitlines() if line.startswith("connect_bd_intf_net")]
+    net = "connect_bd_intf_net [get_bd_intf_pins {}] [get_bd_intf_pins {}]".format
+    assert {net(f"accelerator/m_axi_gmem_{first['port']}", "weights_to_hp1/S00_AXI"),
+            net(f"accelerator/m_axi_gmem_{second['port']}", "weights_to_hp2/S00_AXI"),
+            net("weights_to_hp1/M00_AXI", "zynq_ps/S_AXI_HP1_FPD"),
+            net("weights_to_hp2/M00_AXI", "zynq_ps/S_AXI_HP2_FPD")} <= set(nets)
+    assert not any("weights_to_hp3" in line or "S_AXI_HP3_FPD" in line for line in nets)
 
 
 # ---- the Alveo flow --------------------------------------------------------------------------------------------

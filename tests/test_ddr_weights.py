@@ -14,9 +14,11 @@ import pytest
 from emit_helpers import csim
 from hand_graphs import assert_traced_loop, conv, image, map_graph
 from ming_py import reference
+from ming_py.boards import load_board
 from ming_py.build import build
 from ming_py.dataflow import ProcessSchedule, Schedule, Window
 from ming_py.ilp.explore import explore
+from ming_py.ilp.solve import NoDesignFits
 from ming_py.ilp.pins import resolve
 from ming_py.line_buffers import build_stream_graph
 from ming_py.errors import MingError
@@ -26,7 +28,8 @@ from ming_py.process_spec import loop_of, schedule_spec
 from ming_py.simulate import simulate_schedule
 from ming_py.kinds.base import kind_of
 from ming_py.kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, STREAMED_KINDS, tile_words
-from ming_py.weights_ddr import DDR_MAX_BURST, DDR_READ_OUTSTANDING, ddr_image, streamed_arrays, streamed_rows
+from ming_py.weights_ddr import (DDR_MAX_BURST, DDR_READ_OUTSTANDING, WeightPorts, ddr_bytes_per_cycle, ddr_image,
+                                 streamed_arrays, streamed_rows, weight_ports)
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "tiny_cnn.onnx")
 # conv1 (3x3, 3 -> 8, padded with its input's zero point) in one output tile, conv2 (3x3, 8 -> 16), conv3
@@ -373,13 +376,26 @@ def test_a_streamed_candidate_pays_its_m_axi_adapter_and_fetch_loop():
 
 
 @pytest.mark.unit
-def test_the_ilps_ddr_rate_is_the_boards():
-    from ming_py.boards import load_board
-    from ming_py.weights_ddr import ddr_bytes_per_cycle
+def test_the_ilps_ddr_rate_is_the_ports_the_block_design_gives_the_weights():
+    """kv260: HP1..HP3 (HP0 is the DMA's), 3 x 16 B a cycle at 200 MHz, below the sustained 19.2 GB/s x 70 %
+    (67.2 B a cycle); an Alveo card: the one bank link.cfg places every port in, or the memory's sustained rate if less."""
+    kv260, u55c = load_board("kv260"), load_board("u55c")
+    assert kv260.clock_mhz == 200 and 19.2e9 * 0.7 / 200e6 == pytest.approx(67.2)
+    assert weight_ports(kv260) == WeightPorts(3, 48.0) and ddr_bytes_per_cycle(kv260) == 48.0
+    sustained = u55c.ddr.peak_bytes_per_s * u55c.ddr.sustained_fraction / (u55c.clock_mhz * 1e6)
+    assert weight_ports(u55c) == WeightPorts(1, min(sustained, 256 / 8))
 
-    kv260, pynq = load_board("kv260"), load_board("pynq-z2")
-    assert ddr_bytes_per_cycle(kv260) == pytest.approx(kv260.ddr.bytes_per_s(kv260.clock_mhz) / kv260.clock_mhz / 1e6)
-    assert ddr_bytes_per_cycle(pynq) < DDR_WORD_BYTES  # 2.1 GB/s x 70 % over 64-bit ports
+
+def test_a_board_whose_ports_are_narrower_than_the_streamed_word_is_offered_no_ddr():
+    """pynq-z2's 64-bit HP ports cannot deliver the streamed loop's 128-bit word a cycle: within a budget where
+    the kv260 streams the weights (`test_the_ilp_streams_weights_from_ddr_only_where_they_outgrow_the_chip`) no
+    design fits, and a pin to DDR is refused in one line."""
+    stream_graph = build_stream_graph(_wide_pair(128))
+    with pytest.raises(NoDesignFits, match="the smallest design needs"):
+        explore(stream_graph, BuildOptions(board="pynq-z2", limits={"bram18k": "24", "uram": "0", "lut": "5000"}))
+    with pytest.raises(MingError, match=r"^down\.weights=ddr: board pynq-z2's 64-bit DDR ports are narrower than "
+                                        r"the streamed loop's 128-bit word; keep process down's weights on chip$"):
+        explore(stream_graph, BuildOptions(board="pynq-z2", settings={"down.weights": "ddr"}))
 
 
 @pytest.mark.unit
