@@ -14,6 +14,11 @@ DDR_WORD_BYTES = 16  # a 128-bit word of the m_axi port (the KV260's HP ports ar
 # Cycles from a burst's read request to its first word: the default `latency` of Vitis HLS's m_axi interface
 # (AMD UG1399, "INTERFACE pragma: latency"), the figure the emitted pragma states.
 DDR_BURST_LATENCY = 64
+# Iterations every gap of a streamed loop keeps beyond the pipeline depth ming assumes (`settle`, the spec's depth):
+# the loop's buffers carry no dependence Vitis HLS keeps (macros.j2 `streamed_dependences`), so a value is read
+# right only if Vitis HLS schedules the loop no deeper than its least gap; the margin absorbs a schedule a little
+# deeper than ming's estimate, and run_hls.tcl stops where csynth's depth exceeds `StreamedLoop.allowed_depth`.
+DEPTH_MARGIN = 2
 STREAMED_KINDS = ("pointwise", "conv", "dense")
 
 
@@ -56,22 +61,22 @@ class StreamedLoop:
     adapter's buffer is the run-ahead.
 
     Every buffer of the loop is written and read with no dependence Vitis HLS keeps (macros.j2
-    `streamed_dependences`), so every value is read `settle` (the pipeline depth) iterations or more after the
-    iteration that writes it, its write landed by then:
+    `streamed_dependences`), so every value is read `allowed_depth` (the pipeline depth, `settle`, and
+    DEPTH_MARGIN) iterations or more after the iteration that writes it, its write landed by then:
     - weight_tile: row r of a tile is written at iteration (r + 1) * words_per_row - 1 of the phase before the one
       that reads it, first read at iteration r of its own phase; the gap, least for the last row, is at least
       `phase - tile_words + rows` for the fetching phase's length `phase` (`load` or `tile`), which `fetched`
-      keeps at `settle` or more. The fetch fills the half the compute does not read (`half`, `fill`).
+      keeps at `allowed_depth` or more. The fetch fills the half the compute does not read (`half`, `fill`).
     - the input buffer: every token is taken by iteration `inputs` - 1 of `load` and first read in tile 0's phase.
       Where the compute reads it in the order it arrived (`in_order`: pointwise and dense), the token read at
       iteration j of tile 0's phase was taken at iteration j of `load`: the gap is `load` >= DDR_BURST_LATENCY,
-      more than any pipeline depth (`ProcessKind.depth_bound`). A conv's window reads the map out of that order,
-      so its `load` lasts `settle` - 1 iterations past the last token.
+      more than any pipeline depth with its margin (`ProcessKind.depth_bound`). A conv's window reads the map out
+      of that order, so its `load` lasts `allowed_depth` - 1 iterations past the last token.
     - the output buffer: output pixel p of tile t is written at the iteration ending its reduction,
       (p + 1) * rows - 1 of tile t's phase, and read at iteration `write_lead` + p * tiles + t of the write phase;
       the gap, least for the last tile (an earlier tile's write comes a tile's phase earlier, its read one
       iteration earlier) and there linear in p, is least at p = 0 or p = pixels - 1 (`output_gap`);
-      `write_lead` lifts it to `settle`.
+      `write_lead` lifts it to `allowed_depth`.
     Every phase is two iterations or more (`last`; a write phase of one output has a lead of `settle` - 3 or
     more)."""
 
@@ -95,14 +100,19 @@ class StreamedLoop:
         return self.compute // self.rows
 
     @property
+    def allowed_depth(self) -> int:
+        """The deepest pipeline the loop's gaps allow: `settle` and DEPTH_MARGIN."""
+        return self.settle + DEPTH_MARGIN
+
+    @property
     def fetched(self) -> int:
-        """The fewest iterations of a phase that fetches a tile: its words, the last row's write landed before the
-        next phase reads it."""
-        return max(self.tile_words, self.tile_words - self.rows + self.settle)
+        """The fewest iterations of a phase that fetches a tile: its words, the last row's write landed
+        `allowed_depth` iterations before the next phase reads it."""
+        return max(self.tile_words, self.tile_words - self.rows + self.allowed_depth)
 
     @property
     def load(self) -> int:
-        taken = self.inputs if self.in_order else self.inputs + self.settle - 1
+        taken = self.inputs if self.in_order else self.inputs + self.allowed_depth - 1
         return max(taken, DDR_BURST_LATENCY + self.tile_words, self.fetched)
 
     @property
@@ -128,11 +138,11 @@ class StreamedLoop:
 
     @property
     def write_lead(self) -> int:
-        """Iterations of the write phase before its first output: the least output gap lifted to `settle`."""
+        """Iterations of the write phase before its first output: the least output gap lifted to `allowed_depth`."""
         if not self.outputs:
             return 0
         least = min(self.output_gap(p, self.tiles - 1) for p in (0, self.pixels - 1))
-        return max(self.settle - least, 0)
+        return max(self.allowed_depth - least, 0)
 
     @property
     def write(self) -> int:
