@@ -77,8 +77,8 @@ class StreamedLoop:
       the gap, least for the last tile (an earlier tile's write comes a tile's phase earlier, its read one
       iteration earlier) and there linear in p, is least at p = 0 or p = pixels - 1 (`output_gap`);
       `write_lead` lifts it to `allowed_depth`.
-    Every phase is two iterations or more (`last`; a write phase of one output has a lead of `settle` - 3 or
-    more)."""
+    Every phase is two iterations or more (`last`; a write phase of one output has a lead of `allowed_depth` - 2
+    or more)."""
 
     inputs: int
     compute: int
