@@ -24,8 +24,7 @@ from ming_py.kinds.base import ProcessSpec
 from ming_py.options import BuildOptions
 from ming_py.process_spec import loop_of, schedule_spec
 from ming_py.simulate import simulate_schedule
-from ming_py.kinds.base import kind_of
-from ming_py.kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, DEPTH_MARGIN, STREAMED_KINDS, tile_words
+from ming_py.kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, DEPTH_MARGIN, tile_words
 from ming_py.weights_ddr import DDR_MAX_BURST, DDR_READ_OUTSTANDING, ddr_image, streamed_arrays, streamed_rows
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "tiny_cnn.onnx")
@@ -60,9 +59,9 @@ def test_a_streamed_dense_loop_takes_its_vector_then_overlaps_each_tiles_fetch_w
     assert tile_words(spec) == k_tiles * 2  # 32 weights a row: two 128-bit words
     assert tile_words(spec) * tiles * DDR_WORD_BYTES == 64 * 40  # every weight once per image, no padding here
     assert spec.depth == 17
-    # tile 0's 16 words after a burst's latency; each later tile's 16 words, its last row (written at the
-    # phase's 16th iteration, read at the next phase's 8th) landed with the margin: 16 - 8 + 17 + 2 iterations
-    load, tile = DDR_BURST_LATENCY + 16, 27
+    # tile 0's and each later tile's 16 words (tile 0's after a burst's latency), the last row (written at the
+    # 16th word, read at the next phase's 8th iteration) landed with the margin: 16 - 8 + 17 + 2 iterations
+    load, tile = DDR_BURST_LATENCY + 27, 27
     assert loop.iterations == load + (tiles - 1) * tile + k_tiles
     reads = loop.token_iterations("reads", 0, list(range(8)))
     writes = loop.token_iterations("writes", 0, list(range(tiles)))
@@ -83,9 +82,9 @@ def test_a_streamed_pointwise_loop_writes_its_output_map_after_the_last_tile_in_
     loop = loop_of(spec)
     pixels, tiles, ic_tiles = 9, 24 // 4, 16 // 8
     assert tile_words(spec) == 4 and spec.depth == 17
-    # the load: tile 0's 4 words after a burst's latency; a tile: its words, the last row landed with the
-    # margin (4 - 2 + 17 + 2)
-    computed = (DDR_BURST_LATENCY + 4) + (tiles - 1) * 21 + pixels * ic_tiles
+    # a tile's phase from its first word: its words, the last row landed with the margin (4 - 2 + 17 + 2); the
+    # load's from a burst's latency
+    computed = (DDR_BURST_LATENCY + 21) + (tiles - 1) * 21 + pixels * ic_tiles
     assert loop.iterations == computed + pixels * tiles  # every output read 22 iterations or more after its write
     writes = loop.token_iterations("writes", 0, list(range(pixels * tiles)))
     assert writes == list(range(computed, computed + pixels * tiles))
@@ -115,10 +114,11 @@ def _phase_starts(loop) -> list[int]:
 
 def _tile_buffer_gaps(loop):
     """(write, first read) of every row of every tile in weight_tile: fetched a word an iteration from the start of
-    the phase before its own (the load for tile 0), read from the iteration of its row in its own phase."""
+    the phase before its own (for tile 0 from the load's iteration DDR_BURST_LATENCY, the burst's latency passed),
+    read from the iteration of its row in its own phase."""
     starts = _phase_starts(loop)
     for t in range(loop.tiles):
-        fetch = 0 if t == 0 else starts[t - 1]
+        fetch = DDR_BURST_LATENCY if t == 0 else starts[t - 1]
         for r in range(loop.rows):
             yield fetch + (r + 1) * loop.words_per_row - 1, starts[t] + r
 
@@ -172,7 +172,6 @@ def test_no_value_of_a_streamed_loops_buffers_is_read_within_the_pipeline_depth_
     """The streamed templates tell Vitis HLS their buffers carry no dependence (macros.j2 `streamed_dependences`):
     on every small map, every value of the tile buffer, the input buffer and the output map is read the pipeline
     depth and its margin or more iterations after the iteration writing it (`StreamedLoop`)."""
-    assert all(kind_of(kind).depth_bound + DEPTH_MARGIN <= DDR_BURST_LATENCY for kind in STREAMED_KINDS)
     checked = 0
     for spec in _small_streamed_specs():
         loop = spec.process_kind.streamed(spec)
@@ -195,7 +194,9 @@ def test_a_streamed_pointwise_process_reads_and_writes_at_its_loops_iterations(t
     conv(graph, "pw", "x", "y", 24)
     schedule = {"pw": ProcessSchedule((("oc", 2), ("ic", 2)), (("weights", "ddr"),), "fabric")}
     pixels, tiles, ic_tiles = 9, 12, 8  # each tile's compute longer than any fetch: the phases are the compute's
-    iterations = pixels * 8 + (tiles - 1) * pixels * ic_tiles + pixels * ic_tiles + pixels * tiles
+    depth = 15  # the pipeline's
+    load = DDR_BURST_LATENCY + 8 - 8 + depth + DEPTH_MARGIN  # tile 0's 8 words after a burst's latency, landed
+    iterations = load + (tiles - 1) * pixels * ic_tiles + pixels * ic_tiles + pixels * tiles
     assert_traced_loop(graph, 2, tmp_path / "out", iterations, processes=schedule)
 
 
