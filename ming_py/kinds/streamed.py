@@ -58,7 +58,12 @@ class StreamedLoop:
     a word a cycle. So tile 0's words are taken from iteration DDR_BURST_LATENCY of `load` (`first_word`: the
     latency, charged once, passed), every word there when the process takes it, a word an iteration; a later
     tile's in the first `tile_words` iterations of the previous tile's phase. The stream between them (depth 2)
-    needs no more room: the adapter's buffer is the run-ahead.
+    needs no more room: the adapter's buffer is the run-ahead. That holds only while (1) Vitis HLS infers bursts
+    from the fetch loop (a fetch of single reads waits a read's latency for each word) and (2) a burst's read
+    latency is at most (DDR_READ_OUTSTANDING - 1) x DDR_MAX_BURST = 192 cycles, the words of the bursts requested
+    before it covering its latency at a word a cycle. run_hls.tcl checks neither (Vitis HLS names inferred bursts
+    in its synthesis summary and log, not in the loops' csynth XML the script reads); where either fails, the
+    process stalls on the stream: slower than the model, its values unchanged.
 
     Every buffer of the loop is written and read with no dependence Vitis HLS keeps (macros.j2
     `streamed_dependences`), so every value is read `allowed_depth` (the pipeline depth, `settle`, and
