@@ -241,6 +241,10 @@ def test_pinned_ddr_weights_build_verified_through_the_m_axi_ports(ddr_build):
     assert "ap_ctrl_none" not in cpp and "tiny_cnn_weights.h" in cpp
     assert "fc_weights[" not in (out / "hls" / "tiny_cnn_weights.h").read_text()  # no ROM holds them
     assert (out / "settings.yaml").read_text().count("  weights: ddr\n") == 4  # the folding file keeps the pins
+    # each streamed process buffers its whole input (and output) map
+    assert ("The processes whose weights stream from DDR (conv1, conv2, conv3, fc) each buffer their whole input\n"
+            "and output maps") in (out / "report.md").read_text()
+    assert "No buffer holds a whole feature map" not in (out / "report.md").read_text()
 
 
 def test_each_streamed_process_runs_the_pipelined_loop_its_report_names(ddr_build):
