@@ -266,14 +266,17 @@ PLANNED_II = 1  # every process loop is pipelined at II=1 (ming_py/process_spec.
 
 def pipeline_loops(graph: StreamGraph, schedule: Schedule) -> list[dict]:
     """Per process, in the graph's order, its pipelined loop as the emitted C++ has it: the C++ function, the
-    loop's label, the planned initiation interval and the trip count (`loop_of(...).iterations`, the
-    ITERATIONS of the template)."""
+    loop's label, the planned initiation interval, the trip count (`loop_of(...).iterations`, the ITERATIONS
+    of the template) and, where its weights stream from DDR, the deepest pipeline its buffers allow
+    (`StreamedLoop.allowed_depth`; None otherwise)."""
     names = cpp_names(graph)
     loops = []
     for p in graph.processes:
         spec = schedule_spec(graph, p, schedule)
-        loops.append({"function": names.processes[p.name], "loop": kind_of(p.kind).pipeline_label,
-                      "trip_count": loop_of(spec).iterations, "ii": PLANNED_II})
+        kind = kind_of(p.kind)
+        loops.append({"function": names.processes[p.name], "loop": kind.pipeline_label,
+                      "trip_count": loop_of(spec).iterations, "ii": PLANNED_II,
+                      "depth": kind.streamed(spec).allowed_depth if spec.ddr_weights else None})
     return loops
 
 

@@ -92,6 +92,7 @@ class Synthesis:
 
     ii: dict[str, str] = field(default_factory=dict)  # PipelineII
     trip_count: dict[str, str] = field(default_factory=dict)  # TripCount
+    depth: dict[str, str] = field(default_factory=dict)  # PipelineDepth (12 elsewhere)
     clock_ns: dict[str, float] = field(default_factory=dict)  # EstimatedClockPeriod of the function's modules
     top_clock_ns: float | None = None  # EstimatedClockPeriod of the whole design
     missing_loop: tuple[str, ...] = ()  # functions whose loop is in no report
@@ -117,7 +118,8 @@ def csynth_files(report: dict, synthesis: Synthesis | None = None, reflow: bool 
         ii = synthesis.ii.get(function, str(planned["ii"]))
         trips = synthesis.trip_count.get(function, str(planned["trip_count"]))
         clock = synthesis.clock_ns.get(function, round(target * 0.72, 3))
-        loop = None if function in synthesis.missing_loop else _loop_xml(label, trips, ii, target, clock)
+        depth = synthesis.depth.get(function, "12")
+        loop = None if function in synthesis.missing_loop else _loop_xml(label, trips, ii, depth, target, clock)
         if index % 2 == 0 and loop is not None:
             module = f"{function}_Pipeline_{label}"
             files[f"{module}_csynth.xml"] = _module_xml(report, module, clock, loop,
@@ -140,9 +142,9 @@ def write_csynth(directory: Path, files: dict[str, str]) -> Path:
     return directory
 
 
-def _loop_xml(label: str, trips: str, ii: str, target: float, clock: float) -> str:
-    depth = 12
-    latency = (int(trips) - 1) * int(ii) + depth if trips.isdigit() and ii.isdigit() else "undef"
+def _loop_xml(label: str, trips: str, ii: str, depth: str, target: float, clock: float) -> str:
+    numbers = trips.isdigit() and ii.isdigit() and depth.isdigit()
+    latency = (int(trips) - 1) * int(ii) + int(depth) if numbers else "undef"
     return (f"<SummaryOfLoopLatency>\n<{label}>\n<Slack>{target - clock:.2f}</Slack>\n<TripCount>{trips}</TripCount>\n"
             f"<Latency>{latency}</Latency>\n<AbsoluteTimeLatency>{latency}</AbsoluteTimeLatency>\n"
             f"<PipelineII>{ii}</PipelineII>\n<PipelineDepth>{depth}</PipelineDepth>\n<InstanceList>\n"

@@ -26,8 +26,7 @@ from ming_py.kinds.base import ProcessSpec
 from ming_py.options import BuildOptions
 from ming_py.process_spec import loop_of, schedule_spec
 from ming_py.simulate import simulate_schedule
-from ming_py.kinds.base import kind_of
-from ming_py.kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, STREAMED_KINDS, tile_words
+from ming_py.kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, DEPTH_MARGIN, tile_words
 from ming_py.weights_ddr import (DDR_MAX_BURST, DDR_READ_OUTSTANDING, WeightPorts, ddr_bytes_per_cycle, ddr_image,
                                  streamed_arrays, streamed_rows, weight_ports)
 
@@ -63,9 +62,9 @@ def test_a_streamed_dense_loop_takes_its_vector_then_overlaps_each_tiles_fetch_w
     assert tile_words(spec) == k_tiles * 2  # 32 weights a row: two 128-bit words
     assert tile_words(spec) * tiles * DDR_WORD_BYTES == 64 * 40  # every weight once per image, no padding here
     assert spec.depth == 17
-    # tile 0's 16 words after a burst's latency; each later tile's 16 words, its last row (written at the
-    # phase's 16th iteration, read at the next phase's 8th) landed: 16 - 8 + 17 iterations
-    load, tile = DDR_BURST_LATENCY + 16, 25
+    # tile 0's and each later tile's 16 words (tile 0's after a burst's latency), the last row (written at the
+    # 16th word, read at the next phase's 8th iteration) landed with the margin: 16 - 8 + 17 + 2 iterations
+    load, tile = DDR_BURST_LATENCY + 27, 27
     assert loop.iterations == load + (tiles - 1) * tile + k_tiles
     reads = loop.token_iterations("reads", 0, list(range(8)))
     writes = loop.token_iterations("writes", 0, list(range(tiles)))
@@ -86,8 +85,9 @@ def test_a_streamed_pointwise_loop_writes_its_output_map_after_the_last_tile_in_
     loop = loop_of(spec)
     pixels, tiles, ic_tiles = 9, 24 // 4, 16 // 8
     assert tile_words(spec) == 4 and spec.depth == 17
-    # the load: tile 0's 4 words after a burst's latency; a tile: its words, the last row landed (4 - 2 + 17)
-    computed = (DDR_BURST_LATENCY + 4) + (tiles - 1) * 19 + pixels * ic_tiles
+    # a tile's phase from its first word: its words, the last row landed with the margin (4 - 2 + 17 + 2); the
+    # load's from a burst's latency
+    computed = (DDR_BURST_LATENCY + 21) + (tiles - 1) * 21 + pixels * ic_tiles
     assert loop.iterations == computed + pixels * tiles  # every output read 22 iterations or more after its write
     writes = loop.token_iterations("writes", 0, list(range(pixels * tiles)))
     assert writes == list(range(computed, computed + pixels * tiles))
@@ -117,10 +117,11 @@ def _phase_starts(loop) -> list[int]:
 
 def _tile_buffer_gaps(loop):
     """(write, first read) of every row of every tile in weight_tile: fetched a word an iteration from the start of
-    the phase before its own (the load for tile 0), read from the iteration of its row in its own phase."""
+    the phase before its own (for tile 0 from the load's iteration DDR_BURST_LATENCY, the burst's latency passed),
+    read from the iteration of its row in its own phase."""
     starts = _phase_starts(loop)
     for t in range(loop.tiles):
-        fetch = 0 if t == 0 else starts[t - 1]
+        fetch = DDR_BURST_LATENCY if t == 0 else starts[t - 1]
         for r in range(loop.rows):
             yield fetch + (r + 1) * loop.words_per_row - 1, starts[t] + r
 
@@ -173,8 +174,7 @@ def _small_streamed_specs():
 def test_no_value_of_a_streamed_loops_buffers_is_read_within_the_pipeline_depth_of_its_write():
     """The streamed templates tell Vitis HLS their buffers carry no dependence (macros.j2 `streamed_dependences`):
     on every small map, every value of the tile buffer, the input buffer and the output map is read the pipeline
-    depth or more iterations after the iteration writing it (`StreamedLoop`)."""
-    assert all(kind_of(kind).depth_bound <= DDR_BURST_LATENCY for kind in STREAMED_KINDS)  # the load's gap
+    depth and its margin or more iterations after the iteration writing it (`StreamedLoop`)."""
     checked = 0
     for spec in _small_streamed_specs():
         loop = spec.process_kind.streamed(spec)
@@ -183,7 +183,8 @@ def test_no_value_of_a_streamed_loops_buffers_is_read_within_the_pipeline_depth_
             gaps += list(_input_map_gaps(spec, loop)) + list(_output_buffer_gaps(loop))
         else:
             gaps += [(k, loop.load + k) for k in range(loop.inputs)]
-        short = [(written, read) for written, read in gaps if read - written < spec.depth]
+        assert loop.allowed_depth == spec.depth + DEPTH_MARGIN
+        short = [(written, read) for written, read in gaps if read - written < loop.allowed_depth]
         assert not short, (spec, loop, short[:3])
         checked += len(gaps)
     assert checked > 100_000
@@ -196,7 +197,9 @@ def test_a_streamed_pointwise_process_reads_and_writes_at_its_loops_iterations(t
     conv(graph, "pw", "x", "y", 24)
     schedule = {"pw": ProcessSchedule((("oc", 2), ("ic", 2)), (("weights", "ddr"),), "fabric")}
     pixels, tiles, ic_tiles = 9, 12, 8  # each tile's compute longer than any fetch: the phases are the compute's
-    iterations = pixels * 8 + (tiles - 1) * pixels * ic_tiles + pixels * ic_tiles + pixels * tiles
+    depth = 15  # the pipeline's
+    load = DDR_BURST_LATENCY + 8 - 8 + depth + DEPTH_MARGIN  # tile 0's 8 words after a burst's latency, landed
+    iterations = load + (tiles - 1) * pixels * ic_tiles + pixels * ic_tiles + pixels * tiles
     assert_traced_loop(graph, 2, tmp_path / "out", iterations, processes=schedule)
 
 
@@ -241,6 +244,10 @@ def test_pinned_ddr_weights_build_verified_through_the_m_axi_ports(ddr_build):
     assert "ap_ctrl_none" not in cpp and "tiny_cnn_weights.h" in cpp
     assert "fc_weights[" not in (out / "hls" / "tiny_cnn_weights.h").read_text()  # no ROM holds them
     assert (out / "settings.yaml").read_text().count("  weights: ddr\n") == 4  # the folding file keeps the pins
+    # each streamed process buffers its whole input (and output) map
+    assert ("The processes whose weights stream from DDR (conv1, conv2, conv3, fc) each buffer their whole input\n"
+            "and output maps") in (out / "report.md").read_text()
+    assert "No buffer holds a whole feature map" not in (out / "report.md").read_text()
 
 
 def test_each_streamed_process_runs_the_pipelined_loop_its_report_names(ddr_build):
@@ -254,6 +261,38 @@ def test_each_streamed_process_runs_the_pipelined_loop_its_report_names(ddr_buil
         pipeline = node["pipeline"]
         assert pipelined_loops(body) == [(pipeline["loop"], "ITERATIONS", str(pipeline["ii"]))], node["name"]
         assert f"constexpr int ITERATIONS = {pipeline['trip_count']};" in body, node["name"]
+
+
+def test_run_hls_checks_each_streamed_loops_pipeline_depth_against_the_depth_its_buffers_allow(ddr_build, tmp_path):
+    """Each streamed process's planned loop carries its allowed depth (the spec's depth and the margin): csynth's
+    PipelineDepth within it goes on to export, one over it stops the script naming the process; an on-chip
+    process's depth is not checked."""
+    from tcl_stubs import Synthesis
+    from test_report_checks import error_lines, planned_loops, synthesize
+
+    out, design = ddr_build
+    data = json.loads((out / "report.json").read_text())
+    planned = {loop[0]: loop[4:] for loop in planned_loops((out / "hls" / "run_hls.tcl").read_text())}
+    names = {node["cpp_name"]: node["name"] for node in data["nodes"]}
+    allowed = {}
+    for function, depth in planned.items():
+        spec = schedule_spec(design.stream_graph, design.stream_graph.process(names[function]), design.schedule)
+        assert depth == ((str(spec.depth + DEPTH_MARGIN),) if spec.ddr_weights else ()), function
+        allowed |= {function: spec.depth + DEPTH_MARGIN} if depth else {}
+    assert sorted(names[f] for f in allowed) == sorted(STREAMED)
+    run, calls = synthesize(out, tmp_path / "as_planned")
+    assert run.returncode == 0, run.stderr
+    assert "those whose weights stream from DDR within their pipeline depths" in run.stdout
+    on_chip = next(f for f in planned if f not in allowed)
+    deep, exact = list(allowed)[:2]
+    synthesis = Synthesis(depth={deep: str(allowed[deep] + 1), exact: str(allowed[exact]), on_chip: "999"})
+    run, calls = synthesize(out, tmp_path / "deep", synthesis)
+    assert run.returncode != 0
+    label = data["nodes"][list(names).index(deep)]["pipeline"]["loop"]
+    (line,) = error_lines(run)[1:]
+    assert line.startswith(f"{deep}: loop {label} at pipeline depth {allowed[deep] + 1}, deeper than the "
+                           f"{allowed[deep]} its buffers allow (")
+    assert "export_design" not in [c[0] for c in calls]
 
 
 def test_the_cycle_simulation_takes_each_streamed_loops_cycles_without_deadlock(ddr_build):
@@ -307,7 +346,7 @@ def test_a_streamed_conv_process_reads_and_writes_at_its_loops_iterations(tmp_pa
     schedule = {"cv": ProcessSchedule((("oc", 2), ("ic", 2), ("k", 1)), (("weights", "ddr"),), "fabric")}
     rows, depth = 4 * 9, 15  # input tiles x window; the pipeline's depth
     pixels_out, tiles = 9, 8
-    load = 25 * 4 + depth - 1  # the window reads the map out of order: the last token landed before any read
+    load = 25 * 4 + depth + DEPTH_MARGIN - 1  # the window reads the map out of order: the last token landed first
     iterations = load + (tiles - 1) * pixels_out * rows + pixels_out * rows + pixels_out * tiles
     assert_traced_loop(graph, 2, tmp_path / "out", iterations, processes=schedule)
 

@@ -109,9 +109,12 @@ def test_each_report_label_is_the_pipelined_loop_of_its_process_function(network
     assert sorted(seen) == sorted({kind.template for kind in registered().values()})
 
 
-def planned_loops(run_hls: str) -> list[list[str]]:
+def planned_loops(run_hls: str) -> list[tuple[str, ...]]:
+    """run_hls.tcl's planned loops: (function, label, II, trip count), and the allowed pipeline depth where the
+    process's weights stream from DDR."""
     block = re.search(r"^set planned_loops \{\n(.*?)^\}$", run_hls, flags=re.M | re.S).group(1)
-    return [re.fullmatch(r"  \{(\w+) (\w+) (\d+) (\d+)\}", line).groups() for line in block.splitlines()]
+    lines = [re.fullmatch(r"  \{(\w+) (\w+) (\d+) (\d+)(?: (\d+))?\}", line) for line in block.splitlines()]
+    return [tuple(group for group in line.groups() if group is not None) for line in lines]
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,11 @@ DDR_WORD_BYTES = 16  # a 128-bit word of the m_axi port (the KV260's HP ports ar
 # Cycles from a burst's read request to its first word: the default `latency` of Vitis HLS's m_axi interface
 # (AMD UG1399, "INTERFACE pragma: latency"), the figure the emitted pragma states.
 DDR_BURST_LATENCY = 64
+# Iterations every gap of a streamed loop keeps beyond the pipeline depth ming assumes (`settle`, the spec's depth):
+# the loop's buffers carry no dependence Vitis HLS keeps (macros.j2 `streamed_dependences`), so a value is read
+# right only if Vitis HLS schedules the loop no deeper than its least gap; the margin absorbs a schedule a little
+# deeper than ming's estimate, and run_hls.tcl stops where csynth's depth exceeds `StreamedLoop.allowed_depth`.
+DEPTH_MARGIN = 2
 STREAMED_KINDS = ("pointwise", "conv", "dense")
 
 
@@ -49,31 +54,37 @@ class StreamedLoop:
 
     The fetch: the fetch process (`fetch_ddr_weights`) is a pipelined copy loop whose m_axi read adapter keeps
     DDR_READ_OUTSTANDING bursts of DDR_MAX_BURST words (`ming_py.weights_ddr`) requested, in flight or buffered,
-    whether or not the process takes words: more words than a burst's latency (DDR_BURST_LATENCY cycles) passes at a
-    word a cycle. So once tile 0's first word has arrived (the latency, charged once, in `load`), every word is
-    there when the process takes it, a word an iteration, and a later tile's fetch is its `tile_words`
-    iterations, the first of the previous tile's phase. The stream between them (depth 2) needs no more room: the
-    adapter's buffer is the run-ahead.
+    whether or not the process takes words: more words than a burst's latency (DDR_BURST_LATENCY cycles) passes at
+    a word a cycle. So tile 0's words are taken from iteration DDR_BURST_LATENCY of `load` (`first_word`: the
+    latency, charged once, passed), every word there when the process takes it, a word an iteration; a later
+    tile's in the first `tile_words` iterations of the previous tile's phase. The stream between them (depth 2)
+    needs no more room: the adapter's buffer is the run-ahead. That holds only while (1) Vitis HLS infers bursts
+    from the fetch loop (a fetch of single reads waits a read's latency for each word) and (2) a burst's read
+    latency is at most (DDR_READ_OUTSTANDING - 1) x DDR_MAX_BURST = 192 cycles, the words of the bursts requested
+    before it covering its latency at a word a cycle. run_hls.tcl checks neither (Vitis HLS names inferred bursts
+    in its synthesis summary and log, not in the loops' csynth XML the script reads); where either fails, the
+    process stalls on the stream: slower than the model, its values unchanged.
 
     Every buffer of the loop is written and read with no dependence Vitis HLS keeps (macros.j2
-    `streamed_dependences`), so every value is read `settle` (the pipeline depth) iterations or more after the
-    iteration that writes it, its write landed by then:
+    `streamed_dependences`), so every value is read `allowed_depth` (the pipeline depth, `settle`, and
+    DEPTH_MARGIN) iterations or more after the iteration that writes it, its write landed by then:
     - weight_tile: row r of a tile is written at iteration (r + 1) * words_per_row - 1 of the phase before the one
-      that reads it, first read at iteration r of its own phase; the gap, least for the last row, is at least
-      `phase - tile_words + rows` for the fetching phase's length `phase` (`load` or `tile`), which `fetched`
-      keeps at `settle` or more. The fetch fills the half the compute does not read (`half`, `fill`).
+      that reads it (after `first_word` in `load`), first read at iteration r of its own phase; the gap, least for
+      the last row, is at least `phase - tile_words + rows` for a tile's phase of length `phase` and
+      `load - first_word - tile_words + rows` for tile 0, which `fetched` keeps at `allowed_depth` or more. The
+      fetch fills the half the compute does not read (`half`, `fill`).
     - the input buffer: every token is taken by iteration `inputs` - 1 of `load` and first read in tile 0's phase.
       Where the compute reads it in the order it arrived (`in_order`: pointwise and dense), the token read at
-      iteration j of tile 0's phase was taken at iteration j of `load`: the gap is `load` >= DDR_BURST_LATENCY,
-      more than any pipeline depth (`ProcessKind.depth_bound`). A conv's window reads the map out of that order,
-      so its `load` lasts `settle` - 1 iterations past the last token.
+      iteration j of tile 0's phase was taken at iteration j of `load`: the gap is `load` >= `fetched` >=
+      `allowed_depth`. A conv's window reads the map out of that order, so its `load` lasts `allowed_depth` - 1
+      iterations past the last token.
     - the output buffer: output pixel p of tile t is written at the iteration ending its reduction,
       (p + 1) * rows - 1 of tile t's phase, and read at iteration `write_lead` + p * tiles + t of the write phase;
       the gap, least for the last tile (an earlier tile's write comes a tile's phase earlier, its read one
       iteration earlier) and there linear in p, is least at p = 0 or p = pixels - 1 (`output_gap`);
-      `write_lead` lifts it to `settle`.
-    Every phase is two iterations or more (`last`; a write phase of one output has a lead of `settle` - 3 or
-    more)."""
+      `write_lead` lifts it to `allowed_depth`.
+    Every phase is two iterations or more (`last`; a write phase of one output has a lead of `allowed_depth` - 2
+    or more)."""
 
     inputs: int
     compute: int
@@ -95,15 +106,25 @@ class StreamedLoop:
         return self.compute // self.rows
 
     @property
+    def allowed_depth(self) -> int:
+        """The deepest pipeline the loop's gaps allow: `settle` and DEPTH_MARGIN."""
+        return self.settle + DEPTH_MARGIN
+
+    @property
+    def first_word(self) -> int:
+        """The iteration of `load` taking tile 0's first word: its burst's latency after the loop starts."""
+        return DDR_BURST_LATENCY
+
+    @property
     def fetched(self) -> int:
-        """The fewest iterations of a phase that fetches a tile: its words, the last row's write landed before the
-        next phase reads it."""
-        return max(self.tile_words, self.tile_words - self.rows + self.settle)
+        """The fewest iterations of a phase from its first fetched word to its end: the tile's words, the last
+        row's write landed `allowed_depth` iterations before the next phase reads it."""
+        return max(self.tile_words, self.tile_words - self.rows + self.allowed_depth)
 
     @property
     def load(self) -> int:
-        taken = self.inputs if self.in_order else self.inputs + self.settle - 1
-        return max(taken, DDR_BURST_LATENCY + self.tile_words, self.fetched)
+        taken = self.inputs if self.in_order else self.inputs + self.allowed_depth - 1
+        return max(taken, self.first_word + self.fetched)
 
     @property
     def tile(self) -> int:
@@ -128,11 +149,11 @@ class StreamedLoop:
 
     @property
     def write_lead(self) -> int:
-        """Iterations of the write phase before its first output: the least output gap lifted to `settle`."""
+        """Iterations of the write phase before its first output: the least output gap lifted to `allowed_depth`."""
         if not self.outputs:
             return 0
         least = min(self.output_gap(p, self.tiles - 1) for p in (0, self.pixels - 1))
-        return max(self.settle - least, 0)
+        return max(self.allowed_depth - least, 0)
 
     @property
     def write(self) -> int:
@@ -173,4 +194,5 @@ def streamed_counters(phases: StreamedLoop) -> dict[str, int]:
     """The counters a streamed loop's phases and fetch declare (`ProcessKind.loop_counters`)."""
     return {"i": phases.longest - 1, "end": phases.longest - 2, "tile": phases.tiles - 1,
             "fetch_row": phases.rows - 1, "fetch_word": phases.words_per_row - 1,
+            "fetch_end": phases.first_word + phases.tile_words,
             "half": 1, "fill": 1}
