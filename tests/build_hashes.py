@@ -5,7 +5,8 @@
     python tests/build_hashes.py --check --only zoo/   # the networks whose names contain "zoo/"
 
 Networks: every zoo model (int8 QDQ), every architecture in the four quantizer formats, the hand-made
-TFLite models and the bundled example, on the KV260 (and the example on an Alveo card). The models come
+TFLite models and the bundled example, on the KV260 (and the example on an Alveo card, and with weights streamed
+from DDR on both). The models come
 from onnxruntime's quantizer and numpy's generators (and LiteRT computes the TFLite tables), so the hashes hold for the package versions recorded
 in the file; `--check` refuses to compare under other versions.
 """
@@ -42,6 +43,8 @@ def networks(directory: Path):
     """(name, model path, board) of every test network, models written to `directory`."""
     yield "example", zoo._REPO / "examples" / "tiny_cnn.onnx", "kv260"
     yield "example@u55c", zoo._REPO / "examples" / "tiny_cnn.onnx", "u55c"
+    yield "example+ddr", zoo._REPO / "examples" / "tiny_cnn.onnx", "kv260"
+    yield "example+ddr@u55c", zoo._REPO / "examples" / "tiny_cnn.onnx", "u55c"
     for name in sorted(zoo.MODELS):
         yield f"zoo/{name}", zoo.quantized_model(name, directory), "kv260"
     for name in sorted(architectures.ARCHITECTURES):
@@ -54,8 +57,12 @@ def networks(directory: Path):
         yield f"tflite/{name}", path, "kv260"
 
 
-def file_hashes(model: Path, board: str) -> dict[str, str]:
-    explored = steps.explore(steps.stream(lift(model)), BuildOptions(board=board))
+# The example's pointwise and dense processes with their weights streamed from DDR ("+ddr" networks).
+DDR_SETTINGS = {"conv3.weights": "ddr", "fc.weights": "ddr"}
+
+
+def file_hashes(model: Path, board: str, settings: dict | None = None) -> dict[str, str]:
+    explored = steps.explore(steps.stream(lift(model)), BuildOptions(board=board, settings=settings or {}))
     files = design_of(explored.streamed, explored.board, solution=explored.solution, simulated=explored.simulated).files
     return {name: hashlib.sha256(content if isinstance(content, bytes) else content.encode()).hexdigest()
             for name, content in sorted(files.items())}
@@ -68,7 +75,7 @@ def all_hashes(only: str = "") -> dict[str, dict[str, str]]:
             if only not in name:
                 continue
             try:
-                hashes[name] = file_hashes(model, board)
+                hashes[name] = file_hashes(model, board, DDR_SETTINGS if "+ddr" in name else None)
             except MingError as exc:  # a refusal is part of the behaviour too
                 hashes[name] = {"refused": str(exc)}
             print(f"{name}: {len(hashes[name])} files", file=sys.stderr, flush=True)
