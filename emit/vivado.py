@@ -29,7 +29,7 @@ from ming_py import __version__
 from ming_py.boards import Board, ProcessingSystem, Zynq, check_clock
 from ming_py.dataflow import StreamGraph
 from ming_py.errors import MingError
-from ming_py.weights_ddr import weight_ports
+from ming_py.weights_ddr import board_ddr_problem, weight_ports
 
 from .environment import environment
 from .hls import ip_identity
@@ -73,15 +73,12 @@ class HighPerformancePort:
 
 
 # Per processing system (boards/processing_systems.toml): HP0 carries the DMA's traffic, HP1..HP3 the weights.
-# Zynq UltraScale+: S_AXI_HP1..3_FPD are the PS's S_AXI_GP3..5 (AMD UG1085, PS-PL AXI interfaces); Zynq-7000:
-# S_AXI_HP1..3.
+# Zynq UltraScale+: S_AXI_HP1..3_FPD are the PS's S_AXI_GP3..5 (AMD UG1085, PS-PL AXI interfaces). The Zynq-7000's
+# HP ports are 64 bits wide, narrower than the streamed word: no weights from DDR there (`board_ddr_problem`).
 WEIGHT_PORTS = {
     "zynq_ultra_ps_e": tuple(HighPerformancePort(f"S_AXI_HP{hp}_FPD", f"saxihp{hp}_fpd_aclk",
                                                  (f"PSU__USE__S_AXI_GP{hp + 2}", "1"), f"weights_to_hp{hp}")
                              for hp in (1, 2, 3)),
-    "processing_system7": tuple(HighPerformancePort(f"S_AXI_HP{hp}", f"S_AXI_HP{hp}_ACLK",
-                                                    (f"PCW_USE_S_AXI_HP{hp}", "1"), f"weights_to_hp{hp}")
-                                for hp in (1, 2, 3)),
 }
 
 
@@ -137,17 +134,25 @@ def _streamed_context(context: dict, board: Board, arrays: list[dict]) -> dict:
 
 
 def _weight_routes(board: Board, arrays: list[dict]) -> tuple[tuple[HighPerformancePort, list[dict]], ...]:
-    """The HP ports the weights get on the board (`weight_ports`), each with the streamed arrays it carries:
-    array i (in the order of report.json's "weights_ddr" arrays) through port i mod their count; ports no array
-    reaches left out."""
-    ps, given = board.zynq.processing_system, weight_ports(board)
-    if given is None:
-        raise MingError(f"board {board.name} has no [ddr] table: its block design cannot stream weights from DDR")
-    if given.count > len(WEIGHT_PORTS[ps.name]):
+    """The HP ports the weights get on the board (`weight_ports`), each with the streamed arrays it carries (in
+    the order of report.json's "weights_ddr" arrays): the largest array first to the port carrying the fewest
+    words so far (the lowest-numbered of equals), so that the ports share the bytes the ILP budgets them together;
+    ports no array reaches left out."""
+    ps, given, problem = board.zynq.processing_system, weight_ports(board), board_ddr_problem(board)
+    if problem:
+        raise MingError(f"{problem}: its block design cannot stream weights from DDR")
+    known = WEIGHT_PORTS.get(ps.name, ())
+    if given.count > len(known):
         raise MingError(f"board {board.name}: its [ddr] table gives the weights {given.count} high-performance "
-                        f"ports, {ps.name} has {len(WEIGHT_PORTS[ps.name])} beside the DMA's")
-    ports = WEIGHT_PORTS[ps.name][:given.count]
-    return tuple((hp, arrays[i::len(ports)]) for i, hp in enumerate(ports) if arrays[i::len(ports)])
+                        f"ports, {ps.name} has {len(known)} beside the DMA's")
+    ports = known[:given.count]
+    carried = [0] * len(ports)
+    port_of = {}
+    for i in sorted(range(len(arrays)), key=lambda i: (-arrays[i]["words"], i)):
+        port_of[i] = min(range(len(ports)), key=lambda p: (carried[p], p))
+        carried[port_of[i]] += arrays[i]["words"]
+    fed = [[a for i, a in enumerate(arrays) if port_of[i] == p] for p in range(len(ports))]
+    return tuple((hp, arrays_of) for hp, arrays_of in zip(ports, fed) if arrays_of)
 
 
 def _control_cell(cells: tuple[Cell, ...]) -> Cell:

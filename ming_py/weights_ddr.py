@@ -122,13 +122,14 @@ def weight_ports(board) -> WeightPorts | None:
     """What the weights streamed from DDR get on the board (`Board.ddr`), the one figure the ILP's bandwidth row
     and the Vivado block design share: on a Zynq board every high-performance port but HP0, which carries the
     DMA's traffic (`emit.vivado.WEIGHT_PORTS`); on an Alveo card one port: link.cfg places every streamed port in
-    the board's one memory bank (`emit.alveo`). Their rate is the memory's sustained rate, or the ports' at the board's clock if
-    less; None for a board without a [ddr] table."""
+    the board's one memory bank (`emit.alveo`). Their rate is the memory's sustained rate (on an Alveo card its
+    one bank's share: the [ddr] peak is the card's banks' sum), or the ports' at the board's clock if less; None for
+    a board without a [ddr] table."""
     ddr = board.ddr
     if ddr is None:
         return None
-    count = ddr.ports - 1 if board.zynq is not None else 1
-    sustained = ddr.peak_bytes_per_s * ddr.sustained_fraction / (board.clock_mhz * 1e6)
+    count, share = (ddr.ports - 1, 1) if board.zynq is not None else (1, 1 / ddr.ports)
+    sustained = ddr.peak_bytes_per_s * ddr.sustained_fraction * share / (board.clock_mhz * 1e6)
     return WeightPorts(count, min(sustained, count * ddr.port_bits / 8))
 
 

@@ -190,10 +190,11 @@ class XrtBackend:
     """The xclbin's data movers on an Alveo card: memory to stream, the free-running accelerator, stream to
     memory; one run of each per batch. Where weights stream from DDR the accelerator is a kernel with AXI masters
     (ap_ctrl_chain, Vitis's default): each port's part of weights_ddr.bin is a buffer in its memory bank, filled
-    once, and the accelerator runs once per image (its top function takes one image a call). All of a batch's
-    runs are started before any is waited for: XRT queues them on the compute unit, and ap_ctrl_chain lets the
-    next start while the previous drains (AMD UG1393, "Execution Modes"); auto-restart would need the kernel
-    compiled with Vitis HLS's auto-restart counter and is not used."""
+    once, and the accelerator runs once per image (its top function takes one image a call): up to
+    RUNS_IN_FLIGHT runs queued on the compute unit, the movers started before any is waited for, and
+    ap_ctrl_chain lets the next start while the previous drains (AMD UG1393, "Execution Modes"); auto-restart
+    would need the kernel compiled with Vitis HLS's auto-restart counter and is not used. A run that does not
+    complete within DMA_TIMEOUT_SECONDS, or ends in another state, stops the batch with an error."""
 
     def __init__(self, accelerator):
         try:
@@ -241,7 +242,7 @@ class XrtBackend:
         bo = self.pyxrt.bo(self.device, words.nbytes, self.pyxrt.bo.normal, mover.group_id(0))
         np.frombuffer(bo.map(), dtype=np.uint64)[:] = words
         bo.sync(self.pyxrt.xclBOSyncDirection.XCL_BO_SYNC_BO_TO_DEVICE)
-        self._start(mover, {0: bo, 2: len(words)}).wait()
+        self._finish(self._start(mover, {0: bo, 2: len(words)}), "the weights' mover")
 
     def buffers(self, images: int):
         if images != self.images:
@@ -263,13 +264,19 @@ class XrtBackend:
         send = self._start(self.mm2s, {0: self.bo_in, 2: images})
         for image in range(started, images if computes else 0):  # each later image reuses the oldest run
             compute = computes[image % RUNS_IN_FLIGHT]
-            compute.wait()
+            self._finish(compute, "the accelerator")
             compute.start()
-        send.wait()
+        self._finish(send, "mm2s (input)")
         for compute in computes:
-            compute.wait()
-        receive.wait()
+            self._finish(compute, "the accelerator")
+        self._finish(receive, "s2mm (output)")
         self.bo_out.sync(sync.XCL_BO_SYNC_BO_FROM_DEVICE)
+
+    def _finish(self, run, name: str) -> None:
+        state = run.wait(int(DMA_TIMEOUT_SECONDS * 1000))
+        if state != self.pyxrt.ert_cmd_state.ERT_CMD_STATE_COMPLETED:
+            raise DeployError(f"the run of {name} did not complete within {DMA_TIMEOUT_SECONDS:g} s (XRT: {state}); "
+                              f"reload the xclbin and check the card with xbutil examine")
 
     def _start(self, kernel, args: dict):
         run = self.pyxrt.run(kernel)

@@ -417,12 +417,12 @@ def test_a_streamed_candidate_pays_its_m_axi_adapter_and_fetch_loop():
 @pytest.mark.unit
 def test_the_ilps_ddr_rate_is_the_ports_the_block_design_gives_the_weights():
     """kv260: HP1..HP3 (HP0 is the DMA's), 3 x 16 B a cycle at 200 MHz, below the sustained 19.2 GB/s x 70 %
-    (67.2 B a cycle); an Alveo card: the one bank link.cfg places every port in, or the memory's sustained rate if less."""
-    kv260, u55c = load_board("kv260"), load_board("u55c")
-    assert kv260.clock_mhz == 200 and 19.2e9 * 0.7 / 200e6 == pytest.approx(67.2)
+    (67.2 B a cycle); an Alveo card: the one bank link.cfg places every port in: on the u250 (4 DDR4 banks,
+    76.8 GB/s together, 300 MHz) one bank's 70 % of 19.2 GB/s, 44.8 B a cycle, below its 512-bit port's 64."""
+    kv260, u250 = load_board("kv260"), load_board("u250")
+    assert kv260.clock_mhz == 200 and u250.clock_mhz == 300
     assert weight_ports(kv260) == WeightPorts(3, 48.0) and ddr_bytes_per_cycle(kv260) == 48.0
-    sustained = u55c.ddr.peak_bytes_per_s * u55c.ddr.sustained_fraction / (u55c.clock_mhz * 1e6)
-    assert weight_ports(u55c) == WeightPorts(1, min(sustained, 256 / 8))
+    assert weight_ports(u250).count == 1 and weight_ports(u250).bytes_per_cycle == pytest.approx(44.8)
 
 
 def test_a_board_whose_ports_are_narrower_than_the_streamed_word_is_offered_no_ddr():
