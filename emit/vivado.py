@@ -13,8 +13,8 @@ A design whose weights stream from DDR (`ming_py.weights_ddr`) has an accelerato
 master per streamed process (`m_axi_gmem_<port>`, reads only) and an AXI4-Lite control port
 (`s_axi_control`: the pointers' offset registers and ap_start). Its masters reach the DDR through
 the high-performance ports the DMA leaves (`WEIGHT_PORTS`, as many as `ming_py.weights_ddr.weight_ports`
-gives the weights, the rate the ILP budgets): master i through port i mod their count, one SmartConnect
-per port used; its control port sits beside the DMA's registers behind the processing system's master.
+gives the weights, the rate the ILP budgets): the largest array first to the port carrying the fewest
+words, one SmartConnect per port used; its control port sits beside the DMA's registers behind the processing system's master.
 
 Board facts (part, board part, carrier connections, the processing system's ports, pins and
 properties) come from the board database; this module decides the names of the cells and
