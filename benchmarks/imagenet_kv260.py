@@ -16,8 +16,8 @@ design on the board, in ms:
 
 * compute: MACs / the MAC lanes the whole usable board holds (`mac_lanes_within` of 100 % of every resource
   `Board.usable` leaves, beyond the default shares a build's budget takes) / clock;
-* DDR: the weight bytes beyond what the chip can hold, read once per image at the board's sustained DDR rate
-  (`Ddr.bytes_per_s`); 0 when every weight fits. The chip holds the usable BRAM18K x 18 Kib + URAM x 288 Kib,
+* DDR: the weight bytes beyond what the chip can hold, read once per image at the rate of the ports the
+  weights get (`ming_py.weights_ddr.weight_ports`, the rate the ILP budgets); 0 when every weight fits. The chip holds the usable BRAM18K x 18 Kib + URAM x 288 Kib,
   an optimistic figure (as if every bit held a weight, none an activation or a FIFO); biases are not counted;
 * input: the image's int8 bytes through the accelerator's input stream (`STREAM_BITS` a cycle) / clock;
 
@@ -51,6 +51,7 @@ from ming_py.emit.vivado import STREAM_BITS  # noqa: E402
 from ming_py.boards import Board, load_board  # noqa: E402
 from ming_py.ilp.budget import RESOURCES, Budget  # noqa: E402
 from ming_py.ilp.cost import mac_lanes_within  # noqa: E402
+from ming_py.weights_ddr import weight_ports  # noqa: E402
 
 BOARD = "kv260"
 BRAM18K_BYTES = 18 * 1024 // 8
@@ -132,7 +133,7 @@ def bounds_ms(macs: int, weight_bytes: int, input_bytes: int) -> dict[str, float
     whole_board = Budget.of(board, dict.fromkeys(RESOURCES, "100%"))
     beyond_chip = max(0, weight_bytes - on_chip_bytes(board))
     return {"compute": macs / mac_lanes_within(whole_board) / hz * 1e3,
-            "ddr": beyond_chip / board.ddr.bytes_per_s(board.clock_mhz) * 1e3,
+            "ddr": beyond_chip / (weight_ports(board).bytes_per_cycle * hz) * 1e3,
             "input": input_bytes / (STREAM_BITS / 8) / hz * 1e3}
 
 
