@@ -120,14 +120,15 @@ def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, 
                "loaded_constants": any(c.loaded for c in constants),
                "version": __version__, "board": board, "ip": ip_identity(names.model, board)}
     name = names.model
-    # every process's pipelined loop as report.json states it, for run_hls.tcl to check after synthesis
+    # every process's pipelined loop as report.json states it, for check_csynth.tcl to check after synthesis
     planned_loops = pipeline_loops(graph, schedule)
     files = {
         f"{name}.cpp": _tidy(env.get_template("model.cpp.j2").render(context)),
         f"{name}.h": env.get_template("model.h.j2").render(context),
         f"{name}_weights.h": env.get_template("weights.h.j2").render(context),
         f"{name}_tb.cpp": env.get_template("testbench.cpp.j2").render(context),
-        "run_hls.tcl": env.get_template("run_hls.tcl.j2").render(context | {"planned_loops": planned_loops}),
+        "run_hls.tcl": env.get_template("run_hls.tcl.j2").render(context),
+        "check_csynth.tcl": env.get_template("check_csynth.tcl.j2").render(context | {"planned_loops": planned_loops}),
     }
     for header in STATIC_HEADERS:
         files[header] = (TEMPLATES / header).read_text()

@@ -232,7 +232,7 @@ def _interval(root: ElementTree.Element, path: Path) -> int | float | None:
 
 
 def _loop_ii(directory: Path, function: str, label: str) -> tuple[int | float | None, str | None]:
-    """The PipelineII of the process's loop, looked for as run_hls.tcl does: in <function>_Pipeline_<label>,
+    """The PipelineII of the process's loop, looked for as check_csynth.tcl does: in <function>_Pipeline_<label>,
     any other <function>_Pipeline_*, then <function>'s own report; or None and why."""
     candidates = [directory / f"{function}_Pipeline_{label}_csynth.xml"]
     candidates += [path for path in sorted(directory.glob(f"{function}_Pipeline_*_csynth.xml"))

@@ -6,8 +6,10 @@ ports the kernels declare and puts the buffers in each board's memory bank."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import shutil
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -24,6 +26,7 @@ from ming_py.emit.identifiers import cpp_names
 from ming_py.errors import MingError
 from ming_py.line_buffers import build_stream_graph
 from ming_py.output import write_tree
+from tcl_stubs import Synthesis, csynth_files, write_csynth
 
 BANKS = {"u50": "HBM[0]", "u55c": "HBM[0]", "u280": "HBM[0]", "u250": "DDR[0]"}
 MODELS = ("tiny_cnn", "residual_block")  # residual_block: two branches joined by an Add
@@ -245,6 +248,53 @@ def test_makefile_documents_its_use(project):
         assert words in header
     assert re.search(r"^PLATFORM \?= xilinx_u55c_gen3x16_xdma_3_202210_1$", text, re.M)
     assert re.search(r"^TARGET \?= hw$", text, re.M)
+
+
+# v++ -c as far as the accelerator's .xo rule sees it: writes the -o file and, for the kernel -k, the csynth
+# reports of $CSYNTH_FIXTURE where Vitis 2022.2 leaves them, <temp_dir>/<kernel>/<kernel>/<kernel>/solution/syn/report.
+V_PLUS_PLUS_STUB = """#!/bin/sh
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) output=$2; shift ;;
+    -k) kernel=$2; shift ;;
+    --temp_dir) temp_dir=$2; shift ;;
+  esac
+  shift
+done
+reports=$temp_dir/$kernel/$kernel/$kernel/solution/syn/report
+mkdir -p "$reports" && cp "$CSYNTH_FIXTURE"/* "$reports" && echo xo > "$output"
+"""
+
+
+def make_accelerator_xo(vitis: Path, tmp_path: Path, reports: dict[str, str]) -> subprocess.CompletedProcess:
+    """`make <top>.hw.xo` in a copy of `vitis` (and ../hls), v++ -c stubbed to leave the csynth `reports`."""
+    bin_dir, fixture = tmp_path / "bin", write_csynth(tmp_path / "csynth", reports)
+    bin_dir.mkdir()
+    (bin_dir / "v++").write_text(V_PLUS_PLUS_STUB)
+    (bin_dir / "v++").chmod(0o755)
+    copy = tmp_path / "out"
+    shutil.copytree(vitis, copy / "vitis")
+    shutil.copytree(vitis.parent / "hls", copy / "hls")
+    env = os.environ | {"PATH": f"{bin_dir}:{os.environ['PATH']}", "CSYNTH_FIXTURE": str(fixture)}
+    return subprocess.run(["make", "tiny_cnn_top.hw.xo"], cwd=copy / "vitis", capture_output=True, text=True, env=env)
+
+
+@pytest.mark.skipif(shutil.which("tclsh") is None, reason="the Makefile runs the csynth check under tclsh")
+def test_makefile_checks_the_accelerators_csynth_and_deletes_an_xo_that_misses_the_plan(project, tmp_path):
+    """The accelerator's .xo rule runs ../hls/check_csynth.tcl on the reports v++ -c leaves under its --temp_dir:
+    a synthesis as report.json plans keeps the .xo, one loop over its planned II stops make and deletes it."""
+    out, _ = project("tiny_cnn")
+    report = json.loads((out / "report.json").read_text())
+    run = make_accelerator_xo(out / "vitis", tmp_path / "planned", csynth_files(report))
+    assert run.returncode == 0, run.stderr
+    assert "C synthesis as planned" in run.stdout
+    assert (tmp_path / "planned" / "out" / "vitis" / "tiny_cnn_top.hw.xo").is_file()
+    node = report["nodes"][1]
+    slower = str(node["pipeline"]["ii"] + 1)
+    run = make_accelerator_xo(out / "vitis", tmp_path / "slow", csynth_files(report, Synthesis(ii={node["cpp_name"]: slower})))
+    assert run.returncode != 0
+    assert f"{node['cpp_name']}: loop {node['pipeline']['loop']} at II {slower}, planned {node['pipeline']['ii']}" in run.stderr
+    assert not (tmp_path / "slow" / "out" / "vitis" / "tiny_cnn_top.hw.xo").exists()
 
 
 def _declared_parameters(source: str, function: str) -> list[str]:

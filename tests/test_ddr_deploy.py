@@ -9,6 +9,7 @@ against a fake pyxrt)."""
 from __future__ import annotations
 
 import json
+import shutil
 import stat
 import sys
 from pathlib import Path
@@ -295,6 +296,26 @@ def test_the_system_csim_of_the_alveo_flow_reads_the_packages_weights(alveo_out,
     (y,) = Accelerator(deploy, "csim").run(x).values()
     assert np.array_equal(y, _reference(graph, x))
 
+
+
+@pytest.mark.skipif(shutil.which("tclsh") is None, reason="the Makefile runs the csynth check under tclsh")
+def test_the_alveo_build_stops_on_a_streamed_loop_deeper_than_its_buffers_allow(alveo_out, tmp_path):
+    """v++ -c's csynth of a streamed loop one stage deeper than check_csynth.tcl's allowed depth fails the
+    accelerator's .xo rule and deletes the .xo."""
+    from tcl_stubs import Synthesis, csynth_files
+    from test_alveo_project import make_accelerator_xo
+    from test_report_checks import planned_loops
+
+    out, _ = alveo_out
+    streamed = [loop for loop in planned_loops((out / "hls" / "check_csynth.tcl").read_text()) if len(loop) == 5]
+    function, label, _, _, allowed = streamed[0]
+    deeper = Synthesis(depth={function: str(int(allowed) + 1)})
+    report = json.loads((out / "report.json").read_text())
+    run = make_accelerator_xo(out / "vitis", tmp_path, csynth_files(report, deeper))
+    assert run.returncode != 0
+    assert (f"{function}: loop {label} at pipeline depth {int(allowed) + 1}, deeper than the {allowed} its buffers "
+            "allow") in run.stderr
+    assert not (tmp_path / "out" / "vitis" / "tiny_cnn_top.hw.xo").exists()
 
 # A stand-in for pyxrt that records buffers, syncs and kernel starts (no data moves).
 FAKE_PYXRT = """

@@ -272,7 +272,7 @@ def test_run_hls_checks_each_streamed_loops_pipeline_depth_against_the_depth_its
 
     out, design = ddr_build
     data = json.loads((out / "report.json").read_text())
-    planned = {loop[0]: loop[4:] for loop in planned_loops((out / "hls" / "run_hls.tcl").read_text())}
+    planned = {loop[0]: loop[4:] for loop in planned_loops((out / "hls" / "check_csynth.tcl").read_text())}
     names = {node["cpp_name"]: node["name"] for node in data["nodes"]}
     allowed = {}
     for function, depth in planned.items():

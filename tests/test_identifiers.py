@@ -419,7 +419,8 @@ def test_model_names_build_and_csim_bit_exact(tmp_path, file_name, stem):
     assert json.loads((out / "host.json").read_text())["model"] == stem
     assert sorted(p.name for p in (out / "hls").iterdir()) == sorted(
         [f"{stem}.cpp", f"{stem}.h", f"{stem}_weights.h", f"{stem}_tb.cpp", "ming_stream.h", "ming_widths.h", "ming_numerics.h",
-         "ming_window.h", "ming_check.h", "ming_hls_stream.h", "run_hls.tcl", "input.bin", "expected.bin"])
+         "ming_window.h", "ming_check.h", "ming_hls_stream.h", "run_hls.tcl", "check_csynth.tcl", "input.bin",
+         "expected.bin"])
 
 
 def test_name_option_names_the_design(tmp_path):

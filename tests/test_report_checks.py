@@ -109,10 +109,10 @@ def test_each_report_label_is_the_pipelined_loop_of_its_process_function(network
     assert sorted(seen) == sorted({kind.template for kind in registered().values()})
 
 
-def planned_loops(run_hls: str) -> list[tuple[str, ...]]:
-    """run_hls.tcl's planned loops: (function, label, II, trip count), and the allowed pipeline depth where the
-    process's weights stream from DDR."""
-    block = re.search(r"^set planned_loops \{\n(.*?)^\}$", run_hls, flags=re.M | re.S).group(1)
+def planned_loops(check_csynth: str) -> list[tuple[str, ...]]:
+    """check_csynth.tcl's planned loops: (function, label, II, trip count), and the allowed pipeline depth where
+    the process's weights stream from DDR."""
+    block = re.search(r"^set planned_loops \{\n(.*?)^\}$", check_csynth, flags=re.M | re.S).group(1)
     lines = [re.fullmatch(r"  \{(\w+) (\w+) (\d+) (\d+)(?: (\d+))?\}", line) for line in block.splitlines()]
     return [tuple(group for group in line.groups() if group is not None) for line in lines]
 
@@ -126,13 +126,14 @@ def built(lifted, tmp_path_factory):
     return out, json.loads((out / "report.json").read_text())
 
 
-def test_run_hls_plans_the_loops_report_json_states_and_output_is_deterministic(built, lifted):
+def test_check_csynth_plans_the_loops_report_json_states_and_output_is_deterministic(built, lifted):
     out, report = built
-    run_hls = (out / "hls" / "run_hls.tcl").read_text()
-    assert planned_loops(run_hls) == [(n["cpp_name"], n["pipeline"]["loop"], str(n["pipeline"]["ii"]),
-                                       str(n["pipeline"]["trip_count"])) for n in report["nodes"]]
+    check_csynth = (out / "hls" / "check_csynth.tcl").read_text()
+    assert planned_loops(check_csynth) == [(n["cpp_name"], n["pipeline"]["loop"], str(n["pipeline"]["ii"]),
+                                            str(n["pipeline"]["trip_count"])) for n in report["nodes"]]
+    assert "source check_csynth.tcl" in (out / "hls" / "run_hls.tcl").read_text()
     again = design(lifted(MODEL), load_board("kv260")).files
-    assert again["hls/run_hls.tcl"] == run_hls
+    assert again["hls/check_csynth.tcl"] == check_csynth
     assert again["report.json"] == (out / "report.json").read_text()
     assert list(report["nodes"][0]["pipeline"]) == ["loop", "trip_count", "ii"]
 
