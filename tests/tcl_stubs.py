@@ -35,6 +35,27 @@ def run_tcl(script: Path, cwd: Path, env: dict[str, str] | None = None) -> subpr
                           env=env)
 
 
+# `tclsh SCRIPT ARGS...` on Python's own Tcl interpreter, for commands that call tclsh where none is installed.
+TCLSH_SHIM = """#!{python}
+import sys, tkinter
+tcl = tkinter.Tcl()
+tcl.setvar("argv0", sys.argv[1])
+tcl.setvar("argv", tcl.call("list", *sys.argv[2:]))
+tcl.setvar("argc", len(sys.argv) - 2)
+try:
+    tcl.evalfile(sys.argv[1])
+except tkinter.TclError as error:
+    sys.exit(str(error))
+"""
+
+
+def provide_tclsh(bin_dir: Path) -> None:
+    """A `tclsh` in `bin_dir` running Python's Tcl where no tclsh is installed."""
+    if shutil.which("tclsh") is None:
+        (bin_dir / "tclsh").write_text(TCLSH_SHIM.format(python=sys.executable))
+        (bin_dir / "tclsh").chmod(0o755)
+
+
 def read_trace(path: Path) -> list[list[str]]:
     """The calls `record` wrote to `path`, each as its list of words."""
     text = path.read_text(encoding="utf-8") if path.exists() else ""

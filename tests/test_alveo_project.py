@@ -26,7 +26,7 @@ from ming_py.emit.identifiers import cpp_names
 from ming_py.errors import MingError
 from ming_py.line_buffers import build_stream_graph
 from ming_py.output import write_tree
-from tcl_stubs import Synthesis, csynth_files, write_csynth
+from tcl_stubs import Synthesis, csynth_files, provide_tclsh, write_csynth
 
 BANKS = {"u50": "HBM[0]", "u55c": "HBM[0]", "u280": "HBM[0]", "u250": "DDR[0]"}
 MODELS = ("tiny_cnn", "residual_block")  # residual_block: two branches joined by an Add
@@ -272,6 +272,7 @@ def make_accelerator_xo(vitis: Path, tmp_path: Path, reports: dict[str, str]) ->
     bin_dir.mkdir()
     (bin_dir / "v++").write_text(V_PLUS_PLUS_STUB)
     (bin_dir / "v++").chmod(0o755)
+    provide_tclsh(bin_dir)
     copy = tmp_path / "out"
     shutil.copytree(vitis, copy / "vitis")
     shutil.copytree(vitis.parent / "hls", copy / "hls")
@@ -279,7 +280,6 @@ def make_accelerator_xo(vitis: Path, tmp_path: Path, reports: dict[str, str]) ->
     return subprocess.run(["make", "tiny_cnn_top.hw.xo"], cwd=copy / "vitis", capture_output=True, text=True, env=env)
 
 
-@pytest.mark.skipif(shutil.which("tclsh") is None, reason="the Makefile runs the csynth check under tclsh")
 def test_makefile_checks_the_accelerators_csynth_and_deletes_an_xo_that_misses_the_plan(project, tmp_path):
     """The accelerator's .xo rule runs ../hls/check_csynth.tcl on the reports v++ -c leaves under its --temp_dir:
     a synthesis as report.json plans keeps the .xo, one loop over its planned II stops make and deletes it."""

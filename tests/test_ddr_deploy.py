@@ -298,7 +298,6 @@ def test_the_system_csim_of_the_alveo_flow_reads_the_packages_weights(alveo_out,
 
 
 
-@pytest.mark.skipif(shutil.which("tclsh") is None, reason="the Makefile runs the csynth check under tclsh")
 def test_the_alveo_build_stops_on_a_streamed_loop_deeper_than_its_buffers_allow(alveo_out, tmp_path):
     """v++ -c's csynth of a streamed loop one stage deeper than check_csynth.tcl's allowed depth fails the
     accelerator's .xo rule and deletes the .xo."""
