@@ -9,7 +9,6 @@ against a fake pyxrt)."""
 from __future__ import annotations
 
 import json
-import shutil
 import stat
 import sys
 from pathlib import Path
