@@ -32,6 +32,7 @@ import numpy as np
 from . import primitives
 from .array_layout import BRAM18K_SHAPES, LUTRAM_DEPTH
 from .kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, tile_words, words_per_row
+from .weights_load import packed_rows
 
 # The m_axi read adapter of each streamed port (AMD UG1399, "M_AXI Interfaces"): bursts of DDR_MAX_BURST words,
 # DDR_READ_OUTSTANDING bursts in flight; its read buffer holds their product in words.
@@ -71,13 +72,7 @@ def streamed_arrays(rows_by_process: dict[str, np.ndarray]) -> list[StreamedArra
 
 def ddr_image(rows_by_process: dict[str, np.ndarray]) -> bytes:
     """weights_ddr.bin (see the module's docstring)."""
-    pieces = []
-    for rows in rows_by_process.values():
-        lanes = rows.shape[1]
-        padded = np.zeros((rows.shape[0], words_per_row(lanes) * DDR_WORD_BYTES), dtype=np.int8)
-        padded[:, :lanes] = rows
-        pieces.append(padded.reshape(-1).tobytes())
-    return b"".join(pieces)
+    return packed_rows(rows_by_process, DDR_WORD_BYTES)
 
 
 def streamed_rows(graph, schedule) -> dict[str, np.ndarray]:

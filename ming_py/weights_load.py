@@ -85,10 +85,16 @@ def loaded_arrays(rows_by_process: dict[str, np.ndarray]) -> list[LoadedArray]:
 
 def weights_image(rows_by_process: dict[str, np.ndarray]) -> bytes:
     """weights.bin: every loaded process's rows as the loader reads them (see the module's docstring)."""
+    return packed_rows(rows_by_process, BEAT_LANES)
+
+
+def packed_rows(rows_by_process: dict[str, np.ndarray], word_bytes: int) -> bytes:
+    """Every process's int8 weight rows in order, each row zero-padded to whole `word_bytes`-byte words: the
+    layout of weights.bin (64-bit beats) and of weights_ddr.bin (`ming_py.weights_ddr`, 128-bit words)."""
     pieces = []
     for rows in rows_by_process.values():
         lanes = rows.shape[1]
-        padded = np.zeros((rows.shape[0], beats_per_row(lanes) * BEAT_LANES), dtype=np.int8)
+        padded = np.zeros((rows.shape[0], math.ceil(lanes / word_bytes) * word_bytes), dtype=np.int8)
         padded[:, :lanes] = rows
         pieces.append(padded.reshape(-1).tobytes())
     return b"".join(pieces)
