@@ -44,7 +44,8 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
     loops = list(trips)
     options = [[unroll_pins[loop]] if loop in unroll_pins else [d for d in divisors(trips[loop]) if d <= MAX_UNROLL]
                for loop in loops]
-    memories = ["bram", "uram"] if uram and kind.line_buffer else ["bram"]
+    # where the line buffer sits, or the map buffers of a loop streaming its weights from DDR (`streamed_map_buffers`)
+    memories = ["bram", "uram"] if uram and (kind.line_buffer or kind.streamed_template) else ["bram"]
     if process.name in pins.line_buffers:
         memories = [m for m in memories if m == pins.line_buffers[process.name]]
     multiplier_pin = pins.multipliers.get(process.name)
@@ -60,9 +61,6 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
             sharing = _requantizer_options(graph, process, unroll, lanes_in, lanes_out, requantizers)
             weights = weight_options(graph, process, unroll, lanes_in, lanes_out, pins, weight_memories)
             for memory in memories:
-                if memory == "uram" and process.name in pins.line_buffers and \
-                        line_buffer_memory(graph, process, tuple(unroll.items()), lanes_in, lanes_out, memory) != memory:
-                    continue  # the pinned URAM holds this schedule's line buffer only where it is too large for LUTRAM
                 for multipliers in kind.multiplier_choices(unroll):
                     if multiplier_pin is not None and multipliers != multiplier_pin:
                         continue
@@ -70,6 +68,13 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
                         for weight_memory in weights:
                             if weight_memory == "ddr" and count:
                                 continue  # a streamed loop takes one requantizer per output lane
+                            if memory == "uram" and not kind.line_buffer and weight_memory != "ddr":
+                                continue  # only a streamed loop's map buffers: no buffer for URAM
+                            if memory == "uram" and process.name in pins.line_buffers and \
+                                    line_buffer_memory(graph, process, tuple(unroll.items()), lanes_in, lanes_out,
+                                                       memory, weight_memory == "ddr") != memory:
+                                continue  # the pinned URAM holds this schedule's buffer only where it is too large
+                                # for LUTRAM
                             result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory, multipliers,
                                                  count, weight_memory))
     return result
@@ -103,18 +108,19 @@ def _streams(spec) -> bool:
 
 
 def loaded_weight_memories(graph: StreamGraph, budget: Budget, calibration,
-                           streams_ddr: bool = True) -> tuple[str, ...]:
+                           streams_ddr: bool = True, offer_ddr: bool = False) -> tuple[str, ...]:
     """The weight memories the ILP may choose beyond ROMs where their size puts them: URAM (loaded at start
     through the weight port, `ming_py.weights_load`) and LUTRAM, offered only where the smallest design with
     ROM weights needs more BRAM than the budget holds, so that every design that fits with ROMs keeps them (no
     weight port, nothing to load); and DDR (`ming_py.weights_ddr`) only where the weights outgrow the budget's
-    on-chip memories, so that every design that can keep its weights on chip does, and the board can stream them
-    (`streams_ddr`: `ming_py.weights_ddr.board_ddr_problem` finds none). A pinned process's weights go where its
-    pin says (`weight_options`)."""
+    on-chip memories or (`offer_ddr`) where a search without them found no design (`ilp.solve.solve`), so that every
+    design that can keep its weights on chip does, and the board can stream them (`streams_ddr`:
+    `ming_py.weights_ddr.board_ddr_problem` finds none). A pinned process's weights go where its pin says
+    (`weight_options`)."""
+    ddr = ("ddr",) if streams_ddr and (offer_ddr or exceeds_chip(graph, budget)) else ()
     if smallest_design(graph, calibration)["bram18k"] <= budget.bram18k:
-        return ("bram",)
-    on_chip = ("bram", "lutram") + (("uram",) if budget.uram > 0 else ())
-    return on_chip + (("ddr",) if streams_ddr and exceeds_chip(graph, budget) else ())
+        return ("bram",) + ddr
+    return ("bram", "lutram") + (("uram",) if budget.uram > 0 else ()) + ddr
 
 
 def weight_port_reservation(graph: StreamGraph, board: Board, budget: Budget, calibration,
@@ -157,12 +163,12 @@ def keep_candidates(options, costs, wanted):
 
 
 def candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration, known: dict | None = None,
-                         streams_ddr: bool = True):
+                         streams_ddr: bool = True, offer_ddr: bool = False):
     """Every process's candidates under the pins and their costs, the dominated ones left out; DDR weights only
-    where the board can stream them (`streams_ddr`). `known` keeps them across the solves of one exploration with
-    the same graph, pins and calibration (targets solved again, FIFO memory reserved anew): they depend on the
-    budget only through the memories it offers the weights."""
-    weight_memories = loaded_weight_memories(graph, budget, calibration, streams_ddr)
+    where the board can stream them (`streams_ddr`), and where `loaded_weight_memories` offers them. `known` keeps
+    them across the solves of one exploration with the same graph, pins and calibration (targets solved again, FIFO
+    memory reserved anew): they depend on the budget only through the memories it offers the weights."""
+    weight_memories = loaded_weight_memories(graph, budget, calibration, streams_ddr, offer_ddr)
     key = (weight_memories, budget.uram > 0)
     if known is None or key not in known:
         found = _candidates_and_costs(graph, pins, budget, calibration, weight_memories)

@@ -381,9 +381,13 @@ def _with_adapters(graph: StreamGraph, p: Process, choice: Choice, cycles: int, 
 
 
 def storage_plan(p: Process, choice: Choice, graph: StreamGraph) -> dict[str, str]:
-    """The memory of each array of the process that is not registers ("lutram", "bram" or "uram"), and "weights":
-    "ddr" for weights streamed from DDR (no array holds them all)."""
+    """The memory of each array of the process that is not registers ("lutram", "bram" or "uram"); for weights
+    streamed from DDR, "weights": "ddr" (no array holds them all) and "line_buffer": the memory chosen for the map
+    buffers of its loop where they are too large for LUTRAM (the setting that places them, `ilp.pins`)."""
     spec = choice_spec(graph, p, choice)
     plan = {role: a.memory for role, a in plan_arrays(spec, p.epilogue, choice.line_buffer_in, choice.weights).items()
             if a.memory != "register"}
-    return plan | {"weights": "ddr"} if choice.weights == "ddr" else plan
+    if choice.weights != "ddr":
+        return plan
+    placed = choice.line_buffer_in in (plan.get("in_map"), plan.get("out_map"))
+    return plan | {"weights": "ddr"} | ({"line_buffer": choice.line_buffer_in} if placed else {})

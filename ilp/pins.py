@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ming_py.boards import Board
@@ -230,6 +230,7 @@ def resolve(settings: dict[str, int | str], graph: StreamGraph, board: Board | N
         if key.endswith(".depth"):
             pins.depth_origins[_KEY.fullmatch(key)["name"]] = \
                 settings.written(key) if isinstance(settings, Settings) else f"--set {key}={value}"
+    _check_map_buffers(graph, pins)
     for name in [name for name, memory in pins.weights.items() if memory == "ddr"]:
         _check_streamed(graph, graph.process(name), pins.unroll.get(name, {}))
         problem = board and board_ddr_problem(board)
@@ -334,22 +335,49 @@ def _check_multipliers(graph: StreamGraph, process, key: str, value: str) -> Non
 
 
 def _check_line_buffer(graph: StreamGraph, process, key: str, memory: str) -> None:
-    """A line buffer memory applies to a process with a line buffer, and URAM to one that takes URAM at its least
-    parallel schedule: more lanes or window copies only make its banks shallower, so if that one sits in LUTRAM
-    (or registers) every schedule's does."""
-    if not kind_of(process.kind).line_buffer:
+    """A line buffer memory applies to a process with a line buffer, and URAM to one whose line buffer takes URAM
+    at its least parallel schedule: more lanes or window copies only make its banks shallower, so if that one sits
+    in LUTRAM (or registers) every schedule's does. A kind without one whose loop may stream its weights from DDR
+    takes it for its map buffers, checked once every setting is read (`_check_map_buffers`)."""
+    kind = kind_of(process.kind)
+    if not kind.line_buffer and not kind.streamed_template:
         raise MingError(f"{key}: process {process.name} ({process.kind}) has no line buffer")
-    if memory == "uram":
-        ones = tuple((loop, 1) for loop in trip_counts(graph, process))
-        landed = line_buffer_memory(graph, process, ones, (1,) * len(process.inputs), (1,) * len(process.outputs),
-                                    memory)
-        if landed != memory:
-            raise MingError(f"{key}=uram: process {process.name}'s line buffer is small enough for {landed.upper()} at "
-                            "every schedule, where ming keeps it; remove the setting")
+    if kind.line_buffer:
+        _check_lands(graph, process, key, memory, streamed=False)
+
+
+def _check_map_buffers(graph: StreamGraph, pins: Pins) -> None:
+    """A line buffer memory set for a process without a line buffer places the map buffers of its loop streaming
+    weights from DDR (`ming_py.kinds.window.streamed_map_buffers`): only beside its weights pinned to DDR."""
+    for name, memory in sorted(pins.line_buffers.items()):
+        process = graph.process(name)
+        if kind_of(process.kind).line_buffer:
+            continue
+        key = f"{name}.line_buffer"
+        if pins.weights.get(name) != "ddr":
+            raise MingError(f"{key}: process {name} ({process.kind}) has no line buffer; the setting places the map "
+                            f"buffers of its loop streaming weights from DDR, so set {name}.weights=ddr too, or "
+                            "remove it")
+        _check_lands(graph, process, key, memory, streamed=True)
+
+
+def _check_lands(graph: StreamGraph, process, key: str, memory: str, streamed: bool) -> None:
+    """URAM asked for a buffer (`streamed`: the map buffers) that is too small for it at every schedule is refused."""
+    if memory != "uram":
+        return
+    ones = tuple((loop, 1) for loop in trip_counts(graph, process))
+    landed = line_buffer_memory(graph, process, ones, (1,) * len(process.inputs), (1,) * len(process.outputs),
+                                memory, streamed)
+    if landed != memory:
+        buffer = "map buffers are" if streamed else "line buffer is"
+        raise MingError(f"{key}=uram: process {process.name}'s {buffer} small enough for {landed.upper()} at every "
+                        "schedule, where ming keeps it; remove the setting")
 
 
 def line_buffer_memory(graph: StreamGraph, process, unroll: tuple, lanes_in: tuple, lanes_out: tuple,
-                       asked: str) -> str:
-    """Where a schedule's line buffer sits when `asked` for: there, or LUTRAM or registers where it is small."""
-    spec = process_spec(graph, process, unroll, lanes_in, lanes_out)
-    return plan_arrays(spec, process.epilogue, asked)["line_buffer"].memory
+                       asked: str, streamed: bool = False) -> str:
+    """Where a schedule's line buffer (`streamed`: the input map buffer of its loop streaming weights from DDR)
+    sits when `asked` for: there, or LUTRAM or registers where it is small."""
+    spec = replace(process_spec(graph, process, unroll, lanes_in, lanes_out), ddr_weights=streamed)
+    plan = plan_arrays(spec, process.epilogue, asked, "ddr" if streamed else "bram")
+    return plan["in_map" if streamed else "line_buffer"].memory

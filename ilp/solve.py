@@ -54,7 +54,10 @@ from .model import Model, estimate
 
 
 class NoDesignFits(MingError):
-    """Proven: no design fits the budget."""
+    """Proven: no design fits the budget; `ddr_withheld`: among candidates none of which streams its weights from
+    DDR though the board could (`solve` searches again offering them)."""
+
+    ddr_withheld = False
 
 
 @dataclass
@@ -89,20 +92,53 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     Least resources: the least `footprint` (the largest share of the budget over its resources, FIFOs
     included, in steps of 0.1 %; then the sum of the shares).
 
+    Weights from DDR (`ming_py.weights_ddr`) are offered where they outgrow the chip, and else only where no design
+    keeps them all on chip: the search runs once more, offering them, where the first proves no design fits. So
+    every design that fits on chip is the one it was without DDR.
+
     Deterministic: the same graph, budget and pins give the same design on every machine and every run
     (HiGHS on one thread, limited by branch-and-bound nodes, never by wall-clock time)."""
     if objective not in OBJECTIVES:
         raise MingError(f"unknown objective {objective!r}; use {', '.join(OBJECTIVES)}")
+    arguments = (graph, board, budget, objective, pins, node_limit, reserved, calibration, targets, slack, known)
+    try:
+        return _solve(*arguments, offer_ddr=False)
+    except NoDesignFits as on_chip:
+        if not on_chip.ddr_withheld:
+            raise
+    return _solve(*arguments, offer_ddr=True)
+
+
+def _solve(graph: StreamGraph, board: Board, budget: Budget, objective: str, pins: Pins | None, node_limit: int | None,
+           reserved: dict[str, int] | None, calibration: Calibration | None, targets: Targets | None,
+           slack: float | None, known: dict | None, offer_ddr: bool) -> Solution:
+    """`solve`, weights from DDR offered where they outgrow the chip or (`offer_ddr`) wherever a process can
+    stream them."""
     started = time.perf_counter()
     reserved = {r: v for r, v in (reserved or {}).items() if v}
     port = weight_port_reservation(graph, board, _less(budget, reserved), calibration, pins)
     budget = with_weight_port(board, budget, port)
     available = _less(budget, reserved)
-    options, costs = candidates_and_costs(graph, pins or Pins(), available, calibration, known,
-                                          board_ddr_problem(board) is None)
-    if any(sum(min(getattr(c, r) for c in costs[name]) for name in costs) > getattr(available, r)
-           for r in RESOURCES):  # every process at its least: a proof without the ILP
-        raise _no_design_fits(graph, board, budget, reserved, calibration, port)
+    streams = board_ddr_problem(board) is None
+    options, costs = candidates_and_costs(graph, pins or Pins(), available, calibration, known, streams, offer_ddr)
+    # where no design fits, whether a search offering weights from DDR may find one
+    withheld = streams and not offer_ddr and not any(c.weights == "ddr" for choices in options.values()
+                                                      for c in choices) and \
+        any(p.weights is not None and kind_of(p.kind).streamed_template for p in graph.processes)
+    try:
+        if any(sum(min(getattr(c, r) for c in costs[name]) for name in costs) > getattr(available, r)
+               for r in RESOURCES):  # every process at its least: a proof without the ILP
+            raise _no_design_fits(graph, board, budget, reserved, calibration, port)
+        return _searched(graph, board, budget, objective, pins, node_limit, reserved, calibration, targets, slack,
+                         started, port, available, options, costs)
+    except NoDesignFits as error:
+        error.ddr_withheld = withheld
+        raise
+
+
+def _searched(graph, board, budget, objective, pins, node_limit, reserved, calibration, targets, slack, started,
+              port, available, options, costs) -> Solution:
+    """The design the search picks among the candidates (`solve`)."""
     options, costs = affordable(options, costs, available)
     if node_limit is None:
         node_limit = min(NODE_LIMIT, max(1_000, NODE_WORK // sum(map(len, options.values()))))

@@ -17,6 +17,7 @@ from ming_py import reference
 from ming_py.boards import load_board
 from ming_py.build import build
 from ming_py.dataflow import ProcessSchedule, Schedule, Window
+from ming_py.ilp.budget import Budget
 from ming_py.ilp.explore import explore
 from ming_py.ilp.solve import NoDesignFits
 from ming_py.ilp.pins import resolve
@@ -32,9 +33,9 @@ from ming_py.weights_ddr import (DDR_MAX_BURST, DDR_READ_OUTSTANDING, WeightPort
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "tiny_cnn.onnx")
 # conv1 (3x3, 3 -> 8, padded with its input's zero point) in one output tile, conv2 (3x3, 8 -> 16), conv3
-# (pointwise 16 -> 16 on a 4x4 map) and fc (dense 64 -> 10) in 8 and 5 output tiles
+# (pointwise 16 -> 16 on a 4x4 map, its map buffers in URAM) and fc (dense 64 -> 10) in 8 and 5 output tiles
 DDR_PINS = {"conv1.weights": "ddr", "conv1.unroll.oc": 8, "conv2.weights": "ddr", "conv3.weights": "ddr",
-            "conv3.unroll.oc": 2, "fc.weights": "ddr", "fc.unroll.n": 2}
+            "conv3.unroll.oc": 2, "conv3.line_buffer": "uram", "fc.weights": "ddr", "fc.unroll.n": 2}
 STREAMED = ["conv1", "conv2", "conv3", "fc"]
 
 
@@ -243,11 +244,34 @@ def test_pinned_ddr_weights_build_verified_through_the_m_axi_ports(ddr_build):
         assert f"HLS_PRAGMA(INTERFACE mode=s_axilite port={part['port']} bundle=control)" in cpp
     assert "ap_ctrl_none" not in cpp and "tiny_cnn_weights.h" in cpp
     assert "fc_weights[" not in (out / "hls" / "tiny_cnn_weights.h").read_text()  # no ROM holds them
-    assert (out / "settings.yaml").read_text().count("  weights: ddr\n") == 4  # the folding file keeps the pins
+    settings = (out / "settings.yaml").read_text()
+    assert settings.count("  weights: ddr\n") == 4  # the folding file keeps the pins
+    assert "  line_buffer: uram\n  weights: ddr\n\npool2" in settings  # conv3's, the one setting it
     # each streamed process buffers its whole input (and output) map
     assert ("The processes whose weights stream from DDR (conv1, conv2, conv3, fc) each buffer their whole input\n"
             "and output maps") in (out / "report.md").read_text()
     assert "No buffer holds a whole feature map" not in (out / "report.md").read_text()
+
+
+def test_a_streamed_process_keeps_its_map_buffers_in_the_memory_its_schedule_names(ddr_build):
+    """conv3's input and output maps in URAM (pinned; its report counts them), every other streamed process's in
+    BRAM or, small, in LUTRAM; the C++ binds each as its plan says."""
+    from test_report_checks import function_body
+
+    out, design = ddr_build
+    data = json.loads((out / "report.json").read_text())
+    cpp = (out / "hls" / "tiny_cnn.cpp").read_text()
+    for node in data["nodes"]:
+        if node["name"] not in STREAMED:
+            continue
+        body = function_body(cpp, node["cpp_name"])
+        buffers = {b["role"]: b for b in node["buffers"]}
+        for role in ("in_map", "out_map") if node["kind"] != "dense" else ():
+            memory = buffers[role]["memory"]
+            assert memory == "uram" if node["name"] == "conv3" else memory in ("bram", "lutram"), (node["name"], role)
+            assert f"BIND_STORAGE variable={role} type=ram_s2p impl={memory})" in body
+    conv3 = next(n for n in data["nodes"] if n["name"] == "conv3")
+    assert conv3["uram"] == 2 and conv3["schedule"]["storage"]["line_buffer"] == "uram"
 
 
 def test_each_streamed_process_runs_the_pipelined_loop_its_report_names(ddr_build):
@@ -336,6 +360,27 @@ def test_the_ilp_streams_weights_from_ddr_only_where_they_outgrow_the_chip(tmp_p
     assert (csim(graph, tmp_path / "out", x, solution.schedule) == reference.run(graph, x)["y"]).all()
     _, roomy, _ = explore(stream_graph, BuildOptions())
     assert "ddr" not in _weight_memories(roomy)
+
+
+def test_the_ilp_streams_weights_from_ddr_where_no_design_keeps_them_on_chip_though_the_chip_could_hold_them(tmp_path):
+    """Within 30 BRAM18K (67.5 KiB, more than the 64 KiB of weights) no design keeps every weight on chip (a pin
+    keeping them there proves it); the ILP, offered DDR after that proof, streams one process's and verifies. At
+    40 BRAM18K a design keeps them on chip, and it is the one found without DDR."""
+    from ming_py.weights_ddr import exceeds_chip
+
+    stream_graph = build_stream_graph(_wide_pair(128))
+    tight = {"bram18k": "30", "uram": "0", "lut": "5000"}
+    board = load_board("kv260")
+    assert not exceeds_chip(stream_graph, Budget.of(board, tight))
+    with pytest.raises(NoDesignFits):
+        explore(stream_graph, BuildOptions(limits=tight, settings={"up.weights": "bram", "down.weights": "bram"}))
+    _, solution, simulated = explore(stream_graph, BuildOptions(limits=tight))
+    assert _weight_memories(solution) == {"bram", "ddr"} and simulated.completed
+    graph = _wide_pair(128)
+    x = image(graph, seed=5)
+    assert (csim(graph, tmp_path / "out", x, solution.schedule) == reference.run(graph, x)["y"]).all()
+    _, roomy, _ = explore(stream_graph, BuildOptions(limits=tight | {"bram18k": "40"}))
+    assert _weight_memories(roomy) == {"bram"}
 
 
 def test_a_streamed_conv_process_reads_and_writes_at_its_loops_iterations(tmp_path):
@@ -444,3 +489,38 @@ def test_weights_from_ddr_beside_shared_requantizers_is_refused_naming_the_proce
     with pytest.raises(MingError, match=r"^pw.weights=ddr and pw.requantizers=2: process pw "):
         resolve({"pw.weights": "ddr", "pw.requantizers": 2}, build_stream_graph(graph))
     assert resolve({"pw.weights": "ddr", "pw.requantizers": 0}, build_stream_graph(graph)).weights == {"pw": "ddr"}
+
+
+@pytest.mark.unit
+def test_the_ilp_is_offered_a_streamed_loops_map_buffers_in_uram_and_a_pin_places_them():
+    """A streamed candidate of a pointwise process (no line buffer) comes with its map buffers in BRAM and in URAM,
+    the URAM one taking no BRAM18K for them; an on-chip one only in BRAM. `line_buffer=uram` keeps the URAM ones,
+    and is refused without weights=ddr or where the maps are small enough for LUTRAM at every schedule."""
+    from ming_py.ilp.candidates import candidates
+    from ming_py.ilp.cost import process_cost
+    from ming_py.ilp.pins import Pins
+
+    graph = map_graph("big", (64, 8, 8), (64, 8, 8))
+    conv(graph, "pw", "x", "y", 64)
+    stream_graph = build_stream_graph(graph)
+    pw = stream_graph.process("pw")
+    offered = candidates(stream_graph, pw, Pins(), uram=True, weight_memories=("bram", "ddr"))
+    assert {c.line_buffer_in for c in offered if c.weights != "ddr"} == {"bram"}
+    ones = (("oc", 1), ("ic", 1))
+    bram, uram = (next(c for c in offered if c.unroll == ones and c.weights == "ddr" and c.line_buffer_in == m and
+                       c.multipliers == "dsp") for m in ("bram", "uram"))
+    in_bram, in_uram = (process_cost(stream_graph, pw, c) for c in (bram, uram))
+    # 64 pixels x 64 tokens of one int8 lane, in and out: 2 BRAM18K of 2048 x 9 each, or 2 URAM of 4096 x 72
+    assert (in_bram.bram18k - in_uram.bram18k, in_uram.uram - in_bram.uram) == (4, 2)
+    pins = resolve({"pw.weights": "ddr", "pw.line_buffer": "uram"}, stream_graph)
+    pinned = candidates(stream_graph, pw, pins, uram=True, weight_memories=("bram", "ddr"))
+    assert pinned and {(c.weights, c.line_buffer_in) for c in pinned} == {("ddr", "uram")}
+    assert all(process_cost(stream_graph, pw, c).uram for c in pinned)  # never a schedule whose maps left URAM
+    with pytest.raises(MingError, match=r"^pw.line_buffer: process pw \(pointwise\) has no line buffer; the "
+                                        r"setting places the map buffers .* set pw.weights=ddr too, or remove it$"):
+        resolve({"pw.line_buffer": "uram"}, stream_graph)
+    small = map_graph("small", (16, 2, 2), (16, 2, 2))
+    conv(small, "pw", "x", "y", 16)
+    with pytest.raises(MingError, match=r"^pw.line_buffer=uram: process pw's map buffers are small enough for "
+                                        r"LUTRAM at every schedule"):
+        resolve({"pw.weights": "ddr", "pw.line_buffer": "uram"}, build_stream_graph(small))

@@ -75,7 +75,8 @@ class Pointwise(ProcessKind):
         c_in, lanes = spec.inputs[0][0], spec.lanes_in[0]
         if spec.ddr_weights:
             pixels = spec.inputs[0][1] * spec.inputs[0][2]
-            return streamed_mac_arrays(spec, streamed_map_buffers(spec, (Dim(pixels),)), constants)
+            return streamed_mac_arrays(spec, streamed_map_buffers(spec, (Dim(pixels),), line_buffer_memory),
+                                       constants)
         pixel = array("pixel", 8, (Dim(2, "complete", factor=2), Dim(c_in // lanes), spread(lanes, lanes, "reshape")),
                       rom=False)
         return mac_arrays(spec, {"pixel": pixel}, constants)

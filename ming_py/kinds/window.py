@@ -141,15 +141,17 @@ def streamed_mac_arrays(spec: ProcessSpec, buffers: dict[str, ArrayPlan], consta
     return buffers | {"weight_tile": tile, "fetched_row": row} | constants | accumulators(spec)
 
 
-def streamed_map_buffers(spec: ProcessSpec, pixel_dims: tuple[Dim, ...]) -> dict[str, ArrayPlan]:
+def streamed_map_buffers(spec: ProcessSpec, pixel_dims: tuple[Dim, ...], memory: str) -> dict[str, ArrayPlan]:
     """The input map `[pixel dims][tokens][lanes]` and the output map `[pixels][output tiles][lanes]` of a process
-    whose weights stream from DDR (`ming_py.weights_ddr`)."""
+    whose weights stream from DDR (`ming_py.weights_ddr`), in `memory` (BRAM or URAM: the schedule's
+    `line_buffer`) where they are too large for LUTRAM. Each is written in one phase of the loop and read in
+    another, a word a cycle each way, so a URAM's two ports serve it as they serve a line buffer."""
     (c_in, _, _), lanes_in = spec.inputs[0], spec.lanes_in[0]
     (_, h_out, w_out), lanes_out = spec.outputs[0], spec.lanes_out[0]
     in_map = array("in_map", 8, pixel_dims + (Dim(c_in // lanes_in), spread(lanes_in, lanes_in, "reshape")),
-                   rom=False)
+                   rom=False, large=memory)
     out_map = array("out_map", 8, (Dim(h_out * w_out), Dim(spec.tokens_out[0]), spread(lanes_out, lanes_out, "reshape")),
-                    rom=False)
+                    rom=False, large=memory)
     return {"in_map": in_map, "out_map": out_map}
 
 
@@ -408,7 +410,8 @@ class Conv(SlidingWindow):
     def arrays(self, spec, epilogue, line_buffer_memory, constants):
         if spec.ddr_weights:
             (_, h, w) = spec.inputs[0]
-            return streamed_mac_arrays(spec, streamed_map_buffers(spec, (Dim(h), Dim(w))), constants)
+            return streamed_mac_arrays(spec, streamed_map_buffers(spec, (Dim(h), Dim(w)), line_buffer_memory),
+                                       constants)
         return mac_arrays(spec, line_buffer(spec, line_buffer_memory), constants)
 
     def logic_lut(self, spec):
