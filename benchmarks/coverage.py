@@ -18,7 +18,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
@@ -28,6 +27,7 @@ import architectures  # noqa: E402
 from ming_py.build import BuildOptions, build  # noqa: E402
 from ming_py.csim import run_csim  # noqa: E402
 from ming_py.errors import MingError  # noqa: E402
+from ming_py.ort_session import onnxruntime_session  # noqa: E402
 
 COVERAGE_JSON = REPO / "docs" / "coverage.json"
 TABLE_PAGE = REPO / "docs" / "supported.md"
@@ -42,7 +42,7 @@ def measure(name: str, fmt: str, directory: Path, inputs: int) -> dict:
         build(model, out, BuildOptions(board="kv260"))
     except MingError as exc:
         return {"architecture": name, "format": fmt, "build": "refused", "reason": str(exc)}
-    session = ort.InferenceSession(str(model))
+    session = onnxruntime_session(str(model))
     shape = architectures.ARCHITECTURES[name].input_shape
     equal = total = 0
     for seed in range(inputs):

@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import onnxruntime
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
@@ -22,6 +21,7 @@ import zoo  # noqa: E402
 from ming_py.frontends.onnx_tables import TABLE_OPS  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
 from ming_py.reference import run as reference_run  # noqa: E402
+from ming_py.ort_session import onnxruntime_session  # noqa: E402
 
 SHAPE = (1, 4, 32, 32)
 
@@ -44,7 +44,7 @@ def main() -> None:
         for case in sorted(TABLE_OPS) + ["PRelu_scalar"]:
             path = model(case, Path(tmp))
             graph = lift(path)
-            session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+            session = onnxruntime_session(str(path))
             case_differ = case_outputs = 0
             for seed in range(args.inputs):
                 x = (np.random.default_rng(seed).standard_normal(SHAPE) * (1 + seed % 3)).astype(np.float32)

@@ -39,6 +39,7 @@ from ming_py.line_buffers import build_stream_graph  # noqa: E402
 from ming_py.options import BuildOptions  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
 from ming_py.progress import Progress  # noqa: E402
+from ming_py.ort_session import onnxruntime_session  # noqa: E402
 
 
 def onnxruntime_outputs(path: Path, x: np.ndarray, integer_kernels: bool = True) -> dict[str, np.ndarray]:
@@ -50,7 +51,7 @@ def onnxruntime_outputs(path: Path, x: np.ndarray, integer_kernels: bool = True)
     options = onnxruntime.SessionOptions()
     if integer_kernels:
         options.add_session_config_entry("session.qdqisint8allowed", "1")
-    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path), options)
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(None, {session.get_inputs()[0].name: x})))
 

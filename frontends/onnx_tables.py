@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import onnx
-import onnxruntime
 from onnx import TensorProto, helper
 
+from ming_py.ort_session import onnxruntime_session
 from ming_py.errors import MingError
 
 # Unary element-wise ONNX ops (with constant extra inputs at most) that become tables after a DequantizeLinear.
@@ -227,7 +227,7 @@ def _run(graph: _Inferred, node, dequantize, quantize, probe_shape, where) -> np
     model = helper.make_model(probe, opset_imports=graph.model.opset_import, ir_version=graph.model.ir_version)
     values = np.arange(-128, 128, dtype=np.int8).reshape((256,) + (1,) * (len(probe_shape) - 1))
     try:
-        session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        session = onnxruntime_session(model.SerializeToString())
         return np.asarray(session.run(None, {PROBE_INPUT: np.broadcast_to(values, probe_shape).copy()})[0])
     except Exception as error:  # onnxruntime raises its own exception types
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime
 from onnx import TensorProto, helper, numpy_helper
 
+from ming_py.ort_session import onnxruntime_session
 from ming_py.errors import MingError
 from ming_py.ir import Graph, GraphOutput, HostOp
 from ming_py.contract.ming_host import INT8_MIN, ort_dequantize_linear
@@ -367,7 +367,7 @@ def _table(model: _Model, dequantize: onnx.NodeProto, nodes) -> np.ndarray:
         [numpy_helper.from_array(np.asarray(v), name) for name, v in initializers.items()])
     table_model = helper.make_model(graph, opset_imports=list(model.model.opset_import))
     table_model.ir_version = model.model.ir_version
-    session = onnxruntime.InferenceSession(table_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(table_model.SerializeToString())
     (values,) = session.run(None, {"q": np.arange(INT8_MIN, INT8_MIN + TABLE_SIZE, dtype=np.int8)})
     values = np.asarray(values, np.float32).reshape(-1)
     if values.size != TABLE_SIZE:

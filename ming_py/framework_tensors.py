@@ -18,6 +18,7 @@ import numpy as np
 
 from .ir import Graph, Kernel, Slice
 from .model_files import is_tflite
+from .ort_session import onnxruntime_session
 
 _FOLDED_ACTIVATIONS = ("Relu", "Clip")  # float ops between an ONNX node and its QuantizeLinear that ming folds
 _INTEGER_DTYPES = ("int8", "uint8")
@@ -145,13 +146,12 @@ def _onnx_tensors(path: Path, graph: Graph) -> dict[str, tuple[ModelTensor, int 
 def onnxruntime_values(path: Path, x: np.ndarray, names: list[str]) -> dict[str, np.ndarray]:
     """onnxruntime's values of the tensors `names` for the model's input `x`: each added as a graph output."""
     import onnx
-    import onnxruntime
 
     model = onnx.load(str(path))
     known = _OnnxGraph(model)
     inputs = [i.name for i in model.graph.input if i.name not in known.constants]
     exposed = _exposed(model, known, names)
-    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(model.SerializeToString())
     fetched = [name for name in names if name in exposed]
     values = dict(zip(fetched, session.run(fetched, {inputs[0]: x})))
     return values | {name: x for name in names if name == inputs[0]}

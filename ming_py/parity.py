@@ -9,6 +9,7 @@ import numpy as np
 
 from . import reference
 from .ir import Graph
+from .ort_session import onnxruntime_session
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,8 @@ class Parity:
 
 
 def onnxruntime_outputs(model: str | Path, x: np.ndarray) -> list[np.ndarray]:
-    import onnxruntime
 
-    session = onnxruntime.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(model))
     return session.run(None, {session.get_inputs()[0].name: x})
 
 

@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 
 import tflite_models
 import zoo
+from ming_py.ort_session import onnxruntime_session
 
 ONNX_FRONTENDS = ("qdq_int8", "qdq_uint8", "qoperator_int8", "qoperator_uint8")
 FRONTENDS = ONNX_FRONTENDS + ("tflite",)
@@ -803,9 +804,8 @@ def framework_outputs(case: Case, path: Path, x: np.ndarray) -> list[np.ndarray]
         interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
         interpreter.invoke()
         return [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
-    import onnxruntime
 
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path))
     return session.run(None, {session.get_inputs()[0].name: x})
 
 

@@ -6,7 +6,6 @@ format is C-simulated)."""
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime
 import pytest
 
 import architectures
@@ -14,6 +13,7 @@ from emit_helpers import csim_outputs
 from ming_py import reference
 from ming_py.errors import MingError
 from ming_py.pipeline import lift
+from ming_py.ort_session import onnxruntime_session
 
 SEEDS = range(3)
 # the second format each architecture is C-simulated in
@@ -41,7 +41,7 @@ def _input(name: str, seed: int) -> np.ndarray:
 
 
 def _onnxruntime(path, x: np.ndarray) -> dict[str, np.ndarray]:
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path))
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(None, {session.get_inputs()[0].name: x})))
 

@@ -8,11 +8,11 @@ import sys
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import zoo
+from ming_py.ort_session import onnxruntime_session
 
 
 def ming(*args, cwd=None) -> subprocess.CompletedProcess:
@@ -55,7 +55,7 @@ def test_reference_matches_onnxruntime_through_the_cli(quantized, tmp_path):
     result = ming("reference", model, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy")
     assert result.returncode == 0, result.stderr
     y = np.load(tmp_path / "y.npy")
-    expected = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    expected = onnxruntime_session(str(model)).run(None, {"x": x})[0]
     assert y.dtype == np.float32 and y.shape == expected.shape
     assert np.array_equal(y, expected)
 
@@ -68,7 +68,7 @@ def test_reference_takes_stacked_images_like_csim(quantized, tmp_path):
     result = ming("reference", model, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy")
     assert result.returncode == 0, result.stderr
     y = np.load(tmp_path / "y.npy")
-    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(model))
     expected = np.stack([session.run(None, {"x": x})[0][0] for x in images])
     assert y.shape == expected.shape and np.array_equal(y, expected)
 

@@ -41,6 +41,7 @@ from ming_py.line_buffers.fifo import depths_in_pixels, fifo_bits
 from ming_py.parity import onnxruntime_outputs
 from ming_py.pipeline import lift
 from ming_py.simulate import simulate
+from ming_py.ort_session import onnxruntime_session
 
 logging.getLogger().setLevel(logging.ERROR)
 
@@ -124,7 +125,7 @@ def run_pairs(model: onnx.ModelProto, a: np.ndarray, b: np.ndarray, sy, zy, conf
     options.log_severity_level = 3
     for key, value in config.items():
         options.add_session_config_entry(key, value)
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(model.SerializeToString(), options)
     y = session.run(None, {"a": a, "b": b})[0].reshape(-1)
     q = nx.ort_quantize_linear(y, sy, zy).astype(np.int64)
     assert np.array_equal(nx.ort_dequantize_linear(q, sy, zy), y)

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from ming_py.frontends.onnx_float_activations import quantize_float_activations
 from ming_py.frontends.onnx_tables import TABLE_OPS
+from ming_py.ort_session import onnxruntime_session
 
 pytestmark = pytest.mark.unit
 
@@ -52,7 +52,7 @@ def _model(activation: str) -> onnx.ModelProto:
 
 
 def _run(model: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
-    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(model.SerializeToString())
     return session.run(None, {"x": x})
 
 

@@ -24,6 +24,7 @@ from ming_py.output import write_tree
 from ming_py.pipeline import lift
 from ming_py.contract import ming_host
 from ming_py.runtime.ming_driver import Accelerator
+from ming_py.ort_session import onnxruntime_session
 
 logging.getLogger().setLevel(logging.ERROR)  # onnxruntime's quantizer warns on every call
 
@@ -65,7 +66,7 @@ def formats(tmp_path_factory):
 
 def _session(model) -> ort.InferenceSession:
     data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
-    return ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    return onnxruntime_session(data)
 
 
 def _onnxruntime(model, x: np.ndarray) -> np.ndarray:

@@ -8,13 +8,13 @@ import sys
 
 import numpy as np
 import onnx
-import onnxruntime
 from onnx import TensorProto, helper
 
 import tflite_models
 import zoo
 from ming_py import reference
 from ming_py.pipeline import lift
+from ming_py.ort_session import onnxruntime_session
 
 SKIP = "input_split_to_block1_add"  # residual_block's skip FIFO, which deadlocks at depth 3
 
@@ -80,7 +80,7 @@ def _conv_leaky_relu(tmp_path):
 def test_unnamed_nodes_compile_and_equal_onnxruntime(tmp_path):
     path = _conv_leaky_relu(tmp_path)
     graph = lift(path)
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path))
     for seed in range(2):
         x = np.random.default_rng(seed).standard_normal((1, 3, 16, 16)).astype(np.float32)
         (expected,) = session.run(None, {"x": x})

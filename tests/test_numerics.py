@@ -2,8 +2,8 @@
 
 ORT tests build tiny float models with onnx.helper, quantize them with
 ``quantize_static`` (QDQ, int8 activations and weights), run them with
-``onnxruntime.InferenceSession(..., providers=["CPUExecutionProvider"])`` (default
-SessionOptions), read scales / zero points from the model initializers and compare with
+``ming_py.ort_session.onnxruntime_session`` (the CPU provider, default
+SessionOptions but exact int8 products on CPUs without VNNI), read scales / zero points from the model initializers and compare with
 numpy integer arithmetic + ming_py.numerics.  Inputs are fed as exactly representable
 floats ``(q - zx) * sx`` so ORT's input QuantizeLinear reproduces the int8 values ``q``,
 and outputs are mapped back with ``round(y / sy) + zy`` (exact: checked).
@@ -38,6 +38,7 @@ from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantT
                                       quantize_static)
 
 import zoo  # noqa: E402
+from ming_py.ort_session import onnxruntime_session
 
 ort.set_default_logger_severity(3)
 F32 = np.float32
@@ -126,7 +127,7 @@ class _IntSession:
         if tmp_path is not None:
             opt_path = str(tmp_path / f"opt_{id(self)}.onnx")
             so.optimized_model_filepath = opt_path
-        self.sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        self.sess = onnxruntime_session(m.SerializeToString(), so)
         self.ops = [n.op_type for n in onnx.load(opt_path).graph.node] if opt_path else []
         inits = _inits(m)
         alias = {i.name: i.name for i in m.graph.input}

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -26,13 +25,14 @@ from ming_py.frontends import onnx_converters, onnx_model
 from ming_py.pipeline import lift
 from ming_py.contract import accelerator_schema, ming_host, ming_ports
 from ming_py.contract.ming_host import HostOp
+from ming_py.ort_session import onnxruntime_session
 
 DETECTORS = Path(__file__).parent / "data" / "detectors"
 BUILT = ["face_detector_levels_pot.onnx", "ssd_tile.onnx", "torch_face_levels.onnx"]
 
 
 def onnxruntime_outputs(path, x: np.ndarray) -> dict[str, np.ndarray]:
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path))
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(None, {session.get_inputs()[0].name: x})))
 
@@ -230,12 +230,12 @@ def test_anchor_grid_subgraph_folds_to_onnxruntimes_values():
              _constant("start", np.array([0], np.int64)), _constant("end", np.array([1], np.int64)),
              _constant("one", np.array([1], np.int64)), _constant("axes", np.array([0], np.int64))]
     model = _qdq_conv_model(nodes, ["out"], extra=extra)
-    expected = onnxruntime.InferenceSession(
+    expected = onnxruntime_session(
         helper.make_model(helper.make_graph(
             model.graph.node[6:17], "anchors", [helper.make_tensor_value_info("input", TensorProto.FLOAT,
                                                                                [1, 2, 4, 4])],
             [helper.make_tensor_value_info("tiled4", TensorProto.FLOAT, None)], list(model.graph.initializer)),
-            opset_imports=model.opset_import).SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            opset_imports=model.opset_import).SerializeToString()).run(
         None, {"input": np.zeros((1, 2, 4, 4), np.float32)})[0]
     model = _folded(model)
     assert [n.op_type for n in model.graph.node if n.op_type not in ("QuantizeLinear", "DequantizeLinear")] == \

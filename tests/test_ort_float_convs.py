@@ -17,6 +17,7 @@ import pytest
 import zoo
 from frontends.ort_kernels import float_conv_notes, float_convs
 from ming_py.framework_tensors import float_conv_note
+from ming_py.ort_session import onnxruntime_session
 
 DATA = Path(__file__).parent / "data"
 STORED = sorted(str(p.relative_to(DATA)) for folder in ("converted", "detectors", "torch")
@@ -50,7 +51,7 @@ def onnxruntime_float_convs(path: Path, folder: Path) -> list[str]:
     options = onnxruntime.SessionOptions()
     options.optimized_model_filepath = str(folder / "optimized.onnx")
     options.log_severity_level = 3
-    onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    onnxruntime_session(str(path), options)
     return [node.name for node in onnx.load(str(folder / "optimized.onnx")).graph.node if node.op_type == "Conv"]
 
 
@@ -114,7 +115,7 @@ def test_ming_reference_equals_onnxruntime_when_it_fuses_every_conv(tmp_path):
     x = np.random.default_rng(0).standard_normal((1, 3, 12, 12)).astype(np.float32)
     options = onnxruntime.SessionOptions()
     options.add_session_config_entry("session.qdqisint8allowed", "1")
-    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path), options)
     (expected,) = session.run(None, {session.get_inputs()[0].name: x})
     (ours,) = golden_outputs(lift(path), x).values()
     assert np.array_equal(np.asarray(ours).reshape(expected.shape), expected)

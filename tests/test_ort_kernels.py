@@ -11,6 +11,7 @@ import pytest
 
 import zoo
 from frontends.ort_kernels import qlinear_kernels
+from ming_py.ort_session import onnxruntime_session
 
 CONVERTED = Path(__file__).parent / "data" / "converted"
 WITH_ADD = [name for name in sorted(zoo.MODELS) if "Add" in {n.op_type for n in zoo.MODELS[name].build().graph.node}]
@@ -21,7 +22,7 @@ def optimized_kernels(path: Path, folder: Path) -> dict[str, str]:
     options = onnxruntime.SessionOptions()
     options.optimized_model_filepath = str(folder / "optimized.onnx")
     options.log_severity_level = 3
-    onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    onnxruntime_session(str(path), options)
     model = onnx.load(str(folder / "optimized.onnx"))
     types = {i.name: i.data_type for i in model.graph.initializer}
     found = {}

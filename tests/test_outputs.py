@@ -15,7 +15,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 
 import zoo
@@ -33,6 +32,7 @@ from ming_py.progress import Progress
 from ming_py.runtime.ming_driver import Accelerator
 from ming_py.adapters import pack_adapter, record_loop
 from ming_py.simulate import simulate
+from ming_py.ort_session import onnxruntime_session
 
 INPUT_SHAPE = (1, 3, 8, 8)
 
@@ -104,7 +104,7 @@ def _inputs(count: int, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_reference_equals_onnxruntime_on_every_output(model, name):
     path, graph = model(name)
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path))
     names = [o.name for o in session.get_outputs()]
     assert [o.name for o in graph.outputs] == names and len(names) >= 2
     for x in _inputs(4, seed=1):

@@ -10,7 +10,6 @@ import subprocess
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -27,6 +26,7 @@ from ming_py.ir import Pad, Upsample
 from ming_py.output import write_tree
 from ming_py.pipeline import lift
 from ming_py.csim import run_csim
+from ming_py.ort_session import onnxruntime_session
 
 SEEDS = (0, 1, 2)
 
@@ -140,7 +140,7 @@ def _reference(graph, x):
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_reference_equals_onnxruntime(quantized, lifted, name):
-    session = ort.InferenceSession(str(quantized(name)), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(quantized(name)))
     graph = lifted(name)
     for seed in SEEDS:
         x = _input(name, seed)
@@ -216,7 +216,7 @@ def test_unnamed_resize(quantized, tmp_path):
     graph = lift(tmp_path / "unnamed.onnx")
     assert [n.source for n in _nodes(graph, Upsample)] == [node.output[0]]
     x = _input("resize2", 0)
-    session = ort.InferenceSession(str(tmp_path / "unnamed.onnx"), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(tmp_path / "unnamed.onnx"))
     assert np.array_equal(_reference(graph, x), session.run(None, {"x": x})[0])
 
 
@@ -305,7 +305,7 @@ def test_accepted_resize_modes_repeat_every_pixel_in_onnxruntime(tmp_path, facto
                                       [scales])
             model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
             model.ir_version = 9
-            y = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+            y = onnxruntime_session(model.SerializeToString()).run(None, {"x": x})[0]
             repeats = np.array_equal(y, x.repeat(factor, 2).repeat(factor, 3))
             try:
                 accepted = resize_factors(model) == {"up": (1, 1, factor, factor)}

@@ -27,6 +27,7 @@ from ming_py.errors import MingError
 from ming_py.frontends.ort_kernels import nchwc_block_size
 from ming_py.ir import WindowAverage
 from ming_py.pipeline import lift
+from ming_py.ort_session import onnxruntime_session
 
 SEEDS = range(3)
 
@@ -192,7 +193,7 @@ def test_the_window_order_is_onnxruntimes_kernel(pool, tmp_path, case, columns):
     options = onnxruntime.SessionOptions()
     options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
     options.log_severity_level = 3
-    onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    onnxruntime_session(str(path), options)
     domains = {n.domain for n in onnx.load(str(tmp_path / "optimized.onnx")).graph.node if n.op_type == "AveragePool"}
     channels = POOLS[case][0][1]
     assert domains == ({"com.microsoft.nchwc"} if channels % nchwc_block_size() == 0 and POOLS[case][2] < 19 else {""})

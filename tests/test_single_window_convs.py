@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -16,6 +15,7 @@ from geometries import Case, Conv, check_case
 from ming_py.errors import MingError
 from ming_py.frontends.onnx_windows import whole_map_windows
 from ming_py.limits import MAX_WEIGHT_BYTES
+from ming_py.ort_session import onnxruntime_session
 
 SINGLE_WINDOWS = {
     "tflite_3x3_stride_6_on_8x8_one_channel": Case("tflite", (1, 8, 8), (Conv(4, (3, 3), (6, 6)),)),
@@ -65,7 +65,7 @@ def _onnx_conv(in_shape, kernel, strides, dilations, pads, weight_zero_point) ->
 
 
 def _onnxruntime(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
-    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(model.SerializeToString())
     return session.run(None, {"input": x})[0]
 
 

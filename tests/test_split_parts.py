@@ -4,7 +4,6 @@ Split): `ming reference` equals LiteRT's reference kernels and onnxruntime on ev
 from __future__ import annotations
 
 import numpy as np
-import onnxruntime
 import pytest
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
@@ -13,6 +12,7 @@ import zoo
 from ming_py import reference
 from ming_py.framework_tensors import ModelTensor, in_ming_layout
 from ming_py.pipeline import lift
+from ming_py.ort_session import onnxruntime_session
 
 SEEDS = range(3)
 
@@ -38,7 +38,7 @@ def _litert(path, x) -> dict[str, np.ndarray]:
 
 
 def _onnxruntime(path, x) -> dict[str, np.ndarray]:
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path))
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(None, {session.get_inputs()[0].name: x})))
 

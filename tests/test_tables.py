@@ -10,7 +10,6 @@ import re
 
 import numpy as np
 import onnx
-import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -28,6 +27,7 @@ from ming_py.ir import LookupTable
 from ming_py.kinds import kind_of
 from ming_py.pipeline import lift
 from ming_py.simulate import simulate
+from ming_py.ort_session import onnxruntime_session
 
 ATTRIBUTES = {"LeakyRelu": {"alpha": 0.1}, "Elu": {"alpha": 0.7}, "ThresholdedRelu": {"alpha": 0.3}}
 # op, per-channel PRelu, one-slope PRelu
@@ -55,7 +55,7 @@ def _activation(g: zoo._Graph, x: str, case: str) -> str:
 
 
 def _onnxruntime(path, x: np.ndarray) -> np.ndarray:
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path))
     return session.run(None, {"x": x})[0]
 
 
@@ -172,7 +172,8 @@ def test_built_design_simulates_costs_and_csims_as_one(network, tmp_path):
     node = next(n for n in report["nodes"] if n["kind"] == "table")
     lanes = node["schedule"]["lanes_in"][0]
     assert simulate(report).busy[node["name"]] == node["cycles"] == 8 * 8 * 8 // lanes + 2
-    assert node["bram18k"] == lanes * math.ceil(8 // lanes * 256 / 2048)
+    per_lane = 8 // lanes
+    assert node["bram18k"] == (lanes * math.ceil(per_lane * 256 / 2048) if per_lane > 1 else 0)  # else LUTs
     x = np.random.default_rng(5).standard_normal((1, 4, 8, 8)).astype(np.float32)
     assert np.array_equal(run_csim(out, x, check_ports=True)["y"], _onnxruntime(path, x))
 
@@ -228,7 +229,8 @@ def test_csim_on_every_int8_value(single_op, tmp_path):
 @pytest.mark.parametrize("lanes", [1, 2, 8])
 def test_rom_cost_is_the_emitted_array(network, lanes):
     """The ILP charges the table ROM the emitted C++ declares: one bank per lane of 8 / lanes tables of 256
-    bytes (BRAM18K as 9 x 2048), and report.json lists that array."""
+    bytes (BRAM18K as 9 x 2048), one table a lane in LUTs (32 LUT6 for 256 x 8 bits), and report.json lists that
+    array."""
     _, graph = network("PRelu")
     stream_graph = stream_graph_of(graph)
     table = next(p for p in stream_graph.processes if p.kind == "table")
@@ -243,10 +245,13 @@ def test_rom_cost_is_the_emitted_array(network, lanes):
     header = next(text for name, text in built.files.items() if name.endswith("_weights.h"))
     assert re.search(r"int8_t act_table" + "".join(rf"\[{n}\]" for n in shape) + " =", header)
     cost = process_cost(stream_graph, table, Choice((), (lanes,), (lanes,)))
-    assert cost.bram18k == lanes * math.ceil(per_lane * 256 / 2048)
+    memory_luts = sum(n for resource, part, n in cost.parts if (resource, part) == ("lut", "memory"))
+    assert (cost.bram18k, memory_luts) == ((lanes * math.ceil(per_lane * 256 / 2048), 0) if per_lane > 1 else
+                                           (0, lanes * 32))
     assert cost.dsp == 0
     node = next(n for n in json.loads(built.files["report.json"])["nodes"] if n["kind"] == "table")
     assert node["buffers"][0]["shape"] == shape
+    assert node["buffers"][0]["memory"] == ("bram" if per_lane > 1 else "lutram")
 
 
 def _activation_before_a_float_pool(path, pool: str) -> None:
@@ -278,7 +283,7 @@ def test_activation_before_a_float_maxpool_takes_the_quantization_after_it(tmp_p
     _activation_before_a_float_pool(path, "MaxPool")
     graph = lift(path)
     assert [n.op for n in graph.kernels()] == ["table", "maxpool"]
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path))
     x = (np.random.default_rng(0).standard_normal((1, 2, 4, 4)) * 4).astype(np.float32)
     (expected,) = session.run(None, {"x": x})
     assert np.array_equal(reference.run(graph, x)["y"], expected)

@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import numpy as np
-import onnxruntime
 import pytest
 
 import architectures
@@ -23,6 +22,7 @@ from ming_py.errors import MingError
 from ming_py.options import BuildOptions
 from ming_py.pipeline import lift
 from ming_py.weights_load import (BEAT_LANES, load_cycles, loaded_arrays, loader_cost, weights_image)
+from ming_py.ort_session import onnxruntime_session
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "tiny_cnn.onnx")
 URAM_PINS = {"conv2.weights": "uram", "fc.weights": "uram"}
@@ -60,7 +60,7 @@ def pinned_build(tmp_path_factory):
 
 
 def _onnxruntime(path, x: np.ndarray) -> dict[str, np.ndarray]:
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(str(path))
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(None, {session.get_inputs()[0].name: x})))
 

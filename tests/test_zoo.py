@@ -11,6 +11,7 @@ import onnxruntime as ort
 import pytest
 
 import zoo
+from ming_py.ort_session import onnxruntime_session
 
 # onnxruntime's quantizer logs a "consider pre-processing" warning per call.
 logging.getLogger().setLevel(logging.ERROR)
@@ -22,7 +23,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 def _session(model) -> ort.InferenceSession:
     data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
-    return ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    return onnxruntime_session(data)
 
 
 def _assert_qdq_around_compute_nodes(model: onnx.ModelProto) -> None:

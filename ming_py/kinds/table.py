@@ -40,10 +40,15 @@ class TableKind(DataMovement):
 
     def arrays(self, spec, epilogue, line_buffer_memory, constants):
         """`[lanes][tables per lane][256]`: a ROM bank per lane, holding the table of every channel the lane
-        carries (lane l of the t-th token of a pixel carries channel t * lanes + l), one read per iteration."""
+        carries (lane l of the t-th token of a pixel carries channel t * lanes + l), one read per iteration. One
+        table a lane sits in LUTs: 256 x 8 bits is 32 LUT6, four 64 x 1 ROMs a bit that the slice's MUXF7s and
+        MUXF8s choose among (yosys `synth_xilinx -family xcup` of a 256 x 8 case ROM: 32 LUT6, 16 MUXF7, 8 MUXF8;
+        AMD UG574, "Multiplexers"), far less of the chip than the BRAM18K it would take; a table per channel
+        (256 words each) takes BRAM."""
         lanes, per_lane = spec.lanes_in[0], tables_per_lane(spec, epilogue)
         per_lane_dims = (Dim(per_lane),) if per_lane > 1 else ()
-        table = array("table", 8, (spread(lanes, lanes, "partition"), *per_lane_dims, Dim(256)), rom=True)
+        table = array("table", 8, (spread(lanes, lanes, "partition"), *per_lane_dims, Dim(256)), rom=True,
+                      large="lutram" if per_lane == 1 else "bram")
         return {"table": table} | constants
 
     def view_values(self, spec, process, lanes_in, lanes_out):
