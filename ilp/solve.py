@@ -208,16 +208,17 @@ def _no_design_fits(board: Board, budget: Budget, reserved: dict[str, int], port
     with_fifos = " with the FIFOs" if reserved else ""
     short = [r for r in RESOURCES if needs[r] > getattr(budget, r)]
     reason = "".join(f"; {what_bounds(board, r, getattr(budget, r), port.get(r, 0))}" for r in short) or \
-        f"; each fits the budget alone, but no design fits them all at once{_lifting(board, budget, port, costs)}"
+        f"; each fits the budget alone, but no design fits them all at once{_lifting(board, budget, reserved, port, costs)}"
     return NoDesignFits(f"no design fits the budget ({_describe(vars(budget))}{fifos}); every design needs at least "
                         f"{_describe(needs)}{with_fifos} (each process at its least of each){reason}")
 
 
-def _lifting(board: Board, budget: Budget, port: dict[str, int], costs: dict[str, list[Cost]]) -> str:
+def _lifting(board: Board, budget: Budget, reserved: dict[str, int], port: dict[str, int],
+             costs: dict[str, list[Cost]]) -> str:
     """The budget options that may lift a combination no design fits, in words: those of the resources the board
-    has more of whose limit some design of the candidates would exceed (every process at its most: below the limit,
-    it binds no design)."""
-    most = {r: sum(max(getattr(c, r) for c in cs) for cs in costs.values()) for r in RESOURCES}
+    has more of whose limit some design of the candidates would exceed (every process at its most, the FIFOs
+    added: below the limit, it binds no design)."""
+    most = {r: sum(max(getattr(c, r) for c in cs) for cs in costs.values()) + reserved.get(r, 0) for r in RESOURCES}
     room = {r: board.usable(r) - port.get(r, 0) for r in RESOURCES}
     lifted = [f"{OPTIONS[r]} (at most {room[r]:,})" for r in RESOURCES if getattr(budget, r) < min(most[r], room[r])]
     if not lifted:
