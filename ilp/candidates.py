@@ -195,9 +195,14 @@ def _candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibr
     return options, costs
 
 
+def least_needs(costs: dict[str, list[Cost]]) -> dict[str, dict[str, int]]:
+    """Per resource, per process, the least any of its candidates needs."""
+    return {r: {name: min(getattr(c, r) for c in costs[name]) for name in costs} for r in RESOURCES}
+
+
 def affordable(options, costs, budget: Budget):
     """The candidates that fit the budget beside every other process at its least (the others cannot)."""
-    least = {r: {name: min(getattr(c, r) for c in costs[name]) for name in costs} for r in RESOURCES}
+    least = least_needs(costs)
     spare = {r: getattr(budget, r) - sum(least[r].values()) for r in RESOURCES}
     return keep_candidates(options, costs,
                            lambda name, c: all(getattr(c, r) - least[r][name] <= spare[r] for r in RESOURCES))

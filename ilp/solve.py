@@ -44,11 +44,11 @@ from ming_py.errors import MingError
 from ming_py.kinds import kind_of, trip_counts
 from ming_py.weights_ddr import board_ddr_problem, ddr_bytes_per_cycle
 
-from .budget import RESOURCES, UNITS, Budget, what_bounds, with_weight_port
+from .budget import OPTIONS, RESOURCES, UNITS, Budget, what_bounds, with_weight_port
 from .pins import Pins
 from .cost import Choice, Cost, mac_lanes_within, storage_plan
 from .search import NODE_LIMIT, NODE_WORK, Search, SearchStopped, run_search, thrifty
-from .candidates import affordable, candidates_and_costs, smallest_design, weight_port_reservation
+from .candidates import affordable, candidates_and_costs, least_needs, weight_port_reservation
 from .objectives import FRUGAL_SLACK, OBJECTIVES, RULES, Targets, frugal, meet_targets
 from .model import Model, estimate
 
@@ -126,9 +126,8 @@ def _solve(graph: StreamGraph, board: Board, budget: Budget, objective: str, pin
                                                       for c in choices) and \
         any(p.weights is not None and kind_of(p.kind).streamed_template for p in graph.processes)
     try:
-        if any(sum(min(getattr(c, r) for c in costs[name]) for name in costs) > getattr(available, r)
-               for r in RESOURCES):  # every process at its least: a proof without the ILP
-            raise _no_design_fits(graph, board, budget, reserved, calibration, port)
+        if any(least > getattr(budget, r) for r, least in _least_design(costs, reserved).items()):
+            raise _no_design_fits(board, budget, reserved, port, costs)  # a proof without the ILP
         return _searched(graph, board, budget, objective, pins, node_limit, reserved, calibration, targets, slack,
                          started, port, available, options, costs)
     except NoDesignFits as error:
@@ -139,7 +138,10 @@ def _solve(graph: StreamGraph, board: Board, budget: Budget, objective: str, pin
 def _searched(graph, board, budget, objective, pins, node_limit, reserved, calibration, targets, slack, started,
               port, available, options, costs) -> Solution:
     """The design the search picks among the candidates (`solve`)."""
+    given = costs  # what a proof that no design fits rests on
     options, costs = affordable(options, costs, available)
+    if not all(options.values()):  # a process none of whose candidates fits beside the others at their least
+        raise _no_design_fits(board, budget, reserved, port, given)
     if node_limit is None:
         node_limit = min(NODE_LIMIT, max(1_000, NODE_WORK // sum(map(len, options.values()))))
     measured: dict = {}  # frugal: the fastest design it was measured against
@@ -149,8 +151,7 @@ def _searched(graph, board, budget, objective, pins, node_limit, reserved, calib
     else:
         model = Model(graph, options, costs, available, "sum" if objective == "sum" else "latency",
                       ddr_rate=ddr_bytes_per_cycle(board))
-        search = _decided(run_search(model, node_limit), graph, board, budget, reserved, calibration, node_limit, pins,
-                          port)
+        search = _decided(run_search(model, node_limit), board, budget, reserved, node_limit, pins, port, given)
         picked, status = thrifty(model, search.picked) if objective == "latency" else search.picked, search.describe()
         rule = RULES[objective]
         if objective == "frugal":
@@ -175,33 +176,54 @@ def _searched(graph, board, budget, objective, pins, node_limit, reserved, calib
                      time.perf_counter() - started, size)
 
 
-def _decided(search: Search, graph, board, budget, reserved, calibration, node_limit, pins: Pins | None,
-             port: dict[str, int]) -> Search:
+def _decided(search: Search, board, budget, reserved, node_limit, pins: Pins | None, port: dict[str, int],
+             costs: dict[str, list[Cost]]) -> Search:
     """The search's outcome, or the error that it found no design."""
     if search.status == "infeasible" and pins is not None and pins.pinned:
         raise NoDesignFits("no design keeps the pinned settings within the budget: a channel's lanes are its "
                            "producer's output factor and its consumer's input factor, so pin both alike or "
                            "leave one to the ILP")
     if search.status == "infeasible":
-        raise _no_design_fits(graph, board, budget, reserved, calibration, port)
+        raise _no_design_fits(board, budget, reserved, port, costs)
     if search.picked is None:
         raise SearchStopped(f"the ILP found no design within its limit of {node_limit:,} branch-and-bound nodes; "
                             f"loosen the budget or pin some unroll factors (--set)")
     return search
 
 
-def _no_design_fits(graph: StreamGraph, board: Board, budget: Budget, reserved: dict[str, int], calibration,
-                    port: dict[str, int]) -> NoDesignFits:
-    """The budget, what the smallest design needs of it, and for each resource it lacks which limit bounds it
-    (the default share, the user's option or what the platform keeps) and how to lift it."""
-    needs = smallest_design(graph, calibration)
+def _least_design(costs: dict[str, list[Cost]], reserved: dict[str, int]) -> dict[str, int]:
+    """Per resource, the least any design of these candidates needs: every process at its least of it, and the
+    FIFOs' `reserved`."""
+    return {r: sum(least.values()) + reserved.get(r, 0) for r, least in least_needs(costs).items()}
+
+
+def _no_design_fits(board: Board, budget: Budget, reserved: dict[str, int], port: dict[str, int],
+                    costs: dict[str, list[Cost]]) -> NoDesignFits:
+    """The budget, the least any design of the candidates `costs` needs of it (`_least_design`: the bound the
+    proof rests on), and for each resource it exceeds which limit bounds it (the default share, the user's option
+    or what the platform keeps) and how to lift it; where each resource fits alone, that the ILP found no
+    combination fits, and which options may lift the resources the candidates trade."""
+    needs = _least_design(costs, reserved)
     fifos = f"; the FIFOs need {_describe(reserved)} of it" if reserved else ""
-    with_fifos = " with its FIFOs" if reserved else ""
-    needs = {r: v + reserved.get(r, 0) for r, v in needs.items()}
+    with_fifos = " with the FIFOs" if reserved else ""
     short = [r for r in RESOURCES if needs[r] > getattr(budget, r)]
-    bounds = "".join(f"; {what_bounds(board, r, getattr(budget, r), port.get(r, 0))}" for r in short)
-    return NoDesignFits(f"no design fits the budget ({_describe(vars(budget))}{fifos}); "
-                        f"the smallest design needs {_describe(needs)}{with_fifos}{bounds}")
+    reason = "".join(f"; {what_bounds(board, r, getattr(budget, r), port.get(r, 0))}" for r in short) or \
+        f"; each fits the budget alone, but no design fits them all at once{_lifting(board, budget, reserved, port, costs)}"
+    return NoDesignFits(f"no design fits the budget ({_describe(vars(budget))}{fifos}); every design needs at least "
+                        f"{_describe(needs)}{with_fifos} (each process at its least of each){reason}")
+
+
+def _lifting(board: Board, budget: Budget, reserved: dict[str, int], port: dict[str, int],
+             costs: dict[str, list[Cost]]) -> str:
+    """The budget options that may lift a combination no design fits, in words: those of the resources the board
+    has more of whose limit some design of the candidates would exceed (every process at its most, the FIFOs
+    added: below the limit, it binds no design)."""
+    most = {r: sum(max(getattr(c, r) for c in cs) for cs in costs.values()) + reserved.get(r, 0) for r in RESOURCES}
+    room = {r: board.usable(r) - port.get(r, 0) for r in RESOURCES}
+    lifted = [f"{OPTIONS[r]} (at most {room[r]:,})" for r in RESOURCES if getattr(budget, r) < min(most[r], room[r])]
+    if not lifted:
+        return f", and the {board.name} leaves no more to a design"
+    return ": raise " + (f"{', '.join(lifted[:-1])} or {lifted[-1]}" if len(lifted) > 1 else lifted[0])
 
 
 def _describe(needs: dict[str, int]) -> str:

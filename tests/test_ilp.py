@@ -131,13 +131,14 @@ def ming(*args):
     return subprocess.run([sys.executable, "-m", "ming_py.cli", *map(str, args)], capture_output=True, text=True)
 
 
-def test_infeasible_budget_names_the_smallest_design(quantized, tmp_path):
+def test_infeasible_budget_names_the_least_any_design_needs(quantized, tmp_path):
     """500 LUTs hold no design (each process's control alone takes 300); a DSP budget no longer stops one,
     the fabric takes the multipliers."""
     result = ming("build", quantized("tiny_cnn"), "--lut", "500", "-o", tmp_path / "out")
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
-    assert "no design fits" in last and "smallest design needs" in last and "LUT" in last
+    assert "no design fits" in last and "every design needs at least" in last
+    assert "LUT 500 is what --lut allows" in last
     assert not (tmp_path / "out").exists()
 
 
@@ -248,3 +249,75 @@ def test_fifos_sized_past_the_reservation_are_reserved_and_solved_again(lifted, 
     exploration.explore(build_stream_graph(lifted("tiny_cnn")), BuildOptions(board="kv260"))
     assert len(calls) == 2
     assert calls[1] == {"bram18k": calls[0]["bram18k"] + 3, "lut": calls[0]["lut"] + 155}
+
+
+def _least_of_each(costs) -> dict[str, int]:
+    """Per resource, the sum over processes of the least any of the process's candidates needs."""
+    return {r: sum(min(getattr(c, r) for c in candidates) for candidates in costs.values())
+            for r in ("dsp", "bram18k", "uram", "lut")}
+
+
+def _needs(figures: dict[str, int]) -> str:
+    return ", ".join(f"{unit} {figures[r]}" for r, unit in
+                     (("dsp", "DSP"), ("bram18k", "BRAM18K"), ("uram", "URAM"), ("lut", "LUT")))
+
+
+@pytest.mark.unit
+def test_no_design_fits_reports_the_least_of_the_candidates_the_ilp_was_given():
+    """Two dense layers on the kv260 within 2,500 LUT: the bound is the sum over processes of the least any of
+    their candidates (weights in URAM or LUTRAM, streamed from DDR) needs, the FIFOs' memory added; not the
+    least parallel design with its weights as BRAM ROMs, which needs far more BRAM18K."""
+    import hand_graphs
+    from ming_py.ilp.budget import with_weight_port
+    from ming_py.ilp.candidates import candidates_and_costs, weight_port_reservation
+    from ming_py.ilp.solve import NoDesignFits
+
+    graph = hand_graphs.map_graph("dense", (1024, 1, 1), (64, 1, 1))
+    hand_graphs.conv(graph, "fc", "x", "h", 536)
+    hand_graphs.conv(graph, "head", "h", "y", 64, seed=1)
+    stream_graph, kv260 = build_stream_graph(graph), load_board("kv260")
+    budget, fifos = Budget.of(kv260, {"lut": "2500"}), {"bram18k": 4, "lut": 100}
+    with pytest.raises(NoDesignFits) as info:
+        solve(stream_graph, kv260, budget, reserved=fifos)
+    # the candidates of the search that offers weights from DDR (the first, without them, found no design either)
+    less_fifos = Budget(**{r: getattr(budget, r) - fifos.get(r, 0) for r in ("dsp", "bram18k", "uram", "lut")})
+    port = weight_port_reservation(stream_graph, kv260, less_fifos, None)
+    given = with_weight_port(kv260, budget, port)
+    available = Budget(**{r: getattr(given, r) - fifos.get(r, 0) for r in ("dsp", "bram18k", "uram", "lut")})
+    options, costs = candidates_and_costs(stream_graph, Pins(), available, None, None, True, True)
+    assert set(costs) == {"fc", "head"} and any(c.weights == "ddr" for cs in options.values() for c in cs)
+    bound = {r: v + fifos.get(r, 0) for r, v in _least_of_each(costs).items()}
+    message = str(info.value)
+    assert f"every design needs at least {_needs(bound)} with the FIFOs (" in message
+    assert bound["bram18k"] < given.bram18k < smallest_design(stream_graph)["bram18k"] + fifos["bram18k"]
+    assert bound["lut"] > 2500 and "LUT 2,500 is what --lut allows" in message
+    assert not any(f"{unit} {getattr(given, r):,} is" in message for r, unit in
+                   (("dsp", "DSP"), ("bram18k", "BRAM18K"), ("uram", "URAM")))  # only LUT is short
+
+
+@pytest.mark.unit
+def test_no_design_fits_where_each_resource_fits_alone_says_the_combination_does_not():
+    """A 3x3 convolution within DSP 5, no BRAM18K and 1,600 LUT: each process at its least of each fits, but
+    within 1,600 LUT its candidates need either a BRAM18K or 6 DSP. The ILP proves it; the error says each fits
+    alone and names the options to raise; 6 DSP hold a design."""
+    import hand_graphs
+    from ming_py.ilp.candidates import candidates_and_costs
+    from ming_py.ilp.solve import NoDesignFits
+
+    graph = hand_graphs.map_graph("one", (8, 6, 6), (8, 6, 6))
+    hand_graphs.conv(graph, "c", "x", "y", 8, kernel=3, pad=1)
+    stream_graph, kv260 = build_stream_graph(graph), load_board("kv260")
+    budget = Budget(dsp=5, bram18k=0, uram=0, lut=1600)
+    _, costs = candidates_and_costs(stream_graph, Pins(), budget, None)
+    least = _least_of_each(costs)
+    assert all(least[r] <= getattr(budget, r) for r in least)
+    within = [c for c in costs["c"] if all(getattr(c, r) <= getattr(budget, r) for r in least)]
+    assert within == []
+    with pytest.raises(NoDesignFits) as info:
+        solve(stream_graph, kv260, budget)
+    assert str(info.value) == (
+        f"no design fits the budget (DSP 5, BRAM18K 0, URAM 0, LUT 1600); every design needs at least "
+        f"{_needs(least)} (each process at its least of each); each fits the budget alone, but no design fits them "
+        f"all at once: raise --dsp (at most 1,248), --bram (at most 284) or --lut (at most 110,600)")
+    solution = solve(stream_graph, kv260, Budget(dsp=6, bram18k=0, uram=0, lut=1600))
+    assert solution.totals["dsp"] == 6 and solution.totals["bram18k"] == 0
