@@ -45,7 +45,7 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
     options = [[unroll_pins[loop]] if loop in unroll_pins else [d for d in divisors(trips[loop]) if d <= MAX_UNROLL]
                for loop in loops]
     # where the line buffer sits, or the map buffers of a loop streaming its weights from DDR (`streamed_map_buffers`)
-    memories = ["bram", "uram"] if uram and (kind.line_buffer or kind.streamed_template) else ["bram"]
+    memories = ["bram", "uram"] if uram and (kind.line_buffer or kind.streamed_maps) else ["bram"]
     if process.name in pins.line_buffers:
         memories = [m for m in memories if m == pins.line_buffers[process.name]]
     multiplier_pin = pins.multipliers.get(process.name)

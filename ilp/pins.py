@@ -335,30 +335,27 @@ def _check_multipliers(graph: StreamGraph, process, key: str, value: str) -> Non
 
 
 def _check_line_buffer(graph: StreamGraph, process, key: str, memory: str) -> None:
-    """A line buffer memory applies to a process with a line buffer, and URAM to one whose line buffer takes URAM
-    at its least parallel schedule: more lanes or window copies only make its banks shallower, so if that one sits
-    in LUTRAM (or registers) every schedule's does. A kind without one whose loop may stream its weights from DDR
-    takes it for its map buffers, checked once every setting is read (`_check_map_buffers`)."""
+    """A line buffer memory applies to a process with a line buffer, or with the map buffers of a loop streaming
+    its weights from DDR (`ming_py.kinds.window.streamed_map_buffers`); which one it places, and whether URAM can
+    hold it, is checked once every setting is read (`_check_map_buffers`)."""
     kind = kind_of(process.kind)
-    if not kind.line_buffer and not kind.streamed_template:
+    if not kind.line_buffer and not kind.streamed_maps:
         raise MingError(f"{key}: process {process.name} ({process.kind}) has no line buffer")
-    if kind.line_buffer:
-        _check_lands(graph, process, key, memory, streamed=False)
 
 
 def _check_map_buffers(graph: StreamGraph, pins: Pins) -> None:
-    """A line buffer memory set for a process without a line buffer places the map buffers of its loop streaming
-    weights from DDR (`ming_py.kinds.window.streamed_map_buffers`): only beside its weights pinned to DDR."""
+    """A line buffer memory places a process's line buffer, or with its weights pinned to DDR the map buffers of
+    its streamed loop (a process without a line buffer needs that pin); URAM only where that buffer takes URAM at
+    the least parallel schedule: more lanes or window copies only make its banks shallower, so if that one sits
+    in LUTRAM (or registers) every schedule's does."""
     for name, memory in sorted(pins.line_buffers.items()):
         process = graph.process(name)
-        if kind_of(process.kind).line_buffer:
-            continue
-        key = f"{name}.line_buffer"
-        if pins.weights.get(name) != "ddr":
+        key, streamed = f"{name}.line_buffer", pins.weights.get(name) == "ddr"
+        if not kind_of(process.kind).line_buffer and not streamed:
             raise MingError(f"{key}: process {name} ({process.kind}) has no line buffer; the setting places the map "
                             f"buffers of its loop streaming weights from DDR, so set {name}.weights=ddr too, or "
                             "remove it")
-        _check_lands(graph, process, key, memory, streamed=True)
+        _check_lands(graph, process, key, memory, streamed)
 
 
 def _check_lands(graph: StreamGraph, process, key: str, memory: str, streamed: bool) -> None:
@@ -376,8 +373,11 @@ def _check_lands(graph: StreamGraph, process, key: str, memory: str, streamed: b
 
 def line_buffer_memory(graph: StreamGraph, process, unroll: tuple, lanes_in: tuple, lanes_out: tuple,
                        asked: str, streamed: bool = False) -> str:
-    """Where a schedule's line buffer (`streamed`: the input map buffer of its loop streaming weights from DDR)
-    sits when `asked` for: there, or LUTRAM or registers where it is small."""
+    """Where a schedule's line buffer (`streamed`: the map buffers of its loop streaming weights from DDR, `asked`
+    where either lands there) sits when `asked` for: there, or LUTRAM or registers where it is small."""
     spec = replace(process_spec(graph, process, unroll, lanes_in, lanes_out), ddr_weights=streamed)
     plan = plan_arrays(spec, process.epilogue, asked, "ddr" if streamed else "bram")
-    return plan["in_map" if streamed else "line_buffer"].memory
+    if not streamed:
+        return plan["line_buffer"].memory
+    maps = (plan["in_map"].memory, plan["out_map"].memory)
+    return asked if asked in maps else maps[0]

@@ -48,7 +48,7 @@ from .budget import OPTIONS, RESOURCES, UNITS, Budget, what_bounds, with_weight_
 from .pins import Pins
 from .cost import Choice, Cost, mac_lanes_within, storage_plan
 from .search import NODE_LIMIT, NODE_WORK, Search, SearchStopped, run_search, thrifty
-from .candidates import affordable, candidates_and_costs, least_needs, weight_port_reservation
+from .candidates import affordable, candidates_and_costs, loaded_weight_memories, least_needs, weight_port_reservation
 from .objectives import FRUGAL_SLACK, OBJECTIVES, RULES, Targets, frugal, meet_targets
 from .model import Model, estimate
 
@@ -106,7 +106,11 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     except NoDesignFits as on_chip:
         if not on_chip.ddr_withheld:
             raise
-    return _solve(*arguments, offer_ddr=True)
+        proof = on_chip
+    try:
+        return _solve(*arguments, offer_ddr=True)
+    except SearchStopped:
+        raise proof from None  # the search with DDR stopped at its node limit: the proof without it stands
 
 
 def _solve(graph: StreamGraph, board: Board, budget: Budget, objective: str, pins: Pins | None, node_limit: int | None,
@@ -121,10 +125,11 @@ def _solve(graph: StreamGraph, board: Board, budget: Budget, objective: str, pin
     available = _less(budget, reserved)
     streams = board_ddr_problem(board) is None
     options, costs = candidates_and_costs(graph, pins or Pins(), available, calibration, known, streams, offer_ddr)
-    # where no design fits, whether a search offering weights from DDR may find one
-    withheld = streams and not offer_ddr and not any(c.weights == "ddr" for choices in options.values()
-                                                      for c in choices) and \
-        any(p.weights is not None and kind_of(p.kind).streamed_template for p in graph.processes)
+    # where no design fits, whether a search offering weights from DDR to the processes not pinned may find one
+    pinned = (pins or Pins()).weights
+    withheld = streams and "ddr" not in loaded_weight_memories(graph, available, calibration, streams, offer_ddr) \
+        and any(p.weights is not None and kind_of(p.kind).streamed_template and p.name not in pinned
+                for p in graph.processes)
     try:
         if any(least > getattr(budget, r) for r, least in _least_design(costs, reserved).items()):
             raise _no_design_fits(board, budget, reserved, port, costs)  # a proof without the ILP

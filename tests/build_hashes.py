@@ -8,7 +8,8 @@ Networks: every zoo model (int8 QDQ), every architecture in the four quantizer f
 TFLite models and the bundled example, on the KV260 (and the example on an Alveo card, and with weights streamed
 from DDR on both). The models come
 from onnxruntime's quantizer and numpy's generators (and LiteRT computes the TFLite tables), so the hashes hold for the package versions recorded
-in the file; `--check` refuses to compare under other versions.
+in the file, and for the quantizer's options on this CPU (`zoo.QUANTIZE_OPTIONS`: 7-bit weights on x86 without VNNI);
+`--check` refuses to compare under other versions or options.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true")
     parser.add_argument("--only", default="", help="check only the networks whose names contain this")
     args = parser.parse_args(argv)
-    versions = {package: version(package) for package in PACKAGES}
+    versions = {package: version(package) for package in PACKAGES} | {"quantize_options": zoo.QUANTIZE_OPTIONS}
     if args.record:
         if args.only:
             parser.error("--record records every network")

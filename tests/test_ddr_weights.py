@@ -254,8 +254,8 @@ def test_pinned_ddr_weights_build_verified_through_the_m_axi_ports(ddr_build):
 
 
 def test_a_streamed_process_keeps_its_map_buffers_in_the_memory_its_schedule_names(ddr_build):
-    """conv3's input and output maps in URAM (pinned; its report counts them), every other streamed process's in
-    BRAM or, small, in LUTRAM; the C++ binds each as its plan says."""
+    """conv3's map buffers in URAM (pinned; either may sit in LUTRAM where small, its report counts the URAMs),
+    every other streamed process's in BRAM or, small, in LUTRAM; the C++ binds each as its plan says."""
     from test_report_checks import function_body
 
     out, design = ddr_build
@@ -266,12 +266,15 @@ def test_a_streamed_process_keeps_its_map_buffers_in_the_memory_its_schedule_nam
             continue
         body = function_body(cpp, node["cpp_name"])
         buffers = {b["role"]: b for b in node["buffers"]}
-        for role in ("in_map", "out_map") if node["kind"] != "dense" else ():
-            memory = buffers[role]["memory"]
-            assert memory == "uram" if node["name"] == "conv3" else memory in ("bram", "lutram"), (node["name"], role)
+        maps = [buffers[role]["memory"] for role in ("in_map", "out_map")] if node["kind"] != "dense" else []
+        for role, memory in zip(("in_map", "out_map"), maps):
+            assert memory in (("uram", "lutram") if node["name"] == "conv3" else ("bram", "lutram")), (node["name"], role)
             assert f"BIND_STORAGE variable={role} type=ram_s2p impl={memory})" in body
-    conv3 = next(n for n in data["nodes"] if n["name"] == "conv3")
-    assert conv3["uram"] == 2 and conv3["schedule"]["storage"]["line_buffer"] == "uram"
+        if node["name"] == "conv3":
+            assert node["uram"] == maps.count("uram") >= 1 and node["schedule"]["storage"]["line_buffer"] == "uram"
+    # a dense process's streamed loop buffers a vector, no map: a line buffer setting is refused in one line
+    with pytest.raises(MingError, match=r"^fc.line_buffer: process fc \(dense\) has no line buffer$"):
+        resolve({"fc.weights": "ddr", "fc.line_buffer": "uram"}, design.stream_graph)
 
 
 def test_each_streamed_process_runs_the_pipelined_loop_its_report_names(ddr_build):
@@ -526,3 +529,23 @@ def test_the_ilp_is_offered_a_streamed_loops_map_buffers_in_uram_and_a_pin_place
     with pytest.raises(MingError, match=r"^pw.line_buffer=uram: process pw's map buffers are small enough for "
                                         r"LUTRAM at every schedule"):
         resolve({"pw.weights": "ddr", "pw.line_buffer": "uram"}, build_stream_graph(small))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("kernel, c_in, c_out", [(1, 16, 1024), (3, 8, 512)])
+def test_a_map_buffer_pin_holds_where_only_the_output_map_is_large_enough_for_uram(kernel, c_in, c_out):
+    """On a 4x4 map of few input channels the input map sits in LUTRAM, the output map in URAM: the schedule's
+    `line_buffer` (what settings.yaml writes) is uram, and pinning it keeps those candidates, for a pointwise and
+    for a conv (whose line buffer the pin would name without weights from DDR)."""
+    from ming_py.ilp.candidates import candidates
+    from ming_py.ilp.cost import storage_plan
+
+    graph = map_graph("wide_out", (c_in, 4, 4), (c_out, 4, 4))
+    conv(graph, "cv", "x", "y", c_out, kernel=kernel, pad=kernel // 2)
+    stream_graph = build_stream_graph(graph)
+    cv = stream_graph.process("cv")
+    pins = resolve({"cv.weights": "ddr", "cv.line_buffer": "uram"}, stream_graph)
+    pinned = candidates(stream_graph, cv, pins, uram=True, weight_memories=("bram", "ddr"))
+    plans = [storage_plan(cv, c, stream_graph) for c in pinned]
+    assert any(plan["in_map"] == "lutram" and plan["out_map"] == "uram" for plan in plans)
+    assert all(plan["line_buffer"] == "uram" for plan in plans)

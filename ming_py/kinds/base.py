@@ -140,6 +140,9 @@ class ProcessKind:
     pipeline_label: str = None
     # the template of its loop with weights streamed from DDR (`ming_py.weights_ddr`, same label), or None
     streamed_template: str | None = None
+    # its streamed loop buffers its input and output maps (`ming_py.kinds.window.streamed_map_buffers`), in the
+    # memory its schedule's `line_buffer` names
+    streamed_maps: bool = False
     # the frozen dataclass of its own parameters (`Process.params`), with `to_json()` (its keys of a report.json
     # node) and `from_json(node)`; None: it has none
     params_type: type | None = None

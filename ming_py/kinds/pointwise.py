@@ -25,6 +25,7 @@ class Pointwise(ProcessKind):
     shares_requantizer = True
     template = "pointwise"
     streamed_template = "pointwise_ddr"
+    streamed_maps = True
     pipeline_label = "pixels"
 
     def trip_counts(self, window, ins, outs):

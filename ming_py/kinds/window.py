@@ -365,6 +365,7 @@ class Conv(SlidingWindow):
     shares_requantizer = True
     unrollable = ("oc", "ic", "k")  # output channels, input channels, window positions
     streamed_template = "conv_ddr"
+    streamed_maps = True
 
     def trip_counts(self, window, ins, outs):
         return grouped_trips(window) | {"k": window.window_size}

@@ -28,7 +28,8 @@ Each BatchNormalization's mean and variance are those of its input on seeded ima
 float graph in order (each from the activations the BatchNormalizations before it give) and perturbed a little,
 with random gamma and beta, as imagenet_tflite_models.py sets Keras' moving statistics: every layer then normalizes
 its input as in a trained network and the maps stay alive and depend on the input. The seeds are fixed and
-onnxruntime measures on one thread, so the files are byte-identical from run to run with the same package versions.
+onnxruntime measures on one thread, so the files are byte-identical from run to run with the same package versions on
+the same CPU (its float kernels may round a statistic differently on another).
 """
 
 from __future__ import annotations
