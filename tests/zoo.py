@@ -48,6 +48,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from ming_py.ort_session import saturates
+
 OPSET = 17
 IR_VERSION = 8
 CALIB_SEED = 1234
@@ -625,28 +627,9 @@ def calibration_data(model: ZooModel | str) -> list[dict[str, np.ndarray]]:
             for _ in range(CALIB_SAMPLES)]
 
 
-def _ort_saturates() -> bool:
-    """Whether onnxruntime's int8 GEMM on this CPU saturates 16-bit partial sums.
-
-    On x86 without VNNI, MLAS multiplies u8 x s8 with ``vpmaddubsw``, which saturates the sum of two
-    products to int16: with full-range int8 weights ORT's Conv/Gemm results are then not the exact
-    integer convolution (ORT's quantization docs recommend ``reduce_range`` there). VNNI (``vpdpbusd``)
-    and ARM accumulate exactly, as ming and the FPGA do.
-    """
-    import platform
-
-    if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686"):
-        return False
-    try:
-        flags = pathlib.Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return True
-    return not {"avx512_vnni", "avx_vnni"} & set(flags)
-
-
 # quantize_static's options for every test model: int8 QDQ; 7-bit weights where ORT's kernels would
 # saturate, so that "bit-exact with onnxruntime" compares with exact integer arithmetic on every CPU.
-QUANTIZE_OPTIONS = {"reduce_range": _ort_saturates()}
+QUANTIZE_OPTIONS = {"reduce_range": saturates()}  # ming_py.ort_session: x86 without VNNI
 
 
 def quantize_float_model(model: onnx.ModelProto, out: pathlib.Path, input_shape: Sequence[int],
