@@ -10,7 +10,7 @@ from iree.compiler.tools import binaries
 
 from ming_py.errors import MingError
 
-from . import isolated
+from . import isolated, lowered_cache
 
 
 def lower(source: bytes, flags: tuple[str, ...], model: str = "the model") -> str:
@@ -20,6 +20,10 @@ def lower(source: bytes, flags: tuple[str, ...], model: str = "the model") -> st
     except Exception as exc:  # not installed, or its package broken
         raise MingError(f"iree-compile not found ({str(exc).splitlines()[0][:120] if str(exc) else exc!r}); "
                         "reinstall ming's dependencies (iree-base-compiler)") from None
+    entry = lowered_cache.key(tool, flags, source)
+    cached = lowered_cache.load(entry)
+    if cached is not None:
+        return cached
     try:
         output = isolated.run([tool, "-", *flags, "-o", "-"], "iree-compile", model, stdin=source)
     except MingError as exc:
@@ -28,7 +32,9 @@ def lower(source: bytes, flags: tuple[str, ...], model: str = "the model") -> st
         if message.startswith(prefix):  # its own error: the model's op it could not lower
             raise MingError(f"IREE could not lower {model}: {message[len(prefix):]}") from None
         raise
-    return output.decode()
+    text = output.decode()
+    lowered_cache.store(entry, text)
+    return text
 
 
 def parse(text: str, context, model: str = "the model"):

@@ -36,9 +36,9 @@ def ming(*args, **options) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, **options)
 
 
-def start_ming(*args, cwd=None) -> subprocess.Popen:
+def start_ming(*args, cwd=None, env=None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "ming_py.cli", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=cwd)
+                            stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
 
 
 def assert_one_line(stderr: str, *fragments: str) -> None:
@@ -326,7 +326,8 @@ def _gone(pids: list[int], timeout: float = 5) -> bool:
 def test_a_signal_during_the_import_ends_iree_compile_and_keeps_out(tmp_path, signum):
     out = tmp_path / "out"
     old = _old_tree(out)
-    process = start_ming("build", EXAMPLE, "-o", out)
+    # an empty cache, so that the model is lowered (not read from the cache of lowered models)
+    process = start_ming("build", EXAMPLE, "-o", out, env=dict(os.environ, MING_CACHE_DIR=str(tmp_path / "cache")))
     compilers = _wait_for_child(process, ("iree-compile",))
     process.send_signal(signum)
     _, stderr = process.communicate(timeout=60)
