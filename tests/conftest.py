@@ -83,3 +83,15 @@ def lifted(quantized):
         return cache[key]
 
     return build
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    """A fresh private ming cache for this test (MING_CACHE_DIR), and a clean compiler identity cache."""
+    from ming_py import csim
+
+    root = tmp_path / "cache"
+    monkeypatch.setenv("MING_CACHE_DIR", str(root))
+    csim._compiler_identity.cache_clear()
+    yield root
+    csim._compiler_identity.cache_clear()

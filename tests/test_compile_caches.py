@@ -23,15 +23,6 @@ needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("MING_CACHE_DIR", str(root))
-    csim._compiler_identity.cache_clear()
-    yield root
-    csim._compiler_identity.cache_clear()
-
-
-@pytest.fixture
 def tool(tmp_path) -> str:
     path = tmp_path / "iree-compile"
     path.write_text("#!/bin/sh\n")

@@ -48,16 +48,6 @@ class Notes(Progress):
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch) -> Path:
-    """A fresh private cache for this test (MING_CACHE_DIR), and a clean compiler identity cache."""
-    root = tmp_path / "cache"
-    monkeypatch.setenv("MING_CACHE_DIR", str(root))
-    csim._compiler_identity.cache_clear()
-    yield root
-    csim._compiler_identity.cache_clear()
-
-
-@pytest.fixture
 def fake_compile(monkeypatch):
     """compile_program replaced by one that writes a small script (mode 0775, as a umask of 002 gives), atomically
     like the real one; the list of the binaries it wrote."""
