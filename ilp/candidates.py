@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import replace
 
+import numpy as np
+
 from ming_py.boards import Board
 from ming_py.calibration import Calibration
 from ming_py.dataflow import StreamGraph, divisors
@@ -29,6 +31,7 @@ MAX_UNROLL = 64  # per loop; beyond it an int8 layer of a small CNN gains nothin
 # The largest weight array per bank the ILP may move from BRAM to LUTRAM: one BRAM18K's bits, 288 LUTs as a
 # 64-bit-a-LUT ROM (`ming_py.array_layout`); larger ones cost more LUTs than a BRAM18K saves is worth.
 LUTRAM_WEIGHT_BITS = 18_432
+_PARETO_BLOCK = 64  # rows of the pairwise comparison at a time (`_undominated`)
 
 
 def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool = False,
@@ -223,25 +226,30 @@ def smallest_design(graph: StreamGraph, calibration: Calibration | None = None) 
 
 
 def _pareto(choices: list[Choice], costs: list[Cost]) -> tuple[list[Choice], list[Cost]]:
-    """Drop candidates another candidate with the same lanes beats or ties on every cost."""
-    def vector(cost: Cost) -> tuple[int, ...]:
-        return cost.vector + tuple(getattr(cost, r) for r in RESOURCES)
-
-    kept: list[int] = []
-    for i, (choice, cost) in enumerate(zip(choices, costs)):
-        group = (choice.lanes_in, choice.lanes_out)
-        mine = vector(cost)
-        dominated = False
-        for j in kept:
-            if (choices[j].lanes_in, choices[j].lanes_out) == group and \
-                    all(a <= b for a, b in zip(vector(costs[j]), mine)):
-                dominated = True
-                break
-        if not dominated:
-            kept = [j for j in kept if not ((choices[j].lanes_in, choices[j].lanes_out) == group and
-                                            all(b <= a for a, b in zip(vector(costs[j]), mine)))]
-            kept.append(i)
+    """Drop candidates another candidate with the same lanes beats or ties on every cost: of candidates that tie on
+    every cost, the first is kept."""
+    groups: dict[tuple, list[int]] = {}
+    for i, choice in enumerate(choices):
+        groups.setdefault((choice.lanes_in, choice.lanes_out), []).append(i)
+    kept = sorted(i for members in groups.values() for i in _undominated(members, costs))
     return [choices[i] for i in kept], [costs[i] for i in kept]
+
+
+def _undominated(members: list[int], costs: list[Cost]) -> list[int]:
+    """The members no other member beats or ties on every cost (of ties, the first). Pairwise, in blocks of rows so
+    that a process with thousands of candidates stays within a few megabytes."""
+    vectors = np.array([costs[i].vector + tuple(getattr(costs[i], r) for r in RESOURCES) for i in members],
+                       dtype=np.int64)
+    order = np.arange(len(members))
+    kept = []
+    for begin in range(0, len(members), _PARETO_BLOCK):
+        rows = vectors[begin:begin + _PARETO_BLOCK]
+        # [i, j]: member j is no worse than member i on every cost
+        no_worse = (vectors[None, :, :] <= rows[:, None, :]).all(axis=2)
+        tied = (vectors[None, :, :] == rows[:, None, :]).all(axis=2)
+        beaten = (no_worse & (~tied | (order[None, :] < order[begin:begin + _PARETO_BLOCK, None]))).any(axis=1)
+        kept += [members[begin + k] for k in np.flatnonzero(~beaten)]
+    return kept
 
 
 def earliest_starts(graph: StreamGraph, costs: dict[str, list[Cost]]) -> dict[str, int]:

@@ -20,6 +20,7 @@ swept value. The figures are yosys's, comparable with each other rather than equ
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 from pathlib import Path
 
@@ -45,12 +46,18 @@ def points(name: str) -> dict[int, dict]:
     return {int(value): figures for value, figures in primitive(name)["points"].items()}
 
 
+@functools.lru_cache(maxsize=None)
+def _sorted_points(name: str) -> tuple[tuple[int, ...], tuple[dict, ...]]:
+    """A swept primitive's recorded values in order, and their figures (the cost model asks for them per candidate)."""
+    by_value = points(name)
+    recorded = tuple(sorted(by_value))
+    return recorded, tuple(by_value[v] for v in recorded)
+
+
 def _at_least(name: str, value: int) -> dict:
     """The point at the smallest recorded value >= `value`, the largest one beyond them."""
-    by_value = points(name)
-    recorded = sorted(by_value)
-    index = bisect.bisect_left(recorded, value)
-    return by_value[recorded[min(index, len(recorded) - 1)]]
+    recorded, figures = _sorted_points(name)
+    return figures[min(bisect.bisect_left(recorded, value), len(recorded) - 1)]
 
 
 def device_luts(figures: dict) -> int:

@@ -194,3 +194,30 @@ def test_candidates_kept_across_solves_equal_the_ones_computed_afresh():
     again = candidates_and_costs(graph, Pins(), budget(40), None, known)
     assert again is first and len(known) == 1
     assert candidates_and_costs(graph, Pins(), budget(40), None) == first
+
+
+def test_the_pareto_filter_keeps_exactly_the_candidates_no_other_beats_or_ties_first():
+    """Of each lanes' candidates, those no other one beats or ties on every cost; of exact ties the first: the
+    definition, pair by pair, over random costs with many ties and dominations, in more than one block of rows."""
+    from ming_py.ilp.candidates import _PARETO_BLOCK, _pareto
+    from ming_py.ilp.cost import Cost
+
+    rng = np.random.default_rng(7)
+    count = 2 * _PARETO_BLOCK + 17
+    choices = [Choice((("k", 1),), (int(rng.integers(1, 3)),), (1,)) for _ in range(count)]
+    pool = rng.integers(0, 3, (24, 8))  # (cycles, fill, dsp, bram18k, uram, lut, two progress points): many ties
+    costs = [Cost(*map(int, pool[k][:6]), ff=i, progress=tuple(map(int, pool[k][6:])))
+             for i, k in enumerate(rng.integers(0, len(pool), count))]
+
+    def vector(cost):
+        return cost.vector + (cost.dsp, cost.bram18k, cost.uram, cost.lut)
+
+    def beaten(i):
+        return any(j != i and choices[j].lanes_in == choices[i].lanes_in and
+                   all(a <= b for a, b in zip(vector(costs[j]), vector(costs[i]))) and
+                   (vector(costs[j]) != vector(costs[i]) or j < i) for j in range(count))
+
+    expected = [i for i in range(count) if not beaten(i)]
+    kept_choices, kept_costs = _pareto(choices, costs)
+    assert kept_costs == [costs[i] for i in expected] and kept_choices == [choices[i] for i in expected]
+    assert 1 < len(expected) < count
