@@ -236,8 +236,8 @@ def _pareto(choices: list[Choice], costs: list[Cost]) -> tuple[list[Choice], lis
 
 
 def _undominated(members: list[int], costs: list[Cost]) -> list[int]:
-    """The members no other member beats or ties on every cost (of ties, the first). Pairwise, in blocks of rows so
-    that a process with thousands of candidates stays within a few megabytes."""
+    """The members no other member beats or ties on every cost (of ties, the first). Pairwise, _PARETO_BLOCK rows at a
+    time, so that memory grows with the members times the costs, not with the members squared."""
     vectors = np.array([costs[i].vector + tuple(getattr(costs[i], r) for r in RESOURCES) for i in members],
                        dtype=np.int64)
     order = np.arange(len(members))
