@@ -21,9 +21,15 @@ from ming_py.simulate import SimResult, headline, simulate_schedule
 from .budget import Budget, limits, what_bounds, with_weight_port
 from .cost import choice_spec
 from .pins import resolve
-from .objectives import Targets
+from .objectives import TargetMissed, Targets
+from .search import SearchStopped
 from .simulated_targets import meeting_targets
-from .solve import Solution, solve
+from .solve import NoDesignFits, Solution, solve
+
+# a sized design whose simulation is this much slower than the model's figure is solved once more with the memory
+# of FIFOs as deep as the model assumes reserved (`_starved`), where its budget kept them shallower
+STARVED_BY_FIFOS = 0.05
+SIZED_PIXELS = (DEFAULT_PIXELS, 4, 8, DEEPEST_PIXELS)  # the least pixels every FIFO holds, as the sizing tries them
 
 
 def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, Solution, SimResult]:
@@ -58,16 +64,39 @@ def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, So
 def _budgeted_design(stream_graph, board, budget, options, pins, reservation, reserved,
                      targets, known: dict) -> tuple[Solution, SimResult]:
     """The sized design and its simulation; solved once more with more FIFO memory reserved where the sized
-    FIFOs took more than the reservation."""
+    FIFOs took more than the reservation, or where the budget kept them too shallow for the model (`_starved`)."""
     try:
-        return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
+        found = _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
     except FifosOverBudget as over:
         if pins.depths or over.fifo is None:
             raise
         # the reservation held whole pixels at the default depth; the sized FIFOs (depths for the chosen lanes,
         # deepened until the simulation completes) took more: solve once more with what they took reserved
         reserved = {r: max(reserved[r], over.fifo[f"fifo_{r}"]) for r in reserved}
-        return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
+        found = _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
+    # enough memory for the FIFOs at every depth the sizing tries, up to the one the model assumes
+    sized = [fifo_cost(reservation, pixels) for pixels in SIZED_PIXELS]
+    deeper = {r: max([reserved[r]] + [fifo[f"fifo_{r}"] for fifo in sized]) for r in reserved}
+    if pins.depths or deeper == reserved or not _starved(*found, board, budget, sized[1:]):
+        return found
+    try:
+        retried = _sized_design(stream_graph, board, budget, options, pins, reservation, deeper, targets, known)
+    except (NoDesignFits, FifosOverBudget, TargetMissed, SearchStopped):
+        return found
+    return min(found, retried, key=lambda design: design[1].cycles)
+
+
+def _starved(solution: Solution, simulated: SimResult, board: Board, budget: Budget, deeper: list[dict]) -> bool:
+    """Whether the design simulates more than STARVED_BY_FIFOS slower than the model says, with FIFOs its budget
+    kept the sizing from deepening (to any of the `deeper` FIFOs' memory, up to the depth the model assumes,
+    `cost.starved_cover`): the ILP reserved memory for shallower ones, and a run of bursty processes held to one
+    another through them waits out each other's gaps."""
+    totals = solution.totals
+    if simulated.cycles <= (1 + STARVED_BY_FIFOS) * totals["cycles"]:
+        return False
+    chosen = with_weight_port(board, budget, totals["solver"].get("weight_port_reserved", {}))
+    return any(totals[r] - totals[f"fifo_{r}"] + fifo[f"fifo_{r}"] > getattr(chosen, r)
+               for fifo in deeper for r in ("bram18k", "lut"))
 
 
 def with_simulated_headline(totals: dict, simulated: SimResult, clock_mhz: float) -> dict:
@@ -212,7 +241,7 @@ def decoupling_pixels(graph: StreamGraph, solution: Solution, budget: Budget, pl
         return simulate_schedule(graph, replace(solution.schedule, depths=depths))
 
     best, best_run = DEFAULT_PIXELS, simulated(DEFAULT_PIXELS)
-    for pixels in (4, 8, DEEPEST_PIXELS):
+    for pixels in SIZED_PIXELS[1:]:
         fifo = fifo_cost(reservation, pixels)
         if solution.totals["bram18k"] + fifo["fifo_bram18k"] > budget.bram18k or \
                 solution.totals["lut"] + fifo["fifo_lut"] > budget.lut:

@@ -173,6 +173,43 @@ def test_the_estimate_of_a_strided_chain_bounds_its_latency_at_every_depth_the_s
     assert simulated[DEEPEST_PIXELS] <= (1 + TOLERANCE) * estimate, (estimate, simulated)
 
 
+def test_a_design_its_budget_holds_to_shallow_fifos_is_solved_again_with_deep_ones_reserved(monkeypatch):
+    """The strided chain's fastest design at a LUT budget its two-pixel FIFOs just fit: the sizing cannot deepen
+    them, the simulation is far slower than the model, and the exploration solves once more with the memory of
+    FIFOs as deep as the model assumes reserved, keeping whichever design simulates faster. A design whose
+    FIFOs the budget lets the sizing deepen is solved once."""
+    from ming_py.ilp import explore as exploration
+    from ming_py.line_buffers.fifo import reservation_plan
+    from ming_py.options import BuildOptions
+
+    sized, found = exploration._sized_design, []
+
+    def recorded(*arguments):
+        design = sized(*arguments)
+        found.append((dict(arguments[6]), design))
+        return design
+
+    monkeypatch.setattr(exploration, "_sized_design", recorded)
+    graph = strided()
+
+    def explored(lut: int):
+        found.clear()
+        options = BuildOptions(board=BOARD, objective="latency", limits={"dsp": "20", "lut": str(lut)})
+        return exploration.explore(graph, options)[1:]
+
+    roomy, _ = explored(load_board(BOARD).lut * 7 // 10)
+    assert len(found) == 1
+    reserved, (first, _) = found[0]
+    held = first.totals["lut"] - first.totals["fifo_lut"] + reserved["lut"]  # the design with two-pixel FIFOs
+    kept, simulated = explored(held)
+    (_, (shallow, starved)), (deeper, retried) = found
+    assert starved.cycles > (1 + exploration.STARVED_BY_FIFOS) * shallow.totals["cycles"]  # the case is a real one
+    deepest = exploration.fifo_cost(reservation_plan(graph), DEEPEST_PIXELS)
+    assert all(deeper[r] >= deepest[f"fifo_{r}"] for r in deeper)
+    assert simulated.cycles == min(starved.cycles, retried[1].cycles)
+    assert kept.totals["cycles"] == simulated.cycles
+
+
 @pytest.mark.parametrize("name, dsp, shape", ESTIMATED)
 def test_simulated_latency_is_within_the_readme_tolerance_of_the_estimate(name, dsp, shape):
     graph, solution = solved(name, dsp, *([shape] if shape else []))
