@@ -95,8 +95,13 @@ def _starved(solution: Solution, simulated: SimResult, board: Board, budget: Bud
     if simulated.cycles <= (1 + STARVED_BY_FIFOS) * totals["cycles"]:
         return False
     chosen = with_weight_port(board, budget, totals["solver"].get("weight_port_reserved", {}))
-    return any(totals[r] - totals[f"fifo_{r}"] + fifo[f"fifo_{r}"] > getattr(chosen, r)
-               for fifo in deeper for r in ("bram18k", "lut"))
+    processes = {r: totals[r] - totals[f"fifo_{r}"] for r in ("bram18k", "lut")}
+    return not all(_fifos_fit(processes, fifo, chosen) for fifo in deeper)
+
+
+def _fifos_fit(processes: dict[str, int], fifo: dict[str, int], budget: Budget) -> bool:
+    """Whether the processes' BRAM18K and LUTs and the FIFOs' (`fifo_cost`) fit within `budget`."""
+    return all(processes[r] + fifo[f"fifo_{r}"] <= getattr(budget, r) for r in ("bram18k", "lut"))
 
 
 def with_simulated_headline(totals: dict, simulated: SimResult, clock_mhz: float) -> dict:
@@ -242,9 +247,7 @@ def decoupling_pixels(graph: StreamGraph, solution: Solution, budget: Budget, pl
 
     best, best_run = DEFAULT_PIXELS, simulated(DEFAULT_PIXELS)
     for pixels in SIZED_PIXELS[1:]:
-        fifo = fifo_cost(reservation, pixels)
-        if solution.totals["bram18k"] + fifo["fifo_bram18k"] > budget.bram18k or \
-                solution.totals["lut"] + fifo["fifo_lut"] > budget.lut:
+        if not _fifos_fit(solution.totals, fifo_cost(reservation, pixels), budget):
             break
         trial = simulated(pixels)
         if best_run.deadlock or trial.deadlock or trial.cycles > 0.98 * best_run.cycles:
