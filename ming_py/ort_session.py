@@ -9,15 +9,17 @@ from pathlib import Path
 # On x86 without VNNI, onnxruntime's u8 x s8 kernels add pairs of products with `vpmaddubsw`, which saturates
 # them to int16, so a Conv or Gemm of full-range int8 weights is not the exact integer sum that VNNI, ARM, ming and
 # the FPGA compute. This session option makes such products u8 x u8 on those CPUs (onnxruntime PR #12088,
-# "x86/64 U8S8 Gemm Precision Fix"); elsewhere it changes nothing. Its graph transformer fails to initialize some
-# models (onnxruntime 1.32 on tf2onnx models whose weights several nodes share: "Attempt to replace the existing
-# tensor"); those run without it, exact only on CPUs with VNNI or on ARM.
+# "x86/64 U8S8 Gemm Precision Fix"), and ming sets it there only: with VNNI, onnxruntime 1.30-1.32 rewrite int8
+# QOperator models with it into com.microsoft kernels they have no int8 form of ("Failed to find kernel for
+# com.microsoft.QGemm"). Its graph transformer fails to initialize some models (onnxruntime 1.32 on tf2onnx models
+# whose weights several nodes share: "Attempt to replace the existing tensor"); those run without it, exact only on
+# CPUs with VNNI or on ARM.
 EXACT_PRODUCTS = ("session.x64quantprecision", "1")
 
 
 def onnxruntime_session(model, options=None):
     """A CPU session of `model` (a path or serialized bytes) with `options` (a `SessionOptions`, else the
-    defaults) and EXACT_PRODUCTS where onnxruntime can apply it."""
+    defaults) and EXACT_PRODUCTS where the CPU needs it and onnxruntime can apply it."""
     import onnxruntime
 
     def session(exact: bool):
@@ -26,6 +28,8 @@ def onnxruntime_session(model, options=None):
             settings.add_session_config_entry(*EXACT_PRODUCTS)
         return onnxruntime.InferenceSession(model, settings, providers=["CPUExecutionProvider"])
 
+    if not saturates():
+        return session(exact=False)
     try:
         return session(exact=True)
     except onnxruntime.capi.onnxruntime_pybind11_state.Fail as error:
