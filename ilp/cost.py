@@ -7,9 +7,9 @@ memory). Cycles are for one image. A process is a pipeline stage of the dataflow
 `cycles` is how long its loop runs per image with every token there when wanted (iterations +
 depth; the slowest stage sets the throughput), `fill` how long after its start it writes its first
 output token (fills add up along a path; MING §IV-C, Stream-HLS §3), `progress` when it writes the
-output tokens at 1/K, ..., K/K of an image at its own pace and `lags` how long after the input token
-each of those waits for arrives it can write it (the ILP chains these along the channels). `ming simulate` steps through the same loops with
-blocking FIFOs.
+output tokens at 1/K, ..., K/K of an image at its own pace, `lags` how long after the input token
+each of those waits for arrives it can write it, and `first_lags` the same for its first output token (the ILP
+chains these along the channels). `ming simulate` steps through the same loops with blocking FIFOs.
 The top function's AXI adapters (`unpack_axis`, `pack_axis`: max(words, tokens) iterations plus
 their depth) are counted in the process they feed or drain, the stage they form with it; with several
 outputs the output writer's `pack_axis` of each, and the ILP adds that they run one after the other.
@@ -129,12 +129,15 @@ class Cost:
     # per output: the cycles it writes nothing between two of its rows, summed up to the input token its consumer's
     # output token at j/K waits for (`row_gaps`)
     row_gaps: tuple[tuple[int, ...], ...] = ()
+    # per input: cycles from the arrival of the input token the first output token waits for (`first_fractions`)
+    # to that token's write
+    first_lags: tuple[int, ...] = ()
 
     @property
     def vector(self) -> tuple[int, ...]:
         """Every latency figure, for comparing candidates."""
         return (self.cycles, self.fill) + self.progress + sum(self.lags, ()) + sum(self.pushes, ()) + \
-            sum(self.row_gaps, ())
+            sum(self.row_gaps, ()) + self.first_lags
 
 
 def choice_spec(graph: StreamGraph, p: Process, choice: Choice):
@@ -155,14 +158,14 @@ def process_cost(graph: StreamGraph, p: Process, choice: Choice, calibration: Ca
                   _progress(graph, p, choice, loop), row_gaps(graph, p, choice, loop))
         if timings is not None:
             timings[key] = timing
-    spec, iterations, (cycles, fill), (progress, lags, pushes), gaps = timing
+    spec, iterations, (cycles, fill), (progress, lags, pushes, first_lags), gaps = timing
     parts = resources(graph, p, choice, spec, iterations)
     totals = {r: 0.0 for r in ("dsp", "bram18k", "uram", "lut", "ff")}
     for resource, primitive, amount in parts:
         totals[resource] += amount * (calibration.factor(resource, primitive) if calibration else 1.0)
     _check_finite(p, totals)
     return Cost(cycles, fill, *(math.ceil(totals[r] - 1e-9) for r in ("dsp", "bram18k", "uram", "lut", "ff")),
-                progress, lags, parts, pushes, gaps)
+                progress, lags, parts, pushes, gaps, first_lags)
 
 
 def _check_finite(p: Process, totals: dict[str, float]) -> None:
@@ -258,6 +261,21 @@ def input_fractions(graph: StreamGraph, p: Process, streamed: bool = False) -> t
 
 
 @functools.lru_cache(maxsize=None)
+def first_fractions(graph: StreamGraph, p: Process, streamed: bool = False) -> tuple[float, ...]:
+    """Per input, the share of its tokens read before the first output token is written: what the process's
+    first output waits for, from the geometry alone like `input_fractions` (a window's first rows, a
+    reduction's whole input)."""
+    loop, _ = _unit_loop_writes(graph, p, streamed)
+    first = loop.token_iterations("writes", 0, [0])[0]
+    fractions = []
+    for i, channel in enumerate(p.inputs):
+        tokens = graph.channels[channel].values
+        reads = loop.token_iterations("reads", i, list(range(tokens)))
+        fractions.append(bisect.bisect_right(reads, first) / tokens)
+    return tuple(fractions)
+
+
+@functools.lru_cache(maxsize=None)
 def samples_after(graph: StreamGraph, p: Process, streamed: bool = False) -> tuple[tuple[int | None, ...], ...]:
     """Per input, for its token at k/K (k = 1..K, the token its producer's progress curve times), the first
     point j of the process's own progress curve written after its read; None if none is. From the geometry
@@ -270,10 +288,10 @@ def samples_after(graph: StreamGraph, p: Process, streamed: bool = False) -> tup
     return tuple(after)
 
 
-def _progress(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tuple[int, ...], tuple, tuple]:
+def _progress(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tuple[int, ...], tuple, tuple, tuple]:
     """The progress curve of the process at its own pace and, per input, the lag from the arrival of the
-    input token the output token at j/K waits for (`input_fractions`) to that output token's write, and the
-    `_pushes`."""
+    input token the output token at j/K waits for (`input_fractions`) to that output token's write, the
+    `_pushes`, and per input the same lag for the first output token (`first_fractions`)."""
     def tokens(channel, lanes):
         return graph.channels[channel].values // lanes
 
@@ -283,13 +301,17 @@ def _progress(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tup
     writes = loop.token_iterations("writes", 0, sampled)
     paced = _output_pace(graph, p, choice, loop, sampled, writes)
     progress = tuple(offset + w + loop.depth + late for w, late in zip(writes, paced))
-    lags = []
+    lags, first_lags = [], []
     streamed = choice.weights == "ddr"
-    for i, (channel, lanes, shares) in enumerate(zip(p.inputs, choice.lanes_in, input_fractions(graph, p, streamed))):
+    first_write = loop.token_iterations("writes", 0, [0])[0]
+    for i, (channel, lanes, shares, first) in enumerate(zip(p.inputs, choice.lanes_in,
+                                                            input_fractions(graph, p, streamed),
+                                                            first_fractions(graph, p, streamed))):
         count = tokens(channel, lanes)
-        reads = loop.token_iterations("reads", i, [max(math.ceil(s * count) - 1, 0) for s in shares])
-        lags.append(tuple(w - r + loop.depth + 1 for w, r in zip(writes, reads)))
-    return progress, tuple(lags), _pushes(graph, p, choice, loop, writes)
+        reads = loop.token_iterations("reads", i, [max(math.ceil(s * count) - 1, 0) for s in (first,) + shares])
+        first_lags.append(first_write - reads[0] + loop.depth + 1)
+        lags.append(tuple(w - r + loop.depth + 1 for w, r in zip(writes, reads[1:])))
+    return progress, tuple(lags), _pushes(graph, p, choice, loop, writes), tuple(first_lags)
 
 
 def row_gaps(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tuple[int, ...], ...]:

@@ -5,7 +5,7 @@ the same latency model evaluated for a chosen design."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pulp
 
@@ -15,11 +15,13 @@ from ming_py.dataflow import StreamGraph
 from .budget import RESOURCES, Budget
 from ming_py.weights_ddr import streamed_bytes
 
-from .cost import (PROGRESS_SAMPLES, Choice, Cost, choice_spec, input_fractions, samples_after, starved_cover,
-                   starved_rows)
+from .cost import (PROGRESS_SAMPLES, Choice, Cost, choice_spec, first_fractions, input_fractions, samples_after,
+                   starved_cover, starved_rows)
 from .footprint import LARGEST_STEP, Footprint, counted, footprint, objective_value, weight
 from .footprint import shares as resource_shares
 from .candidates import affordable, fast_enough
+
+INTEGRAL = 1e-6  # a time within this of an integer is that integer (the solver's tolerances are tighter)
 
 
 class Model:
@@ -83,7 +85,7 @@ class Model:
         return footprint((self.costs[name][j] for name, j in picked.items()), self.whole, self.reserved)
 
     def _timing_classes(self, problem) -> dict[str, list[tuple[pulp.LpVariable, Cost]]]:
-        """Per process, a variable per distinct timing (cycles, fill, progress curve, lags, pushes, row gaps)
+        """Per process, a variable per distinct timing (cycles, fill, progress curve, lags, pushes, row gaps, first lags)
         weighing as much as the candidates with it: the timing constraints name these rather than every
         candidate (the same LP with fewer non-zeros: candidates differing only in their multipliers or resources
         share a timing; resnet8_32 has 1,365 timings for 4,714 candidates)."""
@@ -92,7 +94,7 @@ class Model:
             members: dict[tuple, tuple[Cost, list]] = {}
             for x, c in zip(xs, self.costs[name]):
                 timing = (c.cycles, c.fill, tuple(c.progress), tuple(map(tuple, c.lags)),
-                          tuple(map(tuple, c.pushes)), tuple(map(tuple, c.row_gaps)))
+                          tuple(map(tuple, c.pushes)), tuple(map(tuple, c.row_gaps)), tuple(c.first_lags))
                 members.setdefault(timing, (c, []))[1].append(x)
             classes[name] = []
             for k, (cost, group) in enumerate(members.values()):
@@ -151,7 +153,9 @@ class Model:
 
     def _latency(self, graph: StreamGraph, problem):
         """Pipelined dataflow: a process starts when its inputs' first tokens arrive and finishes no sooner
-        than its own work allows. In between, its progress curve (the output token at j/K of an image,
+        than its own work allows. Its first output token is no earlier than its fill from its start, nor than
+        the arrival of the input tokens it waits for (`first_fractions`) plus its first lag: a window's first rows
+        come at its producer's pace, not all at once. In between, its progress curve (the output token at j/K of an image,
         K = PROGRESS_SAMPLES) is no earlier than its own pace allows, from its start and from the previous
         point, nor than the matching input token's arrival plus the process's lag, nor than each of its
         producer's points plus the push to the first of its own points that follows that token's read (the
@@ -159,6 +163,7 @@ class Model:
         producer's row gaps it waits out (`_starved`). Integer start and finish
         times make the objective integral, so a bound within 0.5 of the incumbent proves it."""
         start = {name: pulp.LpVariable(f"s_{i}", lowBound=0, cat="Integer") for i, name in enumerate(self.pick)}
+        first = {name: pulp.LpVariable(f"a_{i}", lowBound=0) for i, name in enumerate(self.pick)}
         finish = {name: pulp.LpVariable(f"f_{i}", lowBound=0, cat="Integer") for i, name in enumerate(self.pick)}
         point = {name: [pulp.LpVariable(f"t_{i}_{j}", lowBound=0) for j in range(PROGRESS_SAMPLES)]
                  for i, name in enumerate(self.pick)}
@@ -166,6 +171,7 @@ class Model:
         self._ddr_row(problem, done)
         for name in self.pick:
             problem += finish[name] >= start[name] + self.timed(name, lambda c: c.cycles), f"work_{name}"
+            problem += first[name] >= start[name] + self.timed(name, lambda c: c.fill), f"first_{name}"
             curve = [self.timed(name, lambda c, j=j: c.progress[j]) for j in range(PROGRESS_SAMPLES)]
             for j, at in enumerate(curve):
                 problem += point[name][j] >= start[name] + at, f"pace_{name}_{j}"
@@ -180,15 +186,17 @@ class Model:
                 continue
             if channel.consumer in self.pick:
                 consumer, producer = channel.consumer, channel.producer
-                problem += (start[consumer] >= start[producer] + self.timed(producer, lambda c: c.fill),
-                            f"fill_{channel.name}")
+                problem += start[consumer] >= first[producer], f"fill_{channel.name}"
                 into = graph.process(consumer).inputs.index(channel.name)
-                first = start[producer] + self.timed(producer, lambda c: c.fill)
+                arrivals = [first[producer]] + point[producer]
                 for streamed, slack, suffix in self._weight_variants(consumer):
                     process = graph.process(consumer)
+                    waits = at_share(arrivals, first_fractions(graph, process, streamed)[into])
+                    problem += (first[consumer] >= waits + self.timed(consumer, lambda c: c.first_lags[into]) - slack,
+                                f"first_{channel.name}{suffix}")
                     for j, share in enumerate(input_fractions(graph, process, streamed)[into]):
                         lag = self.timed(consumer, lambda c, j=j: c.lags[into][j])
-                        arrival = at_share([first] + point[producer], share)
+                        arrival = at_share(arrivals, share)
                         problem += point[consumer][j] >= arrival + lag - slack, f"lag_{channel.name}{suffix}_{j}"
                     for k, j in enumerate(samples_after(graph, process, streamed)[into]):
                         if j is not None:
@@ -215,10 +223,10 @@ class Model:
 
     def _horizon(self) -> int:
         """A bound on every progress point of the least schedule of any design: per process, its largest cycles,
-        fill, progress, lag, push and row gap, summed (each point is its producer's plus at most one of these)."""
+        fill, progress, lag, push, row gap and first lag, summed (each point is its producer's plus at most one of these)."""
         if self.horizon is None:
             self.horizon = 1 + sum(max(max((c.cycles, c.fill) + c.progress + sum(c.lags, ()) + sum(c.pushes, ())
-                                           + sum(c.row_gaps, ())) for c in costs)
+                                           + sum(c.row_gaps, ()) + c.first_lags) for c in costs)
                                    for costs in self.costs.values())
         return self.horizon
 
@@ -318,60 +326,84 @@ class Model:
         return {"cycles": self.latency_of(picked)} | used
 
 
-def estimate(graph: StreamGraph, costs: dict[str, Cost], choices: dict[str, Choice]) -> tuple[int, int]:
-    """(throughput cycles, end-to-end latency) under the ILP's latency model (see `Model._latency`)."""
-    start = {name: 0 for name in costs}
-    point: dict[str, list[int]] = {}
-    finishes: dict[str, float] = {}
-    latency = written = 0
+@dataclass(frozen=True)
+class Timeline:
+    """Per process, the least times `Model._latency`'s rows allow: its start, the write of its first output
+    token, its progress curve (the output tokens at 1/K, ..., K/K) and its finish."""
+    start: dict[str, int]
+    first: dict[str, float]
+    point: dict[str, list]
+    finish: dict[str, float]
+
+
+def timeline(graph: StreamGraph, costs: dict[str, Cost], choices: dict[str, Choice]) -> Timeline:
+    """The least schedule of the design `choices` under the latency model."""
+    times = Timeline(dict.fromkeys(costs, 0), {}, {}, {})
     for p in graph.processes:  # topological order
         cost = costs[p.name]
-        curve = point[p.name] = _curve(graph, p, costs, choices, start, point)
-        written = max(written, curve[-1])
-        finish = finishes[p.name] = max(start[p.name] + cost.cycles, curve[-1] + cost.cycles - cost.progress[-1])
+        first = times.first[p.name] = _first(graph, p, costs, choices, times)
+        curve = times.point[p.name] = _curve(graph, p, costs, choices, times)
+        times.finish[p.name] = max(times.start[p.name] + cost.cycles, curve[-1] + cost.cycles - cost.progress[-1])
         for channel in p.outputs:
             consumer = graph.channels[channel].consumer
-            if consumer in start:
-                start[consumer] = max(start[consumer], start[p.name] + cost.fill)
-            else:
-                latency = max(latency, finish)
-    first, *later = [graph.channels[port.channel] for port in graph.outputs]
-    sent = finishes[first.producer]
+            if consumer in costs:  # an integer in the ILP
+                times.start[consumer] = max(times.start[consumer], math.ceil(first - INTEGRAL))
+    return times
+
+
+def estimate(graph: StreamGraph, costs: dict[str, Cost], choices: dict[str, Choice]) -> tuple[int, int]:
+    """(throughput cycles, end-to-end latency) under the ILP's latency model (see `Model._latency`)."""
+    times = timeline(graph, costs, choices)
+    head, *later = [graph.channels[port.channel] for port in graph.outputs]
+    sent = times.finish[head.producer]
     for channel in later:
-        sent = max(finishes[channel.producer], sent + writer_cycles(graph, channel, choices[channel.producer]))
-    return max(c.cycles for c in costs.values()), math.ceil(max(latency, sent, written))
+        sent = max(times.finish[channel.producer], sent + writer_cycles(graph, channel, choices[channel.producer]))
+    finished = [times.finish[p.name] for p in graph.processes
+                if any(graph.channels[c].consumer not in costs for c in p.outputs)]
+    written = max(curve[-1] for curve in times.point.values())
+    return max(c.cycles for c in costs.values()), math.ceil(max(*finished, sent, written))
 
 
-def _curve(graph: StreamGraph, p, costs: dict[str, Cost], choices: dict[str, Choice], start: dict[str, int],
-           point: dict[str, list]) -> list:
-    """The progress curve of `p` (its producers' curves in `point`), as `Model._latency`'s rows bound it."""
-    cost, curve = costs[p.name], []
+def _first(graph: StreamGraph, p, costs: dict[str, Cost], choices: dict[str, Choice], times: Timeline) -> float:
+    """When `p` writes its first output token, as `Model._latency`'s rows bound it (its producers' in `times`)."""
+    cost, streamed = costs[p.name], choices[p.name].weights == "ddr"
+    bounds = [times.start[p.name] + cost.fill]
+    for c, share, lag in zip(p.inputs, first_fractions(graph, p, streamed), cost.first_lags):
+        producer = graph.channels[c].producer
+        if producer in costs:
+            bounds.append(at_share([times.first[producer]] + times.point[producer], share) + lag)
+    return max(bounds)
+
+
+def _curve(graph: StreamGraph, p, costs: dict[str, Cost], choices: dict[str, Choice], times: Timeline) -> list:
+    """The progress curve of `p`, as `Model._latency`'s rows bound it (its producers' in `times`)."""
+    cost, curve, start = costs[p.name], [], times.start[p.name]
+    streamed = choices[p.name].weights == "ddr"
     for j, at in enumerate(cost.progress):
-        times = [start[p.name] + at]
+        bounds = [start + at]
         if j:
-            times.append(curve[-1] + at - cost.progress[j - 1])
-        streamed = choices[p.name].weights == "ddr"
+            bounds.append(curve[-1] + at - cost.progress[j - 1])
         for i, (c, shares, after) in enumerate(zip(p.inputs, input_fractions(graph, p, streamed),
                                                    samples_after(graph, p, streamed))):
             producer = graph.channels[c].producer
             if producer in costs:
-                first = start[producer] + costs[producer].fill
-                times.append(at_share([first] + point[producer], shares[j]) + cost.lags[i][j])
-                times += [point[producer][k] + cost.pushes[i][k] for k, pushed in enumerate(after) if pushed == j]
-                times.append(_starved_at(graph, p, i, j, costs, start))
-        curve.append(max(times))
+                produced = times.point[producer]
+                bounds.append(at_share([times.first[producer]] + produced, shares[j]) + cost.lags[i][j])
+                bounds += [produced[k] + cost.pushes[i][k] for k, pushed in enumerate(after) if pushed == j]
+                bounds.append(_starved_at(graph, p, i, j, costs, start))
+        curve.append(max(bounds))
     return curve
 
 
-def _starved_at(graph: StreamGraph, p, into: int, j: int, costs: dict[str, Cost], start: dict[str, int]) -> float:
-    """`Model._starved`'s bound on the point j of `p` from its input `into`."""
+def _starved_at(graph: StreamGraph, p, into: int, j: int, costs: dict[str, Cost], start: int) -> float:
+    """`Model._starved`'s bound on the point j of `p` (started at `start`) from its input `into`."""
     channel = graph.channels[p.inputs[into]]
     rows = starved_rows(graph, p)[into][j]
     if not rows:
         return 0
     gaps = costs[channel.producer].row_gaps[graph.process(channel.producer).outputs.index(channel.name)][j]
     cost = costs[p.name]
-    return start[p.name] + cost.progress[j] - rows * starved_cover(graph, channel.name) * cost.cycles + gaps
+    return start + cost.progress[j] - rows * starved_cover(graph, channel.name) * cost.cycles + gaps
 
 
 def writer_cycles(graph: StreamGraph, channel, choice: Choice) -> int:

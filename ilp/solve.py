@@ -7,7 +7,9 @@ stream constraint). DSP, BRAM18K, URAM and LUT sums stay within the budget.
 
 Objective `latency` models a pipelined dataflow (Stream-HLS §3, CODO §VI): a
 process starts when its producers have emitted their first outputs
-(start_v >= start_u + fill_u), finishes no sooner than its own work allows
+(start_v >= first_u, with first_u >= start_u + fill_u and no sooner than the input
+its first output waits for arrives at its producer's pace plus its first lag),
+finishes no sooner than its own work allows
 (finish_v >= start_v + cycles_v, so the slowest process sets the pace), and
 writes the output token at j/K of an image no sooner than its own pace allows
 nor than the producer's token at j/K plus the process's lag (K points of a

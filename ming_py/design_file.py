@@ -26,8 +26,9 @@ from .limits import MAX_MAP_VALUES, MAX_STREAMED_VALUES, MAX_WEIGHT_BYTES
 
 FORMAT = "ming-design"
 # 2: totals hold the simulated headline and the estimated_cycles and estimated_latency_us of the model;
-# 3: a cost holds its pushes and row_gaps (the latency model's back-pressure rows)
-VERSION = 3
+# 3: a cost holds its pushes and row_gaps (the latency model's back-pressure rows);
+# 4: a cost holds its first_lags (its first output token waits for its input at the producer's pace)
+VERSION = 4
 DIRECTORY = "design"
 DOCUMENT = "design.json"
 MAX_ARRAY_VALUES = max(MAX_WEIGHT_BYTES, MAX_MAP_VALUES)

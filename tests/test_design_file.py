@@ -132,7 +132,7 @@ def test_the_document_is_deterministic_and_versioned():
     files = design_files(saved)
     assert design_files(saved) == files
     document = json.loads(files["design/design.json"])
-    assert (document["format"], document["version"]) == ("ming-design", 3)
+    assert (document["format"], document["version"]) == ("ming-design", 4)
     assert all(name.startswith("design/arrays/") for name in files if name.endswith(".npy"))
 
 
@@ -148,7 +148,7 @@ def _process(document) -> dict:
 
 
 EDITS = [
-    ("version", lambda d: d.update(version=1), "version: 1 is not version 3"),
+    ("version", lambda d: d.update(version=1), "version: 1 is not version 4"),
     ("format", lambda d: d.update(format="other"), "format: expected 'ming-design'"),
     ("wrong type", lambda d: d["schedule"]["processes"]["p"].update(unroll=[["oc", "2"]]),
      r"schedule\.processes\.p\.unroll\[0\]\[1\]: expected int, got a string"),

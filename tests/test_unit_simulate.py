@@ -15,6 +15,8 @@ Checked against docs/commands.md ("ming simulate") and docs/design-space.md ("FI
   names the waits; with a deep skip FIFO the design completes, and every FIFO shrunk to the depth the
   simulation says it needs keeps every cycle;
 * a FIFO of one token stalls its writer but never deadlocks a chain, and is never faster than a deep one.
+* a window behind a slow producer writes its first output when the producer has written the rows it needs, in
+  the model as in the simulation.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ming_py.boards import load_board
 from ming_py.dataflow import Channel, Port, Process, Schedule, StreamGraph, Window
 from ming_py.emit.reports import report
 from ming_py.ilp import Budget, solve
+from ming_py.ilp.model import timeline
 from ming_py.ir import AccRequant, AddRequant
 from ming_py.process_spec import process_spec, loop_of
 from ming_py.line_buffers.fifo import DEEPEST_PIXELS, DEFAULT_PIXELS
@@ -84,6 +87,22 @@ def strided() -> StreamGraph:
                 weights=rng.integers(-127, 128, (c2, c1)).astype(np.int8), epilogue=requant(c2, 3)),
     ]
     return StreamGraph("strided", processes, channels, port("x", (c0, h, h)), (port("y", (c2, o, o)),))
+
+
+def slow_into_window() -> StreamGraph:
+    """input 16x8x8 -> 1x1 conv (32) -> conv 3x3 pad 1 (8) -> output: the window's first output waits for the
+    first rows of a producer that may write them slowly."""
+    c0, c1, c2, h, w = 16, 32, 8, 8, 8
+    rng = np.random.default_rng(7)
+    channels = {"x": Channel("x", "input", "pw", c0, h, w), "a": Channel("a", "pw", "conv", c1, h, w),
+                "y": Channel("y", "conv", "output", c2, h, w)}
+    processes = [
+        Process("pw", "pointwise", "pw", ("x",), ("a",), Window(c0, h, w, c1, h, w),
+                weights=rng.integers(-127, 128, (c1, c0)).astype(np.int8), epilogue=requant(c1, 1)),
+        Process("conv", "conv", "conv", ("a",), ("y",), Window(c1, h, w, c2, h, w, (3, 3), pads=(1, 1, 1, 1)),
+                weights=rng.integers(-127, 128, (c2, c1, 9)).astype(np.int8), epilogue=requant(c2, 2)),
+    ]
+    return StreamGraph("slow_into_window", processes, channels, port("x", (c0, h, w)), (port("y", (c2, h, w)),))
 
 
 C, H, W = 8, 12, 12
@@ -223,6 +242,20 @@ def test_simulated_latency_is_within_the_readme_tolerance_of_the_estimate(name, 
     out = graph.outputs[0].channel
     assert result.output_tokens == {out: tokens(graph, solution.schedule, out)}
     assert result.first_output_cycles is not None and result.first_output_cycles <= result.cycles
+
+
+@pytest.mark.parametrize("dsp, lut", [(0, 6000), (4, 12000), (1248, None)])
+def test_a_window_writes_its_first_output_when_its_producer_has_written_the_rows_it_needs(dsp, lut):
+    """The latency model's first output token of a window waits for its first rows at its producer's pace,
+    however slow the producer: within the tolerance of the simulated cycle the output port's loop starts in (its
+    first read of the window's first token). Its fill alone, the window's own pace, is several times too early
+    behind a slow producer."""
+    graph, board = slow_into_window(), load_board(BOARD)
+    solution = solve(graph, board, Budget(dsp=dsp, bram18k=board.bram18k, uram=board.uram,
+                                          lut=lut or board.lut * 7 // 10))
+    result = run(graph, solution.schedule, two_pixels(graph, solution.schedule), solution)
+    first = timeline(graph, solution.costs, solution.choices).first["conv"]
+    assert abs(first - result.start["output"]) <= TOLERANCE * result.start["output"], (first, result.start)
 
 
 @pytest.mark.parametrize("name", ["chain", "residual"])
