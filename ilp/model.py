@@ -85,8 +85,8 @@ class Model:
         return footprint((self.costs[name][j] for name, j in picked.items()), self.whole, self.reserved)
 
     def _timing_classes(self, problem) -> dict[str, list[tuple[pulp.LpVariable, Cost]]]:
-        """Per process, a variable per distinct timing (cycles, fill, progress curve, lags, pushes, row gaps, first lags)
-        weighing as much as the candidates with it: the timing constraints name these rather than every
+        """Per process, a variable per distinct timing (cycles, fill, progress curve, lags, pushes, row gaps, first
+        lags) weighing as much as the candidates with it: the timing constraints name these rather than every
         candidate (the same LP with fewer non-zeros: candidates differing only in their multipliers or resources
         share a timing; resnet8_32 has 1,365 timings for 4,714 candidates)."""
         classes = {}
@@ -155,8 +155,8 @@ class Model:
         """Pipelined dataflow: a process starts when its inputs' first tokens arrive and finishes no sooner
         than its own work allows. Its first output token is no earlier than its fill from its start, nor than
         the arrival of the input tokens it waits for (`first_fractions`) plus its first lag: a window's first rows
-        come at its producer's pace, not all at once. In between, its progress curve (the output token at j/K of an image,
-        K = PROGRESS_SAMPLES) is no earlier than its own pace allows, from its start and from the previous
+        come at its producer's pace, not all at once. In between, its progress curve (the output token at j/K of
+        an image, K = PROGRESS_SAMPLES) is no earlier than its own pace allows, from its start and from the previous
         point, nor than the matching input token's arrival plus the process's lag, nor than each of its
         producer's points plus the push to the first of its own points that follows that token's read (the
         producer's point exactly, where the lag interpolates between two), nor than its own pace plus the
@@ -192,8 +192,8 @@ class Model:
                 for streamed, slack, suffix in self._weight_variants(consumer):
                     process = graph.process(consumer)
                     waits = at_share(arrivals, first_fractions(graph, process, streamed)[into])
-                    problem += (first[consumer] >= waits + self.timed(consumer, lambda c: c.first_lags[into]) - slack,
-                                f"first_{channel.name}{suffix}")
+                    first_lag = self.timed(consumer, lambda c: c.first_lags[into])
+                    problem += first[consumer] >= waits + first_lag - slack, f"first_{channel.name}{suffix}"
                     for j, share in enumerate(input_fractions(graph, process, streamed)[into]):
                         lag = self.timed(consumer, lambda c, j=j: c.lags[into][j])
                         arrival = at_share(arrivals, share)
@@ -223,7 +223,8 @@ class Model:
 
     def _horizon(self) -> int:
         """A bound on every progress point of the least schedule of any design: per process, its largest cycles,
-        fill, progress, lag, push, row gap and first lag, summed (each point is its producer's plus at most one of these)."""
+        fill, progress, lag, push, row gap and first lag, summed (each point is its producer's plus at most one of
+        these)."""
         if self.horizon is None:
             self.horizon = 1 + sum(max(max((c.cycles, c.fill) + c.progress + sum(c.lags, ()) + sum(c.pushes, ())
                                            + sum(c.row_gaps, ()) + c.first_lags) for c in costs)
