@@ -22,13 +22,9 @@ from .budget import Budget, limits, what_bounds, with_weight_port
 from .cost import choice_spec
 from .pins import resolve
 from .objectives import TargetMissed, Targets
-from .search import SearchStopped
 from .simulated_targets import meeting_targets
 from .solve import NoDesignFits, Solution, solve
 
-# a sized design whose simulation is this much slower than the model's figure is solved once more with the memory
-# of FIFOs as deep as the model assumes reserved (`_starved`), where its budget kept them shallower
-STARVED_BY_FIFOS = 0.05
 SIZED_PIXELS = (DEFAULT_PIXELS, 4, 8, DEEPEST_PIXELS)  # the least pixels every FIFO holds, as the sizing tries them
 
 
@@ -39,17 +35,14 @@ def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, So
     board = target_board(options)
     pins = resolve(options.settings, stream_graph, board)
     budget = Budget.of(board, options.limits)
-    reservation = reservation_plan(stream_graph)
-    reserved_bits = reservation.bits(DEFAULT_PIXELS)
-    check_fifo_bits(reserved_bits)
-    fifo = _fifo_totals(reserved_bits)
     # sized FIFOs hold whole pixels whatever the lanes, so their memory is known before the ILP runs
-    reserved = {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
+    reservation = reservation_plan(stream_graph)
+    check_fifo_bits(reservation.bits(DEFAULT_PIXELS))
     known: dict = {}  # the candidates and their costs, computed once for every solve below
 
     def design(targets: Targets, objective: str = options.objective) -> tuple[Solution, SimResult]:
         return _budgeted_design(stream_graph, board, budget, replace(options, objective=objective), pins,
-                                reservation, reserved, targets, known)
+                                reservation, targets, known)
 
     targets = Targets(options.target_fps, options.target_latency_us)
     if targets:
@@ -61,42 +54,36 @@ def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, So
     return board, solution, simulated
 
 
-def _budgeted_design(stream_graph, board, budget, options, pins, reservation, reserved,
+def _budgeted_design(stream_graph, board, budget, options, pins, reservation: FifoPlan,
                      targets, known: dict) -> tuple[Solution, SimResult]:
-    """The sized design and its simulation; solved once more with more FIFO memory reserved where the sized
-    FIFOs took more than the reservation, or where the budget kept them too shallow for the model (`_starved`)."""
+    """The sized design and its simulation. The ILP sets memory aside for FIFOs as deep as its latency model
+    assumes (DEEPEST_PIXELS, `cost.starved_cover`), so that the sizing may deepen them wherever the simulation
+    gains; where no design fits beside those or meets the targets, for the least FIFOs (DEFAULT_PIXELS)."""
+    deep, least = (_reserved(fifo_cost(reservation, pixels)) for pixels in (DEEPEST_PIXELS, DEFAULT_PIXELS))
+    if deep != least:
+        try:
+            return _reserving(stream_graph, board, budget, options, pins, reservation, deep, targets, known)
+        except (NoDesignFits, TargetMissed):
+            pass
+    return _reserving(stream_graph, board, budget, options, pins, reservation, least, targets, known)
+
+
+def _reserved(fifo: dict[str, int]) -> dict[str, int]:
+    """The BRAM18K and LUTs of FIFOs (`fifo_cost`), as the ILP sets them aside."""
+    return {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
+
+
+def _reserving(stream_graph, board, budget, options, pins, reservation, reserved, targets,
+               known: dict) -> tuple[Solution, SimResult]:
+    """The sized design with `reserved` FIFO memory set aside; solved once more with what the sized FIFOs took
+    reserved where they took more (depths for the chosen lanes, deepened until the simulation completes)."""
     try:
-        found = _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
+        return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
     except FifosOverBudget as over:
         if pins.depths or over.fifo is None:
             raise
-        # the reservation held whole pixels at the default depth; the sized FIFOs (depths for the chosen lanes,
-        # deepened until the simulation completes) took more: solve once more with what they took reserved
         reserved = {r: max(reserved[r], over.fifo[f"fifo_{r}"]) for r in reserved}
-        found = _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
-    # enough memory for the FIFOs at every depth the sizing tries, up to the one the model assumes
-    sized = [fifo_cost(reservation, pixels) for pixels in SIZED_PIXELS]
-    deeper = {r: max([reserved[r]] + [fifo[f"fifo_{r}"] for fifo in sized]) for r in reserved}
-    if pins.depths or deeper == reserved or not _starved(*found, board, budget, sized[1:]):
-        return found
-    try:
-        retried = _sized_design(stream_graph, board, budget, options, pins, reservation, deeper, targets, known)
-    except (NoDesignFits, FifosOverBudget, TargetMissed, SearchStopped):
-        return found
-    return min(found, retried, key=lambda design: design[1].cycles)
-
-
-def _starved(solution: Solution, simulated: SimResult, board: Board, budget: Budget, deeper: list[dict]) -> bool:
-    """Whether the design simulates more than STARVED_BY_FIFOS slower than the model says, with FIFOs its budget
-    kept the sizing from deepening (to any of the `deeper` FIFOs' memory, up to the depth the model assumes,
-    `cost.starved_cover`): the ILP reserved memory for shallower ones, and a run of bursty processes held to one
-    another through them waits out each other's gaps."""
-    totals = solution.totals
-    if simulated.cycles <= (1 + STARVED_BY_FIFOS) * totals["cycles"]:
-        return False
-    chosen = with_weight_port(board, budget, totals["solver"].get("weight_port_reserved", {}))
-    processes = {r: totals[r] - totals[f"fifo_{r}"] for r in ("bram18k", "lut")}
-    return not all(_fifos_fit(processes, fifo, chosen) for fifo in deeper)
+        return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
 
 
 def _fifos_fit(processes: dict[str, int], fifo: dict[str, int], budget: Budget) -> bool:
