@@ -42,7 +42,7 @@ from ming_py.ilp import Budget, solve  # noqa: E402
 from ming_py.ilp.explore import fifo_cost  # noqa: E402
 from ming_py.ilp.objectives import FRUGAL_SLACK, Targets  # noqa: E402
 from ming_py.line_buffers import build_stream_graph  # noqa: E402
-from ming_py.line_buffers.fifo import DEFAULT_PIXELS, reservation_plan  # noqa: E402
+from ming_py.line_buffers.fifo import DEEPEST_PIXELS, reservation_plan  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
 
 PUBLISHED = ROOT / "tests" / "data" / "published"
@@ -69,8 +69,8 @@ def cpu_seconds() -> float:
 
 
 def reserved_fifos(graph) -> dict[str, int]:
-    """The FIFO memory `ming build` sets aside before its ILP (`ilp.explore`)."""
-    fifo = fifo_cost(reservation_plan(graph), DEFAULT_PIXELS)
+    """The FIFO memory `ming build` sets aside before its ILP where a design fits beside it (`ilp.explore`)."""
+    fifo = fifo_cost(reservation_plan(graph), DEEPEST_PIXELS)
     return {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
 
 
