@@ -102,7 +102,7 @@ def test_a_schedule_that_deadlocks_is_refused_and_nothing_written(residual_build
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda d: d.update(version=7), "version: 7 is not version 3"),
+    (lambda d: d.update(version=7), "version: 7 is not version 4"),
     (lambda d: d["schedule"]["processes"]["conv2"].update(unroll=[["oc", 3]]), "unroll oc=3 does not divide"),
     (lambda d: d["schedule"]["lanes"].update(conv1_to_pool1="8"), "schedule.lanes.conv1_to_pool1: expected int"),
     (lambda d: d.update(images={}), "images: [], not the images"),
