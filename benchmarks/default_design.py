@@ -39,7 +39,7 @@ import zoo  # noqa: E402
 
 from ming_py.boards import load_board  # noqa: E402
 from ming_py.ilp import Budget, solve  # noqa: E402
-from ming_py.ilp.explore import fifo_cost  # noqa: E402
+from ming_py.ilp.explore import reserved_memory  # noqa: E402
 from ming_py.ilp.objectives import FRUGAL_SLACK, Targets  # noqa: E402
 from ming_py.line_buffers import build_stream_graph  # noqa: E402
 from ming_py.line_buffers.fifo import DEEPEST_PIXELS, reservation_plan  # noqa: E402
@@ -70,8 +70,7 @@ def cpu_seconds() -> float:
 
 def reserved_fifos(graph) -> dict[str, int]:
     """The FIFO memory `ming build` sets aside before its ILP where a design fits beside it (`ilp.explore`)."""
-    fifo = fifo_cost(reservation_plan(graph), DEEPEST_PIXELS)
-    return {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
+    return reserved_memory(reservation_plan(graph), DEEPEST_PIXELS)
 
 
 def timed_solve(graph, board, budget, reserved, **how):

@@ -246,18 +246,27 @@ def _unit_loop_writes(graph: StreamGraph, p: Process, streamed: bool = False):
 
 
 @functools.lru_cache(maxsize=None)
+def _shares_read(graph: StreamGraph, p: Process, streamed: bool = False) -> tuple[tuple[float, ...], ...]:
+    """Per input, the share of its tokens read before the first output token, then before the output tokens at
+    1/K, ..., K/K, are written: from the geometry alone (the loop with one lane and no unrolling, and whether its
+    weights stream from DDR: `streamed`)."""
+    loop, writes = _unit_loop_writes(graph, p, streamed)
+    first = loop.token_iterations("writes", 0, [0])[0]
+    shares = []
+    for i, channel in enumerate(p.inputs):
+        tokens = graph.channels[channel].values
+        reads = loop.token_iterations("reads", i, list(range(tokens)))
+        shares.append(tuple(bisect.bisect_right(reads, w) / tokens for w in [first] + writes))
+    return tuple(shares)
+
+
+@functools.lru_cache(maxsize=None)
 def input_fractions(graph: StreamGraph, p: Process, streamed: bool = False) -> tuple[tuple[float, ...], ...]:
     """Per input, the share of its tokens read before the output token at j/K is written (j = 1..K): what
     the output at j/K waits for, from the geometry alone (the loop with one lane and no unrolling), so the
     same for every candidate (of its weights' place: `streamed` from DDR or not) and the ILP can chain it
     linearly."""
-    loop, writes = _unit_loop_writes(graph, p, streamed)
-    fractions = []
-    for i, channel in enumerate(p.inputs):
-        tokens = graph.channels[channel].values
-        reads = loop.token_iterations("reads", i, list(range(tokens)))
-        fractions.append(tuple(bisect.bisect_right(reads, w) / tokens for w in writes))
-    return tuple(fractions)
+    return tuple(shares[1:] for shares in _shares_read(graph, p, streamed))
 
 
 @functools.lru_cache(maxsize=None)
@@ -265,14 +274,7 @@ def first_fractions(graph: StreamGraph, p: Process, streamed: bool = False) -> t
     """Per input, the share of its tokens read before the first output token is written: what the process's
     first output waits for, from the geometry alone like `input_fractions` (a window's first rows, a
     reduction's whole input)."""
-    loop, _ = _unit_loop_writes(graph, p, streamed)
-    first = loop.token_iterations("writes", 0, [0])[0]
-    fractions = []
-    for i, channel in enumerate(p.inputs):
-        tokens = graph.channels[channel].values
-        reads = loop.token_iterations("reads", i, list(range(tokens)))
-        fractions.append(bisect.bisect_right(reads, first) / tokens)
-    return tuple(fractions)
+    return tuple(shares[0] for shares in _shares_read(graph, p, streamed))
 
 
 @functools.lru_cache(maxsize=None)

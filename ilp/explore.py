@@ -59,7 +59,7 @@ def _budgeted_design(stream_graph, board, budget, options, pins, reservation: Fi
     """The sized design and its simulation. The ILP sets memory aside for FIFOs as deep as its latency model
     assumes (DEEPEST_PIXELS, `cost.starved_cover`), so that the sizing may deepen them wherever the simulation
     gains; where no design fits beside those or meets the targets, for the least FIFOs (DEFAULT_PIXELS)."""
-    deep, least = (_reserved(fifo_cost(reservation, pixels)) for pixels in (DEEPEST_PIXELS, DEFAULT_PIXELS))
+    deep, least = (reserved_memory(reservation, pixels) for pixels in (DEEPEST_PIXELS, DEFAULT_PIXELS))
     if deep != least:
         try:
             return _reserving(stream_graph, board, budget, options, pins, reservation, deep, targets, known)
@@ -68,8 +68,10 @@ def _budgeted_design(stream_graph, board, budget, options, pins, reservation: Fi
     return _reserving(stream_graph, board, budget, options, pins, reservation, least, targets, known)
 
 
-def _reserved(fifo: dict[str, int]) -> dict[str, int]:
-    """The BRAM18K and LUTs of FIFOs (`fifo_cost`), as the ILP sets them aside."""
+def reserved_memory(plan: FifoPlan, least_pixels: int) -> dict[str, int]:
+    """The BRAM18K and LUTs of `plan`'s FIFOs holding at least `least_pixels` pixels (`fifo_cost`), as the ILP sets
+    them aside."""
+    fifo = fifo_cost(plan, least_pixels)
     return {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
 
 

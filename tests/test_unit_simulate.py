@@ -211,8 +211,7 @@ def test_the_ilp_sets_aside_fifos_as_deep_as_the_model_assumes_and_the_least_whe
     monkeypatch.setattr(exploration, "_sized_design", recorded)
     graph = strided()
     plan = reservation_plan(graph)
-    deep, least = (exploration._reserved(exploration.fifo_cost(plan, pixels))
-                   for pixels in (DEEPEST_PIXELS, DEFAULT_PIXELS))
+    deep, least = (exploration.reserved_memory(plan, pixels) for pixels in (DEEPEST_PIXELS, DEFAULT_PIXELS))
     assert deep["bram18k"] > least["bram18k"] == 0  # the case is a real one
 
     def explored(limits: dict[str, str]):
