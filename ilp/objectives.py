@@ -13,7 +13,7 @@ from ming_py.errors import MingError
 from ming_py.weights_ddr import ddr_bytes_per_cycle
 
 from .budget import Budget
-from .search import Search, SearchStopped, descend, run_search
+from .search import Abandon, Search, SearchStopped, descend, run_search
 from .candidates import fast_enough, keep_candidates
 from .model import Model
 
@@ -74,22 +74,25 @@ RULES = {"latency": "the fastest design (among as fast ones, the one whose fulle
          "frugal": frugal_rule(FRUGAL_SLACK)}
 
 
-def frugal(fastest: Model, picked: dict[str, int], status: str, node_limit: int, reserved: dict[str, int],
-            slack: float):
-    """(model, picked, status, rule, latency limit): the least-resource design within `slack` of the
-    fastest one's latency (`picked`, which is one of them and starts the search), in the model of the
-    candidates such a design may hold."""
-    cycles = fastest.value_of(picked)
-    limit = math.floor(cycles * (1 + slack))
+def frugal(fastest: Model, picked: dict[str, int], node_limit: int, reserved: dict[str, int], slack: float,
+           abandon: Abandon | None = None) -> tuple[Model, Search, int]:
+    """(model, search, latency limit): the least-resource design within `slack` of the fastest one's latency
+    (`picked`, which is one of them and starts the search), in the model of the candidates such a design may
+    hold. `abandon`: stops its HiGHS runs (`search.run_search`)."""
+    limit = math.floor(fastest.value_of(picked) * (1 + slack))
     options, costs = fast_enough(fastest.graph, fastest.options, fastest.costs, limit)
     model = Model(fastest.graph, options, costs, fastest.budget, "resources", latency_limit=limit, reserved=reserved,
                   ddr_rate=fastest.ddr_rate)
     start = descend(model, {name: options[name].index(fastest.options[name][j]) for name, j in picked.items()})
-    search = run_search(model, node_limit, incumbent=start)
+    search = run_search(model, node_limit, incumbent=start, abandon=abandon)
     if search.picked is None:  # the search proved nothing about `start`, which still meets the rule's bound
         search = Search("feasible", start, model.value_of(start), 0.0)
-    rule = f"{frugal_rule(slack)} ({cycles:,} cycles, {status}): at most {limit:,} cycles"
-    return model, search.picked, search.describe(), rule, limit
+    return model, search, limit
+
+
+def frugal_rule_met(slack: float, fastest: int, status: str, limit: int) -> str:
+    """The frugal rule as a design met it: the fastest design's cycles and status, and the latency limit."""
+    return f"{frugal_rule(slack)} ({fastest:,} cycles, {status}): at most {limit:,} cycles"
 
 
 def _target_model(graph, board, options, costs, budget, targets: Targets, reserved: dict[str, int]) -> Model:

@@ -9,6 +9,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pulp
@@ -58,6 +60,7 @@ class Search:
     picked: dict[str, int] | None = None
     value: int = 0
     bound: float = 0.0
+    then: object = None  # `run_search`'s `then` of `picked`
 
     def describe(self) -> str:
         if self.status == "optimal":
@@ -66,7 +69,8 @@ class Search:
         return f"feasible (gap {gap:.1f}%)" if gap >= 0.1 else f"feasible (gap {gap:.2g}%)"
 
 
-def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None = None) -> Search:
+def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None = None,
+               then: Callable[[dict[str, int], Abandon], object] | None = None, abandon: Abandon | None = None) -> Search:
     """Branch and bound in deterministic steps, all with HiGHS (one `HighsSession`: the model is handed over once):
 
     1. the LP relaxation: a lower bound, reduced costs, and infeasibility proven when it has none;
@@ -78,26 +82,99 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
        it finds no better design, the incumbent is optimal.
     The objective is integral, so a better design is at least one unit better (cutoff value - 0.5).
     `incumbent`: a design known to fit, the one to beat when the heuristics find none better.
+    `then`: what comes next, a function of the design found (and of an `Abandon` its HiGHS sessions join), whose
+    result the outcome carries (`Search.then`). It starts on the incumbent while the proving MIP runs (the two on
+    two cores) and is kept where the incumbent stands, as it does on most models; else it is abandoned and runs
+    again on the better design. So the outcome is the same as running it after, sooner. `abandon`: stops this
+    search's HiGHS runs (it is another's `then`).
     """
-    with HighsSession(model.problem) as highs:
-        relaxation = highs.run(node_limit, relax=True)
-        if relaxation.status == "infeasible":
-            return Search("infeasible")
-        lower = relaxation.objective
-        unused = [x for x in model.variables() if relaxation.values.get(x.name, 0.0) <= 1e-6]
-        picked = model.picked(highs.run(HEURISTIC_NODES, zero=unused).values)
-        if incumbent is not None and (picked is None or model.value_of(incumbent) < model.value_of(picked)):
-            picked = incumbent
-        if picked is None:
-            return _conclude(model, highs.run(node_limit), None, lower)
-        value = model.value_of(picked)
-        hopeless = [x for x in unused if lower + relaxation.reduced.get(x.name, 0.0) > value - 0.5]
-        if model.goal == "latency":
-            hopeless = list(dict.fromkeys(hopeless + model.too_slow(value - 1)))
-        better = highs.run(node_limit, cutoff=value - 0.5, zero=hopeless)
-    if better.status == "infeasible":
-        return Search("optimal", picked, value, value)
-    return _conclude(model, better, (picked, value), lower)
+    ahead = None
+    try:
+        with HighsSession(model.problem, abandon) as highs:
+            relaxation = highs.run(node_limit, relax=True)
+            if relaxation.status == "infeasible":
+                return Search("infeasible")
+            lower = relaxation.objective
+            unused = [x for x in model.variables() if relaxation.values.get(x.name, 0.0) <= 1e-6]
+            picked = model.picked(highs.run(HEURISTIC_NODES, zero=unused).values)
+            if incumbent is not None and (picked is None or model.value_of(incumbent) < model.value_of(picked)):
+                picked = incumbent
+            if picked is None:
+                return _followed(_conclude(model, highs.run(node_limit), None, lower), then)
+            value = model.value_of(picked)
+            hopeless = [x for x in unused if lower + relaxation.reduced.get(x.name, 0.0) > value - 0.5]
+            if model.goal == "latency":
+                hopeless = list(dict.fromkeys(hopeless + model.too_slow(value - 1)))
+            highs.ask(node_limit, cutoff=value - 0.5, zero=hopeless)
+            ahead = _Ahead(then, picked) if then is not None else None
+            better = highs.answer()
+        if better.status == "infeasible":
+            search = Search("optimal", picked, value, value)
+        else:
+            search = _conclude(model, better, (picked, value), lower)
+        if ahead is not None and search.picked == picked:
+            search.then, ahead = ahead.result(), None
+            return search
+    finally:
+        if ahead is not None:
+            ahead.abandon()
+    return _followed(search, then)
+
+
+def _followed(search: Search, then) -> Search:
+    """`search` carrying `then` of its design."""
+    if then is not None and search.picked is not None:
+        search.then = then(search.picked, Abandon())
+    return search
+
+
+class Abandon:
+    """Stops the HiGHS sessions of a computation whose result is no longer wanted: their children are killed (each
+    session's run then fails) and sessions that start after are killed at once."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._children: list[subprocess.Popen] = []
+        self.abandoned = False
+
+    def join(self, child: subprocess.Popen) -> None:
+        with self._lock:
+            self._children.append(child)
+            if self.abandoned:
+                child.kill()
+
+    def __call__(self) -> None:
+        with self._lock:
+            self.abandoned = True
+            for child in self._children:
+                child.kill()
+
+
+class _Ahead:
+    """`then(picked)` on a thread of its own, started while the proving MIP runs."""
+
+    def __init__(self, then, picked: dict[str, int]):
+        self._abandon = Abandon()
+        self._outcome: list = []
+        self._thread = threading.Thread(target=self._run, args=(then, picked), daemon=True)
+        self._thread.start()
+
+    def _run(self, then, picked) -> None:
+        try:
+            self._outcome.append((True, then(picked, self._abandon)))
+        except BaseException as error:  # given to the caller of `result`
+            self._outcome.append((False, error))
+
+    def result(self):
+        self._thread.join()
+        done, value = self._outcome[0]
+        if not done:
+            raise value
+        return value
+
+    def abandon(self) -> None:
+        self._abandon()
+        self._thread.join()
 
 
 def _conclude(model: Model, run: _Run, incumbent: tuple[dict[str, int], int] | None, lower: float) -> Search:
@@ -126,8 +203,9 @@ class HighsSession:
     The child is killed on every way out of the `with` block but the normal one (an interrupted ming stops
     it); the model file lives in a scratch folder (`ilp.scratch`) removed on every way out."""
 
-    def __init__(self, problem: pulp.LpProblem):
+    def __init__(self, problem: pulp.LpProblem, abandon: Abandon | None = None):
         self.problem = problem
+        self.abandon = abandon
 
     def __enter__(self) -> HighsSession:
         self._scratch = scratch_folder()
@@ -141,6 +219,8 @@ class HighsSession:
             with open(self.errors, "w") as errors:
                 self.child = subprocess.Popen([sys.executable, "-P", HIGHS_WORKER, model_file], stdin=subprocess.PIPE,
                                               stdout=subprocess.PIPE, stderr=errors, text=True)
+            if self.abandon is not None:
+                self.abandon.join(self.child)
         except BaseException:
             self._scratch.__exit__(*sys.exc_info())
             raise
@@ -162,14 +242,22 @@ class HighsSession:
 
     def run(self, node_limit: int, relax: bool = False, cutoff: float | None = None, zero: list = ()) -> _Run:
         """One run with the `zero` variables fixed to 0."""
+        self.ask(node_limit, relax, cutoff, zero)
+        return self.answer()
+
+    def ask(self, node_limit: int, relax: bool = False, cutoff: float | None = None, zero: list = ()) -> None:
+        """Starts a run (`run`) whose outcome `answer` waits for."""
         request = {"nodes": node_limit, "cutoff": cutoff, "relax": relax,
                    "zero": [self.renamed[x.name] for x in zero]}
         try:
             self.child.stdin.write(json.dumps(request) + "\n")
             self.child.stdin.flush()
-            line = self.child.stdout.readline()
         except BrokenPipeError:
-            line = ""
+            pass  # the child is gone: `answer` says why
+
+    def answer(self) -> _Run:
+        """The outcome of the run `ask` started."""
+        line = self.child.stdout.readline()
         if not line:
             try:
                 status = self.child.wait(timeout=5)

@@ -51,7 +51,7 @@ from .pins import Pins
 from .cost import Choice, Cost, mac_lanes_within, storage_plan
 from .search import NODE_LIMIT, NODE_WORK, Search, SearchStopped, run_search, thrifty
 from .candidates import affordable, candidates_and_costs, loaded_weight_memories, least_needs, weight_port_reservation
-from .objectives import FRUGAL_SLACK, OBJECTIVES, RULES, Targets, frugal, meet_targets
+from .objectives import FRUGAL_SLACK, OBJECTIVES, RULES, Targets, frugal, frugal_rule_met, meet_targets
 from .model import Model, estimate
 
 
@@ -158,14 +158,22 @@ def _searched(graph, board, budget, objective, pins, node_limit, reserved, calib
     else:
         model = Model(graph, options, costs, available, "sum" if objective == "sum" else "latency",
                       ddr_rate=ddr_bytes_per_cycle(board))
-        search = _decided(run_search(model, node_limit), board, budget, reserved, node_limit, pins, port, given)
+        slack = FRUGAL_SLACK if slack is None else slack
+
+        def least_resources(fastest: dict[str, int], abandon, latency_model: Model = model):
+            return frugal(latency_model, fastest, node_limit, reserved, slack, abandon)
+
+        then = least_resources if objective == "frugal" else None
+        search = _decided(run_search(model, node_limit, then=then), board, budget, reserved, node_limit, pins, port,
+                          given)
         picked, status = thrifty(model, search.picked) if objective == "latency" else search.picked, search.describe()
         rule = RULES[objective]
         if objective == "frugal":
             fastest = model.describe(picked, reserved)
             fastest["latency_us"] = round(fastest["cycles"] / board.clock_mhz, 3)
-            model, picked, status, rule, limit = frugal(model, picked, status, node_limit, reserved,
-                                                         FRUGAL_SLACK if slack is None else slack)
+            model, least, limit = search.then
+            rule = frugal_rule_met(slack, fastest["cycles"], status, limit)
+            picked, status = least.picked, least.describe()
             measured = {"fastest": fastest, "latency_limit_cycles": limit}
     chosen = {name: model.options[name][j] for name, j in picked.items()}  # the frugal and targets' models keep fewer
     chosen_costs = {name: model.costs[name][j] for name, j in picked.items()}

@@ -3,6 +3,7 @@ same candidates fixed gives, and a child that dies is one clear error that leave
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 
 import pulp
@@ -49,3 +50,61 @@ def test_a_child_that_dies_is_one_clear_error_and_leaves_no_scratch_folder(tmp_p
         with search.HighsSession(problem) as highs:
             highs.run(100)
     assert list(scratch.iterdir()) == []
+
+
+class _Knapsack:
+    """`run_search`'s view of a model (`ilp.model.Model`): the knapsack above, the heuristic's design replaced by
+    `rens` (the optimum, or a worse one, which the proving MIP beats)."""
+
+    goal = "cost"
+
+    def __init__(self, rens: dict[str, int]):
+        self.problem, self.xs = _knapsack()
+        self.rens, self.heuristic = rens, True
+
+    def variables(self):
+        return self.xs
+
+    def picked(self, values):
+        if values is None:
+            return None
+        if self.heuristic:  # the first design asked for is the heuristic's
+            self.heuristic = False
+            return self.rens
+        return {f"pair{i}": next(j for j in (0, 1) if values[self.xs[2 * i + j].name] > 0.5) for i in range(4)}
+
+    def value_of(self, picked):
+        costs = [9, 4, 7, 3, 8, 2, 6, 5]
+        return sum(costs[2 * int(name[-1]) + j] for name, j in picked.items())
+
+
+def _cheapest() -> dict[str, int]:
+    """The knapsack's optimum, by enumeration."""
+    costs, weights = [9, 4, 7, 3, 8, 2, 6, 5], [1, 5, 2, 6, 1, 7, 3, 4]
+    designs = [dict(zip(("pair0", "pair1", "pair2", "pair3"), js)) for js in itertools.product((0, 1), repeat=4)]
+    fitting = [d for d in designs if sum(weights[2 * i + j] for i, j in enumerate(d.values())) <= 16]
+    return min(fitting, key=lambda d: sum(costs[2 * i + j] for i, j in enumerate(d.values())))
+
+
+@pytest.mark.parametrize("standing", [True, False])
+def test_what_follows_a_search_is_what_follows_its_design_whether_the_incumbent_stands_or_is_beaten(standing):
+    called = []
+
+    def then(picked, abandon):
+        called.append(dict(picked))
+        return sorted(picked.items())
+
+    best = _cheapest()
+    rens = best if standing else {name: 1 - j for name, j in best.items()}  # costlier (24 for 20), and fits
+    found = search.run_search(_Knapsack(rens), 100, then=then)
+    assert found.status == "optimal" and found.picked == best and found.then == sorted(best.items())
+    assert called == ([best] if standing else [rens, best])  # started on the incumbent while the proof ran
+
+
+def test_an_abandoned_session_fails_with_one_clear_error():
+    problem, _ = _knapsack()
+    abandon = search.Abandon()
+    abandon()
+    with pytest.raises(MingError, match="^the HiGHS run failed: killed by signal 9$"):
+        with search.HighsSession(problem, abandon) as highs:
+            highs.run(100)
