@@ -82,7 +82,7 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
        it finds no better design, the incumbent is optimal.
     The objective is integral, so a better design is at least one unit better (cutoff value - 0.5).
     `incumbent`: a design known to fit, the one to beat when the heuristics find none better.
-    `then`: what comes next, a function of the design found (and of an `Abandon` its HiGHS sessions join), whose
+    `then`: what comes next, a function of the design found (and of an `Abandon` that adopts its HiGHS sessions), whose
     result the outcome carries (`Search.then`). It starts on the incumbent while the proving MIP runs (the two on
     two cores) and is kept where the incumbent stands, as it does on most models; else it is abandoned and runs
     again on the better design. So the outcome is the same as running it after, sooner. `abandon`: stops this
@@ -100,15 +100,18 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
             if incumbent is not None and (picked is None or model.value_of(incumbent) < model.value_of(picked)):
                 picked = incumbent
             if picked is None:
-                return _followed(_conclude(model, highs.run(node_limit), None, lower), then)
-            value = model.value_of(picked)
-            hopeless = [x for x in unused if lower + relaxation.reduced.get(x.name, 0.0) > value - 0.5]
-            if model.goal == "latency":
-                hopeless = list(dict.fromkeys(hopeless + model.too_slow(value - 1)))
-            highs.ask(node_limit, cutoff=value - 0.5, zero=hopeless)
-            ahead = _Ahead(then, picked) if then is not None else None
-            better = highs.answer()
-        if better.status == "infeasible":
+                unaided = highs.run(node_limit)
+            else:
+                value = model.value_of(picked)
+                hopeless = [x for x in unused if lower + relaxation.reduced.get(x.name, 0.0) > value - 0.5]
+                if model.goal == "latency":
+                    hopeless = list(dict.fromkeys(hopeless + model.too_slow(value - 1)))
+                highs.ask(node_limit, cutoff=value - 0.5, zero=hopeless)
+                ahead = _Ahead(then, picked) if then is not None else None
+                better = highs.answer()
+        if picked is None:  # `then` runs once the session's child has ended
+            search = _conclude(model, unaided, None, lower)
+        elif better.status == "infeasible":
             search = Search("optimal", picked, value, value)
         else:
             search = _conclude(model, better, (picked, value), lower)
@@ -137,7 +140,7 @@ class Abandon:
         self._children: list[subprocess.Popen] = []
         self.abandoned = False
 
-    def join(self, child: subprocess.Popen) -> None:
+    def adopt(self, child: subprocess.Popen) -> None:
         with self._lock:
             self._children.append(child)
             if self.abandoned:
@@ -220,7 +223,7 @@ class HighsSession:
                 self.child = subprocess.Popen([sys.executable, "-P", HIGHS_WORKER, model_file], stdin=subprocess.PIPE,
                                               stdout=subprocess.PIPE, stderr=errors, text=True)
             if self.abandon is not None:
-                self.abandon.join(self.child)
+                self.abandon.adopt(self.child)
         except BaseException:
             self._scratch.__exit__(*sys.exc_info())
             raise

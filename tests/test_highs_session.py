@@ -15,15 +15,17 @@ from ming_py.ilp import search
 pytestmark = pytest.mark.unit
 
 
+COSTS, WEIGHTS, CAPACITY = [9, 4, 7, 3, 8, 2, 6, 5], [1, 5, 2, 6, 1, 7, 3, 4], 16
+
+
 def _knapsack() -> tuple[pulp.LpProblem, list[pulp.LpVariable]]:
     """Pick one of each pair, the pair's weights within a budget; the least cost."""
     problem = pulp.LpProblem("knapsack", pulp.LpMinimize)
     xs = [pulp.LpVariable(f"x_{i}", cat="Binary") for i in range(8)]
-    costs, weights = [9, 4, 7, 3, 8, 2, 6, 5], [1, 5, 2, 6, 1, 7, 3, 4]
     for i in range(0, 8, 2):
         problem += xs[i] + xs[i + 1] == 1, f"one_{i}"
-    problem += pulp.lpSum(w * x for w, x in zip(weights, xs)) <= 16, "budget"
-    problem += pulp.lpSum(c * x for c, x in zip(costs, xs))
+    problem += pulp.lpSum(w * x for w, x in zip(WEIGHTS, xs)) <= CAPACITY, "budget"
+    problem += pulp.lpSum(c * x for c, x in zip(COSTS, xs))
     return problem, xs
 
 
@@ -74,16 +76,18 @@ class _Knapsack:
         return {f"pair{i}": next(j for j in (0, 1) if values[self.xs[2 * i + j].name] > 0.5) for i in range(4)}
 
     def value_of(self, picked):
-        costs = [9, 4, 7, 3, 8, 2, 6, 5]
-        return sum(costs[2 * int(name[-1]) + j] for name, j in picked.items())
+        return _total(COSTS, picked)
+
+
+def _total(figures: list[int], design: dict[str, int]) -> int:
+    """The sum of a design's figures (costs or weights): pair i's candidate j is figure 2i + j."""
+    return sum(figures[2 * int(name[-1]) + j] for name, j in design.items())
 
 
 def _cheapest() -> dict[str, int]:
     """The knapsack's optimum, by enumeration."""
-    costs, weights = [9, 4, 7, 3, 8, 2, 6, 5], [1, 5, 2, 6, 1, 7, 3, 4]
     designs = [dict(zip(("pair0", "pair1", "pair2", "pair3"), js)) for js in itertools.product((0, 1), repeat=4)]
-    fitting = [d for d in designs if sum(weights[2 * i + j] for i, j in enumerate(d.values())) <= 16]
-    return min(fitting, key=lambda d: sum(costs[2 * i + j] for i, j in enumerate(d.values())))
+    return min((d for d in designs if _total(WEIGHTS, d) <= CAPACITY), key=lambda d: _total(COSTS, d))
 
 
 @pytest.mark.parametrize("standing", [True, False])
