@@ -90,6 +90,15 @@ def frugal(fastest: Model, picked: dict[str, int], node_limit: int, reserved: di
     return model, search, limit
 
 
+def least_interval(fastest: Model, node_limit: int) -> dict[str, int] | None:
+    """The design whose slowest process is fastest, among `fastest`'s candidates within its budget (None where the
+    search finds none): the latency search's fallback where it stops at its node limit. Where processes wait for
+    their whole input (a layer streaming its weights from DDR buffers its map), the latency is a sum of such
+    processes' cycles, which this design keeps short, and the latency MIP finds such designs late."""
+    model = Model(fastest.graph, fastest.options, fastest.costs, fastest.budget, "interval", ddr_rate=fastest.ddr_rate)
+    return run_search(model, node_limit).picked
+
+
 def frugal_rule_met(slack: float, fastest: int, status: str, limit: int) -> str:
     """The frugal rule as a design met it: the fastest design's cycles and status, and the latency limit."""
     return f"{frugal_rule(slack)} ({fastest:,} cycles, {status}): at most {limit:,} cycles"

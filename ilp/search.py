@@ -70,7 +70,8 @@ class Search:
 
 
 def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None = None,
-               then: Callable[[dict[str, int], Abandon], object] | None = None, abandon: Abandon | None = None) -> Search:
+               then: Callable[[dict[str, int], Abandon], object] | None = None, abandon: Abandon | None = None,
+               fallback: Callable[[], dict[str, int] | None] | None = None) -> Search:
     """Branch and bound in deterministic steps, all with HiGHS (one `HighsSession`: the model is handed over once):
 
     1. the LP relaxation: a lower bound, reduced costs, and infeasibility proven when it has none;
@@ -86,7 +87,8 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
     result the outcome carries (`Search.then`). It starts on the incumbent while the proving MIP runs (the two on
     two cores) and is kept where the incumbent stands, as it does on most models; else it is abandoned and runs
     again on the better design. So the outcome is the same as running it after, sooner. `abandon`: stops this
-    search's HiGHS runs (it is another's `then`).
+    search's HiGHS runs (it is another's `then`). `fallback`: a design found another way, asked for only where the
+    proving MIP stopped at its node limit, and kept where it is better than what the MIP found.
     """
     ahead = None
     try:
@@ -115,6 +117,8 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
             search = Search("optimal", picked, value, value)
         else:
             search = _conclude(model, better, (picked, value), lower)
+        if fallback is not None and search.status in ("feasible", "unsolved"):
+            search = _or_fallback(model, search, fallback(), lower)
         if ahead is not None and search.picked == picked:
             search.then, ahead = ahead.result(), None
             return search
@@ -192,6 +196,16 @@ def _conclude(model: Model, run: _Run, incumbent: tuple[dict[str, int], int] | N
         return Search("optimal", best[0], best[1], best[1])
     bound = max(lower, run.bound if run.bound is not None else lower)
     return Search("feasible", best[0], best[1], min(bound, best[1]))
+
+
+def _or_fallback(model: Model, search: Search, design: dict[str, int] | None, lower: float) -> Search:
+    """`search`, or the `design` found another way where that fits and is better."""
+    if design is None or not model.fits(design):
+        return search
+    value = model.value_of(design)
+    if search.picked is not None and value >= search.value:
+        return search
+    return Search("feasible", design, value, min(max(search.bound, lower), value))
 
 
 def _exit(status: int | None) -> str:

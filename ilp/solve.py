@@ -51,7 +51,8 @@ from .pins import Pins
 from .cost import Choice, Cost, mac_lanes_within, storage_plan
 from .search import NODE_LIMIT, NODE_WORK, Search, SearchStopped, run_search, thrifty
 from .candidates import affordable, candidates_and_costs, loaded_weight_memories, least_needs, weight_port_reservation
-from .objectives import FRUGAL_SLACK, OBJECTIVES, RULES, Targets, frugal, frugal_rule_met, meet_targets
+from .objectives import (FRUGAL_SLACK, OBJECTIVES, RULES, Targets, frugal, frugal_rule_met, least_interval,
+                         meet_targets)
 from .model import Model, estimate
 
 
@@ -164,8 +165,9 @@ def _searched(graph, board, budget, objective, pins, node_limit, reserved, calib
             return frugal(latency_model, fastest, node_limit, reserved, slack, abandon)
 
         then = least_resources if objective == "frugal" else None
-        search = _decided(run_search(model, node_limit, then=then), board, budget, reserved, node_limit, pins, port,
-                          given)
+        fallback = None if objective == "sum" else lambda: least_interval(model, node_limit)
+        search = _decided(run_search(model, node_limit, then=then, fallback=fallback), board, budget, reserved,
+                          node_limit, pins, port, given)
         picked, status = thrifty(model, search.picked) if objective == "latency" else search.picked, search.describe()
         rule = RULES[objective]
         if objective == "frugal":

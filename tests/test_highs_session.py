@@ -78,6 +78,9 @@ class _Knapsack:
     def value_of(self, picked):
         return _total(COSTS, picked)
 
+    def fits(self, picked):
+        return _total(WEIGHTS, picked) <= CAPACITY
+
 
 def _total(figures: list[int], design: dict[str, int]) -> int:
     """The sum of a design's figures (costs or weights): pair i's candidate j is figure 2i + j."""
@@ -112,3 +115,49 @@ def test_an_abandoned_session_fails_with_one_clear_error():
     with pytest.raises(MingError, match="^the HiGHS run failed: killed by signal 9$"):
         with search.HighsSession(problem, abandon) as highs:
             highs.run(100)
+
+
+class _StoppedProof:
+    """A HiGHS session whose proving MIP stops at its node limit having found nothing better than the incumbent:
+    the LP's bound is 18, the proof's 19, and every candidate is in the LP's solution."""
+
+    def __init__(self, problem, abandon=None):
+        self.names = [x.name for x in problem.variables()]
+        self.runs = [search._Run("optimal", 18.0, None, dict.fromkeys(self.names, 0.5)),  # the relaxation
+                     search._Run("optimal", 0.0, None, dict.fromkeys(self.names, 1.0)),  # the heuristic's (rens)
+                     search._Run("stopped", None, 19.0)]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *error):
+        pass
+
+    def run(self, node_limit, relax=False, cutoff=None, zero=()):
+        return self.runs.pop(0)
+
+    def ask(self, node_limit, relax=False, cutoff=None, zero=()):
+        pass
+
+    def answer(self):
+        return self.runs.pop(0)
+
+
+@pytest.mark.parametrize("better", [True, False])
+def test_a_design_found_another_way_replaces_an_unproven_one_only_where_it_is_better(better, monkeypatch):
+    monkeypatch.setattr(search, "HighsSession", _StoppedProof)
+    best = _cheapest()
+    rens = {name: 1 - j for name, j in best.items()}  # 24 for the optimum's 20
+    other = best if better else {"pair0": 0, "pair1": 1, "pair2": 0, "pair3": 0}  # 20, or 26 (it fits)
+    assert _total(WEIGHTS, other) <= CAPACITY
+    found = search.run_search(_Knapsack(rens), 100, then=lambda picked, abandon: dict(picked),
+                              fallback=lambda: other)
+    assert found.status == "feasible" and found.bound == 19.0
+    assert found.picked == found.then == (best if better else rens)
+    assert found.value == _total(COSTS, found.picked)
+
+
+def test_a_design_found_another_way_is_not_asked_for_where_the_search_proved_its_own():
+    asked = []
+    found = search.run_search(_Knapsack(_cheapest()), 100, fallback=lambda: asked.append(True))
+    assert found.status == "optimal" and found.picked == _cheapest() and asked == []
