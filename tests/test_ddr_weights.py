@@ -20,7 +20,7 @@ from ming_py.dataflow import ProcessSchedule, Schedule, Window
 from ming_py.ilp.budget import Budget
 from ming_py.ilp.explore import explore
 from ming_py.ilp.solve import NoDesignFits
-from ming_py.ilp.pins import resolve
+from ming_py.ilp.pins import Pins, resolve
 from ming_py.line_buffers import build_stream_graph
 from ming_py.errors import MingError
 from ming_py.kinds.base import ProcessSpec
@@ -440,6 +440,43 @@ def test_the_ilps_latency_is_the_estimate_of_its_design_whether_a_process_stream
     assert round(pulp.value(model.problem.objective)) == model.latency_of(picked)
 
 
+def _big_m_of(model, name: str) -> float:
+    """The largest coefficient of `name`'s streamed candidates in the rows that hold only where none is picked."""
+    ddr = {x.name for x, c in zip(model.pick[name], model.options[name]) if c.weights == "ddr"}
+    return max(abs(coefficient) for row, constraint in model.problem.constraints.items() if row.endswith(
+        tuple(f"_chip_{j}" for j in range(10))) for x, coefficient in constraint.items() if x.name in ddr)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_ilp_for_designs_no_slower_than_a_design_keeps_its_latency_with_a_big_m_from_it(streamed):
+    """`Model.bounded`: the model for designs no slower than a design with its weights on chip or streamed (forced,
+    as above) gives that design the same objective, `estimate` of it, while its rows of the kind not picked are relaxed by that latency plus
+    the process's largest figure, not by the latency of every design (a sum over every process's slowest
+    candidate); it is bounded once."""
+    import pulp
+    from ming_py.ilp.model import _largest_figure
+
+    graph = map_graph("chain", (64, 2, 2), (64, 2, 2))
+    conv(graph, "up", "x", "h", 128)
+    conv(graph, "down", "h", "g", 64, seed=1)
+    conv(graph, "last", "g", "y", 64, seed=2)
+    model = _mixed_model(build_stream_graph(graph), Pins())
+    ddr = [x for x, c in zip(model.pick["down"], model.options["down"]) if c.weights == "ddr"]
+    model.problem += pulp.lpSum(ddr) == int(streamed), "force_down"
+    model.problem.solve(pulp.PULP_CBC_CMD(msg=0))
+    latency = model.latency_of(model.picked({x.name: x.value() for x in model.variables()}))
+
+    tight = model.bounded(latency)
+    assert tight.bounded(latency) is None and tight.latency_bound == latency
+    assert _big_m_of(tight, "down") == latency + 1 + _largest_figure(tight.costs["down"]) < _big_m_of(model, "down")
+    ddr = [x for x, c in zip(tight.pick["down"], tight.options["down"]) if c.weights == "ddr"]
+    tight.problem += pulp.lpSum(ddr) == int(streamed), "force_down"
+    tight.problem.solve(pulp.PULP_CBC_CMD(msg=0))
+    picked = tight.picked({x.name: x.value() for x in tight.variables()})
+    assert round(pulp.value(tight.problem.objective)) == tight.latency_of(picked) == latency
+
+
 @pytest.mark.unit
 def test_a_streamed_candidate_pays_its_m_axi_adapter_and_fetch_loop():
     """Its read buffer (64-word bursts, 4 in flight, 128-bit words: 4 BRAM18K of 512 x 36) beside its own arrays,
@@ -503,7 +540,6 @@ def test_the_ilp_is_offered_a_streamed_loops_map_buffers_in_uram_and_a_pin_place
     and is refused without weights=ddr or where the maps are small enough for LUTRAM at every schedule."""
     from ming_py.ilp.candidates import candidates
     from ming_py.ilp.cost import process_cost
-    from ming_py.ilp.pins import Pins
 
     graph = map_graph("big", (64, 8, 8), (64, 8, 8))
     conv(graph, "pw", "x", "y", 64)
