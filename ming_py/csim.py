@@ -212,11 +212,11 @@ PCH_KEPT = 8  # precompiled header sets kept in the cache, the most recently mad
 def precompiled_headers(hls_dir: Path, flags: tuple[str, ...]) -> tuple[str, ...]:
     """("-include", the precompiled header) for compiling `hls_dir`'s sources with `flags`, made if missing; ()
     where it cannot be made (the compile then parses the headers itself, as it would anyway)."""
+    if not all((hls_dir / name).is_file() for name in STATIC_HEADERS):
+        return ()  # not a tree ming emitted
     digest = hashlib.sha256(b"ming pch 1\0")
     for part in (*_compiler_identity(os.environ.get("CXX", "g++")), *flags, *PCH_INCLUDES):
         digest.update(part.encode() + b"\0")
-    if not all((hls_dir / name).is_file() for name in STATIC_HEADERS):
-        return ()  # not a tree ming emitted
     headers = {name: (hls_dir / name).read_bytes() for name in STATIC_HEADERS}
     for name, text in headers.items():
         digest.update(name.encode() + b"\0" + text + b"\0")
