@@ -289,8 +289,9 @@ PRIMITIVES = (
               sweep=("LANES", (1, 2, 4, 8, 16, 32, 64))),
     Primitive("weight_load", "weight_load",
               "the load of weights in URAM: a process's load loop (trip, beat and row counters, the row register of "
-              "BEATS 64-bit beats with a clock enable per beat, the URAM write port's address, word and enable) and "
-              "the weight loader's loop over its beats, for ROWS = 4096 rows (one URAM deep)",
+              "the BEATS - 1 64-bit beats before a row's last with a clock enable per beat, the URAM write port's "
+              "address, word (the held beats and the arriving last one) and enable) and the weight loader's loop "
+              "over its beats, for ROWS = 4096 rows (one URAM deep)",
               sweep=("BEATS", (1, 2, 4, 8, 16, 32, 64))),
 )
 

@@ -20,11 +20,15 @@ from ming_py.simulate import SimResult, headline, simulate_schedule
 
 from .budget import Budget, limits, what_bounds, with_weight_port
 from .cost import choice_spec
-from .pins import resolve
+from .pins import Pins, resolve
 from .objectives import TargetMissed, Targets
 from .simulated_targets import meeting_targets
+from .search import SearchStopped
 from .solve import NoDesignFits, Solution, solve
 
+# the solver rule's end where the design was solved again with the unroll factors of the one first chosen
+UNROLLS_KEPT = ("; solved again with the unroll factors the search chose first, whose sized FIFOs took more "
+                "memory than it had set aside for them")
 SIZED_PIXELS = (DEFAULT_PIXELS, 4, 8, DEEPEST_PIXELS)  # the least pixels every FIFO holds, as the sizing tries them
 
 
@@ -78,14 +82,38 @@ def reserved_memory(plan: FifoPlan, least_pixels: int) -> dict[str, int]:
 def _reserving(stream_graph, board, budget, options, pins, reservation, reserved, targets,
                known: dict) -> tuple[Solution, SimResult]:
     """The sized design with `reserved` FIFO memory set aside; solved once more with what the sized FIFOs took
-    reserved where they took more (depths for the chosen lanes, deepened until the simulation completes)."""
+    reserved where they took more (depths for the chosen lanes, deepened until the simulation completes): with
+    the unroll factors of the fastest design (the frugal objective's) kept, else those of the design chosen, else
+    (no design with them fits or meets the targets) over every unroll factor."""
     try:
         return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
     except FifosOverBudget as over:
         if pins.depths or over.fifo is None:
             raise
         reserved = {r: max(reserved[r], over.fifo[f"fifo_{r}"]) for r in reserved}
+        for unrolls in _first_unrolls(over.solution):
+            try:
+                solution, simulated = _sized_design(stream_graph, board, budget, options, _unrolls_kept(pins, unrolls),
+                                                    reservation, reserved, targets, {})
+            except (NoDesignFits, FifosOverBudget, TargetMissed, SearchStopped):
+                continue
+            solution.totals["solver"]["rule"] += UNROLLS_KEPT
+            return solution, simulated
         return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
+
+
+def _first_unrolls(solution: Solution) -> list[dict[str, dict[str, int]]]:
+    """The unroll factors to solve again with: the fastest design's (frugal), then the chosen design's."""
+    chosen = {name: dict(process.unroll) for name, process in solution.schedule.processes.items()}
+    fastest = solution.fastest_unrolls
+    return [chosen] if fastest in (None, chosen) else [fastest, chosen]
+
+
+def _unrolls_kept(pins: Pins, unrolls: dict[str, dict[str, int]]) -> Pins:
+    """`pins` with every process's unroll factors `unrolls` (a design's, which kept the pinned ones): the search
+    again over little more than the processes' memories, multipliers and requantizers, a small ILP where the
+    search over every unroll factor of a large network stops at its node limit after minutes."""
+    return replace(pins, unroll=unrolls)
 
 
 def _fifos_fit(processes: dict[str, int], fifo: dict[str, int], budget: Budget) -> bool:
@@ -136,9 +164,9 @@ class FifosOverBudget(MingError):
     """The FIFOs the design needs take it past its budget; `fifo` holds what ming's own sizes took
     (None when a pinned depth did)."""
 
-    def __init__(self, message: str, fifo: dict[str, int] | None = None):
+    def __init__(self, message: str, fifo: dict[str, int] | None = None, solution: Solution | None = None):
         super().__init__(message)
-        self.fifo = fifo
+        self.fifo, self.solution = fifo, solution
 
 
 def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pinned: dict[str, int],
@@ -157,7 +185,7 @@ def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pi
             raise FifosOverBudget(f"{_pinned(channel, pinned, origins)}: with it {used}; give a smaller depth")
         bound = f" ({what_bounds(board, resource, getattr(budget, resource), port.get(resource, 0))})" if board else ""
         raise FifosOverBudget(f"the FIFOs ming sized take the design past its budget ({used}); raise the "
-                              f"{unit} budget{bound} or lower another", fifo)
+                              f"{unit} budget{bound} or lower another", fifo, solution)
 
 
 def _pinned(channel: str, pinned: dict[str, int], origins: dict[str, str] | None) -> str:

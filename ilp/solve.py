@@ -73,6 +73,7 @@ class Solution:
     objective: str
     budget: Budget
     totals: dict = field(default_factory=dict)
+    fastest_unrolls: dict[str, dict[str, int]] | None = None  # frugal: the fastest design's, by process
 
 
 def _less(budget: Budget, taken: dict[str, int]) -> Budget:
@@ -153,6 +154,7 @@ def _searched(graph, board, budget, objective, pins, node_limit, reserved, calib
     if node_limit is None:
         node_limit = min(NODE_LIMIT, max(1_000, NODE_WORK // sum(map(len, options.values()))))
     measured: dict = {}  # frugal: the fastest design it was measured against
+    fastest_unrolls = None  # frugal: that design's unroll factors
     if targets:
         model, picked, status, rule = meet_targets(graph, board, options, costs, available, targets, node_limit,
                                                    reserved)
@@ -171,6 +173,7 @@ def _searched(graph, board, budget, objective, pins, node_limit, reserved, calib
         picked, status = thrifty(model, search.picked) if objective == "latency" else search.picked, search.describe()
         rule = RULES[objective]
         if objective == "frugal":
+            fastest_unrolls = {name: dict(model.options[name][j].unroll) for name, j in picked.items()}
             fastest = model.describe(picked, reserved)
             fastest["latency_us"] = round(fastest["cycles"] / board.clock_mhz, 3)
             model, least, limit = search.then
@@ -190,7 +193,7 @@ def _searched(graph, board, budget, objective, pins, node_limit, reserved, calib
     if calibration is not None:
         size["calibration"] = {"file": calibration.path.name, "sha256": calibration.digest}
     return _solution(graph, board, chosen, chosen_costs, "target" if targets else objective, available, status,
-                     time.perf_counter() - started, size)
+                     time.perf_counter() - started, size, fastest_unrolls)
 
 
 def _decided(search: Search, board, budget, reserved, node_limit, pins: Pins | None, port: dict[str, int],
@@ -260,7 +263,8 @@ def schedule_of(graph: StreamGraph, chosen: dict[str, Choice]) -> Schedule:
     return Schedule(processes, lanes)
 
 
-def _solution(graph, board, chosen, costs, objective, budget, status, seconds, size) -> Solution:
+def _solution(graph, board, chosen, costs, objective, budget, status, seconds, size,
+              fastest_unrolls: dict | None = None) -> Solution:
     throughput, latency = estimate(graph, costs, chosen)
     macs = sum(_macs(graph, p) for p in graph.processes)
     totals = {r: sum(getattr(c, r) for c in costs.values()) for r in RESOURCES + ("ff",)}
@@ -268,7 +272,8 @@ def _solution(graph, board, chosen, costs, objective, budget, status, seconds, s
                "roofline_cycles": math.ceil(macs / max(mac_lanes_within(budget), 1)), "macs": macs,
                # no wall-clock time here: build outputs are byte-identical run to run (it is printed instead)
                "solver": {"status": status, "objective": objective, "budget": vars(budget)} | size}
-    return Solution(schedule_of(graph, chosen), chosen, costs, status, seconds, objective, budget, totals)
+    return Solution(schedule_of(graph, chosen), chosen, costs, status, seconds, objective, budget, totals,
+                    fastest_unrolls)
 
 
 def _macs(graph: StreamGraph, p) -> int:

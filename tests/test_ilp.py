@@ -230,25 +230,47 @@ def test_no_design_fits_shows_the_users_budget(quantized, tmp_path):
     assert "the FIFOs need LUT" in last and "LUT -" not in last
 
 
-def test_fifos_sized_past_the_reservation_are_reserved_and_solved_again(lifted, monkeypatch):
+def _overshooting(exploration, repair_fails: bool):
+    """`_sized_design` whose first design's sized FIFOs take 3 BRAM18K and 155 LUTs more than reserved, and (with
+    `repair_fails`) where no design has the unroll factors the search is given; the calls' pins and reservations,
+    and the first solution."""
+    sized = exploration._sized_design
+    calls, first = [], []
+
+    def sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known):
+        calls.append((pins, dict(reserved)))
+        if len(calls) == 1:
+            first.append(sized(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)[0])
+            raise exploration.FifosOverBudget("over", {"fifo_bram18k": reserved["bram18k"] + 3,
+                                                       "fifo_lut": reserved["lut"] + 155}, first[0])
+        if pins.unroll and repair_fails:
+            raise exploration.NoDesignFits("none with those unroll factors")
+        return sized(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
+    return sized_design, calls, first
+
+
+@pytest.mark.parametrize("repair_fails", [False, True])
+def test_fifos_sized_past_the_reservation_are_reserved_and_solved_again(lifted, monkeypatch, repair_fails):
     """When the sized FIFOs take more than the reservation the ILP set aside, the schedule is solved once more
-    with what they took reserved (a design that fits), not refused."""
+    with what they took reserved (a design that fits), not refused: first with the unroll factors of the fastest
+    design the frugal design was measured against, then with the frugal design's (small searches), and where no
+    design has them, over every unroll factor."""
     from ming_py.ilp import explore as exploration
 
-    sized = exploration._sized_design
-    calls = []
-
-    def first_overshoots(stream_graph, board, budget, options, pins, reservation, reserved, targets, known):
-        calls.append(dict(reserved))
-        if len(calls) == 1:
-            raise exploration.FifosOverBudget("over", {"fifo_bram18k": reserved["bram18k"] + 3,
-                                                       "fifo_lut": reserved["lut"] + 155})
-        return sized(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
-
-    monkeypatch.setattr(exploration, "_sized_design", first_overshoots)
-    exploration.explore(build_stream_graph(lifted("tiny_cnn")), BuildOptions(board="kv260"))
-    assert len(calls) == 2
-    assert calls[1] == {"bram18k": calls[0]["bram18k"] + 3, "lut": calls[0]["lut"] + 155}
+    sized_design, calls, first = _overshooting(exploration, repair_fails)
+    monkeypatch.setattr(exploration, "_sized_design", sized_design)
+    _, solution, _ = exploration.explore(build_stream_graph(lifted("tiny_cnn")), BuildOptions(board="kv260"))
+    (pins, reserved), repairs = calls[0], calls[1:]
+    chosen = {name: dict(process.unroll) for name, process in first[0].schedule.processes.items()}
+    tried = [first[0].fastest_unrolls] + ([chosen] if chosen != first[0].fastest_unrolls else [])
+    assert not pins.unroll and first[0].fastest_unrolls
+    assert all(kept == {"bram18k": reserved["bram18k"] + 3, "lut": reserved["lut"] + 155} for _, kept in repairs)
+    if repair_fails:
+        assert [kept_pins.unroll for kept_pins, _ in repairs[:-1]] == tried and repairs[-1][0] == pins
+    else:
+        assert len(repairs) == 1 and repairs[0][0].unroll == tried[0]
+        assert {name: dict(process.unroll) for name, process in solution.schedule.processes.items()} == tried[0]
+        assert solution.totals["solver"]["rule"].endswith(exploration.UNROLLS_KEPT)
 
 
 def _least_of_each(costs) -> dict[str, int]:
