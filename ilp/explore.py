@@ -26,9 +26,9 @@ from .simulated_targets import meeting_targets
 from .search import SearchStopped
 from .solve import NoDesignFits, Solution, solve
 
-# the solver rule's end where the design was solved again with the unroll factors of the one first chosen
-UNROLLS_KEPT = ("; solved again with the unroll factors the search chose first, whose sized FIFOs took more "
-                "memory than it had set aside for them")
+# the solver rule's end where the design was solved again with the unroll factors of one first found
+UNROLLS_KEPT = ("; solved again with the unroll factors of a design first found kept, after the FIFOs sized for "
+                "the design first chosen took more memory than the search had set aside for them")
 SIZED_PIXELS = (DEFAULT_PIXELS, 4, 8, DEEPEST_PIXELS)  # the least pixels every FIFO holds, as the sizing tries them
 
 
