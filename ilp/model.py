@@ -31,8 +31,8 @@ class Model:
     the last optionally with the latency model bounded by `latency_limit`. Where candidates stream their weights
     from DDR, `ddr_rate` (bytes a cycle, the board's `ming_py.weights_ddr.ddr_bytes_per_cycle`) bounds the bytes
     an image reads by the cycles it takes (`_ddr_row`). `latency_bound`: the model is for designs no slower (a
-    known design's latency, `bounded`), which its big-M rows are taken from (`_big_m`), as they are from
-    `latency_limit`; slower designs may be left out."""
+    known design's latency, `objectives.latency_model`), which its big-M rows are taken from (`_big_m`), as they
+    are from `latency_limit`; slower designs may be left out."""
 
     def __init__(self, graph: StreamGraph, options, costs, budget: Budget, goal: str, latency_limit: int | None = None,
                  reserved: dict[str, int] | None = None, ddr_rate: float | None = None,
@@ -42,7 +42,6 @@ class Model:
         self.latency_bound = latency_limit if latency_limit is not None else latency_bound
         self.reserved = reserved or {}
         self.every_latency = None
-        self.big_m_rows = False  # whether some rows hold only where a kind of candidate is picked (`_weight_variants`)
         self.whole = replace(budget, **{r: getattr(budget, r) + v for r, v in self.reserved.items()})
         problem = pulp.LpProblem("ming_dse", pulp.LpMinimize)
         self.pick = {name: [pulp.LpVariable(f"x_{i}_{j}", cat="Binary") for j in range(len(choices))]
@@ -224,7 +223,6 @@ class Model:
         if len(ddr) in (0, len(self.pick[name])):
             return [(bool(ddr), 0, "")]
         picked, big_m = pulp.lpSum(ddr), self._big_m(name)
-        self.big_m_rows = True
         return [(False, big_m * picked, "_chip"), (True, big_m * (1 - picked), "_ddr")]
 
     def _big_m(self, name: str) -> int:
@@ -234,8 +232,8 @@ class Model:
         latency L every point is at most L (the image is done after each process's last point, and the points
         rise), and so is the first output of every process with a consumer (which starts after it and before its
         own first point): so L plus `name`'s largest figure, L the latency bound where the model has one (a big-M
-        as small as it may be keeps the LP's bound tight and its numbers well scaled: on the KV260 detector at 320
-        the proving MIP's 1,000 nodes took 88 s rather than 380 in 900 s), else the latency of every design."""
+        as small as it may be keeps the LP's bound tight and its numbers well scaled, `objectives.latency_model`),
+        else the latency of every design."""
         every = self._every_latency()
         return every if self.latency_bound is None else min(every, 1 + self.latency_bound + _largest_figure(self.costs[name]))
 
@@ -245,14 +243,6 @@ class Model:
         if self.every_latency is None:
             self.every_latency = 1 + sum(map(_largest_figure, self.costs.values()))
         return self.every_latency
-
-    def bounded(self, latency: int) -> Model | None:
-        """The latency model for designs no slower than `latency` (`latency_bound`), where its big-M rows are
-        smaller than these; else None."""
-        if self.goal != "latency" or not self.big_m_rows or self.latency_bound is not None:
-            return None
-        return Model(self.graph, self.options, self.costs, self.budget, self.goal, reserved=self.reserved,
-                     ddr_rate=self.ddr_rate, latency_bound=latency)
 
     def _ddr_row(self, problem, cycles) -> None:
         """The weights an image streams from DDR arrive within `cycles` (its latency, or the interval) at the

@@ -76,9 +76,7 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
 
     1. the LP relaxation: a lower bound, reduced costs, and infeasibility proven when it has none;
     2. an incumbent from a small node-limited MIP over the candidates the LP solution uses (RENS, Berthold
-       2014), or the given one where that is better; where the model's big-M rows are looser than a bound on
-       the latency gives (`Model.bounded`), the search starts again in the model for designs no slower than the
-       incumbent, with it;
+       2014), or the given one where that is better;
     3. reduced-cost fixing (a candidate whose reduced cost lifts the LP bound to the incumbent's value
        cannot be in a better design), candidates too slow for it (`Model.too_slow`), and the MIP over what
        is left with the incumbent as cutoff: when
@@ -103,10 +101,7 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
             picked = model.picked(highs.run(HEURISTIC_NODES, zero=unused).values)
             if incumbent is not None and (picked is None or model.value_of(incumbent) < model.value_of(picked)):
                 picked = incumbent
-            tighter = model.bounded(model.value_of(picked)) if picked is not None else None
-            if tighter is not None:
-                pass  # the search goes on in the model for designs no slower (below)
-            elif picked is None:
+            if picked is None:
                 unaided = highs.run(node_limit)
             else:
                 value = model.value_of(picked)
@@ -116,8 +111,6 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
                 highs.ask(node_limit, cutoff=value - 0.5, zero=hopeless)
                 ahead = _Ahead(then, picked) if then is not None else None
                 better = highs.answer()
-        if tighter is not None:
-            return run_search(tighter, node_limit, picked, then, abandon, fallback)
         if picked is None:  # `then` runs once the session's child has ended
             search = _conclude(model, unaided, None, lower)
         elif better.status == "infeasible":

@@ -51,8 +51,8 @@ from .pins import Pins
 from .cost import Choice, Cost, mac_lanes_within, storage_plan
 from .search import NODE_LIMIT, NODE_WORK, Search, SearchStopped, run_search, thrifty
 from .candidates import affordable, candidates_and_costs, loaded_weight_memories, least_needs, weight_port_reservation
-from .objectives import (FRUGAL_SLACK, OBJECTIVES, RULES, Targets, frugal, frugal_rule_met, least_interval,
-                         meet_targets)
+from .objectives import (FRUGAL_SLACK, OBJECTIVES, RULES, Targets, frugal, frugal_rule_met, latency_model,
+                         least_interval, meet_targets)
 from .model import Model, estimate
 
 
@@ -159,16 +159,24 @@ def _searched(graph, board, budget, objective, pins, node_limit, reserved, calib
         model, picked, status, rule = meet_targets(graph, board, options, costs, available, targets, node_limit,
                                                    reserved)
     else:
-        model = Model(graph, options, costs, available, "sum" if objective == "sum" else "latency",
-                      ddr_rate=ddr_bytes_per_cycle(board))
+        rate, interval = ddr_bytes_per_cycle(board), None
+        if objective == "sum":
+            model = Model(graph, options, costs, available, "sum", ddr_rate=rate)
+        else:
+            model, interval = latency_model(graph, options, costs, available, rate, node_limit)
+        if interval is not None and interval.status == "infeasible":
+            _decided(interval, board, budget, reserved, node_limit, pins, port, given)
         slack = FRUGAL_SLACK if slack is None else slack
 
-        def least_resources(fastest: dict[str, int], abandon, latency_model: Model = model):
-            return frugal(latency_model, fastest, node_limit, reserved, slack, abandon)
+        def least_resources(fastest: dict[str, int], abandon, fastest_model: Model = model):
+            return frugal(fastest_model, fastest, node_limit, reserved, slack, abandon)
 
         then = least_resources if objective == "frugal" else None
-        fallback = None if objective == "sum" else lambda: least_interval(model, node_limit)
-        search = _decided(run_search(model, node_limit, then=then, fallback=fallback), board, budget, reserved,
+        # the design whose slowest process is fastest: the incumbent where it was found first, else the fallback
+        start = None if interval is None else interval.picked
+        fallback = None if objective == "sum" or interval is not None else \
+            (lambda: least_interval(graph, options, costs, available, rate, node_limit).picked)
+        search = _decided(run_search(model, node_limit, start, then, fallback=fallback), board, budget, reserved,
                           node_limit, pins, port, given)
         picked, status = thrifty(model, search.picked) if objective == "latency" else search.picked, search.describe()
         rule = RULES[objective]

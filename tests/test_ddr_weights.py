@@ -450,12 +450,12 @@ def _big_m_of(model, name: str) -> float:
 @pytest.mark.unit
 @pytest.mark.parametrize("streamed", [False, True])
 def test_the_ilp_for_designs_no_slower_than_a_design_keeps_its_latency_with_a_big_m_from_it(streamed):
-    """`Model.bounded`: the model for designs no slower than a design with its weights on chip or streamed (forced,
-    as above) gives that design the same objective, `estimate` of it, while its rows of the kind not picked are relaxed by that latency plus
-    the process's largest figure, not by the latency of every design (a sum over every process's slowest
-    candidate); it is bounded once."""
+    """`Model.latency_bound`: the model for designs no slower than a design with its weights on chip or streamed
+    (forced, as above) gives that design the same objective, `estimate` of it, while its rows of the kind not picked
+    are relaxed by that latency plus the process's largest figure, not by the latency of every design (a sum over
+    every process's slowest candidate)."""
     import pulp
-    from ming_py.ilp.model import _largest_figure
+    from ming_py.ilp.model import Model, _largest_figure
 
     graph = map_graph("chain", (64, 2, 2), (64, 2, 2))
     conv(graph, "up", "x", "h", 128)
@@ -467,14 +467,38 @@ def test_the_ilp_for_designs_no_slower_than_a_design_keeps_its_latency_with_a_bi
     model.problem.solve(pulp.PULP_CBC_CMD(msg=0))
     latency = model.latency_of(model.picked({x.name: x.value() for x in model.variables()}))
 
-    tight = model.bounded(latency)
-    assert tight.bounded(latency) is None and tight.latency_bound == latency
+    tight = Model(model.graph, model.options, model.costs, model.budget, "latency", latency_bound=latency)
     assert _big_m_of(tight, "down") == latency + 1 + _largest_figure(tight.costs["down"]) < _big_m_of(model, "down")
     ddr = [x for x, c in zip(tight.pick["down"], tight.options["down"]) if c.weights == "ddr"]
     tight.problem += pulp.lpSum(ddr) == int(streamed), "force_down"
     tight.problem.solve(pulp.PULP_CBC_CMD(msg=0))
     picked = tight.picked({x.name: x.value() for x in tight.variables()})
     assert round(pulp.value(tight.problem.objective)) == tight.latency_of(picked) == latency
+
+
+@pytest.mark.unit
+def test_the_latency_model_of_candidates_of_both_kinds_is_for_designs_no_slower_than_the_least_interval_design():
+    """`objectives.latency_model`: where a process holds candidates of both kinds, the design whose slowest process
+    is fastest is searched first and bounds the model (its search's status proves no design fits where none does);
+    with one kind, no search and no bound."""
+    from ming_py.ilp.objectives import latency_model
+
+    graph = map_graph("chain", (64, 2, 2), (64, 2, 2))
+    conv(graph, "up", "x", "h", 128)
+    conv(graph, "down", "h", "y", 64, seed=1)
+    stream_graph = build_stream_graph(graph)
+    mixed = _mixed_model(stream_graph, Pins())
+    model, interval = latency_model(stream_graph, mixed.options, mixed.costs, mixed.budget, None, 1_000)
+    assert interval.status == "optimal"
+    assert interval.value == max(mixed.costs[name][j].cycles for name, j in interval.picked.items())
+    assert model.latency_bound == model.latency_of(interval.picked) > 0
+    none = Budget(dsp=0, bram18k=0, uram=0, lut=0)
+    assert latency_model(stream_graph, mixed.options, mixed.costs, none, None, 1_000)[1].status == "infeasible"
+    on_chip = {name: [c for c in choices if c.weights != "ddr"] for name, choices in mixed.options.items()}
+    costs = {name: [c for c, o in zip(mixed.costs[name], mixed.options[name]) if o.weights != "ddr"]
+             for name in on_chip}
+    model, interval = latency_model(stream_graph, on_chip, costs, mixed.budget, None, 1_000)
+    assert interval is None and model.latency_bound is None
 
 
 @pytest.mark.unit

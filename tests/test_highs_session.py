@@ -81,9 +81,6 @@ class _Knapsack:
     def fits(self, picked):
         return _total(WEIGHTS, picked) <= CAPACITY
 
-    def bounded(self, value):
-        return None  # no rows a bound on the objective would tighten
-
 
 def _total(figures: list[int], design: dict[str, int]) -> int:
     """The sum of a design's figures (costs or weights): pair i's candidate j is figure 2i + j."""
@@ -109,29 +106,6 @@ def test_what_follows_a_search_is_what_follows_its_design_whether_the_incumbent_
     found = search.run_search(_Knapsack(rens), 100, then=then)
     assert found.status == "optimal" and found.picked == best and found.then == sorted(best.items())
     assert called == ([best] if standing else [rens, best])  # started on the incumbent while the proof ran
-
-
-class _Loose(_Knapsack):
-    """A model whose `bounded` gives another for designs no worse than the heuristic's: the knapsack with a row
-    that holds every such design (the cost within the bound), whose own heuristic finds nothing."""
-
-    def bounded(self, value):
-        self.bound, self.tight = value, _Knapsack(None)
-        self.tight.problem += pulp.lpSum(c * x for c, x in zip(COSTS, self.tight.xs)) <= value, "no_worse"
-        return self.tight
-
-
-def test_a_search_goes_on_in_the_model_its_incumbent_bounds_with_that_incumbent():
-    """`Model.bounded` (the big-M rows from the incumbent's latency): the search goes on in the model for designs no
-    worse than the heuristic's design, from that design (what follows starts on it while the proof runs), and
-    proves the optimum there."""
-    called = []
-    best = _cheapest()
-    rens = {name: 1 - j for name, j in best.items()}  # 24 for the optimum's 20
-    loose = _Loose(rens)
-    found = search.run_search(loose, 100, then=lambda picked, abandon: called.append(dict(picked)))
-    assert loose.bound == _total(COSTS, rens) == 24 and not loose.tight.heuristic  # its heuristic ran
-    assert found.status == "optimal" and found.picked == best and called == [rens, best]
 
 
 def test_an_abandoned_session_fails_with_one_clear_error():
