@@ -235,7 +235,9 @@ class Model:
         as small as it may be keeps the LP's bound tight and its numbers well scaled, `objectives.latency_model`),
         else the latency of every design."""
         every = self._every_latency()
-        return every if self.latency_bound is None else min(every, 1 + self.latency_bound + _largest_figure(self.costs[name]))
+        if self.latency_bound is None:
+            return every
+        return min(every, 1 + self.latency_bound + _largest_figure(self.costs[name]))
 
     def _every_latency(self) -> int:
         """A bound on the latency of the least schedule of every design: each process's largest figure, summed (each
