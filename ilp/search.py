@@ -96,6 +96,8 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
             relaxation = highs.run(node_limit, relax=True)
             if relaxation.status == "infeasible":
                 return Search("infeasible")
+            if relaxation.values is None:  # the LP stopped without a solution (HiGHS gave up on its numbers)
+                raise _RelaxationFailed
             lower = relaxation.objective
             unused = [x for x in model.variables() if relaxation.values.get(x.name, 0.0) <= 1e-6]
             picked = model.picked(highs.run(HEURISTIC_NODES, zero=unused).values)
@@ -122,10 +124,18 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
         if ahead is not None and search.picked == picked:
             search.then, ahead = ahead.result(), None
             return search
+    except _RelaxationFailed:  # nothing proven: the incumbent or the fallback's design, if any
+        search = Search("unsolved") if incumbent is None else \
+            Search("feasible", incumbent, model.value_of(incumbent), 0.0)
+        search = _or_fallback(model, search, fallback() if fallback is not None else None, 0.0)
     finally:
         if ahead is not None:
             ahead.abandon()
     return _followed(search, then)
+
+
+class _RelaxationFailed(Exception):
+    """The LP relaxation stopped without a solution."""
 
 
 def _followed(search: Search, then) -> Search:

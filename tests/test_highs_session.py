@@ -157,6 +157,26 @@ def test_a_design_found_another_way_replaces_an_unproven_one_only_where_it_is_be
     assert found.value == _total(COSTS, found.picked)
 
 
+class _FailedRelaxation(_StoppedProof):
+    """A HiGHS session whose LP relaxation stops without a solution (its dual simplex gave up on the numbers)."""
+
+    def __init__(self, problem, abandon=None):
+        self.runs = [search._Run("stopped")]
+
+
+@pytest.mark.parametrize("given", ["nothing", "incumbent", "fallback", "both"])
+def test_a_search_whose_relaxation_fails_keeps_the_better_design_given_or_finds_none(given, monkeypatch):
+    monkeypatch.setattr(search, "HighsSession", _FailedRelaxation)
+    best = _cheapest()
+    other = {"pair0": 0, "pair1": 1, "pair2": 0, "pair3": 0}  # 26 for the optimum's 20 (it fits)
+    incumbent = best if given in ("incumbent", "both") else None
+    fallback = (lambda: other) if given in ("fallback", "both") else None
+    found = search.run_search(_Knapsack(None), 100, incumbent, lambda picked, abandon: dict(picked),
+                              fallback=fallback)
+    kept = incumbent or (other if fallback else None)
+    assert (found.status, found.picked, found.then) == (("feasible", kept, kept) if kept else ("unsolved", None, None))
+
+
 def test_a_design_found_another_way_is_not_asked_for_where_the_search_proved_its_own():
     asked = []
     found = search.run_search(_Knapsack(_cheapest()), 100, fallback=lambda: asked.append(True))
