@@ -327,8 +327,7 @@ class Model:
         return self.latency_of(picked)
 
     def latency_of(self, picked: dict[str, int]) -> int:
-        return estimate(self.graph, {name: self.costs[name][j] for name, j in picked.items()},
-                        {name: self.options[name][j] for name, j in picked.items()})[1]
+        return design_latency(self.graph, self.options, self.costs, picked)
 
     def fits(self, picked: dict[str, int]) -> bool:
         within = all(sum(getattr(self.costs[name][j], r) for name, j in picked.items()) <= getattr(self.budget, r)
@@ -384,6 +383,12 @@ def estimate(graph: StreamGraph, costs: dict[str, Cost], choices: dict[str, Choi
                 if any(graph.channels[c].consumer not in costs for c in p.outputs)]
     written = max(curve[-1] for curve in times.point.values())
     return max(c.cycles for c in costs.values()), math.ceil(max(*finished, sent, written))
+
+
+def design_latency(graph: StreamGraph, options, costs, picked: dict[str, int]) -> int:
+    """The latency `estimate` gives the design `picked` (a candidate of each process, by index)."""
+    return estimate(graph, {name: costs[name][j] for name, j in picked.items()},
+                    {name: options[name][j] for name, j in picked.items()})[1]
 
 
 def _first(graph: StreamGraph, p, costs: dict[str, Cost], choices: dict[str, Choice], times: Timeline) -> float:

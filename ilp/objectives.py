@@ -15,7 +15,7 @@ from ming_py.weights_ddr import ddr_bytes_per_cycle
 from .budget import Budget
 from .search import Abandon, Search, SearchStopped, descend, run_search
 from .candidates import fast_enough, keep_candidates
-from .model import Model, estimate
+from .model import Model, design_latency
 
 
 # The most cycles a target may imply (an interval, a latency): the whole numbers a double holds exactly
@@ -111,9 +111,7 @@ def latency_model(graph, options, costs, budget: Budget, ddr_rate: float | None,
     if not any(len({choice.weights == "ddr" for choice in choices}) > 1 for choices in options.values()):
         return Model(graph, options, costs, budget, "latency", ddr_rate=ddr_rate), None
     interval = least_interval(graph, options, costs, budget, ddr_rate, node_limit)
-    bound = None if interval.picked is None else \
-        estimate(graph, {name: costs[name][j] for name, j in interval.picked.items()},
-                 {name: options[name][j] for name, j in interval.picked.items()})[1]
+    bound = None if interval.picked is None else design_latency(graph, options, costs, interval.picked)
     return Model(graph, options, costs, budget, "latency", ddr_rate=ddr_rate, latency_bound=bound), interval
 
 

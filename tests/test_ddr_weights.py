@@ -401,6 +401,29 @@ def test_a_streamed_conv_process_reads_and_writes_at_its_loops_iterations(tmp_pa
 
 # ---- The ILP's DDR candidates: latency rows per candidate, adapter cost, board rate, contradictory pins ----
 
+def _chain(names=("up", "down", "last")):
+    """A chain of 1x1 convs on a 2x2 map: 64 channels in, 128 after the first, 64 after the others."""
+    graph = map_graph("chain", (64, 2, 2), (64, 2, 2))
+    tensors = ["x", "h", "g"][:len(names)] + ["y"]
+    for k, name in enumerate(names):
+        conv(graph, name, tensors[k], tensors[k + 1], 128 if k == 0 else 64, seed=k)
+    return build_stream_graph(graph)
+
+
+def _forced(model, streamed: bool) -> tuple[dict[str, int], int]:
+    """The design `model` picks (CBC) with process "down" forced to stream its weights or keep them on chip, and its
+    objective."""
+    import pulp
+
+    ddr = [x for x, c in zip(model.pick["down"], model.options["down"]) if c.weights == "ddr"]
+    assert ddr and len(ddr) < len(model.pick["down"])
+    model.problem += pulp.lpSum(ddr) == int(streamed), "force_down"
+    model.problem.solve(pulp.PULP_CBC_CMD(msg=0))
+    picked = model.picked({x.name: x.value() for x in model.variables()})
+    assert (model.options["down"][picked["down"]].weights == "ddr") == streamed
+    return picked, round(pulp.value(model.problem.objective))
+
+
 def _mixed_model(graph, pins):
     """The latency ILP of `graph` with every process offered its weights on chip and streamed from DDR."""
     from ming_py.ilp.budget import Budget
@@ -421,23 +444,11 @@ def test_the_ilps_latency_is_the_estimate_of_its_design_whether_a_process_stream
     """A process offered both weights on chip and from DDR between two slow ones, forced to each: the ILP's objective
     is `estimate` of the design it picks (the rows of the other kind of candidate relaxed), not the other kind's
     timing (a streamed process's first outputs wait for its whole input)."""
-    import pulp
-
-    graph = map_graph("chain", (64, 2, 2), (64, 2, 2))
-    conv(graph, "up", "x", "h", 128)
-    conv(graph, "down", "h", "g", 64, seed=1)
-    conv(graph, "last", "g", "y", 64, seed=2)
-    stream_graph = build_stream_graph(graph)
+    stream_graph = _chain()
     slow = {f"{name}.unroll.{loop}": 1 for name in ("up", "last") for loop in ("oc", "ic")}
     model = _mixed_model(stream_graph, resolve(slow, stream_graph))
-    ddr = [x for x, c in zip(model.pick["down"], model.options["down"]) if c.weights == "ddr"]
-    assert ddr and len(ddr) < len(model.pick["down"])
-    model.problem += pulp.lpSum(ddr) == int(streamed), "force_down"
-    model.problem.solve(pulp.PULP_CBC_CMD(msg=0))
-    values = {x.name: x.value() for x in model.variables()}
-    picked = model.picked(values)
-    assert (model.options["down"][picked["down"]].weights == "ddr") == streamed
-    assert round(pulp.value(model.problem.objective)) == model.latency_of(picked)
+    picked, objective = _forced(model, streamed)
+    assert objective == model.latency_of(picked)
 
 
 def _big_m_of(model, name: str) -> float:
@@ -454,26 +465,15 @@ def test_the_ilp_for_designs_no_slower_than_a_design_keeps_its_latency_with_a_bi
     (forced, as above) gives that design the same objective, `estimate` of it, while its rows of the kind not picked
     are relaxed by that latency plus the process's largest figure, not by the latency of every design (a sum over
     every process's slowest candidate)."""
-    import pulp
     from ming_py.ilp.model import Model, _largest_figure
 
-    graph = map_graph("chain", (64, 2, 2), (64, 2, 2))
-    conv(graph, "up", "x", "h", 128)
-    conv(graph, "down", "h", "g", 64, seed=1)
-    conv(graph, "last", "g", "y", 64, seed=2)
-    model = _mixed_model(build_stream_graph(graph), Pins())
-    ddr = [x for x, c in zip(model.pick["down"], model.options["down"]) if c.weights == "ddr"]
-    model.problem += pulp.lpSum(ddr) == int(streamed), "force_down"
-    model.problem.solve(pulp.PULP_CBC_CMD(msg=0))
-    latency = model.latency_of(model.picked({x.name: x.value() for x in model.variables()}))
+    model = _mixed_model(_chain(), Pins())
+    latency = model.latency_of(_forced(model, streamed)[0])
 
     tight = Model(model.graph, model.options, model.costs, model.budget, "latency", latency_bound=latency)
     assert _big_m_of(tight, "down") == latency + 1 + _largest_figure(tight.costs["down"]) < _big_m_of(model, "down")
-    ddr = [x for x, c in zip(tight.pick["down"], tight.options["down"]) if c.weights == "ddr"]
-    tight.problem += pulp.lpSum(ddr) == int(streamed), "force_down"
-    tight.problem.solve(pulp.PULP_CBC_CMD(msg=0))
-    picked = tight.picked({x.name: x.value() for x in tight.variables()})
-    assert round(pulp.value(tight.problem.objective)) == tight.latency_of(picked) == latency
+    picked, objective = _forced(tight, streamed)
+    assert objective == tight.latency_of(picked) == latency
 
 
 @pytest.mark.unit
@@ -483,10 +483,7 @@ def test_the_latency_model_of_candidates_of_both_kinds_is_for_designs_no_slower_
     with one kind, no search and no bound."""
     from ming_py.ilp.objectives import latency_model
 
-    graph = map_graph("chain", (64, 2, 2), (64, 2, 2))
-    conv(graph, "up", "x", "h", 128)
-    conv(graph, "down", "h", "y", 64, seed=1)
-    stream_graph = build_stream_graph(graph)
+    stream_graph = _chain(("up", "down"))
     mixed = _mixed_model(stream_graph, Pins())
     model, interval = latency_model(stream_graph, mixed.options, mixed.costs, mixed.budget, None, 1_000)
     assert interval.status == "optimal"
