@@ -1,5 +1,5 @@
 """`OUT/settings.yaml`: the folding a build chose (unroll factors, multipliers, requantizers, line-buffer
-memory, FIFO depths) in the form `--settings` reads (`ilp.pins`), each process commented with its cycles
+memory, weight memory and bands, FIFO depths) in the form `--settings` reads (`ilp.pins`), each process commented with its cycles
 and resources. Building with it gives the same design; editing it and rebuilding gives the edited one."""
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ def _process(node: dict, weights_moved: bool) -> dict:
         weights = "bram"
     if weights is not None:
         choices.append(("weights", weights))
+    if weights == "ddr":
+        choices.append(("bands", schedule.get("bands", 1)))
     figures = (f"{node['cycles']:,} cycles, {node['dsp']} DSP, {node['bram18k']} BRAM18K, {node['uram']} URAM, "
                f"{node['lut']:,} LUT")
     return {"key": _key(node["name"]), "kind": node["kind"], "figures": figures, "choices": choices,

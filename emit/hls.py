@@ -24,7 +24,7 @@ from ming_py.kinds import kind_of, unrollable
 from ming_py.storage import plan_arrays
 from ming_py.kinds.streamed import DDR_BURST_LATENCY
 from ming_py.weights_ddr import (DDR_FILE, DDR_MAX_BURST, DDR_READ_OUTSTANDING, ddr_bundle, streamed_arrays,
-                                 streamed_rows)
+                                 streamed_bands, streamed_rows)
 from ming_py.weights_load import WEIGHTS_FILE, loaded_arrays, loaded_rows
 
 from .environment import TEMPLATES, environment
@@ -167,7 +167,8 @@ def _tidy(text: str) -> str:
 def _model_view(graph: StreamGraph, schedule: Schedule, names: CppNames, views: list[ProcessView]) -> dict:
     inp = graph.channels[graph.input.channel]
     parts = {part.process: part for part in loaded_arrays(loaded_rows(graph, schedule))}
-    streamed = {part.process: part for part in streamed_arrays(streamed_rows(graph, schedule))}
+    streamed = {part.process: part
+                for part in streamed_arrays(streamed_rows(graph, schedule), streamed_bands(graph, schedule))}
     outputs = [_output_view(graph, schedule, names, port, values)
                for port, values in zip(graph.outputs, names.output_values)]
     return {
@@ -188,7 +189,8 @@ def _model_view(graph: StreamGraph, schedule: Schedule, names: CppNames, views: 
         # the processes whose weights stream from DDR, each with its m_axi port (`ming_py.weights_ddr`)
         "streamed": [{"stream": v.weight_stream, "port": names.arrays[p.name]["weights"],
                       "bundle": ddr_bundle(names.arrays[p.name]["weights"]), "label": c_string(p.name),
-                      "words": streamed[p.name].words, "first_word": streamed[p.name].first_word}
+                      "words": streamed[p.name].words, "bands": streamed[p.name].bands,
+                      "first_word": streamed[p.name].first_word}
                      for p, v in zip(graph.processes, views) if p.name in streamed],
         "ddr_words": sum(part.words for part in streamed.values()), "ddr_file": DDR_FILE,
         "ddr_latency": DDR_BURST_LATENCY, "ddr_burst": DDR_MAX_BURST, "ddr_outstanding": DDR_READ_OUTSTANDING,

@@ -55,6 +55,8 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
             nodes[-1]["schedule"]["multipliers"] = sched.multipliers
         if sched.requantizers:
             nodes[-1]["schedule"]["requantizers"] = sched.requantizers
+        if sched.bands > 1:
+            nodes[-1]["schedule"]["bands"] = sched.bands
         image = _image_fifo(graph, schedule, p)
         if image is not None:
             nodes[-1]["image_fifo"] = image

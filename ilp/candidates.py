@@ -19,7 +19,7 @@ from ming_py.kinds import kind_of, trip_counts
 from ming_py.kinds.base import shared_requantizers
 from ming_py.kinds.window import whole_groups
 from ming_py.storage import plan_arrays
-from ming_py.kinds.streamed import streamed_problem
+from ming_py.kinds.streamed import band_options, streamed_problem
 from ming_py.weights_ddr import exceeds_chip
 
 from .budget import RESOURCES, Budget
@@ -68,46 +68,57 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
                     if multiplier_pin is not None and multipliers != multiplier_pin:
                         continue
                     for count in sharing:
-                        for weight_memory in weights:
+                        for weight_memory, bands in weights:
                             if weight_memory == "ddr" and count:
                                 continue  # a streamed loop takes one requantizer per output lane
                             if memory == "uram" and not kind.line_buffer and weight_memory != "ddr":
                                 continue  # only a streamed loop's map buffers: no buffer for URAM
                             if memory == "uram" and process.name in pins.line_buffers and \
                                     line_buffer_memory(graph, process, tuple(unroll.items()), lanes_in, lanes_out,
-                                                       memory, weight_memory == "ddr") != memory:
+                                                       memory, weight_memory == "ddr", bands) != memory:
                                 continue  # the pinned URAM holds this schedule's buffer only where it is too large
                                 # for LUTRAM
                             result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory, multipliers,
-                                                 count, weight_memory))
+                                                 count, weight_memory, bands))
     return result
 
 
 def weight_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out, pins: Pins,
-                   offered: tuple[str, ...]) -> tuple[str, ...]:
-    """Where a candidate's weights may go: the pinned memory, else "bram" (a ROM where its size puts it: LUTRAM
-    when small, else BRAM) and, among `offered`, for weights that would take BRAM: URAM, and LUTRAM where they are
-    small (at most one BRAM18K's bits a bank: LUTRAM_WEIGHT_BITS), and DDR where its kind streams them
-    (`ming_py.weights_ddr`)."""
+                   offered: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """Where a candidate's weights may go, each with the bands of its map (1 but for weights from DDR): the pinned
+    memory, else "bram" (a ROM where its size puts it: LUTRAM when small, else BRAM) and, among `offered`, for
+    weights that would take BRAM: URAM, and LUTRAM where they are small (at most one BRAM18K's bits a bank:
+    LUTRAM_WEIGHT_BITS), and DDR where its kind streams them (`ming_py.weights_ddr`), in each of `_band_options`."""
     if process.weights is None:
-        return ("bram",)
+        return (("bram", 1),)
     spec = process_spec(graph, process, tuple(unroll.items()), lanes_in, lanes_out)
     if process.name in pins.weights:
         pinned = pins.weights[process.name]
-        return () if pinned == "ddr" and not _streams(spec) else (pinned,)
+        if pinned != "ddr":
+            return ((pinned, 1),)
+        bands = (pins.bands[process.name],) if process.name in pins.bands else _band_options(spec)
+        return tuple(("ddr", b) for b in bands if _streams(spec, b))
     if offered == ("bram",):
-        return offered
+        return (("bram", 1),)
     rom = plan_arrays(spec, process.epilogue)["weights"]
     if rom.memory != "bram":
-        return ("bram",)
-    streamed = ("ddr",) if "ddr" in offered and _streams(spec) else ()
-    return tuple(m for m in offered if m != "ddr" and (m != "lutram" or rom.bits <= LUTRAM_WEIGHT_BITS * rom.banks)) \
-        + streamed
+        return (("bram", 1),)
+    streamed = tuple(("ddr", b) for b in _band_options(spec) if _streams(spec, b)) if "ddr" in offered else ()
+    return tuple((m, 1) for m in offered
+                 if m != "ddr" and (m != "lutram" or rom.bits <= LUTRAM_WEIGHT_BITS * rom.banks)) + streamed
 
 
-def _streams(spec) -> bool:
-    """Whether the spec's loop may stream its weights from DDR (with one requantizer per lane)."""
-    return not streamed_problem(replace(spec, ddr_weights=True))
+def _band_options(spec) -> tuple[int, ...]:
+    """The bands a streamed loop is offered (`ming_py.kinds.streamed.band_options`): the whole map, and bands of a
+    power of two rows (1, 2, 4, ...), each fewer rows a smaller map buffer and one more read of the weights; the
+    other divisors lie between two of these in both."""
+    height = spec.inputs[0][1]
+    return tuple(b for b in band_options(spec) if b == 1 or (height // b) & (height // b - 1) == 0)
+
+
+def _streams(spec, bands: int = 1) -> bool:
+    """Whether the spec's loop may stream its weights from DDR (with one requantizer per lane) in `bands`."""
+    return not streamed_problem(replace(spec, ddr_weights=True, bands=bands))
 
 
 def loaded_weight_memories(graph: StreamGraph, budget: Budget, calibration,

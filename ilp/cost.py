@@ -62,7 +62,7 @@ from ming_py.array_layout import memory_cost
 from ming_py.epilogues import lane_cost, lane_datapath
 from ming_py.errors import MingError
 from ming_py.storage import plan_arrays
-from ming_py.weights_ddr import ddr_port_cost, streamed_words
+from ming_py.weights_ddr import ddr_port_cost, pass_words
 
 HLS_LUT_OVERHEAD = 1.1  # FINN-R's c1: LUTs of an HLS datapath over its synthesized logic
 FF_PER_LOGIC_LUT = 1.5
@@ -103,9 +103,15 @@ class Choice:
     # "uram" (no bitstream init, UG573: loaded at start through the weight port, `ming_py.weights_load`) or "ddr"
     # (streamed a tile at a time every image, `ming_py.weights_ddr`: its own loop)
     weights: str = "bram"
+    bands: int = 1  # weights from DDR: bands of rows the map is taken in, the weights fetched once per band
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)
+
+    @property
+    def loop_form(self) -> tuple[bool, int]:
+        """What shapes its loop beyond the unroll factors and lanes: (weights streamed from DDR, bands)."""
+        return self.weights == "ddr", self.bands
 
 
 @dataclass(frozen=True)
@@ -142,14 +148,14 @@ class Cost:
 
 def choice_spec(graph: StreamGraph, p: Process, choice: Choice):
     return process_spec(graph, p, choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers,
-                        choice.weights == "ddr")
+                        *choice.loop_form)
 
 
 def process_cost(graph: StreamGraph, p: Process, choice: Choice, calibration: Calibration | None = None,
                  timings: dict | None = None) -> Cost:
     """The candidate's cost; `timings` keeps the loop and timing of each (unroll, lanes, requantizers) of the
     process already costed: candidates that differ only in their memories or multipliers share them."""
-    key = (choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers, choice.weights == "ddr")
+    key = (choice.unroll, choice.lanes_in, choice.lanes_out, choice.requantizers, choice.loop_form)
     timing = None if timings is None else timings.get(key)
     if timing is None:
         spec = choice_spec(graph, p, choice)
@@ -204,7 +210,7 @@ def resources(graph: StreamGraph, p: Process, choice: Choice, spec, trip_count: 
         memory_lut += loader.fifo_lut
         registers += loader.ff
     if choice.weights == "ddr":
-        port = ddr_port_cost(streamed_words(spec))
+        port = ddr_port_cost(pass_words(spec), spec.bands)
         lut["ddr_port"] = port.lut
         memory_lut += port.lutram
         registers += port.ff
@@ -237,20 +243,22 @@ def samples(tokens: int) -> list[int]:
 
 
 @functools.lru_cache(maxsize=None)
-def _unit_loop_writes(graph: StreamGraph, p: Process, streamed: bool = False):
+def _unit_loop_writes(graph: StreamGraph, p: Process, streamed: bool = False, bands: int = 1):
     """The process's loop with one lane and no unrolling (its geometry alone, and whether its weights stream from
-    DDR: `streamed`), and the iterations at which it writes its output tokens at 1/K, ..., K/K."""
+    DDR: `streamed`, its map in `bands` bands), and the iterations at which it writes its output tokens at 1/K, ...,
+    K/K."""
     ones = tuple((loop, 1) for loop in trip_counts(graph, p))
-    loop = loop_of(process_spec(graph, p, ones, (1,) * len(p.inputs), (1,) * len(p.outputs), ddr_weights=streamed))
+    loop = loop_of(process_spec(graph, p, ones, (1,) * len(p.inputs), (1,) * len(p.outputs), ddr_weights=streamed,
+                                bands=bands))
     return loop, loop.token_iterations("writes", 0, samples(graph.channels[p.outputs[0]].values))
 
 
 @functools.lru_cache(maxsize=None)
-def _shares_read(graph: StreamGraph, p: Process, streamed: bool = False) -> tuple[tuple[float, ...], ...]:
+def _shares_read(graph: StreamGraph, p: Process, streamed: bool = False, bands: int = 1) -> tuple[tuple[float, ...], ...]:
     """Per input, the share of its tokens read before the first output token, then before the output tokens at
     1/K, ..., K/K, are written: from the geometry alone (the loop with one lane and no unrolling, and whether its
-    weights stream from DDR: `streamed`)."""
-    loop, writes = _unit_loop_writes(graph, p, streamed)
+    weights stream from DDR: `streamed`, in `bands`)."""
+    loop, writes = _unit_loop_writes(graph, p, streamed, bands)
     first = loop.token_iterations("writes", 0, [0])[0]
     shares = []
     for i, channel in enumerate(p.inputs):
@@ -261,28 +269,30 @@ def _shares_read(graph: StreamGraph, p: Process, streamed: bool = False) -> tupl
 
 
 @functools.lru_cache(maxsize=None)
-def input_fractions(graph: StreamGraph, p: Process, streamed: bool = False) -> tuple[tuple[float, ...], ...]:
+def input_fractions(graph: StreamGraph, p: Process, streamed: bool = False,
+                    bands: int = 1) -> tuple[tuple[float, ...], ...]:
     """Per input, the share of its tokens read before the output token at j/K is written (j = 1..K): what
     the output at j/K waits for, from the geometry alone (the loop with one lane and no unrolling), so the
-    same for every candidate (of its weights' place: `streamed` from DDR or not) and the ILP can chain it
-    linearly."""
-    return tuple(shares[1:] for shares in _shares_read(graph, p, streamed))
+    same for every candidate (of its loop's form: weights `streamed` from DDR or not, in `bands`) and the ILP can
+    chain it linearly."""
+    return tuple(shares[1:] for shares in _shares_read(graph, p, streamed, bands))
 
 
 @functools.lru_cache(maxsize=None)
-def first_fractions(graph: StreamGraph, p: Process, streamed: bool = False) -> tuple[float, ...]:
+def first_fractions(graph: StreamGraph, p: Process, streamed: bool = False, bands: int = 1) -> tuple[float, ...]:
     """Per input, the share of its tokens read before the first output token is written: what the process's
     first output waits for, from the geometry alone like `input_fractions` (a window's first rows, a
     reduction's whole input)."""
-    return tuple(shares[0] for shares in _shares_read(graph, p, streamed))
+    return tuple(shares[0] for shares in _shares_read(graph, p, streamed, bands))
 
 
 @functools.lru_cache(maxsize=None)
-def samples_after(graph: StreamGraph, p: Process, streamed: bool = False) -> tuple[tuple[int | None, ...], ...]:
+def samples_after(graph: StreamGraph, p: Process, streamed: bool = False,
+                  bands: int = 1) -> tuple[tuple[int | None, ...], ...]:
     """Per input, for its token at k/K (k = 1..K, the token its producer's progress curve times), the first
     point j of the process's own progress curve written after its read; None if none is. From the geometry
     alone (the loop with one lane and no unrolling), like `input_fractions`: the ILP pairs these points."""
-    loop, writes = _unit_loop_writes(graph, p, streamed)
+    loop, writes = _unit_loop_writes(graph, p, streamed, bands)
     after = []
     for i, channel in enumerate(p.inputs):
         reads = loop.token_iterations("reads", i, samples(graph.channels[channel].values))
@@ -304,11 +314,10 @@ def _progress(graph: StreamGraph, p: Process, choice: Choice, loop) -> tuple[tup
     paced = _output_pace(graph, p, choice, loop, sampled, writes)
     progress = tuple(offset + w + loop.depth + late for w, late in zip(writes, paced))
     lags, first_lags = [], []
-    streamed = choice.weights == "ddr"
     first_write = loop.token_iterations("writes", 0, [0])[0]
     for i, (channel, lanes, shares, first) in enumerate(zip(p.inputs, choice.lanes_in,
-                                                            input_fractions(graph, p, streamed),
-                                                            first_fractions(graph, p, streamed))):
+                                                            input_fractions(graph, p, *choice.loop_form),
+                                                            first_fractions(graph, p, *choice.loop_form))):
         count = tokens(channel, lanes)
         reads = loop.token_iterations("reads", i, [max(math.ceil(s * count) - 1, 0) for s in (first,) + shares])
         first_lags.append(first_write - reads[0] + loop.depth + 1)
@@ -364,7 +373,7 @@ def _pushes(graph: StreamGraph, p: Process, choice: Choice, loop, writes: list[i
     (`samples_after`): the producer's point needs no interpolation, and the wait of the tokens between two of
     the process's own points shows."""
     pushes = []
-    after_reads = samples_after(graph, p, choice.weights == "ddr")
+    after_reads = samples_after(graph, p, *choice.loop_form)
     for i, (channel, lanes, after) in enumerate(zip(p.inputs, choice.lanes_in, after_reads)):
         reads = loop.token_iterations("reads", i, samples(graph.channels[channel].values // lanes))
         pushes.append(tuple(0 if j is None else writes[j] - r + loop.depth + 1 for j, r in zip(after, reads)))

@@ -193,16 +193,16 @@ class Model:
                 problem += start[consumer] >= first[producer], f"fill_{channel.name}"
                 into = graph.process(consumer).inputs.index(channel.name)
                 arrivals = [first[producer]] + point[producer]
-                for streamed, slack, suffix in self._weight_variants(consumer):
+                for form, slack, suffix in self._weight_variants(consumer):
                     process = graph.process(consumer)
-                    waits = at_share(arrivals, first_fractions(graph, process, streamed)[into])
+                    waits = at_share(arrivals, first_fractions(graph, process, *form)[into])
                     first_lag = self.timed(consumer, lambda c: c.first_lags[into])
                     problem += first[consumer] >= waits + first_lag - slack, f"first_{channel.name}{suffix}"
-                    for j, share in enumerate(input_fractions(graph, process, streamed)[into]):
+                    for j, share in enumerate(input_fractions(graph, process, *form)[into]):
                         lag = self.timed(consumer, lambda c, j=j: c.lags[into][j])
                         arrival = at_share(arrivals, share)
                         problem += point[consumer][j] >= arrival + lag - slack, f"lag_{channel.name}{suffix}_{j}"
-                    for k, j in enumerate(samples_after(graph, process, streamed)[into]):
+                    for k, j in enumerate(samples_after(graph, process, *form)[into]):
                         if j is not None:
                             push = self.timed(consumer, lambda c, k=k: c.pushes[into][k])
                             problem += (point[consumer][j] >= point[producer][k] + push - slack,
@@ -214,16 +214,22 @@ class Model:
             problem += done >= self._record(graph, problem, finish), "record"
         return done
 
-    def _weight_variants(self, name: str) -> list[tuple[bool, object, str]]:
+    def _weight_variants(self, name: str) -> list[tuple[tuple[bool, int], object, str]]:
         """The input timings of a process's candidates (`input_fractions` and `samples_after` of its loop with
-        weights on chip or streamed from DDR): (streamed, slack, row-name suffix) per kind its candidates hold. Where
-        it has both, each kind's rows hold only where a candidate of that kind is picked: the others' are relaxed
-        by `_big_m`, so the rows bound the chosen candidate's points as `estimate` does."""
-        ddr = [x for x, choice in zip(self.pick[name], self.options[name]) if choice.weights == "ddr"]
-        if len(ddr) in (0, len(self.pick[name])):
-            return [(bool(ddr), 0, "")]
-        picked, big_m = pulp.lpSum(ddr), self._big_m(name)
-        return [(False, big_m * picked, "_chip"), (True, big_m * (1 - picked), "_ddr")]
+        weights on chip or streamed from DDR, in bands): (`Choice.loop_form`, slack, row-name suffix) per form its
+        candidates hold. Where it has several, each form's rows hold only where a candidate of that form is
+        picked: the others' are relaxed by `_big_m`, so the rows bound the chosen candidate's points as `estimate`
+        does."""
+        forms: dict[tuple[bool, int], list] = {}
+        for x, choice in zip(self.pick[name], self.options[name]):
+            forms.setdefault(choice.loop_form, []).append(x)
+        if len(forms) == 1:
+            return [(next(iter(forms)), 0, "")]
+        big_m = self._big_m(name)
+        ddr = pulp.lpSum(x for (streamed, _), xs in forms.items() if streamed for x in xs)
+        return [((streamed, bands), big_m * (1 - pulp.lpSum(xs)) if streamed else big_m * ddr,
+                 f"_ddr{bands if bands > 1 else ''}" if streamed else "_chip")
+                for (streamed, bands), xs in sorted(forms.items())]
 
     def _big_m(self, name: str) -> int:
         """What lifts a row of `name`'s kind not picked: more than any of them asks of the least schedule of a design
@@ -393,9 +399,9 @@ def design_latency(graph: StreamGraph, options, costs, picked: dict[str, int]) -
 
 def _first(graph: StreamGraph, p, costs: dict[str, Cost], choices: dict[str, Choice], times: Timeline) -> float:
     """When `p` writes its first output token, as `Model._latency`'s rows bound it (its producers' in `times`)."""
-    cost, streamed = costs[p.name], choices[p.name].weights == "ddr"
+    cost, form = costs[p.name], choices[p.name].loop_form
     bounds = [times.start[p.name] + cost.fill]
-    for c, share, lag in zip(p.inputs, first_fractions(graph, p, streamed), cost.first_lags):
+    for c, share, lag in zip(p.inputs, first_fractions(graph, p, *form), cost.first_lags):
         producer = graph.channels[c].producer
         if producer in costs:
             bounds.append(at_share([times.first[producer]] + times.point[producer], share) + lag)
@@ -405,13 +411,13 @@ def _first(graph: StreamGraph, p, costs: dict[str, Cost], choices: dict[str, Cho
 def _curve(graph: StreamGraph, p, costs: dict[str, Cost], choices: dict[str, Choice], times: Timeline) -> list:
     """The progress curve of `p`, as `Model._latency`'s rows bound it (its producers' in `times`)."""
     cost, curve, start = costs[p.name], [], times.start[p.name]
-    streamed = choices[p.name].weights == "ddr"
+    form = choices[p.name].loop_form
     for j, at in enumerate(cost.progress):
         bounds = [start + at]
         if j:
             bounds.append(curve[-1] + at - cost.progress[j - 1])
-        for i, (c, shares, after) in enumerate(zip(p.inputs, input_fractions(graph, p, streamed),
-                                                   samples_after(graph, p, streamed))):
+        for i, (c, shares, after) in enumerate(zip(p.inputs, input_fractions(graph, p, *form),
+                                                   samples_after(graph, p, *form))):
             producer = graph.channels[c].producer
             if producer in costs:
                 produced = times.point[producer]

@@ -3,7 +3,9 @@
 `--set conv2.unroll.oc=8`, `--set conv2.requantizers=2` (requantizers taking the output lanes in turn; 0:
 one per lane), `--set conv2.multipliers=fabric` (dsp, fabric or dsp_pair), `--set conv2.line_buffer=uram`
 (bram or uram), `--set conv2.weights=uram` (bram: where their size puts a ROM, lutram, uram: loaded at start
-through the weight port, `ming_py.weights_load`, or ddr: streamed from DDR every image, `ming_py.weights_ddr`), `--set conv1_to_pool1.depth=64`, or a JSON/YAML file with the same keys (flat
+through the weight port, `ming_py.weights_load`, or ddr: streamed from DDR every image, `ming_py.weights_ddr`),
+`--set conv2.bands=4` (with weights=ddr: a 1x1 conv's map taken in 4 bands of rows, its weights read once per
+band), `--set conv1_to_pool1.depth=64`, or a JSON/YAML file with the same keys (flat
 `{"conv2.unroll.oc": 8}` or nested `{"conv2": {"unroll": {"oc": 8}}}`): the folding file every build writes
 (`OUT/settings.yaml`, `folding.settings_yaml`) is one.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ming_py.boards import Board
@@ -35,13 +37,15 @@ class Pins:
     line_buffers: dict[str, str] = field(default_factory=dict)  # process -> bram | uram
     weights: dict[str, str] = field(default_factory=dict)  # process -> bram | lutram | uram | ddr
     requantizers: dict[str, int] = field(default_factory=dict)  # process -> shared requantizers (0: one per lane)
+    bands: dict[str, int] = field(default_factory=dict)  # process -> bands of its map, its weights from DDR
     depths: dict[str, int] = field(default_factory=dict)  # channel -> FIFO depth
     depth_origins: dict[str, str] = field(default_factory=dict)  # channel -> the setting as the user wrote it
 
     @property
     def pinned(self) -> bool:
         """Whether any process setting is pinned (FIFO depths aside: the ILP does not choose them)."""
-        return bool(self.unroll or self.multipliers or self.line_buffers or self.requantizers or self.weights)
+        return bool(self.unroll or self.multipliers or self.line_buffers or self.requantizers or self.weights or
+                    self.bands)
 
 
 class Settings(dict):
@@ -78,12 +82,12 @@ def parse_assignments(assignments: list[str], files: list[Path] = ()) -> Setting
     return settings
 
 
-KEY_FORMS = ("PROCESS.unroll.LOOP, PROCESS.requantizers, PROCESS.multipliers, PROCESS.line_buffer, PROCESS.weights "
-             "or CHANNEL.depth")
+KEY_FORMS = ("PROCESS.unroll.LOOP, PROCESS.requantizers, PROCESS.multipliers, PROCESS.line_buffer, PROCESS.weights, "
+             "PROCESS.bands or CHANNEL.depth")
 # a process or channel name may hold any character (PyTorch's exports: /features/features.0/Conv; TFLite's joined
 # tensor names; a settings file's quoted keys), but neither starts nor ends with a space
 _KEY = re.compile(r"(?P<name>\S(?:.*\S)?)\."
-                  r"(?:unroll\.(?P<loop>[^.\s=]+)|(?P<field>requantizers|multipliers|line_buffer|weights|depth))",
+                  r"(?:unroll\.(?P<loop>[^.\s=]+)|(?P<field>requantizers|multipliers|line_buffer|weights|bands|depth))",
                   re.DOTALL)
 CHOICES = {"multipliers": ("dsp", "fabric", "dsp_pair"), "line_buffer": ("bram", "uram"),
            "weights": WEIGHT_MEMORIES}  # the named settings
@@ -230,9 +234,13 @@ def resolve(settings: dict[str, int | str], graph: StreamGraph, board: Board | N
         if key.endswith(".depth"):
             pins.depth_origins[_KEY.fullmatch(key)["name"]] = \
                 settings.written(key) if isinstance(settings, Settings) else f"--set {key}={value}"
+    for name in pins.bands:
+        if pins.weights.get(name) != "ddr":
+            raise MingError(f"{name}.bands={pins.bands[name]}: bands serve a process whose weights stream from DDR; "
+                            f"set {name}.weights=ddr too, or remove the setting")
     _check_map_buffers(graph, pins)
     for name in [name for name, memory in pins.weights.items() if memory == "ddr"]:
-        _check_streamed(graph, graph.process(name), pins.unroll.get(name, {}))
+        _check_streamed(graph, graph.process(name), pins.unroll.get(name, {}), pins.bands.get(name, 1))
         problem = board and board_ddr_problem(board)
         if problem:
             raise MingError(f"{name}.weights=ddr: {problem}; keep process {name}'s weights on chip")
@@ -293,19 +301,25 @@ def _pin_process(pins: Pins, graph: StreamGraph, process, key: str, setting: str
         if process.weights is None:
             raise MingError(f"{key}: process {process.name} ({process.kind}) has no weights")
         pins.weights[process.name] = value
+    elif setting == "bands":
+        if value < 1:
+            raise MingError(f"{key}={value}: give the number of bands of rows, at least 1")
+        pins.bands[process.name] = value
     else:
         _check_line_buffer(graph, process, key, value)
         pins.line_buffers[process.name] = value
 
 
-def _check_streamed(graph: StreamGraph, process, unroll: dict[str, int]) -> None:
-    """Weights from DDR apply to a kind whose loop streams them, at its pinned unroll factors
+def _check_streamed(graph: StreamGraph, process, unroll: dict[str, int], bands: int) -> None:
+    """Weights from DDR apply to a kind whose loop streams them, at its pinned unroll factors and bands
     (`ming_py.weights_ddr.streamed_problem`)."""
     factors = tuple((loop, unroll.get(loop, 1)) for loop in trip_counts(graph, process))
-    spec = process_spec(graph, process, factors, (1,) * len(process.inputs), (1,) * len(process.outputs))
+    spec = process_spec(graph, process, factors, (1,) * len(process.inputs), (1,) * len(process.outputs),
+                        bands=bands)
     problem = streamed_problem(spec)
     if problem:
-        raise MingError(f"{process.name}.weights=ddr: process {process.name}: {problem}")
+        setting = f"{process.name}.weights=ddr" + (f" and {process.name}.bands={bands}" if bands > 1 else "")
+        raise MingError(f"{setting}: process {process.name}: {problem}")
 
 
 def _check_requantizers(process, key: str, value: int) -> None:
@@ -355,16 +369,17 @@ def _check_map_buffers(graph: StreamGraph, pins: Pins) -> None:
             raise MingError(f"{key}: process {name} ({process.kind}) has no line buffer; the setting places the map "
                             f"buffers of its loop streaming weights from DDR, so set {name}.weights=ddr too, or "
                             "remove it")
-        _check_lands(graph, process, key, memory, streamed)
+        _check_lands(graph, process, key, memory, streamed, pins.bands.get(name, 1))
 
 
-def _check_lands(graph: StreamGraph, process, key: str, memory: str, streamed: bool) -> None:
-    """URAM asked for a buffer (`streamed`: the map buffers) that is too small for it at every schedule is refused."""
+def _check_lands(graph: StreamGraph, process, key: str, memory: str, streamed: bool, bands: int) -> None:
+    """URAM asked for a buffer (`streamed`: the map buffers, a band's) that is too small for it at every schedule is
+    refused."""
     if memory != "uram":
         return
     ones = tuple((loop, 1) for loop in trip_counts(graph, process))
     landed = line_buffer_memory(graph, process, ones, (1,) * len(process.inputs), (1,) * len(process.outputs),
-                                memory, streamed)
+                                memory, streamed, bands)
     if landed != memory:
         buffer = "map buffers are" if streamed else "line buffer is"
         raise MingError(f"{key}=uram: process {process.name}'s {buffer} small enough for {landed.upper()} at every "
@@ -372,10 +387,10 @@ def _check_lands(graph: StreamGraph, process, key: str, memory: str, streamed: b
 
 
 def line_buffer_memory(graph: StreamGraph, process, unroll: tuple, lanes_in: tuple, lanes_out: tuple,
-                       asked: str, streamed: bool = False) -> str:
-    """Where a schedule's line buffer (`streamed`: the map buffers of its loop streaming weights from DDR, `asked`
-    where either lands there) sits when `asked` for: there, or LUTRAM or registers where it is small."""
-    spec = replace(process_spec(graph, process, unroll, lanes_in, lanes_out), ddr_weights=streamed)
+                       asked: str, streamed: bool = False, bands: int = 1) -> str:
+    """Where a schedule's line buffer (`streamed`: the map buffers of its loop streaming weights from DDR, a band's,
+    `asked` where either lands there) sits when `asked` for: there, or LUTRAM or registers where it is small."""
+    spec = process_spec(graph, process, unroll, lanes_in, lanes_out, ddr_weights=streamed, bands=bands)
     plan = plan_arrays(spec, process.epilogue, asked, "ddr" if streamed else "bram")
     if not streamed:
         return plan["line_buffer"].memory

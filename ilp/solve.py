@@ -264,7 +264,7 @@ def schedule_of(graph: StreamGraph, chosen: dict[str, Choice]) -> Schedule:
     for name, choice in chosen.items():
         process = graph.process(name)
         processes[name] = ProcessSchedule(choice.unroll, tuple(sorted(storage_plan(process, choice, graph).items())),
-                                          choice.multipliers, choice.requantizers)
+                                          choice.multipliers, choice.requantizers, choice.bands)
         lanes.update(zip(process.outputs, choice.lanes_out))
         for channel, count in zip(process.inputs, choice.lanes_in):
             lanes.setdefault(channel, count)  # the accelerator input: its consumer's parallelism

@@ -145,6 +145,7 @@ class ProcessSchedule:
     storage: tuple[tuple[str, str], ...] = ()  # (buffer, "bram" | "uram" | "lutram"); default BRAM
     multipliers: str = "dsp"  # where the int8 products are computed (ming_py.kinds.window.MULTIPLIERS)
     requantizers: int = 0  # requantizers serving the output lanes in turn; 0: one per lane
+    bands: int = 1  # weights streamed from DDR: bands of rows its map is taken in (`ming_py.kinds.streamed`)
 
     def factor(self, loop: str) -> int:
         return dict(self.unroll).get(loop, 1)

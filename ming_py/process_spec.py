@@ -35,8 +35,9 @@ def depth_bound(kind: str) -> int:
 
 
 def process_spec(graph, process, unroll, lanes_in, lanes_out, requantizers: int = 0,
-                 ddr_weights: bool = False) -> ProcessSpec:
-    """The spec of a process of a `StreamGraph` under a schedule (`ddr_weights`: its weights streamed from DDR)."""
+                 ddr_weights: bool = False, bands: int = 1) -> ProcessSpec:
+    """The spec of a process of a `StreamGraph` under a schedule (`ddr_weights`: its weights streamed from DDR, its
+    map taken in `bands` bands of rows)."""
     shape = lambda name: (graph.channels[name].channels, graph.channels[name].height, graph.channels[name].width)
     params_type = kind_of(process.kind).params_type
     if process.params is not None and (params_type is None or not isinstance(process.params, params_type)):
@@ -45,7 +46,7 @@ def process_spec(graph, process, unroll, lanes_in, lanes_out, requantizers: int 
                          f"{type(process.params).__name__}")
     return ProcessSpec(process.kind, tuple(shape(c) for c in process.inputs), tuple(shape(c) for c in process.outputs),
                       tuple(unroll), tuple(lanes_in), tuple(lanes_out), process.window, requantizers, process.params,
-                      ddr_weights)
+                      ddr_weights, bands)
 
 
 def schedule_spec(graph, process, schedule: Schedule) -> ProcessSpec:
@@ -53,7 +54,7 @@ def schedule_spec(graph, process, schedule: Schedule) -> ProcessSpec:
     sched = schedule.of(process.name)
     return process_spec(graph, process, sched.unroll, [schedule.lanes_of(c) for c in process.inputs],
                        [schedule.lanes_of(c) for c in process.outputs], sched.requantizers,
-                       sched.storage_of("weights") == "ddr")
+                       sched.storage_of("weights") == "ddr", sched.bands)
 
 
 def spec_from_report(node: dict, channels: dict[str, dict]) -> ProcessSpec:
@@ -67,7 +68,8 @@ def spec_from_report(node: dict, channels: dict[str, dict]) -> ProcessSpec:
                       tuple(schedule.get("unroll", {}).items()),
                       tuple(channels[c]["lanes"] for c in node["inputs"]),
                       tuple(channels[c]["lanes"] for c in node["outputs"]), window, schedule.get("requantizers", 0),
-                      _params_from_report(node), schedule.get("storage", {}).get("weights") == "ddr")
+                      _params_from_report(node), schedule.get("storage", {}).get("weights") == "ddr",
+                      schedule.get("bands", 1))
 
 
 def _params_from_report(node: dict):

@@ -41,7 +41,7 @@ from .options import BuildOptions
 from .sample import image_record
 from .simulate import HEADLINE, SimResult, headline, simulate_schedule
 from .verify import IMAGES
-from .weights_ddr import DDR_FILE, ddr_image, ddr_report, streamed_arrays, streamed_rows
+from .weights_ddr import DDR_FILE, ddr_image, ddr_report, streamed_arrays, streamed_bands, streamed_rows
 from .weights_load import WEIGHTS_FILE, load_ends, load_report, loaded_arrays, loaded_rows, weights_image
 
 
@@ -169,7 +169,7 @@ def ddr_weight_files(stream_graph, schedule: Schedule, data: dict) -> dict[str, 
         return {}
     image = ddr_image(rows)
     ports = {name: cpp_names(stream_graph).arrays[name]["weights"] for name in rows}
-    data["totals"]["weights_ddr"] = ddr_report(streamed_arrays(rows), image, ports)
+    data["totals"]["weights_ddr"] = ddr_report(streamed_arrays(rows, streamed_bands(stream_graph, schedule)), image, ports)
     return {f"hls/{DDR_FILE}": image}
 
 

@@ -55,16 +55,19 @@ class StreamedArray:
     lanes: int  # int8 weights per row
     words_per_row: int
     first_word: int  # its first 128-bit word in weights_ddr.bin
+    bands: int = 1  # the times an image reads it (once per band of the process's map)
 
     @property
     def words(self) -> int:
         return self.rows * self.words_per_row
 
 
-def streamed_arrays(rows_by_process: dict[str, np.ndarray]) -> list[StreamedArray]:
+def streamed_arrays(rows_by_process: dict[str, np.ndarray], bands: dict[str, int] | None = None) -> list[StreamedArray]:
+    """Each streamed process's part of weights_ddr.bin; `bands`: process -> the bands of its map (1 if not given)."""
     parts, first = [], 0
     for name, rows in rows_by_process.items():
-        part = StreamedArray(name, rows.shape[0], rows.shape[1], words_per_row(rows.shape[1]), first)
+        part = StreamedArray(name, rows.shape[0], rows.shape[1], words_per_row(rows.shape[1]), first,
+                             (bands or {}).get(name, 1))
         parts.append(part)
         first += part.words
     return parts
@@ -73,6 +76,11 @@ def streamed_arrays(rows_by_process: dict[str, np.ndarray]) -> list[StreamedArra
 def ddr_image(rows_by_process: dict[str, np.ndarray]) -> bytes:
     """weights_ddr.bin (see the module's docstring)."""
     return packed_rows(rows_by_process, DDR_WORD_BYTES)
+
+
+def streamed_bands(graph, schedule) -> dict[str, int]:
+    """The bands of every streamed process's map (`ProcessSchedule.bands`)."""
+    return {p.name: schedule.of(p.name).bands for p in graph.processes if is_streamed(schedule, p)}
 
 
 def streamed_rows(graph, schedule) -> dict[str, np.ndarray]:
@@ -97,7 +105,8 @@ def ddr_report(parts: list[StreamedArray], image: bytes, ports: dict[str, str]) 
     top function's m_axi port."""
     return {"file": DDR_FILE, "word_bytes": DDR_WORD_BYTES, "words": len(image) // DDR_WORD_BYTES,
             "bytes": len(image), "sha256": hashlib.sha256(image).hexdigest(),
-            "burst_latency": DDR_BURST_LATENCY, "bytes_per_image": len(image),
+            "burst_latency": DDR_BURST_LATENCY,
+            "bytes_per_image": sum(p.words * p.bands for p in parts) * DDR_WORD_BYTES,
             "arrays": [{"process": p.process, "port": ports[p.process], "bundle": ddr_bundle(ports[p.process]),
                         "rows": p.rows, "lanes": p.lanes, "words_per_row": p.words_per_row,
                         "first_word": p.first_word, "words": p.words, "offset_bytes": p.first_word * DDR_WORD_BYTES}
@@ -169,14 +178,14 @@ FETCH_STREAM_DEPTH = 2  # `fetch_ddr_weights`'s stream to its process
 SHIFT_REGISTER_BITS = 32  # bits of a stream FIFO per LUT (SRL32)
 
 
-def ddr_port_cost(words: int) -> DdrPortCost:
-    """The m_axi read adapter and fetch loop of a process that streams `words` DDR words an image: the read buffer
-    of DDR_MAX_BURST x DDR_READ_OUTSTANDING words in BRAM18K (by `ming_py.array_layout`'s BRAM18K shapes), the
-    adapter's logic (see above) and the fetch loop's word counter and stream."""
+def ddr_port_cost(words: int, bands: int = 1) -> DdrPortCost:
+    """The m_axi read adapter and fetch loop of a process that streams its `words` DDR words `bands` times an image:
+    the read buffer of DDR_MAX_BURST x DDR_READ_OUTSTANDING words in BRAM18K (by `ming_py.array_layout`'s BRAM18K
+    shapes), the adapter's logic (see above) and the fetch loop's word and band counters and stream."""
     buffer_words, word_bits = DDR_MAX_BURST * DDR_READ_OUTSTANDING, DDR_WORD_BYTES * 8
     bram = min(math.ceil(word_bits / width) * math.ceil(buffer_words / depth) for width, depth in BRAM18K_SHAPES)
     counters = (DDR_ADDRESS_BITS, _bits(DDR_MAX_BURST), _bits(DDR_READ_OUTSTANDING), _bits(buffer_words),
-                _bits(buffer_words), _bits(words))
+                _bits(buffer_words), _bits(words)) + ((_bits(bands - 1),) if bands > 1 else ())
     lut = sum(primitives.counter_lut(b) for b in counters)
     request_fifo = math.ceil(DDR_READ_OUTSTANDING / LUTRAM_DEPTH) * DDR_REQUEST_BITS * 2
     stream = math.ceil(FETCH_STREAM_DEPTH * word_bits / SHIFT_REGISTER_BITS)
@@ -187,9 +196,14 @@ def _bits(maximum: int) -> int:
     return max(maximum.bit_length(), 1)
 
 
-def streamed_words(spec) -> int:
-    """DDR words a streamed process reads per image: every tile's."""
+def pass_words(spec) -> int:
+    """DDR words of a streamed process's weights: every tile's, read once per band of its map."""
     return tile_words(spec) * spec.tokens_out[0]
+
+
+def streamed_words(spec) -> int:
+    """DDR words a streamed process reads per image."""
+    return pass_words(spec) * spec.bands
 
 
 def streamed_bytes(spec) -> int:

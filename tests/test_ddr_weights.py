@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -163,6 +164,8 @@ def _small_streamed_specs():
                     if c_in % u_ic or c_out % u_oc:
                         continue
                     yield _pointwise((c_in, h, w), c_out, u_oc, u_ic)
+                    if h > 1:
+                        yield replace(_pointwise((c_in, h, w), c_out, u_oc, u_ic), bands=h)
                     for kernel, stride, pad in [(3, 1, 1), (3, 2, 1), (2, 1, 0)]:
                         if h + 2 * pad >= kernel and w + 2 * pad >= kernel and c_in <= 16:
                             yield _conv((c_in, h, w), c_out, u_oc, u_ic, kernel, stride, pad)
@@ -171,17 +174,33 @@ def _small_streamed_specs():
                               ddr_weights=True)
 
 
+def _next_band_gaps(loop):
+    """(last read in a band, write in the next band) of every address of a pointwise loop's map buffers, in bands:
+    an input token read in the last tile's phase at its pixel's reduction, taken again in the next band's load; an
+    output read in the write phase, written again in its tile's phase of the next band."""
+    if loop.bands == 1:
+        return
+    starts = _phase_starts(loop)
+    for k in range(loop.inputs):
+        yield starts[-2] + k, loop.band + k  # pointwise: token k is read at iteration k of each tile's phase
+    for p in range(loop.pixels):
+        for t in range(loop.tiles):
+            yield starts[-1] + loop.write_lead + p * loop.tiles + t, loop.band + starts[t] + (p + 1) * loop.rows - 1
+
+
 @pytest.mark.unit
 def test_no_value_of_a_streamed_loops_buffers_is_read_within_the_pipeline_depth_of_its_write():
     """The streamed templates tell Vitis HLS their buffers carry no dependence (macros.j2 `streamed_dependences`):
     on every small map, every value of the tile buffer, the input buffer and the output map is read the pipeline
-    depth and its margin or more iterations after the iteration writing it (`StreamedLoop`)."""
+    depth and its margin or more iterations after the iteration writing it (`StreamedLoop`), and in bands (a band
+    of one row) every address is written again in the next band that many iterations or more after its last
+    read."""
     checked = 0
     for spec in _small_streamed_specs():
         loop = spec.process_kind.streamed(spec)
         gaps = list(_tile_buffer_gaps(loop))
         if spec.kind != "dense":
-            gaps += list(_input_map_gaps(spec, loop)) + list(_output_buffer_gaps(loop))
+            gaps += list(_input_map_gaps(spec, loop)) + list(_output_buffer_gaps(loop)) + list(_next_band_gaps(loop))
         else:
             gaps += [(k, loop.load + k) for k in range(loop.inputs)]
         assert loop.allowed_depth == spec.depth + DEPTH_MARGIN
@@ -202,6 +221,23 @@ def test_a_streamed_pointwise_process_reads_and_writes_at_its_loops_iterations(t
     load = DDR_BURST_LATENCY + 8 - 8 + depth + DEPTH_MARGIN  # tile 0's 8 words after a burst's latency, landed
     iterations = load + (tiles - 1) * pixels * ic_tiles + pixels * ic_tiles + pixels * tiles
     assert_traced_loop(graph, 2, tmp_path / "out", iterations, processes=schedule)
+
+
+@pytest.mark.parametrize("bands", [3, 2])
+def test_a_streamed_pointwise_process_in_bands_runs_its_loop_once_per_band(tmp_path, bands):
+    """In bands of rows (1 and 2 here), the process takes, computes and writes a band at a time, its weights
+    fetched again for each band; the port check, the token trace, the counters' widths, the testbench's equality
+    with the reference and the cycle simulation (`hand_graphs.assert_traced_loop`)."""
+    rows = 6 // bands
+    graph = map_graph("pw", (16, 6, 2), (24, 6, 2))
+    conv(graph, "pw", "x", "y", 24)
+    schedule = {"pw": ProcessSchedule((("oc", 2), ("ic", 2)), (("weights", "ddr"),), "fabric", bands=bands)}
+    pixels, tiles, ic_tiles = rows * 2, 12, 8  # a band's pixels
+    depth = 15
+    load = DDR_BURST_LATENCY + 8 - 8 + depth + DEPTH_MARGIN
+    tile = max(pixels * ic_tiles, 8 - 8 + depth + DEPTH_MARGIN)  # a band of 2 pixels: its tile's fetch is longer
+    band = load + (tiles - 1) * tile + pixels * ic_tiles + pixels * tiles
+    assert_traced_loop(graph, 2, tmp_path / "out", bands * band, processes=schedule)
 
 
 @pytest.mark.unit
@@ -245,8 +281,8 @@ def test_pinned_ddr_weights_build_verified_through_the_m_axi_ports(ddr_build):
     assert "ap_ctrl_none" not in cpp and "tiny_cnn_weights.h" in cpp
     assert "fc_weights[" not in (out / "hls" / "tiny_cnn_weights.h").read_text()  # no ROM holds them
     settings = (out / "settings.yaml").read_text()
-    assert settings.count("  weights: ddr\n") == 4  # the folding file keeps the pins
-    assert "  line_buffer: uram\n  weights: ddr\n\npool2" in settings  # conv3's, the one setting it
+    assert settings.count("  weights: ddr\n  bands: 1\n") == 4  # the folding file keeps the pins
+    assert "  line_buffer: uram\n  weights: ddr\n  bands: 1\n\npool2" in settings  # conv3's, the one setting it
     # each streamed process buffers its whole input (and output) map
     assert ("The processes whose weights stream from DDR (conv1, conv2, conv3, fc) each buffer their whole input\n"
             "and output maps") in (out / "report.md").read_text()

@@ -143,7 +143,8 @@ def test_a_setting_given_twice_in_one_file_is_refused(tmp_path, name, text):
                                  "a .depth", ""])
 def test_a_setting_name_has_one_of_its_forms(key):
     with pytest.raises(MingError, match="is not a setting; use PROCESS.unroll.LOOP, PROCESS.requantizers, "
-                                        "PROCESS.multipliers, PROCESS.line_buffer, PROCESS.weights or CHANNEL.depth"):
+                                        "PROCESS.multipliers, PROCESS.line_buffer, PROCESS.weights, PROCESS.bands or "
+                                        "CHANNEL.depth"):
         parse_assignments([f"{key}=8"])
 
 

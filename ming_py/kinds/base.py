@@ -41,6 +41,7 @@ class ProcessSpec:
     requantizers: int = 0  # requantizers serving the output lanes in turn (`shared_requantizers`); 0: one per lane
     params: KindParams | None = None  # the parameters of its kind (`ProcessKind.params_type`), as its `Process` has them
     ddr_weights: bool = False  # its weights streamed from DDR a tile at a time (`ming_py.weights_ddr`)
+    bands: int = 1  # streamed: bands of rows its map is taken in, its weights fetched once per band (`StreamedLoop`)
 
     @property
     def process_kind(self) -> ProcessKind:
@@ -118,6 +119,8 @@ class ProcessSpec:
             problem = streamed_problem(self)
             if problem:
                 raise ValueError(problem)
+        elif self.bands != 1:
+            raise ValueError(f"{self.kind}: bands={self.bands} serve only weights streamed from DDR")
         if not kind.static_banks(self.factor("k"), self.lanes_in[0]):
             raise ValueError(f"{self.kind}: unroll k={self.factor('k')} would read its input vector at banks "
                              f"chosen at run time (k must equal the {self.lanes_in[0]} input lanes)")

@@ -8,7 +8,7 @@ import math
 
 from ming_py.array_layout import Dim, array, spread
 from .base import REQUANT_STAGES, ProcessKind, adder_tree, per_pixel_tokens, register
-from .streamed import StreamedLoop, map_loop
+from .streamed import StreamedLoop, band_pixels, map_loop
 
 from .window import (MAC_DEPTH, grouped_lanes, reduction_counters, grouped_lanes_match, grouped_layout, grouped_trips,
                      grouped_weight_rows, groups_text, mac_arrays, mac_multipliers, streamed_map_buffers,
@@ -69,13 +69,13 @@ class Pointwise(ProcessKind):
         return map_loop(spec, in_order=True)  # its pixels' tokens read in the order they arrived
 
     def streamed_registers(self, spec):
-        pixels = spec.inputs[0][1] * spec.inputs[0][2]
+        pixels, _ = band_pixels(spec)
         return {"pixel": pixels - 1, "token": spec.tokens_in[0] - 1, "ic_tile": spec.reduction_tiles - 1}
 
     def arrays(self, spec, epilogue, line_buffer_memory, constants):
         c_in, lanes = spec.inputs[0][0], spec.lanes_in[0]
         if spec.ddr_weights:
-            pixels = spec.inputs[0][1] * spec.inputs[0][2]
+            pixels, _ = band_pixels(spec)
             return streamed_mac_arrays(spec, streamed_map_buffers(spec, (Dim(pixels),), line_buffer_memory),
                                        constants)
         pixel = array("pixel", 8, (Dim(2, "complete", factor=2), Dim(c_in // lanes), spread(lanes, lanes, "reshape")),

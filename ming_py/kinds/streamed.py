@@ -42,7 +42,28 @@ def streamed_problem(spec) -> str:
         return "weights from DDR serve a 1x1 conv of one group and stride 1"
     if spec.kind == "conv" and (w.groups > 1 or w.dilation != (1, 1) or spec.factor("k") > 1):
         return "weights from DDR serve a conv of one group and dilation 1, its window not unrolled (unroll k=1)"
+    return bands_problem(spec)
+
+
+def bands_problem(spec) -> str:
+    """What keeps a streamed spec from taking its map in `spec.bands` bands of rows ("": nothing)."""
+    if spec.bands == 1:
+        return ""
+    if spec.kind != "pointwise":
+        return f"a {spec.kind} process streaming its weights from DDR takes its whole map (bands=1)"
+    height = spec.inputs[0][1]
+    if spec.bands < 1 or height % spec.bands:
+        return f"bands={spec.bands} does not divide the map's {height} rows"
     return ""
+
+
+def band_options(spec) -> tuple[int, ...]:
+    """The band counts a streamed spec may take its map in (`StreamedLoop.bands`): the divisors of a pointwise
+    process's rows, 1 for the others."""
+    if spec.kind != "pointwise":
+        return (1,)
+    height = spec.inputs[0][1]
+    return tuple(b for b in range(1, height + 1) if height % b == 0)
 
 
 @dataclass(frozen=True)
@@ -84,7 +105,18 @@ class StreamedLoop:
       iteration earlier) and there linear in p, is least at p = 0 or p = pixels - 1 (`output_gap`);
       `write_lead` lifts it to `allowed_depth`.
     Every phase is two iterations or more (`last`; a write phase of one output has a lead of `allowed_depth` - 2
-    or more)."""
+    or more).
+
+    In bands (`bands` > 1, pointwise), the loop above runs once per band, `inputs`, `compute` and `outputs` a band's,
+    the fetch running on into the next band's tiles. A band's load writes the maps' addresses the band before read,
+    and its first tile's weights go to the half of weight_tile the band before did not read last (at each band's
+    start the fetch fills and the compute reads the same half, as at the first). In the input map, a token at pixel
+    p, read last at iteration p * rows + k of the band's last tile's phase (k < rows), is written again at iteration
+    p * rows + k of the next load (pointwise tokens are its reduction's rows): the gap, `last` + `write`, is
+    `allowed_depth` + `compute` or more, `write_lead` lifting the last pixel's output gap (`output_gap`, there
+    `last` + `outputs` - `compute`) to `allowed_depth`. In the output map, a token read in
+    a band's write phase is written again in the next band's tile phases, after its load (`load` >= `fetched` >=
+    `allowed_depth`)."""
 
     inputs: int
     compute: int
@@ -94,6 +126,7 @@ class StreamedLoop:
     outputs: int
     settle: int = 0
     in_order: bool = True
+    bands: int = 1
 
     @property
     def rows(self) -> int:
@@ -160,6 +193,11 @@ class StreamedLoop:
         return self.write_lead + self.outputs
 
     @property
+    def band(self) -> int:
+        """Iterations of a band: the input taken, every tile, the output written."""
+        return self.load + (self.tiles - 1) * self.tile + self.last + self.write
+
+    @property
     def longest(self) -> int:
         """The longest phase."""
         return max(self.load, self.tile, self.write)
@@ -167,27 +205,34 @@ class StreamedLoop:
 
 def streamed_loop(spec, inputs: int, compute: int, outputs: int, in_order: bool = True) -> StreamedLoop:
     return StreamedLoop(inputs, compute, spec.tokens_out[0], tile_words(spec), words_per_row(spec.macs), outputs,
-                        spec.depth, in_order)
+                        spec.depth, in_order, spec.bands)
 
 
 def map_loop(spec, in_order: bool) -> StreamedLoop:
-    """The streamed loop of a pointwise or conv process: the whole input map taken, each output tile computed over
-    every output pixel into the output map buffer, then the output map written in pixel order; `in_order`: the
-    compute reads the input map in the order it arrived (`StreamedLoop`)."""
+    """The streamed loop of a pointwise or conv process: the whole input map (or a band of its rows) taken, each
+    output tile computed over every output pixel into the output map buffer, then the output map written in pixel
+    order; `in_order`: the compute reads the input map in the order it arrived (`StreamedLoop`)."""
+    pixels_in, pixels_out = band_pixels(spec)
+    return streamed_loop(spec, pixels_in * spec.tokens_in[0], pixels_out * spec.reduction_tiles,
+                         pixels_out * spec.tokens_out[0], in_order)
+
+
+def band_pixels(spec) -> tuple[int, int]:
+    """Input and output pixels of a band of a streamed process's map (the whole map in one band)."""
     (_, h, w), (_, h_out, w_out) = spec.inputs[0], spec.outputs[0]
-    return streamed_loop(spec, h * w * spec.tokens_in[0], h_out * w_out * spec.reduction_tiles,
-                         h_out * w_out * spec.tokens_out[0], in_order)
+    return h * w // spec.bands, h_out * w_out // spec.bands
 
 
 def streamed_positions(phases: StreamedLoop, tile_writes: Access):
-    """The positions of a streamed process's loop (`ming_py.loops`): the input taken, the tiles (writing
+    """The positions of a streamed process's loop (`ming_py.loops`): per band, the input taken, the tiles (writing
     `tile_writes` each), the buffered outputs written."""
-    yield Position(phases.load, (Access(0, 1, phases.inputs),), (Access(),))
-    if phases.tiles > 1:
-        yield phases.tiles - 1, Position(phases.tile, (Access(),), (tile_writes,))
-    yield Position(phases.last, (Access(),), (tile_writes,))
-    if phases.outputs:
-        yield Position(phases.write, (Access(),), (Access(phases.write_lead, 1, phases.outputs),))
+    for _ in range(phases.bands):
+        yield Position(phases.load, (Access(0, 1, phases.inputs),), (Access(),))
+        if phases.tiles > 1:
+            yield phases.tiles - 1, Position(phases.tile, (Access(),), (tile_writes,))
+        yield Position(phases.last, (Access(),), (tile_writes,))
+        if phases.outputs:
+            yield Position(phases.write, (Access(),), (Access(phases.write_lead, 1, phases.outputs),))
 
 
 def streamed_counters(phases: StreamedLoop) -> dict[str, int]:

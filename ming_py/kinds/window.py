@@ -30,7 +30,7 @@ from ming_py.dataflow import GROUP_LOOP, Window
 from ming_py.loops import Access, Position
 
 from .base import REQUANT_STAGES, ProcessSpec, ProcessKind, Unweighted, adder_tree, per_pixel_tokens, register
-from .streamed import DDR_WORD_BYTES, StreamedLoop, map_loop, words_per_row
+from .streamed import DDR_WORD_BYTES, StreamedLoop, band_pixels, map_loop, words_per_row
 
 # Where a MAC process's int8 products are computed: one per DSP48E2, in LUT fabric, or two that share
 # their input per DSP48E2 (AMD WP486: x * (w_high * 2^18 + w_low) on the 27 x 18-bit multiplier).
@@ -142,15 +142,16 @@ def streamed_mac_arrays(spec: ProcessSpec, buffers: dict[str, ArrayPlan], consta
 
 
 def streamed_map_buffers(spec: ProcessSpec, pixel_dims: tuple[Dim, ...], memory: str) -> dict[str, ArrayPlan]:
-    """The input map `[pixel dims][tokens][lanes]` and the output map `[pixels][output tiles][lanes]` of a process
-    whose weights stream from DDR (`ming_py.weights_ddr`), in `memory` (BRAM or URAM: the schedule's
+    """The input map `[pixel dims][tokens][lanes]` and the output map `[pixels][output tiles][lanes]` (a band's, in
+    bands) of a process whose weights stream from DDR (`ming_py.weights_ddr`), in `memory` (BRAM or URAM: the schedule's
     `line_buffer`) where they are too large for LUTRAM. Each is written in one phase of the loop and read in
     another, a word a cycle each way, so a URAM's two ports serve it as they serve a line buffer."""
     (c_in, _, _), lanes_in = spec.inputs[0], spec.lanes_in[0]
-    (_, h_out, w_out), lanes_out = spec.outputs[0], spec.lanes_out[0]
+    _, pixels_out = band_pixels(spec)
+    lanes_out = spec.lanes_out[0]
     in_map = array("in_map", 8, pixel_dims + (Dim(c_in // lanes_in), spread(lanes_in, lanes_in, "reshape")),
                    rom=False, large=memory)
-    out_map = array("out_map", 8, (Dim(h_out * w_out), Dim(spec.tokens_out[0]), spread(lanes_out, lanes_out, "reshape")),
+    out_map = array("out_map", 8, (Dim(pixels_out), Dim(spec.tokens_out[0]), spread(lanes_out, lanes_out, "reshape")),
                     rom=False, large=memory)
     return {"in_map": in_map, "out_map": out_map}
 
