@@ -110,9 +110,9 @@ def weight_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out, pin
 
 def _band_options(spec) -> tuple[int, ...]:
     """The bands a streamed loop is offered (`ming_py.kinds.streamed.band_options`): the whole map, and bands of a
-    power of two rows (1, 2, 4, ...), each fewer rows a smaller map buffer and one more read of the weights; the
-    other divisors lie between two of these in both."""
-    height = spec.inputs[0][1]
+    power of two output rows (1, 2, 4, ...), each fewer rows a smaller map buffer and more reads of the weights;
+    the other divisors lie between two of these in both."""
+    height = spec.outputs[0][1]
     return tuple(b for b in band_options(spec) if b == 1 or (height // b) & (height // b - 1) == 0)
 
 

@@ -24,7 +24,8 @@ earlier in the iteration and read again later brings its own chain along, so wha
 iteration needs is computed from this iteration's registers: one iteration ahead.
 
 Constants (literals, constexpr names, the indices of unrolled loops) cost nothing, nor does arithmetic
-among them; an if/else or ?: chosen by a constant is no multiplexer.
+among them; an if/else or ?: chosen by a constant is no multiplexer, and a bitwise and with a constant (a
+mask: each bit kept or zero) is wiring.
 """
 
 from __future__ import annotations
@@ -364,8 +365,12 @@ class Parser:
     def binary(self, level: int) -> Value:
         left = self.unary()
         while self.peek() in _BINARY and _BINARY[self.peek()][0] >= level:
-            precedence, kind = _BINARY[self.take().text]
+            text = self.take().text
+            precedence, kind = _BINARY[text]
             right = self.binary(precedence + 1)
+            if text == "&" and (left.constant or right.constant):  # a mask: wiring
+                left = right if left.constant else left
+                continue
             left = operator(kind, [left, right], joins=(left, right) if kind == "logic" else ())
         return left
 

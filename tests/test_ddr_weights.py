@@ -28,7 +28,7 @@ from ming_py.kinds.base import ProcessSpec
 from ming_py.options import BuildOptions
 from ming_py.process_spec import loop_of, schedule_spec
 from ming_py.simulate import simulate_schedule
-from ming_py.kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, DEPTH_MARGIN, tile_words
+from ming_py.kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, DEPTH_MARGIN, streamed_problem, tile_words
 from ming_py.weights_ddr import (DDR_MAX_BURST, DDR_READ_OUTSTANDING, WeightPorts, ddr_bytes_per_cycle, ddr_image,
                                  streamed_arrays, streamed_rows, weight_ports)
 
@@ -169,9 +169,46 @@ def _small_streamed_specs():
                     for kernel, stride, pad in [(3, 1, 1), (3, 2, 1), (2, 1, 0)]:
                         if h + 2 * pad >= kernel and w + 2 * pad >= kernel and c_in <= 16:
                             yield _conv((c_in, h, w), c_out, u_oc, u_ic, kernel, stride, pad)
+        for shape, kernel, stride, pad, bands in [((4, 8, 3), 3, 1, 1, 4), ((4, 9, 2), 3, 2, 1, 5),
+                                                  ((2, 12, 2), 3, 1, 0, 5), ((4, 8, 2), 1, 1, 0, 8)]:
+            for u_oc, u_ic in [(1, 1), (2, 4), (16, 2)]:
+                if shape[0] % u_ic == 0:
+                    yield replace(_conv(shape, 16, u_oc, u_ic, kernel, stride, pad), bands=bands)
         for n, k in [(2, 1), (16, 16), (4, 64)]:
             yield ProcessSpec("dense", ((k, h, w),), ((n, 1, 1),), (("n", n), ("k", k)), (k,), (n,),
                               ddr_weights=True)
+
+
+def _ring_gaps(spec, loop):
+    """A conv in bands: (earlier, later) iterations of every write after a read and read after a write of each
+    address of its input map's ring, over one image: each band's new rows taken one token an iteration from its
+    load's start (row r in ring row r % ring, the rows after the last any window reads not kept), its windows read
+    in the template's order in every tile's phase."""
+    bands, win = spec.map_bands, spec.window
+    (_, h, w), tokens = spec.inputs[0], spec.tokens_in[0]
+    starts = _phase_starts(loop)
+    events, first_row = [], 0
+    for b, taken in enumerate(bands.taken):
+        start = b * loop.band
+        for k in range(taken * w * tokens):
+            row = first_row + k // (w * tokens)
+            if row <= bands.kept:
+                events.append((start + k, "write", (row % bands.ring, k // tokens % w, k % tokens)))
+        first_row += taken
+        for t in range(loop.tiles):
+            for o in range(loop.pixels):
+                oh, ow = b * bands.out_rows + o // win.out_width, o % win.out_width
+                for step in range(loop.rows):
+                    ic, kh, kw = step // win.window_size, step // win.kernel[1] % win.kernel[0], step % win.kernel[1]
+                    r, c = oh * win.stride[0] + kh - win.pads[0], ow * win.stride[1] + kw - win.pads[1]
+                    if 0 <= r < h and 0 <= c < w:
+                        events.append((start + starts[t] + o * loop.rows + step, "read", (r % bands.ring, c, ic)))
+    last: dict = {}
+    for at, kind, address in sorted(events):
+        before = last.get(address)
+        if before is not None and before[1] != kind:
+            yield before[0], at
+        last[address] = (at, kind)
 
 
 def _next_band_gaps(loop):
@@ -181,8 +218,9 @@ def _next_band_gaps(loop):
     if loop.bands == 1:
         return
     starts = _phase_starts(loop)
-    for k in range(loop.inputs):
-        yield starts[-2] + k, loop.band + k  # pointwise: token k is read at iteration k of each tile's phase
+    if not loop.band_inputs:  # pointwise (a conv's input map: `_ring_gaps`)
+        for k in range(loop.inputs):
+            yield starts[-2] + k, loop.band + k  # token k is read at iteration k of each tile's phase
     for p in range(loop.pixels):
         for t in range(loop.tiles):
             yield starts[-1] + loop.write_lead + p * loop.tiles + t, loop.band + starts[t] + (p + 1) * loop.rows - 1
@@ -199,7 +237,9 @@ def test_no_value_of_a_streamed_loops_buffers_is_read_within_the_pipeline_depth_
     for spec in _small_streamed_specs():
         loop = spec.process_kind.streamed(spec)
         gaps = list(_tile_buffer_gaps(loop))
-        if spec.kind != "dense":
+        if spec.kind == "conv" and spec.bands > 1:
+            gaps += list(_ring_gaps(spec, loop)) + list(_output_buffer_gaps(loop)) + list(_next_band_gaps(loop))
+        elif spec.kind != "dense":
             gaps += list(_input_map_gaps(spec, loop)) + list(_output_buffer_gaps(loop)) + list(_next_band_gaps(loop))
         else:
             gaps += [(k, loop.load + k) for k in range(loop.inputs)]
@@ -433,6 +473,39 @@ def test_a_streamed_conv_process_reads_and_writes_at_its_loops_iterations(tmp_pa
     load = 25 * 4 + depth + DEPTH_MARGIN - 1  # the window reads the map out of order: the last token landed first
     iterations = load + (tiles - 1) * pixels_out * rows + pixels_out * rows + pixels_out * tiles
     assert_traced_loop(graph, 2, tmp_path / "out", iterations, processes=schedule)
+
+
+def test_a_streamed_conv_process_in_bands_reads_a_ring_of_the_rows_its_windows_read(tmp_path):
+    """A strided, padded 3x3 conv in 4 bands of 2 output rows: each band takes 4 input rows into a ring of 8 (5
+    rows for 2 strided windows, to a power of two), computes, writes (`hand_graphs.assert_traced_loop`, the
+    C-simulation against `ming reference` included)."""
+    graph = map_graph("cv", (8, 16, 5), (16, 8, 3))
+    conv(graph, "cv", "x", "y", 16, kernel=3, stride=2, pad=1)
+    schedule = {"cv": ProcessSchedule((("oc", 2), ("ic", 2), ("k", 1)), (("weights", "ddr"),), "fabric", bands=4)}
+    rows, depth, tiles = 4 * 9, 15, 8  # input tiles x window; the pipeline's depth; output tiles
+    pixels_out = 2 * 3  # a band's
+    load = max(4 * 5 * 4 + depth + DEPTH_MARGIN - 1, DDR_BURST_LATENCY + rows)  # 4 rows of 5 pixels of 4 tokens
+    band = load + (tiles - 1) * pixels_out * rows + pixels_out * rows + pixels_out * tiles
+    assert_traced_loop(graph, 2, tmp_path / "out", 4 * band, processes=schedule)
+
+
+@pytest.mark.parametrize("shape, kernel, stride, pad, bands", [
+    ((8, 6, 5), 3, 1, 1, 3),  # rows taken 3, 2, 1 into a ring of 4
+    ((8, 8, 4), 3, 2, 0, 3),  # the last input row read by no window: taken, not kept
+    ((4, 7, 7), 3, 1, 0, 5),  # unpadded: 3, 1, 1, 1, 1 rows into a ring of 3
+])
+def test_every_band_geometry_of_a_streamed_conv_equals_the_reference(tmp_path, shape, kernel, stride, pad, bands):
+    c, h, w = shape
+    h_out, w_out = (h + 2 * pad - kernel) // stride + 1, (w + 2 * pad - kernel) // stride + 1
+    graph = map_graph("cv", shape, (8, h_out, w_out))
+    conv(graph, "cv", "x", "y", 8, kernel=kernel, stride=stride, pad=pad)
+    schedule = {"cv": ProcessSchedule((("oc", 2), ("ic", 2), ("k", 1)), (("weights", "ddr"),), "fabric",
+                                      bands=bands)}
+    stream_graph = build_stream_graph(graph)
+    spec = schedule_spec(stream_graph, stream_graph.processes[0],
+                         Schedule(schedule, {name: 2 for name in stream_graph.channels}))
+    assert spec.map_bands.ring < h and not streamed_problem(spec)
+    assert_traced_loop(graph, 2, tmp_path / "out", loop_of(spec).iterations, processes=schedule)
 
 
 # ---- The ILP's DDR candidates: latency rows per candidate, adapter cost, board rate, contradictory pins ----

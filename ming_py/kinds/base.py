@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ming_py.dataflow import KindParams, Window, divisors
 from ming_py.loops import Access, Position
 
-from .streamed import StreamedLoop, streamed_counters, streamed_positions, streamed_problem
+from .streamed import MapBands, StreamedLoop, streamed_counters, streamed_positions, streamed_problem
 
 # Pipeline stages of the requantization datapaths that end most loops: the lean datapath (abs and clamp 1,
 # the DSP product 3, fraction compare 1, sign, zero point and saturation 1) and Mul's float32 emulation
@@ -96,6 +96,11 @@ class ProcessSpec:
         requantizers take the latched accumulators in the `requant_steps` iterations after it (the emitted loop
         runs that many iterations more, which read and compute nothing)."""
         return self.requant_steps if self.requant_steps > 1 else 0
+
+    @property
+    def map_bands(self) -> MapBands:
+        """The input rows of its bands, where its weights stream from DDR (`ming_py.kinds.streamed.MapBands`)."""
+        return MapBands.of(self)
 
     @property
     def depth(self) -> int:

@@ -1,12 +1,13 @@
 """The loop of a process whose weights stream from DDR (`ming_py.weights_ddr`): the whole input taken, then per
 output-channel tile a compute over every output pixel while the next tile's weights arrive, then the buffered outputs
 written; the kinds that stream (pointwise, conv, dense) build their positions, counters and template values from
-it."""
+it. A pointwise or conv process may run that loop once per band of output rows (`bands`), its map buffers a band's
+(a conv's input map a ring of the rows a band's windows read, `MapBands`) and its weights fetched once per band."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ming_py.loops import Access, Position
 
@@ -46,24 +47,79 @@ def streamed_problem(spec) -> str:
 
 
 def bands_problem(spec) -> str:
-    """What keeps a streamed spec from taking its map in `spec.bands` bands of rows ("": nothing)."""
+    """What keeps a streamed spec from taking its map in `spec.bands` bands of output rows ("": nothing)."""
     if spec.bands == 1:
         return ""
-    if spec.kind != "pointwise":
-        return f"a {spec.kind} process streaming its weights from DDR takes its whole map (bands=1)"
-    height = spec.inputs[0][1]
+    if spec.kind not in ("pointwise", "conv"):
+        return f"a {spec.kind} process streaming its weights from DDR takes its whole input (bands=1)"
+    height = spec.outputs[0][1]
     if spec.bands < 1 or height % spec.bands:
-        return f"bands={spec.bands} does not divide the map's {height} rows"
+        return f"bands={spec.bands} does not divide the {height} output rows"
+    if spec.kind == "conv":
+        w = spec.window
+        if w.stride[0] > w.kernel[0]:
+            return f"a conv whose stride ({w.stride[0]}) exceeds its window ({w.kernel[0]} rows) takes its whole map"
+        bands = MapBands.of(spec)
+        if bands.ring >= bands.in_rows:
+            return f"bands={spec.bands}: a band's windows' rows fill a ring ({bands.ring} rows) of the whole map"
+        taken = bands.taken
+        if len(set(taken[1:-1])) > 1:
+            return f"bands={spec.bands}: its middle bands would take unequal rows ({', '.join(map(str, taken))})"
     return ""
 
 
 def band_options(spec) -> tuple[int, ...]:
-    """The band counts a streamed spec may take its map in (`StreamedLoop.bands`): the divisors of a pointwise
-    process's rows, 1 for the others."""
-    if spec.kind != "pointwise":
+    """The band counts a streamed spec may take its map in (`StreamedLoop.bands`): for a pointwise or conv process
+    the divisors of its output rows that `bands_problem` allows, 1 for the others."""
+    if spec.kind not in ("pointwise", "conv"):
         return (1,)
-    height = spec.inputs[0][1]
-    return tuple(b for b in range(1, height + 1) if height % b == 0)
+    height = spec.outputs[0][1]
+    return tuple(b for b in range(1, height + 1) if height % b == 0 and not bands_problem(replace(spec, bands=b)))
+
+
+@dataclass(frozen=True)
+class MapBands:
+    """The input rows of a streamed process taking its map in bands of `out_rows` output rows: band b computes
+    output rows [b * out_rows, (b + 1) * out_rows), whose windows read the input rows up to `needed[b]` (the last
+    band: every row the map has, those past the last any window reads not kept). The input map is a ring of
+    `ring` rows, the most a band's windows read (the whole map in one band): input row r in row r % ring, so a
+    band's new rows overwrite only rows no later band reads."""
+
+    in_rows: int
+    out_rows: int
+    bands: int
+    stride: int
+    kernel: int
+    pad_top: int
+
+    @classmethod
+    def of(cls, spec) -> MapBands:
+        w = spec.window
+        kernel, stride, pad = (w.kernel[0], w.stride[0], w.pads[0]) if spec.kind == "conv" else (1, 1, 0)
+        return cls(spec.inputs[0][1], spec.outputs[0][1] // spec.bands, spec.bands, stride, kernel, pad)
+
+    def last_read(self, band: int) -> int:
+        """The last input row the windows of `band` read."""
+        return min(self.in_rows - 1, ((band + 1) * self.out_rows - 1) * self.stride - self.pad_top + self.kernel - 1)
+
+    @property
+    def kept(self) -> int:
+        """The last input row any window reads: the rows after it are taken, not kept."""
+        return self.last_read(self.bands - 1)
+
+    @property
+    def taken(self) -> tuple[int, ...]:
+        """Input rows each band takes: those after the previous band's up to its own last (the last band: all)."""
+        ends = [self.last_read(b) for b in range(self.bands - 1)] + [self.in_rows - 1]
+        return tuple(end - start for start, end in zip([-1] + ends, ends))
+
+    @property
+    def ring(self) -> int:
+        """Rows of the input map: the whole map in one band, else the power of two that holds a band's windows' rows
+        (a ring row is then an input row's low bits, no wrap to compare)."""
+        if self.bands == 1:
+            return self.in_rows
+        return 1 << ((self.out_rows - 1) * self.stride + self.kernel - 1).bit_length()
 
 
 @dataclass(frozen=True)
@@ -107,16 +163,16 @@ class StreamedLoop:
     Every phase is two iterations or more (`last`; a write phase of one output has a lead of `allowed_depth` - 2
     or more).
 
-    In bands (`bands` > 1, pointwise), the loop above runs once per band, `inputs`, `compute` and `outputs` a band's,
-    the fetch running on into the next band's tiles. A band's load writes the maps' addresses the band before read,
-    and its first tile's weights go to the half of weight_tile the band before did not read last (at each band's
-    start the fetch fills and the compute reads the same half, as at the first). In the input map, a token at pixel
-    p, read last at iteration p * rows + k of the band's last tile's phase (k < rows), is written again at iteration
-    p * rows + k of the next load (pointwise tokens are its reduction's rows): the gap, `last` + `write`, is
-    `allowed_depth` + `compute` or more, `write_lead` lifting the last pixel's output gap (`output_gap`, there
-    `last` + `outputs` - `compute`) to `allowed_depth`. In the output map, a token read in
-    a band's write phase is written again in the next band's tile phases, after its load (`load` >= `fetched` >=
-    `allowed_depth`)."""
+    In bands of output rows (`bands` > 1, pointwise and conv), the loop above runs once per band, `inputs`, `compute`
+    and `outputs` a band's (a conv's bands take unequal input rows: `band_inputs`, `MapBands`, the load as long as
+    the most), the fetch running on into the next band's tiles. A band's load writes the maps' addresses the band
+    before read, and its first tile's weights go to the half of weight_tile the band before did not read last (at
+    each band's start the fetch fills and the compute reads the same half, as at the first). An input token read in
+    the band's last tile's phase, at its last iteration at the latest, is written again in the next band's load, at
+    its first at the earliest: the gap is `write` + 1 or more, and `write` is at least `allowed_depth` - (`last` -
+    `compute`) >= `allowed_depth` - 1, `write_lead` lifting the last pixel's output gap (`output_gap`, there
+    `last` + `outputs` - `compute`) to `allowed_depth`. In the output map, a token read in a band's write phase is
+    written again in the next band's tile phases, after its load (`load` >= `fetched` >= `allowed_depth`)."""
 
     inputs: int
     compute: int
@@ -127,6 +183,7 @@ class StreamedLoop:
     settle: int = 0
     in_order: bool = True
     bands: int = 1
+    band_inputs: tuple[int, ...] = ()  # tokens each band takes where they differ (a conv's), `inputs` the most
 
     @property
     def rows(self) -> int:
@@ -213,21 +270,29 @@ def map_loop(spec, in_order: bool) -> StreamedLoop:
     output tile computed over every output pixel into the output map buffer, then the output map written in pixel
     order; `in_order`: the compute reads the input map in the order it arrived (`StreamedLoop`)."""
     pixels_in, pixels_out = band_pixels(spec)
-    return streamed_loop(spec, pixels_in * spec.tokens_in[0], pixels_out * spec.reduction_tiles,
+    loop = streamed_loop(spec, pixels_in * spec.tokens_in[0], pixels_out * spec.reduction_tiles,
                          pixels_out * spec.tokens_out[0], in_order)
+    if spec.kind != "conv" or spec.bands == 1:
+        return loop
+    row_tokens = spec.inputs[0][2] * spec.tokens_in[0]
+    taken = tuple(rows * row_tokens for rows in MapBands.of(spec).taken)
+    return replace(loop, inputs=max(taken), band_inputs=taken)
 
 
 def band_pixels(spec) -> tuple[int, int]:
-    """Input and output pixels of a band of a streamed process's map (the whole map in one band)."""
+    """Input and output pixels of a band of a streamed process's map (the whole map in one band; a conv's input: the
+    rows of its ring, `MapBands`)."""
     (_, h, w), (_, h_out, w_out) = spec.inputs[0], spec.outputs[0]
-    return h * w // spec.bands, h_out * w_out // spec.bands
+    rows = MapBands.of(spec).ring if spec.kind == "conv" else h // spec.bands
+    return rows * w, h_out * w_out // spec.bands
 
 
 def streamed_positions(phases: StreamedLoop, tile_writes: Access):
     """The positions of a streamed process's loop (`ming_py.loops`): per band, the input taken, the tiles (writing
     `tile_writes` each), the buffered outputs written."""
-    for _ in range(phases.bands):
-        yield Position(phases.load, (Access(0, 1, phases.inputs),), (Access(),))
+    for band in range(phases.bands):
+        inputs = phases.band_inputs[band] if phases.band_inputs else phases.inputs
+        yield Position(phases.load, (Access(0, 1, inputs),), (Access(),))
         if phases.tiles > 1:
             yield phases.tiles - 1, Position(phases.tile, (Access(),), (tile_writes,))
         yield Position(phases.last, (Access(),), (tile_writes,))

@@ -30,7 +30,7 @@ from ming_py.dataflow import GROUP_LOOP, Window
 from ming_py.loops import Access, Position
 
 from .base import REQUANT_STAGES, ProcessSpec, ProcessKind, Unweighted, adder_tree, per_pixel_tokens, register
-from .streamed import DDR_WORD_BYTES, StreamedLoop, band_pixels, map_loop, words_per_row
+from .streamed import DDR_WORD_BYTES, MapBands, StreamedLoop, band_pixels, map_loop, words_per_row
 
 # Where a MAC process's int8 products are computed: one per DSP48E2, in LUT fabric, or two that share
 # their input per DSP48E2 (AMD WP486: x * (w_high * 2^18 + w_low) on the 27 x 18-bit multiplier).
@@ -375,14 +375,25 @@ class Conv(SlidingWindow):
         return map_loop(spec, in_order=False)  # its windows read the map out of the order it arrived
 
     def streamed_registers(self, spec):
-        """The input pixel taken, the output pixel computed, its window's reduction."""
+        """The input pixel taken, the output pixel computed, its window's reduction; in bands, the ring rows of the
+        input row taken and of the window's top, and the band."""
         w, (_, h, width), (_, h_out, w_out) = spec.window, spec.inputs[0], spec.outputs[0]
         taking = {"row": h - 1, "col": width - 1, "token": spec.tokens_in[0] - 1}
         window = {"oh": h_out - 1, "ow": w_out - 1, "top": (h_out - 1) * w.stride[0], "left": (w_out - 1) * w.stride[1],
-                  "out_pixel": h_out * w_out - 1}
+                  "out_pixel": band_pixels(spec)[1] - 1}
         reduction = {"ic_tile": w.in_channels // spec.factor("ic") - 1, "kh": w.kernel[0] - 1, "kw": w.kernel[1] - 1,
                      "step": spec.reduction_tiles - 1}
-        return taking | window | reduction
+        if spec.bands == 1:
+            return taking | window | reduction
+        bands = MapBands.of(spec)
+        step = bands.out_rows * w.stride[0]
+        window |= {"oh": bands.out_rows - 1, "top": (bands.out_rows - 1) * w.stride[0]}
+        row_tokens = width * spec.tokens_in[0]
+        most, later = max(bands.taken) * row_tokens, max(bands.taken[1:]) * row_tokens
+        tokens = {"band_tokens": most, "next_tokens": most} | ({"later_tokens": later} if spec.bands > 2 else {})
+        return taking | window | reduction | tokens | {"slot": bands.ring - 1, "band": spec.bands - 1,
+                                                       "band_top": (spec.bands - 1) * step, "band_slot": bands.ring - 1,
+                                                       "band_step": bands.ring - 1}
 
     def lane_options(self, unroll, ins, outs, params, limit):
         return grouped_lanes(unroll, limit)
@@ -411,9 +422,9 @@ class Conv(SlidingWindow):
 
     def arrays(self, spec, epilogue, line_buffer_memory, constants):
         if spec.ddr_weights:
-            (_, h, w) = spec.inputs[0]
-            return streamed_mac_arrays(spec, streamed_map_buffers(spec, (Dim(h), Dim(w)), line_buffer_memory),
-                                       constants)
+            width = spec.inputs[0][2]
+            return streamed_mac_arrays(spec, streamed_map_buffers(spec, (Dim(MapBands.of(spec).ring), Dim(width)),
+                                                                  line_buffer_memory), constants)
         return mac_arrays(spec, line_buffer(spec, line_buffer_memory), constants)
 
     def logic_lut(self, spec):
