@@ -135,9 +135,9 @@ def _streamed_context(context: dict, board: Board, arrays: list[dict]) -> dict:
 
 def _weight_routes(board: Board, arrays: list[dict]) -> tuple[tuple[HighPerformancePort, list[dict]], ...]:
     """The HP ports the weights get on the board (`weight_ports`), each with the streamed arrays it carries (in
-    the order of report.json's "weights_ddr" arrays): the largest array first to the port carrying the fewest
-    words so far (the lowest-numbered of equals), so that the ports share the bytes the ILP budgets them together;
-    ports no array reaches left out."""
+    the order of report.json's "weights_ddr" arrays): the array read most an image (its words times the bands of
+    its process's map) first to the port carrying the fewest words an image so far (the lowest-numbered of equals),
+    so that the ports share the bytes the ILP budgets them together; ports no array reaches left out."""
     ps, given, problem = board.zynq.processing_system, weight_ports(board), board_ddr_problem(board)
     if problem:
         raise MingError(f"{problem}: its block design cannot stream weights from DDR")
@@ -148,9 +148,9 @@ def _weight_routes(board: Board, arrays: list[dict]) -> tuple[tuple[HighPerforma
     ports = known[:given.count]
     carried = [0] * len(ports)
     port_of = {}
-    for i in sorted(range(len(arrays)), key=lambda i: (-arrays[i]["words"], i)):
+    for i in sorted(range(len(arrays)), key=lambda i: (-arrays[i]["words_per_image"], i)):
         port_of[i] = min(range(len(ports)), key=lambda p: (carried[p], p))
-        carried[port_of[i]] += arrays[i]["words"]
+        carried[port_of[i]] += arrays[i]["words_per_image"]
     fed = [[a for i, a in enumerate(arrays) if port_of[i] == p] for p in range(len(ports))]
     return tuple((hp, arrays_of) for hp, arrays_of in zip(ports, fed) if arrays_of)
 

@@ -109,7 +109,8 @@ def ddr_report(parts: list[StreamedArray], image: bytes, ports: dict[str, str]) 
             "bytes_per_image": sum(p.words * p.bands for p in parts) * DDR_WORD_BYTES,
             "arrays": [{"process": p.process, "port": ports[p.process], "bundle": ddr_bundle(ports[p.process]),
                         "rows": p.rows, "lanes": p.lanes, "words_per_row": p.words_per_row,
-                        "first_word": p.first_word, "words": p.words, "offset_bytes": p.first_word * DDR_WORD_BYTES}
+                        "first_word": p.first_word, "words": p.words, "offset_bytes": p.first_word * DDR_WORD_BYTES,
+                        "words_per_image": p.words * p.bands}
                        for p in parts]}
 
 

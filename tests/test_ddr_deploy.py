@@ -212,7 +212,7 @@ WEIGHT_HP = {"kv260": [("S_AXI_HP1_FPD", "saxihp1_fpd_aclk", "PSU__USE__S_AXI_GP
 
 def test_every_weight_master_reaches_one_hp_port_and_the_ports_share_the_words(ddr_block_design):
     """Each streamed port reaches one weight HP port and no other; the busiest port carries at most 4/3 of the
-    least a busiest port can carry (the largest array, or an even share of the words)."""
+    least a busiest port can carry (the array read most, or an even share of the words an image)."""
     board, trace, streamed = ddr_block_design
     ps = board.zynq.processing_system
     links = interface_links(trace)
@@ -224,8 +224,8 @@ def test_every_weight_master_reaches_one_hp_port_and_the_ports_share_the_words(d
         reached = {pin for pin in reachable(links, f"accelerator/m_axi_gmem_{array['port']}", interconnects)
                    if pin.startswith("zynq_ps/")}
         assert len(reached) == 1 and reached <= carried.keys(), array["port"]
-        carried[reached.pop()] += array["words"]
-    words = [array["words"] for array in streamed["arrays"]]
+        carried[reached.pop()] += array["words_per_image"]
+    words = [array["words_per_image"] for array in streamed["arrays"]]
     assert all(carried.values()) and max(carried.values()) <= 4 / 3 * max(max(words), sum(words) / len(ports))
     weight_ports_reached = {f"zynq_ps/{port}" for port, _, _ in ports}
     for port in ("axi_dma/M_AXI_MM2S", "axi_dma/M_AXI_S2MM"):  # the DMA keeps HP0 to itself
@@ -252,11 +252,11 @@ def test_a_board_whose_ports_are_narrower_than_the_streamed_word_gets_no_block_d
         vivado_files(stream_graph, load_board("pynq-z2"), False, _streamed(source))
 
 
-def test_two_streamed_ports_land_on_hp1_and_hp2_the_larger_on_hp1(ddr_out):
+def test_two_streamed_ports_land_on_hp1_and_hp2_the_one_read_most_on_hp1(ddr_out):
     source, _, stream_graph = ddr_out
     streamed = _streamed(source)
-    smaller, larger = sorted(streamed["arrays"][:2], key=lambda array: array["words"])
-    assert smaller["words"] < larger["words"]
+    smaller, larger = sorted(streamed["arrays"][:2], key=lambda array: array["words_per_image"])
+    assert smaller["words_per_image"] < larger["words_per_image"]
     script = vivado_files(stream_graph, load_board("kv260"), False, streamed | {"arrays": [smaller, larger]})
     first, second = larger, smaller
     nets = [line for line in next(iter(script.values())).splitlines() if line.startswith("connect_bd_intf_net")]
