@@ -4,7 +4,7 @@
 one per lane), `--set conv2.multipliers=fabric` (dsp, fabric or dsp_pair), `--set conv2.line_buffer=uram`
 (bram or uram), `--set conv2.weights=uram` (bram: where their size puts a ROM, lutram, uram: loaded at start
 through the weight port, `ming_py.weights_load`, or ddr: streamed from DDR every image, `ming_py.weights_ddr`),
-`--set conv2.bands=4` (with weights=ddr: a 1x1 conv's map taken in 4 bands of rows, its weights read once per
+`--set conv2.bands=4` (with weights=ddr: a conv's map taken in 4 bands of output rows, its weights read once per
 band), `--set conv1_to_pool1.depth=64`, or a JSON/YAML file with the same keys (flat
 `{"conv2.unroll.oc": 8}` or nested `{"conv2": {"unroll": {"oc": 8}}}`): the folding file every build writes
 (`OUT/settings.yaml`, `folding.settings_yaml`) is one.

@@ -293,6 +293,23 @@ def test_weights_ddr_is_refused_where_no_streamed_loop_serves_it():
     assert resolve({"strided.weights": "bram"}, stream_graph).weights == {"strided": "bram"}
 
 
+@pytest.mark.unit
+def test_bands_are_refused_where_no_banded_loop_serves_them():
+    graph = map_graph("two", (8, 6, 6), (8, 3, 3))
+    conv(graph, "window", "x", "h", 8, kernel=3, pad=1)
+    conv(graph, "strided", "h", "y", 8, stride=2)
+    stream_graph = build_stream_graph(graph)
+    with pytest.raises(MingError, match="window.bands=2: bands serve a process whose weights stream from DDR; set "
+                                        "window.weights=ddr too"):
+        resolve({"window.bands": 2}, stream_graph)
+    with pytest.raises(MingError, match="window.weights=ddr and window.bands=4: .*bands=4 does not divide the 6 "
+                                        "output rows"):
+        resolve({"window.weights": "ddr", "window.bands": 4}, stream_graph)
+    with pytest.raises(MingError, match="window.bands=0: give the number of bands"):
+        resolve({"window.weights": "ddr", "window.bands": 0}, stream_graph)
+    assert resolve({"window.weights": "ddr", "window.bands": 3}, stream_graph).bands == {"window": 3}
+
+
 @pytest.fixture(scope="module")
 def ddr_build(tmp_path_factory):
     out = tmp_path_factory.mktemp("ddr") / "out"
