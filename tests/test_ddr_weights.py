@@ -294,6 +294,25 @@ def test_weights_ddr_is_refused_where_no_streamed_loop_serves_it():
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("shape, kernel, stride, pad, bands, ring, taken, kept", [
+    ((8, 16, 5), 3, 2, 1, 4, 8, (4, 4, 4, 4), 15),  # 5 rows for 2 strided windows, to a power of two
+    ((8, 6, 5), 3, 1, 1, 3, 4, (3, 2, 1), 5),  # the first band reads a row further down than it has outputs
+    ((8, 8, 4), 3, 2, 0, 3, 4, (3, 2, 3), 6),  # row 7 read by no window: taken by the last band, not kept
+    ((8, 6, 5), 3, 1, 1, 1, 6, (6,), 5),  # one band: the whole map
+])
+def test_a_conv_in_bands_takes_the_rows_after_the_previous_bands_into_a_ring(shape, kernel, stride, pad, bands, ring,
+                                                                               taken, kept):
+    spec = replace(_conv(shape, 16, 2, 2, kernel, stride, pad), bands=bands)
+    assert not streamed_problem(spec)
+    assert (spec.map_bands.ring, spec.map_bands.taken, spec.map_bands.kept) == (ring, taken, kept)
+    loop = spec.process_kind.streamed(spec)
+    row_tokens = shape[2] * shape[0] // 2
+    assert loop.band_inputs == (tuple(rows * row_tokens for rows in taken) if bands > 1 else ())
+    assert loop.load >= max(taken) * row_tokens + loop.allowed_depth - 1  # every band's load the longest's
+    assert spec.process_kind.arrays(spec, None, "bram", {})["in_map"].shape[0] == ring
+
+
+@pytest.mark.unit
 def test_bands_are_refused_where_no_banded_loop_serves_them():
     graph = map_graph("two", (8, 6, 6), (8, 3, 3))
     conv(graph, "window", "x", "h", 8, kernel=3, pad=1)
