@@ -35,9 +35,9 @@ _PARETO_BLOCK = 64  # rows of the pairwise comparison at a time (`_undominated`)
 
 
 def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool = False,
-               weight_memories: tuple[str, ...] = ("bram",)) -> list[Choice]:
+               weight_memories: tuple[str, ...] = ("bram",), bands: bool = False) -> list[Choice]:
     """Every valid schedule of one process (lanes tied to the parallelism they feed) that keeps its pins, its
-    weights in each of `weight_memories` (`weight_options`)."""
+    weights in each of `weight_memories` (`weight_options`; from DDR in bands of its map where `bands`)."""
     pins = pins or Pins()
     unroll_pins = pins.unroll.get(process.name, {})
     kind = kind_of(process.kind)
@@ -62,33 +62,34 @@ def candidates(graph: StreamGraph, process, pins: Pins | None = None, uram: bool
             if not kind.static_banks(unroll.get("k", 1), lanes_in[0]):
                 continue
             sharing = _requantizer_options(graph, process, unroll, lanes_in, lanes_out, requantizers)
-            weights = weight_options(graph, process, unroll, lanes_in, lanes_out, pins, weight_memories)
+            weights = weight_options(graph, process, unroll, lanes_in, lanes_out, pins, weight_memories, bands)
             for memory in memories:
                 for multipliers in kind.multiplier_choices(unroll):
                     if multiplier_pin is not None and multipliers != multiplier_pin:
                         continue
                     for count in sharing:
-                        for weight_memory, bands in weights:
+                        for weight_memory, band_count in weights:
                             if weight_memory == "ddr" and count:
                                 continue  # a streamed loop takes one requantizer per output lane
                             if memory == "uram" and not kind.line_buffer and weight_memory != "ddr":
                                 continue  # only a streamed loop's map buffers: no buffer for URAM
                             if memory == "uram" and process.name in pins.line_buffers and \
                                     line_buffer_memory(graph, process, tuple(unroll.items()), lanes_in, lanes_out,
-                                                       memory, weight_memory == "ddr", bands) != memory:
+                                                       memory, weight_memory == "ddr", band_count) != memory:
                                 continue  # the pinned URAM holds this schedule's buffer only where it is too large
                                 # for LUTRAM
                             result.append(Choice(tuple(unroll.items()), lanes_in, lanes_out, memory, multipliers,
-                                                 count, weight_memory, bands))
+                                                 count, weight_memory, band_count))
     return result
 
 
 def weight_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out, pins: Pins,
-                   offered: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+                   offered: tuple[str, ...], bands: bool = False) -> tuple[tuple[str, int], ...]:
     """Where a candidate's weights may go, each with the bands of its map (1 but for weights from DDR): the pinned
     memory, else "bram" (a ROM where its size puts it: LUTRAM when small, else BRAM) and, among `offered`, for
     weights that would take BRAM: URAM, and LUTRAM where they are small (at most one BRAM18K's bits a bank:
-    LUTRAM_WEIGHT_BITS), and DDR where its kind streams them (`ming_py.weights_ddr`), in each of `_band_options`."""
+    LUTRAM_WEIGHT_BITS), and DDR where its kind streams them (`ming_py.weights_ddr`): the whole map, and where
+    `bands` in each of `_band_options` (a pinned band count: that one)."""
     if process.weights is None:
         return (("bram", 1),)
     spec = process_spec(graph, process, tuple(unroll.items()), lanes_in, lanes_out)
@@ -96,14 +97,15 @@ def weight_options(graph: StreamGraph, process, unroll, lanes_in, lanes_out, pin
         pinned = pins.weights[process.name]
         if pinned != "ddr":
             return ((pinned, 1),)
-        bands = (pins.bands[process.name],) if process.name in pins.bands else _band_options(spec)
-        return tuple(("ddr", b) for b in bands if _streams(spec, b))
+        counts = (pins.bands[process.name],) if process.name in pins.bands else _band_options(spec) if bands else (1,)
+        return tuple(("ddr", b) for b in counts if _streams(spec, b))
     if offered == ("bram",):
         return (("bram", 1),)
     rom = plan_arrays(spec, process.epilogue)["weights"]
     if rom.memory != "bram":
         return (("bram", 1),)
-    streamed = tuple(("ddr", b) for b in _band_options(spec) if _streams(spec, b)) if "ddr" in offered else ()
+    counts = _band_options(spec) if bands else (1,)
+    streamed = tuple(("ddr", b) for b in counts if _streams(spec, b)) if "ddr" in offered else ()
     return tuple((m, 1) for m in offered
                  if m != "ddr" and (m != "lutram" or rom.bits <= LUTRAM_WEIGHT_BITS * rom.banks)) + streamed
 
@@ -177,23 +179,24 @@ def keep_candidates(options, costs, wanted):
 
 
 def candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration, known: dict | None = None,
-                         streams_ddr: bool = True, offer_ddr: bool = False):
+                         streams_ddr: bool = True, offer_ddr: bool = False, bands: bool = False):
     """Every process's candidates under the pins and their costs, the dominated ones left out; DDR weights only
-    where the board can stream them (`streams_ddr`), and where `loaded_weight_memories` offers them. `known` keeps
-    them across the solves of one exploration with the same graph, pins and calibration (targets solved again, FIFO
-    memory reserved anew): they depend on the budget only through the memories it offers the weights."""
+    where the board can stream them (`streams_ddr`), and where `loaded_weight_memories` offers them, in bands of
+    their maps where `bands`. `known` keeps them across the solves of one exploration with the same graph, pins and
+    calibration (targets solved again, FIFO memory reserved anew): they depend on the budget only through the
+    memories it offers the weights."""
     weight_memories = loaded_weight_memories(graph, budget, calibration, streams_ddr, offer_ddr)
-    key = (weight_memories, budget.uram > 0)
+    key = (weight_memories, budget.uram > 0, bands)
     if known is None or key not in known:
-        found = _candidates_and_costs(graph, pins, budget, calibration, weight_memories)
+        found = _candidates_and_costs(graph, pins, budget, calibration, weight_memories, bands)
         if known is None:
             return found
         known[key] = found
     return known[key]
 
 
-def _candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration, weight_memories):
-    options = {p.name: candidates(graph, p, pins, budget.uram > 0, weight_memories) for p in graph.processes}
+def _candidates_and_costs(graph: StreamGraph, pins: Pins, budget: Budget, calibration, weight_memories, bands: bool):
+    options = {p.name: candidates(graph, p, pins, budget.uram > 0, weight_memories, bands) for p in graph.processes}
     for name, choices in options.items():
         if not choices:
             pinned = f" and {pins.requantizers[name]} requantizers" if name in pins.requantizers else ""

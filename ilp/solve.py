@@ -58,9 +58,11 @@ from .model import Model, estimate
 
 class NoDesignFits(MingError):
     """Proven: no design fits the budget; `ddr_withheld`: among candidates none of which streams its weights from
-    DDR though the board could (`solve` searches again offering them)."""
+    DDR though the board could, `bands_withheld`: none of which takes its map in bands though it could (`solve`
+    searches again offering them)."""
 
     ddr_withheld = False
+    bands_withheld = False
 
 
 @dataclass
@@ -98,49 +100,61 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
 
     Weights from DDR (`ming_py.weights_ddr`) are offered where they outgrow the chip, and else only where no design
     keeps them all on chip: the search runs once more, offering them, where the first proves no design fits. So
-    every design that fits on chip is the one it was without DDR.
+    every design that fits on chip is the one it was without DDR. Likewise streamed loops in bands of their maps
+    (`ming_py.kinds.streamed`): offered only where no design fits with the streamed loops taking whole maps.
 
     Deterministic: the same graph, budget and pins give the same design on every machine and every run
     (HiGHS on one thread, limited by branch-and-bound nodes, never by wall-clock time)."""
     if objective not in OBJECTIVES:
         raise MingError(f"unknown objective {objective!r}; use {', '.join(OBJECTIVES)}")
     arguments = (graph, board, budget, objective, pins, node_limit, reserved, calibration, targets, slack, known)
-    try:
-        return _solve(*arguments, offer_ddr=False)
-    except NoDesignFits as on_chip:
-        if not on_chip.ddr_withheld:
-            raise
-        proof = on_chip
-    try:
-        return _solve(*arguments, offer_ddr=True)
-    except SearchStopped:
-        raise proof from None  # the search with DDR stopped at its node limit: the proof without it stands
+    offer_ddr = bands = False
+    proof = None
+    while True:
+        try:
+            return _solve(*arguments, offer_ddr=offer_ddr, bands=bands)
+        except NoDesignFits as error:
+            if error.ddr_withheld:
+                offer_ddr = True
+            elif error.bands_withheld:
+                bands = True
+            else:
+                raise
+            proof = error
+        except SearchStopped:
+            if proof is None:
+                raise
+            raise proof from None  # the search offering more stopped at its node limit: the proof without it stands
 
 
 def _solve(graph: StreamGraph, board: Board, budget: Budget, objective: str, pins: Pins | None, node_limit: int | None,
            reserved: dict[str, int] | None, calibration: Calibration | None, targets: Targets | None,
-           slack: float | None, known: dict | None, offer_ddr: bool) -> Solution:
+           slack: float | None, known: dict | None, offer_ddr: bool, bands: bool) -> Solution:
     """`solve`, weights from DDR offered where they outgrow the chip or (`offer_ddr`) wherever a process can
-    stream them."""
+    stream them, the streamed loops in bands of their maps where `bands`."""
     started = time.perf_counter()
     reserved = {r: v for r, v in (reserved or {}).items() if v}
     port = weight_port_reservation(graph, board, _less(budget, reserved), calibration, pins)
     budget = with_weight_port(board, budget, port)
     available = _less(budget, reserved)
     streams = board_ddr_problem(board) is None
-    options, costs = candidates_and_costs(graph, pins or Pins(), available, calibration, known, streams, offer_ddr)
-    # where no design fits, whether a search offering weights from DDR to the processes not pinned may find one
+    options, costs = candidates_and_costs(graph, pins or Pins(), available, calibration, known, streams, offer_ddr,
+                                          bands)
+    # where no design fits, whether a search offering weights from DDR to the processes not pinned may find one, or
+    # one offering bands to the processes that may stream theirs
     pinned = (pins or Pins()).weights
     withheld = streams and "ddr" not in loaded_weight_memories(graph, available, calibration, streams, offer_ddr) \
         and any(p.weights is not None and kind_of(p.kind).streamed_template and p.name not in pinned
                 for p in graph.processes)
+    bands_withheld = not bands and any(kind_of(graph.process(name).kind).streamed_maps and c.weights == "ddr"
+                                       for name, choices in options.items() for c in choices)
     try:
         if any(least > getattr(budget, r) for r, least in _least_design(costs, reserved).items()):
             raise _no_design_fits(board, budget, reserved, port, costs)  # a proof without the ILP
         return _searched(graph, board, budget, objective, pins, node_limit, reserved, calibration, targets, slack,
                          started, port, available, options, costs)
     except NoDesignFits as error:
-        error.ddr_withheld = withheld
+        error.ddr_withheld, error.bands_withheld = withheld, bands_withheld
         raise
 
 

@@ -33,10 +33,12 @@ from ming_py.weights_ddr import (DDR_MAX_BURST, DDR_READ_OUTSTANDING, WeightPort
                                  streamed_arrays, streamed_rows, weight_ports)
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "examples", "tiny_cnn.onnx")
-# conv1 (3x3, 3 -> 8, padded with its input's zero point) in one output tile, conv2 (3x3, 8 -> 16), conv3
-# (pointwise 16 -> 16 on a 4x4 map, its map buffers in URAM) and fc (dense 64 -> 10) in 8 and 5 output tiles
-DDR_PINS = {"conv1.weights": "ddr", "conv1.unroll.oc": 8, "conv2.weights": "ddr", "conv3.weights": "ddr",
-            "conv3.unroll.oc": 2, "conv3.line_buffer": "uram", "fc.weights": "ddr", "fc.unroll.n": 2}
+# conv1 (3x3, 3 -> 8, padded with its input's zero point) in one output tile and 4 bands of 4 output rows, conv2
+# (3x3, 8 -> 16), conv3 (pointwise 16 -> 16 on a 4x4 map, its map buffers in URAM) and fc (dense 64 -> 10) in 8
+# and 5 output tiles
+DDR_PINS = {"conv1.weights": "ddr", "conv1.unroll.oc": 8, "conv1.bands": 4, "conv2.weights": "ddr",
+            "conv3.weights": "ddr", "conv3.unroll.oc": 2, "conv3.line_buffer": "uram", "fc.weights": "ddr",
+            "fc.unroll.n": 2}
 STREAMED = ["conv1", "conv2", "conv3", "fc"]
 
 
@@ -357,12 +359,12 @@ def test_pinned_ddr_weights_build_verified_through_the_m_axi_ports(ddr_build):
     assert "ap_ctrl_none" not in cpp and "tiny_cnn_weights.h" in cpp
     assert "fc_weights[" not in (out / "hls" / "tiny_cnn_weights.h").read_text()  # no ROM holds them
     settings = (out / "settings.yaml").read_text()
-    # the folding file keeps the pins, with the bands the ILP chose (conv3's pinned map buffers in URAM)
+    # the folding file keeps the pins, with the bands (conv1's pinned, the others' whole maps; conv3's pinned map
+    # buffers in URAM)
     bands = {n["name"]: n["schedule"].get("bands", 1) for n in data["nodes"] if n["name"] in STREAMED}
-    for name in STREAMED:
-        assert f"\n{name}:  # " in settings and f"  weights: ddr\n  bands: {bands[name]}\n" in settings
-    assert f"  line_buffer: uram\n  weights: ddr\n  bands: {bands['conv3']}\n\npool2" in settings
-    assert bands["fc"] == 1 and any(b > 1 for b in bands.values())
+    assert bands == {"conv1": 4, "conv2": 1, "conv3": 1, "fc": 1}
+    assert settings.count("  weights: ddr\n  bands: 1\n") == 3 and "  weights: ddr\n  bands: 4\n" in settings
+    assert "  line_buffer: uram\n  weights: ddr\n  bands: 1\n\npool2" in settings
     # each streamed process buffers its whole input (and output) map, or a band of its rows
     whole, banded = [n for n in STREAMED if bands[n] == 1], [n for n in STREAMED if bands[n] > 1]
     report_md = (out / "report.md").read_text().replace("\n", " ")
