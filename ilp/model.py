@@ -223,8 +223,8 @@ class Model:
         forms: dict[tuple[bool, int], list] = {}
         for x, choice in zip(self.pick[name], self.options[name]):
             forms.setdefault(choice.loop_form, []).append(x)
-        if len(forms) == 1:
-            return [(next(iter(forms)), 0, "")]
+        if len(forms) <= 1:  # one form, or no candidate left (a model with no design)
+            return [(next(iter(forms), (False, 1)), 0, "")]
         big_m = self._big_m(name)
         ddr = pulp.lpSum(x for (streamed, _), xs in forms.items() if streamed for x in xs)
         return [((streamed, bands), big_m * (1 - pulp.lpSum(xs)) if streamed else big_m * ddr,
