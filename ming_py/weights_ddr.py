@@ -61,6 +61,10 @@ class StreamedArray:
     def words(self) -> int:
         return self.rows * self.words_per_row
 
+    @property
+    def words_per_image(self) -> int:
+        return self.words * self.bands
+
 
 def streamed_arrays(rows_by_process: dict[str, np.ndarray], bands: dict[str, int] | None = None) -> list[StreamedArray]:
     """Each streamed process's part of weights_ddr.bin; `bands`: process -> the bands of its map (1 if not given)."""
@@ -106,11 +110,11 @@ def ddr_report(parts: list[StreamedArray], image: bytes, ports: dict[str, str]) 
     return {"file": DDR_FILE, "word_bytes": DDR_WORD_BYTES, "words": len(image) // DDR_WORD_BYTES,
             "bytes": len(image), "sha256": hashlib.sha256(image).hexdigest(),
             "burst_latency": DDR_BURST_LATENCY,
-            "bytes_per_image": sum(p.words * p.bands for p in parts) * DDR_WORD_BYTES,
+            "bytes_per_image": sum(p.words_per_image for p in parts) * DDR_WORD_BYTES,
             "arrays": [{"process": p.process, "port": ports[p.process], "bundle": ddr_bundle(ports[p.process]),
                         "rows": p.rows, "lanes": p.lanes, "words_per_row": p.words_per_row,
                         "first_word": p.first_word, "words": p.words, "offset_bytes": p.first_word * DDR_WORD_BYTES,
-                        "words_per_image": p.words * p.bands}
+                        "words_per_image": p.words_per_image}
                        for p in parts]}
 
 

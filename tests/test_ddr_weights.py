@@ -282,12 +282,17 @@ def test_a_streamed_pointwise_process_in_bands_runs_its_loop_once_per_band(tmp_p
     assert_traced_loop(graph, 2, tmp_path / "out", bands * band, processes=schedule)
 
 
-@pytest.mark.unit
-def test_weights_ddr_is_refused_where_no_streamed_loop_serves_it():
+def _window_then_strided():
+    """A padded 3x3 conv on a 6x6 map, then a strided 1x1 conv."""
     graph = map_graph("two", (8, 6, 6), (8, 3, 3))
     conv(graph, "window", "x", "h", 8, kernel=3, pad=1)
     conv(graph, "strided", "h", "y", 8, stride=2)
-    stream_graph = build_stream_graph(graph)
+    return build_stream_graph(graph)
+
+
+@pytest.mark.unit
+def test_weights_ddr_is_refused_where_no_streamed_loop_serves_it():
+    stream_graph = _window_then_strided()
     with pytest.raises(MingError, match=r"window.weights=ddr: process window: .*\(unroll k=1\)"):
         resolve({"window.weights": "ddr", "window.unroll.k": 9}, stream_graph)
     with pytest.raises(MingError, match="strided.weights=ddr: .* stride 1"):
@@ -316,10 +321,7 @@ def test_a_conv_in_bands_takes_the_rows_after_the_previous_bands_into_a_ring(sha
 
 @pytest.mark.unit
 def test_bands_are_refused_where_no_banded_loop_serves_them():
-    graph = map_graph("two", (8, 6, 6), (8, 3, 3))
-    conv(graph, "window", "x", "h", 8, kernel=3, pad=1)
-    conv(graph, "strided", "h", "y", 8, stride=2)
-    stream_graph = build_stream_graph(graph)
+    stream_graph = _window_then_strided()
     with pytest.raises(MingError, match="window.bands=2: bands serve a process whose weights stream from DDR; set "
                                         "window.weights=ddr too"):
         resolve({"window.bands": 2}, stream_graph)
