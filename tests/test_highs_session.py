@@ -62,6 +62,7 @@ class _Knapsack:
 
     def __init__(self, rens: dict[str, int]):
         self.problem, self.xs = _knapsack()
+        self.pick = {f"pair{i}": self.xs[2 * i:2 * i + 2] for i in range(4)}
         self.rens, self.heuristic = rens, True
 
     def variables(self):
@@ -181,3 +182,58 @@ def test_a_design_found_another_way_is_not_asked_for_where_the_search_proved_its
     asked = []
     found = search.run_search(_Knapsack(_cheapest()), 100, fallback=lambda: asked.append(True))
     assert found.status == "optimal" and found.picked == _cheapest() and asked == []
+
+
+class _Lanes:
+    """A candidate's lane counts, as `search.improve` reads them (`ilp.cost.Choice`)."""
+
+    def __init__(self, lanes: int):
+        self.lanes_in = self.lanes_out = (lanes,)
+
+
+class _Chain:
+    """`run_search`'s view of a model with more processes than the proof is run on: each process picks 1, 2 or 4
+    lanes (cost 6, 5, 1; weight 1, 2, 4) within a budget of weight 2 a process. The heuristic's design is every
+    process at 1 lane (6 a process); the best design near it every process at 2 (5); the optimum a third of them
+    at 4 lanes and the rest at 1 (4.33)."""
+
+    goal = "cost"
+
+    def __init__(self):
+        processes = search.PROVEN_PROCESSES + 4
+        self.problem = pulp.LpProblem("chain", pulp.LpMinimize)
+        self.pick = {f"p{i}": [pulp.LpVariable(f"x_{i}_{j}", cat="Binary") for j in range(3)]
+                     for i in range(processes)}
+        self.options = {name: [_Lanes(1), _Lanes(2), _Lanes(4)] for name in self.pick}
+        for name, xs in self.pick.items():
+            self.problem += pulp.lpSum(xs) == 1, f"one_{name}"
+        self.problem += pulp.lpSum(w * x for xs in self.pick.values() for w, x in zip((1, 2, 4), xs)) \
+            <= 2 * processes, "budget"
+        self.problem += pulp.lpSum(c * x for xs in self.pick.values() for c, x in zip((6, 5, 1), xs))
+        self.heuristic = True
+
+    def variables(self):
+        return [x for xs in self.pick.values() for x in xs]
+
+    def picked(self, values):
+        if values is None:
+            return None
+        if self.heuristic:
+            self.heuristic = False
+            return dict.fromkeys(self.pick, 0)
+        return {name: next(j for j, x in enumerate(xs) if values[x.name] > 0.5) for name, xs in self.pick.items()}
+
+    def value_of(self, picked):
+        return sum((6, 5, 1)[j] for j in picked.values())
+
+
+def test_a_model_beyond_the_proof_takes_the_better_design_near_the_heuristics_within_the_relaxations_bound():
+    model = _Chain()
+    rens = dict.fromkeys(model.pick, 0)
+    found = search.run_search(model, 100)
+    assert model.value_of(found.picked) < model.value_of(rens)
+    assert all(j <= 1 for j in found.picked.values())  # lanes within a factor of 2 of the heuristic's
+    assert sum((1, 2, 4)[j] for j in found.picked.values()) <= 2 * len(model.pick)
+    assert found.bound <= found.value == model.value_of(found.picked)
+    # the optimum is not near, and no proof was run: the best design near, bounded by the relaxation
+    assert found.status == "feasible" and found.value == 5 * len(model.pick) and found.bound < found.value
