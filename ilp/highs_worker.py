@@ -5,7 +5,7 @@ it).
 
 Run as a script (it imports only highspy), so that a child does not import the ILP package. It reads the model
 once, then answers requests, one JSON line each on stdin: {"nodes": N, "cutoff": X or null, "relax": bool,
-"zero": [columns whose upper bound is 0 for this run]}, with one JSON line on stdout: the status ("optimal",
+"zero": [columns whose upper bound is 0 for this run], "options": {HiGHS options for this run only}}, with one JSON line on stdout: the status ("optimal",
 "infeasible" or "stopped"), objective, bound and, by column name, the values and reduced costs. Each run
 starts from the model as read with only its own columns fixed and the solver cleared, so it gives what a
 fresh HiGHS on that model gives.
@@ -39,11 +39,13 @@ class Worker:
         self.column = {name: i for i, name in enumerate(self.names)}
         self.lower, self.upper = list(lp.col_lower_), list(lp.col_upper_)
 
-    def run(self, nodes: int, cutoff: float | None, relax: bool, zero: list[str]) -> dict:
+    def run(self, nodes: int, cutoff: float | None, relax: bool, zero: list[str], options: dict) -> dict:
         highs = self.highs
         fixed = [self.column[name] for name in zero]
         for i in fixed:
             highs.changeColBounds(i, self.lower[i], 0.0)
+        for option, value in options.items():
+            highs.setOptionValue(option, value)
         highs.setOptionValue("mip_max_nodes", nodes)
         highs.setOptionValue("objective_bound", cutoff if cutoff is not None else highspy.kHighsInf)
         highs.setOptionValue("solve_relaxation", relax)
@@ -54,6 +56,10 @@ class Worker:
         finally:
             for i in fixed:
                 highs.changeColBounds(i, self.lower[i], self.upper[i])
+            if options:  # this run's own: back to the usual ones
+                highs.resetOptions()
+                for option, value in OPTIONS.items():
+                    highs.setOptionValue(option, value)
 
     def _result(self, relax: bool) -> dict:
         highs = self.highs
@@ -77,7 +83,8 @@ def main(argv: list[str]) -> None:
     worker = Worker(argv[0])
     for line in sys.stdin:
         request = json.loads(line)
-        result = worker.run(request["nodes"], request["cutoff"], request["relax"], request["zero"])
+        result = worker.run(request["nodes"], request["cutoff"], request["relax"], request["zero"],
+                            request.get("options", {}))
         answers.write(json.dumps(result) + "\n")
         answers.flush()
 

@@ -31,13 +31,15 @@ def _knapsack() -> tuple[pulp.LpProblem, list[pulp.LpVariable]]:
 
 def test_each_run_of_a_session_equals_a_fresh_session_with_its_own_fixings():
     problem, xs = _knapsack()
-    requests = [dict(relax=True), dict(zero=xs[1:3]), dict(), dict(zero=[xs[5]], cutoff=30.5), dict(zero=xs[::2])]
+    requests = [dict(relax=True), dict(zero=xs[1:3], options={"presolve": "off", "time_limit": 0.0}),
+                dict(), dict(zero=[xs[5]], cutoff=30.5), dict(zero=xs[::2])]
     with search.HighsSession(problem) as highs:
         shared = [highs.run(100, **request) for request in requests]
     for request, run in zip(requests, shared):
         with search.HighsSession(problem) as highs:
             assert highs.run(100, **request) == run
-    assert shared[2].status == "optimal" and shared[4].status == "infeasible"
+    # a run's own options end with it: the run after the one stopped at once by its time limit is solved
+    assert shared[1].status == "stopped" and shared[2].status == "optimal" and shared[4].status == "infeasible"
 
 
 def test_a_child_that_dies_is_one_clear_error_and_leaves_no_scratch_folder(tmp_path, monkeypatch):
