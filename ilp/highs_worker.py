@@ -5,10 +5,10 @@ it).
 
 Run as a script (it imports only highspy), so that a child does not import the ILP package. It reads the model
 once, then answers requests, one JSON line each on stdin: {"nodes": N, "cutoff": X or null, "relax": bool,
-"zero": [columns whose upper bound is 0 for this run], "options": {HiGHS options for this run only}}, with one JSON line on stdout: the status ("optimal",
-"infeasible" or "stopped"), objective, bound and, by column name, the values and reduced costs. Each run
-starts from the model as read with only its own columns fixed and the solver cleared, so it gives what a
-fresh HiGHS on that model gives.
+"zero": [columns whose upper bound is 0 for this run], "options": {HiGHS options for this run only}}, with one
+JSON line on stdout: the status ("optimal", "infeasible" or "stopped"), objective, bound and, by column name, the
+values and reduced costs. Each run starts from the model as read with only its own columns fixed, its own options
+set and the solver cleared, so it gives what a fresh HiGHS on that model gives.
 
 On one thread with HiGHS's fixed seed: the same requests give the same answers on every run and machine."""
 

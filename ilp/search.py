@@ -155,11 +155,11 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
 def improve(model: Model, highs: HighsSession, picked: dict[str, int]) -> dict[str, int]:
     """A better design than `picked` where one is near it (large neighbourhood search, Shaw 1998; Pisinger and
     Ropke 2010): every process at once, among its candidates whose lanes are within a factor NEAR_LANES of the
-    design's, searched by a MIP at its root node only (HiGHS's root heuristics) with the design as cutoff. The
-    optima of mobilenet_v1_025_96 and vww_96_int8 differ from RENS's designs in 15 processes, each by a factor
-    of 2 (resources move across the network): this finds designs within 0.1 % of them (41,630 cycles for
-    41,600; 44,523 for 44,511) in 4-5 s, where windows of 8 consecutive processes searched in turn with the
-    others kept found 41,873 and 46,845 (5 % off) in 5-9 s. A node-limited HiGHS run: deterministic."""
+    design's, searched by a MIP at its root node only (HiGHS's root heuristics, NEAR_HEURISTICS) with the design
+    as cutoff. The optima of mobilenet_v1_025_96 and vww_96_int8 differ from RENS's designs in 15 processes, each
+    by a factor of 2 (resources move across the network): this finds 41,600 cycles (the optimum) and 44,521 (the
+    optimum 44,511) in 2.4-2.6 s, where windows of 8 consecutive processes searched in turn with the others kept
+    found 41,873 and 46,845 (5 % off) in 5-9 s. A node-limited HiGHS run: deterministic."""
     far = [x for name, xs in model.pick.items() for j, x in enumerate(xs)
            if not _near(model.options[name][j], model.options[name][picked[name]])]
     found = model.picked(highs.run(1, cutoff=model.value_of(picked) - 0.5, zero=far, options=NEAR_HEURISTICS).values)
