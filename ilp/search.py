@@ -31,7 +31,10 @@ NODE_LIMIT = 100_000
 NODE_WORK = 8_000_000
 # HiGHS rather than CBC: on resnet8_32 at 20 % of the KV260's DSPs it proves a design 0.5 % faster optimal in
 # 24 s where CBC stopped at a 13 % gap after 41 s; at 100 %, 10 s against 20 s
-HEURISTIC_NODES = 1_000  # nodes of each MIP run that only looks for a good incumbent
+# Nodes of the MIP run that only looks for a good incumbent (RENS): HEURISTIC_NODES, fewer for larger models so
+# that nodes x columns stays within NODE_WORK, at least a tenth: on ResNet-56 (113 processes, 50,757 columns) its
+# 1,000 nodes took 93 s
+HEURISTIC_NODES = 1_000
 NEAR_LANES = 2  # `improve`'s neighbourhood: lanes within this factor of the design's
 # `improve`'s root heuristics: the root reduced-cost heuristic and RINS find its designs; without HiGHS's own RENS
 # and feasibility jump the root node takes 2.6 s rather than 4.5 on mobilenet_v1_025_96 and finds the optimum,
@@ -111,7 +114,7 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
                 raise _RelaxationFailed
             lower = relaxation.objective
             unused = [x for x in model.variables() if relaxation.values.get(x.name, 0.0) <= 1e-6]
-            picked = model.picked(highs.run(HEURISTIC_NODES, zero=unused).values)
+            picked = model.picked(highs.run(_heuristic_nodes(model), zero=unused).values)
             if incumbent is not None and (picked is None or model.value_of(incumbent) < model.value_of(picked)):
                 picked = incumbent
             better = None
@@ -150,6 +153,10 @@ def run_search(model: Model, node_limit: int, incumbent: dict[str, int] | None =
         if ahead is not None:
             ahead.abandon()
     return _followed(search, then)
+
+
+def _heuristic_nodes(model: Model) -> int:
+    return min(HEURISTIC_NODES, max(HEURISTIC_NODES // 10, NODE_WORK // len(model.variables())))
 
 
 def improve(model: Model, highs: HighsSession, picked: dict[str, int]) -> dict[str, int]:
