@@ -28,11 +28,15 @@ OPTIONS = {"output_flag": False, "threads": 1, "random_seed": 0, "mip_rel_gap": 
            "presolve_rule_off": 1 << 15, "mip_allow_restart": False}
 
 
+def _set(highs: highspy.Highs, options: dict) -> None:
+    for option, value in options.items():
+        highs.setOptionValue(option, value)
+
+
 class Worker:
     def __init__(self, model: str):
         self.highs = highspy.Highs()
-        for option, value in OPTIONS.items():
-            self.highs.setOptionValue(option, value)
+        _set(self.highs, OPTIONS)
         self.highs.readModel(model)
         lp = self.highs.getLp()
         self.names = list(lp.col_names_)
@@ -44,8 +48,7 @@ class Worker:
         fixed = [self.column[name] for name in zero]
         for i in fixed:
             highs.changeColBounds(i, self.lower[i], 0.0)
-        for option, value in options.items():
-            highs.setOptionValue(option, value)
+        _set(highs, options)
         highs.setOptionValue("mip_max_nodes", nodes)
         highs.setOptionValue("objective_bound", cutoff if cutoff is not None else highspy.kHighsInf)
         highs.setOptionValue("solve_relaxation", relax)
@@ -58,8 +61,7 @@ class Worker:
                 highs.changeColBounds(i, self.lower[i], self.upper[i])
             if options:  # this run's own: back to the usual ones
                 highs.resetOptions()
-                for option, value in OPTIONS.items():
-                    highs.setOptionValue(option, value)
+                _set(highs, OPTIONS)
 
     def _result(self, relax: bool) -> dict:
         highs = self.highs
