@@ -40,6 +40,7 @@ import zoo  # noqa: E402
 from ming_py.boards import load_board  # noqa: E402
 from ming_py.ilp import Budget, solve  # noqa: E402
 from ming_py.ilp.explore import reserved_memory  # noqa: E402
+from ming_py.ilp.fifos import FifoCharge  # noqa: E402
 from ming_py.ilp.objectives import FRUGAL_SLACK, Targets  # noqa: E402
 from ming_py.line_buffers import build_stream_graph  # noqa: E402
 from ming_py.line_buffers.fifo import DEEPEST_PIXELS, reservation_plan  # noqa: E402
@@ -68,14 +69,16 @@ def cpu_seconds() -> float:
     return time.process_time() + children.ru_utime + children.ru_stime
 
 
-def reserved_fifos(graph) -> dict[str, int]:
-    """The FIFO memory `ming build` sets aside before its ILP where a design fits beside it (`ilp.explore`)."""
-    return reserved_memory(reservation_plan(graph), DEEPEST_PIXELS)
+def reserved_fifos(graph) -> dict:
+    """`solve`'s FIFO arguments as `ming build` gives them where a design fits beside them (`ilp.explore`): the
+    memory set aside before the ILP, and each candidate's charge for its lanes."""
+    plan = reservation_plan(graph)
+    return {"reserved": reserved_memory(plan, DEEPEST_PIXELS), "fifos": FifoCharge(plan, DEEPEST_PIXELS)}
 
 
 def timed_solve(graph, board, budget, reserved, **how):
     began = cpu_seconds()
-    solution = solve(graph, board, budget, reserved=reserved, **how)
+    solution = solve(graph, board, budget, **reserved, **how)
     return solution, cpu_seconds() - began
 
 
@@ -97,14 +100,14 @@ def compare(name: str, graph, board, budget, reserved) -> None:
 
 
 def curve(name: str, graph, board, budget, reserved) -> None:
-    fastest = solve(graph, board, budget, "latency", reserved=reserved)
+    fastest = solve(graph, board, budget, "latency", **reserved)
     print(f"\n{name}: the least-resource design at each latency bound (fastest: "
           f"{fastest.totals['cycles']:,} cycles)")
     print(f"{'bound':>6} {'cycles':>9} {'DSP':>5} {'LUT':>7} {'BRAM18K':>7} {'DSP%':>5} {'LUT%':>5} {'BRAM%':>5} "
           f"{'largest share of the budget %':>30}")
     for factor in CURVE:
         bound_us = factor * fastest.totals["cycles"] / board.clock_mhz
-        design = solve(graph, board, budget, reserved=reserved, targets=Targets(latency_us=bound_us))
+        design = solve(graph, board, budget, **reserved, targets=Targets(latency_us=bound_us))
         t = design.totals
         print(f"{factor:>6.2f} {t['cycles']:>9,} {t['dsp']:>5} {t['lut']:>7,} {t['bram18k']:>7} "
               f"{100 * t['dsp'] / board.dsp:>5.1f} {100 * t['lut'] / board.lut:>5.1f} "

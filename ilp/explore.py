@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ming_py.array_layout import fifo_storage
 from ming_py.boards import Board
 from ming_py.dataflow import Schedule, StreamGraph
 from ming_py.errors import MingError
 from ming_py.process_spec import ProcessSpec
 from ming_py.limits import check_fifo_bits
-from ming_py.line_buffers.fifo import DEEPEST_PIXELS, DEFAULT_PIXELS, FifoPlan, fifo_memory, reservation_plan
+from ming_py.line_buffers.fifo import DEEPEST_PIXELS, DEFAULT_PIXELS, FifoPlan, reservation_plan
 from ming_py.options import BuildOptions, target_board
 from ming_py.simulate import SimResult, headline, simulate_schedule
 
 from .budget import Budget, limits, what_bounds, with_weight_port
+from .fifos import FifoCharge
 from .cost import choice_spec
 from .pins import Pins, resolve
 from .objectives import TargetMissed, Targets
@@ -62,44 +64,46 @@ def _budgeted_design(stream_graph, board, budget, options, pins, reservation: Fi
                      targets, known: dict) -> tuple[Solution, SimResult]:
     """The sized design and its simulation. The ILP sets memory aside for FIFOs as deep as its latency model
     assumes (DEEPEST_PIXELS, `cost.starved_cover`), so that the sizing may deepen them wherever the simulation
-    gains; where no design fits beside those or meets the targets, for the least FIFOs (DEFAULT_PIXELS)."""
-    deep, least = (reserved_memory(reservation, pixels) for pixels in (DEEPEST_PIXELS, DEFAULT_PIXELS))
-    if deep != least:
+    gains; where no design fits beside those or meets the targets, for the least FIFOs (DEFAULT_PIXELS). The
+    one-lane FIFOs' memory is reserved, and each candidate charged for what its lanes add (`ilp.fifos`)."""
+    deep, least = (FifoCharge(reservation, pixels) for pixels in (DEEPEST_PIXELS, DEFAULT_PIXELS))
+    if reserved_memory(reservation, DEEPEST_PIXELS) != reserved_memory(reservation, DEFAULT_PIXELS):
         try:
-            return _reserving(stream_graph, board, budget, options, pins, reservation, deep, targets, known)
+            return _reserving(stream_graph, board, budget, options, pins, deep, targets, known)
         except (NoDesignFits, TargetMissed):
             pass
-    return _reserving(stream_graph, board, budget, options, pins, reservation, least, targets, known)
+    return _reserving(stream_graph, board, budget, options, pins, least, targets, known)
 
 
 def reserved_memory(plan: FifoPlan, least_pixels: int) -> dict[str, int]:
     """The BRAM18K and LUTs of `plan`'s FIFOs holding at least `least_pixels` pixels (`fifo_cost`), as the ILP sets
-    them aside."""
+    them aside (of the one-lane plan: what every design's FIFOs take at least)."""
     fifo = fifo_cost(plan, least_pixels)
     return {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
 
 
-def _reserving(stream_graph, board, budget, options, pins, reservation, reserved, targets,
+def _reserving(stream_graph, board, budget, options, pins, fifos: FifoCharge, targets,
                known: dict) -> tuple[Solution, SimResult]:
-    """The sized design with `reserved` FIFO memory set aside; solved once more with what the sized FIFOs took
-    reserved where they took more (depths for the chosen lanes, deepened until the simulation completes): with
-    the unroll factors of the fastest design (the frugal objective's) kept, else those of the design chosen, else
-    (no design with them fits or meets the targets) over every unroll factor."""
+    """The sized design with the FIFO memory of `fifos` set aside; solved once more with as much more set aside as
+    the sized FIFOs took past the budget where they did (depths for the chosen lanes, deepened until the simulation
+    completes): with the unroll factors of the fastest design (the frugal objective's) kept, else those of the
+    design chosen, else (no design with them fits or meets the targets) over every unroll factor."""
+    reserved = reserved_memory(fifos.plan, fifos.least_pixels)
     try:
-        return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
+        return _sized_design(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)
     except FifosOverBudget as over:
-        if pins.depths or over.fifo is None:
+        if pins.depths or over.excess is None:
             raise
-        reserved = {r: max(reserved[r], over.fifo[f"fifo_{r}"]) for r in reserved}
+        reserved = {r: v + over.excess.get(r, 0) for r, v in reserved.items()}
         for unrolls in _first_unrolls(over.solution):
             try:
                 solution, simulated = _sized_design(stream_graph, board, budget, options, _unrolls_kept(pins, unrolls),
-                                                    reservation, reserved, targets, {})
+                                                    fifos, reserved, targets, {})
             except (NoDesignFits, FifosOverBudget, TargetMissed, SearchStopped):
                 continue
             solution.totals["solver"]["rule"] += UNROLLS_KEPT
             return solution, simulated
-        return _sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
+        return _sized_design(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)
 
 
 def _first_unrolls(solution: Solution) -> list[dict[str, dict[str, int]]]:
@@ -134,23 +138,23 @@ def with_simulated_headline(totals: dict, simulated: SimResult, clock_mhz: float
     return result
 
 
-def _sized_design(stream_graph, board, budget, options, pins, reservation, reserved,
+def _sized_design(stream_graph, board, budget, options, pins, fifos: FifoCharge, reserved,
                   targets, known: dict) -> tuple[Solution, SimResult]:
-    """The ILP's schedule with `reserved` FIFO memory set aside, its FIFOs sized and checked to complete and fit,
-    and its simulation."""
+    """The ILP's schedule with `reserved` FIFO memory set aside and the candidates charged for their FIFOs' lanes
+    (`fifos`), its FIFOs sized and checked to complete and fit, and its simulation."""
     solution = solve(stream_graph, board, budget, options.objective, pins, reserved=reserved,
-                     calibration=options.calibration, targets=targets, known=known)
+                     calibration=options.calibration, targets=targets, known=known, fifos=fifos)
     port = solution.totals["solver"].get("weight_port_reserved", {})
     budget = with_weight_port(board, budget, port)  # the budget the ILP chose within
     lanes = {c: solution.schedule.lanes_of(c) for c in stream_graph.channels}
     specs = schedule_specs(stream_graph, solution)
     plan = FifoPlan(stream_graph, specs, {name: spec.depth for name, spec in specs.items()})
-    least_pixels, simulated = decoupling_pixels(stream_graph, solution, budget, plan, reservation, pins.depths)
+    least_pixels, simulated = decoupling_pixels(stream_graph, solution, budget, plan, pins.depths)
     solution.schedule = replace(solution.schedule, depths=plan.depths(least_pixels) | pins.depths)
     if options.minimal_fifos:
         solution.schedule = minimal_fifos(stream_graph, solution, set(pins.depths), simulated)
         simulated = simulate_schedule(stream_graph, solution.schedule)
-    fifo = _fifo_totals({c: solution.schedule.depth_of(c) * lanes[c] * 8 for c in stream_graph.channels})
+    fifo = _fifo_totals({c: (solution.schedule.depth_of(c), lanes[c]) for c in stream_graph.channels})
     totals = solution.totals
     totals |= fifo | {"bram18k": totals["bram18k"] + fifo["fifo_bram18k"], "lut": totals["lut"] + fifo["fifo_lut"]}
     totals["solver"]["budget"] = vars(budget)
@@ -161,12 +165,12 @@ def _sized_design(stream_graph, board, budget, options, pins, reservation, reser
 
 
 class FifosOverBudget(MingError):
-    """The FIFOs the design needs take it past its budget; `fifo` holds what ming's own sizes took
-    (None when a pinned depth did)."""
+    """The FIFOs the design needs take it past its budget; `excess` holds by how much, per resource, with ming's
+    own sizes (None when a pinned depth did)."""
 
-    def __init__(self, message: str, fifo: dict[str, int] | None = None, solution: Solution | None = None):
+    def __init__(self, message: str, excess: dict[str, int] | None = None, solution: Solution | None = None):
         super().__init__(message)
-        self.fifo, self.solution = fifo, solution
+        self.excess, self.solution = excess, solution
 
 
 def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pinned: dict[str, int],
@@ -184,8 +188,9 @@ def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pi
             channel = max(pinned, key=lambda c: pinned[c] * solution.schedule.lanes_of(c))
             raise FifosOverBudget(f"{_pinned(channel, pinned, origins)}: with it {used}; give a smaller depth")
         bound = f" ({what_bounds(board, resource, getattr(budget, resource), port.get(resource, 0))})" if board else ""
+        excess = {r: totals[r] - getattr(budget, r) for r in ("bram18k", "lut") if totals[r] > getattr(budget, r)}
         raise FifosOverBudget(f"the FIFOs ming sized take the design past its budget ({used}); raise the "
-                              f"{unit} budget{bound} or lower another", fifo, solution)
+                              f"{unit} budget{bound} or lower another", excess, solution)
 
 
 def _pinned(channel: str, pinned: dict[str, int], origins: dict[str, str] | None) -> str:
@@ -233,13 +238,14 @@ def _least_completing_depth(graph: StreamGraph, solution: Solution, channel: str
 
 def fifo_cost(plan: FifoPlan, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
     """Bits of all of `plan`'s FIFOs holding at least `least_pixels` pixels and the BRAM18K / LUTs they take."""
-    return _fifo_totals(plan.bits(least_pixels))
+    return _fifo_totals({c: (depth, plan.deps.lanes(c)) for c, depth in plan.depths(least_pixels).items()})
 
 
-def _fifo_totals(bits: dict[str, int]) -> dict[str, int]:
-    memory = [fifo_memory(b) for b in bits.values()]
-    return {"fifo_bits": sum(bits.values()), "fifo_bram18k": sum(m[0] for m in memory),
-            "fifo_lut": sum(m[1] for m in memory)}
+def _fifo_totals(shapes: dict[str, tuple[int, int]]) -> dict[str, int]:
+    """Of FIFOs given as (depth, lanes): their bits and the BRAM18K / LUTs they take (`array_layout.fifo_storage`)."""
+    memory = [fifo_storage(depth, 8 * lanes) for depth, lanes in shapes.values()]
+    return {"fifo_bits": sum(depth * lanes * 8 for depth, lanes in shapes.values()),
+            "fifo_bram18k": sum(m.bram18k for m in memory), "fifo_lut": sum(m.lut for m in memory)}
 
 
 def schedule_specs(graph: StreamGraph, solution: Solution) -> dict[str, ProcessSpec]:
@@ -254,9 +260,9 @@ def simulated_cycles(graph: StreamGraph, schedule: Schedule) -> int | None:
 
 
 def decoupling_pixels(graph: StreamGraph, solution: Solution, budget: Budget, plan: FifoPlan,
-                      reservation: FifoPlan, pinned: dict[str, int]) -> tuple[int, SimResult]:
+                      pinned: dict[str, int]) -> tuple[int, SimResult]:
     """The least pixels every FIFO holds, and the design's simulation with them: doubled while the simulated
-    latency drops by 2% and the budget (for the FIFOs of `reservation`, as the ILP reserved them) allows."""
+    latency drops by 2% and the budget allows the FIFOs of `plan` (the design's) holding them."""
 
     def simulated(pixels: int) -> SimResult:
         depths = plan.depths(pixels) | pinned
@@ -264,7 +270,7 @@ def decoupling_pixels(graph: StreamGraph, solution: Solution, budget: Budget, pl
 
     best, best_run = DEFAULT_PIXELS, simulated(DEFAULT_PIXELS)
     for pixels in SIZED_PIXELS[1:]:
-        if not _fifos_fit(solution.totals, fifo_cost(reservation, pixels), budget):
+        if not _fifos_fit(solution.totals, fifo_cost(plan, pixels), budget):
             break
         trial = simulated(pixels)
         if best_run.deadlock or trial.deadlock or trial.cycles > 0.98 * best_run.cycles:

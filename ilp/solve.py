@@ -53,6 +53,7 @@ from .search import NODE_LIMIT, NODE_WORK, Search, SearchStopped, run_search, th
 from .candidates import affordable, candidates_and_costs, loaded_weight_memories, least_needs, weight_port_reservation
 from .objectives import (FRUGAL_SLACK, OBJECTIVES, RULES, Targets, frugal, frugal_rule_met, latency_model,
                          least_interval, meet_targets)
+from .fifos import FifoCharge, charged, uncharged
 from .model import Model, estimate
 
 
@@ -85,9 +86,10 @@ def _less(budget: Budget, taken: dict[str, int]) -> Budget:
 def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "latency", pins: Pins | None = None,
           node_limit: int | None = None, reserved: dict[str, int] | None = None,
           calibration: Calibration | None = None, targets: Targets | None = None,
-          slack: float | None = None, known: dict | None = None) -> Solution:
+          slack: float | None = None, known: dict | None = None, fifos: FifoCharge | None = None) -> Solution:
     """The design `objective` (or, with `targets`, the least-resource design meeting them) picks within `budget`
-    (the user's), of which `reserved` (FIFO memory) is already taken:
+    (the user's), of which `reserved` (FIFO memory) is already taken, each candidate charged for the memory its lanes
+    add to the FIFOs (`fifos`, `ilp.fifos`):
 
     * latency: the fastest design (then, as fast, the one whose fullest resource is emptiest: `thrifty`);
     * frugal: the fastest design's latency, then the least resources among designs within `slack` of it
@@ -107,7 +109,7 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
     (HiGHS on one thread, limited by branch-and-bound nodes, never by wall-clock time)."""
     if objective not in OBJECTIVES:
         raise MingError(f"unknown objective {objective!r}; use {', '.join(OBJECTIVES)}")
-    arguments = (graph, board, budget, objective, pins, node_limit, reserved, calibration, targets, slack, known)
+    arguments = (graph, board, budget, objective, pins, node_limit, reserved, calibration, targets, slack, known, fifos)
     offer_ddr = bands = False
     proof = None
     while True:
@@ -129,7 +131,7 @@ def solve(graph: StreamGraph, board: Board, budget: Budget, objective: str = "la
 
 def _solve(graph: StreamGraph, board: Board, budget: Budget, objective: str, pins: Pins | None, node_limit: int | None,
            reserved: dict[str, int] | None, calibration: Calibration | None, targets: Targets | None,
-           slack: float | None, known: dict | None, offer_ddr: bool, bands: bool) -> Solution:
+           slack: float | None, known: dict | None, fifos: FifoCharge | None, offer_ddr: bool, bands: bool) -> Solution:
     """`solve`, weights from DDR offered where they outgrow the chip or (`offer_ddr`) wherever a process can
     stream them, the streamed loops in bands of their maps where `bands`."""
     started = time.perf_counter()
@@ -140,6 +142,7 @@ def _solve(graph: StreamGraph, board: Board, budget: Budget, objective: str, pin
     streams = board_ddr_problem(board) is None
     options, costs = candidates_and_costs(graph, pins or Pins(), available, calibration, known, streams, offer_ddr,
                                           bands)
+    costs = charged(graph, options, costs, fifos)
     # where no design fits, whether a search offering weights from DDR to the processes not pinned may find one, or
     # one offering bands to the processes that may stream theirs
     pinned = (pins or Pins()).weights
@@ -152,14 +155,14 @@ def _solve(graph: StreamGraph, board: Board, budget: Budget, objective: str, pin
         if any(least > getattr(budget, r) for r, least in _least_design(costs, reserved).items()):
             raise _no_design_fits(board, budget, reserved, port, costs)  # a proof without the ILP
         return _searched(graph, board, budget, objective, pins, node_limit, reserved, calibration, targets, slack,
-                         started, port, available, options, costs)
+                         started, port, available, options, costs, fifos)
     except NoDesignFits as error:
         error.ddr_withheld, error.bands_withheld = withheld, bands_withheld
         raise
 
 
 def _searched(graph, board, budget, objective, pins, node_limit, reserved, calibration, targets, slack, started,
-              port, available, options, costs) -> Solution:
+              port, available, options, costs, fifos) -> Solution:
     """The design the search picks among the candidates (`solve`)."""
     given = costs  # what a proof that no design fits rests on
     options, costs = affordable(options, costs, available)
@@ -203,7 +206,8 @@ def _searched(graph, board, budget, objective, pins, node_limit, reserved, calib
             picked, status = least.picked, least.describe()
             measured = {"fastest": fastest, "latency_limit_cycles": limit}
     chosen = {name: model.options[name][j] for name, j in picked.items()}  # the frugal and targets' models keep fewer
-    chosen_costs = {name: model.costs[name][j] for name, j in picked.items()}
+    chosen_costs = {name: uncharged(graph, name, chosen[name], model.costs[name][j], fifos)
+                    for name, j in picked.items()}
     size = {"variables": len(model.problem.variables()), "constraints": len(model.problem.constraints),
             "rule": rule} | measured
     if model.goal == "resources":

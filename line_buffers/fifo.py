@@ -26,7 +26,8 @@ latency is kept exactly). Whatever the depths, `ming build` simulates the design
 deadlocks.
 
 Before the ILP has chosen lanes, the same model runs on the one-lane schedule (`unit_specs`: a token is
-one value), which gives the FIFOs' memory whatever the schedule.
+one value): the memory every design's FIFOs take at least, which the ILP sets aside, and what a FIFO carried in
+more lanes takes (`FifoPlan.depth_in_lanes`), which it charges to the candidates choosing them (`ilp.fifos`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from functools import cached_property
 
 import numpy as np
 
+from ming_py.array_layout import FifoStorage, fifo_storage
 from ming_py.dataflow import Channel, StreamGraph
 from ming_py.process_spec import ProcessSpec, Loop, depth_bound, process_spec, loop_of
 
@@ -285,6 +287,18 @@ class FifoPlan:
     def bits(self, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
         return {name: depth * self.deps.lanes(name) * 8 for name, depth in self.depths(least_pixels).items()}
 
+    def memory(self, least_pixels: int = DEFAULT_PIXELS) -> dict[str, FifoStorage]:
+        """Where every FIFO goes and what it takes (`array_layout.fifo_storage`), holding at least `least_pixels`."""
+        return {name: fifo_storage(depth, self.deps.lanes(name) * 8)
+                for name, depth in self.depths(least_pixels).items()}
+
+    def depth_in_lanes(self, name: str, lanes: int, least_pixels: int = DEFAULT_PIXELS) -> int:
+        """Of a one-lane plan (`reservation_plan`): the depth in tokens of channel `name` carried in `lanes` lanes,
+        its values spread over the lanes (the pixels it holds, what the branches' lags and the record need) and its
+        pipeline-depth tokens (one a cycle, `latency_tokens`) as they are."""
+        values = max(least_pixels * self.deps.tokens_per_pixel(name), self.required.get(name, 0))
+        return max(MIN_DEPTH, math.ceil(values / lanes)) + self.extra.get(name, 0)
+
 
 def reservation_plan(graph: StreamGraph) -> FifoPlan:
     """The FIFOs' plan whatever the schedule, for the memory the ILP reserves: on the one-lane schedule, with
@@ -295,10 +309,3 @@ def reservation_plan(graph: StreamGraph) -> FifoPlan:
 def fifo_bits(graph: StreamGraph, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
     """Storage of every channel's sized FIFO in bits whatever the schedule (`reservation_plan`)."""
     return reservation_plan(graph).bits(least_pixels)
-
-
-def fifo_memory(bits: int, width_bits: int = 8) -> tuple[int, int]:
-    """(BRAM18K, LUT) of one FIFO: shift registers/LUTRAM up to 1 Kbit, BRAM beyond."""
-    if bits <= 1024:
-        return 0, math.ceil(bits / 32)
-    return max(math.ceil(bits / 18_432), math.ceil(width_bits / 36)), 0

@@ -5,7 +5,8 @@ process with these).
 Memory anchors (UltraScale+): BRAM18K 18 Kib, one port of 9/18/36 bits x 2048/1024/512 words; URAM
 4096 x 72 bits; LUTRAM 64 bits per LUT (a ROM), two LUTs per 64 bits for a RAM read and written in
 one cycle; registers one FF per bit. A bank of at most `LUTRAM_MAX_BITS`, or at most 64 words deep,
-goes to LUTRAM.
+goes to LUTRAM. A stream FIFO (`fifo_storage`): shift registers (SRL32: one LUT holds 32 words of one bit, UG574)
+or BRAM18K by the same shapes, as its BIND_STORAGE pragma says.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ LUTRAM_MAX_BITS = 1_024
 LUTRAM_DEPTH = 64  # words of one LUT; a shallower bank would waste a BRAM's depth
 BRAM18K_SHAPES = ((9, 2048), (18, 1024), (36, 512))  # (port width in bits, words)
 URAM_SHAPE = (72, 4096)
+SRL_DEPTH = 32  # words one LUT holds of one bit as a shift register (SRL32, UG574)
+# Vitis HLS's auto_srl_max_bits (UG1399 config_storage): a FIFO of at most this many bits goes to shift registers
+SRL_MAX_BITS = 1_024
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,26 @@ class ArrayPlan:
         per_bank = min(math.ceil(self.word_bits / width) * math.ceil(self.words / depth)
                        for width, depth in BRAM18K_SHAPES)
         return self.banks * per_bank, 0, 0, 0
+
+
+@dataclass(frozen=True)
+class FifoStorage:
+    """Where a stream FIFO goes and what it takes: `impl` is its BIND_STORAGE impl ("srl" or "bram")."""
+
+    impl: str
+    bram18k: int
+    lut: int
+
+
+def fifo_storage(depth: int, width_bits: int) -> FifoStorage:
+    """A FIFO of `depth` words of `width_bits` bits: shift registers, a LUT per bit per SRL_DEPTH words, where it is
+    small (SRL_MAX_BITS) or at most SRL_DEPTH deep (a LUT per bit, where BRAM would take a BRAM18K per 36 bits of its
+    width, some 9 LUTs' share of the budget a bit on every board: 321-407 LUTs per BRAM18K); else BRAM18K, as many as
+    the cheapest shape takes."""
+    if depth * width_bits <= SRL_MAX_BITS or depth <= SRL_DEPTH:
+        return FifoStorage("srl", 0, width_bits * math.ceil(depth / SRL_DEPTH))
+    bram = min(math.ceil(width_bits / width) * math.ceil(depth / words) for width, words in BRAM18K_SHAPES)
+    return FifoStorage("bram", bram, 0)
 
 
 def array(role: str, element_bits: int, dims: tuple[Dim, ...], rom: bool, large: str = "bram") -> ArrayPlan:

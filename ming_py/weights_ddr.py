@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import primitives
-from .array_layout import BRAM18K_SHAPES, LUTRAM_DEPTH
+from .array_layout import BRAM18K_SHAPES, LUTRAM_DEPTH, fifo_storage
 from .kinds.streamed import DDR_BURST_LATENCY, DDR_WORD_BYTES, tile_words, words_per_row
 from .weights_load import packed_rows
 
@@ -180,7 +180,6 @@ class DdrPortCost:
 DDR_ADDRESS_BITS = 32  # the word address within weights_ddr.bin the adapter counts (its 64-bit base is a register)
 DDR_REQUEST_BITS = 64 + 8  # an AXI read request: address and burst length
 FETCH_STREAM_DEPTH = 2  # `fetch_ddr_weights`'s stream to its process
-SHIFT_REGISTER_BITS = 32  # bits of a stream FIFO per LUT (SRL32)
 
 
 def ddr_port_cost(words: int, bands: int = 1) -> DdrPortCost:
@@ -193,7 +192,7 @@ def ddr_port_cost(words: int, bands: int = 1) -> DdrPortCost:
                 _bits(buffer_words), _bits(words)) + ((_bits(bands - 1),) if bands > 1 else ())
     lut = sum(primitives.counter_lut(b) for b in counters)
     request_fifo = math.ceil(DDR_READ_OUTSTANDING / LUTRAM_DEPTH) * DDR_REQUEST_BITS * 2
-    stream = math.ceil(FETCH_STREAM_DEPTH * word_bits / SHIFT_REGISTER_BITS)
+    stream = fifo_storage(FETCH_STREAM_DEPTH, word_bits).lut
     return DdrPortCost(bram, lut, sum(counters) + DDR_REQUEST_BITS + word_bits, request_fifo + stream)
 
 

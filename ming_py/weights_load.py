@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import primitives
-from .array_layout import ArrayPlan
+from .array_layout import ArrayPlan, fifo_storage
 
 BEAT_LANES = 8  # int8 weights per 64-bit beat of the weight port
 STREAM_DEPTH = 2  # the loader's stream to each loaded process
@@ -45,7 +45,7 @@ class LoaderCost:
     """The load path's share of one loaded process (`ilp.cost.resources`): LUTs and FFs of its load loop and of
     the loader's loop over its beats, the yosys synthesis `weight_load` (benchmarks/calibration/weight_load.v,
     `ming_py.primitives`) at its beats per row, and the LUTs of the stream between them
-    (`line_buffers.fifo.fifo_memory`'s rule: shift registers, 32 bits a LUT)."""
+    (`array_layout.fifo_storage`: shift registers)."""
 
     lut: int
     ff: int
@@ -54,8 +54,7 @@ class LoaderCost:
 
 def loader_cost(weights: ArrayPlan) -> LoaderCost:
     figures = primitives.weight_load(beats_per_row(weights.word_bits // 8))
-    fifo_bits = STREAM_DEPTH * 8 * BEAT_LANES
-    return LoaderCost(primitives.device_luts(figures), figures["ff"], math.ceil(fifo_bits / 32))
+    return LoaderCost(primitives.device_luts(figures), figures["ff"], fifo_storage(STREAM_DEPTH, 8 * BEAT_LANES).lut)
 
 
 @dataclass(frozen=True)

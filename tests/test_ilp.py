@@ -231,28 +231,27 @@ def test_no_design_fits_shows_the_users_budget(quantized, tmp_path):
 
 
 def _overshooting(exploration, repair_fails: bool):
-    """`_sized_design` whose first design's sized FIFOs take 3 BRAM18K and 155 LUTs more than reserved, and (with
+    """`_sized_design` whose first design's sized FIFOs take it 3 BRAM18K and 155 LUTs past its budget, and (with
     `repair_fails`) where no design has the unroll factors the search is given; the calls' pins and reservations,
     and the first solution."""
     sized = exploration._sized_design
     calls, first = [], []
 
-    def sized_design(stream_graph, board, budget, options, pins, reservation, reserved, targets, known):
+    def sized_design(stream_graph, board, budget, options, pins, fifos, reserved, targets, known):
         calls.append((pins, dict(reserved)))
         if len(calls) == 1:
-            first.append(sized(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)[0])
-            raise exploration.FifosOverBudget("over", {"fifo_bram18k": reserved["bram18k"] + 3,
-                                                       "fifo_lut": reserved["lut"] + 155}, first[0])
+            first.append(sized(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)[0])
+            raise exploration.FifosOverBudget("over", {"bram18k": 3, "lut": 155}, first[0])
         if pins.unroll and repair_fails:
             raise exploration.NoDesignFits("none with those unroll factors")
-        return sized(stream_graph, board, budget, options, pins, reservation, reserved, targets, known)
+        return sized(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)
     return sized_design, calls, first
 
 
 @pytest.mark.parametrize("repair_fails", [False, True])
 def test_fifos_sized_past_the_reservation_are_reserved_and_solved_again(lifted, monkeypatch, repair_fails):
-    """When the sized FIFOs take more than the reservation the ILP set aside, the schedule is solved once more
-    with what they took reserved (a design that fits), not refused: first with the unroll factors of the fastest
+    """When the sized FIFOs take the design past its budget, the schedule is solved once more with as much more
+    reserved (a design that fits), not refused: first with the unroll factors of the fastest
     design the frugal design was measured against, then with the frugal design's (small searches), and where no
     design has them, over every unroll factor."""
     from ming_py.ilp import explore as exploration
