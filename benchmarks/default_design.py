@@ -39,11 +39,10 @@ import zoo  # noqa: E402
 
 from ming_py.boards import load_board  # noqa: E402
 from ming_py.ilp import Budget, solve  # noqa: E402
-from ming_py.ilp.explore import reserved_memory  # noqa: E402
 from ming_py.ilp.fifos import FifoCharge  # noqa: E402
 from ming_py.ilp.objectives import FRUGAL_SLACK, Targets  # noqa: E402
 from ming_py.line_buffers import build_stream_graph  # noqa: E402
-from ming_py.line_buffers.fifo import DEEPEST_PIXELS, reservation_plan  # noqa: E402
+from ming_py.line_buffers.fifo import DEEPEST_PIXELS, DEFAULT_PIXELS, reservation_plan  # noqa: E402
 from ming_py.pipeline import lift  # noqa: E402
 
 PUBLISHED = ROOT / "tests" / "data" / "published"
@@ -72,8 +71,8 @@ def cpu_seconds() -> float:
 def reserved_fifos(graph) -> dict:
     """`solve`'s FIFO arguments as `ming build` gives them where a design fits beside them (`ilp.explore`): the
     memory set aside before the ILP, and each candidate's charge for its lanes."""
-    plan = reservation_plan(graph)
-    return {"reserved": reserved_memory(plan, DEEPEST_PIXELS), "fifos": FifoCharge(plan, DEEPEST_PIXELS)}
+    fifos = FifoCharge(reservation_plan(graph), (DEFAULT_PIXELS, DEEPEST_PIXELS))
+    return {"reserved": fifos.reserved(), "fifos": fifos}
 
 
 def timed_solve(graph, board, budget, reserved, **how):

@@ -31,7 +31,8 @@ from .solve import NoDesignFits, Solution, solve
 # the solver rule's end where the design was solved again with the unroll factors of one first found
 UNROLLS_KEPT = ("; solved again with the unroll factors of a design first found kept, after the FIFOs sized for "
                 "the design first chosen took more memory than the search had set aside for them")
-SIZED_PIXELS = (DEFAULT_PIXELS, 4, 8, DEEPEST_PIXELS)  # the least pixels every FIFO holds, as the sizing tries them
+SIZED_PIXELS = (DEFAULT_PIXELS, 4, 8, DEEPEST_PIXELS)
+REPAIRS = 3  # times a design is solved again with more memory set aside for its FIFOs, at most  # the least pixels every FIFO holds, as the sizing tries them
 
 
 def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, Solution, SimResult]:
@@ -64,46 +65,55 @@ def _budgeted_design(stream_graph, board, budget, options, pins, reservation: Fi
                      targets, known: dict) -> tuple[Solution, SimResult]:
     """The sized design and its simulation. The ILP sets memory aside for FIFOs as deep as its latency model
     assumes (DEEPEST_PIXELS, `cost.starved_cover`), so that the sizing may deepen them wherever the simulation
-    gains; where no design fits beside those or meets the targets, for the least FIFOs (DEFAULT_PIXELS). The
-    one-lane FIFOs' memory is reserved, and each candidate charged for what its lanes add (`ilp.fifos`)."""
-    deep, least = (FifoCharge(reservation, pixels) for pixels in (DEEPEST_PIXELS, DEFAULT_PIXELS))
-    if reserved_memory(reservation, DEEPEST_PIXELS) != reserved_memory(reservation, DEFAULT_PIXELS):
-        try:
-            return _reserving(stream_graph, board, budget, options, pins, deep, targets, known)
-        except (NoDesignFits, TargetMissed):
-            pass
-    return _reserving(stream_graph, board, budget, options, pins, least, targets, known)
-
-
-def reserved_memory(plan: FifoPlan, least_pixels: int) -> dict[str, int]:
-    """The BRAM18K and LUTs of `plan`'s FIFOs holding at least `least_pixels` pixels (`fifo_cost`), as the ILP sets
-    them aside (of the one-lane plan: what every design's FIFOs take at least)."""
-    fifo = fifo_cost(plan, least_pixels)
-    return {"bram18k": fifo["fifo_bram18k"], "lut": fifo["fifo_lut"]}
+    gains (and as the least, DEFAULT_PIXELS); where no design fits beside those or meets the targets, for the least
+    FIFOs alone. The one-lane FIFOs' memory is set aside, and each candidate charged for what its lanes add
+    (`ilp.fifos`)."""
+    try:
+        deep = FifoCharge(reservation, (DEFAULT_PIXELS, DEEPEST_PIXELS))
+        return _reserving(stream_graph, board, budget, options, pins, deep, targets, known)
+    except (NoDesignFits, TargetMissed):
+        least = FifoCharge(reservation, (DEFAULT_PIXELS,))
+        return _reserving(stream_graph, board, budget, options, pins, least, targets, known)
 
 
 def _reserving(stream_graph, board, budget, options, pins, fifos: FifoCharge, targets,
                known: dict) -> tuple[Solution, SimResult]:
-    """The sized design with the FIFO memory of `fifos` set aside; solved once more with as much more set aside as
-    the sized FIFOs took past the budget where they did (depths for the chosen lanes, deepened until the simulation
-    completes): with the unroll factors of the fastest design (the frugal objective's) kept, else those of the
-    design chosen, else (no design with them fits or meets the targets) over every unroll factor."""
-    reserved = reserved_memory(fifos.plan, fifos.least_pixels)
+    """The sized design with the FIFO memory of `fifos` set aside; where the sized FIFOs take it past its budget
+    (depths for the chosen lanes and loops, deepened until the simulation completes), solved again (`_repaired`)
+    with what they took set aside, less what the design's candidates were charged for them (so that design no
+    longer fits), at most REPAIRS times: the design solved again may need other FIFOs."""
+    reserved = fifos.reserved()
     try:
         return _sized_design(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)
     except FifosOverBudget as over:
-        if pins.depths or over.excess is None:
+        if pins.depths or over.fifo is None:
             raise
-        reserved = {r: v + over.excess.get(r, 0) for r, v in reserved.items()}
-        for unrolls in _first_unrolls(over.solution):
-            try:
-                solution, simulated = _sized_design(stream_graph, board, budget, options, _unrolls_kept(pins, unrolls),
-                                                    fifos, reserved, targets, {})
-            except (NoDesignFits, FifosOverBudget, TargetMissed, SearchStopped):
-                continue
-            solution.totals["solver"]["rule"] += UNROLLS_KEPT
-            return solution, simulated
-        return _sized_design(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)
+        failed = over
+    for _ in range(REPAIRS):
+        charged = fifos.total(stream_graph, failed.solution.choices)
+        reserved = {r: max(v, failed.fifo[f"fifo_{r}"] - charged[r]) for r, v in reserved.items()}
+        try:
+            return _repaired(stream_graph, board, budget, options, pins, fifos, reserved, targets, known,
+                             failed.solution)
+        except FifosOverBudget as over:
+            failed = over
+    raise failed
+
+
+def _repaired(stream_graph, board, budget, options, pins, fifos: FifoCharge, reserved, targets, known: dict,
+              overshot: Solution) -> tuple[Solution, SimResult]:
+    """The sized design with `reserved` set aside, after the design `overshot` took its FIFOs past the budget: with
+    the unroll factors of the fastest design (the frugal objective's) kept, else those of `overshot`, else (no
+    design with them fits or meets the targets) over every unroll factor."""
+    for unrolls in _first_unrolls(overshot):
+        try:
+            solution, simulated = _sized_design(stream_graph, board, budget, options, _unrolls_kept(pins, unrolls),
+                                                fifos, reserved, targets, {})
+        except (NoDesignFits, FifosOverBudget, TargetMissed, SearchStopped):
+            continue
+        solution.totals["solver"]["rule"] += UNROLLS_KEPT
+        return solution, simulated
+    return _sized_design(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)
 
 
 def _first_unrolls(solution: Solution) -> list[dict[str, dict[str, int]]]:
@@ -165,12 +175,12 @@ def _sized_design(stream_graph, board, budget, options, pins, fifos: FifoCharge,
 
 
 class FifosOverBudget(MingError):
-    """The FIFOs the design needs take it past its budget; `excess` holds by how much, per resource, with ming's
-    own sizes (None when a pinned depth did)."""
+    """The FIFOs the design needs take it past its budget; `fifo` holds what ming's own sizes took
+    (None when a pinned depth did)."""
 
-    def __init__(self, message: str, excess: dict[str, int] | None = None, solution: Solution | None = None):
+    def __init__(self, message: str, fifo: dict[str, int] | None = None, solution: Solution | None = None):
         super().__init__(message)
-        self.excess, self.solution = excess, solution
+        self.fifo, self.solution = fifo, solution
 
 
 def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pinned: dict[str, int],
@@ -188,9 +198,8 @@ def check_fifo_budget(graph: StreamGraph, solution: Solution, budget: Budget, pi
             channel = max(pinned, key=lambda c: pinned[c] * solution.schedule.lanes_of(c))
             raise FifosOverBudget(f"{_pinned(channel, pinned, origins)}: with it {used}; give a smaller depth")
         bound = f" ({what_bounds(board, resource, getattr(budget, resource), port.get(resource, 0))})" if board else ""
-        excess = {r: totals[r] - getattr(budget, r) for r in ("bram18k", "lut") if totals[r] > getattr(budget, r)}
         raise FifosOverBudget(f"the FIFOs ming sized take the design past its budget ({used}); raise the "
-                              f"{unit} budget{bound} or lower another", excess, solution)
+                              f"{unit} budget{bound} or lower another", fifo, solution)
 
 
 def _pinned(channel: str, pinned: dict[str, int], origins: dict[str, str] | None) -> str:

@@ -3,7 +3,12 @@ are set aside before it chooses (`solve`'s `reserved`); a FIFO carried in more l
 wider words, and a wide FIFO takes more (a LUT per bit of its width in shift registers, a BRAM18K per 36 bits however
 shallow it is: `array_layout.fifo_storage`). That part depends on the lanes a candidate chooses, so it is charged to
 the candidate: each process pays, for every channel whose lanes it sets (its outputs, and the accelerator input for
-the process reading it), what the FIFO takes in its lanes beyond the one-lane FIFO's memory."""
+the process reading it), what the FIFO takes in its lanes beyond the one-lane FIFO's memory.
+
+The sizing gives every FIFO two pixels, then deepens them while the simulation gains and the budget allows
+(`ilp.explore.decoupling_pixels`); a FIFO may go to shift registers at two pixels and to BRAM at sixteen. So where
+the search allows for several depths (`pixels`), it sets aside and charges per FIFO the most of each resource over
+them: the design fits with its FIFOs at any of those depths."""
 
 from __future__ import annotations
 
@@ -18,11 +23,16 @@ from .cost import Choice, Cost
 
 @dataclass(frozen=True)
 class FifoCharge:
-    """The FIFOs of `plan` (a one-lane plan) holding at least `least_pixels` pixels, charged by their lanes."""
+    """The FIFOs of `plan` (a one-lane plan) holding at least each of `pixels` pixels, charged by their lanes."""
 
     plan: FifoPlan
-    least_pixels: int
+    pixels: tuple[int, ...]
     _known: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def reserved(self) -> dict[str, int]:
+        """The BRAM18K and LUTs set aside for the one-lane FIFOs: per FIFO the most of each over `pixels`."""
+        memory = [self._one_lane(channel) for channel in self.plan.graph.channels]
+        return {"bram18k": sum(m[0] for m in memory), "lut": sum(m[1] for m in memory)}
 
     def of(self, graph: StreamGraph, name: str, choice: Choice) -> dict[str, int]:
         """The BRAM18K and LUTs charged to process `name`'s candidate `choice`."""
@@ -30,6 +40,11 @@ class FifoCharge:
         charged = [self._beyond_one_lane(c, choice.lanes_out[i]) for i, c in outputs] + \
             [self._beyond_one_lane(c, choice.lanes_in[i]) for i, c in inputs]
         return {"bram18k": sum(c[0] for c in charged), "lut": sum(c[1] for c in charged)}
+
+    def total(self, graph: StreamGraph, choices: dict[str, Choice]) -> dict[str, int]:
+        """What a design (`choices`, by process) is charged in all."""
+        charges = [self.of(graph, name, choice) for name, choice in choices.items()]
+        return {r: sum(c[r] for c in charges) for r in ("bram18k", "lut")}
 
     def _channels(self, graph: StreamGraph, name: str) -> tuple[list, list]:
         """(slot, channel) of the outputs of process `name`, and of its inputs no process makes."""
@@ -41,13 +56,18 @@ class FifoCharge:
         return self._known[name]
 
     def _beyond_one_lane(self, channel: str, lanes: int) -> tuple[int, int]:
-        """What the FIFO of `channel` takes in `lanes` lanes beyond what it takes in one (never less)."""
+        """What the FIFO of `channel` takes in `lanes` lanes beyond what it takes in one (never less), per resource
+        the most over `pixels`."""
         key = (channel, lanes)
         if key not in self._known:
-            one = fifo_storage(self.plan.depth_in_lanes(channel, 1, self.least_pixels), 8)
-            wide = fifo_storage(self.plan.depth_in_lanes(channel, lanes, self.least_pixels), 8 * lanes)
-            self._known[key] = (max(0, wide.bram18k - one.bram18k), max(0, wide.lut - one.lut))
+            wide = [fifo_storage(self.plan.depth_in_lanes(channel, lanes, p), 8 * lanes) for p in self.pixels]
+            one = self._one_lane(channel)
+            self._known[key] = (max(0, max(w.bram18k for w in wide) - one[0]), max(0, max(w.lut for w in wide) - one[1]))
         return self._known[key]
+
+    def _one_lane(self, channel: str) -> tuple[int, int]:
+        one = [fifo_storage(self.plan.depth_in_lanes(channel, 1, p), 8) for p in self.pixels]
+        return max(m.bram18k for m in one), max(m.lut for m in one)
 
 
 def charged(graph: StreamGraph, options: dict[str, list[Choice]], costs: dict[str, list[Cost]],

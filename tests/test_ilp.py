@@ -231,17 +231,20 @@ def test_no_design_fits_shows_the_users_budget(quantized, tmp_path):
 
 
 def _overshooting(exploration, repair_fails: bool):
-    """`_sized_design` whose first design's sized FIFOs take it 3 BRAM18K and 155 LUTs past its budget, and (with
-    `repair_fails`) where no design has the unroll factors the search is given; the calls' pins and reservations,
-    and the first solution."""
+    """`_sized_design` whose first design's sized FIFOs take 3 BRAM18K and 155 LUTs more than the search set aside
+    and charged for them, and (with `repair_fails`) where no design has the unroll factors the search is given; the
+    calls' pins and reservations, and the first solution and its charge."""
     sized = exploration._sized_design
     calls, first = [], []
 
     def sized_design(stream_graph, board, budget, options, pins, fifos, reserved, targets, known):
         calls.append((pins, dict(reserved)))
         if len(calls) == 1:
-            first.append(sized(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)[0])
-            raise exploration.FifosOverBudget("over", {"bram18k": 3, "lut": 155}, first[0])
+            solution = sized(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)[0]
+            charged = fifos.total(stream_graph, solution.choices)
+            first.extend((solution, charged))
+            raise exploration.FifosOverBudget("over", {"fifo_bram18k": reserved["bram18k"] + charged["bram18k"] + 3,
+                                                       "fifo_lut": reserved["lut"] + charged["lut"] + 155}, solution)
         if pins.unroll and repair_fails:
             raise exploration.NoDesignFits("none with those unroll factors")
         return sized(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)
@@ -250,10 +253,10 @@ def _overshooting(exploration, repair_fails: bool):
 
 @pytest.mark.parametrize("repair_fails", [False, True])
 def test_fifos_sized_past_the_reservation_are_reserved_and_solved_again(lifted, monkeypatch, repair_fails):
-    """When the sized FIFOs take the design past its budget, the schedule is solved once more with as much more
-    reserved (a design that fits), not refused: first with the unroll factors of the fastest
-    design the frugal design was measured against, then with the frugal design's (small searches), and where no
-    design has them, over every unroll factor."""
+    """When the sized FIFOs take more than the search set aside and charged for them, the schedule is solved once
+    more with the difference set aside as well (that design no longer fits), not refused: first with the unroll
+    factors of the fastest design the frugal design was measured against, then with the frugal design's (small
+    searches), and where no design has them, over every unroll factor."""
     from ming_py.ilp import explore as exploration
 
     sized_design, calls, first = _overshooting(exploration, repair_fails)
@@ -270,6 +273,31 @@ def test_fifos_sized_past_the_reservation_are_reserved_and_solved_again(lifted, 
         assert len(repairs) == 1 and repairs[0][0].unroll == tried[0]
         assert {name: dict(process.unroll) for name, process in solution.schedule.processes.items()} == tried[0]
         assert solution.totals["solver"]["rule"].endswith(exploration.UNROLLS_KEPT)
+
+
+def test_a_design_whose_fifos_overshoot_again_is_solved_again_with_more_set_aside_then_refused(lifted, monkeypatch):
+    """Where the design solved again takes more for its FIFOs than was set aside and charged too, it is solved again
+    with that difference set aside as well, REPAIRS times at most, then the build stops on the FIFOs (exit 2, not
+    a design over budget)."""
+    from ming_py.ilp import explore as exploration
+
+    sized, calls = exploration._sized_design, []
+
+    def overshooting(stream_graph, board, budget, options, pins, fifos, reserved, targets, known):
+        calls.append((bool(pins.unroll), dict(reserved)))
+        solution = sized(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)[0]
+        charged = fifos.total(stream_graph, solution.choices)
+        raise exploration.FifosOverBudget("over", {"fifo_bram18k": reserved["bram18k"] + charged["bram18k"] + 2,
+                                                   "fifo_lut": reserved["lut"] + charged["lut"] + 10}, solution)
+
+    monkeypatch.setattr(exploration, "_sized_design", overshooting)
+    with pytest.raises(exploration.FifosOverBudget):
+        exploration.explore(build_stream_graph(lifted("tiny_cnn")), BuildOptions(board="kv260"))
+    over_every_unroll = [reserved for kept, reserved in calls if not kept]
+    first = over_every_unroll[0]
+    assert over_every_unroll == [{"bram18k": first["bram18k"] + 2 * k, "lut": first["lut"] + 10 * k}
+                                 for k in range(exploration.REPAIRS + 1)]
+    assert all(reserved in over_every_unroll[1:] for kept, reserved in calls if kept)
 
 
 def _least_of_each(costs) -> dict[str, int]:

@@ -57,7 +57,7 @@ def test_a_candidate_is_charged_what_its_lanes_add_to_its_fifos(make):
     wider, less the one-lane FIFO's memory (never below nothing)."""
     graph = make()
     plan = reservation_plan(graph)
-    fifos = FifoCharge(plan, DEFAULT_PIXELS)
+    fifos = FifoCharge(plan, (DEFAULT_PIXELS,))
     for channel in graph.channels.values():
         one = fifo_storage(plan.depths(DEFAULT_PIXELS)[channel.name], 8)
         for lanes in (l for l in (1, 2, 4, 8, 16) if channel.channels % l == 0):
