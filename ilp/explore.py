@@ -31,8 +31,8 @@ from .solve import NoDesignFits, Solution, solve
 # the solver rule's end where the design was solved again with the unroll factors of one first found
 UNROLLS_KEPT = ("; solved again with the unroll factors of a design first found kept, after the FIFOs sized for "
                 "the design first chosen took more memory than the search had set aside for them")
-SIZED_PIXELS = (DEFAULT_PIXELS, 4, 8, DEEPEST_PIXELS)
-REPAIRS = 3  # times a design is solved again with more memory set aside for its FIFOs, at most  # the least pixels every FIFO holds, as the sizing tries them
+SIZED_PIXELS = (DEFAULT_PIXELS, 4, 8, DEEPEST_PIXELS)  # the least pixels every FIFO holds, as the sizing tries them
+REPAIRS = 3  # times a design is solved again with more memory set aside for its FIFOs, at most
 
 
 def explore(stream_graph: StreamGraph, options: BuildOptions) -> tuple[Board, Solution, SimResult]:
@@ -90,7 +90,7 @@ def _reserving(stream_graph, board, budget, options, pins, fifos: FifoCharge, ta
             raise
         failed = over
     for _ in range(REPAIRS):
-        charged = fifos.total(stream_graph, failed.solution.choices)
+        charged = fifos.total(failed.solution.choices)
         reserved = {r: max(v, failed.fifo[f"fifo_{r}"] - charged[r]) for r, v in reserved.items()}
         try:
             return _repaired(stream_graph, board, budget, options, pins, fifos, reserved, targets, known,

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ming_py.array_layout import fifo_storage
-from ming_py.dataflow import StreamGraph
 from ming_py.line_buffers.fifo import FifoPlan
 
 from .cost import Choice, Cost
@@ -34,25 +33,26 @@ class FifoCharge:
         memory = [self._one_lane(channel) for channel in self.plan.graph.channels]
         return {"bram18k": sum(m[0] for m in memory), "lut": sum(m[1] for m in memory)}
 
-    def of(self, graph: StreamGraph, name: str, choice: Choice) -> dict[str, int]:
+    def of(self, name: str, choice: Choice) -> dict[str, int]:
         """The BRAM18K and LUTs charged to process `name`'s candidate `choice`."""
-        outputs, inputs = self._channels(graph, name)
+        outputs, inputs = self._channels(name)
         charged = [self._beyond_one_lane(c, choice.lanes_out[i]) for i, c in outputs] + \
             [self._beyond_one_lane(c, choice.lanes_in[i]) for i, c in inputs]
         return {"bram18k": sum(c[0] for c in charged), "lut": sum(c[1] for c in charged)}
 
-    def total(self, graph: StreamGraph, choices: dict[str, Choice]) -> dict[str, int]:
+    def total(self, choices: dict[str, Choice]) -> dict[str, int]:
         """What a design (`choices`, by process) is charged in all."""
-        charges = [self.of(graph, name, choice) for name, choice in choices.items()]
+        charges = [self.of(name, choice) for name, choice in choices.items()]
         return {r: sum(c[r] for c in charges) for r in ("bram18k", "lut")}
 
-    def _channels(self, graph: StreamGraph, name: str) -> tuple[list, list]:
+    def _channels(self, name: str) -> tuple[list, list]:
         """(slot, channel) of the outputs of process `name`, and of its inputs no process makes."""
         if name not in self._known:
+            graph = self.plan.graph
             made = {p.name for p in graph.processes}
             process = graph.process(name)
-            self._known[name] = (list(enumerate(process.outputs)),
-                                 [(i, c) for i, c in enumerate(process.inputs) if graph.channels[c].producer not in made])
+            outside = [(i, c) for i, c in enumerate(process.inputs) if graph.channels[c].producer not in made]
+            self._known[name] = (list(enumerate(process.outputs)), outside)
         return self._known[name]
 
     def _beyond_one_lane(self, channel: str, lanes: int) -> tuple[int, int]:
@@ -62,7 +62,8 @@ class FifoCharge:
         if key not in self._known:
             wide = [fifo_storage(self.plan.depth_in_lanes(channel, lanes, p), 8 * lanes) for p in self.pixels]
             one = self._one_lane(channel)
-            self._known[key] = (max(0, max(w.bram18k for w in wide) - one[0]), max(0, max(w.lut for w in wide) - one[1]))
+            self._known[key] = (max(0, max(w.bram18k for w in wide) - one[0]),
+                                max(0, max(w.lut for w in wide) - one[1]))
         return self._known[key]
 
     def _one_lane(self, channel: str) -> tuple[int, int]:
@@ -70,18 +71,18 @@ class FifoCharge:
         return max(m.bram18k for m in one), max(m.lut for m in one)
 
 
-def charged(graph: StreamGraph, options: dict[str, list[Choice]], costs: dict[str, list[Cost]],
+def charged(options: dict[str, list[Choice]], costs: dict[str, list[Cost]],
             fifos: FifoCharge | None) -> dict[str, list[Cost]]:
     """Every candidate's cost with its FIFO charge."""
     if fifos is None:
         return costs
-    return {name: [_plus(cost, fifos.of(graph, name, choice), 1) for choice, cost in zip(options[name], costs[name])]
+    return {name: [_plus(cost, fifos.of(name, choice), 1) for choice, cost in zip(options[name], costs[name])]
             for name in costs}
 
 
-def uncharged(graph: StreamGraph, name: str, choice: Choice, cost: Cost, fifos: FifoCharge | None) -> Cost:
+def uncharged(name: str, choice: Choice, cost: Cost, fifos: FifoCharge | None) -> Cost:
     """A chosen candidate's own cost, its FIFO charge taken off (the sized FIFOs are counted apart)."""
-    return cost if fifos is None else _plus(cost, fifos.of(graph, name, choice), -1)
+    return cost if fifos is None else _plus(cost, fifos.of(name, choice), -1)
 
 
 def _plus(cost: Cost, charge: dict[str, int], sign: int) -> Cost:

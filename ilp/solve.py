@@ -142,7 +142,7 @@ def _solve(graph: StreamGraph, board: Board, budget: Budget, objective: str, pin
     streams = board_ddr_problem(board) is None
     options, costs = candidates_and_costs(graph, pins or Pins(), available, calibration, known, streams, offer_ddr,
                                           bands)
-    costs = charged(graph, options, costs, fifos)
+    costs = charged(options, costs, fifos)
     # where no design fits, whether a search offering weights from DDR to the processes not pinned may find one, or
     # one offering bands to the processes that may stream theirs
     pinned = (pins or Pins()).weights
@@ -206,7 +206,7 @@ def _searched(graph, board, budget, objective, pins, node_limit, reserved, calib
             picked, status = least.picked, least.describe()
             measured = {"fastest": fastest, "latency_limit_cycles": limit}
     chosen = {name: model.options[name][j] for name, j in picked.items()}  # the frugal and targets' models keep fewer
-    chosen_costs = {name: uncharged(graph, name, chosen[name], model.costs[name][j], fifos)
+    chosen_costs = {name: uncharged(name, chosen[name], model.costs[name][j], fifos)
                     for name, j in picked.items()}
     size = {"variables": len(model.problem.variables()), "constraints": len(model.problem.constraints),
             "rule": rule} | measured

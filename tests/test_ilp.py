@@ -241,7 +241,7 @@ def _overshooting(exploration, repair_fails: bool):
         calls.append((pins, dict(reserved)))
         if len(calls) == 1:
             solution = sized(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)[0]
-            charged = fifos.total(stream_graph, solution.choices)
+            charged = fifos.total(solution.choices)
             first.extend((solution, charged))
             raise exploration.FifosOverBudget("over", {"fifo_bram18k": reserved["bram18k"] + charged["bram18k"] + 3,
                                                        "fifo_lut": reserved["lut"] + charged["lut"] + 155}, solution)
@@ -286,7 +286,7 @@ def test_a_design_whose_fifos_overshoot_again_is_solved_again_with_more_set_asid
     def overshooting(stream_graph, board, budget, options, pins, fifos, reserved, targets, known):
         calls.append((bool(pins.unroll), dict(reserved)))
         solution = sized(stream_graph, board, budget, options, pins, fifos, reserved, targets, known)[0]
-        charged = fifos.total(stream_graph, solution.choices)
+        charged = fifos.total(solution.choices)
         raise exploration.FifosOverBudget("over", {"fifo_bram18k": reserved["bram18k"] + charged["bram18k"] + 2,
                                                    "fifo_lut": reserved["lut"] + charged["lut"] + 10}, solution)
 
