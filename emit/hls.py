@@ -16,7 +16,7 @@ import numpy as np
 
 from ming_py import __version__
 from ming_py.boards import Board
-from ming_py.array_layout import ArrayPlan, fifo_storage
+from ming_py.array_layout import ArrayPlan
 from ming_py.dataflow import Process, Schedule, StreamGraph
 from ming_py.process_spec import ProcessSpec, Loop, loop_of, schedule_spec
 from ming_py.epilogues import CppScalar, EpilogueValues, rule_of
@@ -115,7 +115,7 @@ def emit_hls(graph: StreamGraph, schedule: Schedule, board: Board) -> dict[str, 
     internal = [graph.channels[name] for p in graph.processes for name in p.outputs
                 if graph.channels[name].consumer != "output"]
     channels = [{"name": names.channels[c.name], "label": c_string(c.name), "lanes": schedule.lanes_of(c.name),
-                 "depth": schedule.depth_of(c.name), "impl": _fifo_impl(schedule, c.name)} for c in internal]
+                 "depth": schedule.depth_of(c.name), "impl": schedule.fifo_of(c.name).impl} for c in internal]
     context = {"model": model, "processes": views, "process_code": code, "channels": channels, "constants": constants,
                "loaded_constants": any(c.loaded for c in constants),
                "version": __version__, "board": board, "ip": ip_identity(names.model, board)}
@@ -178,7 +178,7 @@ def _model_view(graph: StreamGraph, schedule: Schedule, names: CppNames, views: 
                    f"{_shape_text(inp)} int8 in, {' + '.join(o.shape_text for o in outputs)} int8 out.",
         "input_channel": names.channels[inp.name], "input_label": c_string(inp.name),
         "in_lanes": schedule.lanes_of(inp.name), "in_depth": schedule.depth_of(inp.name), "in_values": inp.values,
-        "in_impl": _fifo_impl(schedule, inp.name),
+        "in_impl": schedule.fifo_of(inp.name).impl,
         "in_shape_text": _shape_text(inp),
         "in_scale": f"{graph.input.scale:.9g}", "in_zero_point": graph.input.zero_point,
         "outputs": outputs,
@@ -206,7 +206,7 @@ class OutputView:
     label: str
     lanes: int
     depth: int
-    impl: str  # its FIFO's BIND_STORAGE impl (`_fifo_impl`)
+    impl: str  # its FIFO's BIND_STORAGE impl (`Schedule.fifo_of`)
     count: int  # int8 values per image
     count_name: str  # its constexpr in <model>.h
     shape_text: str
@@ -215,15 +215,10 @@ class OutputView:
     title: str
 
 
-def _fifo_impl(schedule: Schedule, channel: str) -> str:
-    """Where a channel's FIFO goes, as the ILP and the report count it (`array_layout.fifo_storage`)."""
-    return fifo_storage(schedule.depth_of(channel), 8 * schedule.lanes_of(channel)).impl
-
-
 def _output_view(graph: StreamGraph, schedule: Schedule, names: CppNames, port, count_name: str) -> OutputView:
     channel = graph.channels[port.channel]
     return OutputView(names.channels[channel.name], c_string(channel.name), schedule.lanes_of(channel.name),
-                      schedule.depth_of(channel.name), _fifo_impl(schedule, channel.name), channel.values,
+                      schedule.depth_of(channel.name), schedule.fifo_of(channel.name).impl, channel.values,
                       count_name, _shape_text(channel),
                       f"{port.scale:.9g}", port.zero_point,
                       comment_text(f"'{port.onnx_name}' (model output {port.index})"))

@@ -15,7 +15,7 @@ from ming_py.dataflow import Schedule, StreamGraph
 from ming_py.process_spec import process_spec, schedule_spec
 from ming_py.kinds import trip_counts, unrollable
 from ming_py.contract.ming_host import words_per_image
-from ming_py.array_layout import ArrayPlan, fifo_storage
+from ming_py.array_layout import ArrayPlan
 from ming_py.epilogues import lane_datapath
 from ming_py.storage import plan_arrays
 
@@ -62,7 +62,7 @@ def report(graph: StreamGraph, schedule: Schedule, board: Board, solution=None) 
             nodes[-1]["image_fifo"] = image
     channels = [{"name": c.name, "cpp_name": names.channels[c.name], "producer": c.producer, "consumer": c.consumer,
                  "shape": [c.channels, c.height, c.width], "lanes": schedule.lanes_of(c.name),
-                 "fifo_depth": schedule.depth_of(c.name), "fifo_storage": _fifo_storage(schedule, c.name)}
+                 "fifo_depth": schedule.depth_of(c.name), "fifo_storage": vars(schedule.fifo_of(c.name))}
                 for c in graph.channels.values()]
     arrays = [a for p in graph.processes for a in _arrays(graph, schedule, p).values()]
     totals = {
@@ -119,12 +119,6 @@ def _arrays(graph: StreamGraph, schedule: Schedule, p) -> dict[str, ArrayPlan]:
     spec = schedule_spec(graph, p, schedule)
     sched = schedule.of(p.name)
     return plan_arrays(spec, p.epilogue, sched.storage_of("line_buffer"), sched.storage_of("weights"))
-
-
-def _fifo_storage(schedule: Schedule, channel: str) -> dict:
-    """A channel's FIFO as its BIND_STORAGE pragma places it and the totals count it (`array_layout.fifo_storage`)."""
-    storage = fifo_storage(schedule.depth_of(channel), 8 * schedule.lanes_of(channel))
-    return {"impl": storage.impl, "bram18k": storage.bram18k, "lut": storage.lut}
 
 
 def _image_fifo(graph: StreamGraph, schedule: Schedule, p) -> dict | None:

@@ -37,7 +37,6 @@ from functools import cached_property
 
 import numpy as np
 
-from ming_py.array_layout import FifoStorage, fifo_storage
 from ming_py.dataflow import Channel, StreamGraph
 from ming_py.process_spec import ProcessSpec, Loop, depth_bound, process_spec, loop_of
 
@@ -286,11 +285,6 @@ class FifoPlan:
 
     def bits(self, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
         return {name: depth * self.deps.lanes(name) * 8 for name, depth in self.depths(least_pixels).items()}
-
-    def memory(self, least_pixels: int = DEFAULT_PIXELS) -> dict[str, FifoStorage]:
-        """Where every FIFO goes and what it takes (`array_layout.fifo_storage`), holding at least `least_pixels`."""
-        return {name: fifo_storage(depth, self.deps.lanes(name) * 8)
-                for name, depth in self.depths(least_pixels).items()}
 
     def depth_in_lanes(self, name: str, lanes: int, least_pixels: int = DEFAULT_PIXELS) -> int:
         """Of a one-lane plan (`reservation_plan`): the depth in tokens of channel `name` carried in `lanes` lanes,

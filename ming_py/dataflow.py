@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .array_layout import FifoStorage, fifo_storage
 from .ir import Epilogue, HostOp
 
 GROUP_LOOP = "g"  # a grouped conv's groups in one output token, unrolled before its kind's own loops
@@ -170,6 +171,11 @@ class Schedule:
 
     def depth_of(self, channel: str) -> int:
         return self.depths.get(channel, 2)
+
+    def fifo_of(self, channel: str) -> FifoStorage:
+        """Where the channel's FIFO goes and what it takes (`array_layout.fifo_storage`): its BIND_STORAGE pragma in
+        the C++, its `fifo_storage` in report.json and its share of the totals."""
+        return fifo_storage(self.depth_of(channel), 8 * self.lanes_of(channel))
 
 
 def divisors(n: int) -> list[int]:
