@@ -280,16 +280,15 @@ class FifoPlan:
 
     def depths(self, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
         """Depth in tokens of every channel holding at least `least_pixels` pixels."""
-        return {name: max(MIN_DEPTH, least_pixels * self.deps.tokens_per_pixel(name), self.required.get(name, 0))
-                + self.extra.get(name, 0) for name in self.graph.channels}
+        return {name: self.depth_in_lanes(name, 1, least_pixels) for name in self.graph.channels}
 
     def bits(self, least_pixels: int = DEFAULT_PIXELS) -> dict[str, int]:
         return {name: depth * self.deps.lanes(name) * 8 for name, depth in self.depths(least_pixels).items()}
 
     def depth_in_lanes(self, name: str, lanes: int, least_pixels: int = DEFAULT_PIXELS) -> int:
-        """Of a one-lane plan (`reservation_plan`): the depth in tokens of channel `name` carried in `lanes` lanes,
-        its values spread over the lanes (the pixels it holds, what the branches' lags and the record need) and its
-        pipeline-depth tokens (one a cycle, `latency_tokens`) as they are."""
+        """The depth in tokens of channel `name` carried in `lanes` times the plan's lanes (more than one: of a
+        one-lane plan, `reservation_plan`): its tokens spread over the lanes (the pixels it holds, what the branches'
+        lags and the record need) and its pipeline-depth tokens (one a cycle, `latency_tokens`) as they are."""
         values = max(least_pixels * self.deps.tokens_per_pixel(name), self.required.get(name, 0))
         return max(MIN_DEPTH, math.ceil(values / lanes)) + self.extra.get(name, 0)
 
